@@ -1,0 +1,407 @@
+// Command bcpctl is the operator CLI of the BCP platform. It talks to the
+// tenant registry's connect API with the operator token.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/svcauth"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
+)
+
+const usage = `usage: bcpctl [--server URL] [--token TOKEN] [--json] <command> ...
+
+commands:
+  tenant create --name NAME --domain DOMAIN [--domain ...] [--slug SLUG] [--environment production|sandbox|development]
+  tenant list
+  tenant get <tenant>
+  tenant suspend <tenant>
+  tenant resume <tenant>
+  domain add <tenant> <domain> [--primary]
+  domain remove <tenant> <domain>
+  apikey create <tenant> --agent-profile URL [--label TEXT]
+  apikey list <tenant>
+  apikey revoke <tenant> <key-id>
+  handler set <tenant> --id ID --name REVERSE.DOMAIN [--instruments JSON] [--config JSON]
+              [--secrets JSON | --secrets-file FILE] [--environment sandbox|production] [--version DATE] [--spec URL] [--schema URL]
+  handler remove <tenant> <handler-id>
+
+<tenant> is a tenant id, slug or domain.
+The server defaults to $BCP_SERVER or http://127.0.0.1:9090; the token to $BCP_OPERATOR_TOKEN or the
+operator-token file of a local 'bcpd dev' ($BCP_DATA_DIR or .bcp).
+`
+
+// Exit codes: 2 for usage errors and invalid input, 1 for everything else.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func main() {
+	err := run(context.Background(), os.Args[1:], os.Stdout)
+	if err == nil {
+		return
+	}
+	var ue usageError
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(os.Stderr, "bcpctl: %s\n\n%s", ue.msg, usage)
+		os.Exit(2)
+	default:
+		e := apperr.As(err)
+		msg := err.Error()
+		if e.Kind != apperr.KindInternal || e.Code != "internal" {
+			msg = e.Error()
+		}
+		fmt.Fprintln(os.Stderr, "bcpctl:", msg)
+		if e.Kind == apperr.KindInvalidArgument || e.Kind == apperr.KindAlreadyExists || e.Kind == apperr.KindNotFound || e.Kind == apperr.KindFailedPrecondition {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+type cli struct {
+	client tenantsv1connect.TenantServiceClient
+	out    io.Writer
+	json   bool
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	global := flag.NewFlagSet("bcpctl", flag.ContinueOnError)
+	global.SetOutput(io.Discard)
+	server := global.String("server", envOr("BCP_SERVER", "http://127.0.0.1:9090"), "")
+	token := global.String("token", os.Getenv("BCP_OPERATOR_TOKEN"), "")
+	asJSON := global.Bool("json", false, "")
+	if err := global.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	rest := global.Args()
+	if len(rest) == 0 || rest[0] == "help" {
+		fmt.Fprint(out, usage)
+		if len(rest) == 0 {
+			return usageError{"missing command"}
+		}
+		return nil
+	}
+	if *token == "" {
+		*token = devToken()
+	}
+	if *token == "" {
+		return errors.New("no operator token: set --token or BCP_OPERATOR_TOKEN")
+	}
+	c := &cli{
+		client: tenantsv1connect.NewTenantServiceClient(&http.Client{Timeout: 30 * time.Second}, strings.TrimRight(*server, "/"),
+			connect.WithInterceptors(svcauth.Client(*token))),
+		out: out, json: *asJSON,
+	}
+	if len(rest) < 2 {
+		return usageError{"missing subcommand for " + rest[0]}
+	}
+	cmd := rest[0] + " " + rest[1]
+	sub := rest[2:]
+	switch cmd {
+	case "tenant create":
+		return c.tenantCreate(ctx, sub)
+	case "tenant list":
+		return c.tenantList(ctx, sub)
+	case "tenant get":
+		return c.withTenant(sub, 1, func(p []string) error {
+			r, err := c.client.GetTenant(ctx, connect.NewRequest(&tenantsv1.GetTenantRequest{Tenant: p[0]}))
+			return c.printTenant(r, err)
+		})
+	case "tenant suspend", "tenant resume":
+		st := tenantsv1.TenantStatus_TENANT_STATUS_SUSPENDED
+		if rest[1] == "resume" {
+			st = tenantsv1.TenantStatus_TENANT_STATUS_ACTIVE
+		}
+		return c.withTenant(sub, 1, func(p []string) error {
+			r, err := c.client.SetTenantStatus(ctx, connect.NewRequest(&tenantsv1.SetTenantStatusRequest{Tenant: p[0], Status: st}))
+			if err != nil {
+				return err
+			}
+			return c.printTenant(connect.NewResponse(&tenantsv1.GetTenantResponse{Tenant: r.Msg.GetTenant()}), nil)
+		})
+	case "domain add":
+		fs := newFS("domain add")
+		primary := fs.Bool("primary", false, "")
+		p, err := parse(fs, sub, 2, "<tenant> <domain>")
+		if err != nil {
+			return err
+		}
+		r, err := c.client.AddDomain(ctx, connect.NewRequest(&tenantsv1.AddDomainRequest{Tenant: p[0], Domain: p[1], Primary: *primary}))
+		if err != nil {
+			return err
+		}
+		return c.printTenant(connect.NewResponse(&tenantsv1.GetTenantResponse{Tenant: r.Msg.GetTenant()}), nil)
+	case "domain remove":
+		return c.withTenant(sub, 2, func(p []string) error {
+			r, err := c.client.RemoveDomain(ctx, connect.NewRequest(&tenantsv1.RemoveDomainRequest{Tenant: p[0], Domain: p[1]}))
+			if err != nil {
+				return err
+			}
+			return c.printTenant(connect.NewResponse(&tenantsv1.GetTenantResponse{Tenant: r.Msg.GetTenant()}), nil)
+		})
+	case "apikey create":
+		fs := newFS("apikey create")
+		profile := fs.String("agent-profile", "", "")
+		label := fs.String("label", "", "")
+		p, err := parse(fs, sub, 1, "<tenant>")
+		if err != nil {
+			return err
+		}
+		if *profile == "" {
+			return usageError{"--agent-profile is required: the key is bound to one agent profile URL"}
+		}
+		r, err := c.client.CreateAPIKey(ctx, connect.NewRequest(&tenantsv1.CreateAPIKeyRequest{Tenant: p[0], AgentProfileUrl: *profile, Label: *label}))
+		if err != nil {
+			return err
+		}
+		if c.json {
+			return c.printJSON(map[string]any{"api_key": r.Msg.GetApiKey(), "secret": r.Msg.GetSecret()})
+		}
+		fmt.Fprintf(c.out, "API key %s for %s\nsecret (shown once, store it now): %s\n", r.Msg.GetApiKey().GetId(), r.Msg.GetApiKey().GetAgentProfileUrl(), r.Msg.GetSecret())
+		return nil
+	case "apikey list":
+		return c.withTenant(sub, 1, func(p []string) error {
+			r, err := c.client.ListAPIKeys(ctx, connect.NewRequest(&tenantsv1.ListAPIKeysRequest{Tenant: p[0]}))
+			if err != nil {
+				return err
+			}
+			if c.json {
+				return c.printJSON(r.Msg.GetApiKeys())
+			}
+			tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tPREFIX\tAGENT PROFILE\tLABEL\tSTATE")
+			for _, k := range r.Msg.GetApiKeys() {
+				state := "active"
+				if k.GetRevokeTime() != nil {
+					state = "revoked " + k.GetRevokeTime().AsTime().Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\n", k.GetId(), k.GetDisplayPrefix(), k.GetAgentProfileUrl(), k.GetLabel(), state)
+			}
+			return tw.Flush()
+		})
+	case "apikey revoke":
+		return c.withTenant(sub, 2, func(p []string) error {
+			r, err := c.client.RevokeAPIKey(ctx, connect.NewRequest(&tenantsv1.RevokeAPIKeyRequest{Tenant: p[0], ApiKeyId: p[1]}))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.out, "revoked %s\n", r.Msg.GetApiKey().GetId())
+			return nil
+		})
+	case "handler set":
+		return c.handlerSet(ctx, sub)
+	case "handler remove":
+		return c.withTenant(sub, 2, func(p []string) error {
+			if _, err := c.client.RemovePaymentHandler(ctx, connect.NewRequest(&tenantsv1.RemovePaymentHandlerRequest{Tenant: p[0], HandlerId: p[1]})); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.out, "removed handler %s\n", p[1])
+			return nil
+		})
+	}
+	return usageError{"unknown command " + cmd}
+}
+
+func (c *cli) tenantCreate(ctx context.Context, args []string) error {
+	fs := newFS("tenant create")
+	name := fs.String("name", "", "")
+	slug := fs.String("slug", "", "")
+	envName := fs.String("environment", "production", "")
+	var domains multi
+	fs.Var(&domains, "domain", "")
+	if _, err := parse(fs, args, 0, ""); err != nil {
+		return err
+	}
+	if *name == "" || len(domains) == 0 {
+		return usageError{"tenant create needs --name and at least one --domain"}
+	}
+	env, ok := map[string]tenantsv1.Environment{
+		"production": tenantsv1.Environment_ENVIRONMENT_PRODUCTION, "sandbox": tenantsv1.Environment_ENVIRONMENT_SANDBOX,
+		"development": tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT,
+	}[*envName]
+	if !ok {
+		return usageError{"--environment must be production, sandbox or development"}
+	}
+	r, err := c.client.CreateTenant(ctx, connect.NewRequest(&tenantsv1.CreateTenantRequest{Name: *name, Slug: *slug, Domains: domains, Environment: env}))
+	if err != nil {
+		return err
+	}
+	return c.printTenant(connect.NewResponse(&tenantsv1.GetTenantResponse{Tenant: r.Msg.GetTenant()}), nil)
+}
+
+func (c *cli) tenantList(ctx context.Context, args []string) error {
+	if _, err := parse(newFS("tenant list"), args, 0, ""); err != nil {
+		return err
+	}
+	var all []*tenantsv1.Tenant
+	token := ""
+	for {
+		r, err := c.client.ListTenants(ctx, connect.NewRequest(&tenantsv1.ListTenantsRequest{PageSize: 200, PageToken: token}))
+		if err != nil {
+			return err
+		}
+		all = append(all, r.Msg.GetTenants()...)
+		if token = r.Msg.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	if c.json {
+		return c.printJSON(all)
+	}
+	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SLUG\tNAME\tSTATUS\tENVIRONMENT\tDOMAINS\tID")
+	for _, t := range all {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.GetSlug(), t.GetName(), statusName(t.GetStatus()), envName(t.GetEnvironment()), strings.Join(t.GetDomains(), ","), t.GetId())
+	}
+	return tw.Flush()
+}
+
+func (c *cli) handlerSet(ctx context.Context, args []string) error {
+	fs := newFS("handler set")
+	id := fs.String("id", "", "")
+	name := fs.String("name", "", "")
+	instruments := fs.String("instruments", "", "")
+	config := fs.String("config", "{}", "")
+	secrets := fs.String("secrets", "", "")
+	secretsFile := fs.String("secrets-file", "", "")
+	env := fs.String("environment", "sandbox", "")
+	version := fs.String("version", "", "")
+	spec := fs.String("spec", "", "")
+	schema := fs.String("schema", "", "")
+	position := fs.Int("position", 0, "")
+	p, err := parse(fs, args, 1, "<tenant>")
+	if err != nil {
+		return err
+	}
+	if *id == "" || *name == "" {
+		return usageError{"handler set needs --id and --name"}
+	}
+	if *instruments == "" && *name == "br.dev.bcp.pix" {
+		*instruments = `[{"type":"pix"}]`
+	}
+	if *secretsFile != "" {
+		b, err := os.ReadFile(*secretsFile)
+		if err != nil {
+			return err
+		}
+		*secrets = string(b)
+	}
+	r, err := c.client.SetPaymentHandler(ctx, connect.NewRequest(&tenantsv1.SetPaymentHandlerRequest{
+		Tenant: p[0], SecretsJson: *secrets,
+		Handler: &tenantsv1.PaymentHandler{
+			Id: *id, Name: *name, Version: *version, Spec: *spec, Schema: *schema, AvailableInstrumentsJson: *instruments,
+			ConfigJson: *config, Environment: *env, Position: int32(*position),
+		},
+	}))
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(r.Msg.GetHandler())
+	}
+	h := r.Msg.GetHandler()
+	fmt.Fprintf(c.out, "handler %s (%s) set: instruments %s, config %s, environment %s, secrets stored: %v\n",
+		h.GetId(), h.GetName(), h.GetAvailableInstrumentsJson(), h.GetConfigJson(), h.GetEnvironment(), h.GetHasSecrets())
+	return nil
+}
+
+func (c *cli) withTenant(args []string, n int, fn func([]string) error) error {
+	p, err := parse(newFS("cmd"), args, n, "")
+	if err != nil {
+		return err
+	}
+	return fn(p)
+}
+
+func (c *cli) printTenant(r *connect.Response[tenantsv1.GetTenantResponse], err error) error {
+	if err != nil {
+		return err
+	}
+	t := r.Msg.GetTenant()
+	if c.json {
+		return c.printJSON(t)
+	}
+	fmt.Fprintf(c.out, "tenant %s (%s)\n  id           %s\n  status       %s\n  environment  %s\n  domains      %s (primary %s)\n  capabilities %s\n",
+		t.GetName(), t.GetSlug(), t.GetId(), statusName(t.GetStatus()), envName(t.GetEnvironment()),
+		strings.Join(t.GetDomains(), ", "), t.GetPrimaryDomain(), strings.Join(t.GetCapabilities(), ", "))
+	return nil
+}
+
+func (c *cli) printJSON(v any) error {
+	enc := json.NewEncoder(c.out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func statusName(s tenantsv1.TenantStatus) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "TENANT_STATUS_"))
+}
+
+func envName(e tenantsv1.Environment) string {
+	return strings.ToLower(strings.TrimPrefix(e.String(), "ENVIRONMENT_"))
+}
+
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, ",") }
+func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
+
+func newFS(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parse accepts flags before, between and after positional arguments and
+// requires exactly n positional ones.
+func parse(fs *flag.FlagSet, args []string, n int, what string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usageError{fs.Name() + ": " + err.Error()}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(pos) != n {
+		return nil, usageError{fmt.Sprintf("%s expects %d argument(s) %s, got %d", fs.Name(), n, what, len(pos))}
+	}
+	return pos, nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// devToken reads the operator token a local `bcpd dev` wrote.
+func devToken() string {
+	dir := envOr("BCP_DATA_DIR", ".bcp")
+	b, err := os.ReadFile(filepath.Join(dir, "operator-token"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}

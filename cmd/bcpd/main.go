@@ -1,0 +1,246 @@
+// Command bcpd runs the BCP hosted checkout platform.
+//
+//	bcpd all        every service, the edge and workers in one process
+//	bcpd <service>  one of edge|tenants|catalog|pricing|checkout|payments|orders
+//	bcpd dev        private PostgreSQL + migrations + demo merchant + all
+//	bcpd migrate up|status
+//
+// Every flag has an environment variable (shown in -h).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/bcpdev/bcp/db"
+	"github.com/bcpdev/bcp/internal/devenv"
+	"github.com/bcpdev/bcp/internal/obs"
+	"github.com/bcpdev/bcp/internal/pgserver"
+	"github.com/bcpdev/bcp/internal/platform"
+	"github.com/bcpdev/bcp/internal/sealer"
+	"github.com/bcpdev/bcp/services/edge"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "bcpd:", err)
+		if errors.Is(err, pgserver.ErrBinariesMissing) {
+			os.Exit(3)
+		}
+		os.Exit(1)
+	}
+}
+
+const usage = `usage: bcpd <role> [flags]
+
+roles:
+  all                      every service, the edge and workers in one process
+  edge|tenants|catalog|pricing|checkout|payments|orders
+                           one service per process (set --<service>-url for the others)
+  dev                      private PostgreSQL, migrations, demo merchant, then all
+  migrate up|status        apply or show database migrations
+`
+
+type flags struct {
+	fs                                      *flag.FlagSet
+	databaseURL, ownerURL                   *string
+	publicAddr, internalAddr                *string
+	internalToken, operatorToken            *string
+	masterKeyFile, publicScheme, publicPort *string
+	dataDir, logLevel                       *string
+	serviceURLs                             map[string]*string
+	allowPrivileged                         *bool
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func newFlags(role string) *flags {
+	fs := flag.NewFlagSet("bcpd "+role, flag.ContinueOnError)
+	f := &flags{fs: fs, serviceURLs: map[string]*string{}}
+	f.databaseURL = fs.String("database-url", env("BCP_DATABASE_URL", ""), "PostgreSQL URL for the application role [BCP_DATABASE_URL]")
+	f.ownerURL = fs.String("owner-database-url", env("BCP_OWNER_DATABASE_URL", ""), "PostgreSQL URL for migrations (schema owner); defaults to --database-url [BCP_OWNER_DATABASE_URL]")
+	f.publicAddr = fs.String("public-addr", env("BCP_PUBLIC_ADDR", "127.0.0.1:8080"), "listen address for agents and browsers [BCP_PUBLIC_ADDR]")
+	f.internalAddr = fs.String("internal-addr", env("BCP_INTERNAL_ADDR", "127.0.0.1:9090"), "listen address for connect services, /metrics, /healthz, /readyz [BCP_INTERNAL_ADDR]")
+	f.internalToken = fs.String("internal-token", env("BCP_INTERNAL_TOKEN", ""), "token services use to call each other [BCP_INTERNAL_TOKEN]")
+	f.operatorToken = fs.String("operator-token", env("BCP_OPERATOR_TOKEN", ""), "token bcpctl uses for the operator API [BCP_OPERATOR_TOKEN]")
+	f.masterKeyFile = fs.String("master-key-file", env("BCP_MASTER_KEY_FILE", ""), "file with the base64 32-byte master key sealing secrets at rest (or BCP_MASTER_KEY) [BCP_MASTER_KEY_FILE]")
+	f.publicScheme = fs.String("public-scheme", env("BCP_PUBLIC_SCHEME", "https"), "scheme of the URLs advertised to agents [BCP_PUBLIC_SCHEME]")
+	f.publicPort = fs.String("public-port", env("BCP_PUBLIC_PORT", ""), "port of the URLs advertised to agents, when not the default [BCP_PUBLIC_PORT]")
+	f.dataDir = fs.String("data-dir", env("BCP_DATA_DIR", ".bcp"), "dev: directory for the private PostgreSQL and dev secrets [BCP_DATA_DIR]")
+	f.logLevel = fs.String("log-level", env("BCP_LOG_LEVEL", "info"), "debug|info|warn|error [BCP_LOG_LEVEL]")
+	f.allowPrivileged = fs.Bool("insecure-allow-privileged-db-role", false, "allow a superuser/BYPASSRLS database role (disables tenant isolation)")
+	for _, s := range platform.AllServices {
+		f.serviceURLs[s] = fs.String(s+"-url", env("BCP_"+strings.ToUpper(s)+"_URL", ""), "base URL of the "+s+" service when hosted elsewhere [BCP_"+strings.ToUpper(s)+"_URL]")
+	}
+	return f
+}
+
+func (f *flags) logger() *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(*f.logLevel))
+	return obs.NewLogger(os.Stderr, lvl)
+}
+
+func run(args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(os.Stderr, usage)
+		if len(args) == 0 {
+			return errors.New("missing role")
+		}
+		return nil
+	}
+	role, rest := args[0], args[1:]
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	switch role {
+	case "migrate":
+		return runMigrate(ctx, rest)
+	case "dev":
+		return runDev(ctx, rest)
+	case "all":
+		return runServices(ctx, platform.AllServices, rest)
+	}
+	for _, s := range platform.AllServices {
+		if role == s {
+			return runServices(ctx, []string{s}, rest)
+		}
+	}
+	fmt.Fprint(os.Stderr, usage)
+	return fmt.Errorf("unknown role %q", role)
+}
+
+func runServices(ctx context.Context, services []string, args []string) error {
+	f := newFlags(strings.Join(services, ","))
+	if err := f.fs.Parse(args); err != nil {
+		return err
+	}
+	log := f.logger()
+	cfg := platform.Config{
+		Services: services, DatabaseURL: *f.databaseURL, PublicAddr: *f.publicAddr, InternalAddr: *f.internalAddr,
+		InternalToken: *f.internalToken, OperatorToken: *f.operatorToken, ServiceURLs: map[string]string{},
+		Edge: edge.Config{PublicScheme: *f.publicScheme, PublicPort: *f.publicPort}, Logger: log,
+		AllowPrivileged: *f.allowPrivileged,
+	}
+	for s, u := range f.serviceURLs {
+		cfg.ServiceURLs[s] = *u
+	}
+	for _, s := range services {
+		if s == platform.Tenants {
+			key, err := loadMasterKey(*f.masterKeyFile)
+			if err != nil {
+				return err
+			}
+			cfg.MasterKey = key
+		}
+	}
+	r, err := platform.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	log.Info("bcpd started", "services", services, "public_addr", r.PublicAddr, "internal_addr", r.InternalAddr)
+	select {
+	case <-ctx.Done():
+	case err = <-r.Err():
+	}
+	log.Info("bcpd stopping")
+	r.Stop()
+	return err
+}
+
+func loadMasterKey(file string) ([]byte, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("master key file: %w", err)
+		}
+		return sealer.ParseKey(string(b))
+	}
+	if v := os.Getenv("BCP_MASTER_KEY"); v != "" {
+		return sealer.ParseKey(v)
+	}
+	return nil, errors.New("the tenants service needs the master key (--master-key-file or BCP_MASTER_KEY)")
+}
+
+func runDev(ctx context.Context, args []string) error {
+	f := newFlags("dev")
+	if err := f.fs.Parse(args); err != nil {
+		return err
+	}
+	e, err := devenv.Start(ctx, devenv.Options{
+		DataDir: *f.dataDir, DatabaseURL: *f.databaseURL, OwnerURL: *f.ownerURL,
+		PublicAddr: *f.publicAddr, InternalAddr: *f.internalAddr, Logger: f.logger(), Out: os.Stdout,
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		fmt.Println("\nstopping ...")
+	case err = <-e.Platform.Err():
+	case <-e.PostgresDone():
+		err = errors.New("PostgreSQL exited unexpectedly (see postgres.log in the data directory)")
+	}
+	e.Stop()
+	if err == nil {
+		fmt.Println("stopped; PostgreSQL shut down cleanly")
+	}
+	return err
+}
+
+func runMigrate(ctx context.Context, args []string) error {
+	if len(args) == 0 || (args[0] != "up" && args[0] != "status") {
+		return errors.New("usage: bcpd migrate up|status [--owner-database-url URL]")
+	}
+	f := newFlags("migrate")
+	if err := f.fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	url := *f.ownerURL
+	if url == "" {
+		url = *f.databaseURL
+	}
+	if url == "" {
+		return errors.New("set --owner-database-url (or --database-url / BCP_DATABASE_URL)")
+	}
+	if args[0] == "up" {
+		n, err := db.MigrateUp(ctx, url, f.logger())
+		if err != nil {
+			return err
+		}
+		fmt.Printf("applied %d migration(s)\n", n)
+		return nil
+	}
+	p, closeFn, err := db.Provider(url, nil)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	st, err := p.Status(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERSION\tSTATE\tAPPLIED AT\tFILE")
+	for _, s := range st {
+		at := "-"
+		if !s.AppliedAt.IsZero() {
+			at = s.AppliedAt.Format("2006-01-02 15:04:05")
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", s.Source.Version, s.State, at, s.Source.Path)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,70 @@
+// Package bcpnames holds the BCP protocol's fixed names: the protocol
+// version, the service and capability names and where their specs and
+// schemas live (architecture §2: UCP 2026-04-08 shapes, renamed).
+package bcpnames
+
+// Version is the only protocol version the platform speaks.
+const Version = "2026-07-28"
+
+// Service is the shopping service name.
+const Service = "br.dev.bcp.shopping"
+
+// Capability names.
+const (
+	Checkout     = "br.dev.bcp.shopping.checkout"
+	Fulfillment  = "br.dev.bcp.shopping.fulfillment"
+	Discount     = "br.dev.bcp.shopping.discount"
+	BuyerConsent = "br.dev.bcp.shopping.buyer_consent"
+	AP2Mandate   = "br.dev.bcp.shopping.ap2_mandate"
+	Order        = "br.dev.bcp.shopping.order"
+)
+
+// PixHandler is the built-in Pix payment handler name.
+const PixHandler = "br.dev.bcp.pix"
+
+const (
+	specBase   = "https://bcp.dev.br/draft/specification/"
+	schemaBase = "https://bcp.dev.br/draft/schemas/shopping/"
+)
+
+// CapabilityInfo describes a capability as the profile advertises it.
+type CapabilityInfo struct {
+	Name    string
+	Spec    string
+	Schema  string
+	Extends string // parent capability for extensions, "" for roots
+}
+
+// Capabilities lists every capability the platform implements, roots
+// first, in the order profiles list them.
+var Capabilities = []CapabilityInfo{
+	{Name: Checkout, Spec: specBase + "checkout", Schema: schemaBase + "checkout.json"},
+	{Name: Order, Spec: specBase + "order", Schema: schemaBase + "order.json"},
+	{Name: Fulfillment, Spec: specBase + "fulfillment", Schema: schemaBase + "fulfillment.json", Extends: Checkout},
+	{Name: Discount, Spec: specBase + "discount", Schema: schemaBase + "discount.json", Extends: Checkout},
+	{Name: BuyerConsent, Spec: specBase + "buyer-consent", Schema: schemaBase + "buyer_consent.json", Extends: Checkout},
+	{Name: AP2Mandate, Spec: specBase + "ap2-mandates", Schema: schemaBase + "ap2_mandate.json", Extends: Checkout},
+}
+
+// DefaultCapabilities are enabled for a new merchant. AP2 mandates need
+// merchant set-up, so they are opt-in.
+var DefaultCapabilities = []string{Checkout, Order, Fulfillment, Discount, BuyerConsent}
+
+// LookupCapability returns the info for name.
+func LookupCapability(name string) (CapabilityInfo, bool) {
+	for _, c := range Capabilities {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return CapabilityInfo{}, false
+}
+
+// ServiceSpec and MCPSchema are the shopping service's spec and MCP
+// OpenRPC document.
+const (
+	ServiceSpec = specBase + "overview"
+	MCPSchema   = "https://bcp.dev.br/draft/services/shopping/mcp.openrpc.json"
+	PixSpec     = specBase + "pix"
+	PixSchema   = "https://bcp.dev.br/draft/schemas/handlers/pix.json"
+)

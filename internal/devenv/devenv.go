@@ -1,0 +1,168 @@
+// Package devenv is `bcpd dev`: a private PostgreSQL in a data directory,
+// migrated and seeded with a demo merchant, and the whole platform in one
+// process on top of it.
+package devenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/bcpdev/bcp/db"
+	"github.com/bcpdev/bcp/internal/pgserver"
+	"github.com/bcpdev/bcp/internal/platform"
+	"github.com/bcpdev/bcp/internal/sealer"
+	"github.com/bcpdev/bcp/services/edge"
+)
+
+// Options configure a dev run.
+type Options struct {
+	DataDir      string
+	DatabaseURL  string // use this server instead of a private cluster (app role)
+	OwnerURL     string // migrations on DatabaseURL (defaults to DatabaseURL)
+	PublicAddr   string
+	InternalAddr string
+	Logger       *slog.Logger
+	Out          io.Writer // the banner
+}
+
+// Env is a running dev platform.
+type Env struct {
+	Platform *platform.Running
+	pg       *pgserver.Server
+}
+
+// Start brings everything up and prints the banner.
+func Start(ctx context.Context, o Options) (*Env, error) {
+	dataDir, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, err
+	}
+	env := &Env{}
+	appURL, ownerURL := o.DatabaseURL, o.OwnerURL
+	if appURL == "" {
+		fmt.Fprintf(o.Out, "starting private PostgreSQL in %s ...\n", filepath.Join(dataDir, "pgdata"))
+		env.pg, err = pgserver.Start(ctx, pgserver.Options{DataDir: filepath.Join(dataDir, "pgdata"), Log: logWriter(dataDir)})
+		if err != nil {
+			return nil, err
+		}
+		urls, err := db.Bootstrap(ctx, env.pg.URL("postgres"), "bcp")
+		if err != nil {
+			env.Stop()
+			return nil, err
+		}
+		appURL, ownerURL = urls.App, urls.Owner
+	}
+	if ownerURL == "" {
+		ownerURL = appURL
+	}
+	if _, err := db.MigrateUp(ctx, ownerURL, nil); err != nil {
+		env.Stop()
+		return nil, err
+	}
+	masterKey, err := sealer.LoadOrCreateKeyFile(filepath.Join(dataDir, "master.key"))
+	if err != nil {
+		env.Stop()
+		return nil, err
+	}
+	opToken, err := loadOrCreateToken(filepath.Join(dataDir, "operator-token"), "bcp_op_")
+	if err != nil {
+		env.Stop()
+		return nil, err
+	}
+	_, publicPort, _ := net.SplitHostPort(o.PublicAddr)
+	env.Platform, err = platform.Start(ctx, platform.Config{
+		Services:      platform.AllServices,
+		DatabaseURL:   appURL,
+		PublicAddr:    o.PublicAddr,
+		InternalAddr:  o.InternalAddr,
+		InternalToken: randomToken("bcp_int_"),
+		OperatorToken: opToken,
+		MasterKey:     masterKey,
+		Edge:          edge.Config{PublicScheme: "http", PublicPort: publicPort},
+		Logger:        o.Logger,
+	})
+	if err != nil {
+		env.Stop()
+		return nil, err
+	}
+	tenant, apiKey, err := SeedDemo(ctx, env.Platform.ClientsWithToken(opToken), dataDir)
+	if err != nil {
+		env.Stop()
+		return nil, fmt.Errorf("seed demo merchant: %w", err)
+	}
+	_, port, _ := net.SplitHostPort(env.Platform.PublicAddr)
+	base := "http://" + DemoDomain + ":" + port
+	fmt.Fprintf(o.Out, `
+BCP platform running (bcpd all on a private PostgreSQL).
+
+  demo merchant     %s (%s), tenant %s
+  profile           %s/.well-known/bcp
+  agent endpoint    %s/bcp/mcp
+  admin URL         %s/admin   (admin web: arriving with the admin issue)
+  demo agent key    %s   (bound to agent profile %s)
+  operator API      http://%s   (token in %s; bcpctl finds it there)
+
+  *.localhost names resolve to this machine in browsers; with curl send the Host header:
+    curl -H 'Host: %s' http://127.0.0.1:%s/.well-known/bcp
+
+Ctrl-C stops the platform and PostgreSQL; data stays in %s.
+`, tenant.GetName(), DemoDomain, tenant.GetId(), base, base, base, apiKey, DemoAgentProfile,
+		env.Platform.InternalAddr, filepath.Join(dataDir, "operator-token"), DemoDomain, port, dataDir)
+	return env, nil
+}
+
+// Stop stops the platform, then PostgreSQL.
+func (e *Env) Stop() {
+	if e.Platform != nil {
+		e.Platform.Stop()
+	}
+	if e.pg != nil {
+		_ = e.pg.Stop()
+	}
+}
+
+// PostgresDone is closed if the private PostgreSQL exits (nil without one).
+func (e *Env) PostgresDone() <-chan struct{} {
+	if e.pg == nil {
+		return nil
+	}
+	return e.pg.Done()
+}
+
+func loadOrCreateToken(path, prefix string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	t := randomToken(prefix)
+	return t, os.WriteFile(path, []byte(t+"\n"), 0o600)
+}
+
+func randomToken(prefix string) string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+func logWriter(dataDir string) io.Writer {
+	f, err := os.OpenFile(filepath.Join(dataDir, "postgres.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil
+	}
+	return f
+}

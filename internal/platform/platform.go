@@ -1,0 +1,289 @@
+// Package platform assembles bcpd: which services a process hosts (its
+// role), their connect handlers on the internal listener, the clients they
+// use to reach each other (in-process when co-hosted, HTTP otherwise), the
+// public edge, metrics and health.
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/inproc"
+	"github.com/bcpdev/bcp/internal/obs"
+	"github.com/bcpdev/bcp/internal/pgstore"
+	"github.com/bcpdev/bcp/internal/sealer"
+	"github.com/bcpdev/bcp/internal/svcauth"
+	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/edge/v1/edgev1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
+	"github.com/bcpdev/bcp/services/catalog"
+	"github.com/bcpdev/bcp/services/checkout"
+	"github.com/bcpdev/bcp/services/edge"
+	"github.com/bcpdev/bcp/services/orders"
+	"github.com/bcpdev/bcp/services/payments"
+	"github.com/bcpdev/bcp/services/pricing"
+	"github.com/bcpdev/bcp/tenants"
+)
+
+// Service names, which are also the roles that host exactly one of them.
+const (
+	Edge     = "edge"
+	Tenants  = "tenants"
+	Catalog  = "catalog"
+	Pricing  = "pricing"
+	Checkout = "checkout"
+	Payments = "payments"
+	Orders   = "orders"
+)
+
+// AllServices lists every service `bcpd all` hosts.
+var AllServices = []string{Tenants, Catalog, Pricing, Checkout, Payments, Orders, Edge}
+
+// Config is a process's configuration.
+type Config struct {
+	Services     []string // what this process hosts
+	DatabaseURL  string   // application role; required unless only the edge runs
+	PublicAddr   string   // edge listener (agents, browsers)
+	InternalAddr string   // connect services, /metrics, /healthz, /readyz
+	// ServiceURLs locate services hosted by other processes, by name.
+	ServiceURLs     map[string]string
+	InternalToken   string
+	OperatorToken   string
+	MasterKey       []byte // required when hosting tenants
+	Edge            edge.Config
+	Logger          *slog.Logger
+	AllowPrivileged bool
+}
+
+// Running is a started process.
+type Running struct {
+	PublicAddr   string // resolved listener address ("" when no edge)
+	InternalAddr string
+	Clients      *Clients
+	Pool         *pgxpool.Pool
+
+	cfg    Config
+	local  *http.Client
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	srvs   []*http.Server
+	errc   chan error
+}
+
+// Clients reach every service, co-hosted or remote, the same way.
+type Clients struct {
+	Tenants  tenantsv1connect.TenantServiceClient
+	Catalog  catalogv1connect.CatalogServiceClient
+	Pricing  pricingv1connect.PricingServiceClient
+	Checkout checkoutv1connect.CheckoutServiceClient
+	Payments paymentsv1connect.PaymentsServiceClient
+	Orders   ordersv1connect.OrdersServiceClient
+	Edge     edgev1connect.EdgeServiceClient
+}
+
+func (c *Config) hosts(name string) bool { return slices.Contains(c.Services, name) }
+
+// Start opens the database (when needed), mounts the hosted services and
+// starts the listeners. It returns once they accept connections.
+func Start(ctx context.Context, cfg Config) (*Running, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.InternalToken == "" {
+		return nil, errors.New("an internal service token is required (BCP_INTERNAL_TOKEN)")
+	}
+	needDB := slices.ContainsFunc(cfg.Services, func(s string) bool { return s != Edge })
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Running{cancel: cancel, errc: make(chan error, 4)}
+	fail := func(err error) (*Running, error) {
+		r.Stop()
+		return nil, err
+	}
+	if needDB {
+		if cfg.DatabaseURL == "" {
+			return fail(errors.New("a database URL is required (--database-url or BCP_DATABASE_URL)"))
+		}
+		pool, err := pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Options{AllowPrivileged: cfg.AllowPrivileged})
+		if err != nil {
+			return fail(fmt.Errorf("open database: %w", err))
+		}
+		r.Pool = pool
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := obs.NewMetrics(reg)
+
+	internal := http.NewServeMux()
+	tokens := svcauth.Tokens{Internal: cfg.InternalToken, Operator: cfg.OperatorToken}
+	handlerOpts := func(policy func(string) svcauth.Access) connect.HandlerOption {
+		return connect.WithInterceptors(apperr.Interceptor(log), svcauth.Server(tokens, policy))
+	}
+	// Clients of co-hosted services go through the internal mux in process.
+	r.local = inproc.Client(internal)
+	r.cfg = cfg
+	clients, err := r.newClients(cfg.InternalToken)
+	if err != nil {
+		return fail(err)
+	}
+	r.Clients = clients
+
+	checks := map[string]obs.Check{}
+	if r.Pool != nil {
+		checks["database"] = r.Pool.Ping
+	}
+	for _, name := range cfg.Services {
+		switch name {
+		case Tenants:
+			seal, err := sealer.NewAESGCM(cfg.MasterKey)
+			if err != nil {
+				return fail(fmt.Errorf("master key: %w", err))
+			}
+			b := tenants.NewBroadcaster(r.Pool, log)
+			r.goRun(func() { b.Run(ctx) })
+			internal.Handle(tenantsv1connect.NewTenantServiceHandler(tenants.New(r.Pool, seal, b, log), handlerOpts(tenants.Policy)))
+		case Catalog:
+			internal.Handle(catalogv1connect.NewCatalogServiceHandler(catalog.New(r.Pool), handlerOpts(catalog.Policy)))
+		case Pricing:
+			internal.Handle(pricingv1connect.NewPricingServiceHandler(pricing.New(r.Pool), handlerOpts(pricing.Policy)))
+		case Checkout:
+			internal.Handle(checkoutv1connect.NewCheckoutServiceHandler(checkout.New(r.Pool), handlerOpts(checkout.Policy)))
+		case Payments:
+			internal.Handle(paymentsv1connect.NewPaymentsServiceHandler(payments.New(r.Pool), handlerOpts(payments.Policy)))
+		case Orders:
+			internal.Handle(ordersv1connect.NewOrdersServiceHandler(orders.New(r.Pool), handlerOpts(orders.Policy)))
+		case Edge:
+		default:
+			return fail(fmt.Errorf("unknown service %q", name))
+		}
+	}
+	internal.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	obs.Health(internal, checks)
+
+	if cfg.hosts(Edge) {
+		e := edge.New(cfg.Edge, clients.Tenants, log)
+		internal.Handle(edgev1connect.NewEdgeServiceHandler(e, handlerOpts(func(string) svcauth.Access { return svcauth.Internal })))
+		r.goRun(func() { e.Run(ctx) })
+		addr, err := r.listen(ctx, cfg.PublicAddr, metrics.Middleware("public", log, e), log)
+		if err != nil {
+			return fail(fmt.Errorf("public listener: %w", err))
+		}
+		r.PublicAddr = addr
+	}
+	addr, err := r.listen(ctx, cfg.InternalAddr, metrics.Middleware("internal", log, internal), log)
+	if err != nil {
+		return fail(fmt.Errorf("internal listener: %w", err))
+	}
+	r.InternalAddr = addr
+	return r, nil
+}
+
+// ClientsWithToken returns clients that authenticate with token (e.g. the
+// operator token, for seeding and operator tooling in process).
+func (r *Running) ClientsWithToken(token string) *Clients {
+	c, _ := r.newClients(token)
+	return c
+}
+
+func (r *Running) newClients(token string) (*Clients, error) {
+	cfg := r.cfg
+	opts := connect.WithInterceptors(svcauth.Client(token))
+	c := &Clients{}
+	for _, name := range AllServices {
+		hc, base := r.local, "http://inproc"
+		if !cfg.hosts(name) {
+			hc, base = http.DefaultClient, strings.TrimRight(cfg.ServiceURLs[name], "/")
+			if base == "" {
+				// Only what this process uses must be reachable: the edge
+				// needs tenants. Calls to other unset services fail loudly.
+				if name == Tenants && cfg.hosts(Edge) {
+					return nil, fmt.Errorf("service %s is not hosted here and has no URL (--%s-url)", name, name)
+				}
+				base = "http://unconfigured-" + name + ".invalid"
+			}
+		}
+		switch name {
+		case Tenants:
+			c.Tenants = tenantsv1connect.NewTenantServiceClient(hc, base, opts)
+		case Catalog:
+			c.Catalog = catalogv1connect.NewCatalogServiceClient(hc, base, opts)
+		case Pricing:
+			c.Pricing = pricingv1connect.NewPricingServiceClient(hc, base, opts)
+		case Checkout:
+			c.Checkout = checkoutv1connect.NewCheckoutServiceClient(hc, base, opts)
+		case Payments:
+			c.Payments = paymentsv1connect.NewPaymentsServiceClient(hc, base, opts)
+		case Orders:
+			c.Orders = ordersv1connect.NewOrdersServiceClient(hc, base, opts)
+		case Edge:
+			c.Edge = edgev1connect.NewEdgeServiceClient(hc, base, opts)
+		}
+	}
+	return c, nil
+}
+
+func (r *Running) goRun(fn func()) {
+	r.wg.Add(1)
+	go func() { defer r.wg.Done(); fn() }()
+}
+
+func (r *Running) listen(ctx context.Context, addr string, h http.Handler, log *slog.Logger) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	r.srvs = append(r.srvs, srv)
+	r.goRun(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			r.errc <- err
+		}
+	})
+	return ln.Addr().String(), nil
+}
+
+// Err reports a listener that failed after start.
+func (r *Running) Err() <-chan error { return r.errc }
+
+// Stop drains the listeners (up to 10 s), stops background work and closes
+// the database pool.
+func (r *Running) Stop() {
+	// Background work first: it ends the long-lived change streams, which
+	// would otherwise hold the graceful shutdown open.
+	r.cancel()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, s := range r.srvs {
+		_ = s.Shutdown(sctx)
+	}
+	r.wg.Wait()
+	if r.Pool != nil {
+		r.Pool.Close()
+	}
+}

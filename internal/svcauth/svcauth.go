@@ -1,0 +1,154 @@
+// Package svcauth authenticates calls between the platform's processes and
+// carries the tenant across them. Services accept two bearer tokens: the
+// internal token (service to service) and the operator token (bcpctl and
+// operator tooling, which may also do anything a service may). Tenant-scoped
+// procedures additionally require the Bcp-Tenant-Id header, which becomes
+// the context tenant read by pgstore.InTenant.
+package svcauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"strings"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+
+	"github.com/bcpdev/bcp/internal/tenancy"
+)
+
+// Access is what a procedure requires.
+type Access int
+
+const (
+	// Internal: internal or operator token, no tenant.
+	Internal Access = iota
+	// Tenant: internal or operator token and a tenant header.
+	Tenant
+	// Operator: operator token only.
+	Operator
+)
+
+// Tokens are the accepted secrets. Empty tokens never match.
+type Tokens struct {
+	Internal string
+	Operator string
+}
+
+type principalKey struct{}
+
+// Principal names who called: "operator" or "service".
+func Principal(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
+}
+
+// Server returns the server interceptor enforcing policy(procedure).
+func Server(tokens Tokens, policy func(procedure string) Access) connect.Interceptor {
+	return &server{tokens: tokens, policy: policy}
+}
+
+type server struct {
+	tokens Tokens
+	policy func(string) Access
+}
+
+func (s *server) authorize(ctx context.Context, procedure string, h http.Header) (context.Context, error) {
+	tok, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
+	if !ok || tok == "" {
+		return nil, connect.NewError(connect.CodeUnauthenticated, errors.New("missing bearer token"))
+	}
+	access := s.policy(procedure)
+	var principal string
+	switch {
+	case equal(tok, s.tokens.Operator):
+		principal = "operator"
+	case equal(tok, s.tokens.Internal) && access != Operator:
+		principal = "service"
+	case equal(tok, s.tokens.Internal):
+		return nil, connect.NewError(connect.CodePermissionDenied, errors.New("operator token required"))
+	default:
+		return nil, connect.NewError(connect.CodeUnauthenticated, errors.New("invalid token"))
+	}
+	ctx = context.WithValue(ctx, principalKey{}, principal)
+	if access == Tenant {
+		id, err := uuid.Parse(h.Get(tenancy.Header))
+		if err != nil || id == uuid.Nil {
+			return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("missing or invalid "+tenancy.Header+" header"))
+		}
+		ctx = tenancy.With(ctx, id)
+	}
+	return ctx, nil
+}
+
+// equal compares in constant time; hashing first keeps the comparison
+// length-independent.
+func equal(got, want string) bool {
+	if want == "" {
+		return false
+	}
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+func (s *server) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if req.Spec().IsClient {
+			return next(ctx, req)
+		}
+		ctx, err := s.authorize(ctx, req.Spec().Procedure, req.Header())
+		if err != nil {
+			return nil, err
+		}
+		return next(ctx, req)
+	}
+}
+
+func (s *server) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (s *server) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		ctx, err := s.authorize(ctx, conn.Spec().Procedure, conn.RequestHeader())
+		if err != nil {
+			return err
+		}
+		return next(ctx, conn)
+	}
+}
+
+// Client returns the client interceptor that authenticates with token and
+// forwards the context tenant, if any, in the tenant header.
+func Client(token string) connect.Interceptor { return &client{token: token} }
+
+type client struct{ token string }
+
+func (c *client) set(ctx context.Context, h http.Header) {
+	h.Set("Authorization", "Bearer "+c.token)
+	if id, err := tenancy.From(ctx); err == nil {
+		h.Set(tenancy.Header, id.String())
+	}
+}
+
+func (c *client) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		c.set(ctx, req.Header())
+		return next(ctx, req)
+	}
+}
+
+func (c *client) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		conn := next(ctx, spec)
+		c.set(ctx, conn.RequestHeader())
+		return conn
+	}
+}
+
+func (c *client) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}

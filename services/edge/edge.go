@@ -1,0 +1,158 @@
+// Package edge is the platform's only public surface for agents: it maps
+// the request Host to a merchant (tenant), serves the merchant's discovery
+// profile at /.well-known/bcp and (with the checkout issue) the BCP MCP
+// endpoint at /bcp/mcp. It holds no business rules: everything it knows it
+// asks the services for, through their connect clients.
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/tenancy"
+	edgev1 "github.com/bcpdev/bcp/proto/gen/bcp/edge/v1"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
+)
+
+// Config is what the edge needs to know about how it is reached.
+type Config struct {
+	// PublicScheme is the scheme agents use ("https" in production).
+	PublicScheme string
+	// PublicPort is appended to advertised URLs when not the scheme's
+	// default (e.g. "8080" in development).
+	PublicPort string
+}
+
+// Edge is the public HTTP handler and its caches.
+type Edge struct {
+	cfg   Config
+	log   *slog.Logger
+	hosts *hostCache
+	disc  *discovery
+	feed  *changeFeed
+	mux   *http.ServeMux
+}
+
+// New builds the edge over the tenant registry client.
+func New(cfg Config, tenants tenantsv1connect.TenantServiceClient, log *slog.Logger) *Edge {
+	if cfg.PublicScheme == "" {
+		cfg.PublicScheme = "https"
+	}
+	e := &Edge{cfg: cfg, log: log, feed: &changeFeed{client: tenants, log: log}}
+	e.hosts = newHostCache(tenants, &e.feed.watched)
+	e.disc = &discovery{client: tenants, baseURL: e.BaseURL, cache: map[string]renderedProfile{}}
+	e.feed.onReset = []func(){e.hosts.reset, e.disc.reset}
+	e.feed.onEvent = []func(string){e.hosts.invalidate, e.disc.invalidate}
+
+	e.mux = http.NewServeMux()
+	e.mux.Handle("GET /.well-known/bcp", e.disc)
+	e.mux.HandleFunc("/.well-known/bcp", methodNotAllowed("GET, HEAD"))
+	e.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSONError(w, http.StatusNotFound, "not_found", "no such resource on this merchant host")
+	})
+	return e
+}
+
+// Run follows registry changes until ctx ends, keeping caches fresh.
+func (e *Edge) Run(ctx context.Context) { e.feed.run(ctx) }
+
+// BaseURL is the merchant's public origin as agents reach it on host.
+func (e *Edge) BaseURL(host string) string {
+	u := e.cfg.PublicScheme + "://" + host
+	if p := e.cfg.PublicPort; p != "" && !(e.cfg.PublicScheme == "https" && p == "443") && !(e.cfg.PublicScheme == "http" && p == "80") {
+		u += ":" + p
+	}
+	return u
+}
+
+// Handle mounts h on the public mux under pattern (behind Host routing).
+func (e *Edge) Handle(pattern string, h http.Handler) { e.mux.Handle(pattern, h) }
+
+// ServeHTTP resolves the tenant from the Host and dispatches. Unknown hosts
+// get 404, suspended merchants 403, both with a JSON body.
+func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	host := normalizeHost(r.Host)
+	t, err := e.hosts.resolve(r.Context(), host)
+	switch {
+	case errors.Is(err, errUnknownHost):
+		writeJSONError(w, http.StatusNotFound, "unknown_host", "no merchant is served at "+strconv.Quote(host))
+		return
+	case err != nil:
+		writeServiceError(w, r, err)
+		return
+	case t.GetStatus() == tenantsv1.TenantStatus_TENANT_STATUS_SUSPENDED:
+		writeJSONError(w, http.StatusForbidden, "tenant_suspended", "this merchant is suspended")
+		return
+	}
+	id, err := parseTenantID(t.GetId())
+	if err != nil {
+		writeServiceError(w, r, err)
+		return
+	}
+	ctx := context.WithValue(tenancy.With(r.Context(), id), tenantKey{}, t)
+	e.mux.ServeHTTP(w, r.WithContext(ctx))
+}
+
+type tenantKey struct{}
+
+// tenantFrom returns the tenant resolved for this request. Handlers behind
+// ServeHTTP always have one.
+func tenantFrom(ctx context.Context) *tenantsv1.Tenant {
+	t, _ := ctx.Value(tenantKey{}).(*tenantsv1.Tenant)
+	return t
+}
+
+// Ping implements the edge's internal connect API.
+func (e *Edge) Ping(ctx context.Context, _ *connect.Request[edgev1.PingRequest]) (*connect.Response[edgev1.PingResponse], error) {
+	return connect.NewResponse(&edgev1.PingResponse{Service: "edge", DatabaseOk: e.feed.watched.Load()}), nil
+}
+
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeJSONError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use "+allow)
+	}
+}
+
+// writeJSONError writes the flat error body the platform uses outside
+// JSON-RPC: {"code": "...", "content": "..."}.
+func writeJSONError(w http.ResponseWriter, status int, code, content string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"code": code, "content": content})
+}
+
+// writeServiceError maps a failed service call to an HTTP error.
+func writeServiceError(w http.ResponseWriter, r *http.Request, err error) {
+	e := apperr.As(err)
+	switch e.Kind {
+	case apperr.KindNotFound:
+		writeJSONError(w, http.StatusNotFound, e.Code, e.Message)
+	case apperr.KindUnavailable, apperr.KindAborted:
+		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "the platform is temporarily unavailable, retry shortly")
+	default:
+		slog.ErrorContext(r.Context(), "edge: service call failed", "err", err)
+		writeJSONError(w, http.StatusInternalServerError, "internal_error", "internal error")
+	}
+}
+
+func parseTenantID(s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, apperr.New(apperr.KindInternal, "internal", "registry returned a malformed tenant id")
+	}
+	return id, nil
+}

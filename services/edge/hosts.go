@@ -1,0 +1,198 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/hostname"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
+)
+
+// Cache lifetimes. While the change feed is connected, entries are dropped
+// the moment their tenant changes, so they can live long; without it, they
+// must expire quickly to bound staleness.
+const (
+	ttlWatched    = 5 * time.Minute
+	ttlNegWatched = 30 * time.Second
+	ttlUnwatched  = 2 * time.Second
+)
+
+// hostCache resolves Host → tenant through the tenant registry, caching
+// answers (negative ones too) and dropping them on registry changes.
+type hostCache struct {
+	client  tenantsv1connect.TenantServiceClient
+	now     func() time.Time
+	sf      singleflight.Group
+	watched *atomic.Bool
+
+	mu      sync.RWMutex
+	entries map[string]hostEntry
+	gen     uint64 // bumped on every invalidation; stale fills are discarded
+}
+
+type hostEntry struct {
+	tenant  *tenantsv1.Tenant // nil: no merchant at this host
+	expires time.Time
+}
+
+func newHostCache(client tenantsv1connect.TenantServiceClient, watched *atomic.Bool) *hostCache {
+	return &hostCache{client: client, now: time.Now, watched: watched, entries: map[string]hostEntry{}}
+}
+
+// errUnknownHost is returned for hosts no tenant owns.
+var errUnknownHost = errors.New("unknown host")
+
+// resolve returns the tenant owning host (already normalised).
+func (c *hostCache) resolve(ctx context.Context, host string) (*tenantsv1.Tenant, error) {
+	c.mu.RLock()
+	e, ok := c.entries[host]
+	c.mu.RUnlock()
+	if ok && c.now().Before(e.expires) {
+		if e.tenant == nil {
+			return nil, errUnknownHost
+		}
+		return e.tenant, nil
+	}
+	v, err, _ := c.sf.Do(host, func() (any, error) {
+		c.mu.RLock()
+		gen := c.gen
+		c.mu.RUnlock()
+		// Detached from the caller: a cancelled request must not fail the
+		// lookup other requests are waiting on.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		resp, err := c.client.ResolveHost(lctx, connect.NewRequest(&tenantsv1.ResolveHostRequest{Host: host}))
+		var t *tenantsv1.Tenant
+		switch {
+		case err == nil:
+			t = resp.Msg.GetTenant()
+		case apperr.IsKind(err, apperr.KindNotFound):
+		default:
+			return nil, err
+		}
+		c.store(host, t, gen)
+		return t, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	t, _ := v.(*tenantsv1.Tenant)
+	if t == nil {
+		return nil, errUnknownHost
+	}
+	return t, nil
+}
+
+func (c *hostCache) store(host string, t *tenantsv1.Tenant, gen uint64) {
+	ttl := ttlUnwatched
+	if c.watched.Load() {
+		ttl = ttlWatched
+		if t == nil {
+			ttl = ttlNegWatched
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen {
+		return // invalidated while we were asking: the answer may be stale
+	}
+	c.entries[host] = hostEntry{tenant: t, expires: c.now().Add(ttl)}
+}
+
+// invalidate drops the tenant's hosts, and every negative entry (a new
+// domain of this tenant may be one of them).
+func (c *hostCache) invalidate(tenantID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	for h, e := range c.entries {
+		if e.tenant == nil || e.tenant.GetId() == tenantID {
+			delete(c.entries, h)
+		}
+	}
+}
+
+func (c *hostCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	clear(c.entries)
+}
+
+func (c *hostCache) size() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.entries)
+}
+
+// changeFeed follows the registry's WatchChanges stream and tells the
+// caches what to drop. It reconnects forever; while disconnected, caches
+// fall back to short lifetimes.
+type changeFeed struct {
+	client  tenantsv1connect.TenantServiceClient
+	log     *slog.Logger
+	watched atomic.Bool
+	onReset []func()
+	onEvent []func(tenantID string)
+}
+
+func (f *changeFeed) run(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := f.follow(ctx)
+		f.watched.Store(false)
+		f.reset() // we may have missed changes while away
+		if ctx.Err() != nil {
+			return
+		}
+		f.log.Warn("tenant change feed interrupted; caches use short lifetimes until it is back", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (f *changeFeed) follow(ctx context.Context) error {
+	stream, err := f.client.WatchChanges(ctx, connect.NewRequest(&tenantsv1.WatchChangesRequest{}))
+	if err != nil {
+		return err
+	}
+	defer stream.Close()
+	for stream.Receive() {
+		ev := stream.Msg()
+		switch ev.GetKind() {
+		case tenantsv1.WatchChangesResponse_KIND_TENANT:
+			for _, fn := range f.onEvent {
+				fn(ev.GetTenantId())
+			}
+		default:
+			f.reset()
+			f.watched.Store(true)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return err
+	}
+	return errors.New("stream ended")
+}
+
+func (f *changeFeed) reset() {
+	for _, fn := range f.onReset {
+		fn()
+	}
+}
+
+// normalizeHost is the edge's single Host normalisation.
+func normalizeHost(h string) string { return hostname.Normalize(h) }

@@ -1,0 +1,162 @@
+// Package tenants is the tenant registry service: merchants (tenants),
+// their domains, agent API keys, signing keys and payment handler
+// configuration. It serves the operator API (bcpctl) and the edge's lookups
+// (Host resolution, discovery data, change notifications).
+package tenants
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"connectrpc.com/connect"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bcpdev/bcp/internal/sealer"
+	"github.com/bcpdev/bcp/internal/svcauth"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
+)
+
+// Service implements tenantsv1connect.TenantServiceHandler.
+type Service struct {
+	pool   *pgxpool.Pool
+	sealer sealer.Sealer
+	log    *slog.Logger
+	watch  *Broadcaster
+}
+
+// New returns the service. watch may be nil when the process does not
+// serve WatchChanges.
+func New(pool *pgxpool.Pool, s sealer.Sealer, watch *Broadcaster, log *slog.Logger) *Service {
+	return &Service{pool: pool, sealer: s, log: log, watch: watch}
+}
+
+var _ tenantsv1connect.TenantServiceHandler = (*Service)(nil)
+
+// Policy says which token each procedure needs: the edge's lookups are
+// internal, everything else is operator-only.
+func Policy(procedure string) svcauth.Access {
+	switch procedure {
+	case tenantsv1connect.TenantServicePingProcedure,
+		tenantsv1connect.TenantServiceResolveHostProcedure,
+		tenantsv1connect.TenantServiceGetDiscoveryProcedure,
+		tenantsv1connect.TenantServiceWatchChangesProcedure:
+		return svcauth.Internal
+	}
+	return svcauth.Operator
+}
+
+func (s *Service) Ping(ctx context.Context, _ *connect.Request[tenantsv1.PingRequest]) (*connect.Response[tenantsv1.PingResponse], error) {
+	return connect.NewResponse(&tenantsv1.PingResponse{Service: "tenants", DatabaseOk: s.pool.Ping(ctx) == nil}), nil
+}
+
+func (s *Service) CreateTenant(ctx context.Context, req *connect.Request[tenantsv1.CreateTenantRequest]) (*connect.Response[tenantsv1.CreateTenantResponse], error) {
+	t, err := s.createTenant(ctx, req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&tenantsv1.CreateTenantResponse{Tenant: t}), nil
+}
+
+func (s *Service) GetTenant(ctx context.Context, req *connect.Request[tenantsv1.GetTenantRequest]) (*connect.Response[tenantsv1.GetTenantResponse], error) {
+	t, err := s.getTenant(ctx, req.Msg.GetTenant())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&tenantsv1.GetTenantResponse{Tenant: t}), nil
+}
+
+func (s *Service) ListTenants(ctx context.Context, req *connect.Request[tenantsv1.ListTenantsRequest]) (*connect.Response[tenantsv1.ListTenantsResponse], error) {
+	list, next, err := s.listTenants(ctx, req.Msg.GetPageSize(), req.Msg.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&tenantsv1.ListTenantsResponse{Tenants: list, NextPageToken: next}), nil
+}
+
+func (s *Service) SetTenantStatus(ctx context.Context, req *connect.Request[tenantsv1.SetTenantStatusRequest]) (*connect.Response[tenantsv1.SetTenantStatusResponse], error) {
+	t, err := s.setStatus(ctx, req.Msg.GetTenant(), req.Msg.GetStatus())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&tenantsv1.SetTenantStatusResponse{Tenant: t}), nil
+}
+
+func (s *Service) AddDomain(ctx context.Context, req *connect.Request[tenantsv1.AddDomainRequest]) (*connect.Response[tenantsv1.AddDomainResponse], error) {
+	t, err := s.addDomain(ctx, req.Msg.GetTenant(), req.Msg.GetDomain(), req.Msg.GetPrimary())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&tenantsv1.AddDomainResponse{Tenant: t}), nil
+}
+
+func (s *Service) RemoveDomain(ctx context.Context, req *connect.Request[tenantsv1.RemoveDomainRequest]) (*connect.Response[tenantsv1.RemoveDomainResponse], error) {
+	t, err := s.removeDomain(ctx, req.Msg.GetTenant(), req.Msg.GetDomain())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&tenantsv1.RemoveDomainResponse{Tenant: t}), nil
+}
+
+func (s *Service) CreateAPIKey(ctx context.Context, req *connect.Request[tenantsv1.CreateAPIKeyRequest]) (*connect.Response[tenantsv1.CreateAPIKeyResponse], error) {
+	key, secret, err := s.createAPIKey(ctx, req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&tenantsv1.CreateAPIKeyResponse{ApiKey: key, Secret: secret}), nil
+}
+
+func (s *Service) RevokeAPIKey(ctx context.Context, req *connect.Request[tenantsv1.RevokeAPIKeyRequest]) (*connect.Response[tenantsv1.RevokeAPIKeyResponse], error) {
+	key, err := s.revokeAPIKey(ctx, req.Msg.GetTenant(), req.Msg.GetApiKeyId())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&tenantsv1.RevokeAPIKeyResponse{ApiKey: key}), nil
+}
+
+func (s *Service) ListAPIKeys(ctx context.Context, req *connect.Request[tenantsv1.ListAPIKeysRequest]) (*connect.Response[tenantsv1.ListAPIKeysResponse], error) {
+	keys, err := s.listAPIKeys(ctx, req.Msg.GetTenant())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&tenantsv1.ListAPIKeysResponse{ApiKeys: keys}), nil
+}
+
+func (s *Service) SetPaymentHandler(ctx context.Context, req *connect.Request[tenantsv1.SetPaymentHandlerRequest]) (*connect.Response[tenantsv1.SetPaymentHandlerResponse], error) {
+	h, err := s.setPaymentHandler(ctx, req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&tenantsv1.SetPaymentHandlerResponse{Handler: h}), nil
+}
+
+func (s *Service) RemovePaymentHandler(ctx context.Context, req *connect.Request[tenantsv1.RemovePaymentHandlerRequest]) (*connect.Response[tenantsv1.RemovePaymentHandlerResponse], error) {
+	if err := s.removePaymentHandler(ctx, req.Msg.GetTenant(), req.Msg.GetHandlerId()); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&tenantsv1.RemovePaymentHandlerResponse{}), nil
+}
+
+func (s *Service) ResolveHost(ctx context.Context, req *connect.Request[tenantsv1.ResolveHostRequest]) (*connect.Response[tenantsv1.ResolveHostResponse], error) {
+	t, err := s.resolveHost(ctx, req.Msg.GetHost())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&tenantsv1.ResolveHostResponse{Tenant: t}), nil
+}
+
+func (s *Service) GetDiscovery(ctx context.Context, req *connect.Request[tenantsv1.GetDiscoveryRequest]) (*connect.Response[tenantsv1.GetDiscoveryResponse], error) {
+	d, err := s.discovery(ctx, req.Msg.GetTenantId())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(d), nil
+}
+
+func (s *Service) WatchChanges(ctx context.Context, _ *connect.Request[tenantsv1.WatchChangesRequest], stream *connect.ServerStream[tenantsv1.WatchChangesResponse]) error {
+	if s.watch == nil {
+		return connect.NewError(connect.CodeUnimplemented, errors.New("change notifications are not served by this process"))
+	}
+	return s.watch.Serve(ctx, stream.Send)
+}

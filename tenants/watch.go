@@ -1,0 +1,148 @@
+package tenants
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+)
+
+// channel is the PostgreSQL notification channel the registry's triggers
+// announce changes on (migration 00002).
+const channel = "bcp_tenant_changes"
+
+// Broadcaster LISTENs for registry changes and fans them out to every
+// WatchChanges stream. Whenever it (re)connects it tells subscribers to
+// reset, because notifications sent while it was away are lost.
+type Broadcaster struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+
+	mu   sync.Mutex
+	subs map[chan *tenantsv1.WatchChangesResponse]struct{}
+	// ready is closed once the first LISTEN is in place.
+	ready     chan struct{}
+	readyOnce sync.Once
+}
+
+// NewBroadcaster returns a broadcaster; call Run to start listening.
+func NewBroadcaster(pool *pgxpool.Pool, log *slog.Logger) *Broadcaster {
+	return &Broadcaster{pool: pool, log: log, subs: map[chan *tenantsv1.WatchChangesResponse]struct{}{}, ready: make(chan struct{})}
+}
+
+// Ready is closed once the first LISTEN is in place.
+func (b *Broadcaster) Ready() <-chan struct{} { return b.ready }
+
+// Run listens until ctx ends, reconnecting with backoff. When it returns,
+// every subscriber's stream ends.
+func (b *Broadcaster) Run(ctx context.Context) {
+	defer b.closeAll()
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := b.listen(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		b.log.Warn("tenant change listener disconnected; reconnecting", "err", err, "backoff", backoff)
+		b.publish(&tenantsv1.WatchChangesResponse{Kind: tenantsv1.WatchChangesResponse_KIND_RESET})
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (b *Broadcaster) listen(ctx context.Context) error {
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The connection ends in LISTEN state; never hand it back to the pool.
+	pc := conn.Hijack()
+	defer pc.Close(context.Background())
+	if _, err := pc.Exec(ctx, "LISTEN "+channel); err != nil {
+		return err
+	}
+	b.readyOnce.Do(func() { close(b.ready) })
+	// Anything may have changed between the last notification we saw and
+	// now: subscribers start over.
+	b.publish(&tenantsv1.WatchChangesResponse{Kind: tenantsv1.WatchChangesResponse_KIND_RESET})
+	for {
+		n, err := pc.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		var payload struct {
+			TenantID string `json:"tenant_id"`
+		}
+		if json.Unmarshal([]byte(n.Payload), &payload) != nil || payload.TenantID == "" {
+			b.publish(&tenantsv1.WatchChangesResponse{Kind: tenantsv1.WatchChangesResponse_KIND_RESET})
+			continue
+		}
+		b.publish(&tenantsv1.WatchChangesResponse{Kind: tenantsv1.WatchChangesResponse_KIND_TENANT, TenantId: payload.TenantID})
+	}
+}
+
+func (b *Broadcaster) closeAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.subs {
+		delete(b.subs, ch)
+		close(ch)
+	}
+}
+
+// publish delivers ev to every subscriber. A subscriber too slow to keep up
+// is dropped: its stream ends and the client reconnects and resets, which
+// is always correct, whereas blocking here would stall every cache.
+func (b *Broadcaster) publish(ev *tenantsv1.WatchChangesResponse) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.subs {
+		select {
+		case ch <- ev:
+		default:
+			delete(b.subs, ch)
+			close(ch)
+		}
+	}
+}
+
+// Serve streams changes to send until ctx ends. It starts with a reset.
+func (b *Broadcaster) Serve(ctx context.Context, send func(*tenantsv1.WatchChangesResponse) error) error {
+	ch := make(chan *tenantsv1.WatchChangesResponse, 256)
+	b.mu.Lock()
+	b.subs[ch] = struct{}{}
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		if _, ok := b.subs[ch]; ok {
+			delete(b.subs, ch)
+			close(ch)
+		}
+		b.mu.Unlock()
+	}()
+	if err := send(&tenantsv1.WatchChangesResponse{Kind: tenantsv1.WatchChangesResponse_KIND_RESET}); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			if err := send(ev); err != nil {
+				return err
+			}
+		}
+	}
+}
