@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -112,6 +113,9 @@ type discovery struct {
 	cache map[string]renderedProfile // tenant id + "|" + host
 }
 
+// maxProfiles bounds the rendered-profile cache.
+const maxProfiles = 4096
+
 type renderedProfile struct {
 	tenantID string
 	body     []byte
@@ -119,7 +123,7 @@ type renderedProfile struct {
 }
 
 func (d *discovery) get(ctx context.Context, tenantID, host string) (renderedProfile, error) {
-	key := tenantID + "|" + host
+	key := tenantID + "|" + strings.ToLower(host)
 	d.mu.RLock()
 	rp, ok := d.cache[key]
 	d.mu.RUnlock()
@@ -137,6 +141,14 @@ func (d *discovery) get(ctx context.Context, tenantID, host string) (renderedPro
 	sum := sha256.Sum256(body)
 	rp = renderedProfile{tenantID: tenantID, body: body, etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`}
 	d.mu.Lock()
+	// Hosts carry arbitrary ports, so keys are attacker-chosen: bound the
+	// cache, evicting an arbitrary entry (map order is random).
+	for k := range d.cache {
+		if len(d.cache) < maxProfiles {
+			break
+		}
+		delete(d.cache, k)
+	}
 	d.cache[key] = rp
 	d.mu.Unlock()
 	return rp, nil
@@ -160,7 +172,7 @@ func (d *discovery) reset() {
 
 func (d *discovery) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t := tenantFrom(r.Context())
-	rp, err := d.get(r.Context(), t.GetId(), normalizeHost(r.Host))
+	rp, err := d.get(r.Context(), t.GetId(), r.Host)
 	if err != nil {
 		writeServiceError(w, r, err)
 		return
@@ -174,6 +186,7 @@ func (d *discovery) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(rp.body)))
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(rp.body)

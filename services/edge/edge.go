@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 
@@ -28,7 +29,7 @@ type Config struct {
 	// PublicScheme is the scheme agents use ("https" in production).
 	PublicScheme string
 	// PublicPort is appended to advertised URLs when not the scheme's
-	// default (e.g. "8080" in development).
+	// default. Empty: the port the agent used in its Host header, if any.
 	PublicPort string
 }
 
@@ -65,10 +66,15 @@ func New(cfg Config, tenants tenantsv1connect.TenantServiceClient, log *slog.Log
 // Run follows registry changes until ctx ends, keeping caches fresh.
 func (e *Edge) Run(ctx context.Context) { e.feed.run(ctx) }
 
-// BaseURL is the merchant's public origin as agents reach it on host.
-func (e *Edge) BaseURL(host string) string {
-	u := e.cfg.PublicScheme + "://" + host
-	if p := e.cfg.PublicPort; p != "" && !(e.cfg.PublicScheme == "https" && p == "443") && !(e.cfg.PublicScheme == "http" && p == "80") {
+// BaseURL is the merchant's public origin as agents reach it, given the
+// request's Host header.
+func (e *Edge) BaseURL(hostHeader string) string {
+	u := e.cfg.PublicScheme + "://" + normalizeHost(hostHeader)
+	p := e.cfg.PublicPort
+	if p == "" {
+		_, p, _ = net.SplitHostPort(hostHeader)
+	}
+	if p != "" && !(e.cfg.PublicScheme == "https" && p == "443") && !(e.cfg.PublicScheme == "http" && p == "80") {
 		u += ":" + p
 	}
 	return u
@@ -99,7 +105,9 @@ func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := context.WithValue(tenancy.With(r.Context(), id), tenantKey{}, t)
-	e.mux.ServeHTTP(w, r.WithContext(ctx))
+	inner := r.WithContext(ctx)
+	e.mux.ServeHTTP(w, inner)
+	r.Pattern = inner.Pattern // for the metrics middleware's route label
 }
 
 type tenantKey struct{}

@@ -24,6 +24,7 @@ const (
 	ttlWatched    = 5 * time.Minute
 	ttlNegWatched = 30 * time.Second
 	ttlUnwatched  = 2 * time.Second
+	maxHosts      = 100_000
 )
 
 // hostCache resolves Host → tenant through the tenant registry, caching
@@ -104,6 +105,13 @@ func (c *hostCache) store(host string, t *tenantsv1.Tenant, gen uint64) {
 	defer c.mu.Unlock()
 	if gen != c.gen {
 		return // invalidated while we were asking: the answer may be stale
+	}
+	// Unknown hosts are attacker-chosen: bound the cache (random eviction).
+	for k := range c.entries {
+		if len(c.entries) < maxHosts {
+			break
+		}
+		delete(c.entries, k)
 	}
 	c.entries[host] = hostEntry{tenant: t, expires: c.now().Add(ttl)}
 }

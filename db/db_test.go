@@ -1,0 +1,250 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/bcpdev/bcp/db"
+	"github.com/bcpdev/bcp/internal/pgstore"
+	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/internal/testdb"
+)
+
+func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+
+func TestMigrateUpOnEmptyDatabase(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.NewEmpty(t)
+	n, err := db.MigrateUp(ctx, d.OwnerURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir("migrations")
+	if n != len(entries) || n < 3 {
+		t.Fatalf("applied %d migrations, want every file in db/migrations (%d)", n, len(entries))
+	}
+	again, err := db.MigrateUp(ctx, d.OwnerURL, nil)
+	if err != nil || again != 0 {
+		t.Fatalf("second migrate up applied %d (err %v), want 0", again, err)
+	}
+	p, closeFn, err := db.Provider(d.OwnerURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	st, err := p.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st {
+		if s.State != "applied" {
+			t.Errorf("migration %d is %s", s.Source.Version, s.State)
+		}
+	}
+	conn, err := pgx.Connect(ctx, d.SuperURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var schemas int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_namespace WHERE nspname IN ('tenants','catalog','pricing','checkout','payments','orders')`).Scan(&schemas); err != nil || schemas != 6 {
+		t.Fatalf("service schemas = %d (%v), want 6", schemas, err)
+	}
+}
+
+// Every table in a service schema carries tenant_id, leads its primary key
+// with it, and has row-level security enabled and forced; bcp_app owns none
+// of them and cannot bypass RLS.
+func TestEveryTableIsTenantScopedWithForcedRLS(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.New(t)
+	conn, err := pgx.Connect(ctx, d.SuperURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `
+		SELECT n.nspname, c.relname, c.relrowsecurity, c.relforcerowsecurity, pg_get_userbyid(c.relowner),
+		       EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'tenant_id' AND NOT a.attisdropped),
+		       coalesce((SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+		                 WHERE i.indrelid = c.oid AND i.indisprimary), '')
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind = 'r' AND n.nspname IN ('tenants','catalog','pricing','checkout','payments','orders')
+		ORDER BY 1, 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := 0
+	for rows.Next() {
+		var schema, table, owner, pkLead string
+		var rls, force, hasTenant bool
+		if err := rows.Scan(&schema, &table, &rls, &force, &owner, &hasTenant, &pkLead); err != nil {
+			t.Fatal(err)
+		}
+		count++
+		name := schema + "." + table
+		if !hasTenant || pkLead != "tenant_id" {
+			t.Errorf("%s: has tenant_id=%v, primary key leads with %q; want tenant_id first", name, hasTenant, pkLead)
+		}
+		if !rls || !force {
+			t.Errorf("%s: row security enabled=%v forced=%v, want both", name, rls, force)
+		}
+		if owner == db.AppRole {
+			t.Errorf("%s is owned by the application role", name)
+		}
+	}
+	if count < 7 {
+		t.Fatalf("found %d tables, expected the service tables", count)
+	}
+	var super, bypass bool
+	if err := conn.QueryRow(ctx, `SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = $1`, db.AppRole).Scan(&super, &bypass); err != nil || super || bypass {
+		t.Fatalf("bcp_app superuser=%v bypassrls=%v (%v)", super, bypass, err)
+	}
+}
+
+func TestRLSIsolatesTenantsEvenWithoutFilters(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.New(t)
+	a, b := uuid.New(), uuid.New()
+	seed := func(tid uuid.UUID, products ...string) {
+		err := pgstore.InTenant(tenancy.With(ctx, tid), d.Pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO tenants.tenants (tenant_id, slug, name, capabilities) VALUES ($1, $2, 'x', '{}')`, tid, "t-"+tid.String()[:8]); err != nil {
+				return err
+			}
+			for _, p := range products {
+				if _, err := tx.Exec(ctx, `INSERT INTO catalog.products (tenant_id, id, title) VALUES ($1, $2, $2)`, tid, p); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("seed %s: %v", tid, err)
+		}
+	}
+	seed(a, "prd_a1", "prd_a2")
+	seed(b, "prd_b1")
+
+	inA := tenancy.With(ctx, a)
+	err := pgstore.InTenant(inA, d.Pool, func(tx pgx.Tx) error {
+		// A query that forgets its tenant filter still sees only A.
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM catalog.products`).Scan(&n); err != nil || n != 2 {
+			t.Errorf("unfiltered count in tenant A = %d (%v), want 2", n, err)
+		}
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM catalog.products WHERE tenant_id = $1`, b).Scan(&n); err != nil || n != 0 {
+			t.Errorf("tenant A reading B's rows by id = %d (%v), want 0", n, err)
+		}
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM tenants.tenants`).Scan(&n); err != nil || n != 1 {
+			t.Errorf("tenant A sees %d tenants rows (%v), want only its own", n, err)
+		}
+		tag, err := tx.Exec(ctx, `UPDATE catalog.products SET title = 'hijacked'`)
+		if err != nil || tag.RowsAffected() != 2 {
+			t.Errorf("unfiltered update touched %d rows (%v), want A's 2", tag.RowsAffected(), err)
+		}
+		tag, err = tx.Exec(ctx, `DELETE FROM catalog.products WHERE tenant_id = $1`, b)
+		if err != nil || tag.RowsAffected() != 0 {
+			t.Errorf("delete of B's rows from A affected %d (%v), want 0", tag.RowsAffected(), err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Writing a row for another tenant is refused by the policy's WITH CHECK.
+	err = pgstore.InTenant(inA, d.Pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO catalog.products (tenant_id, id, title) VALUES ($1, 'prd_evil', 'x')`, b)
+		return err
+	})
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+		t.Fatalf("insert for another tenant: err = %v, want RLS violation 42501", err)
+	}
+	err = pgstore.InTenant(inA, d.Pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE catalog.products SET tenant_id = $1 WHERE id = 'prd_a1'`, b)
+		return err
+	})
+	if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+		t.Fatalf("moving a row to another tenant: err = %v, want 42501", err)
+	}
+	// B's row is untouched.
+	err = pgstore.InTenant(tenancy.With(ctx, b), d.Pool, func(tx pgx.Tx) error {
+		var title string
+		return tx.QueryRow(ctx, `SELECT title FROM catalog.products WHERE id = 'prd_b1'`).Scan(&title)
+	})
+	if err != nil {
+		t.Fatalf("tenant B lost its row: %v", err)
+	}
+	// No tenant at all: nothing visible, nothing writable, and InTenant
+	// refuses to start.
+	var n int
+	if err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM catalog.products`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("query without tenant saw %d rows (%v), want 0", n, err)
+	}
+	if _, err := d.Pool.Exec(ctx, `INSERT INTO catalog.products (tenant_id, id, title) VALUES ($1, 'prd_x', 'x')`, a); !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+		t.Fatalf("insert without tenant: err = %v, want 42501", err)
+	}
+	if err := pgstore.InTenant(ctx, d.Pool, func(pgx.Tx) error { return nil }); !errors.Is(err, tenancy.ErrNoTenant) {
+		t.Fatalf("InTenant without tenant: err = %v, want ErrNoTenant", err)
+	}
+}
+
+// With a single pooled connection, the tenant set in one transaction is gone
+// in the next one that borrows the same connection.
+func TestPooledConnectionDoesNotCarryTenant(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.New(t)
+	pool, err := pgstore.Open(ctx, d.AppURL, pgstore.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	a := uuid.New()
+	err = pgstore.InTenant(tenancy.With(ctx, a), pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO catalog.products (tenant_id, id, title) VALUES ($1, 'prd_1', 'x')`, a)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid1, pid2 int
+	var setting string
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid1); err != nil {
+		t.Fatal(err)
+	}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT pg_backend_pid(), coalesce(current_setting('app.tenant_id', true), '')`).Scan(&pid2, &setting); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `SELECT count(*) FROM catalog.products`).Scan(&n)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid1 != pid2 {
+		t.Fatalf("expected the same pooled connection (pid %d vs %d)", pid1, pid2)
+	}
+	if setting != "" || n != 0 {
+		t.Fatalf("next transaction on the same connection sees app.tenant_id=%q and %d rows; want empty and 0", setting, n)
+	}
+	// A failed transaction (error inside) does not leak either.
+	_ = pgstore.InTenant(tenancy.With(ctx, a), pool, func(tx pgx.Tx) error { return errors.New("boom") })
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM catalog.products`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("after a rolled-back tenant transaction: %d rows (%v), want 0", n, err)
+	}
+}
+
+// The privileged-role guard: pgstore refuses a superuser connection.
+func TestOpenRefusesPrivilegedRole(t *testing.T) {
+	d := testdb.New(t)
+	if _, err := pgstore.Open(context.Background(), d.SuperURL, pgstore.Options{}); err == nil {
+		t.Fatal("pgstore.Open accepted a superuser role")
+	}
+}

@@ -1,0 +1,128 @@
+// Package testdb gives tests a real PostgreSQL: one private cluster per test
+// binary (started with the same starter as `bcpd dev`), a migrated template
+// database, and a fresh database cloned from it for every test that asks.
+//
+// Use it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+package testdb
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bcpdev/bcp/db"
+	"github.com/bcpdev/bcp/internal/pgserver"
+	"github.com/bcpdev/bcp/internal/pgstore"
+)
+
+const template = "bcp_template"
+
+var (
+	server   *pgserver.Server
+	cloneMu  sync.Mutex // CREATE DATABASE ... TEMPLATE needs the template idle
+	counter  atomic.Int64
+	startErr error
+	roleURLs db.URLs // role credentials, set once: Bootstrap rotates passwords
+)
+
+// Main starts the cluster, migrates the template, runs the tests and stops
+// the cluster.
+func Main(m *testing.M) int {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "bcp-testdb-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testdb:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	_ = os.Chmod(dir, 0o755)
+	server, startErr = pgserver.Start(ctx, pgserver.Options{DataDir: filepath.Join(dir, "pgdata"), NoFsync: true})
+	if startErr != nil {
+		fmt.Fprintln(os.Stderr, "testdb: start PostgreSQL:", startErr)
+		return 1
+	}
+	defer server.Stop()
+	urls, err := db.Bootstrap(ctx, server.URL("postgres"), template)
+	roleURLs = urls
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testdb: bootstrap:", err)
+		return 1
+	}
+	if _, err := db.MigrateUp(ctx, urls.Owner, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "testdb: migrate template:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// DB is one test's database.
+type DB struct {
+	Name     string
+	AppURL   string // bcp_app: what services use (RLS applies)
+	OwnerURL string // bcp_owner: migrations
+	SuperURL string // superuser: test set-up only
+	Pool     *pgxpool.Pool
+}
+
+// New returns a fresh migrated database, dropped when the test ends.
+func New(t testing.TB) *DB {
+	t.Helper()
+	return create(t, true)
+}
+
+// NewEmpty returns a fresh database with no migrations applied.
+func NewEmpty(t testing.TB) *DB {
+	t.Helper()
+	return create(t, false)
+}
+
+func create(t testing.TB, migrated bool) *DB {
+	t.Helper()
+	if server == nil {
+		t.Fatal("testdb: call testdb.Main from TestMain")
+	}
+	ctx := context.Background()
+	name := fmt.Sprintf("t_%d_%d", os.Getpid(), counter.Add(1))
+	super := server.URL("postgres")
+	from := template
+	if !migrated {
+		from = "template0"
+	}
+	cloneMu.Lock()
+	err := db.CreateDatabaseFromTemplate(ctx, super, name, from)
+	cloneMu.Unlock()
+	if err != nil {
+		t.Fatalf("testdb: create database: %v", err)
+	}
+	d := &DB{
+		Name: name, AppURL: db.WithDatabase(roleURLs.App, name), OwnerURL: db.WithDatabase(roleURLs.Owner, name),
+		SuperURL: db.WithDatabase(super, name),
+	}
+	if migrated {
+		d.Pool, err = pgstore.Open(ctx, d.AppURL, pgstore.Options{MaxConns: 8})
+		if err != nil {
+			t.Fatalf("testdb: open pool: %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		if d.Pool != nil {
+			d.Pool.Close()
+		}
+		conn, err := pgx.Connect(ctx, super)
+		if err != nil {
+			return
+		}
+		defer conn.Close(ctx)
+		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	})
+	return d
+}
