@@ -66,4 +66,3 @@ func MigrateUp(ctx context.Context, url string, logger *slog.Logger) (int, error
 	}
 	return len(res), nil
 }
-

@@ -1,6 +1,7 @@
 package tenants
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -680,7 +681,16 @@ func apiKeyToProto(k tenantsdb.TenantsApiKey) *tenantsv1.APIKey {
 func handlerToProto(h tenantsdb.TenantsPaymentHandler) *tenantsv1.PaymentHandler {
 	return &tenantsv1.PaymentHandler{
 		Id: h.ID, Name: h.Name, Version: h.Version, Spec: h.Spec, Schema: h.SchemaUrl,
-		AvailableInstrumentsJson: string(h.AvailableInstruments), ConfigJson: string(h.Config),
+		AvailableInstrumentsJson: compactJSON(h.AvailableInstruments), ConfigJson: compactJSON(h.Config),
 		Environment: h.Environment, HasSecrets: len(h.SealedSecrets) > 0, Position: h.Position,
 	}
+}
+
+// compactJSON renders stored jsonb (which PostgreSQL re-spaces) compactly.
+func compactJSON(raw []byte) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
 }

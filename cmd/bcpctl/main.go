@@ -57,22 +57,35 @@ func main() {
 		return
 	}
 	var ue usageError
-	switch {
-	case errors.As(err, &ue):
+	if errors.As(err, &ue) {
 		fmt.Fprintf(os.Stderr, "bcpctl: %s\n\n%s", ue.msg, usage)
-		os.Exit(2)
-	default:
-		e := apperr.As(err)
-		msg := err.Error()
-		if e.Kind != apperr.KindInternal || e.Code != "internal" {
-			msg = e.Error()
-		}
-		fmt.Fprintln(os.Stderr, "bcpctl:", msg)
-		if e.Kind == apperr.KindInvalidArgument || e.Kind == apperr.KindAlreadyExists || e.Kind == apperr.KindNotFound || e.Kind == apperr.KindFailedPrecondition {
-			os.Exit(2)
-		}
-		os.Exit(1)
+	} else {
+		fmt.Fprintln(os.Stderr, "bcpctl:", errorMessage(err))
 	}
+	os.Exit(exitCode(err))
+}
+
+// exitCode is 2 for usage errors and for requests the server refused as
+// wrong (invalid, duplicate, unknown), 1 for everything else.
+func exitCode(err error) int {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	switch apperr.As(err).Kind {
+	case apperr.KindInvalidArgument, apperr.KindAlreadyExists, apperr.KindNotFound, apperr.KindFailedPrecondition:
+		return 2
+	}
+	return 1
+}
+
+// errorMessage shows the server's code, message and field.
+func errorMessage(err error) string {
+	e := apperr.As(err)
+	if e.Kind == apperr.KindInternal && e.Code == "internal" {
+		return err.Error()
+	}
+	return e.Error()
 }
 
 type cli struct {

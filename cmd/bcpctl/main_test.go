@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/bcpdev/bcp/internal/platform"
+	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/services/edge"
+)
+
+func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+
+func TestOperatorCommandsAndErrors(t *testing.T) {
+	d := testdb.New(t)
+	r, err := platform.Start(context.Background(), platform.Config{
+		Services: platform.AllServices, DatabaseURL: d.AppURL, PublicAddr: "127.0.0.1:0", InternalAddr: "127.0.0.1:0",
+		InternalToken: "int", OperatorToken: "op", MasterKey: bytes.Repeat([]byte{3}, 32), Edge: edge.Config{PublicScheme: "http"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	ctl := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(context.Background(), append([]string{"--server", "http://" + r.InternalAddr, "--token", "op"}, args...), &out)
+		return out.String(), err
+	}
+	mustOK := func(args ...string) string {
+		t.Helper()
+		out, err := ctl(args...)
+		if err != nil {
+			t.Fatalf("bcpctl %v: %v", args, err)
+		}
+		return out
+	}
+	wantErr := func(code int, contains string, args ...string) {
+		t.Helper()
+		_, err := ctl(args...)
+		if err == nil {
+			t.Fatalf("bcpctl %v succeeded, want an error", args)
+		}
+		if exitCode(err) != code || !strings.Contains(errorMessage(err), contains) {
+			t.Fatalf("bcpctl %v: exit %d, %q; want exit %d containing %q", args, exitCode(err), errorMessage(err), code, contains)
+		}
+	}
+
+	out := mustOK("tenant", "create", "--name", "Loja São João", "--domain", "Sao-Joao.localhost", "--domain", "www.sao-joao.localhost")
+	if !strings.Contains(out, "(loja-sao-joao)") || !strings.Contains(out, "sao-joao.localhost, www.sao-joao.localhost (primary sao-joao.localhost)") {
+		t.Fatalf("create output:\n%s", out)
+	}
+	wantErr(2, "duplicate_domain", "tenant", "create", "--name", "Outra", "--domain", "www.sao-joao.localhost")
+	wantErr(2, "invalid_domain", "tenant", "create", "--name", "Outra", "--domain", "not a domain")
+	wantErr(2, "invalid_domain", "tenant", "create", "--name", "Outra", "--domain", "127.0.0.1")
+	wantErr(2, "needs --name", "tenant", "create", "--domain", "x.localhost")
+	wantErr(2, "tenant_not_found", "tenant", "suspend", "nope")
+	wantErr(2, "tenant_not_found", "domain", "add", "nope.localhost", "x.localhost")
+	wantErr(2, "unknown command", "tenant", "explode")
+	wantErr(2, "duplicate_domain", "domain", "add", "loja-sao-joao", "sao-joao.localhost")
+
+	if out := mustOK("tenant", "suspend", "sao-joao.localhost"); !strings.Contains(out, "suspended") {
+		t.Fatalf("suspend output: %s", out)
+	}
+	mustOK("tenant", "resume", "loja-sao-joao")
+	mustOK("domain", "add", "loja-sao-joao", "loja.example.com.br", "--primary")
+	out = mustOK("tenant", "get", "loja.example.com.br")
+	if !strings.Contains(out, "(primary loja.example.com.br)") {
+		t.Fatalf("primary domain not switched:\n%s", out)
+	}
+	mustOK("domain", "remove", "loja-sao-joao", "www.sao-joao.localhost")
+	wantErr(2, "domain_not_found", "domain", "remove", "loja-sao-joao", "www.sao-joao.localhost")
+
+	out = mustOK("apikey", "create", "loja-sao-joao", "--agent-profile", "https://agent.example/profile.json", "--label", "agente")
+	secret := out[strings.Index(out, "bcp_sk_"):]
+	secret = strings.TrimSpace(secret)
+	if len(secret) < 40 {
+		t.Fatalf("apikey create output: %s", out)
+	}
+	list := mustOK("apikey", "list", "loja-sao-joao")
+	if strings.Contains(list, secret) || !strings.Contains(list, secret[:13]) || !strings.Contains(list, "https://agent.example/profile.json") {
+		t.Fatalf("apikey list must show the prefix and never the secret:\n%s", list)
+	}
+	wantErr(2, "invalid_profile_url", "apikey", "create", "loja-sao-joao", "--agent-profile", "http://agent.example/profile.json")
+	keyID := strings.Fields(out)[2]
+	mustOK("apikey", "revoke", "loja-sao-joao", keyID)
+	if list := mustOK("apikey", "list", "loja-sao-joao"); !strings.Contains(list, "revoked") {
+		t.Fatalf("revoked key not shown as revoked:\n%s", list)
+	}
+
+	out = mustOK("handler", "set", "loja-sao-joao", "--id", "pix_1", "--name", "br.dev.bcp.pix", "--secrets", `{"client_id":"abc","client_secret":"xyz"}`)
+	if !strings.Contains(out, `[{"type":"pix"}]`) || !strings.Contains(out, "secrets stored: true") || strings.Contains(out, "xyz") {
+		t.Fatalf("handler set output: %s", out)
+	}
+	wantErr(2, "invalid_handler_name", "handler", "set", "loja-sao-joao", "--id", "h", "--name", "Not A Name")
+	wantErr(2, "invalid_instruments", "handler", "set", "loja-sao-joao", "--id", "h", "--name", "com.example.pay", "--instruments", `{"type":"card"}`)
+	mustOK("handler", "remove", "loja-sao-joao", "pix_1")
+	wantErr(2, "handler_not_found", "handler", "remove", "loja-sao-joao", "pix_1")
+
+	list = mustOK("tenant", "list")
+	if !strings.Contains(list, "loja-sao-joao") || !strings.Contains(list, "active") {
+		t.Fatalf("tenant list:\n%s", list)
+	}
+	if e := func() error {
+		var out bytes.Buffer
+		return run(context.Background(), []string{"--server", "http://" + r.InternalAddr, "--token", "wrong", "tenant", "list"}, &out)
+	}(); e == nil || exitCode(e) != 1 {
+		t.Fatalf("wrong token: %v", e)
+	}
+}
