@@ -17,6 +17,7 @@ import (
 	edgev1 "github.com/bcpdev/bcp/proto/gen/bcp/edge/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
+	"github.com/bcpdev/bcp/protocol/bcpschema"
 )
 
 type profileDoc struct {
@@ -81,6 +82,17 @@ func TestDiscoveryProfilePerMerchant(t *testing.T) {
 	if strings.Contains(string(resp.body), "s3cr3t-psp") || strings.Contains(string(resp.body), `"d"`) {
 		t.Fatal("profile leaks a secret or a private key member")
 	}
+	validator, err := bcpschema.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validator.ValidateBusinessProfile(resp.body); err != nil {
+		t.Fatalf("profile fails the BCP business profile schema: %v\n%s", err, resp.body)
+	}
+	// The check has teeth: a profile without its registries fails it.
+	if err := validator.ValidateBusinessProfile([]byte(`{"ucp":{"version":"2026-07-28","services":{}}}`)); err == nil {
+		t.Fatal("validator accepted a profile without payment_handlers")
+	}
 	var pa profileDoc
 	if err := json.Unmarshal(resp.body, &pa); err != nil {
 		t.Fatal(err)
@@ -114,6 +126,9 @@ func TestDiscoveryProfilePerMerchant(t *testing.T) {
 
 	// The other merchant: its own endpoint, its own key, no handler of A's.
 	rb := get(t, r, "GET", "beta.localhost:"+port, "/.well-known/bcp", nil)
+	if err := validator.ValidateBusinessProfile(rb.body); err != nil {
+		t.Fatalf("profile B fails the schema: %v", err)
+	}
 	var pb profileDoc
 	if rb.status != 200 || json.Unmarshal(rb.body, &pb) != nil {
 		t.Fatalf("tenant B profile: %d %s", rb.status, rb.body)
