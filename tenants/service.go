@@ -41,6 +41,7 @@ func Policy(procedure string) svcauth.Access {
 	case tenantsv1connect.TenantServicePingProcedure,
 		tenantsv1connect.TenantServiceResolveHostProcedure,
 		tenantsv1connect.TenantServiceGetDiscoveryProcedure,
+		tenantsv1connect.TenantServiceGetSettingsProcedure,
 		tenantsv1connect.TenantServiceWatchChangesProcedure:
 		return svcauth.Internal
 	}

@@ -27,6 +27,8 @@ import (
 
 // Service implements catalogv1connect.CatalogServiceHandler.
 type Service struct {
+	// Until every RPC is implemented, the rest answer CodeUnimplemented.
+	catalogv1connect.UnimplementedCatalogServiceHandler
 	pool *pgxpool.Pool
 }
 

@@ -16,6 +16,8 @@ import (
 
 // Service implements checkoutv1connect.CheckoutServiceHandler.
 type Service struct {
+	// Until every RPC is implemented, the rest answer CodeUnimplemented.
+	checkoutv1connect.UnimplementedCheckoutServiceHandler
 	pool *pgxpool.Pool
 }
 

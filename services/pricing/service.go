@@ -16,6 +16,8 @@ import (
 
 // Service implements pricingv1connect.PricingServiceHandler.
 type Service struct {
+	// Until every RPC is implemented, the rest answer CodeUnimplemented.
+	pricingv1connect.UnimplementedPricingServiceHandler
 	pool *pgxpool.Pool
 }
 

@@ -71,6 +71,14 @@ type TenantsPaymentHandler struct {
 	UpdatedAt            time.Time
 }
 
+type TenantsSetting struct {
+	TenantID           uuid.UUID
+	Links              json.RawMessage
+	ConsentPurposes    []string
+	CheckoutTtlSeconds int32
+	UpdatedAt          time.Time
+}
+
 type TenantsSigningKey struct {
 	TenantID      uuid.UUID
 	Kid           string

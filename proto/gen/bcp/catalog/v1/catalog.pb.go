@@ -487,6 +487,521 @@ func (x *ListProductsResponse) GetNextPageToken() string {
 	return ""
 }
 
+type GetProductRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetProductRequest) Reset() {
+	*x = GetProductRequest{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetProductRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetProductRequest) ProtoMessage() {}
+
+func (x *GetProductRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetProductRequest.ProtoReflect.Descriptor instead.
+func (*GetProductRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GetProductRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type GetProductResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Product       *Product               `protobuf:"bytes,1,opt,name=product,proto3" json:"product,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetProductResponse) Reset() {
+	*x = GetProductResponse{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetProductResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetProductResponse) ProtoMessage() {}
+
+func (x *GetProductResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetProductResponse.ProtoReflect.Descriptor instead.
+func (*GetProductResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GetProductResponse) GetProduct() *Product {
+	if x != nil {
+		return x.Product
+	}
+	return nil
+}
+
+type UpdateProductRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Product       *Product               `protobuf:"bytes,1,opt,name=product,proto3" json:"product,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateProductRequest) Reset() {
+	*x = UpdateProductRequest{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateProductRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateProductRequest) ProtoMessage() {}
+
+func (x *UpdateProductRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateProductRequest.ProtoReflect.Descriptor instead.
+func (*UpdateProductRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *UpdateProductRequest) GetProduct() *Product {
+	if x != nil {
+		return x.Product
+	}
+	return nil
+}
+
+type UpdateProductResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Product       *Product               `protobuf:"bytes,1,opt,name=product,proto3" json:"product,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateProductResponse) Reset() {
+	*x = UpdateProductResponse{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateProductResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateProductResponse) ProtoMessage() {}
+
+func (x *UpdateProductResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateProductResponse.ProtoReflect.Descriptor instead.
+func (*UpdateProductResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *UpdateProductResponse) GetProduct() *Product {
+	if x != nil {
+		return x.Product
+	}
+	return nil
+}
+
+type ImportProductsRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Products []*Product             `protobuf:"bytes,1,rep,name=products,proto3" json:"products,omitempty"`
+	// Validate and report without applying.
+	DryRun        bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportProductsRequest) Reset() {
+	*x = ImportProductsRequest{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportProductsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportProductsRequest) ProtoMessage() {}
+
+func (x *ImportProductsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportProductsRequest.ProtoReflect.Descriptor instead.
+func (*ImportProductsRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ImportProductsRequest) GetProducts() []*Product {
+	if x != nil {
+		return x.Products
+	}
+	return nil
+}
+
+func (x *ImportProductsRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type ImportError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Path of the offending value, e.g. "products[3].variants[0].price".
+	Path          string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Code          string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportError) Reset() {
+	*x = ImportError{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportError) ProtoMessage() {}
+
+func (x *ImportError) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportError.ProtoReflect.Descriptor instead.
+func (*ImportError) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ImportError) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ImportError) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *ImportError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type ImportProductsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Created       int32                  `protobuf:"varint,1,opt,name=created,proto3" json:"created,omitempty"`
+	Updated       int32                  `protobuf:"varint,2,opt,name=updated,proto3" json:"updated,omitempty"`
+	Unchanged     int32                  `protobuf:"varint,3,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	Errors        []*ImportError         `protobuf:"bytes,4,rep,name=errors,proto3" json:"errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportProductsResponse) Reset() {
+	*x = ImportProductsResponse{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportProductsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportProductsResponse) ProtoMessage() {}
+
+func (x *ImportProductsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportProductsResponse.ProtoReflect.Descriptor instead.
+func (*ImportProductsResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ImportProductsResponse) GetCreated() int32 {
+	if x != nil {
+		return x.Created
+	}
+	return 0
+}
+
+func (x *ImportProductsResponse) GetUpdated() int32 {
+	if x != nil {
+		return x.Updated
+	}
+	return 0
+}
+
+func (x *ImportProductsResponse) GetUnchanged() int32 {
+	if x != nil {
+		return x.Unchanged
+	}
+	return 0
+}
+
+func (x *ImportProductsResponse) GetErrors() []*ImportError {
+	if x != nil {
+		return x.Errors
+	}
+	return nil
+}
+
+type GetVariantsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ids           []string               `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetVariantsRequest) Reset() {
+	*x = GetVariantsRequest{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetVariantsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetVariantsRequest) ProtoMessage() {}
+
+func (x *GetVariantsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetVariantsRequest.ProtoReflect.Descriptor instead.
+func (*GetVariantsRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *GetVariantsRequest) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+// VariantInfo is a variant with what checkout needs from its product.
+type VariantInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Variant       *Variant               `protobuf:"bytes,1,opt,name=variant,proto3" json:"variant,omitempty"`
+	ProductId     string                 `protobuf:"bytes,2,opt,name=product_id,json=productId,proto3" json:"product_id,omitempty"`
+	ProductTitle  string                 `protobuf:"bytes,3,opt,name=product_title,json=productTitle,proto3" json:"product_title,omitempty"`
+	ProductActive bool                   `protobuf:"varint,4,opt,name=product_active,json=productActive,proto3" json:"product_active,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VariantInfo) Reset() {
+	*x = VariantInfo{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VariantInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VariantInfo) ProtoMessage() {}
+
+func (x *VariantInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VariantInfo.ProtoReflect.Descriptor instead.
+func (*VariantInfo) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *VariantInfo) GetVariant() *Variant {
+	if x != nil {
+		return x.Variant
+	}
+	return nil
+}
+
+func (x *VariantInfo) GetProductId() string {
+	if x != nil {
+		return x.ProductId
+	}
+	return ""
+}
+
+func (x *VariantInfo) GetProductTitle() string {
+	if x != nil {
+		return x.ProductTitle
+	}
+	return ""
+}
+
+func (x *VariantInfo) GetProductActive() bool {
+	if x != nil {
+		return x.ProductActive
+	}
+	return false
+}
+
+type GetVariantsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Variants      []*VariantInfo         `protobuf:"bytes,1,rep,name=variants,proto3" json:"variants,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetVariantsResponse) Reset() {
+	*x = GetVariantsResponse{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetVariantsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetVariantsResponse) ProtoMessage() {}
+
+func (x *GetVariantsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetVariantsResponse.ProtoReflect.Descriptor instead.
+func (*GetVariantsResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *GetVariantsResponse) GetVariants() []*VariantInfo {
+	if x != nil {
+		return x.Variants
+	}
+	return nil
+}
+
 var File_bcp_catalog_v1_catalog_proto protoreflect.FileDescriptor
 
 const file_bcp_catalog_v1_catalog_proto_rawDesc = "" +
@@ -523,11 +1038,46 @@ const file_bcp_catalog_v1_catalog_proto_rawDesc = "" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\"s\n" +
 	"\x14ListProductsResponse\x123\n" +
 	"\bproducts\x18\x01 \x03(\v2\x17.bcp.catalog.v1.ProductR\bproducts\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x96\x02\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"#\n" +
+	"\x11GetProductRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"G\n" +
+	"\x12GetProductResponse\x121\n" +
+	"\aproduct\x18\x01 \x01(\v2\x17.bcp.catalog.v1.ProductR\aproduct\"I\n" +
+	"\x14UpdateProductRequest\x121\n" +
+	"\aproduct\x18\x01 \x01(\v2\x17.bcp.catalog.v1.ProductR\aproduct\"J\n" +
+	"\x15UpdateProductResponse\x121\n" +
+	"\aproduct\x18\x01 \x01(\v2\x17.bcp.catalog.v1.ProductR\aproduct\"e\n" +
+	"\x15ImportProductsRequest\x123\n" +
+	"\bproducts\x18\x01 \x03(\v2\x17.bcp.catalog.v1.ProductR\bproducts\x12\x17\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"O\n" +
+	"\vImportError\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\x9f\x01\n" +
+	"\x16ImportProductsResponse\x12\x18\n" +
+	"\acreated\x18\x01 \x01(\x05R\acreated\x12\x18\n" +
+	"\aupdated\x18\x02 \x01(\x05R\aupdated\x12\x1c\n" +
+	"\tunchanged\x18\x03 \x01(\x05R\tunchanged\x123\n" +
+	"\x06errors\x18\x04 \x03(\v2\x1b.bcp.catalog.v1.ImportErrorR\x06errors\"&\n" +
+	"\x12GetVariantsRequest\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\tR\x03ids\"\xab\x01\n" +
+	"\vVariantInfo\x121\n" +
+	"\avariant\x18\x01 \x01(\v2\x17.bcp.catalog.v1.VariantR\avariant\x12\x1d\n" +
+	"\n" +
+	"product_id\x18\x02 \x01(\tR\tproductId\x12#\n" +
+	"\rproduct_title\x18\x03 \x01(\tR\fproductTitle\x12%\n" +
+	"\x0eproduct_active\x18\x04 \x01(\bR\rproductActive\"N\n" +
+	"\x13GetVariantsResponse\x127\n" +
+	"\bvariants\x18\x01 \x03(\v2\x1b.bcp.catalog.v1.VariantInfoR\bvariants2\x8c\x05\n" +
 	"\x0eCatalogService\x12F\n" +
 	"\x04Ping\x12\x1b.bcp.catalog.v1.PingRequest\x1a\x1c.bcp.catalog.v1.PingResponse\"\x03\x90\x02\x01\x12\\\n" +
 	"\rCreateProduct\x12$.bcp.catalog.v1.CreateProductRequest\x1a%.bcp.catalog.v1.CreateProductResponse\x12^\n" +
-	"\fListProducts\x12#.bcp.catalog.v1.ListProductsRequest\x1a$.bcp.catalog.v1.ListProductsResponse\"\x03\x90\x02\x01B\xb6\x01\n" +
+	"\fListProducts\x12#.bcp.catalog.v1.ListProductsRequest\x1a$.bcp.catalog.v1.ListProductsResponse\"\x03\x90\x02\x01\x12X\n" +
+	"\n" +
+	"GetProduct\x12!.bcp.catalog.v1.GetProductRequest\x1a\".bcp.catalog.v1.GetProductResponse\"\x03\x90\x02\x01\x12\\\n" +
+	"\rUpdateProduct\x12$.bcp.catalog.v1.UpdateProductRequest\x1a%.bcp.catalog.v1.UpdateProductResponse\x12_\n" +
+	"\x0eImportProducts\x12%.bcp.catalog.v1.ImportProductsRequest\x1a&.bcp.catalog.v1.ImportProductsResponse\x12[\n" +
+	"\vGetVariants\x12\".bcp.catalog.v1.GetVariantsRequest\x1a#.bcp.catalog.v1.GetVariantsResponse\"\x03\x90\x02\x01B\xb6\x01\n" +
 	"\x12com.bcp.catalog.v1B\fCatalogProtoP\x01Z8github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1;catalogv1\xa2\x02\x03BCX\xaa\x02\x0eBcp.Catalog.V1\xca\x02\x0eBcp\\Catalog\\V1\xe2\x02\x1aBcp\\Catalog\\V1\\GPBMetadata\xea\x02\x10Bcp::Catalog::V1b\x06proto3"
 
 var (
@@ -542,33 +1092,58 @@ func file_bcp_catalog_v1_catalog_proto_rawDescGZIP() []byte {
 	return file_bcp_catalog_v1_catalog_proto_rawDescData
 }
 
-var file_bcp_catalog_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_bcp_catalog_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_bcp_catalog_v1_catalog_proto_goTypes = []any{
-	(*PingRequest)(nil),           // 0: bcp.catalog.v1.PingRequest
-	(*PingResponse)(nil),          // 1: bcp.catalog.v1.PingResponse
-	(*Variant)(nil),               // 2: bcp.catalog.v1.Variant
-	(*Product)(nil),               // 3: bcp.catalog.v1.Product
-	(*CreateProductRequest)(nil),  // 4: bcp.catalog.v1.CreateProductRequest
-	(*CreateProductResponse)(nil), // 5: bcp.catalog.v1.CreateProductResponse
-	(*ListProductsRequest)(nil),   // 6: bcp.catalog.v1.ListProductsRequest
-	(*ListProductsResponse)(nil),  // 7: bcp.catalog.v1.ListProductsResponse
+	(*PingRequest)(nil),            // 0: bcp.catalog.v1.PingRequest
+	(*PingResponse)(nil),           // 1: bcp.catalog.v1.PingResponse
+	(*Variant)(nil),                // 2: bcp.catalog.v1.Variant
+	(*Product)(nil),                // 3: bcp.catalog.v1.Product
+	(*CreateProductRequest)(nil),   // 4: bcp.catalog.v1.CreateProductRequest
+	(*CreateProductResponse)(nil),  // 5: bcp.catalog.v1.CreateProductResponse
+	(*ListProductsRequest)(nil),    // 6: bcp.catalog.v1.ListProductsRequest
+	(*ListProductsResponse)(nil),   // 7: bcp.catalog.v1.ListProductsResponse
+	(*GetProductRequest)(nil),      // 8: bcp.catalog.v1.GetProductRequest
+	(*GetProductResponse)(nil),     // 9: bcp.catalog.v1.GetProductResponse
+	(*UpdateProductRequest)(nil),   // 10: bcp.catalog.v1.UpdateProductRequest
+	(*UpdateProductResponse)(nil),  // 11: bcp.catalog.v1.UpdateProductResponse
+	(*ImportProductsRequest)(nil),  // 12: bcp.catalog.v1.ImportProductsRequest
+	(*ImportError)(nil),            // 13: bcp.catalog.v1.ImportError
+	(*ImportProductsResponse)(nil), // 14: bcp.catalog.v1.ImportProductsResponse
+	(*GetVariantsRequest)(nil),     // 15: bcp.catalog.v1.GetVariantsRequest
+	(*VariantInfo)(nil),            // 16: bcp.catalog.v1.VariantInfo
+	(*GetVariantsResponse)(nil),    // 17: bcp.catalog.v1.GetVariantsResponse
 }
 var file_bcp_catalog_v1_catalog_proto_depIdxs = []int32{
-	2, // 0: bcp.catalog.v1.Product.variants:type_name -> bcp.catalog.v1.Variant
-	3, // 1: bcp.catalog.v1.CreateProductRequest.product:type_name -> bcp.catalog.v1.Product
-	3, // 2: bcp.catalog.v1.CreateProductResponse.product:type_name -> bcp.catalog.v1.Product
-	3, // 3: bcp.catalog.v1.ListProductsResponse.products:type_name -> bcp.catalog.v1.Product
-	0, // 4: bcp.catalog.v1.CatalogService.Ping:input_type -> bcp.catalog.v1.PingRequest
-	4, // 5: bcp.catalog.v1.CatalogService.CreateProduct:input_type -> bcp.catalog.v1.CreateProductRequest
-	6, // 6: bcp.catalog.v1.CatalogService.ListProducts:input_type -> bcp.catalog.v1.ListProductsRequest
-	1, // 7: bcp.catalog.v1.CatalogService.Ping:output_type -> bcp.catalog.v1.PingResponse
-	5, // 8: bcp.catalog.v1.CatalogService.CreateProduct:output_type -> bcp.catalog.v1.CreateProductResponse
-	7, // 9: bcp.catalog.v1.CatalogService.ListProducts:output_type -> bcp.catalog.v1.ListProductsResponse
-	7, // [7:10] is the sub-list for method output_type
-	4, // [4:7] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	2,  // 0: bcp.catalog.v1.Product.variants:type_name -> bcp.catalog.v1.Variant
+	3,  // 1: bcp.catalog.v1.CreateProductRequest.product:type_name -> bcp.catalog.v1.Product
+	3,  // 2: bcp.catalog.v1.CreateProductResponse.product:type_name -> bcp.catalog.v1.Product
+	3,  // 3: bcp.catalog.v1.ListProductsResponse.products:type_name -> bcp.catalog.v1.Product
+	3,  // 4: bcp.catalog.v1.GetProductResponse.product:type_name -> bcp.catalog.v1.Product
+	3,  // 5: bcp.catalog.v1.UpdateProductRequest.product:type_name -> bcp.catalog.v1.Product
+	3,  // 6: bcp.catalog.v1.UpdateProductResponse.product:type_name -> bcp.catalog.v1.Product
+	3,  // 7: bcp.catalog.v1.ImportProductsRequest.products:type_name -> bcp.catalog.v1.Product
+	13, // 8: bcp.catalog.v1.ImportProductsResponse.errors:type_name -> bcp.catalog.v1.ImportError
+	2,  // 9: bcp.catalog.v1.VariantInfo.variant:type_name -> bcp.catalog.v1.Variant
+	16, // 10: bcp.catalog.v1.GetVariantsResponse.variants:type_name -> bcp.catalog.v1.VariantInfo
+	0,  // 11: bcp.catalog.v1.CatalogService.Ping:input_type -> bcp.catalog.v1.PingRequest
+	4,  // 12: bcp.catalog.v1.CatalogService.CreateProduct:input_type -> bcp.catalog.v1.CreateProductRequest
+	6,  // 13: bcp.catalog.v1.CatalogService.ListProducts:input_type -> bcp.catalog.v1.ListProductsRequest
+	8,  // 14: bcp.catalog.v1.CatalogService.GetProduct:input_type -> bcp.catalog.v1.GetProductRequest
+	10, // 15: bcp.catalog.v1.CatalogService.UpdateProduct:input_type -> bcp.catalog.v1.UpdateProductRequest
+	12, // 16: bcp.catalog.v1.CatalogService.ImportProducts:input_type -> bcp.catalog.v1.ImportProductsRequest
+	15, // 17: bcp.catalog.v1.CatalogService.GetVariants:input_type -> bcp.catalog.v1.GetVariantsRequest
+	1,  // 18: bcp.catalog.v1.CatalogService.Ping:output_type -> bcp.catalog.v1.PingResponse
+	5,  // 19: bcp.catalog.v1.CatalogService.CreateProduct:output_type -> bcp.catalog.v1.CreateProductResponse
+	7,  // 20: bcp.catalog.v1.CatalogService.ListProducts:output_type -> bcp.catalog.v1.ListProductsResponse
+	9,  // 21: bcp.catalog.v1.CatalogService.GetProduct:output_type -> bcp.catalog.v1.GetProductResponse
+	11, // 22: bcp.catalog.v1.CatalogService.UpdateProduct:output_type -> bcp.catalog.v1.UpdateProductResponse
+	14, // 23: bcp.catalog.v1.CatalogService.ImportProducts:output_type -> bcp.catalog.v1.ImportProductsResponse
+	17, // 24: bcp.catalog.v1.CatalogService.GetVariants:output_type -> bcp.catalog.v1.GetVariantsResponse
+	18, // [18:25] is the sub-list for method output_type
+	11, // [11:18] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_bcp_catalog_v1_catalog_proto_init() }
@@ -582,7 +1157,7 @@ func file_bcp_catalog_v1_catalog_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_catalog_v1_catalog_proto_rawDesc), len(file_bcp_catalog_v1_catalog_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

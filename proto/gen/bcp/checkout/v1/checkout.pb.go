@@ -109,6 +109,820 @@ func (x *PingResponse) GetDatabaseOk() bool {
 	return false
 }
 
+// Agent describes who calls and what was negotiated with them.
+type Agent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The agent profile URL from meta["ucp-agent"].profile / BCP-Agent.
+	ProfileUrl string `protobuf:"bytes,1,opt,name=profile_url,json=profileUrl,proto3" json:"profile_url,omitempty"`
+	// Negotiated capabilities (checkout plus active extensions).
+	Capabilities []string `protobuf:"bytes,2,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
+	// The merchant origin the agent used (e.g. "https://loja.com.br"), for
+	// continue_url and permalinks.
+	BaseUrl       string `protobuf:"bytes,3,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Agent) Reset() {
+	*x = Agent{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Agent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Agent) ProtoMessage() {}
+
+func (x *Agent) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Agent.ProtoReflect.Descriptor instead.
+func (*Agent) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Agent) GetProfileUrl() string {
+	if x != nil {
+		return x.ProfileUrl
+	}
+	return ""
+}
+
+func (x *Agent) GetCapabilities() []string {
+	if x != nil {
+		return x.Capabilities
+	}
+	return nil
+}
+
+func (x *Agent) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
+}
+
+type CreateCheckoutRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Agent *Agent                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	// The "checkout" argument (BCP JSON, create shape).
+	CheckoutJson  []byte `protobuf:"bytes,2,opt,name=checkout_json,json=checkoutJson,proto3" json:"checkout_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCheckoutRequest) Reset() {
+	*x = CreateCheckoutRequest{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCheckoutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCheckoutRequest) ProtoMessage() {}
+
+func (x *CreateCheckoutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCheckoutRequest.ProtoReflect.Descriptor instead.
+func (*CreateCheckoutRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *CreateCheckoutRequest) GetAgent() *Agent {
+	if x != nil {
+		return x.Agent
+	}
+	return nil
+}
+
+func (x *CreateCheckoutRequest) GetCheckoutJson() []byte {
+	if x != nil {
+		return x.CheckoutJson
+	}
+	return nil
+}
+
+type GetCheckoutRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Agent         *Agent                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCheckoutRequest) Reset() {
+	*x = GetCheckoutRequest{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCheckoutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCheckoutRequest) ProtoMessage() {}
+
+func (x *GetCheckoutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCheckoutRequest.ProtoReflect.Descriptor instead.
+func (*GetCheckoutRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *GetCheckoutRequest) GetAgent() *Agent {
+	if x != nil {
+		return x.Agent
+	}
+	return nil
+}
+
+func (x *GetCheckoutRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type UpdateCheckoutRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Agent *Agent                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	Id    string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// The "checkout" argument (BCP JSON, update shape; full replacement).
+	CheckoutJson  []byte `protobuf:"bytes,3,opt,name=checkout_json,json=checkoutJson,proto3" json:"checkout_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateCheckoutRequest) Reset() {
+	*x = UpdateCheckoutRequest{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateCheckoutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateCheckoutRequest) ProtoMessage() {}
+
+func (x *UpdateCheckoutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateCheckoutRequest.ProtoReflect.Descriptor instead.
+func (*UpdateCheckoutRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *UpdateCheckoutRequest) GetAgent() *Agent {
+	if x != nil {
+		return x.Agent
+	}
+	return nil
+}
+
+func (x *UpdateCheckoutRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UpdateCheckoutRequest) GetCheckoutJson() []byte {
+	if x != nil {
+		return x.CheckoutJson
+	}
+	return nil
+}
+
+type CancelCheckoutRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Agent         *Agent                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelCheckoutRequest) Reset() {
+	*x = CancelCheckoutRequest{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelCheckoutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelCheckoutRequest) ProtoMessage() {}
+
+func (x *CancelCheckoutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelCheckoutRequest.ProtoReflect.Descriptor instead.
+func (*CancelCheckoutRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CancelCheckoutRequest) GetAgent() *Agent {
+	if x != nil {
+		return x.Agent
+	}
+	return nil
+}
+
+func (x *CancelCheckoutRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type CreateCheckoutResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        *CheckoutResult        `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCheckoutResponse) Reset() {
+	*x = CreateCheckoutResponse{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCheckoutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCheckoutResponse) ProtoMessage() {}
+
+func (x *CreateCheckoutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCheckoutResponse.ProtoReflect.Descriptor instead.
+func (*CreateCheckoutResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CreateCheckoutResponse) GetResult() *CheckoutResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type GetCheckoutResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        *CheckoutResult        `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCheckoutResponse) Reset() {
+	*x = GetCheckoutResponse{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCheckoutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCheckoutResponse) ProtoMessage() {}
+
+func (x *GetCheckoutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCheckoutResponse.ProtoReflect.Descriptor instead.
+func (*GetCheckoutResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GetCheckoutResponse) GetResult() *CheckoutResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type UpdateCheckoutResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        *CheckoutResult        `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateCheckoutResponse) Reset() {
+	*x = UpdateCheckoutResponse{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateCheckoutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateCheckoutResponse) ProtoMessage() {}
+
+func (x *UpdateCheckoutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateCheckoutResponse.ProtoReflect.Descriptor instead.
+func (*UpdateCheckoutResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *UpdateCheckoutResponse) GetResult() *CheckoutResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type CancelCheckoutResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        *CheckoutResult        `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelCheckoutResponse) Reset() {
+	*x = CancelCheckoutResponse{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelCheckoutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelCheckoutResponse) ProtoMessage() {}
+
+func (x *CancelCheckoutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelCheckoutResponse.ProtoReflect.Descriptor instead.
+func (*CancelCheckoutResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CancelCheckoutResponse) GetResult() *CheckoutResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type CheckoutResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// BCP JSON: a checkout, or an error_response when no resource exists
+	// (then error_response is true). Without "ucp".
+	CheckoutJson  []byte `protobuf:"bytes,1,opt,name=checkout_json,json=checkoutJson,proto3" json:"checkout_json,omitempty"`
+	ErrorResponse bool   `protobuf:"varint,2,opt,name=error_response,json=errorResponse,proto3" json:"error_response,omitempty"`
+	Status        string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckoutResult) Reset() {
+	*x = CheckoutResult{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckoutResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckoutResult) ProtoMessage() {}
+
+func (x *CheckoutResult) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckoutResult.ProtoReflect.Descriptor instead.
+func (*CheckoutResult) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CheckoutResult) GetCheckoutJson() []byte {
+	if x != nil {
+		return x.CheckoutJson
+	}
+	return nil
+}
+
+func (x *CheckoutResult) GetErrorResponse() bool {
+	if x != nil {
+		return x.ErrorResponse
+	}
+	return false
+}
+
+func (x *CheckoutResult) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+type CheckoutSummary struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Id              string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Status          string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Currency        string                 `protobuf:"bytes,3,opt,name=currency,proto3" json:"currency,omitempty"`
+	Total           int64                  `protobuf:"varint,4,opt,name=total,proto3" json:"total,omitempty"`
+	AgentProfileUrl string                 `protobuf:"bytes,5,opt,name=agent_profile_url,json=agentProfileUrl,proto3" json:"agent_profile_url,omitempty"`
+	BuyerEmail      string                 `protobuf:"bytes,6,opt,name=buyer_email,json=buyerEmail,proto3" json:"buyer_email,omitempty"`
+	CreateTimeUnix  int64                  `protobuf:"varint,7,opt,name=create_time_unix,json=createTimeUnix,proto3" json:"create_time_unix,omitempty"`
+	UpdateTimeUnix  int64                  `protobuf:"varint,8,opt,name=update_time_unix,json=updateTimeUnix,proto3" json:"update_time_unix,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *CheckoutSummary) Reset() {
+	*x = CheckoutSummary{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckoutSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckoutSummary) ProtoMessage() {}
+
+func (x *CheckoutSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckoutSummary.ProtoReflect.Descriptor instead.
+func (*CheckoutSummary) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CheckoutSummary) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CheckoutSummary) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *CheckoutSummary) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *CheckoutSummary) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *CheckoutSummary) GetAgentProfileUrl() string {
+	if x != nil {
+		return x.AgentProfileUrl
+	}
+	return ""
+}
+
+func (x *CheckoutSummary) GetBuyerEmail() string {
+	if x != nil {
+		return x.BuyerEmail
+	}
+	return ""
+}
+
+func (x *CheckoutSummary) GetCreateTimeUnix() int64 {
+	if x != nil {
+		return x.CreateTimeUnix
+	}
+	return 0
+}
+
+func (x *CheckoutSummary) GetUpdateTimeUnix() int64 {
+	if x != nil {
+		return x.UpdateTimeUnix
+	}
+	return 0
+}
+
+type ListCheckoutsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty: every status.
+	Status        string `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	PageSize      int32  `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCheckoutsRequest) Reset() {
+	*x = ListCheckoutsRequest{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCheckoutsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCheckoutsRequest) ProtoMessage() {}
+
+func (x *ListCheckoutsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCheckoutsRequest.ProtoReflect.Descriptor instead.
+func (*ListCheckoutsRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListCheckoutsRequest) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *ListCheckoutsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListCheckoutsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListCheckoutsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Checkouts     []*CheckoutSummary     `protobuf:"bytes,1,rep,name=checkouts,proto3" json:"checkouts,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCheckoutsResponse) Reset() {
+	*x = ListCheckoutsResponse{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCheckoutsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCheckoutsResponse) ProtoMessage() {}
+
+func (x *ListCheckoutsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCheckoutsResponse.ProtoReflect.Descriptor instead.
+func (*ListCheckoutsResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListCheckoutsResponse) GetCheckouts() []*CheckoutSummary {
+	if x != nil {
+		return x.Checkouts
+	}
+	return nil
+}
+
+func (x *ListCheckoutsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type ExpireCheckoutsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpireCheckoutsRequest) Reset() {
+	*x = ExpireCheckoutsRequest{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpireCheckoutsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpireCheckoutsRequest) ProtoMessage() {}
+
+func (x *ExpireCheckoutsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpireCheckoutsRequest.ProtoReflect.Descriptor instead.
+func (*ExpireCheckoutsRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{15}
+}
+
+type ExpireCheckoutsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Expired       int32                  `protobuf:"varint,1,opt,name=expired,proto3" json:"expired,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpireCheckoutsResponse) Reset() {
+	*x = ExpireCheckoutsResponse{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpireCheckoutsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpireCheckoutsResponse) ProtoMessage() {}
+
+func (x *ExpireCheckoutsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpireCheckoutsResponse.ProtoReflect.Descriptor instead.
+func (*ExpireCheckoutsResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ExpireCheckoutsResponse) GetExpired() int32 {
+	if x != nil {
+		return x.Expired
+	}
+	return 0
+}
+
 var File_bcp_checkout_v1_checkout_proto protoreflect.FileDescriptor
 
 const file_bcp_checkout_v1_checkout_proto_rawDesc = "" +
@@ -118,9 +932,66 @@ const file_bcp_checkout_v1_checkout_proto_rawDesc = "" +
 	"\fPingResponse\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x1f\n" +
 	"\vdatabase_ok\x18\x02 \x01(\bR\n" +
-	"databaseOk2[\n" +
+	"databaseOk\"g\n" +
+	"\x05Agent\x12\x1f\n" +
+	"\vprofile_url\x18\x01 \x01(\tR\n" +
+	"profileUrl\x12\"\n" +
+	"\fcapabilities\x18\x02 \x03(\tR\fcapabilities\x12\x19\n" +
+	"\bbase_url\x18\x03 \x01(\tR\abaseUrl\"j\n" +
+	"\x15CreateCheckoutRequest\x12,\n" +
+	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12#\n" +
+	"\rcheckout_json\x18\x02 \x01(\fR\fcheckoutJson\"R\n" +
+	"\x12GetCheckoutRequest\x12,\n" +
+	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"z\n" +
+	"\x15UpdateCheckoutRequest\x12,\n" +
+	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12#\n" +
+	"\rcheckout_json\x18\x03 \x01(\fR\fcheckoutJson\"U\n" +
+	"\x15CancelCheckoutRequest\x12,\n" +
+	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"Q\n" +
+	"\x16CreateCheckoutResponse\x127\n" +
+	"\x06result\x18\x01 \x01(\v2\x1f.bcp.checkout.v1.CheckoutResultR\x06result\"N\n" +
+	"\x13GetCheckoutResponse\x127\n" +
+	"\x06result\x18\x01 \x01(\v2\x1f.bcp.checkout.v1.CheckoutResultR\x06result\"Q\n" +
+	"\x16UpdateCheckoutResponse\x127\n" +
+	"\x06result\x18\x01 \x01(\v2\x1f.bcp.checkout.v1.CheckoutResultR\x06result\"Q\n" +
+	"\x16CancelCheckoutResponse\x127\n" +
+	"\x06result\x18\x01 \x01(\v2\x1f.bcp.checkout.v1.CheckoutResultR\x06result\"t\n" +
+	"\x0eCheckoutResult\x12#\n" +
+	"\rcheckout_json\x18\x01 \x01(\fR\fcheckoutJson\x12%\n" +
+	"\x0eerror_response\x18\x02 \x01(\bR\rerrorResponse\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\"\x8c\x02\n" +
+	"\x0fCheckoutSummary\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x12\x1a\n" +
+	"\bcurrency\x18\x03 \x01(\tR\bcurrency\x12\x14\n" +
+	"\x05total\x18\x04 \x01(\x03R\x05total\x12*\n" +
+	"\x11agent_profile_url\x18\x05 \x01(\tR\x0fagentProfileUrl\x12\x1f\n" +
+	"\vbuyer_email\x18\x06 \x01(\tR\n" +
+	"buyerEmail\x12(\n" +
+	"\x10create_time_unix\x18\a \x01(\x03R\x0ecreateTimeUnix\x12(\n" +
+	"\x10update_time_unix\x18\b \x01(\x03R\x0eupdateTimeUnix\"j\n" +
+	"\x14ListCheckoutsRequest\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\tR\x06status\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\x7f\n" +
+	"\x15ListCheckoutsResponse\x12>\n" +
+	"\tcheckouts\x18\x01 \x03(\v2 .bcp.checkout.v1.CheckoutSummaryR\tcheckouts\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x18\n" +
+	"\x16ExpireCheckoutsRequest\"3\n" +
+	"\x17ExpireCheckoutsResponse\x12\x18\n" +
+	"\aexpired\x18\x01 \x01(\x05R\aexpired2\xae\x05\n" +
 	"\x0fCheckoutService\x12H\n" +
-	"\x04Ping\x12\x1c.bcp.checkout.v1.PingRequest\x1a\x1d.bcp.checkout.v1.PingResponse\"\x03\x90\x02\x01B\xbe\x01\n" +
+	"\x04Ping\x12\x1c.bcp.checkout.v1.PingRequest\x1a\x1d.bcp.checkout.v1.PingResponse\"\x03\x90\x02\x01\x12a\n" +
+	"\x0eCreateCheckout\x12&.bcp.checkout.v1.CreateCheckoutRequest\x1a'.bcp.checkout.v1.CreateCheckoutResponse\x12]\n" +
+	"\vGetCheckout\x12#.bcp.checkout.v1.GetCheckoutRequest\x1a$.bcp.checkout.v1.GetCheckoutResponse\"\x03\x90\x02\x01\x12a\n" +
+	"\x0eUpdateCheckout\x12&.bcp.checkout.v1.UpdateCheckoutRequest\x1a'.bcp.checkout.v1.UpdateCheckoutResponse\x12a\n" +
+	"\x0eCancelCheckout\x12&.bcp.checkout.v1.CancelCheckoutRequest\x1a'.bcp.checkout.v1.CancelCheckoutResponse\x12c\n" +
+	"\rListCheckouts\x12%.bcp.checkout.v1.ListCheckoutsRequest\x1a&.bcp.checkout.v1.ListCheckoutsResponse\"\x03\x90\x02\x01\x12d\n" +
+	"\x0fExpireCheckouts\x12'.bcp.checkout.v1.ExpireCheckoutsRequest\x1a(.bcp.checkout.v1.ExpireCheckoutsResponseB\xbe\x01\n" +
 	"\x13com.bcp.checkout.v1B\rCheckoutProtoP\x01Z:github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1;checkoutv1\xa2\x02\x03BCX\xaa\x02\x0fBcp.Checkout.V1\xca\x02\x0fBcp\\Checkout\\V1\xe2\x02\x1bBcp\\Checkout\\V1\\GPBMetadata\xea\x02\x11Bcp::Checkout::V1b\x06proto3"
 
 var (
@@ -135,19 +1006,55 @@ func file_bcp_checkout_v1_checkout_proto_rawDescGZIP() []byte {
 	return file_bcp_checkout_v1_checkout_proto_rawDescData
 }
 
-var file_bcp_checkout_v1_checkout_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_bcp_checkout_v1_checkout_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_bcp_checkout_v1_checkout_proto_goTypes = []any{
-	(*PingRequest)(nil),  // 0: bcp.checkout.v1.PingRequest
-	(*PingResponse)(nil), // 1: bcp.checkout.v1.PingResponse
+	(*PingRequest)(nil),             // 0: bcp.checkout.v1.PingRequest
+	(*PingResponse)(nil),            // 1: bcp.checkout.v1.PingResponse
+	(*Agent)(nil),                   // 2: bcp.checkout.v1.Agent
+	(*CreateCheckoutRequest)(nil),   // 3: bcp.checkout.v1.CreateCheckoutRequest
+	(*GetCheckoutRequest)(nil),      // 4: bcp.checkout.v1.GetCheckoutRequest
+	(*UpdateCheckoutRequest)(nil),   // 5: bcp.checkout.v1.UpdateCheckoutRequest
+	(*CancelCheckoutRequest)(nil),   // 6: bcp.checkout.v1.CancelCheckoutRequest
+	(*CreateCheckoutResponse)(nil),  // 7: bcp.checkout.v1.CreateCheckoutResponse
+	(*GetCheckoutResponse)(nil),     // 8: bcp.checkout.v1.GetCheckoutResponse
+	(*UpdateCheckoutResponse)(nil),  // 9: bcp.checkout.v1.UpdateCheckoutResponse
+	(*CancelCheckoutResponse)(nil),  // 10: bcp.checkout.v1.CancelCheckoutResponse
+	(*CheckoutResult)(nil),          // 11: bcp.checkout.v1.CheckoutResult
+	(*CheckoutSummary)(nil),         // 12: bcp.checkout.v1.CheckoutSummary
+	(*ListCheckoutsRequest)(nil),    // 13: bcp.checkout.v1.ListCheckoutsRequest
+	(*ListCheckoutsResponse)(nil),   // 14: bcp.checkout.v1.ListCheckoutsResponse
+	(*ExpireCheckoutsRequest)(nil),  // 15: bcp.checkout.v1.ExpireCheckoutsRequest
+	(*ExpireCheckoutsResponse)(nil), // 16: bcp.checkout.v1.ExpireCheckoutsResponse
 }
 var file_bcp_checkout_v1_checkout_proto_depIdxs = []int32{
-	0, // 0: bcp.checkout.v1.CheckoutService.Ping:input_type -> bcp.checkout.v1.PingRequest
-	1, // 1: bcp.checkout.v1.CheckoutService.Ping:output_type -> bcp.checkout.v1.PingResponse
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	2,  // 0: bcp.checkout.v1.CreateCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
+	2,  // 1: bcp.checkout.v1.GetCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
+	2,  // 2: bcp.checkout.v1.UpdateCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
+	2,  // 3: bcp.checkout.v1.CancelCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
+	11, // 4: bcp.checkout.v1.CreateCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	11, // 5: bcp.checkout.v1.GetCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	11, // 6: bcp.checkout.v1.UpdateCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	11, // 7: bcp.checkout.v1.CancelCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	12, // 8: bcp.checkout.v1.ListCheckoutsResponse.checkouts:type_name -> bcp.checkout.v1.CheckoutSummary
+	0,  // 9: bcp.checkout.v1.CheckoutService.Ping:input_type -> bcp.checkout.v1.PingRequest
+	3,  // 10: bcp.checkout.v1.CheckoutService.CreateCheckout:input_type -> bcp.checkout.v1.CreateCheckoutRequest
+	4,  // 11: bcp.checkout.v1.CheckoutService.GetCheckout:input_type -> bcp.checkout.v1.GetCheckoutRequest
+	5,  // 12: bcp.checkout.v1.CheckoutService.UpdateCheckout:input_type -> bcp.checkout.v1.UpdateCheckoutRequest
+	6,  // 13: bcp.checkout.v1.CheckoutService.CancelCheckout:input_type -> bcp.checkout.v1.CancelCheckoutRequest
+	13, // 14: bcp.checkout.v1.CheckoutService.ListCheckouts:input_type -> bcp.checkout.v1.ListCheckoutsRequest
+	15, // 15: bcp.checkout.v1.CheckoutService.ExpireCheckouts:input_type -> bcp.checkout.v1.ExpireCheckoutsRequest
+	1,  // 16: bcp.checkout.v1.CheckoutService.Ping:output_type -> bcp.checkout.v1.PingResponse
+	7,  // 17: bcp.checkout.v1.CheckoutService.CreateCheckout:output_type -> bcp.checkout.v1.CreateCheckoutResponse
+	8,  // 18: bcp.checkout.v1.CheckoutService.GetCheckout:output_type -> bcp.checkout.v1.GetCheckoutResponse
+	9,  // 19: bcp.checkout.v1.CheckoutService.UpdateCheckout:output_type -> bcp.checkout.v1.UpdateCheckoutResponse
+	10, // 20: bcp.checkout.v1.CheckoutService.CancelCheckout:output_type -> bcp.checkout.v1.CancelCheckoutResponse
+	14, // 21: bcp.checkout.v1.CheckoutService.ListCheckouts:output_type -> bcp.checkout.v1.ListCheckoutsResponse
+	16, // 22: bcp.checkout.v1.CheckoutService.ExpireCheckouts:output_type -> bcp.checkout.v1.ExpireCheckoutsResponse
+	16, // [16:23] is the sub-list for method output_type
+	9,  // [9:16] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_bcp_checkout_v1_checkout_proto_init() }
@@ -161,7 +1068,7 @@ func file_bcp_checkout_v1_checkout_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_checkout_v1_checkout_proto_rawDesc), len(file_bcp_checkout_v1_checkout_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

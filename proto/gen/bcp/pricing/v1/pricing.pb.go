@@ -9,6 +9,7 @@ package pricingv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -20,6 +21,61 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+type Discount_Kind int32
+
+const (
+	Discount_KIND_UNSPECIFIED Discount_Kind = 0
+	// value is basis points of the eligible amount (1000 = 10 %).
+	Discount_KIND_PERCENT Discount_Kind = 1
+	// value is centavos off the order, allocated across lines.
+	Discount_KIND_FIXED Discount_Kind = 2
+	// the selected shipping option becomes free.
+	Discount_KIND_FREE_SHIPPING Discount_Kind = 3
+)
+
+// Enum value maps for Discount_Kind.
+var (
+	Discount_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "KIND_PERCENT",
+		2: "KIND_FIXED",
+		3: "KIND_FREE_SHIPPING",
+	}
+	Discount_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED":   0,
+		"KIND_PERCENT":       1,
+		"KIND_FIXED":         2,
+		"KIND_FREE_SHIPPING": 3,
+	}
+)
+
+func (x Discount_Kind) Enum() *Discount_Kind {
+	p := new(Discount_Kind)
+	*p = x
+	return p
+}
+
+func (x Discount_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Discount_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_bcp_pricing_v1_pricing_proto_enumTypes[0].Descriptor()
+}
+
+func (Discount_Kind) Type() protoreflect.EnumType {
+	return &file_bcp_pricing_v1_pricing_proto_enumTypes[0]
+}
+
+func (x Discount_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Discount_Kind.Descriptor instead.
+func (Discount_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{19, 0}
+}
 
 type PingRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -109,18 +165,1608 @@ func (x *PingResponse) GetDatabaseOk() bool {
 	return false
 }
 
+type QuoteRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// JSON of a bcp.Checkout (protocol/bcp): line_items with ids assigned
+	// and item.id/title/price filled from the catalog, quantity; buyer;
+	// fulfillment and discounts as the agent submitted them.
+	CheckoutJson []byte `protobuf:"bytes,1,opt,name=checkout_json,json=checkoutJson,proto3" json:"checkout_json,omitempty"`
+	// Negotiated capabilities: fulfillment and discount pricing apply only
+	// when their extension is active.
+	Capabilities []string `protobuf:"bytes,2,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
+	// The checkout's previous priced state, so method, destination and group
+	// ids stay stable across updates. Empty on create.
+	PreviousJson []byte `protobuf:"bytes,3,opt,name=previous_json,json=previousJson,proto3" json:"previous_json,omitempty"`
+	// Evaluation time for discount validity windows (defaults to now).
+	At            *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuoteRequest) Reset() {
+	*x = QuoteRequest{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuoteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuoteRequest) ProtoMessage() {}
+
+func (x *QuoteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuoteRequest.ProtoReflect.Descriptor instead.
+func (*QuoteRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *QuoteRequest) GetCheckoutJson() []byte {
+	if x != nil {
+		return x.CheckoutJson
+	}
+	return nil
+}
+
+func (x *QuoteRequest) GetCapabilities() []string {
+	if x != nil {
+		return x.Capabilities
+	}
+	return nil
+}
+
+func (x *QuoteRequest) GetPreviousJson() []byte {
+	if x != nil {
+		return x.PreviousJson
+	}
+	return nil
+}
+
+func (x *QuoteRequest) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+type QuoteResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The same checkout with line_items[].totals, totals, fulfillment
+	// (methods with ids, destinations with ids, groups with options and
+	// their totals, selections) and discounts (codes echoed, applied with
+	// allocations) filled in, and pricing messages appended to messages.
+	CheckoutJson  []byte `protobuf:"bytes,1,opt,name=checkout_json,json=checkoutJson,proto3" json:"checkout_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuoteResponse) Reset() {
+	*x = QuoteResponse{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuoteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuoteResponse) ProtoMessage() {}
+
+func (x *QuoteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuoteResponse.ProtoReflect.Descriptor instead.
+func (*QuoteResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *QuoteResponse) GetCheckoutJson() []byte {
+	if x != nil {
+		return x.CheckoutJson
+	}
+	return nil
+}
+
+// ShippingRate is a merchant shipping option offered where it matches.
+type ShippingRate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Option title shown to buyers ("PAC", "SEDEX", "Entrega expressa").
+	Title       string `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	Description string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	Carrier     string `protobuf:"bytes,4,opt,name=carrier,proto3" json:"carrier,omitempty"`
+	// Where it applies: Brazilian states (UF, e.g. "SP") and/or CEP ranges
+	// (8 digits, inclusive). Both empty: everywhere in Brazil.
+	Regions   []string    `protobuf:"bytes,5,rep,name=regions,proto3" json:"regions,omitempty"`
+	CepRanges []*CepRange `protobuf:"bytes,6,rep,name=cep_ranges,json=cepRanges,proto3" json:"cep_ranges,omitempty"`
+	// Price in centavos.
+	Price int64 `protobuf:"varint,7,opt,name=price,proto3" json:"price,omitempty"`
+	// Free when the merchandise subtotal (after item discounts) reaches
+	// this many centavos; 0 disables.
+	FreeAbove int64 `protobuf:"varint,8,opt,name=free_above,json=freeAbove,proto3" json:"free_above,omitempty"`
+	// Offered only for carts whose subtotal is within [min_subtotal,
+	// max_subtotal]; max 0 = no upper bound.
+	MinSubtotal   int64 `protobuf:"varint,9,opt,name=min_subtotal,json=minSubtotal,proto3" json:"min_subtotal,omitempty"`
+	MaxSubtotal   int64 `protobuf:"varint,10,opt,name=max_subtotal,json=maxSubtotal,proto3" json:"max_subtotal,omitempty"`
+	MinDays       int32 `protobuf:"varint,11,opt,name=min_days,json=minDays,proto3" json:"min_days,omitempty"`
+	MaxDays       int32 `protobuf:"varint,12,opt,name=max_days,json=maxDays,proto3" json:"max_days,omitempty"`
+	Active        bool  `protobuf:"varint,13,opt,name=active,proto3" json:"active,omitempty"`
+	Position      int32 `protobuf:"varint,14,opt,name=position,proto3" json:"position,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShippingRate) Reset() {
+	*x = ShippingRate{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShippingRate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShippingRate) ProtoMessage() {}
+
+func (x *ShippingRate) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShippingRate.ProtoReflect.Descriptor instead.
+func (*ShippingRate) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ShippingRate) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ShippingRate) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *ShippingRate) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ShippingRate) GetCarrier() string {
+	if x != nil {
+		return x.Carrier
+	}
+	return ""
+}
+
+func (x *ShippingRate) GetRegions() []string {
+	if x != nil {
+		return x.Regions
+	}
+	return nil
+}
+
+func (x *ShippingRate) GetCepRanges() []*CepRange {
+	if x != nil {
+		return x.CepRanges
+	}
+	return nil
+}
+
+func (x *ShippingRate) GetPrice() int64 {
+	if x != nil {
+		return x.Price
+	}
+	return 0
+}
+
+func (x *ShippingRate) GetFreeAbove() int64 {
+	if x != nil {
+		return x.FreeAbove
+	}
+	return 0
+}
+
+func (x *ShippingRate) GetMinSubtotal() int64 {
+	if x != nil {
+		return x.MinSubtotal
+	}
+	return 0
+}
+
+func (x *ShippingRate) GetMaxSubtotal() int64 {
+	if x != nil {
+		return x.MaxSubtotal
+	}
+	return 0
+}
+
+func (x *ShippingRate) GetMinDays() int32 {
+	if x != nil {
+		return x.MinDays
+	}
+	return 0
+}
+
+func (x *ShippingRate) GetMaxDays() int32 {
+	if x != nil {
+		return x.MaxDays
+	}
+	return 0
+}
+
+func (x *ShippingRate) GetActive() bool {
+	if x != nil {
+		return x.Active
+	}
+	return false
+}
+
+func (x *ShippingRate) GetPosition() int32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+type CepRange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To            string                 `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CepRange) Reset() {
+	*x = CepRange{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CepRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CepRange) ProtoMessage() {}
+
+func (x *CepRange) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CepRange.ProtoReflect.Descriptor instead.
+func (*CepRange) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CepRange) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *CepRange) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+type SetShippingRateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rate          *ShippingRate          `protobuf:"bytes,1,opt,name=rate,proto3" json:"rate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetShippingRateRequest) Reset() {
+	*x = SetShippingRateRequest{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetShippingRateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetShippingRateRequest) ProtoMessage() {}
+
+func (x *SetShippingRateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetShippingRateRequest.ProtoReflect.Descriptor instead.
+func (*SetShippingRateRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SetShippingRateRequest) GetRate() *ShippingRate {
+	if x != nil {
+		return x.Rate
+	}
+	return nil
+}
+
+type SetShippingRateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rate          *ShippingRate          `protobuf:"bytes,1,opt,name=rate,proto3" json:"rate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetShippingRateResponse) Reset() {
+	*x = SetShippingRateResponse{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetShippingRateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetShippingRateResponse) ProtoMessage() {}
+
+func (x *SetShippingRateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetShippingRateResponse.ProtoReflect.Descriptor instead.
+func (*SetShippingRateResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SetShippingRateResponse) GetRate() *ShippingRate {
+	if x != nil {
+		return x.Rate
+	}
+	return nil
+}
+
+type ListShippingRatesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListShippingRatesRequest) Reset() {
+	*x = ListShippingRatesRequest{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListShippingRatesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListShippingRatesRequest) ProtoMessage() {}
+
+func (x *ListShippingRatesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListShippingRatesRequest.ProtoReflect.Descriptor instead.
+func (*ListShippingRatesRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{8}
+}
+
+type ListShippingRatesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rates         []*ShippingRate        `protobuf:"bytes,1,rep,name=rates,proto3" json:"rates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListShippingRatesResponse) Reset() {
+	*x = ListShippingRatesResponse{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListShippingRatesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListShippingRatesResponse) ProtoMessage() {}
+
+func (x *ListShippingRatesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListShippingRatesResponse.ProtoReflect.Descriptor instead.
+func (*ListShippingRatesResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ListShippingRatesResponse) GetRates() []*ShippingRate {
+	if x != nil {
+		return x.Rates
+	}
+	return nil
+}
+
+type DeleteShippingRateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteShippingRateRequest) Reset() {
+	*x = DeleteShippingRateRequest{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteShippingRateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteShippingRateRequest) ProtoMessage() {}
+
+func (x *DeleteShippingRateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteShippingRateRequest.ProtoReflect.Descriptor instead.
+func (*DeleteShippingRateRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DeleteShippingRateRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type DeleteShippingRateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteShippingRateResponse) Reset() {
+	*x = DeleteShippingRateResponse{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteShippingRateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteShippingRateResponse) ProtoMessage() {}
+
+func (x *DeleteShippingRateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteShippingRateResponse.ProtoReflect.Descriptor instead.
+func (*DeleteShippingRateResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{11}
+}
+
+type PickupLocation struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Id              string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name            string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	StreetAddress   string                 `protobuf:"bytes,3,opt,name=street_address,json=streetAddress,proto3" json:"street_address,omitempty"`
+	ExtendedAddress string                 `protobuf:"bytes,4,opt,name=extended_address,json=extendedAddress,proto3" json:"extended_address,omitempty"`
+	AddressLocality string                 `protobuf:"bytes,5,opt,name=address_locality,json=addressLocality,proto3" json:"address_locality,omitempty"`
+	AddressRegion   string                 `protobuf:"bytes,6,opt,name=address_region,json=addressRegion,proto3" json:"address_region,omitempty"`
+	PostalCode      string                 `protobuf:"bytes,7,opt,name=postal_code,json=postalCode,proto3" json:"postal_code,omitempty"`
+	AddressCountry  string                 `protobuf:"bytes,8,opt,name=address_country,json=addressCountry,proto3" json:"address_country,omitempty"`
+	// Pickup fee in centavos (usually 0).
+	Price int64 `protobuf:"varint,9,opt,name=price,proto3" json:"price,omitempty"`
+	// Shown as the pickup option's description ("Retire em 2 horas").
+	Description   string `protobuf:"bytes,10,opt,name=description,proto3" json:"description,omitempty"`
+	Active        bool   `protobuf:"varint,11,opt,name=active,proto3" json:"active,omitempty"`
+	Position      int32  `protobuf:"varint,12,opt,name=position,proto3" json:"position,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PickupLocation) Reset() {
+	*x = PickupLocation{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PickupLocation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PickupLocation) ProtoMessage() {}
+
+func (x *PickupLocation) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PickupLocation.ProtoReflect.Descriptor instead.
+func (*PickupLocation) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *PickupLocation) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PickupLocation) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PickupLocation) GetStreetAddress() string {
+	if x != nil {
+		return x.StreetAddress
+	}
+	return ""
+}
+
+func (x *PickupLocation) GetExtendedAddress() string {
+	if x != nil {
+		return x.ExtendedAddress
+	}
+	return ""
+}
+
+func (x *PickupLocation) GetAddressLocality() string {
+	if x != nil {
+		return x.AddressLocality
+	}
+	return ""
+}
+
+func (x *PickupLocation) GetAddressRegion() string {
+	if x != nil {
+		return x.AddressRegion
+	}
+	return ""
+}
+
+func (x *PickupLocation) GetPostalCode() string {
+	if x != nil {
+		return x.PostalCode
+	}
+	return ""
+}
+
+func (x *PickupLocation) GetAddressCountry() string {
+	if x != nil {
+		return x.AddressCountry
+	}
+	return ""
+}
+
+func (x *PickupLocation) GetPrice() int64 {
+	if x != nil {
+		return x.Price
+	}
+	return 0
+}
+
+func (x *PickupLocation) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *PickupLocation) GetActive() bool {
+	if x != nil {
+		return x.Active
+	}
+	return false
+}
+
+func (x *PickupLocation) GetPosition() int32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+type SetPickupLocationRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Location      *PickupLocation        `protobuf:"bytes,1,opt,name=location,proto3" json:"location,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPickupLocationRequest) Reset() {
+	*x = SetPickupLocationRequest{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPickupLocationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPickupLocationRequest) ProtoMessage() {}
+
+func (x *SetPickupLocationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPickupLocationRequest.ProtoReflect.Descriptor instead.
+func (*SetPickupLocationRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SetPickupLocationRequest) GetLocation() *PickupLocation {
+	if x != nil {
+		return x.Location
+	}
+	return nil
+}
+
+type SetPickupLocationResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Location      *PickupLocation        `protobuf:"bytes,1,opt,name=location,proto3" json:"location,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPickupLocationResponse) Reset() {
+	*x = SetPickupLocationResponse{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPickupLocationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPickupLocationResponse) ProtoMessage() {}
+
+func (x *SetPickupLocationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPickupLocationResponse.ProtoReflect.Descriptor instead.
+func (*SetPickupLocationResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SetPickupLocationResponse) GetLocation() *PickupLocation {
+	if x != nil {
+		return x.Location
+	}
+	return nil
+}
+
+type ListPickupLocationsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPickupLocationsRequest) Reset() {
+	*x = ListPickupLocationsRequest{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPickupLocationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPickupLocationsRequest) ProtoMessage() {}
+
+func (x *ListPickupLocationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPickupLocationsRequest.ProtoReflect.Descriptor instead.
+func (*ListPickupLocationsRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{15}
+}
+
+type ListPickupLocationsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Locations     []*PickupLocation      `protobuf:"bytes,1,rep,name=locations,proto3" json:"locations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPickupLocationsResponse) Reset() {
+	*x = ListPickupLocationsResponse{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPickupLocationsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPickupLocationsResponse) ProtoMessage() {}
+
+func (x *ListPickupLocationsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPickupLocationsResponse.ProtoReflect.Descriptor instead.
+func (*ListPickupLocationsResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ListPickupLocationsResponse) GetLocations() []*PickupLocation {
+	if x != nil {
+		return x.Locations
+	}
+	return nil
+}
+
+type DeletePickupLocationRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeletePickupLocationRequest) Reset() {
+	*x = DeletePickupLocationRequest{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeletePickupLocationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeletePickupLocationRequest) ProtoMessage() {}
+
+func (x *DeletePickupLocationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeletePickupLocationRequest.ProtoReflect.Descriptor instead.
+func (*DeletePickupLocationRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *DeletePickupLocationRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type DeletePickupLocationResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeletePickupLocationResponse) Reset() {
+	*x = DeletePickupLocationResponse{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeletePickupLocationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeletePickupLocationResponse) ProtoMessage() {}
+
+func (x *DeletePickupLocationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeletePickupLocationResponse.ProtoReflect.Descriptor instead.
+func (*DeletePickupLocationResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{18}
+}
+
+type Discount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Code buyers type (matched case-insensitively). Empty for automatic
+	// discounts.
+	Code      string        `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	Title     string        `protobuf:"bytes,3,opt,name=title,proto3" json:"title,omitempty"`
+	Kind      Discount_Kind `protobuf:"varint,4,opt,name=kind,proto3,enum=bcp.pricing.v1.Discount_Kind" json:"kind,omitempty"`
+	Value     int64         `protobuf:"varint,5,opt,name=value,proto3" json:"value,omitempty"`
+	Automatic bool          `protobuf:"varint,6,opt,name=automatic,proto3" json:"automatic,omitempty"`
+	// Minimum merchandise subtotal in centavos.
+	MinSubtotal int64                  `protobuf:"varint,7,opt,name=min_subtotal,json=minSubtotal,proto3" json:"min_subtotal,omitempty"`
+	StartsAt    *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=starts_at,json=startsAt,proto3" json:"starts_at,omitempty"`
+	EndsAt      *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=ends_at,json=endsAt,proto3" json:"ends_at,omitempty"`
+	// 0 = unlimited.
+	UsageLimit         int64 `protobuf:"varint,10,opt,name=usage_limit,json=usageLimit,proto3" json:"usage_limit,omitempty"`
+	UsageLimitPerBuyer int64 `protobuf:"varint,11,opt,name=usage_limit_per_buyer,json=usageLimitPerBuyer,proto3" json:"usage_limit_per_buyer,omitempty"`
+	// Lower applies first.
+	Priority int32 `protobuf:"varint,12,opt,name=priority,proto3" json:"priority,omitempty"`
+	// Whether it combines with other discounts; a non-combinable discount
+	// applies alone.
+	Combinable bool `protobuf:"varint,13,opt,name=combinable,proto3" json:"combinable,omitempty"`
+	Active     bool `protobuf:"varint,14,opt,name=active,proto3" json:"active,omitempty"`
+	// How many times it has been redeemed (read-only).
+	TimesUsed     int64 `protobuf:"varint,15,opt,name=times_used,json=timesUsed,proto3" json:"times_used,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Discount) Reset() {
+	*x = Discount{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Discount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Discount) ProtoMessage() {}
+
+func (x *Discount) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Discount.ProtoReflect.Descriptor instead.
+func (*Discount) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Discount) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Discount) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *Discount) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *Discount) GetKind() Discount_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return Discount_KIND_UNSPECIFIED
+}
+
+func (x *Discount) GetValue() int64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+func (x *Discount) GetAutomatic() bool {
+	if x != nil {
+		return x.Automatic
+	}
+	return false
+}
+
+func (x *Discount) GetMinSubtotal() int64 {
+	if x != nil {
+		return x.MinSubtotal
+	}
+	return 0
+}
+
+func (x *Discount) GetStartsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartsAt
+	}
+	return nil
+}
+
+func (x *Discount) GetEndsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndsAt
+	}
+	return nil
+}
+
+func (x *Discount) GetUsageLimit() int64 {
+	if x != nil {
+		return x.UsageLimit
+	}
+	return 0
+}
+
+func (x *Discount) GetUsageLimitPerBuyer() int64 {
+	if x != nil {
+		return x.UsageLimitPerBuyer
+	}
+	return 0
+}
+
+func (x *Discount) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *Discount) GetCombinable() bool {
+	if x != nil {
+		return x.Combinable
+	}
+	return false
+}
+
+func (x *Discount) GetActive() bool {
+	if x != nil {
+		return x.Active
+	}
+	return false
+}
+
+func (x *Discount) GetTimesUsed() int64 {
+	if x != nil {
+		return x.TimesUsed
+	}
+	return 0
+}
+
+type SetDiscountRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Discount      *Discount              `protobuf:"bytes,1,opt,name=discount,proto3" json:"discount,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetDiscountRequest) Reset() {
+	*x = SetDiscountRequest{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetDiscountRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetDiscountRequest) ProtoMessage() {}
+
+func (x *SetDiscountRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetDiscountRequest.ProtoReflect.Descriptor instead.
+func (*SetDiscountRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SetDiscountRequest) GetDiscount() *Discount {
+	if x != nil {
+		return x.Discount
+	}
+	return nil
+}
+
+type SetDiscountResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Discount      *Discount              `protobuf:"bytes,1,opt,name=discount,proto3" json:"discount,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetDiscountResponse) Reset() {
+	*x = SetDiscountResponse{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetDiscountResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetDiscountResponse) ProtoMessage() {}
+
+func (x *SetDiscountResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetDiscountResponse.ProtoReflect.Descriptor instead.
+func (*SetDiscountResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SetDiscountResponse) GetDiscount() *Discount {
+	if x != nil {
+		return x.Discount
+	}
+	return nil
+}
+
+type ListDiscountsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDiscountsRequest) Reset() {
+	*x = ListDiscountsRequest{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDiscountsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDiscountsRequest) ProtoMessage() {}
+
+func (x *ListDiscountsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDiscountsRequest.ProtoReflect.Descriptor instead.
+func (*ListDiscountsRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{22}
+}
+
+type ListDiscountsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Discounts     []*Discount            `protobuf:"bytes,1,rep,name=discounts,proto3" json:"discounts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDiscountsResponse) Reset() {
+	*x = ListDiscountsResponse{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDiscountsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDiscountsResponse) ProtoMessage() {}
+
+func (x *ListDiscountsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDiscountsResponse.ProtoReflect.Descriptor instead.
+func (*ListDiscountsResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ListDiscountsResponse) GetDiscounts() []*Discount {
+	if x != nil {
+		return x.Discounts
+	}
+	return nil
+}
+
+type DeleteDiscountRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteDiscountRequest) Reset() {
+	*x = DeleteDiscountRequest{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteDiscountRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteDiscountRequest) ProtoMessage() {}
+
+func (x *DeleteDiscountRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteDiscountRequest.ProtoReflect.Descriptor instead.
+func (*DeleteDiscountRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *DeleteDiscountRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type DeleteDiscountResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteDiscountResponse) Reset() {
+	*x = DeleteDiscountResponse{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteDiscountResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteDiscountResponse) ProtoMessage() {}
+
+func (x *DeleteDiscountResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteDiscountResponse.ProtoReflect.Descriptor instead.
+func (*DeleteDiscountResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{25}
+}
+
+type RedeemDiscountsRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	CheckoutId string                 `protobuf:"bytes,1,opt,name=checkout_id,json=checkoutId,proto3" json:"checkout_id,omitempty"`
+	BuyerEmail string                 `protobuf:"bytes,2,opt,name=buyer_email,json=buyerEmail,proto3" json:"buyer_email,omitempty"`
+	// Codes (or automatic discount ids) applied to the checkout.
+	DiscountIds   []string `protobuf:"bytes,3,rep,name=discount_ids,json=discountIds,proto3" json:"discount_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedeemDiscountsRequest) Reset() {
+	*x = RedeemDiscountsRequest{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedeemDiscountsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedeemDiscountsRequest) ProtoMessage() {}
+
+func (x *RedeemDiscountsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedeemDiscountsRequest.ProtoReflect.Descriptor instead.
+func (*RedeemDiscountsRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *RedeemDiscountsRequest) GetCheckoutId() string {
+	if x != nil {
+		return x.CheckoutId
+	}
+	return ""
+}
+
+func (x *RedeemDiscountsRequest) GetBuyerEmail() string {
+	if x != nil {
+		return x.BuyerEmail
+	}
+	return ""
+}
+
+func (x *RedeemDiscountsRequest) GetDiscountIds() []string {
+	if x != nil {
+		return x.DiscountIds
+	}
+	return nil
+}
+
+type RedeemDiscountsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedeemDiscountsResponse) Reset() {
+	*x = RedeemDiscountsResponse{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedeemDiscountsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedeemDiscountsResponse) ProtoMessage() {}
+
+func (x *RedeemDiscountsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedeemDiscountsResponse.ProtoReflect.Descriptor instead.
+func (*RedeemDiscountsResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{27}
+}
+
 var File_bcp_pricing_v1_pricing_proto protoreflect.FileDescriptor
 
 const file_bcp_pricing_v1_pricing_proto_rawDesc = "" +
 	"\n" +
-	"\x1cbcp/pricing/v1/pricing.proto\x12\x0ebcp.pricing.v1\"\r\n" +
+	"\x1cbcp/pricing/v1/pricing.proto\x12\x0ebcp.pricing.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\r\n" +
 	"\vPingRequest\"I\n" +
 	"\fPingResponse\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x1f\n" +
 	"\vdatabase_ok\x18\x02 \x01(\bR\n" +
-	"databaseOk2X\n" +
+	"databaseOk\"\xa8\x01\n" +
+	"\fQuoteRequest\x12#\n" +
+	"\rcheckout_json\x18\x01 \x01(\fR\fcheckoutJson\x12\"\n" +
+	"\fcapabilities\x18\x02 \x03(\tR\fcapabilities\x12#\n" +
+	"\rprevious_json\x18\x03 \x01(\fR\fpreviousJson\x12*\n" +
+	"\x02at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"4\n" +
+	"\rQuoteResponse\x12#\n" +
+	"\rcheckout_json\x18\x01 \x01(\fR\fcheckoutJson\"\xa8\x03\n" +
+	"\fShippingRate\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x18\n" +
+	"\acarrier\x18\x04 \x01(\tR\acarrier\x12\x18\n" +
+	"\aregions\x18\x05 \x03(\tR\aregions\x127\n" +
+	"\n" +
+	"cep_ranges\x18\x06 \x03(\v2\x18.bcp.pricing.v1.CepRangeR\tcepRanges\x12\x14\n" +
+	"\x05price\x18\a \x01(\x03R\x05price\x12\x1d\n" +
+	"\n" +
+	"free_above\x18\b \x01(\x03R\tfreeAbove\x12!\n" +
+	"\fmin_subtotal\x18\t \x01(\x03R\vminSubtotal\x12!\n" +
+	"\fmax_subtotal\x18\n" +
+	" \x01(\x03R\vmaxSubtotal\x12\x19\n" +
+	"\bmin_days\x18\v \x01(\x05R\aminDays\x12\x19\n" +
+	"\bmax_days\x18\f \x01(\x05R\amaxDays\x12\x16\n" +
+	"\x06active\x18\r \x01(\bR\x06active\x12\x1a\n" +
+	"\bposition\x18\x0e \x01(\x05R\bposition\".\n" +
+	"\bCepRange\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\tR\x02to\"J\n" +
+	"\x16SetShippingRateRequest\x120\n" +
+	"\x04rate\x18\x01 \x01(\v2\x1c.bcp.pricing.v1.ShippingRateR\x04rate\"K\n" +
+	"\x17SetShippingRateResponse\x120\n" +
+	"\x04rate\x18\x01 \x01(\v2\x1c.bcp.pricing.v1.ShippingRateR\x04rate\"\x1a\n" +
+	"\x18ListShippingRatesRequest\"O\n" +
+	"\x19ListShippingRatesResponse\x122\n" +
+	"\x05rates\x18\x01 \x03(\v2\x1c.bcp.pricing.v1.ShippingRateR\x05rates\"+\n" +
+	"\x19DeleteShippingRateRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x1c\n" +
+	"\x1aDeleteShippingRateResponse\"\x8e\x03\n" +
+	"\x0ePickupLocation\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
+	"\x0estreet_address\x18\x03 \x01(\tR\rstreetAddress\x12)\n" +
+	"\x10extended_address\x18\x04 \x01(\tR\x0fextendedAddress\x12)\n" +
+	"\x10address_locality\x18\x05 \x01(\tR\x0faddressLocality\x12%\n" +
+	"\x0eaddress_region\x18\x06 \x01(\tR\raddressRegion\x12\x1f\n" +
+	"\vpostal_code\x18\a \x01(\tR\n" +
+	"postalCode\x12'\n" +
+	"\x0faddress_country\x18\b \x01(\tR\x0eaddressCountry\x12\x14\n" +
+	"\x05price\x18\t \x01(\x03R\x05price\x12 \n" +
+	"\vdescription\x18\n" +
+	" \x01(\tR\vdescription\x12\x16\n" +
+	"\x06active\x18\v \x01(\bR\x06active\x12\x1a\n" +
+	"\bposition\x18\f \x01(\x05R\bposition\"V\n" +
+	"\x18SetPickupLocationRequest\x12:\n" +
+	"\blocation\x18\x01 \x01(\v2\x1e.bcp.pricing.v1.PickupLocationR\blocation\"W\n" +
+	"\x19SetPickupLocationResponse\x12:\n" +
+	"\blocation\x18\x01 \x01(\v2\x1e.bcp.pricing.v1.PickupLocationR\blocation\"\x1c\n" +
+	"\x1aListPickupLocationsRequest\"[\n" +
+	"\x1bListPickupLocationsResponse\x12<\n" +
+	"\tlocations\x18\x01 \x03(\v2\x1e.bcp.pricing.v1.PickupLocationR\tlocations\"-\n" +
+	"\x1bDeletePickupLocationRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x1e\n" +
+	"\x1cDeletePickupLocationResponse\"\xdb\x04\n" +
+	"\bDiscount\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\x12\x14\n" +
+	"\x05title\x18\x03 \x01(\tR\x05title\x121\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x1d.bcp.pricing.v1.Discount.KindR\x04kind\x12\x14\n" +
+	"\x05value\x18\x05 \x01(\x03R\x05value\x12\x1c\n" +
+	"\tautomatic\x18\x06 \x01(\bR\tautomatic\x12!\n" +
+	"\fmin_subtotal\x18\a \x01(\x03R\vminSubtotal\x127\n" +
+	"\tstarts_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bstartsAt\x123\n" +
+	"\aends_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x06endsAt\x12\x1f\n" +
+	"\vusage_limit\x18\n" +
+	" \x01(\x03R\n" +
+	"usageLimit\x121\n" +
+	"\x15usage_limit_per_buyer\x18\v \x01(\x03R\x12usageLimitPerBuyer\x12\x1a\n" +
+	"\bpriority\x18\f \x01(\x05R\bpriority\x12\x1e\n" +
+	"\n" +
+	"combinable\x18\r \x01(\bR\n" +
+	"combinable\x12\x16\n" +
+	"\x06active\x18\x0e \x01(\bR\x06active\x12\x1d\n" +
+	"\n" +
+	"times_used\x18\x0f \x01(\x03R\ttimesUsed\"V\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\x10\n" +
+	"\fKIND_PERCENT\x10\x01\x12\x0e\n" +
+	"\n" +
+	"KIND_FIXED\x10\x02\x12\x16\n" +
+	"\x12KIND_FREE_SHIPPING\x10\x03\"J\n" +
+	"\x12SetDiscountRequest\x124\n" +
+	"\bdiscount\x18\x01 \x01(\v2\x18.bcp.pricing.v1.DiscountR\bdiscount\"K\n" +
+	"\x13SetDiscountResponse\x124\n" +
+	"\bdiscount\x18\x01 \x01(\v2\x18.bcp.pricing.v1.DiscountR\bdiscount\"\x16\n" +
+	"\x14ListDiscountsRequest\"O\n" +
+	"\x15ListDiscountsResponse\x126\n" +
+	"\tdiscounts\x18\x01 \x03(\v2\x18.bcp.pricing.v1.DiscountR\tdiscounts\"'\n" +
+	"\x15DeleteDiscountRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x18\n" +
+	"\x16DeleteDiscountResponse\"}\n" +
+	"\x16RedeemDiscountsRequest\x12\x1f\n" +
+	"\vcheckout_id\x18\x01 \x01(\tR\n" +
+	"checkoutId\x12\x1f\n" +
+	"\vbuyer_email\x18\x02 \x01(\tR\n" +
+	"buyerEmail\x12!\n" +
+	"\fdiscount_ids\x18\x03 \x03(\tR\vdiscountIds\"\x19\n" +
+	"\x17RedeemDiscountsResponse2\xb5\t\n" +
 	"\x0ePricingService\x12F\n" +
-	"\x04Ping\x12\x1b.bcp.pricing.v1.PingRequest\x1a\x1c.bcp.pricing.v1.PingResponse\"\x03\x90\x02\x01B\xb6\x01\n" +
+	"\x04Ping\x12\x1b.bcp.pricing.v1.PingRequest\x1a\x1c.bcp.pricing.v1.PingResponse\"\x03\x90\x02\x01\x12I\n" +
+	"\x05Quote\x12\x1c.bcp.pricing.v1.QuoteRequest\x1a\x1d.bcp.pricing.v1.QuoteResponse\"\x03\x90\x02\x01\x12b\n" +
+	"\x0fSetShippingRate\x12&.bcp.pricing.v1.SetShippingRateRequest\x1a'.bcp.pricing.v1.SetShippingRateResponse\x12m\n" +
+	"\x11ListShippingRates\x12(.bcp.pricing.v1.ListShippingRatesRequest\x1a).bcp.pricing.v1.ListShippingRatesResponse\"\x03\x90\x02\x01\x12k\n" +
+	"\x12DeleteShippingRate\x12).bcp.pricing.v1.DeleteShippingRateRequest\x1a*.bcp.pricing.v1.DeleteShippingRateResponse\x12h\n" +
+	"\x11SetPickupLocation\x12(.bcp.pricing.v1.SetPickupLocationRequest\x1a).bcp.pricing.v1.SetPickupLocationResponse\x12s\n" +
+	"\x13ListPickupLocations\x12*.bcp.pricing.v1.ListPickupLocationsRequest\x1a+.bcp.pricing.v1.ListPickupLocationsResponse\"\x03\x90\x02\x01\x12q\n" +
+	"\x14DeletePickupLocation\x12+.bcp.pricing.v1.DeletePickupLocationRequest\x1a,.bcp.pricing.v1.DeletePickupLocationResponse\x12V\n" +
+	"\vSetDiscount\x12\".bcp.pricing.v1.SetDiscountRequest\x1a#.bcp.pricing.v1.SetDiscountResponse\x12a\n" +
+	"\rListDiscounts\x12$.bcp.pricing.v1.ListDiscountsRequest\x1a%.bcp.pricing.v1.ListDiscountsResponse\"\x03\x90\x02\x01\x12_\n" +
+	"\x0eDeleteDiscount\x12%.bcp.pricing.v1.DeleteDiscountRequest\x1a&.bcp.pricing.v1.DeleteDiscountResponse\x12b\n" +
+	"\x0fRedeemDiscounts\x12&.bcp.pricing.v1.RedeemDiscountsRequest\x1a'.bcp.pricing.v1.RedeemDiscountsResponseB\xb6\x01\n" +
 	"\x12com.bcp.pricing.v1B\fPricingProtoP\x01Z8github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1;pricingv1\xa2\x02\x03BPX\xaa\x02\x0eBcp.Pricing.V1\xca\x02\x0eBcp\\Pricing\\V1\xe2\x02\x1aBcp\\Pricing\\V1\\GPBMetadata\xea\x02\x10Bcp::Pricing::V1b\x06proto3"
 
 var (
@@ -135,19 +1781,84 @@ func file_bcp_pricing_v1_pricing_proto_rawDescGZIP() []byte {
 	return file_bcp_pricing_v1_pricing_proto_rawDescData
 }
 
-var file_bcp_pricing_v1_pricing_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_bcp_pricing_v1_pricing_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_bcp_pricing_v1_pricing_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_bcp_pricing_v1_pricing_proto_goTypes = []any{
-	(*PingRequest)(nil),  // 0: bcp.pricing.v1.PingRequest
-	(*PingResponse)(nil), // 1: bcp.pricing.v1.PingResponse
+	(Discount_Kind)(0),                   // 0: bcp.pricing.v1.Discount.Kind
+	(*PingRequest)(nil),                  // 1: bcp.pricing.v1.PingRequest
+	(*PingResponse)(nil),                 // 2: bcp.pricing.v1.PingResponse
+	(*QuoteRequest)(nil),                 // 3: bcp.pricing.v1.QuoteRequest
+	(*QuoteResponse)(nil),                // 4: bcp.pricing.v1.QuoteResponse
+	(*ShippingRate)(nil),                 // 5: bcp.pricing.v1.ShippingRate
+	(*CepRange)(nil),                     // 6: bcp.pricing.v1.CepRange
+	(*SetShippingRateRequest)(nil),       // 7: bcp.pricing.v1.SetShippingRateRequest
+	(*SetShippingRateResponse)(nil),      // 8: bcp.pricing.v1.SetShippingRateResponse
+	(*ListShippingRatesRequest)(nil),     // 9: bcp.pricing.v1.ListShippingRatesRequest
+	(*ListShippingRatesResponse)(nil),    // 10: bcp.pricing.v1.ListShippingRatesResponse
+	(*DeleteShippingRateRequest)(nil),    // 11: bcp.pricing.v1.DeleteShippingRateRequest
+	(*DeleteShippingRateResponse)(nil),   // 12: bcp.pricing.v1.DeleteShippingRateResponse
+	(*PickupLocation)(nil),               // 13: bcp.pricing.v1.PickupLocation
+	(*SetPickupLocationRequest)(nil),     // 14: bcp.pricing.v1.SetPickupLocationRequest
+	(*SetPickupLocationResponse)(nil),    // 15: bcp.pricing.v1.SetPickupLocationResponse
+	(*ListPickupLocationsRequest)(nil),   // 16: bcp.pricing.v1.ListPickupLocationsRequest
+	(*ListPickupLocationsResponse)(nil),  // 17: bcp.pricing.v1.ListPickupLocationsResponse
+	(*DeletePickupLocationRequest)(nil),  // 18: bcp.pricing.v1.DeletePickupLocationRequest
+	(*DeletePickupLocationResponse)(nil), // 19: bcp.pricing.v1.DeletePickupLocationResponse
+	(*Discount)(nil),                     // 20: bcp.pricing.v1.Discount
+	(*SetDiscountRequest)(nil),           // 21: bcp.pricing.v1.SetDiscountRequest
+	(*SetDiscountResponse)(nil),          // 22: bcp.pricing.v1.SetDiscountResponse
+	(*ListDiscountsRequest)(nil),         // 23: bcp.pricing.v1.ListDiscountsRequest
+	(*ListDiscountsResponse)(nil),        // 24: bcp.pricing.v1.ListDiscountsResponse
+	(*DeleteDiscountRequest)(nil),        // 25: bcp.pricing.v1.DeleteDiscountRequest
+	(*DeleteDiscountResponse)(nil),       // 26: bcp.pricing.v1.DeleteDiscountResponse
+	(*RedeemDiscountsRequest)(nil),       // 27: bcp.pricing.v1.RedeemDiscountsRequest
+	(*RedeemDiscountsResponse)(nil),      // 28: bcp.pricing.v1.RedeemDiscountsResponse
+	(*timestamppb.Timestamp)(nil),        // 29: google.protobuf.Timestamp
 }
 var file_bcp_pricing_v1_pricing_proto_depIdxs = []int32{
-	0, // 0: bcp.pricing.v1.PricingService.Ping:input_type -> bcp.pricing.v1.PingRequest
-	1, // 1: bcp.pricing.v1.PricingService.Ping:output_type -> bcp.pricing.v1.PingResponse
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	29, // 0: bcp.pricing.v1.QuoteRequest.at:type_name -> google.protobuf.Timestamp
+	6,  // 1: bcp.pricing.v1.ShippingRate.cep_ranges:type_name -> bcp.pricing.v1.CepRange
+	5,  // 2: bcp.pricing.v1.SetShippingRateRequest.rate:type_name -> bcp.pricing.v1.ShippingRate
+	5,  // 3: bcp.pricing.v1.SetShippingRateResponse.rate:type_name -> bcp.pricing.v1.ShippingRate
+	5,  // 4: bcp.pricing.v1.ListShippingRatesResponse.rates:type_name -> bcp.pricing.v1.ShippingRate
+	13, // 5: bcp.pricing.v1.SetPickupLocationRequest.location:type_name -> bcp.pricing.v1.PickupLocation
+	13, // 6: bcp.pricing.v1.SetPickupLocationResponse.location:type_name -> bcp.pricing.v1.PickupLocation
+	13, // 7: bcp.pricing.v1.ListPickupLocationsResponse.locations:type_name -> bcp.pricing.v1.PickupLocation
+	0,  // 8: bcp.pricing.v1.Discount.kind:type_name -> bcp.pricing.v1.Discount.Kind
+	29, // 9: bcp.pricing.v1.Discount.starts_at:type_name -> google.protobuf.Timestamp
+	29, // 10: bcp.pricing.v1.Discount.ends_at:type_name -> google.protobuf.Timestamp
+	20, // 11: bcp.pricing.v1.SetDiscountRequest.discount:type_name -> bcp.pricing.v1.Discount
+	20, // 12: bcp.pricing.v1.SetDiscountResponse.discount:type_name -> bcp.pricing.v1.Discount
+	20, // 13: bcp.pricing.v1.ListDiscountsResponse.discounts:type_name -> bcp.pricing.v1.Discount
+	1,  // 14: bcp.pricing.v1.PricingService.Ping:input_type -> bcp.pricing.v1.PingRequest
+	3,  // 15: bcp.pricing.v1.PricingService.Quote:input_type -> bcp.pricing.v1.QuoteRequest
+	7,  // 16: bcp.pricing.v1.PricingService.SetShippingRate:input_type -> bcp.pricing.v1.SetShippingRateRequest
+	9,  // 17: bcp.pricing.v1.PricingService.ListShippingRates:input_type -> bcp.pricing.v1.ListShippingRatesRequest
+	11, // 18: bcp.pricing.v1.PricingService.DeleteShippingRate:input_type -> bcp.pricing.v1.DeleteShippingRateRequest
+	14, // 19: bcp.pricing.v1.PricingService.SetPickupLocation:input_type -> bcp.pricing.v1.SetPickupLocationRequest
+	16, // 20: bcp.pricing.v1.PricingService.ListPickupLocations:input_type -> bcp.pricing.v1.ListPickupLocationsRequest
+	18, // 21: bcp.pricing.v1.PricingService.DeletePickupLocation:input_type -> bcp.pricing.v1.DeletePickupLocationRequest
+	21, // 22: bcp.pricing.v1.PricingService.SetDiscount:input_type -> bcp.pricing.v1.SetDiscountRequest
+	23, // 23: bcp.pricing.v1.PricingService.ListDiscounts:input_type -> bcp.pricing.v1.ListDiscountsRequest
+	25, // 24: bcp.pricing.v1.PricingService.DeleteDiscount:input_type -> bcp.pricing.v1.DeleteDiscountRequest
+	27, // 25: bcp.pricing.v1.PricingService.RedeemDiscounts:input_type -> bcp.pricing.v1.RedeemDiscountsRequest
+	2,  // 26: bcp.pricing.v1.PricingService.Ping:output_type -> bcp.pricing.v1.PingResponse
+	4,  // 27: bcp.pricing.v1.PricingService.Quote:output_type -> bcp.pricing.v1.QuoteResponse
+	8,  // 28: bcp.pricing.v1.PricingService.SetShippingRate:output_type -> bcp.pricing.v1.SetShippingRateResponse
+	10, // 29: bcp.pricing.v1.PricingService.ListShippingRates:output_type -> bcp.pricing.v1.ListShippingRatesResponse
+	12, // 30: bcp.pricing.v1.PricingService.DeleteShippingRate:output_type -> bcp.pricing.v1.DeleteShippingRateResponse
+	15, // 31: bcp.pricing.v1.PricingService.SetPickupLocation:output_type -> bcp.pricing.v1.SetPickupLocationResponse
+	17, // 32: bcp.pricing.v1.PricingService.ListPickupLocations:output_type -> bcp.pricing.v1.ListPickupLocationsResponse
+	19, // 33: bcp.pricing.v1.PricingService.DeletePickupLocation:output_type -> bcp.pricing.v1.DeletePickupLocationResponse
+	22, // 34: bcp.pricing.v1.PricingService.SetDiscount:output_type -> bcp.pricing.v1.SetDiscountResponse
+	24, // 35: bcp.pricing.v1.PricingService.ListDiscounts:output_type -> bcp.pricing.v1.ListDiscountsResponse
+	26, // 36: bcp.pricing.v1.PricingService.DeleteDiscount:output_type -> bcp.pricing.v1.DeleteDiscountResponse
+	28, // 37: bcp.pricing.v1.PricingService.RedeemDiscounts:output_type -> bcp.pricing.v1.RedeemDiscountsResponse
+	26, // [26:38] is the sub-list for method output_type
+	14, // [14:26] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_bcp_pricing_v1_pricing_proto_init() }
@@ -160,13 +1871,14 @@ func file_bcp_pricing_v1_pricing_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_pricing_v1_pricing_proto_rawDesc), len(file_bcp_pricing_v1_pricing_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   2,
+			NumEnums:      1,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_bcp_pricing_v1_pricing_proto_goTypes,
 		DependencyIndexes: file_bcp_pricing_v1_pricing_proto_depIdxs,
+		EnumInfos:         file_bcp_pricing_v1_pricing_proto_enumTypes,
 		MessageInfos:      file_bcp_pricing_v1_pricing_proto_msgTypes,
 	}.Build()
 	File_bcp_pricing_v1_pricing_proto = out.File

@@ -1960,6 +1960,316 @@ func (x *WatchChangesResponse) GetTenantId() string {
 	return ""
 }
 
+// Settings are the merchant's storefront settings used by checkout.
+type Settings struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Legal links shown on every checkout (type: privacy_policy,
+	// terms_of_service, refund_policy, shipping_policy, faq).
+	Links []*Link `protobuf:"bytes,1,rep,name=links,proto3" json:"links,omitempty"`
+	// Consent purposes the merchant asks buyers about (buyer_consent
+	// extension): any of analytics, preferences, marketing, sale_of_data.
+	ConsentPurposes []string `protobuf:"bytes,2,rep,name=consent_purposes,json=consentPurposes,proto3" json:"consent_purposes,omitempty"`
+	// Checkout session lifetime in seconds (default 6 h).
+	CheckoutTtlSeconds int64 `protobuf:"varint,3,opt,name=checkout_ttl_seconds,json=checkoutTtlSeconds,proto3" json:"checkout_ttl_seconds,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *Settings) Reset() {
+	*x = Settings{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Settings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Settings) ProtoMessage() {}
+
+func (x *Settings) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Settings.ProtoReflect.Descriptor instead.
+func (*Settings) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *Settings) GetLinks() []*Link {
+	if x != nil {
+		return x.Links
+	}
+	return nil
+}
+
+func (x *Settings) GetConsentPurposes() []string {
+	if x != nil {
+		return x.ConsentPurposes
+	}
+	return nil
+}
+
+func (x *Settings) GetCheckoutTtlSeconds() int64 {
+	if x != nil {
+		return x.CheckoutTtlSeconds
+	}
+	return 0
+}
+
+type Link struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Url           string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	Title         string                 `protobuf:"bytes,3,opt,name=title,proto3" json:"title,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Link) Reset() {
+	*x = Link{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Link) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Link) ProtoMessage() {}
+
+func (x *Link) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Link.ProtoReflect.Descriptor instead.
+func (*Link) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *Link) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *Link) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *Link) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+type GetSettingsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TenantId      string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSettingsRequest) Reset() {
+	*x = GetSettingsRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSettingsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSettingsRequest) ProtoMessage() {}
+
+func (x *GetSettingsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSettingsRequest.ProtoReflect.Descriptor instead.
+func (*GetSettingsRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *GetSettingsRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+type GetSettingsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Settings      *Settings              `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSettingsResponse) Reset() {
+	*x = GetSettingsResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSettingsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSettingsResponse) ProtoMessage() {}
+
+func (x *GetSettingsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSettingsResponse.ProtoReflect.Descriptor instead.
+func (*GetSettingsResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *GetSettingsResponse) GetSettings() *Settings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
+type SetSettingsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Settings      *Settings              `protobuf:"bytes,2,opt,name=settings,proto3" json:"settings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSettingsRequest) Reset() {
+	*x = SetSettingsRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSettingsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSettingsRequest) ProtoMessage() {}
+
+func (x *SetSettingsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSettingsRequest.ProtoReflect.Descriptor instead.
+func (*SetSettingsRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *SetSettingsRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SetSettingsRequest) GetSettings() *Settings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
+type SetSettingsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Settings      *Settings              `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSettingsResponse) Reset() {
+	*x = SetSettingsResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSettingsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSettingsResponse) ProtoMessage() {}
+
+func (x *SetSettingsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSettingsResponse.ProtoReflect.Descriptor instead.
+func (*SetSettingsResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *SetSettingsResponse) GetSettings() *Settings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
 var File_bcp_tenants_v1_tenants_proto protoreflect.FileDescriptor
 
 const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
@@ -2085,7 +2395,24 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
 	"KIND_RESET\x10\x01\x12\x0f\n" +
-	"\vKIND_TENANT\x10\x02*d\n" +
+	"\vKIND_TENANT\x10\x02\"\x93\x01\n" +
+	"\bSettings\x12*\n" +
+	"\x05links\x18\x01 \x03(\v2\x14.bcp.tenants.v1.LinkR\x05links\x12)\n" +
+	"\x10consent_purposes\x18\x02 \x03(\tR\x0fconsentPurposes\x120\n" +
+	"\x14checkout_ttl_seconds\x18\x03 \x01(\x03R\x12checkoutTtlSeconds\"B\n" +
+	"\x04Link\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
+	"\x05title\x18\x03 \x01(\tR\x05title\"1\n" +
+	"\x12GetSettingsRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"K\n" +
+	"\x13GetSettingsResponse\x124\n" +
+	"\bsettings\x18\x01 \x01(\v2\x18.bcp.tenants.v1.SettingsR\bsettings\"b\n" +
+	"\x12SetSettingsRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x124\n" +
+	"\bsettings\x18\x02 \x01(\v2\x18.bcp.tenants.v1.SettingsR\bsettings\"K\n" +
+	"\x13SetSettingsResponse\x124\n" +
+	"\bsettings\x18\x01 \x01(\v2\x18.bcp.tenants.v1.SettingsR\bsettings*d\n" +
 	"\fTenantStatus\x12\x1d\n" +
 	"\x19TENANT_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14TENANT_STATUS_ACTIVE\x10\x01\x12\x1b\n" +
@@ -2094,7 +2421,7 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x17ENVIRONMENT_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ENVIRONMENT_PRODUCTION\x10\x01\x12\x17\n" +
 	"\x13ENVIRONMENT_SANDBOX\x10\x02\x12\x1b\n" +
-	"\x17ENVIRONMENT_DEVELOPMENT\x10\x032\x81\v\n" +
+	"\x17ENVIRONMENT_DEVELOPMENT\x10\x032\xb6\f\n" +
 	"\rTenantService\x12F\n" +
 	"\x04Ping\x12\x1b.bcp.tenants.v1.PingRequest\x1a\x1c.bcp.tenants.v1.PingResponse\"\x03\x90\x02\x01\x12Y\n" +
 	"\fCreateTenant\x12#.bcp.tenants.v1.CreateTenantRequest\x1a$.bcp.tenants.v1.CreateTenantResponse\x12U\n" +
@@ -2108,6 +2435,8 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\vListAPIKeys\x12\".bcp.tenants.v1.ListAPIKeysRequest\x1a#.bcp.tenants.v1.ListAPIKeysResponse\"\x03\x90\x02\x01\x12h\n" +
 	"\x11SetPaymentHandler\x12(.bcp.tenants.v1.SetPaymentHandlerRequest\x1a).bcp.tenants.v1.SetPaymentHandlerResponse\x12q\n" +
 	"\x14RemovePaymentHandler\x12+.bcp.tenants.v1.RemovePaymentHandlerRequest\x1a,.bcp.tenants.v1.RemovePaymentHandlerResponse\x12[\n" +
+	"\vGetSettings\x12\".bcp.tenants.v1.GetSettingsRequest\x1a#.bcp.tenants.v1.GetSettingsResponse\"\x03\x90\x02\x01\x12V\n" +
+	"\vSetSettings\x12\".bcp.tenants.v1.SetSettingsRequest\x1a#.bcp.tenants.v1.SetSettingsResponse\x12[\n" +
 	"\vResolveHost\x12\".bcp.tenants.v1.ResolveHostRequest\x1a#.bcp.tenants.v1.ResolveHostResponse\"\x03\x90\x02\x01\x12^\n" +
 	"\fGetDiscovery\x12#.bcp.tenants.v1.GetDiscoveryRequest\x1a$.bcp.tenants.v1.GetDiscoveryResponse\"\x03\x90\x02\x01\x12[\n" +
 	"\fWatchChanges\x12#.bcp.tenants.v1.WatchChangesRequest\x1a$.bcp.tenants.v1.WatchChangesResponse0\x01B\xb6\x01\n" +
@@ -2126,7 +2455,7 @@ func file_bcp_tenants_v1_tenants_proto_rawDescGZIP() []byte {
 }
 
 var file_bcp_tenants_v1_tenants_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_bcp_tenants_v1_tenants_proto_goTypes = []any{
 	(TenantStatus)(0),                    // 0: bcp.tenants.v1.TenantStatus
 	(Environment)(0),                     // 1: bcp.tenants.v1.Environment
@@ -2164,12 +2493,18 @@ var file_bcp_tenants_v1_tenants_proto_goTypes = []any{
 	(*GetDiscoveryResponse)(nil),         // 33: bcp.tenants.v1.GetDiscoveryResponse
 	(*WatchChangesRequest)(nil),          // 34: bcp.tenants.v1.WatchChangesRequest
 	(*WatchChangesResponse)(nil),         // 35: bcp.tenants.v1.WatchChangesResponse
-	(*timestamppb.Timestamp)(nil),        // 36: google.protobuf.Timestamp
+	(*Settings)(nil),                     // 36: bcp.tenants.v1.Settings
+	(*Link)(nil),                         // 37: bcp.tenants.v1.Link
+	(*GetSettingsRequest)(nil),           // 38: bcp.tenants.v1.GetSettingsRequest
+	(*GetSettingsResponse)(nil),          // 39: bcp.tenants.v1.GetSettingsResponse
+	(*SetSettingsRequest)(nil),           // 40: bcp.tenants.v1.SetSettingsRequest
+	(*SetSettingsResponse)(nil),          // 41: bcp.tenants.v1.SetSettingsResponse
+	(*timestamppb.Timestamp)(nil),        // 42: google.protobuf.Timestamp
 }
 var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	0,  // 0: bcp.tenants.v1.Tenant.status:type_name -> bcp.tenants.v1.TenantStatus
 	1,  // 1: bcp.tenants.v1.Tenant.environment:type_name -> bcp.tenants.v1.Environment
-	36, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	42, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
 	1,  // 3: bcp.tenants.v1.CreateTenantRequest.environment:type_name -> bcp.tenants.v1.Environment
 	5,  // 4: bcp.tenants.v1.CreateTenantResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	5,  // 5: bcp.tenants.v1.GetTenantResponse.tenant:type_name -> bcp.tenants.v1.Tenant
@@ -2178,8 +2513,8 @@ var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	5,  // 8: bcp.tenants.v1.SetTenantStatusResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	5,  // 9: bcp.tenants.v1.AddDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	5,  // 10: bcp.tenants.v1.RemoveDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	36, // 11: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
-	36, // 12: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
+	42, // 11: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
+	42, // 12: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
 	18, // 13: bcp.tenants.v1.CreateAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
 	18, // 14: bcp.tenants.v1.RevokeAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
 	18, // 15: bcp.tenants.v1.ListAPIKeysResponse.api_keys:type_name -> bcp.tenants.v1.APIKey
@@ -2189,41 +2524,49 @@ var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	5,  // 19: bcp.tenants.v1.GetDiscoveryResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	25, // 20: bcp.tenants.v1.GetDiscoveryResponse.payment_handlers:type_name -> bcp.tenants.v1.PaymentHandler
 	2,  // 21: bcp.tenants.v1.WatchChangesResponse.kind:type_name -> bcp.tenants.v1.WatchChangesResponse.Kind
-	3,  // 22: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
-	6,  // 23: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
-	8,  // 24: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
-	10, // 25: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
-	12, // 26: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
-	14, // 27: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
-	16, // 28: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
-	19, // 29: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
-	21, // 30: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
-	23, // 31: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
-	26, // 32: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
-	28, // 33: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
-	30, // 34: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
-	32, // 35: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
-	34, // 36: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
-	4,  // 37: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
-	7,  // 38: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
-	9,  // 39: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
-	11, // 40: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
-	13, // 41: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
-	15, // 42: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
-	17, // 43: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
-	20, // 44: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
-	22, // 45: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
-	24, // 46: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
-	27, // 47: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
-	29, // 48: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
-	31, // 49: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
-	33, // 50: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
-	35, // 51: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
-	37, // [37:52] is the sub-list for method output_type
-	22, // [22:37] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	37, // 22: bcp.tenants.v1.Settings.links:type_name -> bcp.tenants.v1.Link
+	36, // 23: bcp.tenants.v1.GetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
+	36, // 24: bcp.tenants.v1.SetSettingsRequest.settings:type_name -> bcp.tenants.v1.Settings
+	36, // 25: bcp.tenants.v1.SetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
+	3,  // 26: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
+	6,  // 27: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
+	8,  // 28: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
+	10, // 29: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
+	12, // 30: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
+	14, // 31: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
+	16, // 32: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
+	19, // 33: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
+	21, // 34: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
+	23, // 35: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
+	26, // 36: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
+	28, // 37: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
+	38, // 38: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
+	40, // 39: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
+	30, // 40: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
+	32, // 41: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
+	34, // 42: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
+	4,  // 43: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
+	7,  // 44: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
+	9,  // 45: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
+	11, // 46: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
+	13, // 47: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
+	15, // 48: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
+	17, // 49: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
+	20, // 50: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
+	22, // 51: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
+	24, // 52: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
+	27, // 53: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
+	29, // 54: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
+	39, // 55: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
+	41, // 56: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
+	31, // 57: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
+	33, // 58: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
+	35, // 59: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
+	43, // [43:60] is the sub-list for method output_type
+	26, // [26:43] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_bcp_tenants_v1_tenants_proto_init() }
@@ -2237,7 +2580,7 @@ func file_bcp_tenants_v1_tenants_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_tenants_v1_tenants_proto_rawDesc), len(file_bcp_tenants_v1_tenants_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   33,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -41,6 +41,18 @@ const (
 	// CatalogServiceListProductsProcedure is the fully-qualified name of the CatalogService's
 	// ListProducts RPC.
 	CatalogServiceListProductsProcedure = "/bcp.catalog.v1.CatalogService/ListProducts"
+	// CatalogServiceGetProductProcedure is the fully-qualified name of the CatalogService's GetProduct
+	// RPC.
+	CatalogServiceGetProductProcedure = "/bcp.catalog.v1.CatalogService/GetProduct"
+	// CatalogServiceUpdateProductProcedure is the fully-qualified name of the CatalogService's
+	// UpdateProduct RPC.
+	CatalogServiceUpdateProductProcedure = "/bcp.catalog.v1.CatalogService/UpdateProduct"
+	// CatalogServiceImportProductsProcedure is the fully-qualified name of the CatalogService's
+	// ImportProducts RPC.
+	CatalogServiceImportProductsProcedure = "/bcp.catalog.v1.CatalogService/ImportProducts"
+	// CatalogServiceGetVariantsProcedure is the fully-qualified name of the CatalogService's
+	// GetVariants RPC.
+	CatalogServiceGetVariantsProcedure = "/bcp.catalog.v1.CatalogService/GetVariants"
 )
 
 // CatalogServiceClient is a client for the bcp.catalog.v1.CatalogService service.
@@ -48,6 +60,18 @@ type CatalogServiceClient interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
 	CreateProduct(context.Context, *connect.Request[v1.CreateProductRequest]) (*connect.Response[v1.CreateProductResponse], error)
 	ListProducts(context.Context, *connect.Request[v1.ListProductsRequest]) (*connect.Response[v1.ListProductsResponse], error)
+	GetProduct(context.Context, *connect.Request[v1.GetProductRequest]) (*connect.Response[v1.GetProductResponse], error)
+	// UpdateProduct replaces a product and its variants (variants not listed
+	// are deactivated, never deleted: orders refer to them).
+	UpdateProduct(context.Context, *connect.Request[v1.UpdateProductRequest]) (*connect.Response[v1.UpdateProductResponse], error)
+	// ImportProducts creates or updates many products at once, matched by
+	// product id and variant SKU. It validates everything first and applies
+	// nothing when any row is invalid; importing the same data twice changes
+	// nothing.
+	ImportProducts(context.Context, *connect.Request[v1.ImportProductsRequest]) (*connect.Response[v1.ImportProductsResponse], error)
+	// GetVariants resolves item ids (variant ids) for checkout. Unknown ids
+	// are absent from the response.
+	GetVariants(context.Context, *connect.Request[v1.GetVariantsRequest]) (*connect.Response[v1.GetVariantsResponse], error)
 }
 
 // NewCatalogServiceClient constructs a client for the bcp.catalog.v1.CatalogService service. By
@@ -81,14 +105,44 @@ func NewCatalogServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		getProduct: connect.NewClient[v1.GetProductRequest, v1.GetProductResponse](
+			httpClient,
+			baseURL+CatalogServiceGetProductProcedure,
+			connect.WithSchema(catalogServiceMethods.ByName("GetProduct")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		updateProduct: connect.NewClient[v1.UpdateProductRequest, v1.UpdateProductResponse](
+			httpClient,
+			baseURL+CatalogServiceUpdateProductProcedure,
+			connect.WithSchema(catalogServiceMethods.ByName("UpdateProduct")),
+			connect.WithClientOptions(opts...),
+		),
+		importProducts: connect.NewClient[v1.ImportProductsRequest, v1.ImportProductsResponse](
+			httpClient,
+			baseURL+CatalogServiceImportProductsProcedure,
+			connect.WithSchema(catalogServiceMethods.ByName("ImportProducts")),
+			connect.WithClientOptions(opts...),
+		),
+		getVariants: connect.NewClient[v1.GetVariantsRequest, v1.GetVariantsResponse](
+			httpClient,
+			baseURL+CatalogServiceGetVariantsProcedure,
+			connect.WithSchema(catalogServiceMethods.ByName("GetVariants")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // catalogServiceClient implements CatalogServiceClient.
 type catalogServiceClient struct {
-	ping          *connect.Client[v1.PingRequest, v1.PingResponse]
-	createProduct *connect.Client[v1.CreateProductRequest, v1.CreateProductResponse]
-	listProducts  *connect.Client[v1.ListProductsRequest, v1.ListProductsResponse]
+	ping           *connect.Client[v1.PingRequest, v1.PingResponse]
+	createProduct  *connect.Client[v1.CreateProductRequest, v1.CreateProductResponse]
+	listProducts   *connect.Client[v1.ListProductsRequest, v1.ListProductsResponse]
+	getProduct     *connect.Client[v1.GetProductRequest, v1.GetProductResponse]
+	updateProduct  *connect.Client[v1.UpdateProductRequest, v1.UpdateProductResponse]
+	importProducts *connect.Client[v1.ImportProductsRequest, v1.ImportProductsResponse]
+	getVariants    *connect.Client[v1.GetVariantsRequest, v1.GetVariantsResponse]
 }
 
 // Ping calls bcp.catalog.v1.CatalogService.Ping.
@@ -106,11 +160,43 @@ func (c *catalogServiceClient) ListProducts(ctx context.Context, req *connect.Re
 	return c.listProducts.CallUnary(ctx, req)
 }
 
+// GetProduct calls bcp.catalog.v1.CatalogService.GetProduct.
+func (c *catalogServiceClient) GetProduct(ctx context.Context, req *connect.Request[v1.GetProductRequest]) (*connect.Response[v1.GetProductResponse], error) {
+	return c.getProduct.CallUnary(ctx, req)
+}
+
+// UpdateProduct calls bcp.catalog.v1.CatalogService.UpdateProduct.
+func (c *catalogServiceClient) UpdateProduct(ctx context.Context, req *connect.Request[v1.UpdateProductRequest]) (*connect.Response[v1.UpdateProductResponse], error) {
+	return c.updateProduct.CallUnary(ctx, req)
+}
+
+// ImportProducts calls bcp.catalog.v1.CatalogService.ImportProducts.
+func (c *catalogServiceClient) ImportProducts(ctx context.Context, req *connect.Request[v1.ImportProductsRequest]) (*connect.Response[v1.ImportProductsResponse], error) {
+	return c.importProducts.CallUnary(ctx, req)
+}
+
+// GetVariants calls bcp.catalog.v1.CatalogService.GetVariants.
+func (c *catalogServiceClient) GetVariants(ctx context.Context, req *connect.Request[v1.GetVariantsRequest]) (*connect.Response[v1.GetVariantsResponse], error) {
+	return c.getVariants.CallUnary(ctx, req)
+}
+
 // CatalogServiceHandler is an implementation of the bcp.catalog.v1.CatalogService service.
 type CatalogServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
 	CreateProduct(context.Context, *connect.Request[v1.CreateProductRequest]) (*connect.Response[v1.CreateProductResponse], error)
 	ListProducts(context.Context, *connect.Request[v1.ListProductsRequest]) (*connect.Response[v1.ListProductsResponse], error)
+	GetProduct(context.Context, *connect.Request[v1.GetProductRequest]) (*connect.Response[v1.GetProductResponse], error)
+	// UpdateProduct replaces a product and its variants (variants not listed
+	// are deactivated, never deleted: orders refer to them).
+	UpdateProduct(context.Context, *connect.Request[v1.UpdateProductRequest]) (*connect.Response[v1.UpdateProductResponse], error)
+	// ImportProducts creates or updates many products at once, matched by
+	// product id and variant SKU. It validates everything first and applies
+	// nothing when any row is invalid; importing the same data twice changes
+	// nothing.
+	ImportProducts(context.Context, *connect.Request[v1.ImportProductsRequest]) (*connect.Response[v1.ImportProductsResponse], error)
+	// GetVariants resolves item ids (variant ids) for checkout. Unknown ids
+	// are absent from the response.
+	GetVariants(context.Context, *connect.Request[v1.GetVariantsRequest]) (*connect.Response[v1.GetVariantsResponse], error)
 }
 
 // NewCatalogServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -140,6 +226,32 @@ func NewCatalogServiceHandler(svc CatalogServiceHandler, opts ...connect.Handler
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	catalogServiceGetProductHandler := connect.NewUnaryHandler(
+		CatalogServiceGetProductProcedure,
+		svc.GetProduct,
+		connect.WithSchema(catalogServiceMethods.ByName("GetProduct")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	catalogServiceUpdateProductHandler := connect.NewUnaryHandler(
+		CatalogServiceUpdateProductProcedure,
+		svc.UpdateProduct,
+		connect.WithSchema(catalogServiceMethods.ByName("UpdateProduct")),
+		connect.WithHandlerOptions(opts...),
+	)
+	catalogServiceImportProductsHandler := connect.NewUnaryHandler(
+		CatalogServiceImportProductsProcedure,
+		svc.ImportProducts,
+		connect.WithSchema(catalogServiceMethods.ByName("ImportProducts")),
+		connect.WithHandlerOptions(opts...),
+	)
+	catalogServiceGetVariantsHandler := connect.NewUnaryHandler(
+		CatalogServiceGetVariantsProcedure,
+		svc.GetVariants,
+		connect.WithSchema(catalogServiceMethods.ByName("GetVariants")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.catalog.v1.CatalogService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case CatalogServicePingProcedure:
@@ -148,6 +260,14 @@ func NewCatalogServiceHandler(svc CatalogServiceHandler, opts ...connect.Handler
 			catalogServiceCreateProductHandler.ServeHTTP(w, r)
 		case CatalogServiceListProductsProcedure:
 			catalogServiceListProductsHandler.ServeHTTP(w, r)
+		case CatalogServiceGetProductProcedure:
+			catalogServiceGetProductHandler.ServeHTTP(w, r)
+		case CatalogServiceUpdateProductProcedure:
+			catalogServiceUpdateProductHandler.ServeHTTP(w, r)
+		case CatalogServiceImportProductsProcedure:
+			catalogServiceImportProductsHandler.ServeHTTP(w, r)
+		case CatalogServiceGetVariantsProcedure:
+			catalogServiceGetVariantsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -167,4 +287,20 @@ func (UnimplementedCatalogServiceHandler) CreateProduct(context.Context, *connec
 
 func (UnimplementedCatalogServiceHandler) ListProducts(context.Context, *connect.Request[v1.ListProductsRequest]) (*connect.Response[v1.ListProductsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.catalog.v1.CatalogService.ListProducts is not implemented"))
+}
+
+func (UnimplementedCatalogServiceHandler) GetProduct(context.Context, *connect.Request[v1.GetProductRequest]) (*connect.Response[v1.GetProductResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.catalog.v1.CatalogService.GetProduct is not implemented"))
+}
+
+func (UnimplementedCatalogServiceHandler) UpdateProduct(context.Context, *connect.Request[v1.UpdateProductRequest]) (*connect.Response[v1.UpdateProductResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.catalog.v1.CatalogService.UpdateProduct is not implemented"))
+}
+
+func (UnimplementedCatalogServiceHandler) ImportProducts(context.Context, *connect.Request[v1.ImportProductsRequest]) (*connect.Response[v1.ImportProductsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.catalog.v1.CatalogService.ImportProducts is not implemented"))
+}
+
+func (UnimplementedCatalogServiceHandler) GetVariants(context.Context, *connect.Request[v1.GetVariantsRequest]) (*connect.Response[v1.GetVariantsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.catalog.v1.CatalogService.GetVariants is not implemented"))
 }

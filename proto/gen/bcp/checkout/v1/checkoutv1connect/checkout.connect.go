@@ -35,11 +35,38 @@ const (
 const (
 	// CheckoutServicePingProcedure is the fully-qualified name of the CheckoutService's Ping RPC.
 	CheckoutServicePingProcedure = "/bcp.checkout.v1.CheckoutService/Ping"
+	// CheckoutServiceCreateCheckoutProcedure is the fully-qualified name of the CheckoutService's
+	// CreateCheckout RPC.
+	CheckoutServiceCreateCheckoutProcedure = "/bcp.checkout.v1.CheckoutService/CreateCheckout"
+	// CheckoutServiceGetCheckoutProcedure is the fully-qualified name of the CheckoutService's
+	// GetCheckout RPC.
+	CheckoutServiceGetCheckoutProcedure = "/bcp.checkout.v1.CheckoutService/GetCheckout"
+	// CheckoutServiceUpdateCheckoutProcedure is the fully-qualified name of the CheckoutService's
+	// UpdateCheckout RPC.
+	CheckoutServiceUpdateCheckoutProcedure = "/bcp.checkout.v1.CheckoutService/UpdateCheckout"
+	// CheckoutServiceCancelCheckoutProcedure is the fully-qualified name of the CheckoutService's
+	// CancelCheckout RPC.
+	CheckoutServiceCancelCheckoutProcedure = "/bcp.checkout.v1.CheckoutService/CancelCheckout"
+	// CheckoutServiceListCheckoutsProcedure is the fully-qualified name of the CheckoutService's
+	// ListCheckouts RPC.
+	CheckoutServiceListCheckoutsProcedure = "/bcp.checkout.v1.CheckoutService/ListCheckouts"
+	// CheckoutServiceExpireCheckoutsProcedure is the fully-qualified name of the CheckoutService's
+	// ExpireCheckouts RPC.
+	CheckoutServiceExpireCheckoutsProcedure = "/bcp.checkout.v1.CheckoutService/ExpireCheckouts"
 )
 
 // CheckoutServiceClient is a client for the bcp.checkout.v1.CheckoutService service.
 type CheckoutServiceClient interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
+	CreateCheckout(context.Context, *connect.Request[v1.CreateCheckoutRequest]) (*connect.Response[v1.CreateCheckoutResponse], error)
+	GetCheckout(context.Context, *connect.Request[v1.GetCheckoutRequest]) (*connect.Response[v1.GetCheckoutResponse], error)
+	UpdateCheckout(context.Context, *connect.Request[v1.UpdateCheckoutRequest]) (*connect.Response[v1.UpdateCheckoutResponse], error)
+	CancelCheckout(context.Context, *connect.Request[v1.CancelCheckoutRequest]) (*connect.Response[v1.CancelCheckoutResponse], error)
+	// ListCheckouts is for the merchant admin.
+	ListCheckouts(context.Context, *connect.Request[v1.ListCheckoutsRequest]) (*connect.Response[v1.ListCheckoutsResponse], error)
+	// ExpireCheckouts cancels this tenant's sessions past expires_at (run by
+	// the expiry job).
+	ExpireCheckouts(context.Context, *connect.Request[v1.ExpireCheckoutsRequest]) (*connect.Response[v1.ExpireCheckoutsResponse], error)
 }
 
 // NewCheckoutServiceClient constructs a client for the bcp.checkout.v1.CheckoutService service. By
@@ -60,12 +87,56 @@ func NewCheckoutServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		createCheckout: connect.NewClient[v1.CreateCheckoutRequest, v1.CreateCheckoutResponse](
+			httpClient,
+			baseURL+CheckoutServiceCreateCheckoutProcedure,
+			connect.WithSchema(checkoutServiceMethods.ByName("CreateCheckout")),
+			connect.WithClientOptions(opts...),
+		),
+		getCheckout: connect.NewClient[v1.GetCheckoutRequest, v1.GetCheckoutResponse](
+			httpClient,
+			baseURL+CheckoutServiceGetCheckoutProcedure,
+			connect.WithSchema(checkoutServiceMethods.ByName("GetCheckout")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		updateCheckout: connect.NewClient[v1.UpdateCheckoutRequest, v1.UpdateCheckoutResponse](
+			httpClient,
+			baseURL+CheckoutServiceUpdateCheckoutProcedure,
+			connect.WithSchema(checkoutServiceMethods.ByName("UpdateCheckout")),
+			connect.WithClientOptions(opts...),
+		),
+		cancelCheckout: connect.NewClient[v1.CancelCheckoutRequest, v1.CancelCheckoutResponse](
+			httpClient,
+			baseURL+CheckoutServiceCancelCheckoutProcedure,
+			connect.WithSchema(checkoutServiceMethods.ByName("CancelCheckout")),
+			connect.WithClientOptions(opts...),
+		),
+		listCheckouts: connect.NewClient[v1.ListCheckoutsRequest, v1.ListCheckoutsResponse](
+			httpClient,
+			baseURL+CheckoutServiceListCheckoutsProcedure,
+			connect.WithSchema(checkoutServiceMethods.ByName("ListCheckouts")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		expireCheckouts: connect.NewClient[v1.ExpireCheckoutsRequest, v1.ExpireCheckoutsResponse](
+			httpClient,
+			baseURL+CheckoutServiceExpireCheckoutsProcedure,
+			connect.WithSchema(checkoutServiceMethods.ByName("ExpireCheckouts")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // checkoutServiceClient implements CheckoutServiceClient.
 type checkoutServiceClient struct {
-	ping *connect.Client[v1.PingRequest, v1.PingResponse]
+	ping            *connect.Client[v1.PingRequest, v1.PingResponse]
+	createCheckout  *connect.Client[v1.CreateCheckoutRequest, v1.CreateCheckoutResponse]
+	getCheckout     *connect.Client[v1.GetCheckoutRequest, v1.GetCheckoutResponse]
+	updateCheckout  *connect.Client[v1.UpdateCheckoutRequest, v1.UpdateCheckoutResponse]
+	cancelCheckout  *connect.Client[v1.CancelCheckoutRequest, v1.CancelCheckoutResponse]
+	listCheckouts   *connect.Client[v1.ListCheckoutsRequest, v1.ListCheckoutsResponse]
+	expireCheckouts *connect.Client[v1.ExpireCheckoutsRequest, v1.ExpireCheckoutsResponse]
 }
 
 // Ping calls bcp.checkout.v1.CheckoutService.Ping.
@@ -73,9 +144,48 @@ func (c *checkoutServiceClient) Ping(ctx context.Context, req *connect.Request[v
 	return c.ping.CallUnary(ctx, req)
 }
 
+// CreateCheckout calls bcp.checkout.v1.CheckoutService.CreateCheckout.
+func (c *checkoutServiceClient) CreateCheckout(ctx context.Context, req *connect.Request[v1.CreateCheckoutRequest]) (*connect.Response[v1.CreateCheckoutResponse], error) {
+	return c.createCheckout.CallUnary(ctx, req)
+}
+
+// GetCheckout calls bcp.checkout.v1.CheckoutService.GetCheckout.
+func (c *checkoutServiceClient) GetCheckout(ctx context.Context, req *connect.Request[v1.GetCheckoutRequest]) (*connect.Response[v1.GetCheckoutResponse], error) {
+	return c.getCheckout.CallUnary(ctx, req)
+}
+
+// UpdateCheckout calls bcp.checkout.v1.CheckoutService.UpdateCheckout.
+func (c *checkoutServiceClient) UpdateCheckout(ctx context.Context, req *connect.Request[v1.UpdateCheckoutRequest]) (*connect.Response[v1.UpdateCheckoutResponse], error) {
+	return c.updateCheckout.CallUnary(ctx, req)
+}
+
+// CancelCheckout calls bcp.checkout.v1.CheckoutService.CancelCheckout.
+func (c *checkoutServiceClient) CancelCheckout(ctx context.Context, req *connect.Request[v1.CancelCheckoutRequest]) (*connect.Response[v1.CancelCheckoutResponse], error) {
+	return c.cancelCheckout.CallUnary(ctx, req)
+}
+
+// ListCheckouts calls bcp.checkout.v1.CheckoutService.ListCheckouts.
+func (c *checkoutServiceClient) ListCheckouts(ctx context.Context, req *connect.Request[v1.ListCheckoutsRequest]) (*connect.Response[v1.ListCheckoutsResponse], error) {
+	return c.listCheckouts.CallUnary(ctx, req)
+}
+
+// ExpireCheckouts calls bcp.checkout.v1.CheckoutService.ExpireCheckouts.
+func (c *checkoutServiceClient) ExpireCheckouts(ctx context.Context, req *connect.Request[v1.ExpireCheckoutsRequest]) (*connect.Response[v1.ExpireCheckoutsResponse], error) {
+	return c.expireCheckouts.CallUnary(ctx, req)
+}
+
 // CheckoutServiceHandler is an implementation of the bcp.checkout.v1.CheckoutService service.
 type CheckoutServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
+	CreateCheckout(context.Context, *connect.Request[v1.CreateCheckoutRequest]) (*connect.Response[v1.CreateCheckoutResponse], error)
+	GetCheckout(context.Context, *connect.Request[v1.GetCheckoutRequest]) (*connect.Response[v1.GetCheckoutResponse], error)
+	UpdateCheckout(context.Context, *connect.Request[v1.UpdateCheckoutRequest]) (*connect.Response[v1.UpdateCheckoutResponse], error)
+	CancelCheckout(context.Context, *connect.Request[v1.CancelCheckoutRequest]) (*connect.Response[v1.CancelCheckoutResponse], error)
+	// ListCheckouts is for the merchant admin.
+	ListCheckouts(context.Context, *connect.Request[v1.ListCheckoutsRequest]) (*connect.Response[v1.ListCheckoutsResponse], error)
+	// ExpireCheckouts cancels this tenant's sessions past expires_at (run by
+	// the expiry job).
+	ExpireCheckouts(context.Context, *connect.Request[v1.ExpireCheckoutsRequest]) (*connect.Response[v1.ExpireCheckoutsResponse], error)
 }
 
 // NewCheckoutServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -92,10 +202,60 @@ func NewCheckoutServiceHandler(svc CheckoutServiceHandler, opts ...connect.Handl
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	checkoutServiceCreateCheckoutHandler := connect.NewUnaryHandler(
+		CheckoutServiceCreateCheckoutProcedure,
+		svc.CreateCheckout,
+		connect.WithSchema(checkoutServiceMethods.ByName("CreateCheckout")),
+		connect.WithHandlerOptions(opts...),
+	)
+	checkoutServiceGetCheckoutHandler := connect.NewUnaryHandler(
+		CheckoutServiceGetCheckoutProcedure,
+		svc.GetCheckout,
+		connect.WithSchema(checkoutServiceMethods.ByName("GetCheckout")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	checkoutServiceUpdateCheckoutHandler := connect.NewUnaryHandler(
+		CheckoutServiceUpdateCheckoutProcedure,
+		svc.UpdateCheckout,
+		connect.WithSchema(checkoutServiceMethods.ByName("UpdateCheckout")),
+		connect.WithHandlerOptions(opts...),
+	)
+	checkoutServiceCancelCheckoutHandler := connect.NewUnaryHandler(
+		CheckoutServiceCancelCheckoutProcedure,
+		svc.CancelCheckout,
+		connect.WithSchema(checkoutServiceMethods.ByName("CancelCheckout")),
+		connect.WithHandlerOptions(opts...),
+	)
+	checkoutServiceListCheckoutsHandler := connect.NewUnaryHandler(
+		CheckoutServiceListCheckoutsProcedure,
+		svc.ListCheckouts,
+		connect.WithSchema(checkoutServiceMethods.ByName("ListCheckouts")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	checkoutServiceExpireCheckoutsHandler := connect.NewUnaryHandler(
+		CheckoutServiceExpireCheckoutsProcedure,
+		svc.ExpireCheckouts,
+		connect.WithSchema(checkoutServiceMethods.ByName("ExpireCheckouts")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.checkout.v1.CheckoutService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case CheckoutServicePingProcedure:
 			checkoutServicePingHandler.ServeHTTP(w, r)
+		case CheckoutServiceCreateCheckoutProcedure:
+			checkoutServiceCreateCheckoutHandler.ServeHTTP(w, r)
+		case CheckoutServiceGetCheckoutProcedure:
+			checkoutServiceGetCheckoutHandler.ServeHTTP(w, r)
+		case CheckoutServiceUpdateCheckoutProcedure:
+			checkoutServiceUpdateCheckoutHandler.ServeHTTP(w, r)
+		case CheckoutServiceCancelCheckoutProcedure:
+			checkoutServiceCancelCheckoutHandler.ServeHTTP(w, r)
+		case CheckoutServiceListCheckoutsProcedure:
+			checkoutServiceListCheckoutsHandler.ServeHTTP(w, r)
+		case CheckoutServiceExpireCheckoutsProcedure:
+			checkoutServiceExpireCheckoutsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -107,4 +267,28 @@ type UnimplementedCheckoutServiceHandler struct{}
 
 func (UnimplementedCheckoutServiceHandler) Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.Ping is not implemented"))
+}
+
+func (UnimplementedCheckoutServiceHandler) CreateCheckout(context.Context, *connect.Request[v1.CreateCheckoutRequest]) (*connect.Response[v1.CreateCheckoutResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.CreateCheckout is not implemented"))
+}
+
+func (UnimplementedCheckoutServiceHandler) GetCheckout(context.Context, *connect.Request[v1.GetCheckoutRequest]) (*connect.Response[v1.GetCheckoutResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.GetCheckout is not implemented"))
+}
+
+func (UnimplementedCheckoutServiceHandler) UpdateCheckout(context.Context, *connect.Request[v1.UpdateCheckoutRequest]) (*connect.Response[v1.UpdateCheckoutResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.UpdateCheckout is not implemented"))
+}
+
+func (UnimplementedCheckoutServiceHandler) CancelCheckout(context.Context, *connect.Request[v1.CancelCheckoutRequest]) (*connect.Response[v1.CancelCheckoutResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.CancelCheckout is not implemented"))
+}
+
+func (UnimplementedCheckoutServiceHandler) ListCheckouts(context.Context, *connect.Request[v1.ListCheckoutsRequest]) (*connect.Response[v1.ListCheckoutsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.ListCheckouts is not implemented"))
+}
+
+func (UnimplementedCheckoutServiceHandler) ExpireCheckouts(context.Context, *connect.Request[v1.ExpireCheckoutsRequest]) (*connect.Response[v1.ExpireCheckoutsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.ExpireCheckouts is not implemented"))
 }

@@ -35,11 +35,58 @@ const (
 const (
 	// PricingServicePingProcedure is the fully-qualified name of the PricingService's Ping RPC.
 	PricingServicePingProcedure = "/bcp.pricing.v1.PricingService/Ping"
+	// PricingServiceQuoteProcedure is the fully-qualified name of the PricingService's Quote RPC.
+	PricingServiceQuoteProcedure = "/bcp.pricing.v1.PricingService/Quote"
+	// PricingServiceSetShippingRateProcedure is the fully-qualified name of the PricingService's
+	// SetShippingRate RPC.
+	PricingServiceSetShippingRateProcedure = "/bcp.pricing.v1.PricingService/SetShippingRate"
+	// PricingServiceListShippingRatesProcedure is the fully-qualified name of the PricingService's
+	// ListShippingRates RPC.
+	PricingServiceListShippingRatesProcedure = "/bcp.pricing.v1.PricingService/ListShippingRates"
+	// PricingServiceDeleteShippingRateProcedure is the fully-qualified name of the PricingService's
+	// DeleteShippingRate RPC.
+	PricingServiceDeleteShippingRateProcedure = "/bcp.pricing.v1.PricingService/DeleteShippingRate"
+	// PricingServiceSetPickupLocationProcedure is the fully-qualified name of the PricingService's
+	// SetPickupLocation RPC.
+	PricingServiceSetPickupLocationProcedure = "/bcp.pricing.v1.PricingService/SetPickupLocation"
+	// PricingServiceListPickupLocationsProcedure is the fully-qualified name of the PricingService's
+	// ListPickupLocations RPC.
+	PricingServiceListPickupLocationsProcedure = "/bcp.pricing.v1.PricingService/ListPickupLocations"
+	// PricingServiceDeletePickupLocationProcedure is the fully-qualified name of the PricingService's
+	// DeletePickupLocation RPC.
+	PricingServiceDeletePickupLocationProcedure = "/bcp.pricing.v1.PricingService/DeletePickupLocation"
+	// PricingServiceSetDiscountProcedure is the fully-qualified name of the PricingService's
+	// SetDiscount RPC.
+	PricingServiceSetDiscountProcedure = "/bcp.pricing.v1.PricingService/SetDiscount"
+	// PricingServiceListDiscountsProcedure is the fully-qualified name of the PricingService's
+	// ListDiscounts RPC.
+	PricingServiceListDiscountsProcedure = "/bcp.pricing.v1.PricingService/ListDiscounts"
+	// PricingServiceDeleteDiscountProcedure is the fully-qualified name of the PricingService's
+	// DeleteDiscount RPC.
+	PricingServiceDeleteDiscountProcedure = "/bcp.pricing.v1.PricingService/DeleteDiscount"
+	// PricingServiceRedeemDiscountsProcedure is the fully-qualified name of the PricingService's
+	// RedeemDiscounts RPC.
+	PricingServiceRedeemDiscountsProcedure = "/bcp.pricing.v1.PricingService/RedeemDiscounts"
 )
 
 // PricingServiceClient is a client for the bcp.pricing.v1.PricingService service.
 type PricingServiceClient interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
+	// Quote prices a checkout. It is deterministic for the same input and
+	// configuration, and writes nothing.
+	Quote(context.Context, *connect.Request[v1.QuoteRequest]) (*connect.Response[v1.QuoteResponse], error)
+	SetShippingRate(context.Context, *connect.Request[v1.SetShippingRateRequest]) (*connect.Response[v1.SetShippingRateResponse], error)
+	ListShippingRates(context.Context, *connect.Request[v1.ListShippingRatesRequest]) (*connect.Response[v1.ListShippingRatesResponse], error)
+	DeleteShippingRate(context.Context, *connect.Request[v1.DeleteShippingRateRequest]) (*connect.Response[v1.DeleteShippingRateResponse], error)
+	SetPickupLocation(context.Context, *connect.Request[v1.SetPickupLocationRequest]) (*connect.Response[v1.SetPickupLocationResponse], error)
+	ListPickupLocations(context.Context, *connect.Request[v1.ListPickupLocationsRequest]) (*connect.Response[v1.ListPickupLocationsResponse], error)
+	DeletePickupLocation(context.Context, *connect.Request[v1.DeletePickupLocationRequest]) (*connect.Response[v1.DeletePickupLocationResponse], error)
+	SetDiscount(context.Context, *connect.Request[v1.SetDiscountRequest]) (*connect.Response[v1.SetDiscountResponse], error)
+	ListDiscounts(context.Context, *connect.Request[v1.ListDiscountsRequest]) (*connect.Response[v1.ListDiscountsResponse], error)
+	DeleteDiscount(context.Context, *connect.Request[v1.DeleteDiscountRequest]) (*connect.Response[v1.DeleteDiscountResponse], error)
+	// RedeemDiscounts records the use of the discounts applied to a
+	// completed checkout (usage limits). Idempotent per checkout id.
+	RedeemDiscounts(context.Context, *connect.Request[v1.RedeemDiscountsRequest]) (*connect.Response[v1.RedeemDiscountsResponse], error)
 }
 
 // NewPricingServiceClient constructs a client for the bcp.pricing.v1.PricingService service. By
@@ -60,12 +107,93 @@ func NewPricingServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		quote: connect.NewClient[v1.QuoteRequest, v1.QuoteResponse](
+			httpClient,
+			baseURL+PricingServiceQuoteProcedure,
+			connect.WithSchema(pricingServiceMethods.ByName("Quote")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		setShippingRate: connect.NewClient[v1.SetShippingRateRequest, v1.SetShippingRateResponse](
+			httpClient,
+			baseURL+PricingServiceSetShippingRateProcedure,
+			connect.WithSchema(pricingServiceMethods.ByName("SetShippingRate")),
+			connect.WithClientOptions(opts...),
+		),
+		listShippingRates: connect.NewClient[v1.ListShippingRatesRequest, v1.ListShippingRatesResponse](
+			httpClient,
+			baseURL+PricingServiceListShippingRatesProcedure,
+			connect.WithSchema(pricingServiceMethods.ByName("ListShippingRates")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		deleteShippingRate: connect.NewClient[v1.DeleteShippingRateRequest, v1.DeleteShippingRateResponse](
+			httpClient,
+			baseURL+PricingServiceDeleteShippingRateProcedure,
+			connect.WithSchema(pricingServiceMethods.ByName("DeleteShippingRate")),
+			connect.WithClientOptions(opts...),
+		),
+		setPickupLocation: connect.NewClient[v1.SetPickupLocationRequest, v1.SetPickupLocationResponse](
+			httpClient,
+			baseURL+PricingServiceSetPickupLocationProcedure,
+			connect.WithSchema(pricingServiceMethods.ByName("SetPickupLocation")),
+			connect.WithClientOptions(opts...),
+		),
+		listPickupLocations: connect.NewClient[v1.ListPickupLocationsRequest, v1.ListPickupLocationsResponse](
+			httpClient,
+			baseURL+PricingServiceListPickupLocationsProcedure,
+			connect.WithSchema(pricingServiceMethods.ByName("ListPickupLocations")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		deletePickupLocation: connect.NewClient[v1.DeletePickupLocationRequest, v1.DeletePickupLocationResponse](
+			httpClient,
+			baseURL+PricingServiceDeletePickupLocationProcedure,
+			connect.WithSchema(pricingServiceMethods.ByName("DeletePickupLocation")),
+			connect.WithClientOptions(opts...),
+		),
+		setDiscount: connect.NewClient[v1.SetDiscountRequest, v1.SetDiscountResponse](
+			httpClient,
+			baseURL+PricingServiceSetDiscountProcedure,
+			connect.WithSchema(pricingServiceMethods.ByName("SetDiscount")),
+			connect.WithClientOptions(opts...),
+		),
+		listDiscounts: connect.NewClient[v1.ListDiscountsRequest, v1.ListDiscountsResponse](
+			httpClient,
+			baseURL+PricingServiceListDiscountsProcedure,
+			connect.WithSchema(pricingServiceMethods.ByName("ListDiscounts")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		deleteDiscount: connect.NewClient[v1.DeleteDiscountRequest, v1.DeleteDiscountResponse](
+			httpClient,
+			baseURL+PricingServiceDeleteDiscountProcedure,
+			connect.WithSchema(pricingServiceMethods.ByName("DeleteDiscount")),
+			connect.WithClientOptions(opts...),
+		),
+		redeemDiscounts: connect.NewClient[v1.RedeemDiscountsRequest, v1.RedeemDiscountsResponse](
+			httpClient,
+			baseURL+PricingServiceRedeemDiscountsProcedure,
+			connect.WithSchema(pricingServiceMethods.ByName("RedeemDiscounts")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // pricingServiceClient implements PricingServiceClient.
 type pricingServiceClient struct {
-	ping *connect.Client[v1.PingRequest, v1.PingResponse]
+	ping                 *connect.Client[v1.PingRequest, v1.PingResponse]
+	quote                *connect.Client[v1.QuoteRequest, v1.QuoteResponse]
+	setShippingRate      *connect.Client[v1.SetShippingRateRequest, v1.SetShippingRateResponse]
+	listShippingRates    *connect.Client[v1.ListShippingRatesRequest, v1.ListShippingRatesResponse]
+	deleteShippingRate   *connect.Client[v1.DeleteShippingRateRequest, v1.DeleteShippingRateResponse]
+	setPickupLocation    *connect.Client[v1.SetPickupLocationRequest, v1.SetPickupLocationResponse]
+	listPickupLocations  *connect.Client[v1.ListPickupLocationsRequest, v1.ListPickupLocationsResponse]
+	deletePickupLocation *connect.Client[v1.DeletePickupLocationRequest, v1.DeletePickupLocationResponse]
+	setDiscount          *connect.Client[v1.SetDiscountRequest, v1.SetDiscountResponse]
+	listDiscounts        *connect.Client[v1.ListDiscountsRequest, v1.ListDiscountsResponse]
+	deleteDiscount       *connect.Client[v1.DeleteDiscountRequest, v1.DeleteDiscountResponse]
+	redeemDiscounts      *connect.Client[v1.RedeemDiscountsRequest, v1.RedeemDiscountsResponse]
 }
 
 // Ping calls bcp.pricing.v1.PricingService.Ping.
@@ -73,9 +201,79 @@ func (c *pricingServiceClient) Ping(ctx context.Context, req *connect.Request[v1
 	return c.ping.CallUnary(ctx, req)
 }
 
+// Quote calls bcp.pricing.v1.PricingService.Quote.
+func (c *pricingServiceClient) Quote(ctx context.Context, req *connect.Request[v1.QuoteRequest]) (*connect.Response[v1.QuoteResponse], error) {
+	return c.quote.CallUnary(ctx, req)
+}
+
+// SetShippingRate calls bcp.pricing.v1.PricingService.SetShippingRate.
+func (c *pricingServiceClient) SetShippingRate(ctx context.Context, req *connect.Request[v1.SetShippingRateRequest]) (*connect.Response[v1.SetShippingRateResponse], error) {
+	return c.setShippingRate.CallUnary(ctx, req)
+}
+
+// ListShippingRates calls bcp.pricing.v1.PricingService.ListShippingRates.
+func (c *pricingServiceClient) ListShippingRates(ctx context.Context, req *connect.Request[v1.ListShippingRatesRequest]) (*connect.Response[v1.ListShippingRatesResponse], error) {
+	return c.listShippingRates.CallUnary(ctx, req)
+}
+
+// DeleteShippingRate calls bcp.pricing.v1.PricingService.DeleteShippingRate.
+func (c *pricingServiceClient) DeleteShippingRate(ctx context.Context, req *connect.Request[v1.DeleteShippingRateRequest]) (*connect.Response[v1.DeleteShippingRateResponse], error) {
+	return c.deleteShippingRate.CallUnary(ctx, req)
+}
+
+// SetPickupLocation calls bcp.pricing.v1.PricingService.SetPickupLocation.
+func (c *pricingServiceClient) SetPickupLocation(ctx context.Context, req *connect.Request[v1.SetPickupLocationRequest]) (*connect.Response[v1.SetPickupLocationResponse], error) {
+	return c.setPickupLocation.CallUnary(ctx, req)
+}
+
+// ListPickupLocations calls bcp.pricing.v1.PricingService.ListPickupLocations.
+func (c *pricingServiceClient) ListPickupLocations(ctx context.Context, req *connect.Request[v1.ListPickupLocationsRequest]) (*connect.Response[v1.ListPickupLocationsResponse], error) {
+	return c.listPickupLocations.CallUnary(ctx, req)
+}
+
+// DeletePickupLocation calls bcp.pricing.v1.PricingService.DeletePickupLocation.
+func (c *pricingServiceClient) DeletePickupLocation(ctx context.Context, req *connect.Request[v1.DeletePickupLocationRequest]) (*connect.Response[v1.DeletePickupLocationResponse], error) {
+	return c.deletePickupLocation.CallUnary(ctx, req)
+}
+
+// SetDiscount calls bcp.pricing.v1.PricingService.SetDiscount.
+func (c *pricingServiceClient) SetDiscount(ctx context.Context, req *connect.Request[v1.SetDiscountRequest]) (*connect.Response[v1.SetDiscountResponse], error) {
+	return c.setDiscount.CallUnary(ctx, req)
+}
+
+// ListDiscounts calls bcp.pricing.v1.PricingService.ListDiscounts.
+func (c *pricingServiceClient) ListDiscounts(ctx context.Context, req *connect.Request[v1.ListDiscountsRequest]) (*connect.Response[v1.ListDiscountsResponse], error) {
+	return c.listDiscounts.CallUnary(ctx, req)
+}
+
+// DeleteDiscount calls bcp.pricing.v1.PricingService.DeleteDiscount.
+func (c *pricingServiceClient) DeleteDiscount(ctx context.Context, req *connect.Request[v1.DeleteDiscountRequest]) (*connect.Response[v1.DeleteDiscountResponse], error) {
+	return c.deleteDiscount.CallUnary(ctx, req)
+}
+
+// RedeemDiscounts calls bcp.pricing.v1.PricingService.RedeemDiscounts.
+func (c *pricingServiceClient) RedeemDiscounts(ctx context.Context, req *connect.Request[v1.RedeemDiscountsRequest]) (*connect.Response[v1.RedeemDiscountsResponse], error) {
+	return c.redeemDiscounts.CallUnary(ctx, req)
+}
+
 // PricingServiceHandler is an implementation of the bcp.pricing.v1.PricingService service.
 type PricingServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
+	// Quote prices a checkout. It is deterministic for the same input and
+	// configuration, and writes nothing.
+	Quote(context.Context, *connect.Request[v1.QuoteRequest]) (*connect.Response[v1.QuoteResponse], error)
+	SetShippingRate(context.Context, *connect.Request[v1.SetShippingRateRequest]) (*connect.Response[v1.SetShippingRateResponse], error)
+	ListShippingRates(context.Context, *connect.Request[v1.ListShippingRatesRequest]) (*connect.Response[v1.ListShippingRatesResponse], error)
+	DeleteShippingRate(context.Context, *connect.Request[v1.DeleteShippingRateRequest]) (*connect.Response[v1.DeleteShippingRateResponse], error)
+	SetPickupLocation(context.Context, *connect.Request[v1.SetPickupLocationRequest]) (*connect.Response[v1.SetPickupLocationResponse], error)
+	ListPickupLocations(context.Context, *connect.Request[v1.ListPickupLocationsRequest]) (*connect.Response[v1.ListPickupLocationsResponse], error)
+	DeletePickupLocation(context.Context, *connect.Request[v1.DeletePickupLocationRequest]) (*connect.Response[v1.DeletePickupLocationResponse], error)
+	SetDiscount(context.Context, *connect.Request[v1.SetDiscountRequest]) (*connect.Response[v1.SetDiscountResponse], error)
+	ListDiscounts(context.Context, *connect.Request[v1.ListDiscountsRequest]) (*connect.Response[v1.ListDiscountsResponse], error)
+	DeleteDiscount(context.Context, *connect.Request[v1.DeleteDiscountRequest]) (*connect.Response[v1.DeleteDiscountResponse], error)
+	// RedeemDiscounts records the use of the discounts applied to a
+	// completed checkout (usage limits). Idempotent per checkout id.
+	RedeemDiscounts(context.Context, *connect.Request[v1.RedeemDiscountsRequest]) (*connect.Response[v1.RedeemDiscountsResponse], error)
 }
 
 // NewPricingServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -92,10 +290,102 @@ func NewPricingServiceHandler(svc PricingServiceHandler, opts ...connect.Handler
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	pricingServiceQuoteHandler := connect.NewUnaryHandler(
+		PricingServiceQuoteProcedure,
+		svc.Quote,
+		connect.WithSchema(pricingServiceMethods.ByName("Quote")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	pricingServiceSetShippingRateHandler := connect.NewUnaryHandler(
+		PricingServiceSetShippingRateProcedure,
+		svc.SetShippingRate,
+		connect.WithSchema(pricingServiceMethods.ByName("SetShippingRate")),
+		connect.WithHandlerOptions(opts...),
+	)
+	pricingServiceListShippingRatesHandler := connect.NewUnaryHandler(
+		PricingServiceListShippingRatesProcedure,
+		svc.ListShippingRates,
+		connect.WithSchema(pricingServiceMethods.ByName("ListShippingRates")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	pricingServiceDeleteShippingRateHandler := connect.NewUnaryHandler(
+		PricingServiceDeleteShippingRateProcedure,
+		svc.DeleteShippingRate,
+		connect.WithSchema(pricingServiceMethods.ByName("DeleteShippingRate")),
+		connect.WithHandlerOptions(opts...),
+	)
+	pricingServiceSetPickupLocationHandler := connect.NewUnaryHandler(
+		PricingServiceSetPickupLocationProcedure,
+		svc.SetPickupLocation,
+		connect.WithSchema(pricingServiceMethods.ByName("SetPickupLocation")),
+		connect.WithHandlerOptions(opts...),
+	)
+	pricingServiceListPickupLocationsHandler := connect.NewUnaryHandler(
+		PricingServiceListPickupLocationsProcedure,
+		svc.ListPickupLocations,
+		connect.WithSchema(pricingServiceMethods.ByName("ListPickupLocations")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	pricingServiceDeletePickupLocationHandler := connect.NewUnaryHandler(
+		PricingServiceDeletePickupLocationProcedure,
+		svc.DeletePickupLocation,
+		connect.WithSchema(pricingServiceMethods.ByName("DeletePickupLocation")),
+		connect.WithHandlerOptions(opts...),
+	)
+	pricingServiceSetDiscountHandler := connect.NewUnaryHandler(
+		PricingServiceSetDiscountProcedure,
+		svc.SetDiscount,
+		connect.WithSchema(pricingServiceMethods.ByName("SetDiscount")),
+		connect.WithHandlerOptions(opts...),
+	)
+	pricingServiceListDiscountsHandler := connect.NewUnaryHandler(
+		PricingServiceListDiscountsProcedure,
+		svc.ListDiscounts,
+		connect.WithSchema(pricingServiceMethods.ByName("ListDiscounts")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	pricingServiceDeleteDiscountHandler := connect.NewUnaryHandler(
+		PricingServiceDeleteDiscountProcedure,
+		svc.DeleteDiscount,
+		connect.WithSchema(pricingServiceMethods.ByName("DeleteDiscount")),
+		connect.WithHandlerOptions(opts...),
+	)
+	pricingServiceRedeemDiscountsHandler := connect.NewUnaryHandler(
+		PricingServiceRedeemDiscountsProcedure,
+		svc.RedeemDiscounts,
+		connect.WithSchema(pricingServiceMethods.ByName("RedeemDiscounts")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.pricing.v1.PricingService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case PricingServicePingProcedure:
 			pricingServicePingHandler.ServeHTTP(w, r)
+		case PricingServiceQuoteProcedure:
+			pricingServiceQuoteHandler.ServeHTTP(w, r)
+		case PricingServiceSetShippingRateProcedure:
+			pricingServiceSetShippingRateHandler.ServeHTTP(w, r)
+		case PricingServiceListShippingRatesProcedure:
+			pricingServiceListShippingRatesHandler.ServeHTTP(w, r)
+		case PricingServiceDeleteShippingRateProcedure:
+			pricingServiceDeleteShippingRateHandler.ServeHTTP(w, r)
+		case PricingServiceSetPickupLocationProcedure:
+			pricingServiceSetPickupLocationHandler.ServeHTTP(w, r)
+		case PricingServiceListPickupLocationsProcedure:
+			pricingServiceListPickupLocationsHandler.ServeHTTP(w, r)
+		case PricingServiceDeletePickupLocationProcedure:
+			pricingServiceDeletePickupLocationHandler.ServeHTTP(w, r)
+		case PricingServiceSetDiscountProcedure:
+			pricingServiceSetDiscountHandler.ServeHTTP(w, r)
+		case PricingServiceListDiscountsProcedure:
+			pricingServiceListDiscountsHandler.ServeHTTP(w, r)
+		case PricingServiceDeleteDiscountProcedure:
+			pricingServiceDeleteDiscountHandler.ServeHTTP(w, r)
+		case PricingServiceRedeemDiscountsProcedure:
+			pricingServiceRedeemDiscountsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -107,4 +397,48 @@ type UnimplementedPricingServiceHandler struct{}
 
 func (UnimplementedPricingServiceHandler) Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.pricing.v1.PricingService.Ping is not implemented"))
+}
+
+func (UnimplementedPricingServiceHandler) Quote(context.Context, *connect.Request[v1.QuoteRequest]) (*connect.Response[v1.QuoteResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.pricing.v1.PricingService.Quote is not implemented"))
+}
+
+func (UnimplementedPricingServiceHandler) SetShippingRate(context.Context, *connect.Request[v1.SetShippingRateRequest]) (*connect.Response[v1.SetShippingRateResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.pricing.v1.PricingService.SetShippingRate is not implemented"))
+}
+
+func (UnimplementedPricingServiceHandler) ListShippingRates(context.Context, *connect.Request[v1.ListShippingRatesRequest]) (*connect.Response[v1.ListShippingRatesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.pricing.v1.PricingService.ListShippingRates is not implemented"))
+}
+
+func (UnimplementedPricingServiceHandler) DeleteShippingRate(context.Context, *connect.Request[v1.DeleteShippingRateRequest]) (*connect.Response[v1.DeleteShippingRateResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.pricing.v1.PricingService.DeleteShippingRate is not implemented"))
+}
+
+func (UnimplementedPricingServiceHandler) SetPickupLocation(context.Context, *connect.Request[v1.SetPickupLocationRequest]) (*connect.Response[v1.SetPickupLocationResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.pricing.v1.PricingService.SetPickupLocation is not implemented"))
+}
+
+func (UnimplementedPricingServiceHandler) ListPickupLocations(context.Context, *connect.Request[v1.ListPickupLocationsRequest]) (*connect.Response[v1.ListPickupLocationsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.pricing.v1.PricingService.ListPickupLocations is not implemented"))
+}
+
+func (UnimplementedPricingServiceHandler) DeletePickupLocation(context.Context, *connect.Request[v1.DeletePickupLocationRequest]) (*connect.Response[v1.DeletePickupLocationResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.pricing.v1.PricingService.DeletePickupLocation is not implemented"))
+}
+
+func (UnimplementedPricingServiceHandler) SetDiscount(context.Context, *connect.Request[v1.SetDiscountRequest]) (*connect.Response[v1.SetDiscountResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.pricing.v1.PricingService.SetDiscount is not implemented"))
+}
+
+func (UnimplementedPricingServiceHandler) ListDiscounts(context.Context, *connect.Request[v1.ListDiscountsRequest]) (*connect.Response[v1.ListDiscountsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.pricing.v1.PricingService.ListDiscounts is not implemented"))
+}
+
+func (UnimplementedPricingServiceHandler) DeleteDiscount(context.Context, *connect.Request[v1.DeleteDiscountRequest]) (*connect.Response[v1.DeleteDiscountResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.pricing.v1.PricingService.DeleteDiscount is not implemented"))
+}
+
+func (UnimplementedPricingServiceHandler) RedeemDiscounts(context.Context, *connect.Request[v1.RedeemDiscountsRequest]) (*connect.Response[v1.RedeemDiscountsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.pricing.v1.PricingService.RedeemDiscounts is not implemented"))
 }

@@ -66,6 +66,12 @@ const (
 	// TenantServiceRemovePaymentHandlerProcedure is the fully-qualified name of the TenantService's
 	// RemovePaymentHandler RPC.
 	TenantServiceRemovePaymentHandlerProcedure = "/bcp.tenants.v1.TenantService/RemovePaymentHandler"
+	// TenantServiceGetSettingsProcedure is the fully-qualified name of the TenantService's GetSettings
+	// RPC.
+	TenantServiceGetSettingsProcedure = "/bcp.tenants.v1.TenantService/GetSettings"
+	// TenantServiceSetSettingsProcedure is the fully-qualified name of the TenantService's SetSettings
+	// RPC.
+	TenantServiceSetSettingsProcedure = "/bcp.tenants.v1.TenantService/SetSettings"
 	// TenantServiceResolveHostProcedure is the fully-qualified name of the TenantService's ResolveHost
 	// RPC.
 	TenantServiceResolveHostProcedure = "/bcp.tenants.v1.TenantService/ResolveHost"
@@ -91,6 +97,10 @@ type TenantServiceClient interface {
 	ListAPIKeys(context.Context, *connect.Request[v1.ListAPIKeysRequest]) (*connect.Response[v1.ListAPIKeysResponse], error)
 	SetPaymentHandler(context.Context, *connect.Request[v1.SetPaymentHandlerRequest]) (*connect.Response[v1.SetPaymentHandlerResponse], error)
 	RemovePaymentHandler(context.Context, *connect.Request[v1.RemovePaymentHandlerRequest]) (*connect.Response[v1.RemovePaymentHandlerResponse], error)
+	// GetSettings returns the merchant's checkout settings (internal; the
+	// checkout service reads them on every session change).
+	GetSettings(context.Context, *connect.Request[v1.GetSettingsRequest]) (*connect.Response[v1.GetSettingsResponse], error)
+	SetSettings(context.Context, *connect.Request[v1.SetSettingsRequest]) (*connect.Response[v1.SetSettingsResponse], error)
 	// ResolveHost maps a normalised Host to its tenant (edge).
 	ResolveHost(context.Context, *connect.Request[v1.ResolveHostRequest]) (*connect.Response[v1.ResolveHostResponse], error)
 	// GetDiscovery returns what the edge needs to render /.well-known/bcp.
@@ -188,6 +198,19 @@ func NewTenantServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(tenantServiceMethods.ByName("RemovePaymentHandler")),
 			connect.WithClientOptions(opts...),
 		),
+		getSettings: connect.NewClient[v1.GetSettingsRequest, v1.GetSettingsResponse](
+			httpClient,
+			baseURL+TenantServiceGetSettingsProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("GetSettings")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		setSettings: connect.NewClient[v1.SetSettingsRequest, v1.SetSettingsResponse](
+			httpClient,
+			baseURL+TenantServiceSetSettingsProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("SetSettings")),
+			connect.WithClientOptions(opts...),
+		),
 		resolveHost: connect.NewClient[v1.ResolveHostRequest, v1.ResolveHostResponse](
 			httpClient,
 			baseURL+TenantServiceResolveHostProcedure,
@@ -225,6 +248,8 @@ type tenantServiceClient struct {
 	listAPIKeys          *connect.Client[v1.ListAPIKeysRequest, v1.ListAPIKeysResponse]
 	setPaymentHandler    *connect.Client[v1.SetPaymentHandlerRequest, v1.SetPaymentHandlerResponse]
 	removePaymentHandler *connect.Client[v1.RemovePaymentHandlerRequest, v1.RemovePaymentHandlerResponse]
+	getSettings          *connect.Client[v1.GetSettingsRequest, v1.GetSettingsResponse]
+	setSettings          *connect.Client[v1.SetSettingsRequest, v1.SetSettingsResponse]
 	resolveHost          *connect.Client[v1.ResolveHostRequest, v1.ResolveHostResponse]
 	getDiscovery         *connect.Client[v1.GetDiscoveryRequest, v1.GetDiscoveryResponse]
 	watchChanges         *connect.Client[v1.WatchChangesRequest, v1.WatchChangesResponse]
@@ -290,6 +315,16 @@ func (c *tenantServiceClient) RemovePaymentHandler(ctx context.Context, req *con
 	return c.removePaymentHandler.CallUnary(ctx, req)
 }
 
+// GetSettings calls bcp.tenants.v1.TenantService.GetSettings.
+func (c *tenantServiceClient) GetSettings(ctx context.Context, req *connect.Request[v1.GetSettingsRequest]) (*connect.Response[v1.GetSettingsResponse], error) {
+	return c.getSettings.CallUnary(ctx, req)
+}
+
+// SetSettings calls bcp.tenants.v1.TenantService.SetSettings.
+func (c *tenantServiceClient) SetSettings(ctx context.Context, req *connect.Request[v1.SetSettingsRequest]) (*connect.Response[v1.SetSettingsResponse], error) {
+	return c.setSettings.CallUnary(ctx, req)
+}
+
 // ResolveHost calls bcp.tenants.v1.TenantService.ResolveHost.
 func (c *tenantServiceClient) ResolveHost(ctx context.Context, req *connect.Request[v1.ResolveHostRequest]) (*connect.Response[v1.ResolveHostResponse], error) {
 	return c.resolveHost.CallUnary(ctx, req)
@@ -319,6 +354,10 @@ type TenantServiceHandler interface {
 	ListAPIKeys(context.Context, *connect.Request[v1.ListAPIKeysRequest]) (*connect.Response[v1.ListAPIKeysResponse], error)
 	SetPaymentHandler(context.Context, *connect.Request[v1.SetPaymentHandlerRequest]) (*connect.Response[v1.SetPaymentHandlerResponse], error)
 	RemovePaymentHandler(context.Context, *connect.Request[v1.RemovePaymentHandlerRequest]) (*connect.Response[v1.RemovePaymentHandlerResponse], error)
+	// GetSettings returns the merchant's checkout settings (internal; the
+	// checkout service reads them on every session change).
+	GetSettings(context.Context, *connect.Request[v1.GetSettingsRequest]) (*connect.Response[v1.GetSettingsResponse], error)
+	SetSettings(context.Context, *connect.Request[v1.SetSettingsRequest]) (*connect.Response[v1.SetSettingsResponse], error)
 	// ResolveHost maps a normalised Host to its tenant (edge).
 	ResolveHost(context.Context, *connect.Request[v1.ResolveHostRequest]) (*connect.Response[v1.ResolveHostResponse], error)
 	// GetDiscovery returns what the edge needs to render /.well-known/bcp.
@@ -412,6 +451,19 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(tenantServiceMethods.ByName("RemovePaymentHandler")),
 		connect.WithHandlerOptions(opts...),
 	)
+	tenantServiceGetSettingsHandler := connect.NewUnaryHandler(
+		TenantServiceGetSettingsProcedure,
+		svc.GetSettings,
+		connect.WithSchema(tenantServiceMethods.ByName("GetSettings")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceSetSettingsHandler := connect.NewUnaryHandler(
+		TenantServiceSetSettingsProcedure,
+		svc.SetSettings,
+		connect.WithSchema(tenantServiceMethods.ByName("SetSettings")),
+		connect.WithHandlerOptions(opts...),
+	)
 	tenantServiceResolveHostHandler := connect.NewUnaryHandler(
 		TenantServiceResolveHostProcedure,
 		svc.ResolveHost,
@@ -458,6 +510,10 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 			tenantServiceSetPaymentHandlerHandler.ServeHTTP(w, r)
 		case TenantServiceRemovePaymentHandlerProcedure:
 			tenantServiceRemovePaymentHandlerHandler.ServeHTTP(w, r)
+		case TenantServiceGetSettingsProcedure:
+			tenantServiceGetSettingsHandler.ServeHTTP(w, r)
+		case TenantServiceSetSettingsProcedure:
+			tenantServiceSetSettingsHandler.ServeHTTP(w, r)
 		case TenantServiceResolveHostProcedure:
 			tenantServiceResolveHostHandler.ServeHTTP(w, r)
 		case TenantServiceGetDiscoveryProcedure:
@@ -519,6 +575,14 @@ func (UnimplementedTenantServiceHandler) SetPaymentHandler(context.Context, *con
 
 func (UnimplementedTenantServiceHandler) RemovePaymentHandler(context.Context, *connect.Request[v1.RemovePaymentHandlerRequest]) (*connect.Response[v1.RemovePaymentHandlerResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.RemovePaymentHandler is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) GetSettings(context.Context, *connect.Request[v1.GetSettingsRequest]) (*connect.Response[v1.GetSettingsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.GetSettings is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) SetSettings(context.Context, *connect.Request[v1.SetSettingsRequest]) (*connect.Response[v1.SetSettingsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.SetSettings is not implemented"))
 }
 
 func (UnimplementedTenantServiceHandler) ResolveHost(context.Context, *connect.Request[v1.ResolveHostRequest]) (*connect.Response[v1.ResolveHostResponse], error) {
