@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
 	"reflect"
 	"sort"
@@ -41,6 +42,13 @@ func TestJWKMatchesRFCTestKey(t *testing.T) {
 	}
 	if !rfcECCKey(t).PublicKey.Equal(k.Key) || k.Algorithm != ES256 {
 		t.Fatalf("JWK key differs from the PEM key: %+v", k)
+	}
+	pemPub, err := x509.ParsePKIXPublicKey(readPEM(t, "rfc9421-test-key-ecc-p256.pub.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pemPub.(*ecdsa.PublicKey).Equal(k.Key) {
+		t.Fatal("JWK key differs from the published public key")
 	}
 	pj, err := PublicJWK(rfcECCKey(t), "test-key-ecc-p256")
 	if err != nil {
