@@ -167,7 +167,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		case Pricing:
 			internal.Handle(pricingv1connect.NewPricingServiceHandler(pricing.New(r.Pool), handlerOpts(pricing.Policy)))
 		case Checkout:
-			internal.Handle(checkoutv1connect.NewCheckoutServiceHandler(checkout.New(r.Pool), handlerOpts(checkout.Policy)))
+			internal.Handle(checkoutv1connect.NewCheckoutServiceHandler(checkout.New(r.Pool, clients.Catalog, clients.Pricing, clients.Tenants), handlerOpts(checkout.Policy)))
 		case Payments:
 			internal.Handle(paymentsv1connect.NewPaymentsServiceHandler(payments.New(r.Pool), handlerOpts(payments.Policy)))
 		case Orders:

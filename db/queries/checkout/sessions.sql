@@ -1,0 +1,28 @@
+-- name: InsertSession :exec
+INSERT INTO checkout.sessions (tenant_id, id, status, currency, total, buyer_email, agent_profile_url, capabilities, request, state, expires_at)
+VALUES (@tenant_id, @id, @status, @currency, @total, @buyer_email, @agent_profile_url, @capabilities, @request, @state, @expires_at);
+
+-- name: GetSession :one
+SELECT * FROM checkout.sessions WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: UpdateSession :execrows
+-- Optimistic: only if nobody changed the session since it was read.
+UPDATE checkout.sessions SET
+  status = @status, total = @total, buyer_email = @buyer_email, capabilities = @capabilities,
+  request = @request, state = @state, version = version + 1, updated_at = now()
+WHERE tenant_id = @tenant_id AND id = @id AND version = @version;
+
+-- name: ListSessions :many
+SELECT id, status, currency, total, agent_profile_url, buyer_email, created_at, updated_at
+FROM checkout.sessions
+WHERE tenant_id = @tenant_id
+  AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status)::text)
+  AND (sqlc.narg(before_id)::text IS NULL OR id < sqlc.narg(before_id)::text)
+ORDER BY id DESC
+LIMIT @page_size;
+
+-- name: ListExpiredOpenSessions :many
+SELECT id FROM checkout.sessions
+WHERE tenant_id = @tenant_id AND status NOT IN ('completed', 'canceled') AND expires_at <= @now
+ORDER BY expires_at
+LIMIT 500;
