@@ -181,7 +181,10 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	obs.Health(internal, checks)
 
 	if cfg.hosts(Edge) {
-		e := edge.New(cfg.Edge, clients.Tenants, log)
+		e, err := edge.New(cfg.Edge, clients.Tenants, clients.Checkout, log)
+		if err != nil {
+			return fail(err)
+		}
 		internal.Handle(edgev1connect.NewEdgeServiceHandler(e, handlerOpts(func(string) svcauth.Access { return svcauth.Internal })))
 		r.goRun(func() { e.Run(ctx) })
 		addr, err := r.listen(ctx, cfg.PublicAddr, metrics.Middleware("public", log, e), log)

@@ -10,11 +10,8 @@ import (
 	"strings"
 	"sync"
 
-	"connectrpc.com/connect"
-
 	"github.com/bcpdev/bcp/internal/bcpnames"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
-	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 )
 
 // Profile is the business discovery profile served at /.well-known/bcp.
@@ -106,11 +103,12 @@ func BuildProfile(d *tenantsv1.GetDiscoveryResponse, baseURL string) *Profile {
 // discovery serves /.well-known/bcp with caching headers, keeping the
 // rendered body per (tenant, host) until the tenant changes.
 type discovery struct {
-	client  tenantsv1connect.TenantServiceClient
+	data    *tenantData
 	baseURL func(host string) string
 
 	mu    sync.RWMutex
 	cache map[string]renderedProfile // tenant id + "|" + host
+	gen   uint64                     // bumped on invalidation; stale fills are dropped
 }
 
 // maxProfiles bounds the rendered-profile cache.
@@ -126,21 +124,26 @@ func (d *discovery) get(ctx context.Context, tenantID, host string) (renderedPro
 	key := tenantID + "|" + strings.ToLower(host)
 	d.mu.RLock()
 	rp, ok := d.cache[key]
+	gen := d.gen
 	d.mu.RUnlock()
 	if ok {
 		return rp, nil
 	}
-	resp, err := d.client.GetDiscovery(ctx, connect.NewRequest(&tenantsv1.GetDiscoveryRequest{TenantId: tenantID}))
+	data, err := d.data.get(ctx, tenantID)
 	if err != nil {
 		return renderedProfile{}, err
 	}
-	body, err := json.Marshal(BuildProfile(resp.Msg, d.baseURL(host)))
+	body, err := json.Marshal(BuildProfile(data, d.baseURL(host)))
 	if err != nil {
 		return renderedProfile{}, err
 	}
 	sum := sha256.Sum256(body)
 	rp = renderedProfile{tenantID: tenantID, body: body, etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`}
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.gen != gen {
+		return rp, nil // invalidated meanwhile: serve it, do not keep it
+	}
 	// Hosts carry arbitrary ports, so keys are attacker-chosen: bound the
 	// cache, evicting an arbitrary entry (map order is random).
 	for k := range d.cache {
@@ -150,13 +153,13 @@ func (d *discovery) get(ctx context.Context, tenantID, host string) (renderedPro
 		delete(d.cache, k)
 	}
 	d.cache[key] = rp
-	d.mu.Unlock()
 	return rp, nil
 }
 
 func (d *discovery) invalidate(tenantID string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.gen++
 	for k, rp := range d.cache {
 		if rp.tenantID == tenantID {
 			delete(d.cache, k)
@@ -167,6 +170,7 @@ func (d *discovery) invalidate(tenantID string) {
 func (d *discovery) reset() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.gen++
 	clear(d.cache)
 }
 

@@ -19,9 +19,12 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
 	edgev1 "github.com/bcpdev/bcp/proto/gen/bcp/edge/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
+	"github.com/bcpdev/bcp/protocol/bcpschema"
+	"github.com/bcpdev/bcp/services/edge/agentprofile"
 )
 
 // Config is what the edge needs to know about how it is reached.
@@ -31,6 +34,8 @@ type Config struct {
 	// PublicPort is appended to advertised URLs when not the scheme's
 	// default. Empty: the port the agent used in its Host header, if any.
 	PublicPort string
+	// Profiles fetches agent profiles (nil: a fetcher with the defaults).
+	Profiles *agentprofile.Fetcher
 }
 
 // Edge is the public HTTP handler and its caches.
@@ -38,29 +43,43 @@ type Edge struct {
 	cfg   Config
 	log   *slog.Logger
 	hosts *hostCache
+	data  *tenantData
 	disc  *discovery
+	mcp   *mcpEdge
 	feed  *changeFeed
 	mux   *http.ServeMux
 }
 
-// New builds the edge over the tenant registry client.
-func New(cfg Config, tenants tenantsv1connect.TenantServiceClient, log *slog.Logger) *Edge {
+// New builds the edge over the clients of the services it fronts.
+func New(cfg Config, tenants tenantsv1connect.TenantServiceClient, checkout checkoutv1connect.CheckoutServiceClient, log *slog.Logger) (*Edge, error) {
 	if cfg.PublicScheme == "" {
 		cfg.PublicScheme = "https"
 	}
+	if cfg.Profiles == nil {
+		v, err := bcpschema.NewValidator()
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Profiles, err = agentprofile.New(agentprofile.Options{Validator: v}); err != nil {
+			return nil, err
+		}
+	}
 	e := &Edge{cfg: cfg, log: log, feed: &changeFeed{client: tenants, log: log}}
 	e.hosts = newHostCache(tenants, &e.feed.watched)
-	e.disc = &discovery{client: tenants, baseURL: e.BaseURL, cache: map[string]renderedProfile{}}
-	e.feed.onReset = []func(){e.hosts.reset, e.disc.reset}
-	e.feed.onEvent = []func(string){e.hosts.invalidate, e.disc.invalidate}
+	e.data = newTenantData(tenants)
+	e.disc = &discovery{data: e.data, baseURL: e.BaseURL, cache: map[string]renderedProfile{}}
+	e.mcp = newMCPEdge(e, checkout, cfg.Profiles, log)
+	e.feed.onReset = []func(){e.hosts.reset, e.data.reset, e.disc.reset, e.mcp.reset}
+	e.feed.onEvent = []func(string){e.hosts.invalidate, e.data.invalidate, e.disc.invalidate, e.mcp.invalidate}
 
 	e.mux = http.NewServeMux()
 	e.mux.Handle("GET /.well-known/bcp", e.disc)
 	e.mux.HandleFunc("/.well-known/bcp", methodNotAllowed("GET, HEAD"))
+	e.mux.Handle("/bcp/mcp", e.mcp)
 	e.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusNotFound, "not_found", "no such resource on this merchant host")
 	})
-	return e
+	return e, nil
 }
 
 // Run follows registry changes until ctx ends, keeping caches fresh.
@@ -105,6 +124,7 @@ func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := context.WithValue(tenancy.With(r.Context(), id), tenantKey{}, t)
+	ctx = context.WithValue(ctx, hostKey{}, r.Host)
 	inner := r.WithContext(ctx)
 	e.mux.ServeHTTP(w, inner)
 	r.Pattern = inner.Pattern // for the metrics middleware's route label

@@ -1,0 +1,435 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"connectrpc.com/connect"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/bcpnames"
+	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
+	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/protocol/bcp"
+	"github.com/bcpdev/bcp/protocol/bcpschema"
+	"github.com/bcpdev/bcp/services/edge/agentprofile"
+)
+
+// JSON-RPC error codes of the BCP binding.
+const (
+	codeProtocol      = -32000 // auth, rate limit, idempotency, unavailable
+	codeDiscovery     = -32001 // agent profile and version errors
+	codeInvalidParams = -32602 // arguments fail the BCP schema
+	codeInternal      = -32603
+)
+
+// maxMCPBody bounds a tool call; BCP payloads are small.
+const maxMCPBody = 1 << 20
+
+// mcpEdge serves the BCP checkout tools over MCP (streamable HTTP,
+// stateless, JSON responses): one *mcp.Server per tenant, built once and
+// dropped when the tenant changes.
+type mcpEdge struct {
+	e        *Edge
+	checkout checkoutv1connect.CheckoutServiceClient
+	profiles *agentprofile.Fetcher
+	log      *slog.Logger
+	handler  http.Handler
+
+	mu      sync.Mutex
+	servers map[string]*mcp.Server                // tenant id → server
+	offers  map[string]agentprofile.BusinessOffer // tenant id → negotiation offer
+
+	vmu        sync.Mutex
+	validators map[string]*bcpschema.Validator // capability set → validator
+}
+
+func newMCPEdge(e *Edge, checkout checkoutv1connect.CheckoutServiceClient, profiles *agentprofile.Fetcher, log *slog.Logger) *mcpEdge {
+	m := &mcpEdge{e: e, checkout: checkout, profiles: profiles, log: log,
+		servers: map[string]*mcp.Server{}, offers: map[string]agentprofile.BusinessOffer{}, validators: map[string]*bcpschema.Validator{}}
+	m.handler = mcp.NewStreamableHTTPHandler(m.serverFor, &mcp.StreamableHTTPOptions{
+		Stateless:    true,
+		JSONResponse: true,
+		// The Host is checked against the tenant registry before we get
+		// here; the SDK's loopback guard would refuse every merchant host
+		// reached through a local proxy.
+		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        maxMCPBody,
+	})
+	return m
+}
+
+func (m *mcpEdge) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.handler.ServeHTTP(w, r) }
+
+func (m *mcpEdge) invalidate(tenantID string) {
+	m.mu.Lock()
+	delete(m.servers, tenantID)
+	delete(m.offers, tenantID)
+	m.mu.Unlock()
+}
+
+func (m *mcpEdge) reset() {
+	m.mu.Lock()
+	clear(m.servers)
+	clear(m.offers)
+	m.mu.Unlock()
+}
+
+// serverFor returns the tenant's server (getServer runs twice per request:
+// keep it a map lookup).
+func (m *mcpEdge) serverFor(r *http.Request) *mcp.Server {
+	t := tenantFrom(r.Context())
+	if t == nil {
+		return nil
+	}
+	m.mu.Lock()
+	s, ok := m.servers[t.GetId()]
+	m.mu.Unlock()
+	if ok {
+		return s
+	}
+	s, err := m.buildServer(t)
+	if err != nil {
+		m.log.ErrorContext(r.Context(), "edge: cannot build MCP server", "err", err)
+		return nil
+	}
+	m.mu.Lock()
+	m.servers[t.GetId()] = s
+	m.mu.Unlock()
+	return s
+}
+
+type toolSpec struct {
+	name, title, description string
+	op                       bcpschema.Op
+	run                      func(ctx context.Context, m *mcpEdge, call *toolCall) (*checkoutv1.CheckoutResult, error)
+}
+
+var checkoutTools = []toolSpec{
+	{
+		name: "create_checkout", title: "Criar checkout", op: bcpschema.OpCreate,
+		description: "Create a checkout session for this merchant. Arguments: meta (required; meta[\"ucp-agent\"].profile is your agent profile URL), " +
+			"checkout (required; line_items with item.id and quantity, optionally buyer, fulfillment and discounts; never an id). " +
+			"Returns the checkout with prices in centavos (BRL), totals, messages telling what is missing, and continue_url for the buyer.",
+		run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
+			r, err := m.checkout.CreateCheckout(ctx, connect.NewRequest(&checkoutv1.CreateCheckoutRequest{Agent: c.agent, CheckoutJson: c.checkout}))
+			return r.Msg.GetResult(), err
+		},
+	},
+	{
+		name: "get_checkout", title: "Consultar checkout", op: bcpschema.OpRead,
+		description: "Get the current state of a checkout session. Arguments: meta (required), id (required).",
+		run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
+			r, err := m.checkout.GetCheckout(ctx, connect.NewRequest(&checkoutv1.GetCheckoutRequest{Agent: c.agent, Id: c.id}))
+			return r.Msg.GetResult(), err
+		},
+	},
+	{
+		name: "update_checkout", title: "Atualizar checkout", op: bcpschema.OpUpdate,
+		description: "Update a checkout session. This is a full replacement: send every field you want to keep (line_items, buyer, fulfillment, discounts). " +
+			"Arguments: meta (required), id (required), checkout (required, without id). Select shipping with fulfillment.methods[].groups[].selected_option_id.",
+		run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
+			r, err := m.checkout.UpdateCheckout(ctx, connect.NewRequest(&checkoutv1.UpdateCheckoutRequest{Agent: c.agent, Id: c.id, CheckoutJson: c.checkout}))
+			return r.Msg.GetResult(), err
+		},
+	},
+	{
+		name: "cancel_checkout", title: "Cancelar checkout", op: bcpschema.OpCancel,
+		description: "Cancel a checkout session. Arguments: meta (required, with meta[\"idempotency-key\"], a UUID: reuse the same key when you retry " +
+			"after a lost response), id (required).",
+		run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
+			r, err := m.checkout.CancelCheckout(ctx, connect.NewRequest(&checkoutv1.CancelCheckoutRequest{Agent: c.agent, Id: c.id}))
+			return r.Msg.GetResult(), err
+		},
+	},
+}
+
+// buildServer makes the tenant's MCP server with its tools, whose schemas
+// follow the capabilities the merchant offers.
+func (m *mcpEdge) buildServer(t *tenantsv1.Tenant) (*mcp.Server, error) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "bcp-checkout", Title: t.GetName(), Version: bcpnames.Version},
+		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
+	caps := checkoutCapabilities(t.GetCapabilities())
+	for _, spec := range checkoutTools {
+		in, err := bcpschema.ToolInputSchemaFor(spec.name, caps)
+		if err != nil {
+			return nil, err
+		}
+		out, err := bcpschema.ToolOutputSchemaFor(spec.name, caps)
+		if err != nil {
+			return nil, err
+		}
+		spec := spec
+		s.AddTool(&mcp.Tool{Name: spec.name, Title: spec.title, Description: spec.description, InputSchema: in, OutputSchema: out},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				res, err := m.call(ctx, spec, req.Params.Arguments)
+				if err != nil {
+					var rpcErr *jsonrpc.Error
+					if errors.As(err, &rpcErr) {
+						return nil, rpcErr // bare: the SDK copies the code only from an unwrapped *jsonrpc.Error
+					}
+					return nil, protocolError(codeInternal, "internal_error", "internal error")
+				}
+				return res, nil
+			})
+	}
+	return s, nil
+}
+
+// checkoutCapabilities keeps the capabilities that shape checkout payloads.
+func checkoutCapabilities(all []string) []string {
+	var out []string
+	for _, c := range all {
+		if info, ok := bcpnames.LookupCapability(c); ok && (c == bcpnames.Checkout || info.Extends == bcpnames.Checkout) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+type toolCall struct {
+	agent    *checkoutv1.Agent
+	id       string
+	checkout json.RawMessage
+}
+
+type toolArgs struct {
+	Meta struct {
+		Agent struct {
+			Profile string `json:"profile"`
+		} `json:"ucp-agent"`
+		IdempotencyKey string `json:"idempotency-key"`
+	} `json:"meta"`
+	ID       string          `json:"id"`
+	Checkout json.RawMessage `json:"checkout"`
+}
+
+// call runs one tool: validate the arguments, fetch and negotiate with the
+// agent profile, call the checkout service, wrap the result in the
+// negotiated "ucp" envelope.
+func (m *mcpEdge) call(ctx context.Context, spec toolSpec, raw json.RawMessage) (*mcp.CallToolResult, error) {
+	t := tenantFrom(ctx)
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	v, err := m.validator(checkoutCapabilities(t.GetCapabilities()))
+	if err != nil {
+		return nil, err
+	}
+	if err := v.ValidateToolInput(spec.name, raw); err != nil {
+		return nil, invalidParams(err)
+	}
+	var args toolArgs
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil, invalidParams(err)
+	}
+	data, err := m.e.data.get(ctx, t.GetId())
+	if err != nil {
+		return nil, serviceError(err)
+	}
+	dev := t.GetEnvironment() == tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT
+	profile, err := m.profiles.Get(ctx, args.Meta.Agent.Profile, dev)
+	if err != nil {
+		return nil, discoveryError(err)
+	}
+	offer, err := m.offer(t.GetId(), data)
+	if err != nil {
+		return nil, err
+	}
+	neg, err := agentprofile.Negotiate(offer, profile)
+	if err != nil {
+		return nil, discoveryError(err)
+	}
+	baseURL := m.e.BaseURL(hostFrom(ctx))
+	if neg.Incompatible {
+		return m.errorResponse(bcp.Error(bcp.CodeCapabilitiesIncompatible, bcp.SeverityUnrecoverable, "",
+			"Este agente e a loja não têm capacidades de checkout em comum; continue pela loja."), baseURL+"/", true)
+	}
+	caps := make([]string, 0, len(neg.Capabilities))
+	for name := range neg.Capabilities {
+		caps = append(caps, name)
+	}
+	slices.Sort(caps)
+	call := &toolCall{
+		agent:    &checkoutv1.Agent{ProfileUrl: args.Meta.Agent.Profile, Capabilities: caps, BaseUrl: baseURL},
+		id:       args.ID,
+		checkout: args.Checkout,
+	}
+	res, err := spec.run(ctx, m, call)
+	if err != nil {
+		if e := apperr.As(err); e.Kind == apperr.KindNotFound {
+			return m.errorResponse(bcp.Error(bcp.CodeNotFound, bcp.SeverityUnrecoverable, "$.id", "Checkout não encontrado."), baseURL+"/", false)
+		}
+		return nil, serviceError(err)
+	}
+	if res.GetErrorResponse() {
+		return m.wrap(res.GetCheckoutJson(), envelope{Version: bcpnames.Version, Status: "error"})
+	}
+	handlers := any(map[string]any{})
+	if len(neg.PaymentHandlers) > 0 {
+		handlers = neg.PaymentHandlers
+	}
+	return m.wrap(res.GetCheckoutJson(), envelope{
+		Version:         bcpnames.Version,
+		Capabilities:    neg.ResponseCapabilities(bcpnames.Checkout),
+		PaymentHandlers: handlers,
+	})
+}
+
+// envelope is the "ucp" member of a response.
+type envelope struct {
+	Version         string `json:"version"`
+	Status          string `json:"status,omitempty"`
+	Capabilities    any    `json:"capabilities,omitempty"`
+	PaymentHandlers any    `json:"payment_handlers,omitempty"`
+}
+
+// errorResponse is a business outcome with no resource.
+func (m *mcpEdge) errorResponse(msg bcp.Message, continueURL string, incompatible bool) (*mcp.CallToolResult, error) {
+	u := envelope{Version: bcpnames.Version, Status: "error"}
+	if incompatible {
+		u.Capabilities = map[string]any{}
+	}
+	body, err := json.Marshal(bcp.ErrorResponse{Messages: []bcp.Message{msg}, ContinueURL: continueURL})
+	if err != nil {
+		return nil, err
+	}
+	return m.wrap(body, u)
+}
+
+// wrap splices the "ucp" envelope in front of a service's JSON object and
+// returns it both as structuredContent and as the text block.
+func (m *mcpEdge) wrap(body []byte, u envelope) (*mcp.CallToolResult, error) {
+	env, err := json.Marshal(u)
+	if err != nil {
+		return nil, err
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) < 2 || body[0] != '{' {
+		return nil, errors.New("edge: service returned a non-object")
+	}
+	var b bytes.Buffer
+	b.Grow(len(env) + len(body) + 8)
+	b.WriteString(`{"ucp":`)
+	b.Write(env)
+	if rest := bytes.TrimSpace(body[1:]); len(rest) > 0 && rest[0] != '}' {
+		b.WriteByte(',')
+	}
+	b.Write(body[1:])
+	out := json.RawMessage(b.Bytes())
+	return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil
+}
+
+// validator returns the compiled validator for a capability set (compiling
+// costs tens of milliseconds, so it happens once per set).
+func (m *mcpEdge) validator(caps []string) (*bcpschema.Validator, error) {
+	key := strings.Join(caps, ",")
+	m.vmu.Lock()
+	defer m.vmu.Unlock()
+	if v, ok := m.validators[key]; ok {
+		return v, nil
+	}
+	v, err := bcpschema.NewValidator(caps...)
+	if err != nil {
+		return nil, err
+	}
+	m.validators[key] = v
+	return v, nil
+}
+
+// offer is the merchant's side of the negotiation, derived from the same
+// data as its profile and kept until the tenant changes.
+func (m *mcpEdge) offer(tenantID string, d *tenantsv1.GetDiscoveryResponse) (agentprofile.BusinessOffer, error) {
+	m.mu.Lock()
+	o, ok := m.offers[tenantID]
+	m.mu.Unlock()
+	if ok {
+		return o, nil
+	}
+	doc, err := json.Marshal(BuildProfile(d, "https://offer.invalid"))
+	if err != nil {
+		return o, err
+	}
+	if o, err = agentprofile.OfferFromProfileJSON(doc); err != nil {
+		return o, err
+	}
+	m.mu.Lock()
+	m.offers[tenantID] = o
+	m.mu.Unlock()
+	return o, nil
+}
+
+func hostFrom(ctx context.Context) string {
+	h, _ := ctx.Value(hostKey{}).(string)
+	return h
+}
+
+type hostKey struct{}
+
+// Protocol errors: JSON-RPC error objects with data {code, content}.
+
+func protocolError(code int64, dataCode, content string) *jsonrpc.Error {
+	data, _ := json.Marshal(map[string]string{"code": dataCode, "content": content})
+	return &jsonrpc.Error{Code: code, Message: content, Data: data}
+}
+
+func invalidParams(err error) *jsonrpc.Error {
+	type violation struct {
+		Path    string `json:"path"`
+		Message string `json:"message"`
+	}
+	d := struct {
+		Code       string      `json:"code"`
+		Content    string      `json:"content"`
+		Paths      []string    `json:"paths"`
+		Violations []violation `json:"violations"`
+	}{Code: "invalid_params", Content: "the arguments do not match the BCP schema"}
+	var ve *bcpschema.ValidationError
+	if errors.As(err, &ve) {
+		for _, v := range ve.Violations {
+			d.Paths = append(d.Paths, v.Path)
+			d.Violations = append(d.Violations, violation{Path: v.Path, Message: v.Message})
+		}
+		d.Content = ve.Error()
+	} else {
+		d.Paths = []string{"$"}
+		d.Violations = []violation{{Path: "$", Message: err.Error()}}
+	}
+	data, _ := json.Marshal(d)
+	return &jsonrpc.Error{Code: codeInvalidParams, Message: "invalid params: " + d.Content, Data: data}
+}
+
+func discoveryError(err error) *jsonrpc.Error {
+	var pe *agentprofile.Error
+	if errors.As(err, &pe) {
+		return protocolError(codeDiscovery, pe.Code, pe.Message)
+	}
+	return protocolError(codeDiscovery, "profile_unreachable", "the agent profile could not be used")
+}
+
+// serviceError maps a failed service call to a protocol error.
+func serviceError(err error) *jsonrpc.Error {
+	e := apperr.As(err)
+	switch e.Kind {
+	case apperr.KindInvalidArgument:
+		return protocolError(codeInvalidParams, e.Code, e.Message)
+	case apperr.KindUnavailable:
+		return protocolError(codeProtocol, "unavailable", "the merchant is temporarily unavailable; retry shortly")
+	case apperr.KindAborted:
+		return protocolError(codeProtocol, e.Code, e.Message)
+	case apperr.KindFailedPrecondition, apperr.KindAlreadyExists:
+		return protocolError(codeProtocol, e.Code, e.Message)
+	}
+	slog.Error("edge: service call failed", "err", err)
+	return protocolError(codeInternal, "internal_error", "internal error")
+}
