@@ -64,5 +64,8 @@ func MigrateUp(ctx context.Context, url string, logger *slog.Logger) (int, error
 	if err != nil {
 		return len(res), fmt.Errorf("migrate up: %w", err)
 	}
+	if err := migrateRiver(ctx, url); err != nil {
+		return len(res), err
+	}
 	return len(res), nil
 }

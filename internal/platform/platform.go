@@ -21,9 +21,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/riverqueue/river"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/inproc"
+	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/obs"
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/sealer"
@@ -83,6 +85,7 @@ type Running struct {
 
 	cfg    Config
 	local  *http.Client
+	jobs   *jobs.Client
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	srvs   []*http.Server
@@ -148,6 +151,10 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	}
 	r.Clients = clients
 
+	// Durable jobs: services register workers, then one client per process
+	// works them all.
+	workers := river.NewWorkers()
+	var jobUsers []func(*jobs.Client)
 	checks := map[string]obs.Check{}
 	if r.Pool != nil {
 		checks["database"] = r.Pool.Ping
@@ -167,7 +174,10 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		case Pricing:
 			internal.Handle(pricingv1connect.NewPricingServiceHandler(pricing.New(r.Pool), handlerOpts(pricing.Policy)))
 		case Checkout:
-			internal.Handle(checkoutv1connect.NewCheckoutServiceHandler(checkout.New(r.Pool, clients.Catalog, clients.Pricing, clients.Tenants), handlerOpts(checkout.Policy)))
+			svc := checkout.New(r.Pool, clients.Catalog, clients.Pricing, clients.Tenants)
+			river.AddWorker(workers, &checkout.ExpireWorker{Service: svc})
+			jobUsers = append(jobUsers, svc.UseJobs)
+			internal.Handle(checkoutv1connect.NewCheckoutServiceHandler(svc, handlerOpts(checkout.Policy)))
 		case Payments:
 			internal.Handle(paymentsv1connect.NewPaymentsServiceHandler(payments.New(r.Pool), handlerOpts(payments.Policy)))
 		case Orders:
@@ -176,6 +186,19 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		default:
 			return fail(fmt.Errorf("unknown service %q", name))
 		}
+	}
+	if len(jobUsers) > 0 {
+		jc, err := jobs.NewClient(r.Pool, workers, log)
+		if err != nil {
+			return fail(fmt.Errorf("job client: %w", err))
+		}
+		for _, use := range jobUsers {
+			use(jc)
+		}
+		if err := jc.Start(ctx); err != nil {
+			return fail(fmt.Errorf("start job client: %w", err))
+		}
+		r.jobs = jc
 	}
 	internal.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	obs.Health(internal, checks)
@@ -286,6 +309,11 @@ func (r *Running) Stop() {
 		_ = s.Shutdown(sctx)
 	}
 	r.wg.Wait()
+	if r.jobs != nil {
+		jctx, jcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = r.jobs.Stop(jctx)
+		jcancel()
+	}
 	if r.Pool != nil {
 		r.Pool.Close()
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenancy"
@@ -43,6 +44,7 @@ type Service struct {
 	catalog catalogv1connect.CatalogServiceClient
 	pricing pricingv1connect.PricingServiceClient
 	tenants tenantsv1connect.TenantServiceClient
+	jobs    *jobs.Client
 	now     func() time.Time
 }
 
@@ -139,10 +141,14 @@ func (s *Service) CreateCheckout(ctx context.Context, r *connect.Request[checkou
 		return nil, err
 	}
 	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		return checkoutdb.New(tx).InsertSession(ctx, checkoutdb.InsertSessionParams{
+		err := checkoutdb.New(tx).InsertSession(ctx, checkoutdb.InsertSessionParams{
 			TenantID: tid, ID: id, Status: c.Status, Currency: c.Currency, Total: grandTotal(c), BuyerEmail: buyerEmail(c),
 			AgentProfileUrl: agent.profileURL, Capabilities: nonNil(agent.capabilities), Request: reqJSON, State: state, ExpiresAt: expires,
 		})
+		if err != nil {
+			return err
+		}
+		return s.scheduleExpiry(ctx, tx, tid, id, expires)
 	})
 	if err != nil {
 		return nil, err
