@@ -1,5 +1,5 @@
 // Command bcpctl is the operator CLI of the BCP platform. It talks to the
-// tenant registry's connect API with the operator token.
+// tenant registry's and the catalog's connect APIs with the operator token.
 package main
 
 import (
@@ -20,11 +20,12 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/svcauth"
+	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 )
 
-const usage = `usage: bcpctl [--server URL] [--token TOKEN] [--json] <command> ...
+const usage = `usage: bcpctl [--server URL] [--catalog-server URL] [--token TOKEN] [--json] <command> ...
 
 commands:
   tenant create --name NAME --domain DOMAIN [--domain ...] [--slug SLUG] [--environment production|sandbox|development]
@@ -40,10 +41,26 @@ commands:
   handler set <tenant> --id ID --name REVERSE.DOMAIN [--instruments JSON] [--config JSON]
               [--secrets JSON | --secrets-file FILE] [--environment sandbox|production] [--version DATE] [--spec URL] [--schema URL]
   handler remove <tenant> <handler-id>
+  catalog import <tenant> <file.json|file.csv> [--dry-run]
+  catalog list <tenant>
 
 <tenant> is a tenant id, slug or domain.
-The server defaults to $BCP_SERVER or http://127.0.0.1:9090; the token to $BCP_OPERATOR_TOKEN or the
-operator-token file of a local 'bcpd dev' ($BCP_DATA_DIR or .bcp).
+
+catalog import creates or updates products, all or nothing: any error is listed (exit status 2) and
+nothing changes. Products match by id (without one, by their SKUs), variants by SKU; each listed
+product is replaced, and its variants left out are deactivated, never deleted. Importing the same
+file again changes nothing. A JSON file is {"products":[{"id","title","description","image_url",
+"active","variants":[{"id","sku","title","price","currency","stock","active","image_url"}]}]} with
+prices in integer centavos and active defaulting to true. A .csv file has the header
+product_id,product_title,description,image_url,sku,variant_title,price,stock,active and one row per
+variant (',' or ';' separated); rows sharing a product_id form one product, a row without one is a
+product of its own; an empty variant_title is the product_title, an empty active is true. A CSV price
+is whole centavos (5990) or reais with a decimal comma (59,90 or "R$ 1.234,56"); 59.90 and 1.234
+are rejected as ambiguous.
+
+The server defaults to $BCP_SERVER or http://127.0.0.1:9090, the catalog server to $BCP_CATALOG_SERVER
+or the server; the token to $BCP_OPERATOR_TOKEN or the operator-token file of a local 'bcpd dev'
+($BCP_DATA_DIR or .bcp).
 `
 
 // Exit codes: 2 for usage errors and invalid input, 1 for everything else.
@@ -69,7 +86,8 @@ func main() {
 // wrong (invalid, duplicate, unknown), 1 for everything else.
 func exitCode(err error) int {
 	var ue usageError
-	if errors.As(err, &ue) {
+	var ie inputError
+	if errors.As(err, &ue) || errors.As(err, &ie) {
 		return 2
 	}
 	switch apperr.As(err).Kind {
@@ -89,15 +107,17 @@ func errorMessage(err error) string {
 }
 
 type cli struct {
-	client tenantsv1connect.TenantServiceClient
-	out    io.Writer
-	json   bool
+	client  tenantsv1connect.TenantServiceClient
+	catalog catalogv1connect.CatalogServiceClient
+	out     io.Writer
+	json    bool
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	global := flag.NewFlagSet("bcpctl", flag.ContinueOnError)
 	global.SetOutput(io.Discard)
 	server := global.String("server", envOr("BCP_SERVER", "http://127.0.0.1:9090"), "")
+	catalogServer := global.String("catalog-server", os.Getenv("BCP_CATALOG_SERVER"), "")
 	token := global.String("token", os.Getenv("BCP_OPERATOR_TOKEN"), "")
 	asJSON := global.Bool("json", false, "")
 	if err := global.Parse(args); err != nil {
@@ -117,10 +137,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if *token == "" {
 		return errors.New("no operator token: set --token or BCP_OPERATOR_TOKEN")
 	}
+	if *catalogServer == "" {
+		*catalogServer = *server // every service is on one internal listener in `bcpd all`
+	}
+	auth := connect.WithInterceptors(svcauth.Client(*token))
 	c := &cli{
-		client: tenantsv1connect.NewTenantServiceClient(&http.Client{Timeout: 30 * time.Second}, strings.TrimRight(*server, "/"),
-			connect.WithInterceptors(svcauth.Client(*token))),
-		out: out, json: *asJSON,
+		client: tenantsv1connect.NewTenantServiceClient(&http.Client{Timeout: 30 * time.Second}, strings.TrimRight(*server, "/"), auth),
+		// A large import runs longer than any registry call.
+		catalog: catalogv1connect.NewCatalogServiceClient(&http.Client{Timeout: 5 * time.Minute}, strings.TrimRight(*catalogServer, "/"), auth),
+		out:     out, json: *asJSON,
 	}
 	if len(rest) < 2 {
 		return usageError{"missing subcommand for " + rest[0]}
@@ -228,6 +253,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintf(c.out, "removed handler %s\n", p[1])
 			return nil
 		})
+	case "catalog import":
+		return c.catalogImport(ctx, sub)
+	case "catalog list":
+		return c.catalogList(ctx, sub)
 	}
 	return usageError{"unknown command " + cmd}
 }

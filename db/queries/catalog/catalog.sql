@@ -1,13 +1,3 @@
--- name: InsertProduct :one
-INSERT INTO catalog.products (tenant_id, id, title, description, image_url, active)
-VALUES (@tenant_id, @id, @title, @description, @image_url, @active)
-RETURNING *;
-
--- name: InsertVariant :one
-INSERT INTO catalog.variants (tenant_id, id, product_id, sku, title, price, currency, stock, active, image_url)
-VALUES (@tenant_id, @id, @product_id, @sku, @title, @price, @currency, @stock, @active, @image_url)
-RETURNING *;
-
 -- name: ListProducts :many
 SELECT * FROM catalog.products
 WHERE tenant_id = @tenant_id AND (sqlc.narg(after_id)::text IS NULL OR id > sqlc.narg(after_id)::text)
@@ -21,3 +11,58 @@ ORDER BY product_id, id;
 
 -- name: CountProducts :one
 SELECT count(*) FROM catalog.products WHERE tenant_id = @tenant_id;
+
+-- name: LockCatalogWrites :exec
+-- Serializes the catalog writers of one tenant (create, update, import) so
+-- that what an import validated is exactly what it then changes. Stock
+-- reservation must not take this lock: it works on single variant rows.
+SELECT pg_advisory_xact_lock(hashtextextended('catalog.write:' || sqlc.arg(tenant_id)::uuid::text, 0));
+
+-- name: GetProduct :one
+SELECT * FROM catalog.products WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: GetProductsByIDs :many
+SELECT * FROM catalog.products WHERE tenant_id = @tenant_id AND id = ANY(@ids::text[]);
+
+-- name: GetVariantsByIDs :many
+SELECT * FROM catalog.variants WHERE tenant_id = @tenant_id AND id = ANY(@ids::text[]);
+
+-- name: GetVariantsBySKUs :many
+SELECT * FROM catalog.variants WHERE tenant_id = @tenant_id AND sku = ANY(@skus::text[]);
+
+-- name: LookupVariants :many
+-- Variants with what checkout needs from their product.
+SELECT sqlc.embed(v), p.title AS product_title, p.active AS product_active
+FROM catalog.variants v
+JOIN catalog.products p ON p.tenant_id = v.tenant_id AND p.id = v.product_id
+WHERE v.tenant_id = @tenant_id AND v.id = ANY(@ids::text[]);
+
+-- name: UpdateProduct :execrows
+UPDATE catalog.products
+SET title = @title, description = @description, image_url = @image_url, active = @active, updated_at = now()
+WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: UpdateVariant :execrows
+UPDATE catalog.variants
+SET sku = @sku, title = @title, price = @price, currency = @currency, stock = @stock, active = @active,
+    image_url = @image_url, updated_at = now()
+WHERE tenant_id = @tenant_id AND id = @id AND product_id = @product_id;
+
+-- name: SetVariantSKU :execrows
+-- Parks a variant on a temporary SKU so two variants can swap SKUs inside
+-- one transaction despite the (non-deferrable) unique constraint.
+UPDATE catalog.variants SET sku = @sku WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: DeactivateVariants :execrows
+UPDATE catalog.variants SET active = false, updated_at = now()
+WHERE tenant_id = @tenant_id AND id = ANY(@ids::text[]) AND active;
+
+-- name: InsertProducts :batchexec
+-- Imports send their inserts in one round trip (COPY is not allowed on
+-- tables with row-level security).
+INSERT INTO catalog.products (tenant_id, id, title, description, image_url, active)
+VALUES (@tenant_id, @id, @title, @description, @image_url, @active);
+
+-- name: InsertVariants :batchexec
+INSERT INTO catalog.variants (tenant_id, id, product_id, sku, title, price, currency, stock, active, image_url)
+VALUES (@tenant_id, @id, @product_id, @sku, @title, @price, @currency, @stock, @active, @image_url);

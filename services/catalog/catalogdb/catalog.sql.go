@@ -22,30 +22,35 @@ func (q *Queries) CountProducts(ctx context.Context, tenantID uuid.UUID) (int64,
 	return count, err
 }
 
-const insertProduct = `-- name: InsertProduct :one
-INSERT INTO catalog.products (tenant_id, id, title, description, image_url, active)
-VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING tenant_id, id, title, description, image_url, active, created_at, updated_at
+const deactivateVariants = `-- name: DeactivateVariants :execrows
+UPDATE catalog.variants SET active = false, updated_at = now()
+WHERE tenant_id = $1 AND id = ANY($2::text[]) AND active
 `
 
-type InsertProductParams struct {
-	TenantID    uuid.UUID
-	ID          string
-	Title       string
-	Description string
-	ImageUrl    string
-	Active      bool
+type DeactivateVariantsParams struct {
+	TenantID uuid.UUID
+	Ids      []string
 }
 
-func (q *Queries) InsertProduct(ctx context.Context, arg InsertProductParams) (CatalogProduct, error) {
-	row := q.db.QueryRow(ctx, insertProduct,
-		arg.TenantID,
-		arg.ID,
-		arg.Title,
-		arg.Description,
-		arg.ImageUrl,
-		arg.Active,
-	)
+func (q *Queries) DeactivateVariants(ctx context.Context, arg DeactivateVariantsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, deactivateVariants, arg.TenantID, arg.Ids)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const getProduct = `-- name: GetProduct :one
+SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at FROM catalog.products WHERE tenant_id = $1 AND id = $2
+`
+
+type GetProductParams struct {
+	TenantID uuid.UUID
+	ID       string
+}
+
+func (q *Queries) GetProduct(ctx context.Context, arg GetProductParams) (CatalogProduct, error) {
+	row := q.db.QueryRow(ctx, getProduct, arg.TenantID, arg.ID)
 	var i CatalogProduct
 	err := row.Scan(
 		&i.TenantID,
@@ -60,54 +65,126 @@ func (q *Queries) InsertProduct(ctx context.Context, arg InsertProductParams) (C
 	return i, err
 }
 
-const insertVariant = `-- name: InsertVariant :one
-INSERT INTO catalog.variants (tenant_id, id, product_id, sku, title, price, currency, stock, active, image_url)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-RETURNING tenant_id, id, product_id, sku, title, price, currency, stock, active, image_url, created_at, updated_at
+const getProductsByIDs = `-- name: GetProductsByIDs :many
+SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at FROM catalog.products WHERE tenant_id = $1 AND id = ANY($2::text[])
 `
 
-type InsertVariantParams struct {
-	TenantID  uuid.UUID
-	ID        string
-	ProductID string
-	Sku       string
-	Title     string
-	Price     int64
-	Currency  string
-	Stock     int64
-	Active    bool
-	ImageUrl  string
+type GetProductsByIDsParams struct {
+	TenantID uuid.UUID
+	Ids      []string
 }
 
-func (q *Queries) InsertVariant(ctx context.Context, arg InsertVariantParams) (CatalogVariant, error) {
-	row := q.db.QueryRow(ctx, insertVariant,
-		arg.TenantID,
-		arg.ID,
-		arg.ProductID,
-		arg.Sku,
-		arg.Title,
-		arg.Price,
-		arg.Currency,
-		arg.Stock,
-		arg.Active,
-		arg.ImageUrl,
-	)
-	var i CatalogVariant
-	err := row.Scan(
-		&i.TenantID,
-		&i.ID,
-		&i.ProductID,
-		&i.Sku,
-		&i.Title,
-		&i.Price,
-		&i.Currency,
-		&i.Stock,
-		&i.Active,
-		&i.ImageUrl,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-	)
-	return i, err
+func (q *Queries) GetProductsByIDs(ctx context.Context, arg GetProductsByIDsParams) ([]CatalogProduct, error) {
+	rows, err := q.db.Query(ctx, getProductsByIDs, arg.TenantID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CatalogProduct
+	for rows.Next() {
+		var i CatalogProduct
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.Title,
+			&i.Description,
+			&i.ImageUrl,
+			&i.Active,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const getVariantsByIDs = `-- name: GetVariantsByIDs :many
+SELECT tenant_id, id, product_id, sku, title, price, currency, stock, active, image_url, created_at, updated_at FROM catalog.variants WHERE tenant_id = $1 AND id = ANY($2::text[])
+`
+
+type GetVariantsByIDsParams struct {
+	TenantID uuid.UUID
+	Ids      []string
+}
+
+func (q *Queries) GetVariantsByIDs(ctx context.Context, arg GetVariantsByIDsParams) ([]CatalogVariant, error) {
+	rows, err := q.db.Query(ctx, getVariantsByIDs, arg.TenantID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CatalogVariant
+	for rows.Next() {
+		var i CatalogVariant
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.ProductID,
+			&i.Sku,
+			&i.Title,
+			&i.Price,
+			&i.Currency,
+			&i.Stock,
+			&i.Active,
+			&i.ImageUrl,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const getVariantsBySKUs = `-- name: GetVariantsBySKUs :many
+SELECT tenant_id, id, product_id, sku, title, price, currency, stock, active, image_url, created_at, updated_at FROM catalog.variants WHERE tenant_id = $1 AND sku = ANY($2::text[])
+`
+
+type GetVariantsBySKUsParams struct {
+	TenantID uuid.UUID
+	Skus     []string
+}
+
+func (q *Queries) GetVariantsBySKUs(ctx context.Context, arg GetVariantsBySKUsParams) ([]CatalogVariant, error) {
+	rows, err := q.db.Query(ctx, getVariantsBySKUs, arg.TenantID, arg.Skus)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CatalogVariant
+	for rows.Next() {
+		var i CatalogVariant
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.ProductID,
+			&i.Sku,
+			&i.Title,
+			&i.Price,
+			&i.Currency,
+			&i.Stock,
+			&i.Active,
+			&i.ImageUrl,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const listProducts = `-- name: ListProducts :many
@@ -194,4 +271,159 @@ func (q *Queries) ListVariantsOfProducts(ctx context.Context, arg ListVariantsOf
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockCatalogWrites = `-- name: LockCatalogWrites :exec
+SELECT pg_advisory_xact_lock(hashtextextended('catalog.write:' || $1::uuid::text, 0))
+`
+
+// Serializes the catalog writers of one tenant (create, update, import) so
+// that what an import validated is exactly what it then changes. Stock
+// reservation must not take this lock: it works on single variant rows.
+func (q *Queries) LockCatalogWrites(ctx context.Context, tenantID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, lockCatalogWrites, tenantID)
+	return err
+}
+
+const lookupVariants = `-- name: LookupVariants :many
+SELECT v.tenant_id, v.id, v.product_id, v.sku, v.title, v.price, v.currency, v.stock, v.active, v.image_url, v.created_at, v.updated_at, p.title AS product_title, p.active AS product_active
+FROM catalog.variants v
+JOIN catalog.products p ON p.tenant_id = v.tenant_id AND p.id = v.product_id
+WHERE v.tenant_id = $1 AND v.id = ANY($2::text[])
+`
+
+type LookupVariantsParams struct {
+	TenantID uuid.UUID
+	Ids      []string
+}
+
+type LookupVariantsRow struct {
+	CatalogVariant CatalogVariant
+	ProductTitle   string
+	ProductActive  bool
+}
+
+// Variants with what checkout needs from their product.
+func (q *Queries) LookupVariants(ctx context.Context, arg LookupVariantsParams) ([]LookupVariantsRow, error) {
+	rows, err := q.db.Query(ctx, lookupVariants, arg.TenantID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LookupVariantsRow
+	for rows.Next() {
+		var i LookupVariantsRow
+		if err := rows.Scan(
+			&i.CatalogVariant.TenantID,
+			&i.CatalogVariant.ID,
+			&i.CatalogVariant.ProductID,
+			&i.CatalogVariant.Sku,
+			&i.CatalogVariant.Title,
+			&i.CatalogVariant.Price,
+			&i.CatalogVariant.Currency,
+			&i.CatalogVariant.Stock,
+			&i.CatalogVariant.Active,
+			&i.CatalogVariant.ImageUrl,
+			&i.CatalogVariant.CreatedAt,
+			&i.CatalogVariant.UpdatedAt,
+			&i.ProductTitle,
+			&i.ProductActive,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const setVariantSKU = `-- name: SetVariantSKU :execrows
+UPDATE catalog.variants SET sku = $1 WHERE tenant_id = $2 AND id = $3
+`
+
+type SetVariantSKUParams struct {
+	Sku      string
+	TenantID uuid.UUID
+	ID       string
+}
+
+// Parks a variant on a temporary SKU so two variants can swap SKUs inside
+// one transaction despite the (non-deferrable) unique constraint.
+func (q *Queries) SetVariantSKU(ctx context.Context, arg SetVariantSKUParams) (int64, error) {
+	result, err := q.db.Exec(ctx, setVariantSKU, arg.Sku, arg.TenantID, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const updateProduct = `-- name: UpdateProduct :execrows
+UPDATE catalog.products
+SET title = $1, description = $2, image_url = $3, active = $4, updated_at = now()
+WHERE tenant_id = $5 AND id = $6
+`
+
+type UpdateProductParams struct {
+	Title       string
+	Description string
+	ImageUrl    string
+	Active      bool
+	TenantID    uuid.UUID
+	ID          string
+}
+
+func (q *Queries) UpdateProduct(ctx context.Context, arg UpdateProductParams) (int64, error) {
+	result, err := q.db.Exec(ctx, updateProduct,
+		arg.Title,
+		arg.Description,
+		arg.ImageUrl,
+		arg.Active,
+		arg.TenantID,
+		arg.ID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const updateVariant = `-- name: UpdateVariant :execrows
+UPDATE catalog.variants
+SET sku = $1, title = $2, price = $3, currency = $4, stock = $5, active = $6,
+    image_url = $7, updated_at = now()
+WHERE tenant_id = $8 AND id = $9 AND product_id = $10
+`
+
+type UpdateVariantParams struct {
+	Sku       string
+	Title     string
+	Price     int64
+	Currency  string
+	Stock     int64
+	Active    bool
+	ImageUrl  string
+	TenantID  uuid.UUID
+	ID        string
+	ProductID string
+}
+
+func (q *Queries) UpdateVariant(ctx context.Context, arg UpdateVariantParams) (int64, error) {
+	result, err := q.db.Exec(ctx, updateVariant,
+		arg.Sku,
+		arg.Title,
+		arg.Price,
+		arg.Currency,
+		arg.Stock,
+		arg.Active,
+		arg.ImageUrl,
+		arg.TenantID,
+		arg.ID,
+		arg.ProductID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

@@ -37,6 +37,23 @@ type CatalogVariant struct {
 	UpdatedAt time.Time
 }
 
+type CheckoutSession struct {
+	TenantID        uuid.UUID
+	ID              string
+	Status          string
+	Currency        string
+	Total           int64
+	BuyerEmail      string
+	AgentProfileUrl string
+	Capabilities    []string
+	Request         json.RawMessage
+	State           json.RawMessage
+	Version         int32
+	ExpiresAt       time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
 type TenantsApiKey struct {
 	TenantID        uuid.UUID
 	ID              string
