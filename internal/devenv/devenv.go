@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,22 +83,25 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		return nil, err
 	}
 	_, publicPort, _ := net.SplitHostPort(o.PublicAddr)
+	agentPattern, agentHandler := DemoAgentHandler()
 	env.Platform, err = platform.Start(ctx, platform.Config{
-		Services:      platform.AllServices,
-		DatabaseURL:   appURL,
-		PublicAddr:    o.PublicAddr,
-		InternalAddr:  o.InternalAddr,
-		InternalToken: randomToken("bcp_int_"),
-		OperatorToken: opToken,
-		MasterKey:     masterKey,
-		Edge:          edge.Config{PublicScheme: "http", PublicPort: publicPort},
-		Logger:        o.Logger,
+		InternalRoutes: map[string]http.Handler{agentPattern: agentHandler},
+		Services:       platform.AllServices,
+		DatabaseURL:    appURL,
+		PublicAddr:     o.PublicAddr,
+		InternalAddr:   o.InternalAddr,
+		InternalToken:  randomToken("bcp_int_"),
+		OperatorToken:  opToken,
+		MasterKey:      masterKey,
+		Edge:           edge.Config{PublicScheme: "http", PublicPort: publicPort},
+		Logger:         o.Logger,
 	})
 	if err != nil {
 		env.Stop()
 		return nil, err
 	}
-	tenant, apiKey, err := SeedDemo(ctx, env.Platform.ClientsWithToken(opToken), dataDir)
+	agentProfile := DemoAgentProfileURL(env.Platform.InternalAddr)
+	tenant, apiKey, err := SeedDemo(ctx, env.Platform.ClientsWithToken(opToken), dataDir, agentProfile)
 	if err != nil {
 		env.Stop()
 		return nil, fmt.Errorf("seed demo merchant: %w", err)
@@ -111,14 +115,14 @@ BCP platform running (bcpd all on a private PostgreSQL).
   profile           %s/.well-known/bcp
   agent endpoint    %s/bcp/mcp
   admin URL         %s/admin   (admin web: arriving with the admin issue)
-  demo agent key    %s   (bound to agent profile %s)
+  demo agent        profile %s, API key %s
   operator API      http://%s   (token in %s; bcpctl finds it there)
 
   *.localhost names resolve to this machine in browsers; with curl send the Host header:
     curl -H 'Host: %s' http://127.0.0.1:%s/.well-known/bcp
 
 Ctrl-C stops the platform and PostgreSQL; data stays in %s.
-`, tenant.GetName(), DemoDomain, tenant.GetId(), base, base, base, apiKey, DemoAgentProfile,
+`, tenant.GetName(), DemoDomain, tenant.GetId(), base, base, base, agentProfile, apiKey,
 		env.Platform.InternalAddr, filepath.Join(dataDir, "operator-token"), DemoDomain, port, dataDir)
 	return env, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
+	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 
 	"github.com/google/uuid"
@@ -24,14 +26,42 @@ import (
 const (
 	DemoSlug   = "loja-demo"
 	DemoDomain = "loja-demo.localhost"
-	// DemoAgentProfile is the agent profile the demo API key is bound to.
-	DemoAgentProfile = "http://agent.localhost/profiles/demo-agent.json"
+	// demoAgentPath is where bcpd dev serves the demo agent's profile on
+	// its internal listener, so a newcomer can drive a checkout with curl.
+	demoAgentPath = "/dev/demo-agent.json"
 )
+
+// DemoAgentProfileURL is the demo agent's profile URL for an internal
+// listener address.
+func DemoAgentProfileURL(internalAddr string) string { return "http://" + internalAddr + demoAgentPath }
+
+// demoAgentProfile is a platform profile that supports everything the
+// platform offers, with the demo merchant's payment handler names.
+const demoAgentProfile = `{"ucp":{"version":"2026-07-28",
+ "services":{"br.dev.bcp.shopping":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/overview","transport":"mcp","schema":"https://bcp.dev.br/draft/services/shopping/mcp.openrpc.json"}]},
+ "capabilities":{
+  "br.dev.bcp.shopping.checkout":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/checkout","schema":"https://bcp.dev.br/draft/schemas/shopping/checkout.json"}],
+  "br.dev.bcp.shopping.fulfillment":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/fulfillment","schema":"https://bcp.dev.br/draft/schemas/shopping/fulfillment.json","extends":"br.dev.bcp.shopping.checkout"}],
+  "br.dev.bcp.shopping.discount":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/discount","schema":"https://bcp.dev.br/draft/schemas/shopping/discount.json","extends":"br.dev.bcp.shopping.checkout"}],
+  "br.dev.bcp.shopping.buyer_consent":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/buyer-consent","schema":"https://bcp.dev.br/draft/schemas/shopping/buyer_consent.json","extends":"br.dev.bcp.shopping.checkout"}]},
+ "payment_handlers":{
+  "br.dev.bcp.pix":[{"id":"agent_pix","version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/pix","schema":"https://bcp.dev.br/draft/schemas/handlers/pix.json"}],
+  "com.example.vendor.delegate_payment":[{"id":"agent_card","version":"2026-07-28","spec":"https://example.vendor.com/specs/delegate-payment","schema":"https://example.vendor.com/schemas/delegate-payment-config.json"}]}}}
+`
+
+// DemoAgentHandler serves the demo agent profile.
+func DemoAgentHandler() (string, http.Handler) {
+	return "GET " + demoAgentPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		_, _ = w.Write([]byte(demoAgentProfile))
+	})
+}
 
 // SeedDemo creates the demo merchant through the services' APIs when it
 // does not exist yet, and returns its tenant and the demo agent API key
 // (kept in dataDir so every run can print it).
-func SeedDemo(ctx context.Context, c *platform.Clients, dataDir string) (*tenantsv1.Tenant, string, error) {
+func SeedDemo(ctx context.Context, c *platform.Clients, dataDir, agentProfile string) (*tenantsv1.Tenant, string, error) {
 	keyFile := filepath.Join(dataDir, "demo-api-key")
 	got, err := c.Tenants.GetTenant(ctx, connect.NewRequest(&tenantsv1.GetTenantRequest{Tenant: DemoSlug}))
 	if err == nil {
@@ -70,8 +100,34 @@ func SeedDemo(ctx context.Context, c *platform.Clients, dataDir string) (*tenant
 			return nil, "", fmt.Errorf("demo product %s: %w", p.GetId(), err)
 		}
 	}
+	if _, err := c.Tenants.SetSettings(ctx, connect.NewRequest(&tenantsv1.SetSettingsRequest{Tenant: t.GetId(), Settings: &tenantsv1.Settings{
+		Links: []*tenantsv1.Link{
+			{Type: "privacy_policy", Url: "http://" + DemoDomain + "/privacidade"},
+			{Type: "terms_of_service", Url: "http://" + DemoDomain + "/termos"},
+		},
+		ConsentPurposes: []string{"marketing"},
+	}})); err != nil {
+		return nil, "", fmt.Errorf("demo settings: %w", err)
+	}
+	for _, r := range demoRates {
+		if _, err := c.Pricing.SetShippingRate(tctx, connect.NewRequest(&pricingv1.SetShippingRateRequest{Rate: r})); err != nil {
+			return nil, "", fmt.Errorf("demo shipping rate %s: %w", r.GetTitle(), err)
+		}
+	}
+	if _, err := c.Pricing.SetPickupLocation(tctx, connect.NewRequest(&pricingv1.SetPickupLocationRequest{Location: &pricingv1.PickupLocation{
+		Name: "Loja Demo — Pinheiros", StreetAddress: "Rua dos Pinheiros, 500", AddressLocality: "São Paulo", AddressRegion: "SP",
+		PostalCode: "05422000", AddressCountry: "BR", Description: "Retire em até 2 horas após a confirmação do pagamento", Active: true,
+	}})); err != nil {
+		return nil, "", fmt.Errorf("demo pickup point: %w", err)
+	}
+	if _, err := c.Pricing.SetDiscount(tctx, connect.NewRequest(&pricingv1.SetDiscountRequest{Discount: &pricingv1.Discount{
+		Code: "BEMVINDO10", Title: "10% de desconto de boas-vindas", Kind: pricingv1.Discount_KIND_PERCENT, Value: 1000,
+		Active: true, Combinable: true, Priority: 1, UsageLimitPerBuyer: 1,
+	}})); err != nil {
+		return nil, "", fmt.Errorf("demo discount: %w", err)
+	}
 	key, err := c.Tenants.CreateAPIKey(ctx, connect.NewRequest(&tenantsv1.CreateAPIKeyRequest{
-		Tenant: t.GetId(), AgentProfileUrl: DemoAgentProfile, Label: "demo agent",
+		Tenant: t.GetId(), AgentProfileUrl: agentProfile, Label: "demo agent",
 	}))
 	if err != nil {
 		return nil, "", fmt.Errorf("demo API key: %w", err)
@@ -80,6 +136,13 @@ func SeedDemo(ctx context.Context, c *platform.Clients, dataDir string) (*tenant
 		return nil, "", err
 	}
 	return t, key.Msg.GetSecret(), nil
+}
+
+// Two shipping rates: PAC everywhere (free from R$ 199,00) and SEDEX in
+// the Southeast.
+var demoRates = []*pricingv1.ShippingRate{
+	{Title: "PAC", Description: "Entrega econômica dos Correios", Carrier: "Correios", Price: 1890, FreeAbove: 19900, MinDays: 5, MaxDays: 9, Active: true},
+	{Title: "SEDEX", Description: "Entrega expressa dos Correios", Carrier: "Correios", Price: 3490, MinDays: 1, MaxDays: 3, Regions: []string{"SP", "RJ", "MG", "ES"}, Active: true, Position: 1},
 }
 
 var demoCatalog = []*catalogv1.Product{

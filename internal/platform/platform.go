@@ -67,11 +67,14 @@ type Config struct {
 	PublicAddr   string   // edge listener (agents, browsers)
 	InternalAddr string   // connect services, /metrics, /healthz, /readyz
 	// ServiceURLs locate services hosted by other processes, by name.
-	ServiceURLs     map[string]string
-	InternalToken   string
-	OperatorToken   string
-	MasterKey       []byte // required when hosting tenants
-	Edge            edge.Config
+	ServiceURLs   map[string]string
+	InternalToken string
+	OperatorToken string
+	MasterKey     []byte // required when hosting tenants
+	Edge          edge.Config
+	// InternalRoutes adds handlers to the internal listener (bcpd dev
+	// serves the demo agent's profile there).
+	InternalRoutes  map[string]http.Handler
 	Logger          *slog.Logger
 	AllowPrivileged bool
 }
@@ -201,6 +204,9 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		r.jobs = jc
 	}
 	internal.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	for pattern, h := range cfg.InternalRoutes {
+		internal.Handle(pattern, h)
+	}
 	obs.Health(internal, checks)
 
 	if cfg.hosts(Edge) {

@@ -176,7 +176,7 @@ type PostalAddress struct {
 
 // ErrorResponse is the business outcome when no resource exists.
 type ErrorResponse struct {
-	UCP         *UCP      `json:"ucp"`
+	UCP         *UCP      `json:"ucp,omitempty"`
 	Messages    []Message `json:"messages"`
 	ContinueURL string    `json:"continue_url,omitempty"`
 }

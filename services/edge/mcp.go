@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -123,7 +125,10 @@ var checkoutTools = []toolSpec{
 			"Returns the checkout with prices in centavos (BRL), totals, messages telling what is missing, and continue_url for the buyer.",
 		run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
 			r, err := m.checkout.CreateCheckout(ctx, connect.NewRequest(&checkoutv1.CreateCheckoutRequest{Agent: c.agent, CheckoutJson: c.checkout}))
-			return r.Msg.GetResult(), err
+			if err != nil {
+				return nil, err
+			}
+			return r.Msg.GetResult(), nil
 		},
 	},
 	{
@@ -131,7 +136,10 @@ var checkoutTools = []toolSpec{
 		description: "Get the current state of a checkout session. Arguments: meta (required), id (required).",
 		run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
 			r, err := m.checkout.GetCheckout(ctx, connect.NewRequest(&checkoutv1.GetCheckoutRequest{Agent: c.agent, Id: c.id}))
-			return r.Msg.GetResult(), err
+			if err != nil {
+				return nil, err
+			}
+			return r.Msg.GetResult(), nil
 		},
 	},
 	{
@@ -140,7 +148,10 @@ var checkoutTools = []toolSpec{
 			"Arguments: meta (required), id (required), checkout (required, without id). Select shipping with fulfillment.methods[].groups[].selected_option_id.",
 		run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
 			r, err := m.checkout.UpdateCheckout(ctx, connect.NewRequest(&checkoutv1.UpdateCheckoutRequest{Agent: c.agent, Id: c.id, CheckoutJson: c.checkout}))
-			return r.Msg.GetResult(), err
+			if err != nil {
+				return nil, err
+			}
+			return r.Msg.GetResult(), nil
 		},
 	},
 	{
@@ -149,7 +160,10 @@ var checkoutTools = []toolSpec{
 			"after a lost response), id (required).",
 		run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
 			r, err := m.checkout.CancelCheckout(ctx, connect.NewRequest(&checkoutv1.CancelCheckoutRequest{Agent: c.agent, Id: c.id}))
-			return r.Msg.GetResult(), err
+			if err != nil {
+				return nil, err
+			}
+			return r.Msg.GetResult(), nil
 		},
 	},
 }
@@ -171,8 +185,16 @@ func (m *mcpEdge) buildServer(t *tenantsv1.Tenant) (*mcp.Server, error) {
 		}
 		spec := spec
 		s.AddTool(&mcp.Tool{Name: spec.name, Title: spec.title, Description: spec.description, InputSchema: in, OutputSchema: out},
-			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				res, err := m.call(ctx, spec, req.Params.Arguments)
+			func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+				// The SDK does not recover handler panics; one bad request
+				// must not take the process down.
+				defer func() {
+					if p := recover(); p != nil {
+						m.log.ErrorContext(ctx, "edge: panic in tool handler", "tool", spec.name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+						res, err = nil, protocolError(codeInternal, "internal_error", "internal error")
+					}
+				}()
+				res, err = m.call(ctx, spec, req.Params.Arguments)
 				if err != nil {
 					var rpcErr *jsonrpc.Error
 					if errors.As(err, &rpcErr) {
