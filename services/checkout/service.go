@@ -40,6 +40,8 @@ import (
 
 // Service implements checkoutv1connect.CheckoutServiceHandler.
 type Service struct {
+	// CompleteCheckout and SettlePayment arrive with the completion work.
+	checkoutv1connect.UnimplementedCheckoutServiceHandler
 	pool    *pgxpool.Pool
 	catalog catalogv1connect.CatalogServiceClient
 	pricing pricingv1connect.PricingServiceClient

@@ -16,6 +16,8 @@ import (
 
 // Service implements ordersv1connect.OrdersServiceHandler.
 type Service struct {
+	// Until every RPC is implemented, the rest answer CodeUnimplemented.
+	ordersv1connect.UnimplementedOrdersServiceHandler
 	pool *pgxpool.Pool
 }
 

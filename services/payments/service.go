@@ -16,6 +16,8 @@ import (
 
 // Service implements paymentsv1connect.PaymentsServiceHandler.
 type Service struct {
+	// Until every RPC is implemented, the rest answer CodeUnimplemented.
+	paymentsv1connect.UnimplementedPaymentsServiceHandler
 	pool *pgxpool.Pool
 }
 

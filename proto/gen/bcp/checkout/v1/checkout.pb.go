@@ -392,6 +392,226 @@ func (x *CancelCheckoutRequest) GetId() string {
 	return ""
 }
 
+type CompleteCheckoutRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Agent *Agent                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	Id    string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// The "checkout" argument (BCP JSON, complete shape: payment, signals...).
+	CheckoutJson []byte `protobuf:"bytes,3,opt,name=checkout_json,json=checkoutJson,proto3" json:"checkout_json,omitempty"`
+	// Public signing keys of the agent's profile (JWK JSON), for delegated
+	// payment tokens signed by the agent's platform.
+	AgentSigningKeysJson []string `protobuf:"bytes,4,rep,name=agent_signing_keys_json,json=agentSigningKeysJson,proto3" json:"agent_signing_keys_json,omitempty"`
+	// From the agent profile's order capability config.
+	OrderWebhookUrl string `protobuf:"bytes,5,opt,name=order_webhook_url,json=orderWebhookUrl,proto3" json:"order_webhook_url,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *CompleteCheckoutRequest) Reset() {
+	*x = CompleteCheckoutRequest{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteCheckoutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteCheckoutRequest) ProtoMessage() {}
+
+func (x *CompleteCheckoutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteCheckoutRequest.ProtoReflect.Descriptor instead.
+func (*CompleteCheckoutRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CompleteCheckoutRequest) GetAgent() *Agent {
+	if x != nil {
+		return x.Agent
+	}
+	return nil
+}
+
+func (x *CompleteCheckoutRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CompleteCheckoutRequest) GetCheckoutJson() []byte {
+	if x != nil {
+		return x.CheckoutJson
+	}
+	return nil
+}
+
+func (x *CompleteCheckoutRequest) GetAgentSigningKeysJson() []string {
+	if x != nil {
+		return x.AgentSigningKeysJson
+	}
+	return nil
+}
+
+func (x *CompleteCheckoutRequest) GetOrderWebhookUrl() string {
+	if x != nil {
+		return x.OrderWebhookUrl
+	}
+	return ""
+}
+
+type CompleteCheckoutResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        *CheckoutResult        `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteCheckoutResponse) Reset() {
+	*x = CompleteCheckoutResponse{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteCheckoutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteCheckoutResponse) ProtoMessage() {}
+
+func (x *CompleteCheckoutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteCheckoutResponse.ProtoReflect.Descriptor instead.
+func (*CompleteCheckoutResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CompleteCheckoutResponse) GetResult() *CheckoutResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type SettlePaymentRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CheckoutId    string                 `protobuf:"bytes,1,opt,name=checkout_id,json=checkoutId,proto3" json:"checkout_id,omitempty"`
+	AttemptId     string                 `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SettlePaymentRequest) Reset() {
+	*x = SettlePaymentRequest{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SettlePaymentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SettlePaymentRequest) ProtoMessage() {}
+
+func (x *SettlePaymentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SettlePaymentRequest.ProtoReflect.Descriptor instead.
+func (*SettlePaymentRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SettlePaymentRequest) GetCheckoutId() string {
+	if x != nil {
+		return x.CheckoutId
+	}
+	return ""
+}
+
+func (x *SettlePaymentRequest) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+type SettlePaymentResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        string                 `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SettlePaymentResponse) Reset() {
+	*x = SettlePaymentResponse{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SettlePaymentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SettlePaymentResponse) ProtoMessage() {}
+
+func (x *SettlePaymentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SettlePaymentResponse.ProtoReflect.Descriptor instead.
+func (*SettlePaymentResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SettlePaymentResponse) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
 type CreateCheckoutResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Result        *CheckoutResult        `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
@@ -401,7 +621,7 @@ type CreateCheckoutResponse struct {
 
 func (x *CreateCheckoutResponse) Reset() {
 	*x = CreateCheckoutResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[7]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -413,7 +633,7 @@ func (x *CreateCheckoutResponse) String() string {
 func (*CreateCheckoutResponse) ProtoMessage() {}
 
 func (x *CreateCheckoutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[7]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -426,7 +646,7 @@ func (x *CreateCheckoutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCheckoutResponse.ProtoReflect.Descriptor instead.
 func (*CreateCheckoutResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{7}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreateCheckoutResponse) GetResult() *CheckoutResult {
@@ -445,7 +665,7 @@ type GetCheckoutResponse struct {
 
 func (x *GetCheckoutResponse) Reset() {
 	*x = GetCheckoutResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[8]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -457,7 +677,7 @@ func (x *GetCheckoutResponse) String() string {
 func (*GetCheckoutResponse) ProtoMessage() {}
 
 func (x *GetCheckoutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[8]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -470,7 +690,7 @@ func (x *GetCheckoutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckoutResponse.ProtoReflect.Descriptor instead.
 func (*GetCheckoutResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{8}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetCheckoutResponse) GetResult() *CheckoutResult {
@@ -489,7 +709,7 @@ type UpdateCheckoutResponse struct {
 
 func (x *UpdateCheckoutResponse) Reset() {
 	*x = UpdateCheckoutResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[9]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +721,7 @@ func (x *UpdateCheckoutResponse) String() string {
 func (*UpdateCheckoutResponse) ProtoMessage() {}
 
 func (x *UpdateCheckoutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[9]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +734,7 @@ func (x *UpdateCheckoutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCheckoutResponse.ProtoReflect.Descriptor instead.
 func (*UpdateCheckoutResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{9}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UpdateCheckoutResponse) GetResult() *CheckoutResult {
@@ -533,7 +753,7 @@ type CancelCheckoutResponse struct {
 
 func (x *CancelCheckoutResponse) Reset() {
 	*x = CancelCheckoutResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[10]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -545,7 +765,7 @@ func (x *CancelCheckoutResponse) String() string {
 func (*CancelCheckoutResponse) ProtoMessage() {}
 
 func (x *CancelCheckoutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[10]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -558,7 +778,7 @@ func (x *CancelCheckoutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelCheckoutResponse.ProtoReflect.Descriptor instead.
 func (*CancelCheckoutResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{10}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CancelCheckoutResponse) GetResult() *CheckoutResult {
@@ -581,7 +801,7 @@ type CheckoutResult struct {
 
 func (x *CheckoutResult) Reset() {
 	*x = CheckoutResult{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[11]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -593,7 +813,7 @@ func (x *CheckoutResult) String() string {
 func (*CheckoutResult) ProtoMessage() {}
 
 func (x *CheckoutResult) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[11]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -606,7 +826,7 @@ func (x *CheckoutResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckoutResult.ProtoReflect.Descriptor instead.
 func (*CheckoutResult) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{11}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CheckoutResult) GetCheckoutJson() []byte {
@@ -646,7 +866,7 @@ type CheckoutSummary struct {
 
 func (x *CheckoutSummary) Reset() {
 	*x = CheckoutSummary{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[12]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -658,7 +878,7 @@ func (x *CheckoutSummary) String() string {
 func (*CheckoutSummary) ProtoMessage() {}
 
 func (x *CheckoutSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[12]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -671,7 +891,7 @@ func (x *CheckoutSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckoutSummary.ProtoReflect.Descriptor instead.
 func (*CheckoutSummary) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{12}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CheckoutSummary) GetId() string {
@@ -742,7 +962,7 @@ type ListCheckoutsRequest struct {
 
 func (x *ListCheckoutsRequest) Reset() {
 	*x = ListCheckoutsRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[13]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -754,7 +974,7 @@ func (x *ListCheckoutsRequest) String() string {
 func (*ListCheckoutsRequest) ProtoMessage() {}
 
 func (x *ListCheckoutsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[13]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -767,7 +987,7 @@ func (x *ListCheckoutsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCheckoutsRequest.ProtoReflect.Descriptor instead.
 func (*ListCheckoutsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{13}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListCheckoutsRequest) GetStatus() string {
@@ -801,7 +1021,7 @@ type ListCheckoutsResponse struct {
 
 func (x *ListCheckoutsResponse) Reset() {
 	*x = ListCheckoutsResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[14]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -813,7 +1033,7 @@ func (x *ListCheckoutsResponse) String() string {
 func (*ListCheckoutsResponse) ProtoMessage() {}
 
 func (x *ListCheckoutsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[14]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -826,7 +1046,7 @@ func (x *ListCheckoutsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCheckoutsResponse.ProtoReflect.Descriptor instead.
 func (*ListCheckoutsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{14}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListCheckoutsResponse) GetCheckouts() []*CheckoutSummary {
@@ -851,7 +1071,7 @@ type ExpireCheckoutsRequest struct {
 
 func (x *ExpireCheckoutsRequest) Reset() {
 	*x = ExpireCheckoutsRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[15]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -863,7 +1083,7 @@ func (x *ExpireCheckoutsRequest) String() string {
 func (*ExpireCheckoutsRequest) ProtoMessage() {}
 
 func (x *ExpireCheckoutsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[15]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -876,7 +1096,7 @@ func (x *ExpireCheckoutsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireCheckoutsRequest.ProtoReflect.Descriptor instead.
 func (*ExpireCheckoutsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{15}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{19}
 }
 
 type ExpireCheckoutsResponse struct {
@@ -888,7 +1108,7 @@ type ExpireCheckoutsResponse struct {
 
 func (x *ExpireCheckoutsResponse) Reset() {
 	*x = ExpireCheckoutsResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[16]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -900,7 +1120,7 @@ func (x *ExpireCheckoutsResponse) String() string {
 func (*ExpireCheckoutsResponse) ProtoMessage() {}
 
 func (x *ExpireCheckoutsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[16]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -913,7 +1133,7 @@ func (x *ExpireCheckoutsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireCheckoutsResponse.ProtoReflect.Descriptor instead.
 func (*ExpireCheckoutsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{16}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ExpireCheckoutsResponse) GetExpired() int32 {
@@ -950,7 +1170,22 @@ const file_bcp_checkout_v1_checkout_proto_rawDesc = "" +
 	"\rcheckout_json\x18\x03 \x01(\fR\fcheckoutJson\"U\n" +
 	"\x15CancelCheckoutRequest\x12,\n" +
 	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"Q\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\xdf\x01\n" +
+	"\x17CompleteCheckoutRequest\x12,\n" +
+	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12#\n" +
+	"\rcheckout_json\x18\x03 \x01(\fR\fcheckoutJson\x125\n" +
+	"\x17agent_signing_keys_json\x18\x04 \x03(\tR\x14agentSigningKeysJson\x12*\n" +
+	"\x11order_webhook_url\x18\x05 \x01(\tR\x0forderWebhookUrl\"S\n" +
+	"\x18CompleteCheckoutResponse\x127\n" +
+	"\x06result\x18\x01 \x01(\v2\x1f.bcp.checkout.v1.CheckoutResultR\x06result\"V\n" +
+	"\x14SettlePaymentRequest\x12\x1f\n" +
+	"\vcheckout_id\x18\x01 \x01(\tR\n" +
+	"checkoutId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x02 \x01(\tR\tattemptId\"/\n" +
+	"\x15SettlePaymentResponse\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\tR\x06status\"Q\n" +
 	"\x16CreateCheckoutResponse\x127\n" +
 	"\x06result\x18\x01 \x01(\v2\x1f.bcp.checkout.v1.CheckoutResultR\x06result\"N\n" +
 	"\x13GetCheckoutResponse\x127\n" +
@@ -983,13 +1218,15 @@ const file_bcp_checkout_v1_checkout_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x18\n" +
 	"\x16ExpireCheckoutsRequest\"3\n" +
 	"\x17ExpireCheckoutsResponse\x12\x18\n" +
-	"\aexpired\x18\x01 \x01(\x05R\aexpired2\xae\x05\n" +
+	"\aexpired\x18\x01 \x01(\x05R\aexpired2\xf7\x06\n" +
 	"\x0fCheckoutService\x12H\n" +
 	"\x04Ping\x12\x1c.bcp.checkout.v1.PingRequest\x1a\x1d.bcp.checkout.v1.PingResponse\"\x03\x90\x02\x01\x12a\n" +
 	"\x0eCreateCheckout\x12&.bcp.checkout.v1.CreateCheckoutRequest\x1a'.bcp.checkout.v1.CreateCheckoutResponse\x12]\n" +
 	"\vGetCheckout\x12#.bcp.checkout.v1.GetCheckoutRequest\x1a$.bcp.checkout.v1.GetCheckoutResponse\"\x03\x90\x02\x01\x12a\n" +
 	"\x0eUpdateCheckout\x12&.bcp.checkout.v1.UpdateCheckoutRequest\x1a'.bcp.checkout.v1.UpdateCheckoutResponse\x12a\n" +
-	"\x0eCancelCheckout\x12&.bcp.checkout.v1.CancelCheckoutRequest\x1a'.bcp.checkout.v1.CancelCheckoutResponse\x12c\n" +
+	"\x0eCancelCheckout\x12&.bcp.checkout.v1.CancelCheckoutRequest\x1a'.bcp.checkout.v1.CancelCheckoutResponse\x12g\n" +
+	"\x10CompleteCheckout\x12(.bcp.checkout.v1.CompleteCheckoutRequest\x1a).bcp.checkout.v1.CompleteCheckoutResponse\x12^\n" +
+	"\rSettlePayment\x12%.bcp.checkout.v1.SettlePaymentRequest\x1a&.bcp.checkout.v1.SettlePaymentResponse\x12c\n" +
 	"\rListCheckouts\x12%.bcp.checkout.v1.ListCheckoutsRequest\x1a&.bcp.checkout.v1.ListCheckoutsResponse\"\x03\x90\x02\x01\x12d\n" +
 	"\x0fExpireCheckouts\x12'.bcp.checkout.v1.ExpireCheckoutsRequest\x1a(.bcp.checkout.v1.ExpireCheckoutsResponseB\xbe\x01\n" +
 	"\x13com.bcp.checkout.v1B\rCheckoutProtoP\x01Z:github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1;checkoutv1\xa2\x02\x03BCX\xaa\x02\x0fBcp.Checkout.V1\xca\x02\x0fBcp\\Checkout\\V1\xe2\x02\x1bBcp\\Checkout\\V1\\GPBMetadata\xea\x02\x11Bcp::Checkout::V1b\x06proto3"
@@ -1006,55 +1243,65 @@ func file_bcp_checkout_v1_checkout_proto_rawDescGZIP() []byte {
 	return file_bcp_checkout_v1_checkout_proto_rawDescData
 }
 
-var file_bcp_checkout_v1_checkout_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_bcp_checkout_v1_checkout_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_bcp_checkout_v1_checkout_proto_goTypes = []any{
-	(*PingRequest)(nil),             // 0: bcp.checkout.v1.PingRequest
-	(*PingResponse)(nil),            // 1: bcp.checkout.v1.PingResponse
-	(*Agent)(nil),                   // 2: bcp.checkout.v1.Agent
-	(*CreateCheckoutRequest)(nil),   // 3: bcp.checkout.v1.CreateCheckoutRequest
-	(*GetCheckoutRequest)(nil),      // 4: bcp.checkout.v1.GetCheckoutRequest
-	(*UpdateCheckoutRequest)(nil),   // 5: bcp.checkout.v1.UpdateCheckoutRequest
-	(*CancelCheckoutRequest)(nil),   // 6: bcp.checkout.v1.CancelCheckoutRequest
-	(*CreateCheckoutResponse)(nil),  // 7: bcp.checkout.v1.CreateCheckoutResponse
-	(*GetCheckoutResponse)(nil),     // 8: bcp.checkout.v1.GetCheckoutResponse
-	(*UpdateCheckoutResponse)(nil),  // 9: bcp.checkout.v1.UpdateCheckoutResponse
-	(*CancelCheckoutResponse)(nil),  // 10: bcp.checkout.v1.CancelCheckoutResponse
-	(*CheckoutResult)(nil),          // 11: bcp.checkout.v1.CheckoutResult
-	(*CheckoutSummary)(nil),         // 12: bcp.checkout.v1.CheckoutSummary
-	(*ListCheckoutsRequest)(nil),    // 13: bcp.checkout.v1.ListCheckoutsRequest
-	(*ListCheckoutsResponse)(nil),   // 14: bcp.checkout.v1.ListCheckoutsResponse
-	(*ExpireCheckoutsRequest)(nil),  // 15: bcp.checkout.v1.ExpireCheckoutsRequest
-	(*ExpireCheckoutsResponse)(nil), // 16: bcp.checkout.v1.ExpireCheckoutsResponse
+	(*PingRequest)(nil),              // 0: bcp.checkout.v1.PingRequest
+	(*PingResponse)(nil),             // 1: bcp.checkout.v1.PingResponse
+	(*Agent)(nil),                    // 2: bcp.checkout.v1.Agent
+	(*CreateCheckoutRequest)(nil),    // 3: bcp.checkout.v1.CreateCheckoutRequest
+	(*GetCheckoutRequest)(nil),       // 4: bcp.checkout.v1.GetCheckoutRequest
+	(*UpdateCheckoutRequest)(nil),    // 5: bcp.checkout.v1.UpdateCheckoutRequest
+	(*CancelCheckoutRequest)(nil),    // 6: bcp.checkout.v1.CancelCheckoutRequest
+	(*CompleteCheckoutRequest)(nil),  // 7: bcp.checkout.v1.CompleteCheckoutRequest
+	(*CompleteCheckoutResponse)(nil), // 8: bcp.checkout.v1.CompleteCheckoutResponse
+	(*SettlePaymentRequest)(nil),     // 9: bcp.checkout.v1.SettlePaymentRequest
+	(*SettlePaymentResponse)(nil),    // 10: bcp.checkout.v1.SettlePaymentResponse
+	(*CreateCheckoutResponse)(nil),   // 11: bcp.checkout.v1.CreateCheckoutResponse
+	(*GetCheckoutResponse)(nil),      // 12: bcp.checkout.v1.GetCheckoutResponse
+	(*UpdateCheckoutResponse)(nil),   // 13: bcp.checkout.v1.UpdateCheckoutResponse
+	(*CancelCheckoutResponse)(nil),   // 14: bcp.checkout.v1.CancelCheckoutResponse
+	(*CheckoutResult)(nil),           // 15: bcp.checkout.v1.CheckoutResult
+	(*CheckoutSummary)(nil),          // 16: bcp.checkout.v1.CheckoutSummary
+	(*ListCheckoutsRequest)(nil),     // 17: bcp.checkout.v1.ListCheckoutsRequest
+	(*ListCheckoutsResponse)(nil),    // 18: bcp.checkout.v1.ListCheckoutsResponse
+	(*ExpireCheckoutsRequest)(nil),   // 19: bcp.checkout.v1.ExpireCheckoutsRequest
+	(*ExpireCheckoutsResponse)(nil),  // 20: bcp.checkout.v1.ExpireCheckoutsResponse
 }
 var file_bcp_checkout_v1_checkout_proto_depIdxs = []int32{
 	2,  // 0: bcp.checkout.v1.CreateCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
 	2,  // 1: bcp.checkout.v1.GetCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
 	2,  // 2: bcp.checkout.v1.UpdateCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
 	2,  // 3: bcp.checkout.v1.CancelCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
-	11, // 4: bcp.checkout.v1.CreateCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
-	11, // 5: bcp.checkout.v1.GetCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
-	11, // 6: bcp.checkout.v1.UpdateCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
-	11, // 7: bcp.checkout.v1.CancelCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
-	12, // 8: bcp.checkout.v1.ListCheckoutsResponse.checkouts:type_name -> bcp.checkout.v1.CheckoutSummary
-	0,  // 9: bcp.checkout.v1.CheckoutService.Ping:input_type -> bcp.checkout.v1.PingRequest
-	3,  // 10: bcp.checkout.v1.CheckoutService.CreateCheckout:input_type -> bcp.checkout.v1.CreateCheckoutRequest
-	4,  // 11: bcp.checkout.v1.CheckoutService.GetCheckout:input_type -> bcp.checkout.v1.GetCheckoutRequest
-	5,  // 12: bcp.checkout.v1.CheckoutService.UpdateCheckout:input_type -> bcp.checkout.v1.UpdateCheckoutRequest
-	6,  // 13: bcp.checkout.v1.CheckoutService.CancelCheckout:input_type -> bcp.checkout.v1.CancelCheckoutRequest
-	13, // 14: bcp.checkout.v1.CheckoutService.ListCheckouts:input_type -> bcp.checkout.v1.ListCheckoutsRequest
-	15, // 15: bcp.checkout.v1.CheckoutService.ExpireCheckouts:input_type -> bcp.checkout.v1.ExpireCheckoutsRequest
-	1,  // 16: bcp.checkout.v1.CheckoutService.Ping:output_type -> bcp.checkout.v1.PingResponse
-	7,  // 17: bcp.checkout.v1.CheckoutService.CreateCheckout:output_type -> bcp.checkout.v1.CreateCheckoutResponse
-	8,  // 18: bcp.checkout.v1.CheckoutService.GetCheckout:output_type -> bcp.checkout.v1.GetCheckoutResponse
-	9,  // 19: bcp.checkout.v1.CheckoutService.UpdateCheckout:output_type -> bcp.checkout.v1.UpdateCheckoutResponse
-	10, // 20: bcp.checkout.v1.CheckoutService.CancelCheckout:output_type -> bcp.checkout.v1.CancelCheckoutResponse
-	14, // 21: bcp.checkout.v1.CheckoutService.ListCheckouts:output_type -> bcp.checkout.v1.ListCheckoutsResponse
-	16, // 22: bcp.checkout.v1.CheckoutService.ExpireCheckouts:output_type -> bcp.checkout.v1.ExpireCheckoutsResponse
-	16, // [16:23] is the sub-list for method output_type
-	9,  // [9:16] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	2,  // 4: bcp.checkout.v1.CompleteCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
+	15, // 5: bcp.checkout.v1.CompleteCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	15, // 6: bcp.checkout.v1.CreateCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	15, // 7: bcp.checkout.v1.GetCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	15, // 8: bcp.checkout.v1.UpdateCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	15, // 9: bcp.checkout.v1.CancelCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	16, // 10: bcp.checkout.v1.ListCheckoutsResponse.checkouts:type_name -> bcp.checkout.v1.CheckoutSummary
+	0,  // 11: bcp.checkout.v1.CheckoutService.Ping:input_type -> bcp.checkout.v1.PingRequest
+	3,  // 12: bcp.checkout.v1.CheckoutService.CreateCheckout:input_type -> bcp.checkout.v1.CreateCheckoutRequest
+	4,  // 13: bcp.checkout.v1.CheckoutService.GetCheckout:input_type -> bcp.checkout.v1.GetCheckoutRequest
+	5,  // 14: bcp.checkout.v1.CheckoutService.UpdateCheckout:input_type -> bcp.checkout.v1.UpdateCheckoutRequest
+	6,  // 15: bcp.checkout.v1.CheckoutService.CancelCheckout:input_type -> bcp.checkout.v1.CancelCheckoutRequest
+	7,  // 16: bcp.checkout.v1.CheckoutService.CompleteCheckout:input_type -> bcp.checkout.v1.CompleteCheckoutRequest
+	9,  // 17: bcp.checkout.v1.CheckoutService.SettlePayment:input_type -> bcp.checkout.v1.SettlePaymentRequest
+	17, // 18: bcp.checkout.v1.CheckoutService.ListCheckouts:input_type -> bcp.checkout.v1.ListCheckoutsRequest
+	19, // 19: bcp.checkout.v1.CheckoutService.ExpireCheckouts:input_type -> bcp.checkout.v1.ExpireCheckoutsRequest
+	1,  // 20: bcp.checkout.v1.CheckoutService.Ping:output_type -> bcp.checkout.v1.PingResponse
+	11, // 21: bcp.checkout.v1.CheckoutService.CreateCheckout:output_type -> bcp.checkout.v1.CreateCheckoutResponse
+	12, // 22: bcp.checkout.v1.CheckoutService.GetCheckout:output_type -> bcp.checkout.v1.GetCheckoutResponse
+	13, // 23: bcp.checkout.v1.CheckoutService.UpdateCheckout:output_type -> bcp.checkout.v1.UpdateCheckoutResponse
+	14, // 24: bcp.checkout.v1.CheckoutService.CancelCheckout:output_type -> bcp.checkout.v1.CancelCheckoutResponse
+	8,  // 25: bcp.checkout.v1.CheckoutService.CompleteCheckout:output_type -> bcp.checkout.v1.CompleteCheckoutResponse
+	10, // 26: bcp.checkout.v1.CheckoutService.SettlePayment:output_type -> bcp.checkout.v1.SettlePaymentResponse
+	18, // 27: bcp.checkout.v1.CheckoutService.ListCheckouts:output_type -> bcp.checkout.v1.ListCheckoutsResponse
+	20, // 28: bcp.checkout.v1.CheckoutService.ExpireCheckouts:output_type -> bcp.checkout.v1.ExpireCheckoutsResponse
+	20, // [20:29] is the sub-list for method output_type
+	11, // [11:20] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_bcp_checkout_v1_checkout_proto_init() }
@@ -1068,7 +1315,7 @@ func file_bcp_checkout_v1_checkout_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_checkout_v1_checkout_proto_rawDesc), len(file_bcp_checkout_v1_checkout_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -109,6 +109,760 @@ func (x *PingResponse) GetDatabaseOk() bool {
 	return false
 }
 
+type CreateOrderRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	CheckoutId string                 `protobuf:"bytes,1,opt,name=checkout_id,json=checkoutId,proto3" json:"checkout_id,omitempty"`
+	// The completed checkout (BCP JSON without "ucp").
+	CheckoutJson     []byte `protobuf:"bytes,2,opt,name=checkout_json,json=checkoutJson,proto3" json:"checkout_json,omitempty"`
+	PaymentAttemptId string `protobuf:"bytes,3,opt,name=payment_attempt_id,json=paymentAttemptId,proto3" json:"payment_attempt_id,omitempty"`
+	AgentProfileUrl  string `protobuf:"bytes,4,opt,name=agent_profile_url,json=agentProfileUrl,proto3" json:"agent_profile_url,omitempty"`
+	// From the agent profile's order capability config; empty = no webhooks.
+	WebhookUrl string `protobuf:"bytes,5,opt,name=webhook_url,json=webhookUrl,proto3" json:"webhook_url,omitempty"`
+	// Merchant origin, for permalink_url and the BCP-Agent header of webhooks.
+	BaseUrl       string `protobuf:"bytes,6,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateOrderRequest) Reset() {
+	*x = CreateOrderRequest{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateOrderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateOrderRequest) ProtoMessage() {}
+
+func (x *CreateOrderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateOrderRequest.ProtoReflect.Descriptor instead.
+func (*CreateOrderRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *CreateOrderRequest) GetCheckoutId() string {
+	if x != nil {
+		return x.CheckoutId
+	}
+	return ""
+}
+
+func (x *CreateOrderRequest) GetCheckoutJson() []byte {
+	if x != nil {
+		return x.CheckoutJson
+	}
+	return nil
+}
+
+func (x *CreateOrderRequest) GetPaymentAttemptId() string {
+	if x != nil {
+		return x.PaymentAttemptId
+	}
+	return ""
+}
+
+func (x *CreateOrderRequest) GetAgentProfileUrl() string {
+	if x != nil {
+		return x.AgentProfileUrl
+	}
+	return ""
+}
+
+func (x *CreateOrderRequest) GetWebhookUrl() string {
+	if x != nil {
+		return x.WebhookUrl
+	}
+	return ""
+}
+
+func (x *CreateOrderRequest) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
+}
+
+type CreateOrderResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// BCP order JSON without "ucp".
+	OrderJson     []byte `protobuf:"bytes,1,opt,name=order_json,json=orderJson,proto3" json:"order_json,omitempty"`
+	OrderId       string `protobuf:"bytes,2,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
+	PermalinkUrl  string `protobuf:"bytes,3,opt,name=permalink_url,json=permalinkUrl,proto3" json:"permalink_url,omitempty"`
+	Created       bool   `protobuf:"varint,4,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateOrderResponse) Reset() {
+	*x = CreateOrderResponse{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateOrderResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateOrderResponse) ProtoMessage() {}
+
+func (x *CreateOrderResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateOrderResponse.ProtoReflect.Descriptor instead.
+func (*CreateOrderResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *CreateOrderResponse) GetOrderJson() []byte {
+	if x != nil {
+		return x.OrderJson
+	}
+	return nil
+}
+
+func (x *CreateOrderResponse) GetOrderId() string {
+	if x != nil {
+		return x.OrderId
+	}
+	return ""
+}
+
+func (x *CreateOrderResponse) GetPermalinkUrl() string {
+	if x != nil {
+		return x.PermalinkUrl
+	}
+	return ""
+}
+
+func (x *CreateOrderResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+type GetOrderRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetOrderRequest) Reset() {
+	*x = GetOrderRequest{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetOrderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetOrderRequest) ProtoMessage() {}
+
+func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetOrderRequest.ProtoReflect.Descriptor instead.
+func (*GetOrderRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *GetOrderRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type GetOrderResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	OrderJson []byte                 `protobuf:"bytes,1,opt,name=order_json,json=orderJson,proto3" json:"order_json,omitempty"`
+	// The agent that created it (only that agent may read it over MCP).
+	AgentProfileUrl string `protobuf:"bytes,2,opt,name=agent_profile_url,json=agentProfileUrl,proto3" json:"agent_profile_url,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *GetOrderResponse) Reset() {
+	*x = GetOrderResponse{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetOrderResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetOrderResponse) ProtoMessage() {}
+
+func (x *GetOrderResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetOrderResponse.ProtoReflect.Descriptor instead.
+func (*GetOrderResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *GetOrderResponse) GetOrderJson() []byte {
+	if x != nil {
+		return x.OrderJson
+	}
+	return nil
+}
+
+func (x *GetOrderResponse) GetAgentProfileUrl() string {
+	if x != nil {
+		return x.AgentProfileUrl
+	}
+	return ""
+}
+
+type OrderSummary struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Id              string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	CheckoutId      string                 `protobuf:"bytes,2,opt,name=checkout_id,json=checkoutId,proto3" json:"checkout_id,omitempty"`
+	Total           int64                  `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
+	Currency        string                 `protobuf:"bytes,4,opt,name=currency,proto3" json:"currency,omitempty"`
+	AgentProfileUrl string                 `protobuf:"bytes,5,opt,name=agent_profile_url,json=agentProfileUrl,proto3" json:"agent_profile_url,omitempty"`
+	Status          string                 `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
+	CreateTimeUnix  int64                  `protobuf:"varint,7,opt,name=create_time_unix,json=createTimeUnix,proto3" json:"create_time_unix,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *OrderSummary) Reset() {
+	*x = OrderSummary{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrderSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrderSummary) ProtoMessage() {}
+
+func (x *OrderSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrderSummary.ProtoReflect.Descriptor instead.
+func (*OrderSummary) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *OrderSummary) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *OrderSummary) GetCheckoutId() string {
+	if x != nil {
+		return x.CheckoutId
+	}
+	return ""
+}
+
+func (x *OrderSummary) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *OrderSummary) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *OrderSummary) GetAgentProfileUrl() string {
+	if x != nil {
+		return x.AgentProfileUrl
+	}
+	return ""
+}
+
+func (x *OrderSummary) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *OrderSummary) GetCreateTimeUnix() int64 {
+	if x != nil {
+		return x.CreateTimeUnix
+	}
+	return 0
+}
+
+type ListOrdersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PageSize      int32                  `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOrdersRequest) Reset() {
+	*x = ListOrdersRequest{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOrdersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOrdersRequest) ProtoMessage() {}
+
+func (x *ListOrdersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOrdersRequest.ProtoReflect.Descriptor instead.
+func (*ListOrdersRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ListOrdersRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListOrdersRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListOrdersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Orders        []*OrderSummary        `protobuf:"bytes,1,rep,name=orders,proto3" json:"orders,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOrdersResponse) Reset() {
+	*x = ListOrdersResponse{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOrdersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOrdersResponse) ProtoMessage() {}
+
+func (x *ListOrdersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOrdersResponse.ProtoReflect.Descriptor instead.
+func (*ListOrdersResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListOrdersResponse) GetOrders() []*OrderSummary {
+	if x != nil {
+		return x.Orders
+	}
+	return nil
+}
+
+func (x *ListOrdersResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type AddFulfillmentEventRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	OrderId string                 `protobuf:"bytes,1,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
+	// processing | shipped | in_transit | delivered | failed_attempt |
+	// canceled | undeliverable | returned_to_sender
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// Line ids and quantities; empty = every line, whole quantity.
+	LineItems      []*LineQuantity `protobuf:"bytes,3,rep,name=line_items,json=lineItems,proto3" json:"line_items,omitempty"`
+	TrackingNumber string          `protobuf:"bytes,4,opt,name=tracking_number,json=trackingNumber,proto3" json:"tracking_number,omitempty"`
+	TrackingUrl    string          `protobuf:"bytes,5,opt,name=tracking_url,json=trackingUrl,proto3" json:"tracking_url,omitempty"`
+	Carrier        string          `protobuf:"bytes,6,opt,name=carrier,proto3" json:"carrier,omitempty"`
+	Description    string          `protobuf:"bytes,7,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *AddFulfillmentEventRequest) Reset() {
+	*x = AddFulfillmentEventRequest{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddFulfillmentEventRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddFulfillmentEventRequest) ProtoMessage() {}
+
+func (x *AddFulfillmentEventRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddFulfillmentEventRequest.ProtoReflect.Descriptor instead.
+func (*AddFulfillmentEventRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *AddFulfillmentEventRequest) GetOrderId() string {
+	if x != nil {
+		return x.OrderId
+	}
+	return ""
+}
+
+func (x *AddFulfillmentEventRequest) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *AddFulfillmentEventRequest) GetLineItems() []*LineQuantity {
+	if x != nil {
+		return x.LineItems
+	}
+	return nil
+}
+
+func (x *AddFulfillmentEventRequest) GetTrackingNumber() string {
+	if x != nil {
+		return x.TrackingNumber
+	}
+	return ""
+}
+
+func (x *AddFulfillmentEventRequest) GetTrackingUrl() string {
+	if x != nil {
+		return x.TrackingUrl
+	}
+	return ""
+}
+
+func (x *AddFulfillmentEventRequest) GetCarrier() string {
+	if x != nil {
+		return x.Carrier
+	}
+	return ""
+}
+
+func (x *AddFulfillmentEventRequest) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+type LineQuantity struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Quantity      int64                  `protobuf:"varint,2,opt,name=quantity,proto3" json:"quantity,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LineQuantity) Reset() {
+	*x = LineQuantity{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LineQuantity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LineQuantity) ProtoMessage() {}
+
+func (x *LineQuantity) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LineQuantity.ProtoReflect.Descriptor instead.
+func (*LineQuantity) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *LineQuantity) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *LineQuantity) GetQuantity() int64 {
+	if x != nil {
+		return x.Quantity
+	}
+	return 0
+}
+
+type AddFulfillmentEventResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	OrderJson     []byte                 `protobuf:"bytes,1,opt,name=order_json,json=orderJson,proto3" json:"order_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddFulfillmentEventResponse) Reset() {
+	*x = AddFulfillmentEventResponse{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddFulfillmentEventResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddFulfillmentEventResponse) ProtoMessage() {}
+
+func (x *AddFulfillmentEventResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddFulfillmentEventResponse.ProtoReflect.Descriptor instead.
+func (*AddFulfillmentEventResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AddFulfillmentEventResponse) GetOrderJson() []byte {
+	if x != nil {
+		return x.OrderJson
+	}
+	return nil
+}
+
+type RefundOrderRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	OrderId string                 `protobuf:"bytes,1,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
+	// Centavos; 0 = the whole remaining amount.
+	Amount int64  `protobuf:"varint,2,opt,name=amount,proto3" json:"amount,omitempty"`
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Idempotency of the refund (generated when empty).
+	RefundId      string `protobuf:"bytes,4,opt,name=refund_id,json=refundId,proto3" json:"refund_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefundOrderRequest) Reset() {
+	*x = RefundOrderRequest{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefundOrderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefundOrderRequest) ProtoMessage() {}
+
+func (x *RefundOrderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefundOrderRequest.ProtoReflect.Descriptor instead.
+func (*RefundOrderRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *RefundOrderRequest) GetOrderId() string {
+	if x != nil {
+		return x.OrderId
+	}
+	return ""
+}
+
+func (x *RefundOrderRequest) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+func (x *RefundOrderRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *RefundOrderRequest) GetRefundId() string {
+	if x != nil {
+		return x.RefundId
+	}
+	return ""
+}
+
+type RefundOrderResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	OrderJson     []byte                 `protobuf:"bytes,1,opt,name=order_json,json=orderJson,proto3" json:"order_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefundOrderResponse) Reset() {
+	*x = RefundOrderResponse{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefundOrderResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefundOrderResponse) ProtoMessage() {}
+
+func (x *RefundOrderResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefundOrderResponse.ProtoReflect.Descriptor instead.
+func (*RefundOrderResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *RefundOrderResponse) GetOrderJson() []byte {
+	if x != nil {
+		return x.OrderJson
+	}
+	return nil
+}
+
 var File_bcp_orders_v1_orders_proto protoreflect.FileDescriptor
 
 const file_bcp_orders_v1_orders_proto_rawDesc = "" +
@@ -118,9 +872,75 @@ const file_bcp_orders_v1_orders_proto_rawDesc = "" +
 	"\fPingResponse\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x1f\n" +
 	"\vdatabase_ok\x18\x02 \x01(\bR\n" +
-	"databaseOk2U\n" +
+	"databaseOk\"\xf0\x01\n" +
+	"\x12CreateOrderRequest\x12\x1f\n" +
+	"\vcheckout_id\x18\x01 \x01(\tR\n" +
+	"checkoutId\x12#\n" +
+	"\rcheckout_json\x18\x02 \x01(\fR\fcheckoutJson\x12,\n" +
+	"\x12payment_attempt_id\x18\x03 \x01(\tR\x10paymentAttemptId\x12*\n" +
+	"\x11agent_profile_url\x18\x04 \x01(\tR\x0fagentProfileUrl\x12\x1f\n" +
+	"\vwebhook_url\x18\x05 \x01(\tR\n" +
+	"webhookUrl\x12\x19\n" +
+	"\bbase_url\x18\x06 \x01(\tR\abaseUrl\"\x8e\x01\n" +
+	"\x13CreateOrderResponse\x12\x1d\n" +
+	"\n" +
+	"order_json\x18\x01 \x01(\fR\torderJson\x12\x19\n" +
+	"\border_id\x18\x02 \x01(\tR\aorderId\x12#\n" +
+	"\rpermalink_url\x18\x03 \x01(\tR\fpermalinkUrl\x12\x18\n" +
+	"\acreated\x18\x04 \x01(\bR\acreated\"!\n" +
+	"\x0fGetOrderRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"]\n" +
+	"\x10GetOrderResponse\x12\x1d\n" +
+	"\n" +
+	"order_json\x18\x01 \x01(\fR\torderJson\x12*\n" +
+	"\x11agent_profile_url\x18\x02 \x01(\tR\x0fagentProfileUrl\"\xdf\x01\n" +
+	"\fOrderSummary\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vcheckout_id\x18\x02 \x01(\tR\n" +
+	"checkoutId\x12\x14\n" +
+	"\x05total\x18\x03 \x01(\x03R\x05total\x12\x1a\n" +
+	"\bcurrency\x18\x04 \x01(\tR\bcurrency\x12*\n" +
+	"\x11agent_profile_url\x18\x05 \x01(\tR\x0fagentProfileUrl\x12\x16\n" +
+	"\x06status\x18\x06 \x01(\tR\x06status\x12(\n" +
+	"\x10create_time_unix\x18\a \x01(\x03R\x0ecreateTimeUnix\"O\n" +
+	"\x11ListOrdersRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"q\n" +
+	"\x12ListOrdersResponse\x123\n" +
+	"\x06orders\x18\x01 \x03(\v2\x1b.bcp.orders.v1.OrderSummaryR\x06orders\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x8f\x02\n" +
+	"\x1aAddFulfillmentEventRequest\x12\x19\n" +
+	"\border_id\x18\x01 \x01(\tR\aorderId\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12:\n" +
+	"\n" +
+	"line_items\x18\x03 \x03(\v2\x1b.bcp.orders.v1.LineQuantityR\tlineItems\x12'\n" +
+	"\x0ftracking_number\x18\x04 \x01(\tR\x0etrackingNumber\x12!\n" +
+	"\ftracking_url\x18\x05 \x01(\tR\vtrackingUrl\x12\x18\n" +
+	"\acarrier\x18\x06 \x01(\tR\acarrier\x12 \n" +
+	"\vdescription\x18\a \x01(\tR\vdescription\":\n" +
+	"\fLineQuantity\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
+	"\bquantity\x18\x02 \x01(\x03R\bquantity\"<\n" +
+	"\x1bAddFulfillmentEventResponse\x12\x1d\n" +
+	"\n" +
+	"order_json\x18\x01 \x01(\fR\torderJson\"|\n" +
+	"\x12RefundOrderRequest\x12\x19\n" +
+	"\border_id\x18\x01 \x01(\tR\aorderId\x12\x16\n" +
+	"\x06amount\x18\x02 \x01(\x03R\x06amount\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1b\n" +
+	"\trefund_id\x18\x04 \x01(\tR\brefundId\"4\n" +
+	"\x13RefundOrderResponse\x12\x1d\n" +
+	"\n" +
+	"order_json\x18\x01 \x01(\fR\torderJson2\x99\x04\n" +
 	"\rOrdersService\x12D\n" +
-	"\x04Ping\x12\x1a.bcp.orders.v1.PingRequest\x1a\x1b.bcp.orders.v1.PingResponse\"\x03\x90\x02\x01B\xae\x01\n" +
+	"\x04Ping\x12\x1a.bcp.orders.v1.PingRequest\x1a\x1b.bcp.orders.v1.PingResponse\"\x03\x90\x02\x01\x12T\n" +
+	"\vCreateOrder\x12!.bcp.orders.v1.CreateOrderRequest\x1a\".bcp.orders.v1.CreateOrderResponse\x12P\n" +
+	"\bGetOrder\x12\x1e.bcp.orders.v1.GetOrderRequest\x1a\x1f.bcp.orders.v1.GetOrderResponse\"\x03\x90\x02\x01\x12V\n" +
+	"\n" +
+	"ListOrders\x12 .bcp.orders.v1.ListOrdersRequest\x1a!.bcp.orders.v1.ListOrdersResponse\"\x03\x90\x02\x01\x12l\n" +
+	"\x13AddFulfillmentEvent\x12).bcp.orders.v1.AddFulfillmentEventRequest\x1a*.bcp.orders.v1.AddFulfillmentEventResponse\x12T\n" +
+	"\vRefundOrder\x12!.bcp.orders.v1.RefundOrderRequest\x1a\".bcp.orders.v1.RefundOrderResponseB\xae\x01\n" +
 	"\x11com.bcp.orders.v1B\vOrdersProtoP\x01Z6github.com/bcpdev/bcp/proto/gen/bcp/orders/v1;ordersv1\xa2\x02\x03BOX\xaa\x02\rBcp.Orders.V1\xca\x02\rBcp\\Orders\\V1\xe2\x02\x19Bcp\\Orders\\V1\\GPBMetadata\xea\x02\x0fBcp::Orders::V1b\x06proto3"
 
 var (
@@ -135,19 +955,43 @@ func file_bcp_orders_v1_orders_proto_rawDescGZIP() []byte {
 	return file_bcp_orders_v1_orders_proto_rawDescData
 }
 
-var file_bcp_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_bcp_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_bcp_orders_v1_orders_proto_goTypes = []any{
-	(*PingRequest)(nil),  // 0: bcp.orders.v1.PingRequest
-	(*PingResponse)(nil), // 1: bcp.orders.v1.PingResponse
+	(*PingRequest)(nil),                 // 0: bcp.orders.v1.PingRequest
+	(*PingResponse)(nil),                // 1: bcp.orders.v1.PingResponse
+	(*CreateOrderRequest)(nil),          // 2: bcp.orders.v1.CreateOrderRequest
+	(*CreateOrderResponse)(nil),         // 3: bcp.orders.v1.CreateOrderResponse
+	(*GetOrderRequest)(nil),             // 4: bcp.orders.v1.GetOrderRequest
+	(*GetOrderResponse)(nil),            // 5: bcp.orders.v1.GetOrderResponse
+	(*OrderSummary)(nil),                // 6: bcp.orders.v1.OrderSummary
+	(*ListOrdersRequest)(nil),           // 7: bcp.orders.v1.ListOrdersRequest
+	(*ListOrdersResponse)(nil),          // 8: bcp.orders.v1.ListOrdersResponse
+	(*AddFulfillmentEventRequest)(nil),  // 9: bcp.orders.v1.AddFulfillmentEventRequest
+	(*LineQuantity)(nil),                // 10: bcp.orders.v1.LineQuantity
+	(*AddFulfillmentEventResponse)(nil), // 11: bcp.orders.v1.AddFulfillmentEventResponse
+	(*RefundOrderRequest)(nil),          // 12: bcp.orders.v1.RefundOrderRequest
+	(*RefundOrderResponse)(nil),         // 13: bcp.orders.v1.RefundOrderResponse
 }
 var file_bcp_orders_v1_orders_proto_depIdxs = []int32{
-	0, // 0: bcp.orders.v1.OrdersService.Ping:input_type -> bcp.orders.v1.PingRequest
-	1, // 1: bcp.orders.v1.OrdersService.Ping:output_type -> bcp.orders.v1.PingResponse
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	6,  // 0: bcp.orders.v1.ListOrdersResponse.orders:type_name -> bcp.orders.v1.OrderSummary
+	10, // 1: bcp.orders.v1.AddFulfillmentEventRequest.line_items:type_name -> bcp.orders.v1.LineQuantity
+	0,  // 2: bcp.orders.v1.OrdersService.Ping:input_type -> bcp.orders.v1.PingRequest
+	2,  // 3: bcp.orders.v1.OrdersService.CreateOrder:input_type -> bcp.orders.v1.CreateOrderRequest
+	4,  // 4: bcp.orders.v1.OrdersService.GetOrder:input_type -> bcp.orders.v1.GetOrderRequest
+	7,  // 5: bcp.orders.v1.OrdersService.ListOrders:input_type -> bcp.orders.v1.ListOrdersRequest
+	9,  // 6: bcp.orders.v1.OrdersService.AddFulfillmentEvent:input_type -> bcp.orders.v1.AddFulfillmentEventRequest
+	12, // 7: bcp.orders.v1.OrdersService.RefundOrder:input_type -> bcp.orders.v1.RefundOrderRequest
+	1,  // 8: bcp.orders.v1.OrdersService.Ping:output_type -> bcp.orders.v1.PingResponse
+	3,  // 9: bcp.orders.v1.OrdersService.CreateOrder:output_type -> bcp.orders.v1.CreateOrderResponse
+	5,  // 10: bcp.orders.v1.OrdersService.GetOrder:output_type -> bcp.orders.v1.GetOrderResponse
+	8,  // 11: bcp.orders.v1.OrdersService.ListOrders:output_type -> bcp.orders.v1.ListOrdersResponse
+	11, // 12: bcp.orders.v1.OrdersService.AddFulfillmentEvent:output_type -> bcp.orders.v1.AddFulfillmentEventResponse
+	13, // 13: bcp.orders.v1.OrdersService.RefundOrder:output_type -> bcp.orders.v1.RefundOrderResponse
+	8,  // [8:14] is the sub-list for method output_type
+	2,  // [2:8] is the sub-list for method input_type
+	2,  // [2:2] is the sub-list for extension type_name
+	2,  // [2:2] is the sub-list for extension extendee
+	0,  // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_bcp_orders_v1_orders_proto_init() }
@@ -161,7 +1005,7 @@ func file_bcp_orders_v1_orders_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_orders_v1_orders_proto_rawDesc), len(file_bcp_orders_v1_orders_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -9,6 +9,7 @@ package paymentsv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -20,6 +21,77 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+type AttemptStatus int32
+
+const (
+	AttemptStatus_ATTEMPT_STATUS_UNSPECIFIED AttemptStatus = 0
+	// Waiting for the buyer (Pix charge created, not paid yet).
+	AttemptStatus_ATTEMPT_STATUS_PENDING   AttemptStatus = 1
+	AttemptStatus_ATTEMPT_STATUS_SUCCEEDED AttemptStatus = 2
+	// Declined or rejected; failure_code/failure_message say why.
+	AttemptStatus_ATTEMPT_STATUS_FAILED AttemptStatus = 3
+	// The Pix charge expired unpaid.
+	AttemptStatus_ATTEMPT_STATUS_EXPIRED  AttemptStatus = 4
+	AttemptStatus_ATTEMPT_STATUS_CANCELED AttemptStatus = 5
+	// The buyer must act on continue_url (e.g. 3DS).
+	AttemptStatus_ATTEMPT_STATUS_REQUIRES_ACTION    AttemptStatus = 6
+	AttemptStatus_ATTEMPT_STATUS_REFUNDED           AttemptStatus = 7
+	AttemptStatus_ATTEMPT_STATUS_PARTIALLY_REFUNDED AttemptStatus = 8
+)
+
+// Enum value maps for AttemptStatus.
+var (
+	AttemptStatus_name = map[int32]string{
+		0: "ATTEMPT_STATUS_UNSPECIFIED",
+		1: "ATTEMPT_STATUS_PENDING",
+		2: "ATTEMPT_STATUS_SUCCEEDED",
+		3: "ATTEMPT_STATUS_FAILED",
+		4: "ATTEMPT_STATUS_EXPIRED",
+		5: "ATTEMPT_STATUS_CANCELED",
+		6: "ATTEMPT_STATUS_REQUIRES_ACTION",
+		7: "ATTEMPT_STATUS_REFUNDED",
+		8: "ATTEMPT_STATUS_PARTIALLY_REFUNDED",
+	}
+	AttemptStatus_value = map[string]int32{
+		"ATTEMPT_STATUS_UNSPECIFIED":        0,
+		"ATTEMPT_STATUS_PENDING":            1,
+		"ATTEMPT_STATUS_SUCCEEDED":          2,
+		"ATTEMPT_STATUS_FAILED":             3,
+		"ATTEMPT_STATUS_EXPIRED":            4,
+		"ATTEMPT_STATUS_CANCELED":           5,
+		"ATTEMPT_STATUS_REQUIRES_ACTION":    6,
+		"ATTEMPT_STATUS_REFUNDED":           7,
+		"ATTEMPT_STATUS_PARTIALLY_REFUNDED": 8,
+	}
+)
+
+func (x AttemptStatus) Enum() *AttemptStatus {
+	p := new(AttemptStatus)
+	*p = x
+	return p
+}
+
+func (x AttemptStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AttemptStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_bcp_payments_v1_payments_proto_enumTypes[0].Descriptor()
+}
+
+func (AttemptStatus) Type() protoreflect.EnumType {
+	return &file_bcp_payments_v1_payments_proto_enumTypes[0]
+}
+
+func (x AttemptStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AttemptStatus.Descriptor instead.
+func (AttemptStatus) EnumDescriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{0}
+}
 
 type PingRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -109,18 +181,1073 @@ func (x *PingResponse) GetDatabaseOk() bool {
 	return false
 }
 
+type Attempt struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	CheckoutId     string                 `protobuf:"bytes,2,opt,name=checkout_id,json=checkoutId,proto3" json:"checkout_id,omitempty"`
+	HandlerId      string                 `protobuf:"bytes,3,opt,name=handler_id,json=handlerId,proto3" json:"handler_id,omitempty"`
+	HandlerName    string                 `protobuf:"bytes,4,opt,name=handler_name,json=handlerName,proto3" json:"handler_name,omitempty"`
+	InstrumentId   string                 `protobuf:"bytes,5,opt,name=instrument_id,json=instrumentId,proto3" json:"instrument_id,omitempty"`
+	InstrumentType string                 `protobuf:"bytes,6,opt,name=instrument_type,json=instrumentType,proto3" json:"instrument_type,omitempty"`
+	Amount         int64                  `protobuf:"varint,7,opt,name=amount,proto3" json:"amount,omitempty"`
+	Currency       string                 `protobuf:"bytes,8,opt,name=currency,proto3" json:"currency,omitempty"`
+	Status         AttemptStatus          `protobuf:"varint,9,opt,name=status,proto3,enum=bcp.payments.v1.AttemptStatus" json:"status,omitempty"`
+	// payment_failed reason for the agent (never secrets), e.g. "declined".
+	FailureCode    string `protobuf:"bytes,10,opt,name=failure_code,json=failureCode,proto3" json:"failure_code,omitempty"`
+	FailureMessage string `protobuf:"bytes,11,opt,name=failure_message,json=failureMessage,proto3" json:"failure_message,omitempty"`
+	// JSON object for the response instrument's "display" (Pix:
+	// {"pix":{"copia_e_cola","qr_png_url","qr_svg_url","txid","amount","expires_at"}};
+	// card: {"brand","last_digits"}).
+	DisplayJson string                 `protobuf:"bytes,12,opt,name=display_json,json=displayJson,proto3" json:"display_json,omitempty"`
+	ExpiresAt   *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// URL the buyer must visit when status is REQUIRES_ACTION.
+	ActionUrl      string                 `protobuf:"bytes,14,opt,name=action_url,json=actionUrl,proto3" json:"action_url,omitempty"`
+	RefundedAmount int64                  `protobuf:"varint,15,opt,name=refunded_amount,json=refundedAmount,proto3" json:"refunded_amount,omitempty"`
+	CreateTime     *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	UpdateTime     *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Attempt) Reset() {
+	*x = Attempt{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Attempt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Attempt) ProtoMessage() {}
+
+func (x *Attempt) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
+func (*Attempt) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Attempt) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Attempt) GetCheckoutId() string {
+	if x != nil {
+		return x.CheckoutId
+	}
+	return ""
+}
+
+func (x *Attempt) GetHandlerId() string {
+	if x != nil {
+		return x.HandlerId
+	}
+	return ""
+}
+
+func (x *Attempt) GetHandlerName() string {
+	if x != nil {
+		return x.HandlerName
+	}
+	return ""
+}
+
+func (x *Attempt) GetInstrumentId() string {
+	if x != nil {
+		return x.InstrumentId
+	}
+	return ""
+}
+
+func (x *Attempt) GetInstrumentType() string {
+	if x != nil {
+		return x.InstrumentType
+	}
+	return ""
+}
+
+func (x *Attempt) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+func (x *Attempt) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *Attempt) GetStatus() AttemptStatus {
+	if x != nil {
+		return x.Status
+	}
+	return AttemptStatus_ATTEMPT_STATUS_UNSPECIFIED
+}
+
+func (x *Attempt) GetFailureCode() string {
+	if x != nil {
+		return x.FailureCode
+	}
+	return ""
+}
+
+func (x *Attempt) GetFailureMessage() string {
+	if x != nil {
+		return x.FailureMessage
+	}
+	return ""
+}
+
+func (x *Attempt) GetDisplayJson() string {
+	if x != nil {
+		return x.DisplayJson
+	}
+	return ""
+}
+
+func (x *Attempt) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *Attempt) GetActionUrl() string {
+	if x != nil {
+		return x.ActionUrl
+	}
+	return ""
+}
+
+func (x *Attempt) GetRefundedAmount() int64 {
+	if x != nil {
+		return x.RefundedAmount
+	}
+	return 0
+}
+
+func (x *Attempt) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *Attempt) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
+type StartPaymentRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Chosen by the checkout service and stored before this call; also the
+	// PSP / card processor idempotency key.
+	AttemptId  string `protobuf:"bytes,1,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	CheckoutId string `protobuf:"bytes,2,opt,name=checkout_id,json=checkoutId,proto3" json:"checkout_id,omitempty"`
+	// The selected instrument exactly as the agent sent it (JSON), with its
+	// credential. Never stored or logged in clear.
+	InstrumentJson string `protobuf:"bytes,3,opt,name=instrument_json,json=instrumentJson,proto3" json:"instrument_json,omitempty"`
+	Amount         int64  `protobuf:"varint,4,opt,name=amount,proto3" json:"amount,omitempty"`
+	Currency       string `protobuf:"bytes,5,opt,name=currency,proto3" json:"currency,omitempty"`
+	BuyerEmail     string `protobuf:"bytes,6,opt,name=buyer_email,json=buyerEmail,proto3" json:"buyer_email,omitempty"`
+	// Merchant origin as the agent used it, for QR image URLs.
+	BaseUrl string `protobuf:"bytes,7,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	// The agent profile URL and its public signing keys (JWK JSON), for
+	// delegated tokens signed by the agent's platform.
+	AgentProfileUrl      string   `protobuf:"bytes,8,opt,name=agent_profile_url,json=agentProfileUrl,proto3" json:"agent_profile_url,omitempty"`
+	AgentSigningKeysJson []string `protobuf:"bytes,9,rep,name=agent_signing_keys_json,json=agentSigningKeysJson,proto3" json:"agent_signing_keys_json,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *StartPaymentRequest) Reset() {
+	*x = StartPaymentRequest{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartPaymentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartPaymentRequest) ProtoMessage() {}
+
+func (x *StartPaymentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartPaymentRequest.ProtoReflect.Descriptor instead.
+func (*StartPaymentRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *StartPaymentRequest) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *StartPaymentRequest) GetCheckoutId() string {
+	if x != nil {
+		return x.CheckoutId
+	}
+	return ""
+}
+
+func (x *StartPaymentRequest) GetInstrumentJson() string {
+	if x != nil {
+		return x.InstrumentJson
+	}
+	return ""
+}
+
+func (x *StartPaymentRequest) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+func (x *StartPaymentRequest) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *StartPaymentRequest) GetBuyerEmail() string {
+	if x != nil {
+		return x.BuyerEmail
+	}
+	return ""
+}
+
+func (x *StartPaymentRequest) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
+}
+
+func (x *StartPaymentRequest) GetAgentProfileUrl() string {
+	if x != nil {
+		return x.AgentProfileUrl
+	}
+	return ""
+}
+
+func (x *StartPaymentRequest) GetAgentSigningKeysJson() []string {
+	if x != nil {
+		return x.AgentSigningKeysJson
+	}
+	return nil
+}
+
+type StartPaymentResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Attempt       *Attempt               `protobuf:"bytes,1,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartPaymentResponse) Reset() {
+	*x = StartPaymentResponse{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartPaymentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartPaymentResponse) ProtoMessage() {}
+
+func (x *StartPaymentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartPaymentResponse.ProtoReflect.Descriptor instead.
+func (*StartPaymentResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *StartPaymentResponse) GetAttempt() *Attempt {
+	if x != nil {
+		return x.Attempt
+	}
+	return nil
+}
+
+type GetPaymentRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AttemptId     string                 `protobuf:"bytes,1,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPaymentRequest) Reset() {
+	*x = GetPaymentRequest{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPaymentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPaymentRequest) ProtoMessage() {}
+
+func (x *GetPaymentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPaymentRequest.ProtoReflect.Descriptor instead.
+func (*GetPaymentRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *GetPaymentRequest) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+type GetPaymentResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Attempt       *Attempt               `protobuf:"bytes,1,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPaymentResponse) Reset() {
+	*x = GetPaymentResponse{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPaymentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPaymentResponse) ProtoMessage() {}
+
+func (x *GetPaymentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPaymentResponse.ProtoReflect.Descriptor instead.
+func (*GetPaymentResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *GetPaymentResponse) GetAttempt() *Attempt {
+	if x != nil {
+		return x.Attempt
+	}
+	return nil
+}
+
+type CancelPaymentRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AttemptId     string                 `protobuf:"bytes,1,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelPaymentRequest) Reset() {
+	*x = CancelPaymentRequest{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelPaymentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelPaymentRequest) ProtoMessage() {}
+
+func (x *CancelPaymentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelPaymentRequest.ProtoReflect.Descriptor instead.
+func (*CancelPaymentRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CancelPaymentRequest) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+type CancelPaymentResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Attempt       *Attempt               `protobuf:"bytes,1,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelPaymentResponse) Reset() {
+	*x = CancelPaymentResponse{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelPaymentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelPaymentResponse) ProtoMessage() {}
+
+func (x *CancelPaymentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelPaymentResponse.ProtoReflect.Descriptor instead.
+func (*CancelPaymentResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CancelPaymentResponse) GetAttempt() *Attempt {
+	if x != nil {
+		return x.Attempt
+	}
+	return nil
+}
+
+type RefundPaymentRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	AttemptId string                 `protobuf:"bytes,1,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	// Chosen by the caller (orders service), idempotency key of the refund.
+	RefundId      string `protobuf:"bytes,2,opt,name=refund_id,json=refundId,proto3" json:"refund_id,omitempty"`
+	Amount        int64  `protobuf:"varint,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefundPaymentRequest) Reset() {
+	*x = RefundPaymentRequest{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefundPaymentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefundPaymentRequest) ProtoMessage() {}
+
+func (x *RefundPaymentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefundPaymentRequest.ProtoReflect.Descriptor instead.
+func (*RefundPaymentRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RefundPaymentRequest) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *RefundPaymentRequest) GetRefundId() string {
+	if x != nil {
+		return x.RefundId
+	}
+	return ""
+}
+
+func (x *RefundPaymentRequest) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+func (x *RefundPaymentRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type Refund struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	AttemptId string                 `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	Amount    int64                  `protobuf:"varint,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	// pending | succeeded | failed
+	Status         string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	FailureMessage string `protobuf:"bytes,5,opt,name=failure_message,json=failureMessage,proto3" json:"failure_message,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Refund) Reset() {
+	*x = Refund{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Refund) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Refund) ProtoMessage() {}
+
+func (x *Refund) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Refund.ProtoReflect.Descriptor instead.
+func (*Refund) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Refund) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Refund) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *Refund) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+func (x *Refund) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Refund) GetFailureMessage() string {
+	if x != nil {
+		return x.FailureMessage
+	}
+	return ""
+}
+
+type RefundPaymentResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Refund        *Refund                `protobuf:"bytes,1,opt,name=refund,proto3" json:"refund,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefundPaymentResponse) Reset() {
+	*x = RefundPaymentResponse{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefundPaymentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefundPaymentResponse) ProtoMessage() {}
+
+func (x *RefundPaymentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefundPaymentResponse.ProtoReflect.Descriptor instead.
+func (*RefundPaymentResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *RefundPaymentResponse) GetRefund() *Refund {
+	if x != nil {
+		return x.Refund
+	}
+	return nil
+}
+
+type SimulatePixPaymentRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	AttemptId string                 `protobuf:"bytes,1,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	// 0 = the charged amount; another value simulates a wrong amount.
+	Amount        int64 `protobuf:"varint,2,opt,name=amount,proto3" json:"amount,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SimulatePixPaymentRequest) Reset() {
+	*x = SimulatePixPaymentRequest{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SimulatePixPaymentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SimulatePixPaymentRequest) ProtoMessage() {}
+
+func (x *SimulatePixPaymentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SimulatePixPaymentRequest.ProtoReflect.Descriptor instead.
+func (*SimulatePixPaymentRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SimulatePixPaymentRequest) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *SimulatePixPaymentRequest) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+type SimulatePixPaymentResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Attempt       *Attempt               `protobuf:"bytes,1,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SimulatePixPaymentResponse) Reset() {
+	*x = SimulatePixPaymentResponse{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SimulatePixPaymentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SimulatePixPaymentResponse) ProtoMessage() {}
+
+func (x *SimulatePixPaymentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SimulatePixPaymentResponse.ProtoReflect.Descriptor instead.
+func (*SimulatePixPaymentResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SimulatePixPaymentResponse) GetAttempt() *Attempt {
+	if x != nil {
+		return x.Attempt
+	}
+	return nil
+}
+
+type Alert struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	AttemptId     string                 `protobuf:"bytes,4,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Alert) Reset() {
+	*x = Alert{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Alert) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Alert) ProtoMessage() {}
+
+func (x *Alert) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Alert.ProtoReflect.Descriptor instead.
+func (*Alert) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Alert) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Alert) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Alert) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Alert) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *Alert) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+type ListAlertsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAlertsRequest) Reset() {
+	*x = ListAlertsRequest{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAlertsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAlertsRequest) ProtoMessage() {}
+
+func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAlertsRequest.ProtoReflect.Descriptor instead.
+func (*ListAlertsRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{15}
+}
+
+type ListAlertsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Alerts        []*Alert               `protobuf:"bytes,1,rep,name=alerts,proto3" json:"alerts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAlertsResponse) Reset() {
+	*x = ListAlertsResponse{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAlertsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAlertsResponse) ProtoMessage() {}
+
+func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAlertsResponse.ProtoReflect.Descriptor instead.
+func (*ListAlertsResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ListAlertsResponse) GetAlerts() []*Alert {
+	if x != nil {
+		return x.Alerts
+	}
+	return nil
+}
+
 var File_bcp_payments_v1_payments_proto protoreflect.FileDescriptor
 
 const file_bcp_payments_v1_payments_proto_rawDesc = "" +
 	"\n" +
-	"\x1ebcp/payments/v1/payments.proto\x12\x0fbcp.payments.v1\"\r\n" +
+	"\x1ebcp/payments/v1/payments.proto\x12\x0fbcp.payments.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\r\n" +
 	"\vPingRequest\"I\n" +
 	"\fPingResponse\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x1f\n" +
 	"\vdatabase_ok\x18\x02 \x01(\bR\n" +
-	"databaseOk2[\n" +
+	"databaseOk\"\xa2\x05\n" +
+	"\aAttempt\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vcheckout_id\x18\x02 \x01(\tR\n" +
+	"checkoutId\x12\x1d\n" +
+	"\n" +
+	"handler_id\x18\x03 \x01(\tR\thandlerId\x12!\n" +
+	"\fhandler_name\x18\x04 \x01(\tR\vhandlerName\x12#\n" +
+	"\rinstrument_id\x18\x05 \x01(\tR\finstrumentId\x12'\n" +
+	"\x0finstrument_type\x18\x06 \x01(\tR\x0einstrumentType\x12\x16\n" +
+	"\x06amount\x18\a \x01(\x03R\x06amount\x12\x1a\n" +
+	"\bcurrency\x18\b \x01(\tR\bcurrency\x126\n" +
+	"\x06status\x18\t \x01(\x0e2\x1e.bcp.payments.v1.AttemptStatusR\x06status\x12!\n" +
+	"\ffailure_code\x18\n" +
+	" \x01(\tR\vfailureCode\x12'\n" +
+	"\x0ffailure_message\x18\v \x01(\tR\x0efailureMessage\x12!\n" +
+	"\fdisplay_json\x18\f \x01(\tR\vdisplayJson\x129\n" +
+	"\n" +
+	"expires_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x1d\n" +
+	"\n" +
+	"action_url\x18\x0e \x01(\tR\tactionUrl\x12'\n" +
+	"\x0frefunded_amount\x18\x0f \x01(\x03R\x0erefundedAmount\x12;\n" +
+	"\vcreate_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12;\n" +
+	"\vupdate_time\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime\"\xd1\x02\n" +
+	"\x13StartPaymentRequest\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x01 \x01(\tR\tattemptId\x12\x1f\n" +
+	"\vcheckout_id\x18\x02 \x01(\tR\n" +
+	"checkoutId\x12'\n" +
+	"\x0finstrument_json\x18\x03 \x01(\tR\x0einstrumentJson\x12\x16\n" +
+	"\x06amount\x18\x04 \x01(\x03R\x06amount\x12\x1a\n" +
+	"\bcurrency\x18\x05 \x01(\tR\bcurrency\x12\x1f\n" +
+	"\vbuyer_email\x18\x06 \x01(\tR\n" +
+	"buyerEmail\x12\x19\n" +
+	"\bbase_url\x18\a \x01(\tR\abaseUrl\x12*\n" +
+	"\x11agent_profile_url\x18\b \x01(\tR\x0fagentProfileUrl\x125\n" +
+	"\x17agent_signing_keys_json\x18\t \x03(\tR\x14agentSigningKeysJson\"J\n" +
+	"\x14StartPaymentResponse\x122\n" +
+	"\aattempt\x18\x01 \x01(\v2\x18.bcp.payments.v1.AttemptR\aattempt\"2\n" +
+	"\x11GetPaymentRequest\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x01 \x01(\tR\tattemptId\"H\n" +
+	"\x12GetPaymentResponse\x122\n" +
+	"\aattempt\x18\x01 \x01(\v2\x18.bcp.payments.v1.AttemptR\aattempt\"5\n" +
+	"\x14CancelPaymentRequest\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x01 \x01(\tR\tattemptId\"K\n" +
+	"\x15CancelPaymentResponse\x122\n" +
+	"\aattempt\x18\x01 \x01(\v2\x18.bcp.payments.v1.AttemptR\aattempt\"\x82\x01\n" +
+	"\x14RefundPaymentRequest\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x01 \x01(\tR\tattemptId\x12\x1b\n" +
+	"\trefund_id\x18\x02 \x01(\tR\brefundId\x12\x16\n" +
+	"\x06amount\x18\x03 \x01(\x03R\x06amount\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x90\x01\n" +
+	"\x06Refund\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x02 \x01(\tR\tattemptId\x12\x16\n" +
+	"\x06amount\x18\x03 \x01(\x03R\x06amount\x12\x16\n" +
+	"\x06status\x18\x04 \x01(\tR\x06status\x12'\n" +
+	"\x0ffailure_message\x18\x05 \x01(\tR\x0efailureMessage\"H\n" +
+	"\x15RefundPaymentResponse\x12/\n" +
+	"\x06refund\x18\x01 \x01(\v2\x17.bcp.payments.v1.RefundR\x06refund\"R\n" +
+	"\x19SimulatePixPaymentRequest\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x01 \x01(\tR\tattemptId\x12\x16\n" +
+	"\x06amount\x18\x02 \x01(\x03R\x06amount\"P\n" +
+	"\x1aSimulatePixPaymentResponse\x122\n" +
+	"\aattempt\x18\x01 \x01(\v2\x18.bcp.payments.v1.AttemptR\aattempt\"\xa1\x01\n" +
+	"\x05Alert\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x04 \x01(\tR\tattemptId\x12;\n" +
+	"\vcreate_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\"\x13\n" +
+	"\x11ListAlertsRequest\"D\n" +
+	"\x12ListAlertsResponse\x12.\n" +
+	"\x06alerts\x18\x01 \x03(\v2\x16.bcp.payments.v1.AlertR\x06alerts*\xa5\x02\n" +
+	"\rAttemptStatus\x12\x1e\n" +
+	"\x1aATTEMPT_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16ATTEMPT_STATUS_PENDING\x10\x01\x12\x1c\n" +
+	"\x18ATTEMPT_STATUS_SUCCEEDED\x10\x02\x12\x19\n" +
+	"\x15ATTEMPT_STATUS_FAILED\x10\x03\x12\x1a\n" +
+	"\x16ATTEMPT_STATUS_EXPIRED\x10\x04\x12\x1b\n" +
+	"\x17ATTEMPT_STATUS_CANCELED\x10\x05\x12\"\n" +
+	"\x1eATTEMPT_STATUS_REQUIRES_ACTION\x10\x06\x12\x1b\n" +
+	"\x17ATTEMPT_STATUS_REFUNDED\x10\a\x12%\n" +
+	"!ATTEMPT_STATUS_PARTIALLY_REFUNDED\x10\b2\x9f\x05\n" +
 	"\x0fPaymentsService\x12H\n" +
-	"\x04Ping\x12\x1c.bcp.payments.v1.PingRequest\x1a\x1d.bcp.payments.v1.PingResponse\"\x03\x90\x02\x01B\xbe\x01\n" +
+	"\x04Ping\x12\x1c.bcp.payments.v1.PingRequest\x1a\x1d.bcp.payments.v1.PingResponse\"\x03\x90\x02\x01\x12[\n" +
+	"\fStartPayment\x12$.bcp.payments.v1.StartPaymentRequest\x1a%.bcp.payments.v1.StartPaymentResponse\x12Z\n" +
+	"\n" +
+	"GetPayment\x12\".bcp.payments.v1.GetPaymentRequest\x1a#.bcp.payments.v1.GetPaymentResponse\"\x03\x90\x02\x01\x12^\n" +
+	"\rCancelPayment\x12%.bcp.payments.v1.CancelPaymentRequest\x1a&.bcp.payments.v1.CancelPaymentResponse\x12^\n" +
+	"\rRefundPayment\x12%.bcp.payments.v1.RefundPaymentRequest\x1a&.bcp.payments.v1.RefundPaymentResponse\x12m\n" +
+	"\x12SimulatePixPayment\x12*.bcp.payments.v1.SimulatePixPaymentRequest\x1a+.bcp.payments.v1.SimulatePixPaymentResponse\x12Z\n" +
+	"\n" +
+	"ListAlerts\x12\".bcp.payments.v1.ListAlertsRequest\x1a#.bcp.payments.v1.ListAlertsResponse\"\x03\x90\x02\x01B\xbe\x01\n" +
 	"\x13com.bcp.payments.v1B\rPaymentsProtoP\x01Z:github.com/bcpdev/bcp/proto/gen/bcp/payments/v1;paymentsv1\xa2\x02\x03BPX\xaa\x02\x0fBcp.Payments.V1\xca\x02\x0fBcp\\Payments\\V1\xe2\x02\x1bBcp\\Payments\\V1\\GPBMetadata\xea\x02\x11Bcp::Payments::V1b\x06proto3"
 
 var (
@@ -135,19 +1262,60 @@ func file_bcp_payments_v1_payments_proto_rawDescGZIP() []byte {
 	return file_bcp_payments_v1_payments_proto_rawDescData
 }
 
-var file_bcp_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_bcp_payments_v1_payments_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_bcp_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_bcp_payments_v1_payments_proto_goTypes = []any{
-	(*PingRequest)(nil),  // 0: bcp.payments.v1.PingRequest
-	(*PingResponse)(nil), // 1: bcp.payments.v1.PingResponse
+	(AttemptStatus)(0),                 // 0: bcp.payments.v1.AttemptStatus
+	(*PingRequest)(nil),                // 1: bcp.payments.v1.PingRequest
+	(*PingResponse)(nil),               // 2: bcp.payments.v1.PingResponse
+	(*Attempt)(nil),                    // 3: bcp.payments.v1.Attempt
+	(*StartPaymentRequest)(nil),        // 4: bcp.payments.v1.StartPaymentRequest
+	(*StartPaymentResponse)(nil),       // 5: bcp.payments.v1.StartPaymentResponse
+	(*GetPaymentRequest)(nil),          // 6: bcp.payments.v1.GetPaymentRequest
+	(*GetPaymentResponse)(nil),         // 7: bcp.payments.v1.GetPaymentResponse
+	(*CancelPaymentRequest)(nil),       // 8: bcp.payments.v1.CancelPaymentRequest
+	(*CancelPaymentResponse)(nil),      // 9: bcp.payments.v1.CancelPaymentResponse
+	(*RefundPaymentRequest)(nil),       // 10: bcp.payments.v1.RefundPaymentRequest
+	(*Refund)(nil),                     // 11: bcp.payments.v1.Refund
+	(*RefundPaymentResponse)(nil),      // 12: bcp.payments.v1.RefundPaymentResponse
+	(*SimulatePixPaymentRequest)(nil),  // 13: bcp.payments.v1.SimulatePixPaymentRequest
+	(*SimulatePixPaymentResponse)(nil), // 14: bcp.payments.v1.SimulatePixPaymentResponse
+	(*Alert)(nil),                      // 15: bcp.payments.v1.Alert
+	(*ListAlertsRequest)(nil),          // 16: bcp.payments.v1.ListAlertsRequest
+	(*ListAlertsResponse)(nil),         // 17: bcp.payments.v1.ListAlertsResponse
+	(*timestamppb.Timestamp)(nil),      // 18: google.protobuf.Timestamp
 }
 var file_bcp_payments_v1_payments_proto_depIdxs = []int32{
-	0, // 0: bcp.payments.v1.PaymentsService.Ping:input_type -> bcp.payments.v1.PingRequest
-	1, // 1: bcp.payments.v1.PaymentsService.Ping:output_type -> bcp.payments.v1.PingResponse
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	0,  // 0: bcp.payments.v1.Attempt.status:type_name -> bcp.payments.v1.AttemptStatus
+	18, // 1: bcp.payments.v1.Attempt.expires_at:type_name -> google.protobuf.Timestamp
+	18, // 2: bcp.payments.v1.Attempt.create_time:type_name -> google.protobuf.Timestamp
+	18, // 3: bcp.payments.v1.Attempt.update_time:type_name -> google.protobuf.Timestamp
+	3,  // 4: bcp.payments.v1.StartPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
+	3,  // 5: bcp.payments.v1.GetPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
+	3,  // 6: bcp.payments.v1.CancelPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
+	11, // 7: bcp.payments.v1.RefundPaymentResponse.refund:type_name -> bcp.payments.v1.Refund
+	3,  // 8: bcp.payments.v1.SimulatePixPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
+	18, // 9: bcp.payments.v1.Alert.create_time:type_name -> google.protobuf.Timestamp
+	15, // 10: bcp.payments.v1.ListAlertsResponse.alerts:type_name -> bcp.payments.v1.Alert
+	1,  // 11: bcp.payments.v1.PaymentsService.Ping:input_type -> bcp.payments.v1.PingRequest
+	4,  // 12: bcp.payments.v1.PaymentsService.StartPayment:input_type -> bcp.payments.v1.StartPaymentRequest
+	6,  // 13: bcp.payments.v1.PaymentsService.GetPayment:input_type -> bcp.payments.v1.GetPaymentRequest
+	8,  // 14: bcp.payments.v1.PaymentsService.CancelPayment:input_type -> bcp.payments.v1.CancelPaymentRequest
+	10, // 15: bcp.payments.v1.PaymentsService.RefundPayment:input_type -> bcp.payments.v1.RefundPaymentRequest
+	13, // 16: bcp.payments.v1.PaymentsService.SimulatePixPayment:input_type -> bcp.payments.v1.SimulatePixPaymentRequest
+	16, // 17: bcp.payments.v1.PaymentsService.ListAlerts:input_type -> bcp.payments.v1.ListAlertsRequest
+	2,  // 18: bcp.payments.v1.PaymentsService.Ping:output_type -> bcp.payments.v1.PingResponse
+	5,  // 19: bcp.payments.v1.PaymentsService.StartPayment:output_type -> bcp.payments.v1.StartPaymentResponse
+	7,  // 20: bcp.payments.v1.PaymentsService.GetPayment:output_type -> bcp.payments.v1.GetPaymentResponse
+	9,  // 21: bcp.payments.v1.PaymentsService.CancelPayment:output_type -> bcp.payments.v1.CancelPaymentResponse
+	12, // 22: bcp.payments.v1.PaymentsService.RefundPayment:output_type -> bcp.payments.v1.RefundPaymentResponse
+	14, // 23: bcp.payments.v1.PaymentsService.SimulatePixPayment:output_type -> bcp.payments.v1.SimulatePixPaymentResponse
+	17, // 24: bcp.payments.v1.PaymentsService.ListAlerts:output_type -> bcp.payments.v1.ListAlertsResponse
+	18, // [18:25] is the sub-list for method output_type
+	11, // [11:18] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_bcp_payments_v1_payments_proto_init() }
@@ -160,13 +1328,14 @@ func file_bcp_payments_v1_payments_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_payments_v1_payments_proto_rawDesc), len(file_bcp_payments_v1_payments_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   2,
+			NumEnums:      1,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_bcp_payments_v1_payments_proto_goTypes,
 		DependencyIndexes: file_bcp_payments_v1_payments_proto_depIdxs,
+		EnumInfos:         file_bcp_payments_v1_payments_proto_enumTypes,
 		MessageInfos:      file_bcp_payments_v1_payments_proto_msgTypes,
 	}.Build()
 	File_bcp_payments_v1_payments_proto = out.File

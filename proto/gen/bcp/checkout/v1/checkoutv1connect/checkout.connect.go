@@ -47,6 +47,12 @@ const (
 	// CheckoutServiceCancelCheckoutProcedure is the fully-qualified name of the CheckoutService's
 	// CancelCheckout RPC.
 	CheckoutServiceCancelCheckoutProcedure = "/bcp.checkout.v1.CheckoutService/CancelCheckout"
+	// CheckoutServiceCompleteCheckoutProcedure is the fully-qualified name of the CheckoutService's
+	// CompleteCheckout RPC.
+	CheckoutServiceCompleteCheckoutProcedure = "/bcp.checkout.v1.CheckoutService/CompleteCheckout"
+	// CheckoutServiceSettlePaymentProcedure is the fully-qualified name of the CheckoutService's
+	// SettlePayment RPC.
+	CheckoutServiceSettlePaymentProcedure = "/bcp.checkout.v1.CheckoutService/SettlePayment"
 	// CheckoutServiceListCheckoutsProcedure is the fully-qualified name of the CheckoutService's
 	// ListCheckouts RPC.
 	CheckoutServiceListCheckoutsProcedure = "/bcp.checkout.v1.CheckoutService/ListCheckouts"
@@ -62,6 +68,16 @@ type CheckoutServiceClient interface {
 	GetCheckout(context.Context, *connect.Request[v1.GetCheckoutRequest]) (*connect.Response[v1.GetCheckoutResponse], error)
 	UpdateCheckout(context.Context, *connect.Request[v1.UpdateCheckoutRequest]) (*connect.Response[v1.UpdateCheckoutResponse], error)
 	CancelCheckout(context.Context, *connect.Request[v1.CancelCheckoutRequest]) (*connect.Response[v1.CancelCheckoutResponse], error)
+	// CompleteCheckout places the order: it starts one payment attempt
+	// (never more than one in flight or succeeded per checkout), and ends in
+	// completed (synchronous handlers), complete_in_progress (Pix) or back
+	// in ready_for_complete/incomplete with payment_failed.
+	CompleteCheckout(context.Context, *connect.Request[v1.CompleteCheckoutRequest]) (*connect.Response[v1.CompleteCheckoutResponse], error)
+	// SettlePayment moves a checkout whose payment changed (Pix paid,
+	// expired, failed): it asks the payments service for the truth, then
+	// completes (creating the order exactly once) or reopens. Idempotent;
+	// called by the payments service's jobs.
+	SettlePayment(context.Context, *connect.Request[v1.SettlePaymentRequest]) (*connect.Response[v1.SettlePaymentResponse], error)
 	// ListCheckouts is for the merchant admin.
 	ListCheckouts(context.Context, *connect.Request[v1.ListCheckoutsRequest]) (*connect.Response[v1.ListCheckoutsResponse], error)
 	// ExpireCheckouts cancels this tenant's sessions past expires_at (run by
@@ -112,6 +128,18 @@ func NewCheckoutServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithSchema(checkoutServiceMethods.ByName("CancelCheckout")),
 			connect.WithClientOptions(opts...),
 		),
+		completeCheckout: connect.NewClient[v1.CompleteCheckoutRequest, v1.CompleteCheckoutResponse](
+			httpClient,
+			baseURL+CheckoutServiceCompleteCheckoutProcedure,
+			connect.WithSchema(checkoutServiceMethods.ByName("CompleteCheckout")),
+			connect.WithClientOptions(opts...),
+		),
+		settlePayment: connect.NewClient[v1.SettlePaymentRequest, v1.SettlePaymentResponse](
+			httpClient,
+			baseURL+CheckoutServiceSettlePaymentProcedure,
+			connect.WithSchema(checkoutServiceMethods.ByName("SettlePayment")),
+			connect.WithClientOptions(opts...),
+		),
 		listCheckouts: connect.NewClient[v1.ListCheckoutsRequest, v1.ListCheckoutsResponse](
 			httpClient,
 			baseURL+CheckoutServiceListCheckoutsProcedure,
@@ -130,13 +158,15 @@ func NewCheckoutServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 
 // checkoutServiceClient implements CheckoutServiceClient.
 type checkoutServiceClient struct {
-	ping            *connect.Client[v1.PingRequest, v1.PingResponse]
-	createCheckout  *connect.Client[v1.CreateCheckoutRequest, v1.CreateCheckoutResponse]
-	getCheckout     *connect.Client[v1.GetCheckoutRequest, v1.GetCheckoutResponse]
-	updateCheckout  *connect.Client[v1.UpdateCheckoutRequest, v1.UpdateCheckoutResponse]
-	cancelCheckout  *connect.Client[v1.CancelCheckoutRequest, v1.CancelCheckoutResponse]
-	listCheckouts   *connect.Client[v1.ListCheckoutsRequest, v1.ListCheckoutsResponse]
-	expireCheckouts *connect.Client[v1.ExpireCheckoutsRequest, v1.ExpireCheckoutsResponse]
+	ping             *connect.Client[v1.PingRequest, v1.PingResponse]
+	createCheckout   *connect.Client[v1.CreateCheckoutRequest, v1.CreateCheckoutResponse]
+	getCheckout      *connect.Client[v1.GetCheckoutRequest, v1.GetCheckoutResponse]
+	updateCheckout   *connect.Client[v1.UpdateCheckoutRequest, v1.UpdateCheckoutResponse]
+	cancelCheckout   *connect.Client[v1.CancelCheckoutRequest, v1.CancelCheckoutResponse]
+	completeCheckout *connect.Client[v1.CompleteCheckoutRequest, v1.CompleteCheckoutResponse]
+	settlePayment    *connect.Client[v1.SettlePaymentRequest, v1.SettlePaymentResponse]
+	listCheckouts    *connect.Client[v1.ListCheckoutsRequest, v1.ListCheckoutsResponse]
+	expireCheckouts  *connect.Client[v1.ExpireCheckoutsRequest, v1.ExpireCheckoutsResponse]
 }
 
 // Ping calls bcp.checkout.v1.CheckoutService.Ping.
@@ -164,6 +194,16 @@ func (c *checkoutServiceClient) CancelCheckout(ctx context.Context, req *connect
 	return c.cancelCheckout.CallUnary(ctx, req)
 }
 
+// CompleteCheckout calls bcp.checkout.v1.CheckoutService.CompleteCheckout.
+func (c *checkoutServiceClient) CompleteCheckout(ctx context.Context, req *connect.Request[v1.CompleteCheckoutRequest]) (*connect.Response[v1.CompleteCheckoutResponse], error) {
+	return c.completeCheckout.CallUnary(ctx, req)
+}
+
+// SettlePayment calls bcp.checkout.v1.CheckoutService.SettlePayment.
+func (c *checkoutServiceClient) SettlePayment(ctx context.Context, req *connect.Request[v1.SettlePaymentRequest]) (*connect.Response[v1.SettlePaymentResponse], error) {
+	return c.settlePayment.CallUnary(ctx, req)
+}
+
 // ListCheckouts calls bcp.checkout.v1.CheckoutService.ListCheckouts.
 func (c *checkoutServiceClient) ListCheckouts(ctx context.Context, req *connect.Request[v1.ListCheckoutsRequest]) (*connect.Response[v1.ListCheckoutsResponse], error) {
 	return c.listCheckouts.CallUnary(ctx, req)
@@ -181,6 +221,16 @@ type CheckoutServiceHandler interface {
 	GetCheckout(context.Context, *connect.Request[v1.GetCheckoutRequest]) (*connect.Response[v1.GetCheckoutResponse], error)
 	UpdateCheckout(context.Context, *connect.Request[v1.UpdateCheckoutRequest]) (*connect.Response[v1.UpdateCheckoutResponse], error)
 	CancelCheckout(context.Context, *connect.Request[v1.CancelCheckoutRequest]) (*connect.Response[v1.CancelCheckoutResponse], error)
+	// CompleteCheckout places the order: it starts one payment attempt
+	// (never more than one in flight or succeeded per checkout), and ends in
+	// completed (synchronous handlers), complete_in_progress (Pix) or back
+	// in ready_for_complete/incomplete with payment_failed.
+	CompleteCheckout(context.Context, *connect.Request[v1.CompleteCheckoutRequest]) (*connect.Response[v1.CompleteCheckoutResponse], error)
+	// SettlePayment moves a checkout whose payment changed (Pix paid,
+	// expired, failed): it asks the payments service for the truth, then
+	// completes (creating the order exactly once) or reopens. Idempotent;
+	// called by the payments service's jobs.
+	SettlePayment(context.Context, *connect.Request[v1.SettlePaymentRequest]) (*connect.Response[v1.SettlePaymentResponse], error)
 	// ListCheckouts is for the merchant admin.
 	ListCheckouts(context.Context, *connect.Request[v1.ListCheckoutsRequest]) (*connect.Response[v1.ListCheckoutsResponse], error)
 	// ExpireCheckouts cancels this tenant's sessions past expires_at (run by
@@ -227,6 +277,18 @@ func NewCheckoutServiceHandler(svc CheckoutServiceHandler, opts ...connect.Handl
 		connect.WithSchema(checkoutServiceMethods.ByName("CancelCheckout")),
 		connect.WithHandlerOptions(opts...),
 	)
+	checkoutServiceCompleteCheckoutHandler := connect.NewUnaryHandler(
+		CheckoutServiceCompleteCheckoutProcedure,
+		svc.CompleteCheckout,
+		connect.WithSchema(checkoutServiceMethods.ByName("CompleteCheckout")),
+		connect.WithHandlerOptions(opts...),
+	)
+	checkoutServiceSettlePaymentHandler := connect.NewUnaryHandler(
+		CheckoutServiceSettlePaymentProcedure,
+		svc.SettlePayment,
+		connect.WithSchema(checkoutServiceMethods.ByName("SettlePayment")),
+		connect.WithHandlerOptions(opts...),
+	)
 	checkoutServiceListCheckoutsHandler := connect.NewUnaryHandler(
 		CheckoutServiceListCheckoutsProcedure,
 		svc.ListCheckouts,
@@ -252,6 +314,10 @@ func NewCheckoutServiceHandler(svc CheckoutServiceHandler, opts ...connect.Handl
 			checkoutServiceUpdateCheckoutHandler.ServeHTTP(w, r)
 		case CheckoutServiceCancelCheckoutProcedure:
 			checkoutServiceCancelCheckoutHandler.ServeHTTP(w, r)
+		case CheckoutServiceCompleteCheckoutProcedure:
+			checkoutServiceCompleteCheckoutHandler.ServeHTTP(w, r)
+		case CheckoutServiceSettlePaymentProcedure:
+			checkoutServiceSettlePaymentHandler.ServeHTTP(w, r)
 		case CheckoutServiceListCheckoutsProcedure:
 			checkoutServiceListCheckoutsHandler.ServeHTTP(w, r)
 		case CheckoutServiceExpireCheckoutsProcedure:
@@ -283,6 +349,14 @@ func (UnimplementedCheckoutServiceHandler) UpdateCheckout(context.Context, *conn
 
 func (UnimplementedCheckoutServiceHandler) CancelCheckout(context.Context, *connect.Request[v1.CancelCheckoutRequest]) (*connect.Response[v1.CancelCheckoutResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.CancelCheckout is not implemented"))
+}
+
+func (UnimplementedCheckoutServiceHandler) CompleteCheckout(context.Context, *connect.Request[v1.CompleteCheckoutRequest]) (*connect.Response[v1.CompleteCheckoutResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.CompleteCheckout is not implemented"))
+}
+
+func (UnimplementedCheckoutServiceHandler) SettlePayment(context.Context, *connect.Request[v1.SettlePaymentRequest]) (*connect.Response[v1.SettlePaymentResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.SettlePayment is not implemented"))
 }
 
 func (UnimplementedCheckoutServiceHandler) ListCheckouts(context.Context, *connect.Request[v1.ListCheckoutsRequest]) (*connect.Response[v1.ListCheckoutsResponse], error) {

@@ -35,11 +35,35 @@ const (
 const (
 	// OrdersServicePingProcedure is the fully-qualified name of the OrdersService's Ping RPC.
 	OrdersServicePingProcedure = "/bcp.orders.v1.OrdersService/Ping"
+	// OrdersServiceCreateOrderProcedure is the fully-qualified name of the OrdersService's CreateOrder
+	// RPC.
+	OrdersServiceCreateOrderProcedure = "/bcp.orders.v1.OrdersService/CreateOrder"
+	// OrdersServiceGetOrderProcedure is the fully-qualified name of the OrdersService's GetOrder RPC.
+	OrdersServiceGetOrderProcedure = "/bcp.orders.v1.OrdersService/GetOrder"
+	// OrdersServiceListOrdersProcedure is the fully-qualified name of the OrdersService's ListOrders
+	// RPC.
+	OrdersServiceListOrdersProcedure = "/bcp.orders.v1.OrdersService/ListOrders"
+	// OrdersServiceAddFulfillmentEventProcedure is the fully-qualified name of the OrdersService's
+	// AddFulfillmentEvent RPC.
+	OrdersServiceAddFulfillmentEventProcedure = "/bcp.orders.v1.OrdersService/AddFulfillmentEvent"
+	// OrdersServiceRefundOrderProcedure is the fully-qualified name of the OrdersService's RefundOrder
+	// RPC.
+	OrdersServiceRefundOrderProcedure = "/bcp.orders.v1.OrdersService/RefundOrder"
 )
 
 // OrdersServiceClient is a client for the bcp.orders.v1.OrdersService service.
 type OrdersServiceClient interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
+	// CreateOrder makes the order of a completed checkout. Idempotent by
+	// checkout id: a second call returns the existing order.
+	CreateOrder(context.Context, *connect.Request[v1.CreateOrderRequest]) (*connect.Response[v1.CreateOrderResponse], error)
+	GetOrder(context.Context, *connect.Request[v1.GetOrderRequest]) (*connect.Response[v1.GetOrderResponse], error)
+	ListOrders(context.Context, *connect.Request[v1.ListOrdersRequest]) (*connect.Response[v1.ListOrdersResponse], error)
+	// AddFulfillmentEvent appends a fulfillment event (merchant API).
+	AddFulfillmentEvent(context.Context, *connect.Request[v1.AddFulfillmentEventRequest]) (*connect.Response[v1.AddFulfillmentEventResponse], error)
+	// RefundOrder refunds through the payments service and records the
+	// adjustment (merchant API).
+	RefundOrder(context.Context, *connect.Request[v1.RefundOrderRequest]) (*connect.Response[v1.RefundOrderResponse], error)
 }
 
 // NewOrdersServiceClient constructs a client for the bcp.orders.v1.OrdersService service. By
@@ -60,12 +84,49 @@ func NewOrdersServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		createOrder: connect.NewClient[v1.CreateOrderRequest, v1.CreateOrderResponse](
+			httpClient,
+			baseURL+OrdersServiceCreateOrderProcedure,
+			connect.WithSchema(ordersServiceMethods.ByName("CreateOrder")),
+			connect.WithClientOptions(opts...),
+		),
+		getOrder: connect.NewClient[v1.GetOrderRequest, v1.GetOrderResponse](
+			httpClient,
+			baseURL+OrdersServiceGetOrderProcedure,
+			connect.WithSchema(ordersServiceMethods.ByName("GetOrder")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		listOrders: connect.NewClient[v1.ListOrdersRequest, v1.ListOrdersResponse](
+			httpClient,
+			baseURL+OrdersServiceListOrdersProcedure,
+			connect.WithSchema(ordersServiceMethods.ByName("ListOrders")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		addFulfillmentEvent: connect.NewClient[v1.AddFulfillmentEventRequest, v1.AddFulfillmentEventResponse](
+			httpClient,
+			baseURL+OrdersServiceAddFulfillmentEventProcedure,
+			connect.WithSchema(ordersServiceMethods.ByName("AddFulfillmentEvent")),
+			connect.WithClientOptions(opts...),
+		),
+		refundOrder: connect.NewClient[v1.RefundOrderRequest, v1.RefundOrderResponse](
+			httpClient,
+			baseURL+OrdersServiceRefundOrderProcedure,
+			connect.WithSchema(ordersServiceMethods.ByName("RefundOrder")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // ordersServiceClient implements OrdersServiceClient.
 type ordersServiceClient struct {
-	ping *connect.Client[v1.PingRequest, v1.PingResponse]
+	ping                *connect.Client[v1.PingRequest, v1.PingResponse]
+	createOrder         *connect.Client[v1.CreateOrderRequest, v1.CreateOrderResponse]
+	getOrder            *connect.Client[v1.GetOrderRequest, v1.GetOrderResponse]
+	listOrders          *connect.Client[v1.ListOrdersRequest, v1.ListOrdersResponse]
+	addFulfillmentEvent *connect.Client[v1.AddFulfillmentEventRequest, v1.AddFulfillmentEventResponse]
+	refundOrder         *connect.Client[v1.RefundOrderRequest, v1.RefundOrderResponse]
 }
 
 // Ping calls bcp.orders.v1.OrdersService.Ping.
@@ -73,9 +134,44 @@ func (c *ordersServiceClient) Ping(ctx context.Context, req *connect.Request[v1.
 	return c.ping.CallUnary(ctx, req)
 }
 
+// CreateOrder calls bcp.orders.v1.OrdersService.CreateOrder.
+func (c *ordersServiceClient) CreateOrder(ctx context.Context, req *connect.Request[v1.CreateOrderRequest]) (*connect.Response[v1.CreateOrderResponse], error) {
+	return c.createOrder.CallUnary(ctx, req)
+}
+
+// GetOrder calls bcp.orders.v1.OrdersService.GetOrder.
+func (c *ordersServiceClient) GetOrder(ctx context.Context, req *connect.Request[v1.GetOrderRequest]) (*connect.Response[v1.GetOrderResponse], error) {
+	return c.getOrder.CallUnary(ctx, req)
+}
+
+// ListOrders calls bcp.orders.v1.OrdersService.ListOrders.
+func (c *ordersServiceClient) ListOrders(ctx context.Context, req *connect.Request[v1.ListOrdersRequest]) (*connect.Response[v1.ListOrdersResponse], error) {
+	return c.listOrders.CallUnary(ctx, req)
+}
+
+// AddFulfillmentEvent calls bcp.orders.v1.OrdersService.AddFulfillmentEvent.
+func (c *ordersServiceClient) AddFulfillmentEvent(ctx context.Context, req *connect.Request[v1.AddFulfillmentEventRequest]) (*connect.Response[v1.AddFulfillmentEventResponse], error) {
+	return c.addFulfillmentEvent.CallUnary(ctx, req)
+}
+
+// RefundOrder calls bcp.orders.v1.OrdersService.RefundOrder.
+func (c *ordersServiceClient) RefundOrder(ctx context.Context, req *connect.Request[v1.RefundOrderRequest]) (*connect.Response[v1.RefundOrderResponse], error) {
+	return c.refundOrder.CallUnary(ctx, req)
+}
+
 // OrdersServiceHandler is an implementation of the bcp.orders.v1.OrdersService service.
 type OrdersServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
+	// CreateOrder makes the order of a completed checkout. Idempotent by
+	// checkout id: a second call returns the existing order.
+	CreateOrder(context.Context, *connect.Request[v1.CreateOrderRequest]) (*connect.Response[v1.CreateOrderResponse], error)
+	GetOrder(context.Context, *connect.Request[v1.GetOrderRequest]) (*connect.Response[v1.GetOrderResponse], error)
+	ListOrders(context.Context, *connect.Request[v1.ListOrdersRequest]) (*connect.Response[v1.ListOrdersResponse], error)
+	// AddFulfillmentEvent appends a fulfillment event (merchant API).
+	AddFulfillmentEvent(context.Context, *connect.Request[v1.AddFulfillmentEventRequest]) (*connect.Response[v1.AddFulfillmentEventResponse], error)
+	// RefundOrder refunds through the payments service and records the
+	// adjustment (merchant API).
+	RefundOrder(context.Context, *connect.Request[v1.RefundOrderRequest]) (*connect.Response[v1.RefundOrderResponse], error)
 }
 
 // NewOrdersServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -92,10 +188,52 @@ func NewOrdersServiceHandler(svc OrdersServiceHandler, opts ...connect.HandlerOp
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	ordersServiceCreateOrderHandler := connect.NewUnaryHandler(
+		OrdersServiceCreateOrderProcedure,
+		svc.CreateOrder,
+		connect.WithSchema(ordersServiceMethods.ByName("CreateOrder")),
+		connect.WithHandlerOptions(opts...),
+	)
+	ordersServiceGetOrderHandler := connect.NewUnaryHandler(
+		OrdersServiceGetOrderProcedure,
+		svc.GetOrder,
+		connect.WithSchema(ordersServiceMethods.ByName("GetOrder")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	ordersServiceListOrdersHandler := connect.NewUnaryHandler(
+		OrdersServiceListOrdersProcedure,
+		svc.ListOrders,
+		connect.WithSchema(ordersServiceMethods.ByName("ListOrders")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	ordersServiceAddFulfillmentEventHandler := connect.NewUnaryHandler(
+		OrdersServiceAddFulfillmentEventProcedure,
+		svc.AddFulfillmentEvent,
+		connect.WithSchema(ordersServiceMethods.ByName("AddFulfillmentEvent")),
+		connect.WithHandlerOptions(opts...),
+	)
+	ordersServiceRefundOrderHandler := connect.NewUnaryHandler(
+		OrdersServiceRefundOrderProcedure,
+		svc.RefundOrder,
+		connect.WithSchema(ordersServiceMethods.ByName("RefundOrder")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.orders.v1.OrdersService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case OrdersServicePingProcedure:
 			ordersServicePingHandler.ServeHTTP(w, r)
+		case OrdersServiceCreateOrderProcedure:
+			ordersServiceCreateOrderHandler.ServeHTTP(w, r)
+		case OrdersServiceGetOrderProcedure:
+			ordersServiceGetOrderHandler.ServeHTTP(w, r)
+		case OrdersServiceListOrdersProcedure:
+			ordersServiceListOrdersHandler.ServeHTTP(w, r)
+		case OrdersServiceAddFulfillmentEventProcedure:
+			ordersServiceAddFulfillmentEventHandler.ServeHTTP(w, r)
+		case OrdersServiceRefundOrderProcedure:
+			ordersServiceRefundOrderHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -107,4 +245,24 @@ type UnimplementedOrdersServiceHandler struct{}
 
 func (UnimplementedOrdersServiceHandler) Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.orders.v1.OrdersService.Ping is not implemented"))
+}
+
+func (UnimplementedOrdersServiceHandler) CreateOrder(context.Context, *connect.Request[v1.CreateOrderRequest]) (*connect.Response[v1.CreateOrderResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.orders.v1.OrdersService.CreateOrder is not implemented"))
+}
+
+func (UnimplementedOrdersServiceHandler) GetOrder(context.Context, *connect.Request[v1.GetOrderRequest]) (*connect.Response[v1.GetOrderResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.orders.v1.OrdersService.GetOrder is not implemented"))
+}
+
+func (UnimplementedOrdersServiceHandler) ListOrders(context.Context, *connect.Request[v1.ListOrdersRequest]) (*connect.Response[v1.ListOrdersResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.orders.v1.OrdersService.ListOrders is not implemented"))
+}
+
+func (UnimplementedOrdersServiceHandler) AddFulfillmentEvent(context.Context, *connect.Request[v1.AddFulfillmentEventRequest]) (*connect.Response[v1.AddFulfillmentEventResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.orders.v1.OrdersService.AddFulfillmentEvent is not implemented"))
+}
+
+func (UnimplementedOrdersServiceHandler) RefundOrder(context.Context, *connect.Request[v1.RefundOrderRequest]) (*connect.Response[v1.RefundOrderResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.orders.v1.OrdersService.RefundOrder is not implemented"))
 }

@@ -35,11 +35,50 @@ const (
 const (
 	// PaymentsServicePingProcedure is the fully-qualified name of the PaymentsService's Ping RPC.
 	PaymentsServicePingProcedure = "/bcp.payments.v1.PaymentsService/Ping"
+	// PaymentsServiceStartPaymentProcedure is the fully-qualified name of the PaymentsService's
+	// StartPayment RPC.
+	PaymentsServiceStartPaymentProcedure = "/bcp.payments.v1.PaymentsService/StartPayment"
+	// PaymentsServiceGetPaymentProcedure is the fully-qualified name of the PaymentsService's
+	// GetPayment RPC.
+	PaymentsServiceGetPaymentProcedure = "/bcp.payments.v1.PaymentsService/GetPayment"
+	// PaymentsServiceCancelPaymentProcedure is the fully-qualified name of the PaymentsService's
+	// CancelPayment RPC.
+	PaymentsServiceCancelPaymentProcedure = "/bcp.payments.v1.PaymentsService/CancelPayment"
+	// PaymentsServiceRefundPaymentProcedure is the fully-qualified name of the PaymentsService's
+	// RefundPayment RPC.
+	PaymentsServiceRefundPaymentProcedure = "/bcp.payments.v1.PaymentsService/RefundPayment"
+	// PaymentsServiceSimulatePixPaymentProcedure is the fully-qualified name of the PaymentsService's
+	// SimulatePixPayment RPC.
+	PaymentsServiceSimulatePixPaymentProcedure = "/bcp.payments.v1.PaymentsService/SimulatePixPayment"
+	// PaymentsServiceListAlertsProcedure is the fully-qualified name of the PaymentsService's
+	// ListAlerts RPC.
+	PaymentsServiceListAlertsProcedure = "/bcp.payments.v1.PaymentsService/ListAlerts"
 )
 
 // PaymentsServiceClient is a client for the bcp.payments.v1.PaymentsService service.
 type PaymentsServiceClient interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
+	// StartPayment begins the attempt chosen by the checkout service. It is
+	// idempotent by attempt id: a retry returns the same attempt and never
+	// charges twice.
+	StartPayment(context.Context, *connect.Request[v1.StartPaymentRequest]) (*connect.Response[v1.StartPaymentResponse], error)
+	// GetPayment returns an attempt's current state (the checkout service
+	// asks it before acting on any notification).
+	GetPayment(context.Context, *connect.Request[v1.GetPaymentRequest]) (*connect.Response[v1.GetPaymentResponse], error)
+	// CancelPayment stops a pending attempt (Pix: the charge is removed at
+	// the PSP). If the money already arrived it reports SUCCEEDED instead:
+	// completion wins the race.
+	CancelPayment(context.Context, *connect.Request[v1.CancelPaymentRequest]) (*connect.Response[v1.CancelPaymentResponse], error)
+	// RefundPayment refunds all or part of a succeeded attempt. Idempotent
+	// by refund id.
+	RefundPayment(context.Context, *connect.Request[v1.RefundPaymentRequest]) (*connect.Response[v1.RefundPaymentResponse], error)
+	// SimulatePixPayment pays a sandbox Pix charge through the simulated PSP
+	// (the hosted page's "simular pagamento" button and tests). Refused for
+	// production handlers.
+	SimulatePixPayment(context.Context, *connect.Request[v1.SimulatePixPaymentRequest]) (*connect.Response[v1.SimulatePixPaymentResponse], error)
+	// ListAlerts lists merchant-visible payment alerts (Pix paid after
+	// expiry or with the wrong amount, refunded automatically, ...).
+	ListAlerts(context.Context, *connect.Request[v1.ListAlertsRequest]) (*connect.Response[v1.ListAlertsResponse], error)
 }
 
 // NewPaymentsServiceClient constructs a client for the bcp.payments.v1.PaymentsService service. By
@@ -60,12 +99,56 @@ func NewPaymentsServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		startPayment: connect.NewClient[v1.StartPaymentRequest, v1.StartPaymentResponse](
+			httpClient,
+			baseURL+PaymentsServiceStartPaymentProcedure,
+			connect.WithSchema(paymentsServiceMethods.ByName("StartPayment")),
+			connect.WithClientOptions(opts...),
+		),
+		getPayment: connect.NewClient[v1.GetPaymentRequest, v1.GetPaymentResponse](
+			httpClient,
+			baseURL+PaymentsServiceGetPaymentProcedure,
+			connect.WithSchema(paymentsServiceMethods.ByName("GetPayment")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		cancelPayment: connect.NewClient[v1.CancelPaymentRequest, v1.CancelPaymentResponse](
+			httpClient,
+			baseURL+PaymentsServiceCancelPaymentProcedure,
+			connect.WithSchema(paymentsServiceMethods.ByName("CancelPayment")),
+			connect.WithClientOptions(opts...),
+		),
+		refundPayment: connect.NewClient[v1.RefundPaymentRequest, v1.RefundPaymentResponse](
+			httpClient,
+			baseURL+PaymentsServiceRefundPaymentProcedure,
+			connect.WithSchema(paymentsServiceMethods.ByName("RefundPayment")),
+			connect.WithClientOptions(opts...),
+		),
+		simulatePixPayment: connect.NewClient[v1.SimulatePixPaymentRequest, v1.SimulatePixPaymentResponse](
+			httpClient,
+			baseURL+PaymentsServiceSimulatePixPaymentProcedure,
+			connect.WithSchema(paymentsServiceMethods.ByName("SimulatePixPayment")),
+			connect.WithClientOptions(opts...),
+		),
+		listAlerts: connect.NewClient[v1.ListAlertsRequest, v1.ListAlertsResponse](
+			httpClient,
+			baseURL+PaymentsServiceListAlertsProcedure,
+			connect.WithSchema(paymentsServiceMethods.ByName("ListAlerts")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // paymentsServiceClient implements PaymentsServiceClient.
 type paymentsServiceClient struct {
-	ping *connect.Client[v1.PingRequest, v1.PingResponse]
+	ping               *connect.Client[v1.PingRequest, v1.PingResponse]
+	startPayment       *connect.Client[v1.StartPaymentRequest, v1.StartPaymentResponse]
+	getPayment         *connect.Client[v1.GetPaymentRequest, v1.GetPaymentResponse]
+	cancelPayment      *connect.Client[v1.CancelPaymentRequest, v1.CancelPaymentResponse]
+	refundPayment      *connect.Client[v1.RefundPaymentRequest, v1.RefundPaymentResponse]
+	simulatePixPayment *connect.Client[v1.SimulatePixPaymentRequest, v1.SimulatePixPaymentResponse]
+	listAlerts         *connect.Client[v1.ListAlertsRequest, v1.ListAlertsResponse]
 }
 
 // Ping calls bcp.payments.v1.PaymentsService.Ping.
@@ -73,9 +156,60 @@ func (c *paymentsServiceClient) Ping(ctx context.Context, req *connect.Request[v
 	return c.ping.CallUnary(ctx, req)
 }
 
+// StartPayment calls bcp.payments.v1.PaymentsService.StartPayment.
+func (c *paymentsServiceClient) StartPayment(ctx context.Context, req *connect.Request[v1.StartPaymentRequest]) (*connect.Response[v1.StartPaymentResponse], error) {
+	return c.startPayment.CallUnary(ctx, req)
+}
+
+// GetPayment calls bcp.payments.v1.PaymentsService.GetPayment.
+func (c *paymentsServiceClient) GetPayment(ctx context.Context, req *connect.Request[v1.GetPaymentRequest]) (*connect.Response[v1.GetPaymentResponse], error) {
+	return c.getPayment.CallUnary(ctx, req)
+}
+
+// CancelPayment calls bcp.payments.v1.PaymentsService.CancelPayment.
+func (c *paymentsServiceClient) CancelPayment(ctx context.Context, req *connect.Request[v1.CancelPaymentRequest]) (*connect.Response[v1.CancelPaymentResponse], error) {
+	return c.cancelPayment.CallUnary(ctx, req)
+}
+
+// RefundPayment calls bcp.payments.v1.PaymentsService.RefundPayment.
+func (c *paymentsServiceClient) RefundPayment(ctx context.Context, req *connect.Request[v1.RefundPaymentRequest]) (*connect.Response[v1.RefundPaymentResponse], error) {
+	return c.refundPayment.CallUnary(ctx, req)
+}
+
+// SimulatePixPayment calls bcp.payments.v1.PaymentsService.SimulatePixPayment.
+func (c *paymentsServiceClient) SimulatePixPayment(ctx context.Context, req *connect.Request[v1.SimulatePixPaymentRequest]) (*connect.Response[v1.SimulatePixPaymentResponse], error) {
+	return c.simulatePixPayment.CallUnary(ctx, req)
+}
+
+// ListAlerts calls bcp.payments.v1.PaymentsService.ListAlerts.
+func (c *paymentsServiceClient) ListAlerts(ctx context.Context, req *connect.Request[v1.ListAlertsRequest]) (*connect.Response[v1.ListAlertsResponse], error) {
+	return c.listAlerts.CallUnary(ctx, req)
+}
+
 // PaymentsServiceHandler is an implementation of the bcp.payments.v1.PaymentsService service.
 type PaymentsServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
+	// StartPayment begins the attempt chosen by the checkout service. It is
+	// idempotent by attempt id: a retry returns the same attempt and never
+	// charges twice.
+	StartPayment(context.Context, *connect.Request[v1.StartPaymentRequest]) (*connect.Response[v1.StartPaymentResponse], error)
+	// GetPayment returns an attempt's current state (the checkout service
+	// asks it before acting on any notification).
+	GetPayment(context.Context, *connect.Request[v1.GetPaymentRequest]) (*connect.Response[v1.GetPaymentResponse], error)
+	// CancelPayment stops a pending attempt (Pix: the charge is removed at
+	// the PSP). If the money already arrived it reports SUCCEEDED instead:
+	// completion wins the race.
+	CancelPayment(context.Context, *connect.Request[v1.CancelPaymentRequest]) (*connect.Response[v1.CancelPaymentResponse], error)
+	// RefundPayment refunds all or part of a succeeded attempt. Idempotent
+	// by refund id.
+	RefundPayment(context.Context, *connect.Request[v1.RefundPaymentRequest]) (*connect.Response[v1.RefundPaymentResponse], error)
+	// SimulatePixPayment pays a sandbox Pix charge through the simulated PSP
+	// (the hosted page's "simular pagamento" button and tests). Refused for
+	// production handlers.
+	SimulatePixPayment(context.Context, *connect.Request[v1.SimulatePixPaymentRequest]) (*connect.Response[v1.SimulatePixPaymentResponse], error)
+	// ListAlerts lists merchant-visible payment alerts (Pix paid after
+	// expiry or with the wrong amount, refunded automatically, ...).
+	ListAlerts(context.Context, *connect.Request[v1.ListAlertsRequest]) (*connect.Response[v1.ListAlertsResponse], error)
 }
 
 // NewPaymentsServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -92,10 +226,60 @@ func NewPaymentsServiceHandler(svc PaymentsServiceHandler, opts ...connect.Handl
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	paymentsServiceStartPaymentHandler := connect.NewUnaryHandler(
+		PaymentsServiceStartPaymentProcedure,
+		svc.StartPayment,
+		connect.WithSchema(paymentsServiceMethods.ByName("StartPayment")),
+		connect.WithHandlerOptions(opts...),
+	)
+	paymentsServiceGetPaymentHandler := connect.NewUnaryHandler(
+		PaymentsServiceGetPaymentProcedure,
+		svc.GetPayment,
+		connect.WithSchema(paymentsServiceMethods.ByName("GetPayment")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	paymentsServiceCancelPaymentHandler := connect.NewUnaryHandler(
+		PaymentsServiceCancelPaymentProcedure,
+		svc.CancelPayment,
+		connect.WithSchema(paymentsServiceMethods.ByName("CancelPayment")),
+		connect.WithHandlerOptions(opts...),
+	)
+	paymentsServiceRefundPaymentHandler := connect.NewUnaryHandler(
+		PaymentsServiceRefundPaymentProcedure,
+		svc.RefundPayment,
+		connect.WithSchema(paymentsServiceMethods.ByName("RefundPayment")),
+		connect.WithHandlerOptions(opts...),
+	)
+	paymentsServiceSimulatePixPaymentHandler := connect.NewUnaryHandler(
+		PaymentsServiceSimulatePixPaymentProcedure,
+		svc.SimulatePixPayment,
+		connect.WithSchema(paymentsServiceMethods.ByName("SimulatePixPayment")),
+		connect.WithHandlerOptions(opts...),
+	)
+	paymentsServiceListAlertsHandler := connect.NewUnaryHandler(
+		PaymentsServiceListAlertsProcedure,
+		svc.ListAlerts,
+		connect.WithSchema(paymentsServiceMethods.ByName("ListAlerts")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.payments.v1.PaymentsService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case PaymentsServicePingProcedure:
 			paymentsServicePingHandler.ServeHTTP(w, r)
+		case PaymentsServiceStartPaymentProcedure:
+			paymentsServiceStartPaymentHandler.ServeHTTP(w, r)
+		case PaymentsServiceGetPaymentProcedure:
+			paymentsServiceGetPaymentHandler.ServeHTTP(w, r)
+		case PaymentsServiceCancelPaymentProcedure:
+			paymentsServiceCancelPaymentHandler.ServeHTTP(w, r)
+		case PaymentsServiceRefundPaymentProcedure:
+			paymentsServiceRefundPaymentHandler.ServeHTTP(w, r)
+		case PaymentsServiceSimulatePixPaymentProcedure:
+			paymentsServiceSimulatePixPaymentHandler.ServeHTTP(w, r)
+		case PaymentsServiceListAlertsProcedure:
+			paymentsServiceListAlertsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -107,4 +291,28 @@ type UnimplementedPaymentsServiceHandler struct{}
 
 func (UnimplementedPaymentsServiceHandler) Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.payments.v1.PaymentsService.Ping is not implemented"))
+}
+
+func (UnimplementedPaymentsServiceHandler) StartPayment(context.Context, *connect.Request[v1.StartPaymentRequest]) (*connect.Response[v1.StartPaymentResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.payments.v1.PaymentsService.StartPayment is not implemented"))
+}
+
+func (UnimplementedPaymentsServiceHandler) GetPayment(context.Context, *connect.Request[v1.GetPaymentRequest]) (*connect.Response[v1.GetPaymentResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.payments.v1.PaymentsService.GetPayment is not implemented"))
+}
+
+func (UnimplementedPaymentsServiceHandler) CancelPayment(context.Context, *connect.Request[v1.CancelPaymentRequest]) (*connect.Response[v1.CancelPaymentResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.payments.v1.PaymentsService.CancelPayment is not implemented"))
+}
+
+func (UnimplementedPaymentsServiceHandler) RefundPayment(context.Context, *connect.Request[v1.RefundPaymentRequest]) (*connect.Response[v1.RefundPaymentResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.payments.v1.PaymentsService.RefundPayment is not implemented"))
+}
+
+func (UnimplementedPaymentsServiceHandler) SimulatePixPayment(context.Context, *connect.Request[v1.SimulatePixPaymentRequest]) (*connect.Response[v1.SimulatePixPaymentResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.payments.v1.PaymentsService.SimulatePixPayment is not implemented"))
+}
+
+func (UnimplementedPaymentsServiceHandler) ListAlerts(context.Context, *connect.Request[v1.ListAlertsRequest]) (*connect.Response[v1.ListAlertsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.payments.v1.PaymentsService.ListAlerts is not implemented"))
 }
