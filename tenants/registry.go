@@ -630,7 +630,7 @@ func (s *Service) removePaymentHandler(ctx context.Context, ref, handlerID strin
 func toProto(t tenantsdb.TenantsTenant, domains []tenantsdb.TenantsDomain) *tenantsv1.Tenant {
 	out := &tenantsv1.Tenant{
 		Id: t.TenantID.String(), Slug: t.Slug, Name: t.Name, Capabilities: t.Capabilities,
-		CreateTime: timestamppb.New(t.CreatedAt),
+		CreateTime: timestamppb.New(t.CreatedAt), AgentAuthPolicy: policyToProto(t.AgentAuthPolicy), SignAllResponses: t.SignAllResponses,
 	}
 	switch t.Status {
 	case "active":

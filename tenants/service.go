@@ -42,7 +42,13 @@ func Policy(procedure string) svcauth.Access {
 		tenantsv1connect.TenantServiceResolveHostProcedure,
 		tenantsv1connect.TenantServiceGetDiscoveryProcedure,
 		tenantsv1connect.TenantServiceGetSettingsProcedure,
-		tenantsv1connect.TenantServiceWatchChangesProcedure:
+		tenantsv1connect.TenantServiceWatchChangesProcedure,
+		// Agent authentication at the edge and response/webhook signing.
+		// SetAgentAuthPolicy and the signing-key management methods stay
+		// operator-only.
+		tenantsv1connect.TenantServiceGetAgentAuthPolicyProcedure,
+		tenantsv1connect.TenantServiceAuthenticateAPIKeyProcedure,
+		tenantsv1connect.TenantServiceSignWithCurrentKeyProcedure:
 		return svcauth.Internal
 	}
 	return svcauth.Operator

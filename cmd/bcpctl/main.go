@@ -41,6 +41,13 @@ commands:
   handler set <tenant> --id ID --name REVERSE.DOMAIN [--instruments JSON] [--config JSON]
               [--secrets JSON | --secrets-file FILE] [--environment sandbox|production] [--version DATE] [--spec URL] [--schema URL]
   handler remove <tenant> <handler-id>
+  keys list <tenant>
+  keys rotate <tenant> [--delay 1h] [--retain 168h]
+  keys revoke <tenant> <kid> [--force]
+  auth policy <tenant> [--policy either|api_key|signature] [--sign-all-responses true|false]
+  agent call <endpoint> <tool> --profile URL (--key-file PEM [--kid KID] | --api-key KEY)
+             [--args JSON] [--idempotency-key KEY|auto] [--host HOST] [--verify]
+  agent keygen [--out FILE] [--kid KID]
   catalog import <tenant> <file.json|file.csv> [--dry-run]
   catalog list <tenant>
 
@@ -130,6 +137,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return usageError{"missing command"}
 		}
 		return nil
+	}
+	if rest[0] == "agent" { // agent-side commands: no operator token
+		return agentCommand(ctx, rest[1:], out)
 	}
 	if *token == "" {
 		*token = devToken()
@@ -243,6 +253,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintf(c.out, "revoked %s\n", r.Msg.GetApiKey().GetId())
 			return nil
 		})
+	case "keys list":
+		return c.keysList(ctx, sub)
+	case "keys rotate":
+		return c.keysRotate(ctx, sub)
+	case "keys revoke":
+		return c.keysRevoke(ctx, sub)
+	case "auth policy":
+		return c.authPolicy(ctx, sub)
 	case "handler set":
 		return c.handlerSet(ctx, sub)
 	case "handler remove":

@@ -1,5 +1,7 @@
-// Package keyring generates merchant signing keys and renders their public
-// halves as JWKs. Private keys leave this package only sealed.
+// Package keyring generates merchant signing keys, renders their public
+// halves as JWKs and signs with them. Private keys leave this package only
+// sealed (sealer.Sealer: AES-256-GCM under the platform master key, or a
+// KMS-backed implementation of the same interface).
 package keyring
 
 import (
@@ -8,25 +10,29 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
 
+	"github.com/bcpdev/bcp/httpsig"
 	"github.com/bcpdev/bcp/internal/sealer"
 )
 
-// JWK is a public EC key in RFC 7517 form, with exactly the members a
-// verifier needs.
-type JWK struct {
-	Kty string `json:"kty"`
-	Crv string `json:"crv"`
-	X   string `json:"x"`
-	Y   string `json:"y"`
-	Kid string `json:"kid"`
-	Use string `json:"use"`
-	Alg string `json:"alg"`
+// AlgES256 is the only algorithm generated: UCP makes ES256 mandatory for
+// every verifier.
+const AlgES256 = "ES256"
+
+// JWK is a public signing key in RFC 7517 form. It is httpsig's JWK (kty,
+// kid, use, alg, crv, x, y; private members can never be marshalled), so
+// what the platform publishes is exactly what verifiers parse.
+type JWK struct{ httpsig.JWK }
+
+// JSON returns the JWK's JSON encoding.
+func (j JWK) JSON() json.RawMessage {
+	b, _ := json.Marshal(j.JWK) // plain strings cannot fail to marshal
+	return b
 }
 
 // Generated is a new key: its public JWK and the sealed PKCS#8 private key.
@@ -50,6 +56,7 @@ func GenerateES256(s sealer.Sealer, tenant uuid.UUID) (Generated, error) {
 	if err != nil {
 		return Generated{}, err
 	}
+	defer clear(der)
 	sealed, err := s.Seal(der, AAD(tenant, jwk.Kid))
 	if err != nil {
 		return Generated{}, err
@@ -68,38 +75,49 @@ func OpenES256(s sealer.Sealer, tenant uuid.UUID, kid string, sealed []byte) (*e
 	if err != nil {
 		return nil, err
 	}
+	defer clear(der)
 	k, err := x509.ParsePKCS8PrivateKey(der)
 	if err != nil {
 		return nil, err
 	}
 	ec, ok := k.(*ecdsa.PrivateKey)
-	if !ok {
-		return nil, fmt.Errorf("keyring: sealed key is %T, not ECDSA", k)
+	if !ok || ec.Curve != elliptic.P256() {
+		return nil, fmt.Errorf("keyring: sealed key is %T, not ECDSA P-256", k)
 	}
 	return ec, nil
+}
+
+// SignES256 unseals the key and signs message (an RFC 9421 signature
+// base) with ECDSA P-256 and SHA-256, returning the raw 64-byte r||s form
+// RFC 9421 §3.3.4 requires (not ASN.1 DER).
+func SignES256(s sealer.Sealer, tenant uuid.UUID, kid string, sealed, message []byte) ([]byte, error) {
+	priv, err := OpenES256(s, tenant, kid, sealed)
+	if err != nil {
+		return nil, err
+	}
+	digest := sha256.Sum256(message)
+	r, ss, err := ecdsa.Sign(rand.Reader, priv, digest[:])
+	if err != nil {
+		return nil, err
+	}
+	if r.BitLen() > 256 || ss.BitLen() > 256 {
+		return nil, errors.New("keyring: ECDSA signature out of range")
+	}
+	out := make([]byte, 64)
+	r.FillBytes(out[:32])
+	ss.FillBytes(out[32:])
+	return out, nil
 }
 
 // PublicJWK renders a P-256 public key as a signing JWK whose kid is its
 // RFC 7638 thumbprint.
 func PublicJWK(pub *ecdsa.PublicKey) (JWK, error) {
-	if pub.Curve != elliptic.P256() {
-		return JWK{}, fmt.Errorf("keyring: only P-256 keys are generated")
+	if pub == nil || pub.Curve != elliptic.P256() {
+		return JWK{}, errors.New("keyring: only P-256 keys are generated")
 	}
-	raw, err := pub.Bytes() // 0x04 ‖ X ‖ Y, fixed 32-byte coordinates
+	j, err := httpsig.PublicJWK(pub, "") // "" → kid = RFC 7638 thumbprint
 	if err != nil {
 		return JWK{}, err
 	}
-	enc := base64.RawURLEncoding
-	j := JWK{Kty: "EC", Crv: "P-256", X: enc.EncodeToString(raw[1:33]), Y: enc.EncodeToString(raw[33:65]), Use: "sig", Alg: "ES256"}
-	// RFC 7638: the required members in lexicographic order, no spaces.
-	canon := fmt.Sprintf(`{"crv":"%s","kty":"%s","x":"%s","y":"%s"}`, j.Crv, j.Kty, j.X, j.Y)
-	sum := sha256.Sum256([]byte(canon))
-	j.Kid = enc.EncodeToString(sum[:])
-	return j, nil
-}
-
-// JSON returns the JWK's JSON encoding.
-func (j JWK) JSON() json.RawMessage {
-	b, _ := json.Marshal(j) // plain strings cannot fail to marshal
-	return b
+	return JWK{j}, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bcpdev/bcp/httpsig"
 	"github.com/bcpdev/bcp/internal/sealer"
 )
 
@@ -53,10 +54,48 @@ func TestGenerateSealsAndOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	again, _ := PublicJWK(&priv.PublicKey)
-	if again != g.JWK {
+	if !bytes.Equal(again.JSON(), g.JWK.JSON()) {
 		t.Fatalf("opened key does not match its JWK")
 	}
 	if _, err := OpenES256(s, uuid.New(), g.JWK.Kid, g.Sealed); err == nil {
 		t.Fatal("a key sealed for one tenant opened for another")
+	}
+	if _, err := OpenES256(s, tenant, "another-kid", g.Sealed); err == nil {
+		t.Fatal("a key sealed under one kid opened under another")
+	}
+}
+
+// SignES256 must produce the raw r||s form that httpsig (and every UCP
+// verifier) accepts for the published JWK.
+func TestSignES256VerifiesWithPublishedJWK(t *testing.T) {
+	s, _ := sealer.NewAESGCM(bytes.Repeat([]byte{2}, 32))
+	tenant := uuid.New()
+	g, err := GenerateES256(s, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []byte("\"@status\": 200\n\"@signature-params\": (\"@status\");keyid=\"" + g.JWK.Kid + "\"")
+	sig, err := SignES256(s, tenant, g.JWK.Kid, g.Sealed, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sig) != 64 {
+		t.Fatalf("signature is %d bytes, want raw r||s of 64", len(sig))
+	}
+	parsed, err := httpsig.ParseJWK(g.JWK.JSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := parsed.PublicKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec := pk.Key.(*ecdsa.PublicKey)
+	digest := sha256.Sum256(base)
+	if !ecdsa.Verify(ec, digest[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
+		t.Fatal("signature does not verify with the published JWK")
+	}
+	if tp, _ := httpsig.Thumbprint(parsed); tp != g.JWK.Kid {
+		t.Fatalf("kid %s is not the RFC 7638 thumbprint %s", g.JWK.Kid, tp)
 	}
 }

@@ -49,7 +49,7 @@ func (q *Queries) DeleteDomain(ctx context.Context, arg DeleteDomainParams) (int
 }
 
 const getTenantByDomain = `-- name: GetTenantByDomain :one
-SELECT t.tenant_id, t.slug, t.name, t.status, t.environment, t.capabilities, t.created_at, t.updated_at FROM tenants.tenants t
+SELECT t.tenant_id, t.slug, t.name, t.status, t.environment, t.capabilities, t.created_at, t.updated_at, t.agent_auth_policy, t.sign_all_responses FROM tenants.tenants t
 JOIN tenants.domains d ON d.tenant_id = t.tenant_id
 WHERE d.domain = $1
 `
@@ -66,12 +66,14 @@ func (q *Queries) GetTenantByDomain(ctx context.Context, domain string) (Tenants
 		&i.Capabilities,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.AgentAuthPolicy,
+		&i.SignAllResponses,
 	)
 	return i, err
 }
 
 const getTenantByID = `-- name: GetTenantByID :one
-SELECT tenant_id, slug, name, status, environment, capabilities, created_at, updated_at FROM tenants.tenants WHERE tenant_id = $1
+SELECT tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses FROM tenants.tenants WHERE tenant_id = $1
 `
 
 func (q *Queries) GetTenantByID(ctx context.Context, tenantID uuid.UUID) (TenantsTenant, error) {
@@ -86,12 +88,14 @@ func (q *Queries) GetTenantByID(ctx context.Context, tenantID uuid.UUID) (Tenant
 		&i.Capabilities,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.AgentAuthPolicy,
+		&i.SignAllResponses,
 	)
 	return i, err
 }
 
 const getTenantBySlug = `-- name: GetTenantBySlug :one
-SELECT tenant_id, slug, name, status, environment, capabilities, created_at, updated_at FROM tenants.tenants WHERE slug = $1
+SELECT tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses FROM tenants.tenants WHERE slug = $1
 `
 
 func (q *Queries) GetTenantBySlug(ctx context.Context, slug string) (TenantsTenant, error) {
@@ -106,6 +110,8 @@ func (q *Queries) GetTenantBySlug(ctx context.Context, slug string) (TenantsTena
 		&i.Capabilities,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.AgentAuthPolicy,
+		&i.SignAllResponses,
 	)
 	return i, err
 }
@@ -128,7 +134,7 @@ func (q *Queries) InsertDomain(ctx context.Context, arg InsertDomainParams) erro
 const insertTenant = `-- name: InsertTenant :one
 INSERT INTO tenants.tenants (tenant_id, slug, name, environment, capabilities)
 VALUES ($1, $2, $3, $4, $5)
-RETURNING tenant_id, slug, name, status, environment, capabilities, created_at, updated_at
+RETURNING tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses
 `
 
 type InsertTenantParams struct {
@@ -157,6 +163,8 @@ func (q *Queries) InsertTenant(ctx context.Context, arg InsertTenantParams) (Ten
 		&i.Capabilities,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.AgentAuthPolicy,
+		&i.SignAllResponses,
 	)
 	return i, err
 }
@@ -220,7 +228,7 @@ func (q *Queries) ListDomainsForTenants(ctx context.Context, tenantIds []uuid.UU
 }
 
 const listTenants = `-- name: ListTenants :many
-SELECT tenant_id, slug, name, status, environment, capabilities, created_at, updated_at FROM tenants.tenants
+SELECT tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses FROM tenants.tenants
 WHERE ($1::text IS NULL OR slug > $1::text)
 ORDER BY slug
 LIMIT $2
@@ -249,6 +257,8 @@ func (q *Queries) ListTenants(ctx context.Context, arg ListTenantsParams) ([]Ten
 			&i.Capabilities,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.AgentAuthPolicy,
+			&i.SignAllResponses,
 		); err != nil {
 			return nil, err
 		}
@@ -275,7 +285,7 @@ func (q *Queries) PromoteOldestDomain(ctx context.Context, tenantID uuid.UUID) e
 const setTenantStatus = `-- name: SetTenantStatus :one
 UPDATE tenants.tenants SET status = $1, updated_at = now()
 WHERE tenant_id = $2
-RETURNING tenant_id, slug, name, status, environment, capabilities, created_at, updated_at
+RETURNING tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses
 `
 
 type SetTenantStatusParams struct {
@@ -295,6 +305,8 @@ func (q *Queries) SetTenantStatus(ctx context.Context, arg SetTenantStatusParams
 		&i.Capabilities,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.AgentAuthPolicy,
+		&i.SignAllResponses,
 	)
 	return i, err
 }

@@ -54,6 +54,79 @@ type CheckoutSession struct {
 	UpdatedAt       time.Time
 }
 
+type PricingDiscount struct {
+	TenantID           uuid.UUID
+	ID                 string
+	Code               string
+	Title              string
+	Kind               string
+	Value              int64
+	Automatic          bool
+	MinSubtotal        int64
+	StartsAt           *time.Time
+	EndsAt             *time.Time
+	UsageLimit         int64
+	UsageLimitPerBuyer int64
+	Priority           int32
+	Combinable         bool
+	Active             bool
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+}
+
+type PricingDiscountRedemption struct {
+	TenantID   uuid.UUID
+	DiscountID string
+	CheckoutID string
+	BuyerEmail string
+	RedeemedAt time.Time
+}
+
+type PricingPickupLocation struct {
+	TenantID        uuid.UUID
+	ID              string
+	Name            string
+	StreetAddress   string
+	ExtendedAddress string
+	AddressLocality string
+	AddressRegion   string
+	PostalCode      string
+	AddressCountry  string
+	Price           int64
+	Description     string
+	Active          bool
+	Position        int32
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+type PricingShippingRate struct {
+	TenantID    uuid.UUID
+	ID          string
+	Title       string
+	Description string
+	Carrier     string
+	Regions     []string
+	Price       int64
+	FreeAbove   int64
+	MinSubtotal int64
+	MaxSubtotal int64
+	MinDays     int32
+	MaxDays     int32
+	Active      bool
+	Position    int32
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+type PricingShippingRateCep struct {
+	TenantID uuid.UUID
+	RateID   string
+	Position int32
+	CepFrom  string
+	CepTo    string
+}
+
 type TenantsApiKey struct {
 	TenantID        uuid.UUID
 	ID              string
@@ -109,12 +182,14 @@ type TenantsSigningKey struct {
 }
 
 type TenantsTenant struct {
-	TenantID     uuid.UUID
-	Slug         string
-	Name         string
-	Status       string
-	Environment  string
-	Capabilities []string
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	TenantID         uuid.UUID
+	Slug             string
+	Name             string
+	Status           string
+	Environment      string
+	Capabilities     []string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	AgentAuthPolicy  string
+	SignAllResponses bool
 }

@@ -182,12 +182,14 @@ type TenantsSigningKey struct {
 }
 
 type TenantsTenant struct {
-	TenantID     uuid.UUID
-	Slug         string
-	Name         string
-	Status       string
-	Environment  string
-	Capabilities []string
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	TenantID         uuid.UUID
+	Slug             string
+	Name             string
+	Status           string
+	Environment      string
+	Capabilities     []string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	AgentAuthPolicy  string
+	SignAllResponses bool
 }

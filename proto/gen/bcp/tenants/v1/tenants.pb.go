@@ -9,6 +9,7 @@ package tenantsv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -124,6 +125,125 @@ func (Environment) EnumDescriptor() ([]byte, []int) {
 	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{1}
 }
 
+type AgentAuthPolicy int32
+
+const (
+	// Never stored; in requests it means "keep the current policy".
+	AgentAuthPolicy_AGENT_AUTH_POLICY_UNSPECIFIED AgentAuthPolicy = 0
+	// An API key or an RFC 9421 signature; every credential sent must verify.
+	AgentAuthPolicy_AGENT_AUTH_POLICY_EITHER AgentAuthPolicy = 1
+	// An agent API key (X-API-Key or Authorization: Bearer) is required.
+	AgentAuthPolicy_AGENT_AUTH_POLICY_API_KEY AgentAuthPolicy = 2
+	// An RFC 9421 signature made with a key of the agent profile is required.
+	AgentAuthPolicy_AGENT_AUTH_POLICY_SIGNATURE AgentAuthPolicy = 3
+)
+
+// Enum value maps for AgentAuthPolicy.
+var (
+	AgentAuthPolicy_name = map[int32]string{
+		0: "AGENT_AUTH_POLICY_UNSPECIFIED",
+		1: "AGENT_AUTH_POLICY_EITHER",
+		2: "AGENT_AUTH_POLICY_API_KEY",
+		3: "AGENT_AUTH_POLICY_SIGNATURE",
+	}
+	AgentAuthPolicy_value = map[string]int32{
+		"AGENT_AUTH_POLICY_UNSPECIFIED": 0,
+		"AGENT_AUTH_POLICY_EITHER":      1,
+		"AGENT_AUTH_POLICY_API_KEY":     2,
+		"AGENT_AUTH_POLICY_SIGNATURE":   3,
+	}
+)
+
+func (x AgentAuthPolicy) Enum() *AgentAuthPolicy {
+	p := new(AgentAuthPolicy)
+	*p = x
+	return p
+}
+
+func (x AgentAuthPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AgentAuthPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_bcp_tenants_v1_tenants_proto_enumTypes[2].Descriptor()
+}
+
+func (AgentAuthPolicy) Type() protoreflect.EnumType {
+	return &file_bcp_tenants_v1_tenants_proto_enumTypes[2]
+}
+
+func (x AgentAuthPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AgentAuthPolicy.Descriptor instead.
+func (AgentAuthPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{2}
+}
+
+type SigningKeyStatus int32
+
+const (
+	SigningKeyStatus_SIGNING_KEY_STATUS_UNSPECIFIED SigningKeyStatus = 0
+	// Published, used for signing from sign_from_time on.
+	SigningKeyStatus_SIGNING_KEY_STATUS_PENDING SigningKeyStatus = 1
+	// The key SignWithCurrentKey uses now.
+	SigningKeyStatus_SIGNING_KEY_STATUS_CURRENT SigningKeyStatus = 2
+	// Superseded; published (still verifies) until retire_time.
+	SigningKeyStatus_SIGNING_KEY_STATUS_RETIRING SigningKeyStatus = 3
+	// Past retire_time: no longer published.
+	SigningKeyStatus_SIGNING_KEY_STATUS_RETIRED SigningKeyStatus = 4
+	// Revoked: unpublished and never used again.
+	SigningKeyStatus_SIGNING_KEY_STATUS_REVOKED SigningKeyStatus = 5
+)
+
+// Enum value maps for SigningKeyStatus.
+var (
+	SigningKeyStatus_name = map[int32]string{
+		0: "SIGNING_KEY_STATUS_UNSPECIFIED",
+		1: "SIGNING_KEY_STATUS_PENDING",
+		2: "SIGNING_KEY_STATUS_CURRENT",
+		3: "SIGNING_KEY_STATUS_RETIRING",
+		4: "SIGNING_KEY_STATUS_RETIRED",
+		5: "SIGNING_KEY_STATUS_REVOKED",
+	}
+	SigningKeyStatus_value = map[string]int32{
+		"SIGNING_KEY_STATUS_UNSPECIFIED": 0,
+		"SIGNING_KEY_STATUS_PENDING":     1,
+		"SIGNING_KEY_STATUS_CURRENT":     2,
+		"SIGNING_KEY_STATUS_RETIRING":    3,
+		"SIGNING_KEY_STATUS_RETIRED":     4,
+		"SIGNING_KEY_STATUS_REVOKED":     5,
+	}
+)
+
+func (x SigningKeyStatus) Enum() *SigningKeyStatus {
+	p := new(SigningKeyStatus)
+	*p = x
+	return p
+}
+
+func (x SigningKeyStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SigningKeyStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_bcp_tenants_v1_tenants_proto_enumTypes[3].Descriptor()
+}
+
+func (SigningKeyStatus) Type() protoreflect.EnumType {
+	return &file_bcp_tenants_v1_tenants_proto_enumTypes[3]
+}
+
+func (x SigningKeyStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SigningKeyStatus.Descriptor instead.
+func (SigningKeyStatus) EnumDescriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{3}
+}
+
 type WatchChangesResponse_Kind int32
 
 const (
@@ -157,11 +277,11 @@ func (x WatchChangesResponse_Kind) String() string {
 }
 
 func (WatchChangesResponse_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_bcp_tenants_v1_tenants_proto_enumTypes[2].Descriptor()
+	return file_bcp_tenants_v1_tenants_proto_enumTypes[4].Descriptor()
 }
 
 func (WatchChangesResponse_Kind) Type() protoreflect.EnumType {
-	return &file_bcp_tenants_v1_tenants_proto_enumTypes[2]
+	return &file_bcp_tenants_v1_tenants_proto_enumTypes[4]
 }
 
 func (x WatchChangesResponse_Kind) Number() protoreflect.EnumNumber {
@@ -272,8 +392,12 @@ type Tenant struct {
 	PrimaryDomain string                 `protobuf:"bytes,7,opt,name=primary_domain,json=primaryDomain,proto3" json:"primary_domain,omitempty"`
 	Capabilities  []string               `protobuf:"bytes,8,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
 	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// How agents authenticate at the MCP endpoint (default EITHER).
+	AgentAuthPolicy AgentAuthPolicy `protobuf:"varint,10,opt,name=agent_auth_policy,json=agentAuthPolicy,proto3,enum=bcp.tenants.v1.AgentAuthPolicy" json:"agent_auth_policy,omitempty"`
+	// Sign every tool response, not only complete_checkout's.
+	SignAllResponses bool `protobuf:"varint,11,opt,name=sign_all_responses,json=signAllResponses,proto3" json:"sign_all_responses,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Tenant) Reset() {
@@ -367,6 +491,20 @@ func (x *Tenant) GetCreateTime() *timestamppb.Timestamp {
 		return x.CreateTime
 	}
 	return nil
+}
+
+func (x *Tenant) GetAgentAuthPolicy() AgentAuthPolicy {
+	if x != nil {
+		return x.AgentAuthPolicy
+	}
+	return AgentAuthPolicy_AGENT_AUTH_POLICY_UNSPECIFIED
+}
+
+func (x *Tenant) GetSignAllResponses() bool {
+	if x != nil {
+		return x.SignAllResponses
+	}
+	return false
 }
 
 type CreateTenantRequest struct {
@@ -2270,16 +2408,883 @@ func (x *SetSettingsResponse) GetSettings() *Settings {
 	return nil
 }
 
+type SetAgentAuthPolicyRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// UNSPECIFIED keeps the current policy.
+	Policy AgentAuthPolicy `protobuf:"varint,2,opt,name=policy,proto3,enum=bcp.tenants.v1.AgentAuthPolicy" json:"policy,omitempty"`
+	// Absent keeps the current setting.
+	SignAllResponses *bool `protobuf:"varint,3,opt,name=sign_all_responses,json=signAllResponses,proto3,oneof" json:"sign_all_responses,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SetAgentAuthPolicyRequest) Reset() {
+	*x = SetAgentAuthPolicyRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetAgentAuthPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetAgentAuthPolicyRequest) ProtoMessage() {}
+
+func (x *SetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetAgentAuthPolicyRequest.ProtoReflect.Descriptor instead.
+func (*SetAgentAuthPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *SetAgentAuthPolicyRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SetAgentAuthPolicyRequest) GetPolicy() AgentAuthPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return AgentAuthPolicy_AGENT_AUTH_POLICY_UNSPECIFIED
+}
+
+func (x *SetAgentAuthPolicyRequest) GetSignAllResponses() bool {
+	if x != nil && x.SignAllResponses != nil {
+		return *x.SignAllResponses
+	}
+	return false
+}
+
+type SetAgentAuthPolicyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        *Tenant                `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetAgentAuthPolicyResponse) Reset() {
+	*x = SetAgentAuthPolicyResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetAgentAuthPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetAgentAuthPolicyResponse) ProtoMessage() {}
+
+func (x *SetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetAgentAuthPolicyResponse.ProtoReflect.Descriptor instead.
+func (*SetAgentAuthPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *SetAgentAuthPolicyResponse) GetTenant() *Tenant {
+	if x != nil {
+		return x.Tenant
+	}
+	return nil
+}
+
+type GetAgentAuthPolicyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TenantId      string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAgentAuthPolicyRequest) Reset() {
+	*x = GetAgentAuthPolicyRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAgentAuthPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAgentAuthPolicyRequest) ProtoMessage() {}
+
+func (x *GetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAgentAuthPolicyRequest.ProtoReflect.Descriptor instead.
+func (*GetAgentAuthPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *GetAgentAuthPolicyRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+type GetAgentAuthPolicyResponse struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Policy           AgentAuthPolicy        `protobuf:"varint,1,opt,name=policy,proto3,enum=bcp.tenants.v1.AgentAuthPolicy" json:"policy,omitempty"`
+	SignAllResponses bool                   `protobuf:"varint,2,opt,name=sign_all_responses,json=signAllResponses,proto3" json:"sign_all_responses,omitempty"`
+	// Development tenants may name loopback/http agent profiles.
+	Environment   Environment `protobuf:"varint,3,opt,name=environment,proto3,enum=bcp.tenants.v1.Environment" json:"environment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAgentAuthPolicyResponse) Reset() {
+	*x = GetAgentAuthPolicyResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAgentAuthPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAgentAuthPolicyResponse) ProtoMessage() {}
+
+func (x *GetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAgentAuthPolicyResponse.ProtoReflect.Descriptor instead.
+func (*GetAgentAuthPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *GetAgentAuthPolicyResponse) GetPolicy() AgentAuthPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return AgentAuthPolicy_AGENT_AUTH_POLICY_UNSPECIFIED
+}
+
+func (x *GetAgentAuthPolicyResponse) GetSignAllResponses() bool {
+	if x != nil {
+		return x.SignAllResponses
+	}
+	return false
+}
+
+func (x *GetAgentAuthPolicyResponse) GetEnvironment() Environment {
+	if x != nil {
+		return x.Environment
+	}
+	return Environment_ENVIRONMENT_UNSPECIFIED
+}
+
+type AuthenticateAPIKeyRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TenantId string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// The secret as the agent sent it; hashed at once, never logged.
+	Secret        string `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthenticateAPIKeyRequest) Reset() {
+	*x = AuthenticateAPIKeyRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthenticateAPIKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthenticateAPIKeyRequest) ProtoMessage() {}
+
+func (x *AuthenticateAPIKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthenticateAPIKeyRequest.ProtoReflect.Descriptor instead.
+func (*AuthenticateAPIKeyRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *AuthenticateAPIKeyRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *AuthenticateAPIKeyRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+type AuthenticateAPIKeyResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ApiKeyId string                 `protobuf:"bytes,1,opt,name=api_key_id,json=apiKeyId,proto3" json:"api_key_id,omitempty"`
+	// The agent profile the key is bound to.
+	AgentProfileUrl string `protobuf:"bytes,2,opt,name=agent_profile_url,json=agentProfileUrl,proto3" json:"agent_profile_url,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *AuthenticateAPIKeyResponse) Reset() {
+	*x = AuthenticateAPIKeyResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthenticateAPIKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthenticateAPIKeyResponse) ProtoMessage() {}
+
+func (x *AuthenticateAPIKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthenticateAPIKeyResponse.ProtoReflect.Descriptor instead.
+func (*AuthenticateAPIKeyResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *AuthenticateAPIKeyResponse) GetApiKeyId() string {
+	if x != nil {
+		return x.ApiKeyId
+	}
+	return ""
+}
+
+func (x *AuthenticateAPIKeyResponse) GetAgentProfileUrl() string {
+	if x != nil {
+		return x.AgentProfileUrl
+	}
+	return ""
+}
+
+type SigningKey struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Kid          string                 `protobuf:"bytes,1,opt,name=kid,proto3" json:"kid,omitempty"`
+	Alg          string                 `protobuf:"bytes,2,opt,name=alg,proto3" json:"alg,omitempty"`
+	CreateTime   *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	SignFromTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=sign_from_time,json=signFromTime,proto3" json:"sign_from_time,omitempty"`
+	RetireTime   *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=retire_time,json=retireTime,proto3" json:"retire_time,omitempty"`
+	RevokeTime   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=revoke_time,json=revokeTime,proto3" json:"revoke_time,omitempty"`
+	Status       SigningKeyStatus       `protobuf:"varint,7,opt,name=status,proto3,enum=bcp.tenants.v1.SigningKeyStatus" json:"status,omitempty"`
+	// The public JWK as published under signing_keys.
+	PublicJwkJson string `protobuf:"bytes,8,opt,name=public_jwk_json,json=publicJwkJson,proto3" json:"public_jwk_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SigningKey) Reset() {
+	*x = SigningKey{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SigningKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SigningKey) ProtoMessage() {}
+
+func (x *SigningKey) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SigningKey.ProtoReflect.Descriptor instead.
+func (*SigningKey) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *SigningKey) GetKid() string {
+	if x != nil {
+		return x.Kid
+	}
+	return ""
+}
+
+func (x *SigningKey) GetAlg() string {
+	if x != nil {
+		return x.Alg
+	}
+	return ""
+}
+
+func (x *SigningKey) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *SigningKey) GetSignFromTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SignFromTime
+	}
+	return nil
+}
+
+func (x *SigningKey) GetRetireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RetireTime
+	}
+	return nil
+}
+
+func (x *SigningKey) GetRevokeTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevokeTime
+	}
+	return nil
+}
+
+func (x *SigningKey) GetStatus() SigningKeyStatus {
+	if x != nil {
+		return x.Status
+	}
+	return SigningKeyStatus_SIGNING_KEY_STATUS_UNSPECIFIED
+}
+
+func (x *SigningKey) GetPublicJwkJson() string {
+	if x != nil {
+		return x.PublicJwkJson
+	}
+	return ""
+}
+
+type ListSigningKeysRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSigningKeysRequest) Reset() {
+	*x = ListSigningKeysRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSigningKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSigningKeysRequest) ProtoMessage() {}
+
+func (x *ListSigningKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSigningKeysRequest.ProtoReflect.Descriptor instead.
+func (*ListSigningKeysRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ListSigningKeysRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+type ListSigningKeysResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every key ever made for the tenant, oldest first.
+	Keys          []*SigningKey `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSigningKeysResponse) Reset() {
+	*x = ListSigningKeysResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSigningKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSigningKeysResponse) ProtoMessage() {}
+
+func (x *ListSigningKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSigningKeysResponse.ProtoReflect.Descriptor instead.
+func (*ListSigningKeysResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ListSigningKeysResponse) GetKeys() []*SigningKey {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+type RotateSigningKeyRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// How long the new key is published before it signs, so verifiers that
+	// cached the profile see it first. Absent: 1 h; zero: sign at once.
+	Delay *durationpb.Duration `protobuf:"bytes,2,opt,name=delay,proto3" json:"delay,omitempty"`
+	// How long superseded keys stay published after the new key starts
+	// signing. Absent: 7 days, the minimum.
+	Retention     *durationpb.Duration `protobuf:"bytes,3,opt,name=retention,proto3" json:"retention,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateSigningKeyRequest) Reset() {
+	*x = RotateSigningKeyRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateSigningKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateSigningKeyRequest) ProtoMessage() {}
+
+func (x *RotateSigningKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateSigningKeyRequest.ProtoReflect.Descriptor instead.
+func (*RotateSigningKeyRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *RotateSigningKeyRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *RotateSigningKeyRequest) GetDelay() *durationpb.Duration {
+	if x != nil {
+		return x.Delay
+	}
+	return nil
+}
+
+func (x *RotateSigningKeyRequest) GetRetention() *durationpb.Duration {
+	if x != nil {
+		return x.Retention
+	}
+	return nil
+}
+
+type RotateSigningKeyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *SigningKey            `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Keys          []*SigningKey          `protobuf:"bytes,2,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateSigningKeyResponse) Reset() {
+	*x = RotateSigningKeyResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateSigningKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateSigningKeyResponse) ProtoMessage() {}
+
+func (x *RotateSigningKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateSigningKeyResponse.ProtoReflect.Descriptor instead.
+func (*RotateSigningKeyResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *RotateSigningKeyResponse) GetKey() *SigningKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *RotateSigningKeyResponse) GetKeys() []*SigningKey {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+type RevokeSigningKeyRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Kid    string                 `protobuf:"bytes,2,opt,name=kid,proto3" json:"kid,omitempty"`
+	// Allow revoking the last usable key (the tenant then signs nothing
+	// until a rotation).
+	Force         bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeSigningKeyRequest) Reset() {
+	*x = RevokeSigningKeyRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeSigningKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeSigningKeyRequest) ProtoMessage() {}
+
+func (x *RevokeSigningKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeSigningKeyRequest.ProtoReflect.Descriptor instead.
+func (*RevokeSigningKeyRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *RevokeSigningKeyRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *RevokeSigningKeyRequest) GetKid() string {
+	if x != nil {
+		return x.Kid
+	}
+	return ""
+}
+
+func (x *RevokeSigningKeyRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+type RevokeSigningKeyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *SigningKey            `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeSigningKeyResponse) Reset() {
+	*x = RevokeSigningKeyResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeSigningKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeSigningKeyResponse) ProtoMessage() {}
+
+func (x *RevokeSigningKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeSigningKeyResponse.ProtoReflect.Descriptor instead.
+func (*RevokeSigningKeyResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *RevokeSigningKeyResponse) GetKey() *SigningKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+type SignWithCurrentKeyRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TenantId string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// The RFC 9421 signature base without its final "@signature-params" line:
+	// one line per covered component, each ending in LF.
+	SignatureBase []byte `protobuf:"bytes,2,opt,name=signature_base,json=signatureBase,proto3" json:"signature_base,omitempty"`
+	// The @signature-params value without keyid, e.g.
+	// ("@status" "content-digest" "content-type");created=1700000000. The
+	// service appends keyid for the key it picks, so choosing the key and
+	// signing are one step even while a rotation takes effect.
+	SignatureParams string `protobuf:"bytes,3,opt,name=signature_params,json=signatureParams,proto3" json:"signature_params,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *SignWithCurrentKeyRequest) Reset() {
+	*x = SignWithCurrentKeyRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignWithCurrentKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignWithCurrentKeyRequest) ProtoMessage() {}
+
+func (x *SignWithCurrentKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignWithCurrentKeyRequest.ProtoReflect.Descriptor instead.
+func (*SignWithCurrentKeyRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *SignWithCurrentKeyRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *SignWithCurrentKeyRequest) GetSignatureBase() []byte {
+	if x != nil {
+		return x.SignatureBase
+	}
+	return nil
+}
+
+func (x *SignWithCurrentKeyRequest) GetSignatureParams() string {
+	if x != nil {
+		return x.SignatureParams
+	}
+	return ""
+}
+
+type SignWithCurrentKeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kid   string                 `protobuf:"bytes,1,opt,name=kid,proto3" json:"kid,omitempty"`
+	// JWA name, e.g. ES256.
+	Alg string `protobuf:"bytes,2,opt,name=alg,proto3" json:"alg,omitempty"`
+	// Raw signature: r||s (64 bytes) for ES256.
+	Signature []byte `protobuf:"bytes,3,opt,name=signature,proto3" json:"signature,omitempty"`
+	// The @signature-params value that was signed (with keyid): the
+	// Signature-Input member value to send.
+	SignatureParams string `protobuf:"bytes,4,opt,name=signature_params,json=signatureParams,proto3" json:"signature_params,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *SignWithCurrentKeyResponse) Reset() {
+	*x = SignWithCurrentKeyResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignWithCurrentKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignWithCurrentKeyResponse) ProtoMessage() {}
+
+func (x *SignWithCurrentKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignWithCurrentKeyResponse.ProtoReflect.Descriptor instead.
+func (*SignWithCurrentKeyResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *SignWithCurrentKeyResponse) GetKid() string {
+	if x != nil {
+		return x.Kid
+	}
+	return ""
+}
+
+func (x *SignWithCurrentKeyResponse) GetAlg() string {
+	if x != nil {
+		return x.Alg
+	}
+	return ""
+}
+
+func (x *SignWithCurrentKeyResponse) GetSignature() []byte {
+	if x != nil {
+		return x.Signature
+	}
+	return nil
+}
+
+func (x *SignWithCurrentKeyResponse) GetSignatureParams() string {
+	if x != nil {
+		return x.SignatureParams
+	}
+	return ""
+}
+
 var File_bcp_tenants_v1_tenants_proto protoreflect.FileDescriptor
 
 const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\n" +
-	"\x1cbcp/tenants/v1/tenants.proto\x12\x0ebcp.tenants.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\r\n" +
+	"\x1cbcp/tenants/v1/tenants.proto\x12\x0ebcp.tenants.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\r\n" +
 	"\vPingRequest\"I\n" +
 	"\fPingResponse\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x1f\n" +
 	"\vdatabase_ok\x18\x02 \x01(\bR\n" +
-	"databaseOk\"\xd7\x02\n" +
+	"databaseOk\"\xd2\x03\n" +
 	"\x06Tenant\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x12\n" +
@@ -2290,7 +3295,10 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x0eprimary_domain\x18\a \x01(\tR\rprimaryDomain\x12\"\n" +
 	"\fcapabilities\x18\b \x03(\tR\fcapabilities\x12;\n" +
 	"\vcreate_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTime\"\x96\x01\n" +
+	"createTime\x12K\n" +
+	"\x11agent_auth_policy\x18\n" +
+	" \x01(\x0e2\x1f.bcp.tenants.v1.AgentAuthPolicyR\x0fagentAuthPolicy\x12,\n" +
+	"\x12sign_all_responses\x18\v \x01(\bR\x10signAllResponses\"\x96\x01\n" +
 	"\x13CreateTenantRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x18\n" +
@@ -2412,7 +3420,66 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x124\n" +
 	"\bsettings\x18\x02 \x01(\v2\x18.bcp.tenants.v1.SettingsR\bsettings\"K\n" +
 	"\x13SetSettingsResponse\x124\n" +
-	"\bsettings\x18\x01 \x01(\v2\x18.bcp.tenants.v1.SettingsR\bsettings*d\n" +
+	"\bsettings\x18\x01 \x01(\v2\x18.bcp.tenants.v1.SettingsR\bsettings\"\xb6\x01\n" +
+	"\x19SetAgentAuthPolicyRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x127\n" +
+	"\x06policy\x18\x02 \x01(\x0e2\x1f.bcp.tenants.v1.AgentAuthPolicyR\x06policy\x121\n" +
+	"\x12sign_all_responses\x18\x03 \x01(\bH\x00R\x10signAllResponses\x88\x01\x01B\x15\n" +
+	"\x13_sign_all_responses\"L\n" +
+	"\x1aSetAgentAuthPolicyResponse\x12.\n" +
+	"\x06tenant\x18\x01 \x01(\v2\x16.bcp.tenants.v1.TenantR\x06tenant\"8\n" +
+	"\x19GetAgentAuthPolicyRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"\xc2\x01\n" +
+	"\x1aGetAgentAuthPolicyResponse\x127\n" +
+	"\x06policy\x18\x01 \x01(\x0e2\x1f.bcp.tenants.v1.AgentAuthPolicyR\x06policy\x12,\n" +
+	"\x12sign_all_responses\x18\x02 \x01(\bR\x10signAllResponses\x12=\n" +
+	"\venvironment\x18\x03 \x01(\x0e2\x1b.bcp.tenants.v1.EnvironmentR\venvironment\"P\n" +
+	"\x19AuthenticateAPIKeyRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x16\n" +
+	"\x06secret\x18\x02 \x01(\tR\x06secret\"f\n" +
+	"\x1aAuthenticateAPIKeyResponse\x12\x1c\n" +
+	"\n" +
+	"api_key_id\x18\x01 \x01(\tR\bapiKeyId\x12*\n" +
+	"\x11agent_profile_url\x18\x02 \x01(\tR\x0fagentProfileUrl\"\x8b\x03\n" +
+	"\n" +
+	"SigningKey\x12\x10\n" +
+	"\x03kid\x18\x01 \x01(\tR\x03kid\x12\x10\n" +
+	"\x03alg\x18\x02 \x01(\tR\x03alg\x12;\n" +
+	"\vcreate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12@\n" +
+	"\x0esign_from_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\fsignFromTime\x12;\n" +
+	"\vretire_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"retireTime\x12;\n" +
+	"\vrevoke_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"revokeTime\x128\n" +
+	"\x06status\x18\a \x01(\x0e2 .bcp.tenants.v1.SigningKeyStatusR\x06status\x12&\n" +
+	"\x0fpublic_jwk_json\x18\b \x01(\tR\rpublicJwkJson\"0\n" +
+	"\x16ListSigningKeysRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"I\n" +
+	"\x17ListSigningKeysResponse\x12.\n" +
+	"\x04keys\x18\x01 \x03(\v2\x1a.bcp.tenants.v1.SigningKeyR\x04keys\"\x9b\x01\n" +
+	"\x17RotateSigningKeyRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12/\n" +
+	"\x05delay\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05delay\x127\n" +
+	"\tretention\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\tretention\"x\n" +
+	"\x18RotateSigningKeyResponse\x12,\n" +
+	"\x03key\x18\x01 \x01(\v2\x1a.bcp.tenants.v1.SigningKeyR\x03key\x12.\n" +
+	"\x04keys\x18\x02 \x03(\v2\x1a.bcp.tenants.v1.SigningKeyR\x04keys\"Y\n" +
+	"\x17RevokeSigningKeyRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
+	"\x03kid\x18\x02 \x01(\tR\x03kid\x12\x14\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\"H\n" +
+	"\x18RevokeSigningKeyResponse\x12,\n" +
+	"\x03key\x18\x01 \x01(\v2\x1a.bcp.tenants.v1.SigningKeyR\x03key\"\x8a\x01\n" +
+	"\x19SignWithCurrentKeyRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12%\n" +
+	"\x0esignature_base\x18\x02 \x01(\fR\rsignatureBase\x12)\n" +
+	"\x10signature_params\x18\x03 \x01(\tR\x0fsignatureParams\"\x89\x01\n" +
+	"\x1aSignWithCurrentKeyResponse\x12\x10\n" +
+	"\x03kid\x18\x01 \x01(\tR\x03kid\x12\x10\n" +
+	"\x03alg\x18\x02 \x01(\tR\x03alg\x12\x1c\n" +
+	"\tsignature\x18\x03 \x01(\fR\tsignature\x12)\n" +
+	"\x10signature_params\x18\x04 \x01(\tR\x0fsignatureParams*d\n" +
 	"\fTenantStatus\x12\x1d\n" +
 	"\x19TENANT_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14TENANT_STATUS_ACTIVE\x10\x01\x12\x1b\n" +
@@ -2421,7 +3488,19 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x17ENVIRONMENT_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ENVIRONMENT_PRODUCTION\x10\x01\x12\x17\n" +
 	"\x13ENVIRONMENT_SANDBOX\x10\x02\x12\x1b\n" +
-	"\x17ENVIRONMENT_DEVELOPMENT\x10\x032\xb6\f\n" +
+	"\x17ENVIRONMENT_DEVELOPMENT\x10\x03*\x92\x01\n" +
+	"\x0fAgentAuthPolicy\x12!\n" +
+	"\x1dAGENT_AUTH_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18AGENT_AUTH_POLICY_EITHER\x10\x01\x12\x1d\n" +
+	"\x19AGENT_AUTH_POLICY_API_KEY\x10\x02\x12\x1f\n" +
+	"\x1bAGENT_AUTH_POLICY_SIGNATURE\x10\x03*\xd7\x01\n" +
+	"\x10SigningKeyStatus\x12\"\n" +
+	"\x1eSIGNING_KEY_STATUS_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aSIGNING_KEY_STATUS_PENDING\x10\x01\x12\x1e\n" +
+	"\x1aSIGNING_KEY_STATUS_CURRENT\x10\x02\x12\x1f\n" +
+	"\x1bSIGNING_KEY_STATUS_RETIRING\x10\x03\x12\x1e\n" +
+	"\x1aSIGNING_KEY_STATUS_RETIRED\x10\x04\x12\x1e\n" +
+	"\x1aSIGNING_KEY_STATUS_REVOKED\x10\x052\xab\x12\n" +
 	"\rTenantService\x12F\n" +
 	"\x04Ping\x12\x1b.bcp.tenants.v1.PingRequest\x1a\x1c.bcp.tenants.v1.PingResponse\"\x03\x90\x02\x01\x12Y\n" +
 	"\fCreateTenant\x12#.bcp.tenants.v1.CreateTenantRequest\x1a$.bcp.tenants.v1.CreateTenantResponse\x12U\n" +
@@ -2439,7 +3518,14 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\vSetSettings\x12\".bcp.tenants.v1.SetSettingsRequest\x1a#.bcp.tenants.v1.SetSettingsResponse\x12[\n" +
 	"\vResolveHost\x12\".bcp.tenants.v1.ResolveHostRequest\x1a#.bcp.tenants.v1.ResolveHostResponse\"\x03\x90\x02\x01\x12^\n" +
 	"\fGetDiscovery\x12#.bcp.tenants.v1.GetDiscoveryRequest\x1a$.bcp.tenants.v1.GetDiscoveryResponse\"\x03\x90\x02\x01\x12[\n" +
-	"\fWatchChanges\x12#.bcp.tenants.v1.WatchChangesRequest\x1a$.bcp.tenants.v1.WatchChangesResponse0\x01B\xb6\x01\n" +
+	"\fWatchChanges\x12#.bcp.tenants.v1.WatchChangesRequest\x1a$.bcp.tenants.v1.WatchChangesResponse0\x01\x12k\n" +
+	"\x12SetAgentAuthPolicy\x12).bcp.tenants.v1.SetAgentAuthPolicyRequest\x1a*.bcp.tenants.v1.SetAgentAuthPolicyResponse\x12p\n" +
+	"\x12GetAgentAuthPolicy\x12).bcp.tenants.v1.GetAgentAuthPolicyRequest\x1a*.bcp.tenants.v1.GetAgentAuthPolicyResponse\"\x03\x90\x02\x01\x12p\n" +
+	"\x12AuthenticateAPIKey\x12).bcp.tenants.v1.AuthenticateAPIKeyRequest\x1a*.bcp.tenants.v1.AuthenticateAPIKeyResponse\"\x03\x90\x02\x01\x12g\n" +
+	"\x0fListSigningKeys\x12&.bcp.tenants.v1.ListSigningKeysRequest\x1a'.bcp.tenants.v1.ListSigningKeysResponse\"\x03\x90\x02\x01\x12e\n" +
+	"\x10RotateSigningKey\x12'.bcp.tenants.v1.RotateSigningKeyRequest\x1a(.bcp.tenants.v1.RotateSigningKeyResponse\x12e\n" +
+	"\x10RevokeSigningKey\x12'.bcp.tenants.v1.RevokeSigningKeyRequest\x1a(.bcp.tenants.v1.RevokeSigningKeyResponse\x12k\n" +
+	"\x12SignWithCurrentKey\x12).bcp.tenants.v1.SignWithCurrentKeyRequest\x1a*.bcp.tenants.v1.SignWithCurrentKeyResponseB\xb6\x01\n" +
 	"\x12com.bcp.tenants.v1B\fTenantsProtoP\x01Z8github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1;tenantsv1\xa2\x02\x03BTX\xaa\x02\x0eBcp.Tenants.V1\xca\x02\x0eBcp\\Tenants\\V1\xe2\x02\x1aBcp\\Tenants\\V1\\GPBMetadata\xea\x02\x10Bcp::Tenants::V1b\x06proto3"
 
 var (
@@ -2454,119 +3540,167 @@ func file_bcp_tenants_v1_tenants_proto_rawDescGZIP() []byte {
 	return file_bcp_tenants_v1_tenants_proto_rawDescData
 }
 
-var file_bcp_tenants_v1_tenants_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_bcp_tenants_v1_tenants_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_bcp_tenants_v1_tenants_proto_goTypes = []any{
 	(TenantStatus)(0),                    // 0: bcp.tenants.v1.TenantStatus
 	(Environment)(0),                     // 1: bcp.tenants.v1.Environment
-	(WatchChangesResponse_Kind)(0),       // 2: bcp.tenants.v1.WatchChangesResponse.Kind
-	(*PingRequest)(nil),                  // 3: bcp.tenants.v1.PingRequest
-	(*PingResponse)(nil),                 // 4: bcp.tenants.v1.PingResponse
-	(*Tenant)(nil),                       // 5: bcp.tenants.v1.Tenant
-	(*CreateTenantRequest)(nil),          // 6: bcp.tenants.v1.CreateTenantRequest
-	(*CreateTenantResponse)(nil),         // 7: bcp.tenants.v1.CreateTenantResponse
-	(*GetTenantRequest)(nil),             // 8: bcp.tenants.v1.GetTenantRequest
-	(*GetTenantResponse)(nil),            // 9: bcp.tenants.v1.GetTenantResponse
-	(*ListTenantsRequest)(nil),           // 10: bcp.tenants.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),          // 11: bcp.tenants.v1.ListTenantsResponse
-	(*SetTenantStatusRequest)(nil),       // 12: bcp.tenants.v1.SetTenantStatusRequest
-	(*SetTenantStatusResponse)(nil),      // 13: bcp.tenants.v1.SetTenantStatusResponse
-	(*AddDomainRequest)(nil),             // 14: bcp.tenants.v1.AddDomainRequest
-	(*AddDomainResponse)(nil),            // 15: bcp.tenants.v1.AddDomainResponse
-	(*RemoveDomainRequest)(nil),          // 16: bcp.tenants.v1.RemoveDomainRequest
-	(*RemoveDomainResponse)(nil),         // 17: bcp.tenants.v1.RemoveDomainResponse
-	(*APIKey)(nil),                       // 18: bcp.tenants.v1.APIKey
-	(*CreateAPIKeyRequest)(nil),          // 19: bcp.tenants.v1.CreateAPIKeyRequest
-	(*CreateAPIKeyResponse)(nil),         // 20: bcp.tenants.v1.CreateAPIKeyResponse
-	(*RevokeAPIKeyRequest)(nil),          // 21: bcp.tenants.v1.RevokeAPIKeyRequest
-	(*RevokeAPIKeyResponse)(nil),         // 22: bcp.tenants.v1.RevokeAPIKeyResponse
-	(*ListAPIKeysRequest)(nil),           // 23: bcp.tenants.v1.ListAPIKeysRequest
-	(*ListAPIKeysResponse)(nil),          // 24: bcp.tenants.v1.ListAPIKeysResponse
-	(*PaymentHandler)(nil),               // 25: bcp.tenants.v1.PaymentHandler
-	(*SetPaymentHandlerRequest)(nil),     // 26: bcp.tenants.v1.SetPaymentHandlerRequest
-	(*SetPaymentHandlerResponse)(nil),    // 27: bcp.tenants.v1.SetPaymentHandlerResponse
-	(*RemovePaymentHandlerRequest)(nil),  // 28: bcp.tenants.v1.RemovePaymentHandlerRequest
-	(*RemovePaymentHandlerResponse)(nil), // 29: bcp.tenants.v1.RemovePaymentHandlerResponse
-	(*ResolveHostRequest)(nil),           // 30: bcp.tenants.v1.ResolveHostRequest
-	(*ResolveHostResponse)(nil),          // 31: bcp.tenants.v1.ResolveHostResponse
-	(*GetDiscoveryRequest)(nil),          // 32: bcp.tenants.v1.GetDiscoveryRequest
-	(*GetDiscoveryResponse)(nil),         // 33: bcp.tenants.v1.GetDiscoveryResponse
-	(*WatchChangesRequest)(nil),          // 34: bcp.tenants.v1.WatchChangesRequest
-	(*WatchChangesResponse)(nil),         // 35: bcp.tenants.v1.WatchChangesResponse
-	(*Settings)(nil),                     // 36: bcp.tenants.v1.Settings
-	(*Link)(nil),                         // 37: bcp.tenants.v1.Link
-	(*GetSettingsRequest)(nil),           // 38: bcp.tenants.v1.GetSettingsRequest
-	(*GetSettingsResponse)(nil),          // 39: bcp.tenants.v1.GetSettingsResponse
-	(*SetSettingsRequest)(nil),           // 40: bcp.tenants.v1.SetSettingsRequest
-	(*SetSettingsResponse)(nil),          // 41: bcp.tenants.v1.SetSettingsResponse
-	(*timestamppb.Timestamp)(nil),        // 42: google.protobuf.Timestamp
+	(AgentAuthPolicy)(0),                 // 2: bcp.tenants.v1.AgentAuthPolicy
+	(SigningKeyStatus)(0),                // 3: bcp.tenants.v1.SigningKeyStatus
+	(WatchChangesResponse_Kind)(0),       // 4: bcp.tenants.v1.WatchChangesResponse.Kind
+	(*PingRequest)(nil),                  // 5: bcp.tenants.v1.PingRequest
+	(*PingResponse)(nil),                 // 6: bcp.tenants.v1.PingResponse
+	(*Tenant)(nil),                       // 7: bcp.tenants.v1.Tenant
+	(*CreateTenantRequest)(nil),          // 8: bcp.tenants.v1.CreateTenantRequest
+	(*CreateTenantResponse)(nil),         // 9: bcp.tenants.v1.CreateTenantResponse
+	(*GetTenantRequest)(nil),             // 10: bcp.tenants.v1.GetTenantRequest
+	(*GetTenantResponse)(nil),            // 11: bcp.tenants.v1.GetTenantResponse
+	(*ListTenantsRequest)(nil),           // 12: bcp.tenants.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),          // 13: bcp.tenants.v1.ListTenantsResponse
+	(*SetTenantStatusRequest)(nil),       // 14: bcp.tenants.v1.SetTenantStatusRequest
+	(*SetTenantStatusResponse)(nil),      // 15: bcp.tenants.v1.SetTenantStatusResponse
+	(*AddDomainRequest)(nil),             // 16: bcp.tenants.v1.AddDomainRequest
+	(*AddDomainResponse)(nil),            // 17: bcp.tenants.v1.AddDomainResponse
+	(*RemoveDomainRequest)(nil),          // 18: bcp.tenants.v1.RemoveDomainRequest
+	(*RemoveDomainResponse)(nil),         // 19: bcp.tenants.v1.RemoveDomainResponse
+	(*APIKey)(nil),                       // 20: bcp.tenants.v1.APIKey
+	(*CreateAPIKeyRequest)(nil),          // 21: bcp.tenants.v1.CreateAPIKeyRequest
+	(*CreateAPIKeyResponse)(nil),         // 22: bcp.tenants.v1.CreateAPIKeyResponse
+	(*RevokeAPIKeyRequest)(nil),          // 23: bcp.tenants.v1.RevokeAPIKeyRequest
+	(*RevokeAPIKeyResponse)(nil),         // 24: bcp.tenants.v1.RevokeAPIKeyResponse
+	(*ListAPIKeysRequest)(nil),           // 25: bcp.tenants.v1.ListAPIKeysRequest
+	(*ListAPIKeysResponse)(nil),          // 26: bcp.tenants.v1.ListAPIKeysResponse
+	(*PaymentHandler)(nil),               // 27: bcp.tenants.v1.PaymentHandler
+	(*SetPaymentHandlerRequest)(nil),     // 28: bcp.tenants.v1.SetPaymentHandlerRequest
+	(*SetPaymentHandlerResponse)(nil),    // 29: bcp.tenants.v1.SetPaymentHandlerResponse
+	(*RemovePaymentHandlerRequest)(nil),  // 30: bcp.tenants.v1.RemovePaymentHandlerRequest
+	(*RemovePaymentHandlerResponse)(nil), // 31: bcp.tenants.v1.RemovePaymentHandlerResponse
+	(*ResolveHostRequest)(nil),           // 32: bcp.tenants.v1.ResolveHostRequest
+	(*ResolveHostResponse)(nil),          // 33: bcp.tenants.v1.ResolveHostResponse
+	(*GetDiscoveryRequest)(nil),          // 34: bcp.tenants.v1.GetDiscoveryRequest
+	(*GetDiscoveryResponse)(nil),         // 35: bcp.tenants.v1.GetDiscoveryResponse
+	(*WatchChangesRequest)(nil),          // 36: bcp.tenants.v1.WatchChangesRequest
+	(*WatchChangesResponse)(nil),         // 37: bcp.tenants.v1.WatchChangesResponse
+	(*Settings)(nil),                     // 38: bcp.tenants.v1.Settings
+	(*Link)(nil),                         // 39: bcp.tenants.v1.Link
+	(*GetSettingsRequest)(nil),           // 40: bcp.tenants.v1.GetSettingsRequest
+	(*GetSettingsResponse)(nil),          // 41: bcp.tenants.v1.GetSettingsResponse
+	(*SetSettingsRequest)(nil),           // 42: bcp.tenants.v1.SetSettingsRequest
+	(*SetSettingsResponse)(nil),          // 43: bcp.tenants.v1.SetSettingsResponse
+	(*SetAgentAuthPolicyRequest)(nil),    // 44: bcp.tenants.v1.SetAgentAuthPolicyRequest
+	(*SetAgentAuthPolicyResponse)(nil),   // 45: bcp.tenants.v1.SetAgentAuthPolicyResponse
+	(*GetAgentAuthPolicyRequest)(nil),    // 46: bcp.tenants.v1.GetAgentAuthPolicyRequest
+	(*GetAgentAuthPolicyResponse)(nil),   // 47: bcp.tenants.v1.GetAgentAuthPolicyResponse
+	(*AuthenticateAPIKeyRequest)(nil),    // 48: bcp.tenants.v1.AuthenticateAPIKeyRequest
+	(*AuthenticateAPIKeyResponse)(nil),   // 49: bcp.tenants.v1.AuthenticateAPIKeyResponse
+	(*SigningKey)(nil),                   // 50: bcp.tenants.v1.SigningKey
+	(*ListSigningKeysRequest)(nil),       // 51: bcp.tenants.v1.ListSigningKeysRequest
+	(*ListSigningKeysResponse)(nil),      // 52: bcp.tenants.v1.ListSigningKeysResponse
+	(*RotateSigningKeyRequest)(nil),      // 53: bcp.tenants.v1.RotateSigningKeyRequest
+	(*RotateSigningKeyResponse)(nil),     // 54: bcp.tenants.v1.RotateSigningKeyResponse
+	(*RevokeSigningKeyRequest)(nil),      // 55: bcp.tenants.v1.RevokeSigningKeyRequest
+	(*RevokeSigningKeyResponse)(nil),     // 56: bcp.tenants.v1.RevokeSigningKeyResponse
+	(*SignWithCurrentKeyRequest)(nil),    // 57: bcp.tenants.v1.SignWithCurrentKeyRequest
+	(*SignWithCurrentKeyResponse)(nil),   // 58: bcp.tenants.v1.SignWithCurrentKeyResponse
+	(*timestamppb.Timestamp)(nil),        // 59: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),          // 60: google.protobuf.Duration
 }
 var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	0,  // 0: bcp.tenants.v1.Tenant.status:type_name -> bcp.tenants.v1.TenantStatus
 	1,  // 1: bcp.tenants.v1.Tenant.environment:type_name -> bcp.tenants.v1.Environment
-	42, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
-	1,  // 3: bcp.tenants.v1.CreateTenantRequest.environment:type_name -> bcp.tenants.v1.Environment
-	5,  // 4: bcp.tenants.v1.CreateTenantResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	5,  // 5: bcp.tenants.v1.GetTenantResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	5,  // 6: bcp.tenants.v1.ListTenantsResponse.tenants:type_name -> bcp.tenants.v1.Tenant
-	0,  // 7: bcp.tenants.v1.SetTenantStatusRequest.status:type_name -> bcp.tenants.v1.TenantStatus
-	5,  // 8: bcp.tenants.v1.SetTenantStatusResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	5,  // 9: bcp.tenants.v1.AddDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	5,  // 10: bcp.tenants.v1.RemoveDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	42, // 11: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
-	42, // 12: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
-	18, // 13: bcp.tenants.v1.CreateAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
-	18, // 14: bcp.tenants.v1.RevokeAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
-	18, // 15: bcp.tenants.v1.ListAPIKeysResponse.api_keys:type_name -> bcp.tenants.v1.APIKey
-	25, // 16: bcp.tenants.v1.SetPaymentHandlerRequest.handler:type_name -> bcp.tenants.v1.PaymentHandler
-	25, // 17: bcp.tenants.v1.SetPaymentHandlerResponse.handler:type_name -> bcp.tenants.v1.PaymentHandler
-	5,  // 18: bcp.tenants.v1.ResolveHostResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	5,  // 19: bcp.tenants.v1.GetDiscoveryResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	25, // 20: bcp.tenants.v1.GetDiscoveryResponse.payment_handlers:type_name -> bcp.tenants.v1.PaymentHandler
-	2,  // 21: bcp.tenants.v1.WatchChangesResponse.kind:type_name -> bcp.tenants.v1.WatchChangesResponse.Kind
-	37, // 22: bcp.tenants.v1.Settings.links:type_name -> bcp.tenants.v1.Link
-	36, // 23: bcp.tenants.v1.GetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
-	36, // 24: bcp.tenants.v1.SetSettingsRequest.settings:type_name -> bcp.tenants.v1.Settings
-	36, // 25: bcp.tenants.v1.SetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
-	3,  // 26: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
-	6,  // 27: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
-	8,  // 28: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
-	10, // 29: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
-	12, // 30: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
-	14, // 31: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
-	16, // 32: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
-	19, // 33: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
-	21, // 34: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
-	23, // 35: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
-	26, // 36: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
-	28, // 37: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
-	38, // 38: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
-	40, // 39: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
-	30, // 40: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
-	32, // 41: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
-	34, // 42: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
-	4,  // 43: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
-	7,  // 44: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
-	9,  // 45: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
-	11, // 46: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
-	13, // 47: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
-	15, // 48: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
-	17, // 49: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
-	20, // 50: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
-	22, // 51: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
-	24, // 52: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
-	27, // 53: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
-	29, // 54: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
-	39, // 55: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
-	41, // 56: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
-	31, // 57: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
-	33, // 58: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
-	35, // 59: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
-	43, // [43:60] is the sub-list for method output_type
-	26, // [26:43] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	59, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	2,  // 3: bcp.tenants.v1.Tenant.agent_auth_policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
+	1,  // 4: bcp.tenants.v1.CreateTenantRequest.environment:type_name -> bcp.tenants.v1.Environment
+	7,  // 5: bcp.tenants.v1.CreateTenantResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	7,  // 6: bcp.tenants.v1.GetTenantResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	7,  // 7: bcp.tenants.v1.ListTenantsResponse.tenants:type_name -> bcp.tenants.v1.Tenant
+	0,  // 8: bcp.tenants.v1.SetTenantStatusRequest.status:type_name -> bcp.tenants.v1.TenantStatus
+	7,  // 9: bcp.tenants.v1.SetTenantStatusResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	7,  // 10: bcp.tenants.v1.AddDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	7,  // 11: bcp.tenants.v1.RemoveDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	59, // 12: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
+	59, // 13: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
+	20, // 14: bcp.tenants.v1.CreateAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
+	20, // 15: bcp.tenants.v1.RevokeAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
+	20, // 16: bcp.tenants.v1.ListAPIKeysResponse.api_keys:type_name -> bcp.tenants.v1.APIKey
+	27, // 17: bcp.tenants.v1.SetPaymentHandlerRequest.handler:type_name -> bcp.tenants.v1.PaymentHandler
+	27, // 18: bcp.tenants.v1.SetPaymentHandlerResponse.handler:type_name -> bcp.tenants.v1.PaymentHandler
+	7,  // 19: bcp.tenants.v1.ResolveHostResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	7,  // 20: bcp.tenants.v1.GetDiscoveryResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	27, // 21: bcp.tenants.v1.GetDiscoveryResponse.payment_handlers:type_name -> bcp.tenants.v1.PaymentHandler
+	4,  // 22: bcp.tenants.v1.WatchChangesResponse.kind:type_name -> bcp.tenants.v1.WatchChangesResponse.Kind
+	39, // 23: bcp.tenants.v1.Settings.links:type_name -> bcp.tenants.v1.Link
+	38, // 24: bcp.tenants.v1.GetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
+	38, // 25: bcp.tenants.v1.SetSettingsRequest.settings:type_name -> bcp.tenants.v1.Settings
+	38, // 26: bcp.tenants.v1.SetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
+	2,  // 27: bcp.tenants.v1.SetAgentAuthPolicyRequest.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
+	7,  // 28: bcp.tenants.v1.SetAgentAuthPolicyResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	2,  // 29: bcp.tenants.v1.GetAgentAuthPolicyResponse.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
+	1,  // 30: bcp.tenants.v1.GetAgentAuthPolicyResponse.environment:type_name -> bcp.tenants.v1.Environment
+	59, // 31: bcp.tenants.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
+	59, // 32: bcp.tenants.v1.SigningKey.sign_from_time:type_name -> google.protobuf.Timestamp
+	59, // 33: bcp.tenants.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
+	59, // 34: bcp.tenants.v1.SigningKey.revoke_time:type_name -> google.protobuf.Timestamp
+	3,  // 35: bcp.tenants.v1.SigningKey.status:type_name -> bcp.tenants.v1.SigningKeyStatus
+	50, // 36: bcp.tenants.v1.ListSigningKeysResponse.keys:type_name -> bcp.tenants.v1.SigningKey
+	60, // 37: bcp.tenants.v1.RotateSigningKeyRequest.delay:type_name -> google.protobuf.Duration
+	60, // 38: bcp.tenants.v1.RotateSigningKeyRequest.retention:type_name -> google.protobuf.Duration
+	50, // 39: bcp.tenants.v1.RotateSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
+	50, // 40: bcp.tenants.v1.RotateSigningKeyResponse.keys:type_name -> bcp.tenants.v1.SigningKey
+	50, // 41: bcp.tenants.v1.RevokeSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
+	5,  // 42: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
+	8,  // 43: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
+	10, // 44: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
+	12, // 45: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
+	14, // 46: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
+	16, // 47: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
+	18, // 48: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
+	21, // 49: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
+	23, // 50: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
+	25, // 51: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
+	28, // 52: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
+	30, // 53: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
+	40, // 54: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
+	42, // 55: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
+	32, // 56: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
+	34, // 57: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
+	36, // 58: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
+	44, // 59: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:input_type -> bcp.tenants.v1.SetAgentAuthPolicyRequest
+	46, // 60: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:input_type -> bcp.tenants.v1.GetAgentAuthPolicyRequest
+	48, // 61: bcp.tenants.v1.TenantService.AuthenticateAPIKey:input_type -> bcp.tenants.v1.AuthenticateAPIKeyRequest
+	51, // 62: bcp.tenants.v1.TenantService.ListSigningKeys:input_type -> bcp.tenants.v1.ListSigningKeysRequest
+	53, // 63: bcp.tenants.v1.TenantService.RotateSigningKey:input_type -> bcp.tenants.v1.RotateSigningKeyRequest
+	55, // 64: bcp.tenants.v1.TenantService.RevokeSigningKey:input_type -> bcp.tenants.v1.RevokeSigningKeyRequest
+	57, // 65: bcp.tenants.v1.TenantService.SignWithCurrentKey:input_type -> bcp.tenants.v1.SignWithCurrentKeyRequest
+	6,  // 66: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
+	9,  // 67: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
+	11, // 68: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
+	13, // 69: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
+	15, // 70: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
+	17, // 71: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
+	19, // 72: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
+	22, // 73: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
+	24, // 74: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
+	26, // 75: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
+	29, // 76: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
+	31, // 77: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
+	41, // 78: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
+	43, // 79: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
+	33, // 80: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
+	35, // 81: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
+	37, // 82: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
+	45, // 83: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:output_type -> bcp.tenants.v1.SetAgentAuthPolicyResponse
+	47, // 84: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:output_type -> bcp.tenants.v1.GetAgentAuthPolicyResponse
+	49, // 85: bcp.tenants.v1.TenantService.AuthenticateAPIKey:output_type -> bcp.tenants.v1.AuthenticateAPIKeyResponse
+	52, // 86: bcp.tenants.v1.TenantService.ListSigningKeys:output_type -> bcp.tenants.v1.ListSigningKeysResponse
+	54, // 87: bcp.tenants.v1.TenantService.RotateSigningKey:output_type -> bcp.tenants.v1.RotateSigningKeyResponse
+	56, // 88: bcp.tenants.v1.TenantService.RevokeSigningKey:output_type -> bcp.tenants.v1.RevokeSigningKeyResponse
+	58, // 89: bcp.tenants.v1.TenantService.SignWithCurrentKey:output_type -> bcp.tenants.v1.SignWithCurrentKeyResponse
+	66, // [66:90] is the sub-list for method output_type
+	42, // [42:66] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_bcp_tenants_v1_tenants_proto_init() }
@@ -2574,13 +3708,14 @@ func file_bcp_tenants_v1_tenants_proto_init() {
 	if File_bcp_tenants_v1_tenants_proto != nil {
 		return
 	}
+	file_bcp_tenants_v1_tenants_proto_msgTypes[39].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_tenants_v1_tenants_proto_rawDesc), len(file_bcp_tenants_v1_tenants_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   39,
+			NumEnums:      5,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -81,6 +81,27 @@ const (
 	// TenantServiceWatchChangesProcedure is the fully-qualified name of the TenantService's
 	// WatchChanges RPC.
 	TenantServiceWatchChangesProcedure = "/bcp.tenants.v1.TenantService/WatchChanges"
+	// TenantServiceSetAgentAuthPolicyProcedure is the fully-qualified name of the TenantService's
+	// SetAgentAuthPolicy RPC.
+	TenantServiceSetAgentAuthPolicyProcedure = "/bcp.tenants.v1.TenantService/SetAgentAuthPolicy"
+	// TenantServiceGetAgentAuthPolicyProcedure is the fully-qualified name of the TenantService's
+	// GetAgentAuthPolicy RPC.
+	TenantServiceGetAgentAuthPolicyProcedure = "/bcp.tenants.v1.TenantService/GetAgentAuthPolicy"
+	// TenantServiceAuthenticateAPIKeyProcedure is the fully-qualified name of the TenantService's
+	// AuthenticateAPIKey RPC.
+	TenantServiceAuthenticateAPIKeyProcedure = "/bcp.tenants.v1.TenantService/AuthenticateAPIKey"
+	// TenantServiceListSigningKeysProcedure is the fully-qualified name of the TenantService's
+	// ListSigningKeys RPC.
+	TenantServiceListSigningKeysProcedure = "/bcp.tenants.v1.TenantService/ListSigningKeys"
+	// TenantServiceRotateSigningKeyProcedure is the fully-qualified name of the TenantService's
+	// RotateSigningKey RPC.
+	TenantServiceRotateSigningKeyProcedure = "/bcp.tenants.v1.TenantService/RotateSigningKey"
+	// TenantServiceRevokeSigningKeyProcedure is the fully-qualified name of the TenantService's
+	// RevokeSigningKey RPC.
+	TenantServiceRevokeSigningKeyProcedure = "/bcp.tenants.v1.TenantService/RevokeSigningKey"
+	// TenantServiceSignWithCurrentKeyProcedure is the fully-qualified name of the TenantService's
+	// SignWithCurrentKey RPC.
+	TenantServiceSignWithCurrentKeyProcedure = "/bcp.tenants.v1.TenantService/SignWithCurrentKey"
 )
 
 // TenantServiceClient is a client for the bcp.tenants.v1.TenantService service.
@@ -109,6 +130,27 @@ type TenantServiceClient interface {
 	// in every process can drop them. The first message (kind RESET) tells a
 	// new subscriber to drop everything it holds.
 	WatchChanges(context.Context, *connect.Request[v1.WatchChangesRequest]) (*connect.ServerStreamForClient[v1.WatchChangesResponse], error)
+	// SetAgentAuthPolicy sets how agents must authenticate at the tenant's
+	// MCP endpoint and whether every tool response is signed (operator).
+	SetAgentAuthPolicy(context.Context, *connect.Request[v1.SetAgentAuthPolicyRequest]) (*connect.Response[v1.SetAgentAuthPolicyResponse], error)
+	// GetAgentAuthPolicy is the edge's fallback when it has no Tenant at hand
+	// (internal).
+	GetAgentAuthPolicy(context.Context, *connect.Request[v1.GetAgentAuthPolicyRequest]) (*connect.Response[v1.GetAgentAuthPolicyResponse], error)
+	// AuthenticateAPIKey looks an agent API key up in one tenant only
+	// (internal). Unknown and revoked keys are NOT_FOUND alike.
+	AuthenticateAPIKey(context.Context, *connect.Request[v1.AuthenticateAPIKeyRequest]) (*connect.Response[v1.AuthenticateAPIKeyResponse], error)
+	// Merchant signing keys (operator). Published keys are the profile's
+	// signing_keys; the private halves never leave this service.
+	ListSigningKeys(context.Context, *connect.Request[v1.ListSigningKeysRequest]) (*connect.Response[v1.ListSigningKeysResponse], error)
+	// RotateSigningKey publishes a new ES256 key at once and signs with it
+	// from now + delay; the keys it supersedes stay published for retention.
+	RotateSigningKey(context.Context, *connect.Request[v1.RotateSigningKeyRequest]) (*connect.Response[v1.RotateSigningKeyResponse], error)
+	// RevokeSigningKey unpublishes a key immediately and never signs with it
+	// again (key compromise).
+	RevokeSigningKey(context.Context, *connect.Request[v1.RevokeSigningKeyRequest]) (*connect.Response[v1.RevokeSigningKeyResponse], error)
+	// SignWithCurrentKey signs an RFC 9421 signature base with the tenant's
+	// current key (internal: the edge signs responses, orders signs webhooks).
+	SignWithCurrentKey(context.Context, *connect.Request[v1.SignWithCurrentKeyRequest]) (*connect.Response[v1.SignWithCurrentKeyResponse], error)
 }
 
 // NewTenantServiceClient constructs a client for the bcp.tenants.v1.TenantService service. By
@@ -231,6 +273,51 @@ func NewTenantServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(tenantServiceMethods.ByName("WatchChanges")),
 			connect.WithClientOptions(opts...),
 		),
+		setAgentAuthPolicy: connect.NewClient[v1.SetAgentAuthPolicyRequest, v1.SetAgentAuthPolicyResponse](
+			httpClient,
+			baseURL+TenantServiceSetAgentAuthPolicyProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("SetAgentAuthPolicy")),
+			connect.WithClientOptions(opts...),
+		),
+		getAgentAuthPolicy: connect.NewClient[v1.GetAgentAuthPolicyRequest, v1.GetAgentAuthPolicyResponse](
+			httpClient,
+			baseURL+TenantServiceGetAgentAuthPolicyProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("GetAgentAuthPolicy")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		authenticateAPIKey: connect.NewClient[v1.AuthenticateAPIKeyRequest, v1.AuthenticateAPIKeyResponse](
+			httpClient,
+			baseURL+TenantServiceAuthenticateAPIKeyProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("AuthenticateAPIKey")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		listSigningKeys: connect.NewClient[v1.ListSigningKeysRequest, v1.ListSigningKeysResponse](
+			httpClient,
+			baseURL+TenantServiceListSigningKeysProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("ListSigningKeys")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		rotateSigningKey: connect.NewClient[v1.RotateSigningKeyRequest, v1.RotateSigningKeyResponse](
+			httpClient,
+			baseURL+TenantServiceRotateSigningKeyProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("RotateSigningKey")),
+			connect.WithClientOptions(opts...),
+		),
+		revokeSigningKey: connect.NewClient[v1.RevokeSigningKeyRequest, v1.RevokeSigningKeyResponse](
+			httpClient,
+			baseURL+TenantServiceRevokeSigningKeyProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("RevokeSigningKey")),
+			connect.WithClientOptions(opts...),
+		),
+		signWithCurrentKey: connect.NewClient[v1.SignWithCurrentKeyRequest, v1.SignWithCurrentKeyResponse](
+			httpClient,
+			baseURL+TenantServiceSignWithCurrentKeyProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("SignWithCurrentKey")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -253,6 +340,13 @@ type tenantServiceClient struct {
 	resolveHost          *connect.Client[v1.ResolveHostRequest, v1.ResolveHostResponse]
 	getDiscovery         *connect.Client[v1.GetDiscoveryRequest, v1.GetDiscoveryResponse]
 	watchChanges         *connect.Client[v1.WatchChangesRequest, v1.WatchChangesResponse]
+	setAgentAuthPolicy   *connect.Client[v1.SetAgentAuthPolicyRequest, v1.SetAgentAuthPolicyResponse]
+	getAgentAuthPolicy   *connect.Client[v1.GetAgentAuthPolicyRequest, v1.GetAgentAuthPolicyResponse]
+	authenticateAPIKey   *connect.Client[v1.AuthenticateAPIKeyRequest, v1.AuthenticateAPIKeyResponse]
+	listSigningKeys      *connect.Client[v1.ListSigningKeysRequest, v1.ListSigningKeysResponse]
+	rotateSigningKey     *connect.Client[v1.RotateSigningKeyRequest, v1.RotateSigningKeyResponse]
+	revokeSigningKey     *connect.Client[v1.RevokeSigningKeyRequest, v1.RevokeSigningKeyResponse]
+	signWithCurrentKey   *connect.Client[v1.SignWithCurrentKeyRequest, v1.SignWithCurrentKeyResponse]
 }
 
 // Ping calls bcp.tenants.v1.TenantService.Ping.
@@ -340,6 +434,41 @@ func (c *tenantServiceClient) WatchChanges(ctx context.Context, req *connect.Req
 	return c.watchChanges.CallServerStream(ctx, req)
 }
 
+// SetAgentAuthPolicy calls bcp.tenants.v1.TenantService.SetAgentAuthPolicy.
+func (c *tenantServiceClient) SetAgentAuthPolicy(ctx context.Context, req *connect.Request[v1.SetAgentAuthPolicyRequest]) (*connect.Response[v1.SetAgentAuthPolicyResponse], error) {
+	return c.setAgentAuthPolicy.CallUnary(ctx, req)
+}
+
+// GetAgentAuthPolicy calls bcp.tenants.v1.TenantService.GetAgentAuthPolicy.
+func (c *tenantServiceClient) GetAgentAuthPolicy(ctx context.Context, req *connect.Request[v1.GetAgentAuthPolicyRequest]) (*connect.Response[v1.GetAgentAuthPolicyResponse], error) {
+	return c.getAgentAuthPolicy.CallUnary(ctx, req)
+}
+
+// AuthenticateAPIKey calls bcp.tenants.v1.TenantService.AuthenticateAPIKey.
+func (c *tenantServiceClient) AuthenticateAPIKey(ctx context.Context, req *connect.Request[v1.AuthenticateAPIKeyRequest]) (*connect.Response[v1.AuthenticateAPIKeyResponse], error) {
+	return c.authenticateAPIKey.CallUnary(ctx, req)
+}
+
+// ListSigningKeys calls bcp.tenants.v1.TenantService.ListSigningKeys.
+func (c *tenantServiceClient) ListSigningKeys(ctx context.Context, req *connect.Request[v1.ListSigningKeysRequest]) (*connect.Response[v1.ListSigningKeysResponse], error) {
+	return c.listSigningKeys.CallUnary(ctx, req)
+}
+
+// RotateSigningKey calls bcp.tenants.v1.TenantService.RotateSigningKey.
+func (c *tenantServiceClient) RotateSigningKey(ctx context.Context, req *connect.Request[v1.RotateSigningKeyRequest]) (*connect.Response[v1.RotateSigningKeyResponse], error) {
+	return c.rotateSigningKey.CallUnary(ctx, req)
+}
+
+// RevokeSigningKey calls bcp.tenants.v1.TenantService.RevokeSigningKey.
+func (c *tenantServiceClient) RevokeSigningKey(ctx context.Context, req *connect.Request[v1.RevokeSigningKeyRequest]) (*connect.Response[v1.RevokeSigningKeyResponse], error) {
+	return c.revokeSigningKey.CallUnary(ctx, req)
+}
+
+// SignWithCurrentKey calls bcp.tenants.v1.TenantService.SignWithCurrentKey.
+func (c *tenantServiceClient) SignWithCurrentKey(ctx context.Context, req *connect.Request[v1.SignWithCurrentKeyRequest]) (*connect.Response[v1.SignWithCurrentKeyResponse], error) {
+	return c.signWithCurrentKey.CallUnary(ctx, req)
+}
+
 // TenantServiceHandler is an implementation of the bcp.tenants.v1.TenantService service.
 type TenantServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
@@ -366,6 +495,27 @@ type TenantServiceHandler interface {
 	// in every process can drop them. The first message (kind RESET) tells a
 	// new subscriber to drop everything it holds.
 	WatchChanges(context.Context, *connect.Request[v1.WatchChangesRequest], *connect.ServerStream[v1.WatchChangesResponse]) error
+	// SetAgentAuthPolicy sets how agents must authenticate at the tenant's
+	// MCP endpoint and whether every tool response is signed (operator).
+	SetAgentAuthPolicy(context.Context, *connect.Request[v1.SetAgentAuthPolicyRequest]) (*connect.Response[v1.SetAgentAuthPolicyResponse], error)
+	// GetAgentAuthPolicy is the edge's fallback when it has no Tenant at hand
+	// (internal).
+	GetAgentAuthPolicy(context.Context, *connect.Request[v1.GetAgentAuthPolicyRequest]) (*connect.Response[v1.GetAgentAuthPolicyResponse], error)
+	// AuthenticateAPIKey looks an agent API key up in one tenant only
+	// (internal). Unknown and revoked keys are NOT_FOUND alike.
+	AuthenticateAPIKey(context.Context, *connect.Request[v1.AuthenticateAPIKeyRequest]) (*connect.Response[v1.AuthenticateAPIKeyResponse], error)
+	// Merchant signing keys (operator). Published keys are the profile's
+	// signing_keys; the private halves never leave this service.
+	ListSigningKeys(context.Context, *connect.Request[v1.ListSigningKeysRequest]) (*connect.Response[v1.ListSigningKeysResponse], error)
+	// RotateSigningKey publishes a new ES256 key at once and signs with it
+	// from now + delay; the keys it supersedes stay published for retention.
+	RotateSigningKey(context.Context, *connect.Request[v1.RotateSigningKeyRequest]) (*connect.Response[v1.RotateSigningKeyResponse], error)
+	// RevokeSigningKey unpublishes a key immediately and never signs with it
+	// again (key compromise).
+	RevokeSigningKey(context.Context, *connect.Request[v1.RevokeSigningKeyRequest]) (*connect.Response[v1.RevokeSigningKeyResponse], error)
+	// SignWithCurrentKey signs an RFC 9421 signature base with the tenant's
+	// current key (internal: the edge signs responses, orders signs webhooks).
+	SignWithCurrentKey(context.Context, *connect.Request[v1.SignWithCurrentKeyRequest]) (*connect.Response[v1.SignWithCurrentKeyResponse], error)
 }
 
 // NewTenantServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -484,6 +634,51 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(tenantServiceMethods.ByName("WatchChanges")),
 		connect.WithHandlerOptions(opts...),
 	)
+	tenantServiceSetAgentAuthPolicyHandler := connect.NewUnaryHandler(
+		TenantServiceSetAgentAuthPolicyProcedure,
+		svc.SetAgentAuthPolicy,
+		connect.WithSchema(tenantServiceMethods.ByName("SetAgentAuthPolicy")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceGetAgentAuthPolicyHandler := connect.NewUnaryHandler(
+		TenantServiceGetAgentAuthPolicyProcedure,
+		svc.GetAgentAuthPolicy,
+		connect.WithSchema(tenantServiceMethods.ByName("GetAgentAuthPolicy")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceAuthenticateAPIKeyHandler := connect.NewUnaryHandler(
+		TenantServiceAuthenticateAPIKeyProcedure,
+		svc.AuthenticateAPIKey,
+		connect.WithSchema(tenantServiceMethods.ByName("AuthenticateAPIKey")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceListSigningKeysHandler := connect.NewUnaryHandler(
+		TenantServiceListSigningKeysProcedure,
+		svc.ListSigningKeys,
+		connect.WithSchema(tenantServiceMethods.ByName("ListSigningKeys")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceRotateSigningKeyHandler := connect.NewUnaryHandler(
+		TenantServiceRotateSigningKeyProcedure,
+		svc.RotateSigningKey,
+		connect.WithSchema(tenantServiceMethods.ByName("RotateSigningKey")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceRevokeSigningKeyHandler := connect.NewUnaryHandler(
+		TenantServiceRevokeSigningKeyProcedure,
+		svc.RevokeSigningKey,
+		connect.WithSchema(tenantServiceMethods.ByName("RevokeSigningKey")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceSignWithCurrentKeyHandler := connect.NewUnaryHandler(
+		TenantServiceSignWithCurrentKeyProcedure,
+		svc.SignWithCurrentKey,
+		connect.WithSchema(tenantServiceMethods.ByName("SignWithCurrentKey")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.tenants.v1.TenantService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TenantServicePingProcedure:
@@ -520,6 +715,20 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 			tenantServiceGetDiscoveryHandler.ServeHTTP(w, r)
 		case TenantServiceWatchChangesProcedure:
 			tenantServiceWatchChangesHandler.ServeHTTP(w, r)
+		case TenantServiceSetAgentAuthPolicyProcedure:
+			tenantServiceSetAgentAuthPolicyHandler.ServeHTTP(w, r)
+		case TenantServiceGetAgentAuthPolicyProcedure:
+			tenantServiceGetAgentAuthPolicyHandler.ServeHTTP(w, r)
+		case TenantServiceAuthenticateAPIKeyProcedure:
+			tenantServiceAuthenticateAPIKeyHandler.ServeHTTP(w, r)
+		case TenantServiceListSigningKeysProcedure:
+			tenantServiceListSigningKeysHandler.ServeHTTP(w, r)
+		case TenantServiceRotateSigningKeyProcedure:
+			tenantServiceRotateSigningKeyHandler.ServeHTTP(w, r)
+		case TenantServiceRevokeSigningKeyProcedure:
+			tenantServiceRevokeSigningKeyHandler.ServeHTTP(w, r)
+		case TenantServiceSignWithCurrentKeyProcedure:
+			tenantServiceSignWithCurrentKeyHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -595,4 +804,32 @@ func (UnimplementedTenantServiceHandler) GetDiscovery(context.Context, *connect.
 
 func (UnimplementedTenantServiceHandler) WatchChanges(context.Context, *connect.Request[v1.WatchChangesRequest], *connect.ServerStream[v1.WatchChangesResponse]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.WatchChanges is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) SetAgentAuthPolicy(context.Context, *connect.Request[v1.SetAgentAuthPolicyRequest]) (*connect.Response[v1.SetAgentAuthPolicyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.SetAgentAuthPolicy is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) GetAgentAuthPolicy(context.Context, *connect.Request[v1.GetAgentAuthPolicyRequest]) (*connect.Response[v1.GetAgentAuthPolicyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.GetAgentAuthPolicy is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) AuthenticateAPIKey(context.Context, *connect.Request[v1.AuthenticateAPIKeyRequest]) (*connect.Response[v1.AuthenticateAPIKeyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.AuthenticateAPIKey is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) ListSigningKeys(context.Context, *connect.Request[v1.ListSigningKeysRequest]) (*connect.Response[v1.ListSigningKeysResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.ListSigningKeys is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) RotateSigningKey(context.Context, *connect.Request[v1.RotateSigningKeyRequest]) (*connect.Response[v1.RotateSigningKeyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.RotateSigningKey is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) RevokeSigningKey(context.Context, *connect.Request[v1.RevokeSigningKeyRequest]) (*connect.Response[v1.RevokeSigningKeyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.RevokeSigningKey is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) SignWithCurrentKey(context.Context, *connect.Request[v1.SignWithCurrentKeyRequest]) (*connect.Response[v1.SignWithCurrentKeyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.SignWithCurrentKey is not implemented"))
 }

@@ -1,0 +1,103 @@
+package agentclient_test
+
+import (
+	"context"
+	"crypto"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/bcpdev/bcp/agentclient"
+	"github.com/bcpdev/bcp/httpsig"
+)
+
+const profile = "https://agent.example/.well-known/bcp"
+
+// The Transport's signature verifies with the published JWK under the BCP
+// closed set, and the caller's request is left as it was.
+func TestTransportSignsWhatIsSent(t *testing.T) {
+	key, err := agentclient.GenerateES256()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := agentclient.PublicJWK(key, "")
+	j, _ := httpsig.ParseJWK(pub)
+	ks, _ := httpsig.NewKeySet([]httpsig.JWK{j})
+	var seen http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		seen = r.Header.Clone()
+		v := &httpsig.Verifier{Keys: ks.Resolve, Requirements: httpsig.RequestRequirements("bcp-agent"), RejectAlgParameter: true}
+		if _, err := v.VerifyRequest(r.Context(), r, body); err != nil || r.Host != "loja.example" {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"x","data":{"code":"idempotency_conflict","content":"x"}}}`)
+	}))
+	defer srv.Close()
+
+	idem := agentclient.NewIdempotencyKey()
+	if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(idem) {
+		t.Fatalf("idempotency key %q is not a v4 UUID", idem)
+	}
+	tr := &agentclient.Transport{ProfileURL: profile, Key: key, Host: "loja.example"}
+	c := &agentclient.Client{Endpoint: srv.URL + "/bcp/mcp", Transport: tr}
+	resp, err := c.CallTool(context.Background(), "complete_checkout", map[string]any{"id": "chk_1", "meta": map[string]any{"idempotency-key": idem}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != 200 || resp.Error == nil || resp.Error.DataCode() != "idempotency_conflict" || string(resp.ID) != "1" {
+		t.Fatalf("HTTP %d %s (%v)", resp.Status, resp.Body, resp.Error)
+	}
+	if seen.Get("Idempotency-Key") != idem || seen.Get("BCP-Agent") != `profile="`+profile+`"` ||
+		seen.Get("Accept") != "application/json, text/event-stream" || seen.Get("Content-Type") != "application/json" {
+		t.Fatalf("headers sent: %v", seen)
+	}
+	if si := seen.Get("Signature-Input"); !strings.Contains(si, `"idempotency-key"`) || !strings.Contains(si, `keyid="`+j.Kid+`"`) {
+		t.Fatalf("Signature-Input %s", si)
+	}
+
+	// The original request is not modified, and a retry re-signs cleanly.
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/bcp/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	host := req.Host
+	for range 2 {
+		if r, err := tr.RoundTrip(req); err != nil || r.StatusCode != 200 {
+			t.Fatalf("round trip: %v %v", err, r)
+		}
+		req.Body = io.NopCloser(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	}
+	if len(req.Header) != 0 || req.Host != host {
+		t.Fatalf("caller's request modified: %v %q", req.Header, req.Host)
+	}
+}
+
+func TestKeysPEMRoundTrip(t *testing.T) {
+	ec, _ := agentclient.GenerateES256()
+	_, ed, _ := ed25519.GenerateKey(rand.Reader)
+	for name, key := range map[string]crypto.Signer{"ec": ec, "ed25519": ed} {
+		pemBytes, err := agentclient.MarshalPrivateKeyPEM(key)
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		back, err := agentclient.ParsePrivateKeyPEM(pemBytes)
+		if err != nil || !key.(interface{ Equal(crypto.PrivateKey) bool }).Equal(back) {
+			t.Fatalf("%s: round trip %v", name, err)
+		}
+		jwk, _ := agentclient.PublicJWK(back, "")
+		var m map[string]any
+		_ = json.Unmarshal(jwk, &m)
+		if m["d"] != nil || m["kid"] == "" {
+			t.Fatalf("%s JWK %s", name, jwk)
+		}
+	}
+	if _, err := agentclient.ParsePrivateKeyPEM([]byte("nope")); err == nil {
+		t.Fatal("garbage parsed as a key")
+	}
+}

@@ -1,0 +1,216 @@
+package agentauth
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+)
+
+// rpcMessage is what authentication needs from one JSON-RPC message.
+type rpcMessage struct {
+	id      json.RawMessage // nil for notifications
+	method  string
+	tool    string // params.name of a tools/call
+	profile string // params.arguments.meta["ucp-agent"].profile of a tools/call
+}
+
+// rpcRequest is the body of one MCP POST: a message or a batch.
+type rpcRequest struct {
+	messages []rpcMessage
+	batch    bool
+	// valid is false when the body is not JSON-RPC we can read; such a
+	// request is never public, and the MCP handler rejects it after
+	// authentication.
+	valid bool
+}
+
+// errDuplicateMember rejects bodies whose inspected objects repeat a
+// member: authentication and the MCP SDK might read different copies.
+var errDuplicateMember = errors.New("duplicate member")
+
+// errBadProfile is a meta["ucp-agent"] that is not {"profile": "<string>"}.
+var errBadProfile = errors.New(`meta["ucp-agent"].profile must be a string`)
+
+// parseRPC inspects body. Members are matched exactly (no case folding) and
+// never twice, so the method and profile seen here are the ones the MCP
+// handler acts on. It fails only for a malformed meta["ucp-agent"] or a
+// duplicate member; anything else unreadable yields valid == false.
+func parseRPC(body []byte) (rpcRequest, error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return rpcRequest{}, nil
+	}
+	if body[0] == '[' {
+		var items []json.RawMessage
+		if json.Unmarshal(body, &items) != nil || len(items) == 0 {
+			return rpcRequest{batch: true}, nil
+		}
+		out := rpcRequest{batch: true, valid: true}
+		for _, it := range items {
+			m, ok, err := parseMessage(it)
+			if err != nil {
+				return rpcRequest{}, err
+			}
+			out.valid = out.valid && ok
+			out.messages = append(out.messages, m)
+		}
+		return out, nil
+	}
+	m, ok, err := parseMessage(body)
+	if err != nil {
+		return rpcRequest{}, err
+	}
+	return rpcRequest{messages: []rpcMessage{m}, valid: ok}, nil
+}
+
+func parseMessage(raw json.RawMessage) (rpcMessage, bool, error) {
+	var m rpcMessage
+	obj, err := members(raw)
+	if err != nil {
+		return m, false, dupOnly(err)
+	}
+	if id, ok := obj["id"]; ok {
+		m.id = id
+	}
+	if json.Unmarshal(obj["method"], &m.method) != nil || m.method == "" {
+		return m, false, nil
+	}
+	if m.method != "tools/call" {
+		return m, true, nil
+	}
+	params, err := members(obj["params"])
+	if err != nil {
+		return m, false, dupOnly(err)
+	}
+	if json.Unmarshal(params["name"], &m.tool) != nil {
+		return m, false, nil
+	}
+	args, err := members(params["arguments"])
+	if err != nil {
+		// Missing or non-object arguments: the SDK rejects the call; there
+		// is no meta to read.
+		return m, true, dupOnly(err)
+	}
+	meta, err := members(args["meta"])
+	if err != nil {
+		return m, true, dupOnly(err)
+	}
+	agent, ok := meta["ucp-agent"]
+	if !ok {
+		return m, true, nil
+	}
+	ua, err := members(agent)
+	if err != nil {
+		if errors.Is(err, errDuplicateMember) {
+			return m, false, err
+		}
+		return m, false, errBadProfile
+	}
+	if p, ok := ua["profile"]; ok {
+		if json.Unmarshal(p, &m.profile) != nil || strings.TrimSpace(m.profile) == "" {
+			return m, false, errBadProfile
+		}
+		m.profile = strings.TrimSpace(m.profile)
+	}
+	return m, true, nil
+}
+
+func dupOnly(err error) error {
+	if errors.Is(err, errDuplicateMember) {
+		return err
+	}
+	return nil
+}
+
+// members decodes a JSON object into its members, refusing repeats.
+func members(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, errors.New("not an object")
+	}
+	out := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, errors.New("bad member name")
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		if _, seen := out[key]; seen {
+			return nil, errDuplicateMember
+		}
+		out[key] = v
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// responseID is the id to answer with: the message's own when it is a
+// single request with a string or number id, null otherwise.
+func (r rpcRequest) responseID() json.RawMessage {
+	if r.batch || len(r.messages) != 1 {
+		return json.RawMessage("null")
+	}
+	id := bytes.TrimSpace(r.messages[0].id)
+	if len(id) == 0 {
+		return json.RawMessage("null")
+	}
+	switch id[0] {
+	case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		if json.Valid(id) {
+			return id
+		}
+	}
+	return json.RawMessage("null")
+}
+
+// isPublic reports whether every message may be served without
+// credentials.
+func (r rpcRequest) isPublic(public []string) bool {
+	if !r.valid || len(r.messages) == 0 {
+		return false
+	}
+	for _, m := range r.messages {
+		if !methodIn(m.method, public) {
+			return false
+		}
+	}
+	return true
+}
+
+func methodIn(method string, list []string) bool {
+	for _, p := range list {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok {
+			if strings.HasPrefix(method, prefix) {
+				return true
+			}
+		} else if method == p {
+			return true
+		}
+	}
+	return false
+}
+
+// toolCalls returns the names of the tools the request calls.
+func (r rpcRequest) toolCalls() []string {
+	var out []string
+	for _, m := range r.messages {
+		if m.method == "tools/call" {
+			out = append(out, m.tool)
+		}
+	}
+	return out
+}
