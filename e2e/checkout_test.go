@@ -19,11 +19,11 @@ import (
 	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
-	"github.com/bcpdev/bcp/protocol/bcp"
-	"github.com/bcpdev/bcp/protocol/bcpschema"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/protocol/bcp"
+	"github.com/bcpdev/bcp/protocol/bcpschema"
 )
 
 // agentProfile is a platform profile in BCP shape, served by the test on
