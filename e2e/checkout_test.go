@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/bcpdev/bcp/agentclient"
 	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
@@ -103,25 +104,24 @@ func setupMerchant(t *testing.T, r *platform.Running, name, host string, priceOf
 	return m
 }
 
-// agentSession is an MCP client session whose requests reach host.
-func agentSession(t *testing.T, r *platform.Running, host string) *mcp.ClientSession {
+// agentSession is an MCP client session whose requests reach host,
+// authenticated with a fresh API key bound to profile.
+func agentSession(t *testing.T, r *platform.Running, host, profile string) *mcp.ClientSession {
 	t.Helper()
+	key, err := r.ClientsWithToken(operatorToken).Tenants.CreateAPIKey(context.Background(), connect.NewRequest(&tenantsv1.CreateAPIKeyRequest{
+		Tenant: host, AgentProfileUrl: profile, Label: "e2e",
+	}))
+	if err != nil {
+		t.Fatalf("API key for %s: %v", profile, err)
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-agent", Version: "1.0"}, nil)
-	hc := &http.Client{Transport: hostTransport{host: host}}
+	hc := &http.Client{Transport: &agentclient.Transport{ProfileURL: profile, APIKey: key.Msg.GetSecret(), Host: host}}
 	s, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + r.PublicAddr + "/bcp/mcp", HTTPClient: hc}, nil)
 	if err != nil {
 		t.Fatalf("connect MCP client to %s: %v", host, err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
-}
-
-type hostTransport struct{ host string }
-
-func (h hostTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Host = h.host
-	return http.DefaultTransport.RoundTrip(r)
 }
 
 type agent struct {
@@ -241,8 +241,8 @@ func TestCheckoutOverMCPTwoMerchants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	A := &agent{t: t, s: agentSession(t, r, alfa.host), profile: profiles.URL + "/agent.json", v: v}
-	B := &agent{t: t, s: agentSession(t, r, beta.host), profile: profiles.URL + "/agent.json", v: v}
+	A := &agent{t: t, s: agentSession(t, r, alfa.host, profiles.URL+"/agent.json"), profile: profiles.URL + "/agent.json", v: v}
+	B := &agent{t: t, s: agentSession(t, r, beta.host, profiles.URL+"/agent.json"), profile: profiles.URL + "/agent.json", v: v}
 
 	tools, err := A.s.ListTools(context.Background(), nil)
 	if err != nil {
@@ -418,19 +418,21 @@ func TestCheckoutOverMCPTwoMerchants(t *testing.T) {
 		t.Fatalf("cancel without idempotency key: code %d data %v", code, data)
 	}
 	// Unknown agent profile: -32001.
-	_, err = A.callErr("create_checkout", map[string]any{"meta": map[string]any{"ucp-agent": map[string]any{"profile": profiles.URL + "/missing.json"}},
+	missing := &agent{t: t, s: agentSession(t, r, alfa.host, profiles.URL+"/missing.json"), profile: profiles.URL + "/missing.json", v: v}
+	_, err = missing.callErr("create_checkout", map[string]any{
 		"checkout": map[string]any{"line_items": []any{map[string]any{"item": map[string]any{"id": "var_cam"}, "quantity": 1}}}})
 	if code, data := rpcError(t, err); code != -32001 || data["code"] != "profile_unreachable" {
 		t.Fatalf("unknown profile: code %d data %v", code, data)
 	}
 	// No shared checkout capability: business result capabilities_incompatible.
-	inc, err := A.callErr("create_checkout", map[string]any{"meta": map[string]any{"ucp-agent": map[string]any{"profile": profiles.URL + "/cart-only.json"}},
+	cartOnly := &agent{t: t, s: agentSession(t, r, alfa.host, profiles.URL+"/cart-only.json"), profile: profiles.URL + "/cart-only.json", v: v}
+	inc, err := cartOnly.callErr("create_checkout", map[string]any{
 		"checkout": map[string]any{"line_items": []any{map[string]any{"item": map[string]any{"id": "var_cam"}, "quantity": 1}}}})
 	if err != nil || !strings.Contains(fmt.Sprint(inc["messages"]), "capabilities_incompatible") {
 		t.Fatalf("incompatible agent: %v %v", inc, err)
 	}
 	// An agent without the fulfillment extension is sent to the buyer.
-	noExt := &agent{t: t, s: A.s, profile: profiles.URL + "/no-extensions.json", v: v}
+	noExt := &agent{t: t, s: agentSession(t, r, alfa.host, profiles.URL+"/no-extensions.json"), profile: profiles.URL + "/no-extensions.json", v: v}
 	_, esc := noExt.call("create_checkout", map[string]any{"checkout": map[string]any{"line_items": []any{map[string]any{"item": map[string]any{"id": "var_cam"}, "quantity": 1}}, "buyer": map[string]any{"email": "b@example.com"}}})
 	if esc.Status != bcp.StatusRequiresEscalation || esc.ContinueURL == "" {
 		t.Fatalf("no fulfillment extension: status %s, messages %+v", esc.Status, esc.Messages)

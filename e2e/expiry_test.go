@@ -30,7 +30,7 @@ func TestCheckoutExpiryJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &agent{t: t, s: agentSession(t, r, m.host), profile: profiles.URL + "/agent.json", v: v}
+	a := &agent{t: t, s: agentSession(t, r, m.host, profiles.URL+"/agent.json"), profile: profiles.URL + "/agent.json", v: v}
 	_, c := a.call("create_checkout", map[string]any{"checkout": map[string]any{"line_items": []any{map[string]any{"item": map[string]any{"id": "var_cam"}, "quantity": 1}}}})
 
 	ctx := context.Background()

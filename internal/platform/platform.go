@@ -177,8 +177,9 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		case Pricing:
 			internal.Handle(pricingv1connect.NewPricingServiceHandler(pricing.New(r.Pool), handlerOpts(pricing.Policy)))
 		case Checkout:
-			svc := checkout.New(r.Pool, clients.Catalog, clients.Pricing, clients.Tenants)
+			svc := checkout.New(r.Pool, checkout.Clients{Catalog: clients.Catalog, Pricing: clients.Pricing, Tenants: clients.Tenants, Payments: clients.Payments, Orders: clients.Orders})
 			river.AddWorker(workers, &checkout.ExpireWorker{Service: svc})
+			river.AddWorker(workers, &checkout.SettleWorker{Service: svc})
 			jobUsers = append(jobUsers, svc.UseJobs)
 			internal.Handle(checkoutv1connect.NewCheckoutServiceHandler(svc, handlerOpts(checkout.Policy)))
 		case Payments:
@@ -210,7 +211,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	obs.Health(internal, checks)
 
 	if cfg.hosts(Edge) {
-		e, err := edge.New(cfg.Edge, clients.Tenants, clients.Checkout, log)
+		e, err := edge.New(cfg.Edge, edge.Clients{Tenants: clients.Tenants, Checkout: clients.Checkout, Orders: clients.Orders}, log)
 		if err != nil {
 			return fail(err)
 		}

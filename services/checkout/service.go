@@ -32,6 +32,8 @@ import (
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 	"github.com/bcpdev/bcp/protocol/bcp"
@@ -40,20 +42,29 @@ import (
 
 // Service implements checkoutv1connect.CheckoutServiceHandler.
 type Service struct {
-	// CompleteCheckout and SettlePayment arrive with the completion work.
-	checkoutv1connect.UnimplementedCheckoutServiceHandler
-	pool    *pgxpool.Pool
-	catalog catalogv1connect.CatalogServiceClient
-	pricing pricingv1connect.PricingServiceClient
-	tenants tenantsv1connect.TenantServiceClient
-	jobs    *jobs.Client
-	now     func() time.Time
+	pool     *pgxpool.Pool
+	catalog  catalogv1connect.CatalogServiceClient
+	pricing  pricingv1connect.PricingServiceClient
+	tenants  tenantsv1connect.TenantServiceClient
+	payments paymentsv1connect.PaymentsServiceClient
+	orders   ordersv1connect.OrdersServiceClient
+	jobs     *jobs.Client
+	now      func() time.Time
 }
 
 // New returns the service over its database and the clients of the
 // services it orchestrates.
-func New(pool *pgxpool.Pool, catalog catalogv1connect.CatalogServiceClient, pricing pricingv1connect.PricingServiceClient, tenants tenantsv1connect.TenantServiceClient) *Service {
-	return &Service{pool: pool, catalog: catalog, pricing: pricing, tenants: tenants, now: time.Now}
+func New(pool *pgxpool.Pool, c Clients) *Service {
+	return &Service{pool: pool, catalog: c.Catalog, pricing: c.Pricing, tenants: c.Tenants, payments: c.Payments, orders: c.Orders, now: time.Now}
+}
+
+// Clients are the services a checkout talks to.
+type Clients struct {
+	Catalog  catalogv1connect.CatalogServiceClient
+	Pricing  pricingv1connect.PricingServiceClient
+	Tenants  tenantsv1connect.TenantServiceClient
+	Payments paymentsv1connect.PaymentsServiceClient
+	Orders   ordersv1connect.OrdersServiceClient
 }
 
 var _ checkoutv1connect.CheckoutServiceHandler = (*Service)(nil)
@@ -262,6 +273,13 @@ func (s *Service) CancelCheckout(ctx context.Context, r *connect.Request[checkou
 		case bcp.StatusCompleted:
 			res, err := unchanged(prev, notModifiable(sess.Status))
 			return connect.NewResponse(&checkoutv1.CancelCheckoutResponse{Result: res}), err
+		}
+		// A payment in flight is stopped first; if the money already
+		// arrived, completion wins and the checkout is returned completed.
+		if res, completed, err := s.cancelWithPayment(ctx, sess); err != nil {
+			return nil, err
+		} else if completed {
+			return connect.NewResponse(&checkoutv1.CancelCheckoutResponse{Result: res}), nil
 		}
 		res, ok, err := s.close(ctx, sess, prev, nil)
 		if err != nil {

@@ -6,15 +6,17 @@ import "github.com/bcpdev/bcp/protocol/bcp"
 // may stay in a non-terminal status (an update that changes nothing);
 // completed and canceled are terminal.
 var transitions = map[string][]string{
-	bcp.StatusIncomplete:         {bcp.StatusIncomplete, bcp.StatusRequiresEscalation, bcp.StatusReadyForComplete, bcp.StatusCanceled},
-	bcp.StatusRequiresEscalation: {bcp.StatusIncomplete, bcp.StatusRequiresEscalation, bcp.StatusReadyForComplete, bcp.StatusCanceled},
+	bcp.StatusIncomplete: {bcp.StatusIncomplete, bcp.StatusRequiresEscalation, bcp.StatusReadyForComplete, bcp.StatusCanceled},
+	// From escalation a 3DS challenge can also end in payment.
+	bcp.StatusRequiresEscalation: {bcp.StatusIncomplete, bcp.StatusRequiresEscalation, bcp.StatusReadyForComplete, bcp.StatusCompleted, bcp.StatusCanceled},
 	bcp.StatusReadyForComplete: {
 		bcp.StatusIncomplete, bcp.StatusRequiresEscalation, bcp.StatusReadyForComplete,
 		bcp.StatusCompleteInProgress, bcp.StatusCompleted, bcp.StatusCanceled,
 	},
 	// An accepted completion either finishes, or comes back (declined or
 	// expired payment) to where the buyer can try again.
-	bcp.StatusCompleteInProgress: {bcp.StatusCompleted, bcp.StatusReadyForComplete, bcp.StatusIncomplete, bcp.StatusCanceled},
+	// The bank may also ask the buyer to confirm (3DS): escalation.
+	bcp.StatusCompleteInProgress: {bcp.StatusCompleted, bcp.StatusReadyForComplete, bcp.StatusIncomplete, bcp.StatusRequiresEscalation, bcp.StatusCanceled},
 	bcp.StatusCompleted:          {},
 	bcp.StatusCanceled:           {},
 }

@@ -13,9 +13,9 @@ func TestStatusMachine(t *testing.T) {
 		bcp.StatusCompleteInProgress, bcp.StatusCompleted, bcp.StatusCanceled
 	allowed := map[[2]string]bool{
 		{I, I}: true, {I, E}: true, {I, R}: true, {I, X}: true,
-		{E, I}: true, {E, E}: true, {E, R}: true, {E, X}: true,
+		{E, I}: true, {E, E}: true, {E, R}: true, {E, C}: true, {E, X}: true,
 		{R, I}: true, {R, E}: true, {R, R}: true, {R, P}: true, {R, C}: true, {R, X}: true,
-		{P, C}: true, {P, R}: true, {P, I}: true, {P, X}: true,
+		{P, C}: true, {P, R}: true, {P, I}: true, {P, E}: true, {P, X}: true,
 	}
 	all := []string{I, E, R, P, C, X}
 	for _, from := range all {
@@ -27,7 +27,7 @@ func TestStatusMachine(t *testing.T) {
 	}
 	// Forbidden highlights: no way back from the end, no completion
 	// without passing through ready_for_complete.
-	for _, bad := range [][2]string{{C, X}, {X, I}, {C, I}, {I, C}, {I, P}, {E, C}, {P, E}} {
+	for _, bad := range [][2]string{{C, X}, {X, I}, {C, I}, {I, C}, {I, P}, {E, P}, {X, C}} {
 		if canTransition(bad[0], bad[1]) {
 			t.Errorf("%s → %s must be forbidden", bad[0], bad[1])
 		}

@@ -21,9 +21,11 @@ import (
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
 	edgev1 "github.com/bcpdev/bcp/proto/gen/bcp/edge/v1"
+	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
+	"github.com/bcpdev/bcp/services/edge/agentauth"
 	"github.com/bcpdev/bcp/services/edge/agentprofile"
 )
 
@@ -38,6 +40,13 @@ type Config struct {
 	Profiles *agentprofile.Fetcher
 }
 
+// Clients are the services the edge fronts.
+type Clients struct {
+	Tenants  tenantsv1connect.TenantServiceClient
+	Checkout checkoutv1connect.CheckoutServiceClient
+	Orders   ordersv1connect.OrdersServiceClient
+}
+
 // Edge is the public HTTP handler and its caches.
 type Edge struct {
 	cfg   Config
@@ -46,12 +55,14 @@ type Edge struct {
 	data  *tenantData
 	disc  *discovery
 	mcp   *mcpEdge
+	auth  *agentauth.Authenticator
 	feed  *changeFeed
 	mux   *http.ServeMux
 }
 
 // New builds the edge over the clients of the services it fronts.
-func New(cfg Config, tenants tenantsv1connect.TenantServiceClient, checkout checkoutv1connect.CheckoutServiceClient, log *slog.Logger) (*Edge, error) {
+func New(cfg Config, clients Clients, log *slog.Logger) (*Edge, error) {
+	tenants := clients.Tenants
 	if cfg.PublicScheme == "" {
 		cfg.PublicScheme = "https"
 	}
@@ -68,14 +79,18 @@ func New(cfg Config, tenants tenantsv1connect.TenantServiceClient, checkout chec
 	e.hosts = newHostCache(tenants, &e.feed.watched)
 	e.data = newTenantData(tenants)
 	e.disc = &discovery{data: e.data, baseURL: e.BaseURL, cache: map[string]renderedProfile{}}
-	e.mcp = newMCPEdge(e, checkout, cfg.Profiles, log)
-	e.feed.onReset = []func(){e.hosts.reset, e.data.reset, e.disc.reset, e.mcp.reset}
-	e.feed.onEvent = []func(string){e.hosts.invalidate, e.data.invalidate, e.disc.invalidate, e.mcp.invalidate}
+	e.mcp = newMCPEdge(e, clients, cfg.Profiles, log)
+	// Agents authenticate (API key or RFC 9421 signature, per merchant
+	// policy) before any processing; complete_checkout responses are signed.
+	e.auth = agentauth.New(agentauth.Options{Tenants: tenants, Keys: profileKeys{cfg.Profiles},
+		MaxBodyBytes: maxMCPBody, Scheme: cfg.PublicScheme, Logger: log})
+	e.feed.onReset = []func(){e.hosts.reset, e.data.reset, e.disc.reset, e.mcp.reset, e.auth.Reset}
+	e.feed.onEvent = []func(string){e.hosts.invalidate, e.data.invalidate, e.disc.invalidate, e.mcp.invalidate, e.auth.Invalidate}
 
 	e.mux = http.NewServeMux()
 	e.mux.Handle("GET /.well-known/bcp", e.disc)
 	e.mux.HandleFunc("/.well-known/bcp", methodNotAllowed("GET, HEAD"))
-	e.mux.Handle("/bcp/mcp", e.mcp)
+	e.mux.Handle("/bcp/mcp", e.auth.Handler(e.mcp))
 	e.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusNotFound, "not_found", "no such resource on this merchant host")
 	})
@@ -125,6 +140,9 @@ func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := context.WithValue(tenancy.With(r.Context(), id), tenantKey{}, t)
 	ctx = context.WithValue(ctx, hostKey{}, r.Host)
+	if p, ok := agentauth.PolicyFromTenant(t); ok {
+		ctx = agentauth.WithTenantPolicy(ctx, p)
+	}
 	inner := r.WithContext(ctx)
 	e.mux.ServeHTTP(w, inner)
 	r.Pattern = inner.Pattern // for the metrics middleware's route label

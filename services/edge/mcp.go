@@ -21,6 +21,8 @@ import (
 	"github.com/bcpdev/bcp/internal/bcpnames"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
+	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
+	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
@@ -44,6 +46,7 @@ const maxMCPBody = 1 << 20
 type mcpEdge struct {
 	e        *Edge
 	checkout checkoutv1connect.CheckoutServiceClient
+	orders   ordersv1connect.OrdersServiceClient
 	profiles *agentprofile.Fetcher
 	log      *slog.Logger
 	handler  http.Handler
@@ -56,8 +59,8 @@ type mcpEdge struct {
 	validators map[string]*bcpschema.Validator // capability set → validator
 }
 
-func newMCPEdge(e *Edge, checkout checkoutv1connect.CheckoutServiceClient, profiles *agentprofile.Fetcher, log *slog.Logger) *mcpEdge {
-	m := &mcpEdge{e: e, checkout: checkout, profiles: profiles, log: log,
+func newMCPEdge(e *Edge, c Clients, profiles *agentprofile.Fetcher, log *slog.Logger) *mcpEdge {
+	m := &mcpEdge{e: e, checkout: c.Checkout, orders: c.Orders, profiles: profiles, log: log,
 		servers: map[string]*mcp.Server{}, offers: map[string]agentprofile.BusinessOffer{}, validators: map[string]*bcpschema.Validator{}}
 	m.handler = mcp.NewStreamableHTTPHandler(m.serverFor, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
@@ -114,12 +117,17 @@ func (m *mcpEdge) serverFor(r *http.Request) *mcp.Server {
 type toolSpec struct {
 	name, title, description string
 	op                       bcpschema.Op
-	run                      func(ctx context.Context, m *mcpEdge, call *toolCall) (*checkoutv1.CheckoutResult, error)
+	// root is the capability the tool's responses belong to.
+	root string
+	// idempotent tools require meta["idempotency-key"]; the others honour
+	// one when sent.
+	requireKey bool
+	run        func(ctx context.Context, m *mcpEdge, call *toolCall) (*checkoutv1.CheckoutResult, error)
 }
 
 var checkoutTools = []toolSpec{
 	{
-		name: "create_checkout", title: "Criar checkout", op: bcpschema.OpCreate,
+		root: bcpnames.Checkout, name: "create_checkout", title: "Criar checkout", op: bcpschema.OpCreate,
 		description: "Create a checkout session for this merchant. Arguments: meta (required; meta[\"ucp-agent\"].profile is your agent profile URL), " +
 			"checkout (required; line_items with item.id and quantity, optionally buyer, fulfillment and discounts; never an id). " +
 			"Returns the checkout with prices in centavos (BRL), totals, messages telling what is missing, and continue_url for the buyer.",
@@ -132,7 +140,7 @@ var checkoutTools = []toolSpec{
 		},
 	},
 	{
-		name: "get_checkout", title: "Consultar checkout", op: bcpschema.OpRead,
+		root: bcpnames.Checkout, name: "get_checkout", title: "Consultar checkout", op: bcpschema.OpRead,
 		description: "Get the current state of a checkout session. Arguments: meta (required), id (required).",
 		run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
 			r, err := m.checkout.GetCheckout(ctx, connect.NewRequest(&checkoutv1.GetCheckoutRequest{Agent: c.agent, Id: c.id}))
@@ -143,7 +151,7 @@ var checkoutTools = []toolSpec{
 		},
 	},
 	{
-		name: "update_checkout", title: "Atualizar checkout", op: bcpschema.OpUpdate,
+		root: bcpnames.Checkout, name: "update_checkout", title: "Atualizar checkout", op: bcpschema.OpUpdate,
 		description: "Update a checkout session. This is a full replacement: send every field you want to keep (line_items, buyer, fulfillment, discounts). " +
 			"Arguments: meta (required), id (required), checkout (required, without id). Select shipping with fulfillment.methods[].groups[].selected_option_id.",
 		run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
@@ -155,7 +163,25 @@ var checkoutTools = []toolSpec{
 		},
 	},
 	{
-		name: "cancel_checkout", title: "Cancelar checkout", op: bcpschema.OpCancel,
+		root: bcpnames.Checkout, name: "complete_checkout", title: "Concluir checkout", op: bcpschema.OpComplete, requireKey: true,
+		description: "Place the order of a checkout in status ready_for_complete. Arguments: meta (required, with meta[\"idempotency-key\"], a UUID: " +
+			"if the response is lost, call get_checkout, and only if still undetermined retry with the SAME key; after a payment_failed use a NEW key), id (required), " +
+			"checkout (required) with payment.instruments holding exactly one instrument whose handler_id is one of ucp.payment_handlers: " +
+			"Pix (type pix) answers complete_in_progress with the copia-e-cola and QR in the instrument's display — poll get_checkout until completed; " +
+			"delegated cards (type card) take a token credential only and answer completed with order {id, permalink_url}, or payment_failed.",
+		run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
+			r, err := m.checkout.CompleteCheckout(ctx, connect.NewRequest(&checkoutv1.CompleteCheckoutRequest{
+				Agent: c.agent, Id: c.id, CheckoutJson: c.checkout,
+				AgentSigningKeysJson: rawStrings(c.profile.SigningKeys()), OrderWebhookUrl: c.profile.OrderWebhookURL(),
+			}))
+			if err != nil {
+				return nil, err
+			}
+			return r.Msg.GetResult(), nil
+		},
+	},
+	{
+		root: bcpnames.Checkout, name: "cancel_checkout", title: "Cancelar checkout", op: bcpschema.OpCancel, requireKey: true,
 		description: "Cancel a checkout session. Arguments: meta (required, with meta[\"idempotency-key\"], a UUID: reuse the same key when you retry " +
 			"after a lost response), id (required).",
 		run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
@@ -168,13 +194,31 @@ var checkoutTools = []toolSpec{
 	},
 }
 
+// getOrderTool reads an order the calling agent created.
+var getOrderTool = toolSpec{
+	root: bcpnames.Order, name: "get_order", title: "Consultar pedido", op: bcpschema.OpRead,
+	description: "Get an order you placed (from a completed checkout's order.id): line items with fulfilled quantities, fulfillment expectations and events, adjustments such as refunds. Arguments: meta (required), id (required).",
+	run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
+		r, err := m.orders.GetOrder(ctx, connect.NewRequest(&ordersv1.GetOrderRequest{Id: c.id}))
+		if err != nil {
+			return nil, err
+		}
+		// Only the agent that created an order may read it; anyone else
+		// learns nothing, not even that it exists.
+		if r.Msg.GetAgentProfileUrl() != c.agent.GetProfileUrl() {
+			return nil, apperr.NotFound(bcp.CodeNotFound, "no order %q", c.id)
+		}
+		return &checkoutv1.CheckoutResult{CheckoutJson: r.Msg.GetOrderJson()}, nil
+	},
+}
+
 // buildServer makes the tenant's MCP server with its tools, whose schemas
 // follow the capabilities the merchant offers.
 func (m *mcpEdge) buildServer(t *tenantsv1.Tenant) (*mcp.Server, error) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "bcp-checkout", Title: t.GetName(), Version: bcpnames.Version},
 		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
 	caps := checkoutCapabilities(t.GetCapabilities())
-	for _, spec := range checkoutTools {
+	for _, spec := range append(slices.Clone(checkoutTools), getOrderTool) {
 		in, err := bcpschema.ToolInputSchemaFor(spec.name, caps)
 		if err != nil {
 			return nil, err
@@ -194,7 +238,11 @@ func (m *mcpEdge) buildServer(t *tenantsv1.Tenant) (*mcp.Server, error) {
 						res, err = nil, protocolError(codeInternal, "internal_error", "internal error")
 					}
 				}()
-				res, err = m.call(ctx, spec, req.Params.Arguments)
+				var header http.Header
+				if req.Extra != nil {
+					header = req.Extra.Header
+				}
+				res, err = m.call(ctx, spec, req.Params.Arguments, header)
 				if err != nil {
 					var rpcErr *jsonrpc.Error
 					if errors.As(err, &rpcErr) {
@@ -221,8 +269,17 @@ func checkoutCapabilities(all []string) []string {
 
 type toolCall struct {
 	agent    *checkoutv1.Agent
+	profile  *agentprofile.Profile
 	id       string
 	checkout json.RawMessage
+}
+
+func rawStrings(in []json.RawMessage) []string {
+	out := make([]string, len(in))
+	for i, r := range in {
+		out[i] = string(r)
+	}
+	return out
 }
 
 type toolArgs struct {
@@ -239,7 +296,7 @@ type toolArgs struct {
 // call runs one tool: validate the arguments, fetch and negotiate with the
 // agent profile, call the checkout service, wrap the result in the
 // negotiated "ucp" envelope.
-func (m *mcpEdge) call(ctx context.Context, spec toolSpec, raw json.RawMessage) (*mcp.CallToolResult, error) {
+func (m *mcpEdge) call(ctx context.Context, spec toolSpec, raw json.RawMessage, header http.Header) (*mcp.CallToolResult, error) {
 	t := tenantFrom(ctx)
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
@@ -284,26 +341,41 @@ func (m *mcpEdge) call(ctx context.Context, spec toolSpec, raw json.RawMessage) 
 	slices.Sort(caps)
 	call := &toolCall{
 		agent:    &checkoutv1.Agent{ProfileUrl: args.Meta.Agent.Profile, Capabilities: caps, BaseUrl: baseURL},
+		profile:  profile,
 		id:       args.ID,
 		checkout: args.Checkout,
 	}
+	return m.idempotent(ctx, spec, args, raw, header, func() (*mcp.CallToolResult, error) {
+		return m.execute(ctx, spec, call, neg, baseURL)
+	})
+}
+
+// execute runs the tool against the service and wraps its result.
+func (m *mcpEdge) execute(ctx context.Context, spec toolSpec, call *toolCall, neg *agentprofile.Result, baseURL string) (*mcp.CallToolResult, error) {
 	res, err := spec.run(ctx, m, call)
 	if err != nil {
 		if e := apperr.As(err); e.Kind == apperr.KindNotFound {
-			return m.errorResponse(bcp.Error(bcp.CodeNotFound, bcp.SeverityUnrecoverable, "$.id", "Checkout não encontrado."), baseURL+"/", false)
+			what := "Checkout não encontrado."
+			if spec.root == bcpnames.Order {
+				what = "Pedido não encontrado."
+			}
+			return m.errorResponse(bcp.Error(bcp.CodeNotFound, bcp.SeverityUnrecoverable, "$.id", what), baseURL+"/", false)
 		}
 		return nil, serviceError(err)
 	}
 	if res.GetErrorResponse() {
 		return m.wrap(res.GetCheckoutJson(), envelope{Version: bcpnames.Version, Status: "error"})
 	}
-	handlers := any(map[string]any{})
-	if len(neg.PaymentHandlers) > 0 {
+	var handlers any = map[string]any{}
+	switch {
+	case spec.root == bcpnames.Order:
+		handlers = nil // order responses carry no payment handlers
+	case len(neg.PaymentHandlers) > 0:
 		handlers = neg.PaymentHandlers
 	}
 	return m.wrap(res.GetCheckoutJson(), envelope{
 		Version:         bcpnames.Version,
-		Capabilities:    neg.ResponseCapabilities(bcpnames.Checkout),
+		Capabilities:    neg.ResponseCapabilities(spec.root),
 		PaymentHandlers: handlers,
 	})
 }

@@ -11,185 +11,34 @@ import (
 	"github.com/google/uuid"
 )
 
-type CatalogProduct struct {
+type CheckoutIdempotencyKey struct {
 	TenantID    uuid.UUID
-	ID          string
-	Title       string
-	Description string
-	ImageUrl    string
-	Active      bool
+	Scope       string
+	Key         string
+	RequestHash []byte
+	State       string
+	Response    []byte
 	CreatedAt   time.Time
-	UpdatedAt   time.Time
-}
-
-type CatalogVariant struct {
-	TenantID  uuid.UUID
-	ID        string
-	ProductID string
-	Sku       string
-	Title     string
-	Price     int64
-	Currency  string
-	Stock     int64
-	Active    bool
-	ImageUrl  string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	ExpiresAt   time.Time
 }
 
 type CheckoutSession struct {
-	TenantID        uuid.UUID
-	ID              string
-	Status          string
-	Currency        string
-	Total           int64
-	BuyerEmail      string
-	AgentProfileUrl string
-	Capabilities    []string
-	Request         json.RawMessage
-	State           json.RawMessage
-	Version         int32
-	ExpiresAt       time.Time
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
-}
-
-type PricingDiscount struct {
-	TenantID           uuid.UUID
-	ID                 string
-	Code               string
-	Title              string
-	Kind               string
-	Value              int64
-	Automatic          bool
-	MinSubtotal        int64
-	StartsAt           *time.Time
-	EndsAt             *time.Time
-	UsageLimit         int64
-	UsageLimitPerBuyer int64
-	Priority           int32
-	Combinable         bool
-	Active             bool
-	CreatedAt          time.Time
-	UpdatedAt          time.Time
-}
-
-type PricingDiscountRedemption struct {
-	TenantID   uuid.UUID
-	DiscountID string
-	CheckoutID string
-	BuyerEmail string
-	RedeemedAt time.Time
-}
-
-type PricingPickupLocation struct {
-	TenantID        uuid.UUID
-	ID              string
-	Name            string
-	StreetAddress   string
-	ExtendedAddress string
-	AddressLocality string
-	AddressRegion   string
-	PostalCode      string
-	AddressCountry  string
-	Price           int64
-	Description     string
-	Active          bool
-	Position        int32
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
-}
-
-type PricingShippingRate struct {
-	TenantID    uuid.UUID
-	ID          string
-	Title       string
-	Description string
-	Carrier     string
-	Regions     []string
-	Price       int64
-	FreeAbove   int64
-	MinSubtotal int64
-	MaxSubtotal int64
-	MinDays     int32
-	MaxDays     int32
-	Active      bool
-	Position    int32
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-}
-
-type PricingShippingRateCep struct {
-	TenantID uuid.UUID
-	RateID   string
-	Position int32
-	CepFrom  string
-	CepTo    string
-}
-
-type TenantsApiKey struct {
-	TenantID        uuid.UUID
-	ID              string
-	KeyHash         []byte
-	DisplayPrefix   string
-	AgentProfileUrl string
-	Label           string
-	CreatedAt       time.Time
-	RevokedAt       *time.Time
-}
-
-type TenantsDomain struct {
-	TenantID  uuid.UUID
-	Domain    string
-	IsPrimary bool
-	CreatedAt time.Time
-}
-
-type TenantsPaymentHandler struct {
-	TenantID             uuid.UUID
-	ID                   string
-	Name                 string
-	Version              string
-	Spec                 string
-	SchemaUrl            string
-	AvailableInstruments json.RawMessage
-	Config               json.RawMessage
-	SealedSecrets        []byte
-	Environment          string
-	Position             int32
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-}
-
-type TenantsSetting struct {
-	TenantID           uuid.UUID
-	Links              json.RawMessage
-	ConsentPurposes    []string
-	CheckoutTtlSeconds int32
-	UpdatedAt          time.Time
-}
-
-type TenantsSigningKey struct {
-	TenantID      uuid.UUID
-	Kid           string
-	Alg           string
-	PublicJwk     json.RawMessage
-	SealedPrivate []byte
-	CreatedAt     time.Time
-	SignFrom      time.Time
-	RetireAt      *time.Time
-	RevokedAt     *time.Time
-}
-
-type TenantsTenant struct {
 	TenantID         uuid.UUID
-	Slug             string
-	Name             string
+	ID               string
 	Status           string
-	Environment      string
+	Currency         string
+	Total            int64
+	BuyerEmail       string
+	AgentProfileUrl  string
 	Capabilities     []string
+	Request          json.RawMessage
+	State            json.RawMessage
+	Version          int32
+	ExpiresAt        time.Time
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
-	AgentAuthPolicy  string
-	SignAllResponses bool
+	PaymentAttemptID *string
+	OrderID          *string
+	OrderWebhookUrl  string
+	BaseUrl          string
 }

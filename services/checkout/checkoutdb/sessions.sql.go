@@ -14,7 +14,7 @@ import (
 )
 
 const getSession = `-- name: GetSession :one
-SELECT tenant_id, id, status, currency, total, buyer_email, agent_profile_url, capabilities, request, state, version, expires_at, created_at, updated_at FROM checkout.sessions WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, status, currency, total, buyer_email, agent_profile_url, capabilities, request, state, version, expires_at, created_at, updated_at, payment_attempt_id, order_id, order_webhook_url, base_url FROM checkout.sessions WHERE tenant_id = $1 AND id = $2
 `
 
 type GetSessionParams struct {
@@ -40,6 +40,10 @@ func (q *Queries) GetSession(ctx context.Context, arg GetSessionParams) (Checkou
 		&i.ExpiresAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PaymentAttemptID,
+		&i.OrderID,
+		&i.OrderWebhookUrl,
+		&i.BaseUrl,
 	)
 	return i, err
 }

@@ -5,54 +5,10 @@
 package pricingdb
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
 )
-
-type CatalogProduct struct {
-	TenantID    uuid.UUID
-	ID          string
-	Title       string
-	Description string
-	ImageUrl    string
-	Active      bool
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-}
-
-type CatalogVariant struct {
-	TenantID  uuid.UUID
-	ID        string
-	ProductID string
-	Sku       string
-	Title     string
-	Price     int64
-	Currency  string
-	Stock     int64
-	Active    bool
-	ImageUrl  string
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
-
-type CheckoutSession struct {
-	TenantID        uuid.UUID
-	ID              string
-	Status          string
-	Currency        string
-	Total           int64
-	BuyerEmail      string
-	AgentProfileUrl string
-	Capabilities    []string
-	Request         json.RawMessage
-	State           json.RawMessage
-	Version         int32
-	ExpiresAt       time.Time
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
-}
 
 type PricingDiscount struct {
 	TenantID           uuid.UUID
@@ -125,71 +81,4 @@ type PricingShippingRateCep struct {
 	Position int32
 	CepFrom  string
 	CepTo    string
-}
-
-type TenantsApiKey struct {
-	TenantID        uuid.UUID
-	ID              string
-	KeyHash         []byte
-	DisplayPrefix   string
-	AgentProfileUrl string
-	Label           string
-	CreatedAt       time.Time
-	RevokedAt       *time.Time
-}
-
-type TenantsDomain struct {
-	TenantID  uuid.UUID
-	Domain    string
-	IsPrimary bool
-	CreatedAt time.Time
-}
-
-type TenantsPaymentHandler struct {
-	TenantID             uuid.UUID
-	ID                   string
-	Name                 string
-	Version              string
-	Spec                 string
-	SchemaUrl            string
-	AvailableInstruments json.RawMessage
-	Config               json.RawMessage
-	SealedSecrets        []byte
-	Environment          string
-	Position             int32
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-}
-
-type TenantsSetting struct {
-	TenantID           uuid.UUID
-	Links              json.RawMessage
-	ConsentPurposes    []string
-	CheckoutTtlSeconds int32
-	UpdatedAt          time.Time
-}
-
-type TenantsSigningKey struct {
-	TenantID      uuid.UUID
-	Kid           string
-	Alg           string
-	PublicJwk     json.RawMessage
-	SealedPrivate []byte
-	CreatedAt     time.Time
-	SignFrom      time.Time
-	RetireAt      *time.Time
-	RevokedAt     *time.Time
-}
-
-type TenantsTenant struct {
-	TenantID         uuid.UUID
-	Slug             string
-	Name             string
-	Status           string
-	Environment      string
-	Capabilities     []string
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
-	AgentAuthPolicy  string
-	SignAllResponses bool
 }

@@ -21,6 +21,65 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ClaimIdempotencyKeyResponse_Outcome int32
+
+const (
+	ClaimIdempotencyKeyResponse_OUTCOME_UNSPECIFIED ClaimIdempotencyKeyResponse_Outcome = 0
+	// First time: execute, then Finish or Release.
+	ClaimIdempotencyKeyResponse_OUTCOME_EXECUTE ClaimIdempotencyKeyResponse_Outcome = 1
+	// Same key, same request, finished: send response.
+	ClaimIdempotencyKeyResponse_OUTCOME_REPLAY ClaimIdempotencyKeyResponse_Outcome = 2
+	// Same key, different request.
+	ClaimIdempotencyKeyResponse_OUTCOME_CONFLICT ClaimIdempotencyKeyResponse_Outcome = 3
+	// Same key, same request, still running.
+	ClaimIdempotencyKeyResponse_OUTCOME_IN_FLIGHT ClaimIdempotencyKeyResponse_Outcome = 4
+)
+
+// Enum value maps for ClaimIdempotencyKeyResponse_Outcome.
+var (
+	ClaimIdempotencyKeyResponse_Outcome_name = map[int32]string{
+		0: "OUTCOME_UNSPECIFIED",
+		1: "OUTCOME_EXECUTE",
+		2: "OUTCOME_REPLAY",
+		3: "OUTCOME_CONFLICT",
+		4: "OUTCOME_IN_FLIGHT",
+	}
+	ClaimIdempotencyKeyResponse_Outcome_value = map[string]int32{
+		"OUTCOME_UNSPECIFIED": 0,
+		"OUTCOME_EXECUTE":     1,
+		"OUTCOME_REPLAY":      2,
+		"OUTCOME_CONFLICT":    3,
+		"OUTCOME_IN_FLIGHT":   4,
+	}
+)
+
+func (x ClaimIdempotencyKeyResponse_Outcome) Enum() *ClaimIdempotencyKeyResponse_Outcome {
+	p := new(ClaimIdempotencyKeyResponse_Outcome)
+	*p = x
+	return p
+}
+
+func (x ClaimIdempotencyKeyResponse_Outcome) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ClaimIdempotencyKeyResponse_Outcome) Descriptor() protoreflect.EnumDescriptor {
+	return file_bcp_checkout_v1_checkout_proto_enumTypes[0].Descriptor()
+}
+
+func (ClaimIdempotencyKeyResponse_Outcome) Type() protoreflect.EnumType {
+	return &file_bcp_checkout_v1_checkout_proto_enumTypes[0]
+}
+
+func (x ClaimIdempotencyKeyResponse_Outcome) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ClaimIdempotencyKeyResponse_Outcome.Descriptor instead.
+func (ClaimIdempotencyKeyResponse_Outcome) EnumDescriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{22, 0}
+}
+
 type PingRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1143,6 +1202,304 @@ func (x *ExpireCheckoutsResponse) GetExpired() int32 {
 	return 0
 }
 
+type ClaimIdempotencyKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Agent profile URL + operation: keys are unique per agent and operation.
+	Scope string `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	Key   string `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// SHA-256 of the request.
+	RequestHash   []byte `protobuf:"bytes,3,opt,name=request_hash,json=requestHash,proto3" json:"request_hash,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimIdempotencyKeyRequest) Reset() {
+	*x = ClaimIdempotencyKeyRequest{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimIdempotencyKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimIdempotencyKeyRequest) ProtoMessage() {}
+
+func (x *ClaimIdempotencyKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimIdempotencyKeyRequest.ProtoReflect.Descriptor instead.
+func (*ClaimIdempotencyKeyRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ClaimIdempotencyKeyRequest) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *ClaimIdempotencyKeyRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ClaimIdempotencyKeyRequest) GetRequestHash() []byte {
+	if x != nil {
+		return x.RequestHash
+	}
+	return nil
+}
+
+type ClaimIdempotencyKeyResponse struct {
+	state         protoimpl.MessageState              `protogen:"open.v1"`
+	Outcome       ClaimIdempotencyKeyResponse_Outcome `protobuf:"varint,1,opt,name=outcome,proto3,enum=bcp.checkout.v1.ClaimIdempotencyKeyResponse_Outcome" json:"outcome,omitempty"`
+	Response      []byte                              `protobuf:"bytes,2,opt,name=response,proto3" json:"response,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimIdempotencyKeyResponse) Reset() {
+	*x = ClaimIdempotencyKeyResponse{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimIdempotencyKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimIdempotencyKeyResponse) ProtoMessage() {}
+
+func (x *ClaimIdempotencyKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimIdempotencyKeyResponse.ProtoReflect.Descriptor instead.
+func (*ClaimIdempotencyKeyResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ClaimIdempotencyKeyResponse) GetOutcome() ClaimIdempotencyKeyResponse_Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return ClaimIdempotencyKeyResponse_OUTCOME_UNSPECIFIED
+}
+
+func (x *ClaimIdempotencyKeyResponse) GetResponse() []byte {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+type FinishIdempotencyKeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Scope         string                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Response      []byte                 `protobuf:"bytes,3,opt,name=response,proto3" json:"response,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FinishIdempotencyKeyRequest) Reset() {
+	*x = FinishIdempotencyKeyRequest{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FinishIdempotencyKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FinishIdempotencyKeyRequest) ProtoMessage() {}
+
+func (x *FinishIdempotencyKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FinishIdempotencyKeyRequest.ProtoReflect.Descriptor instead.
+func (*FinishIdempotencyKeyRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *FinishIdempotencyKeyRequest) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *FinishIdempotencyKeyRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *FinishIdempotencyKeyRequest) GetResponse() []byte {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+type FinishIdempotencyKeyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FinishIdempotencyKeyResponse) Reset() {
+	*x = FinishIdempotencyKeyResponse{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FinishIdempotencyKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FinishIdempotencyKeyResponse) ProtoMessage() {}
+
+func (x *FinishIdempotencyKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FinishIdempotencyKeyResponse.ProtoReflect.Descriptor instead.
+func (*FinishIdempotencyKeyResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{24}
+}
+
+type ReleaseIdempotencyKeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Scope         string                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseIdempotencyKeyRequest) Reset() {
+	*x = ReleaseIdempotencyKeyRequest{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseIdempotencyKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseIdempotencyKeyRequest) ProtoMessage() {}
+
+func (x *ReleaseIdempotencyKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseIdempotencyKeyRequest.ProtoReflect.Descriptor instead.
+func (*ReleaseIdempotencyKeyRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ReleaseIdempotencyKeyRequest) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *ReleaseIdempotencyKeyRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+type ReleaseIdempotencyKeyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseIdempotencyKeyResponse) Reset() {
+	*x = ReleaseIdempotencyKeyResponse{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseIdempotencyKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseIdempotencyKeyResponse) ProtoMessage() {}
+
+func (x *ReleaseIdempotencyKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseIdempotencyKeyResponse.ProtoReflect.Descriptor instead.
+func (*ReleaseIdempotencyKeyResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{26}
+}
+
 var File_bcp_checkout_v1_checkout_proto protoreflect.FileDescriptor
 
 const file_bcp_checkout_v1_checkout_proto_rawDesc = "" +
@@ -1218,7 +1575,29 @@ const file_bcp_checkout_v1_checkout_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x18\n" +
 	"\x16ExpireCheckoutsRequest\"3\n" +
 	"\x17ExpireCheckoutsResponse\x12\x18\n" +
-	"\aexpired\x18\x01 \x01(\x05R\aexpired2\xf7\x06\n" +
+	"\aexpired\x18\x01 \x01(\x05R\aexpired\"g\n" +
+	"\x1aClaimIdempotencyKeyRequest\x12\x14\n" +
+	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x12!\n" +
+	"\frequest_hash\x18\x03 \x01(\fR\vrequestHash\"\x83\x02\n" +
+	"\x1bClaimIdempotencyKeyResponse\x12N\n" +
+	"\aoutcome\x18\x01 \x01(\x0e24.bcp.checkout.v1.ClaimIdempotencyKeyResponse.OutcomeR\aoutcome\x12\x1a\n" +
+	"\bresponse\x18\x02 \x01(\fR\bresponse\"x\n" +
+	"\aOutcome\x12\x17\n" +
+	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n" +
+	"\x0fOUTCOME_EXECUTE\x10\x01\x12\x12\n" +
+	"\x0eOUTCOME_REPLAY\x10\x02\x12\x14\n" +
+	"\x10OUTCOME_CONFLICT\x10\x03\x12\x15\n" +
+	"\x11OUTCOME_IN_FLIGHT\x10\x04\"a\n" +
+	"\x1bFinishIdempotencyKeyRequest\x12\x14\n" +
+	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x12\x1a\n" +
+	"\bresponse\x18\x03 \x01(\fR\bresponse\"\x1e\n" +
+	"\x1cFinishIdempotencyKeyResponse\"F\n" +
+	"\x1cReleaseIdempotencyKeyRequest\x12\x14\n" +
+	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\"\x1f\n" +
+	"\x1dReleaseIdempotencyKeyResponse2\xd6\t\n" +
 	"\x0fCheckoutService\x12H\n" +
 	"\x04Ping\x12\x1c.bcp.checkout.v1.PingRequest\x1a\x1d.bcp.checkout.v1.PingResponse\"\x03\x90\x02\x01\x12a\n" +
 	"\x0eCreateCheckout\x12&.bcp.checkout.v1.CreateCheckoutRequest\x1a'.bcp.checkout.v1.CreateCheckoutResponse\x12]\n" +
@@ -1226,7 +1605,10 @@ const file_bcp_checkout_v1_checkout_proto_rawDesc = "" +
 	"\x0eUpdateCheckout\x12&.bcp.checkout.v1.UpdateCheckoutRequest\x1a'.bcp.checkout.v1.UpdateCheckoutResponse\x12a\n" +
 	"\x0eCancelCheckout\x12&.bcp.checkout.v1.CancelCheckoutRequest\x1a'.bcp.checkout.v1.CancelCheckoutResponse\x12g\n" +
 	"\x10CompleteCheckout\x12(.bcp.checkout.v1.CompleteCheckoutRequest\x1a).bcp.checkout.v1.CompleteCheckoutResponse\x12^\n" +
-	"\rSettlePayment\x12%.bcp.checkout.v1.SettlePaymentRequest\x1a&.bcp.checkout.v1.SettlePaymentResponse\x12c\n" +
+	"\rSettlePayment\x12%.bcp.checkout.v1.SettlePaymentRequest\x1a&.bcp.checkout.v1.SettlePaymentResponse\x12p\n" +
+	"\x13ClaimIdempotencyKey\x12+.bcp.checkout.v1.ClaimIdempotencyKeyRequest\x1a,.bcp.checkout.v1.ClaimIdempotencyKeyResponse\x12s\n" +
+	"\x14FinishIdempotencyKey\x12,.bcp.checkout.v1.FinishIdempotencyKeyRequest\x1a-.bcp.checkout.v1.FinishIdempotencyKeyResponse\x12v\n" +
+	"\x15ReleaseIdempotencyKey\x12-.bcp.checkout.v1.ReleaseIdempotencyKeyRequest\x1a..bcp.checkout.v1.ReleaseIdempotencyKeyResponse\x12c\n" +
 	"\rListCheckouts\x12%.bcp.checkout.v1.ListCheckoutsRequest\x1a&.bcp.checkout.v1.ListCheckoutsResponse\"\x03\x90\x02\x01\x12d\n" +
 	"\x0fExpireCheckouts\x12'.bcp.checkout.v1.ExpireCheckoutsRequest\x1a(.bcp.checkout.v1.ExpireCheckoutsResponseB\xbe\x01\n" +
 	"\x13com.bcp.checkout.v1B\rCheckoutProtoP\x01Z:github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1;checkoutv1\xa2\x02\x03BCX\xaa\x02\x0fBcp.Checkout.V1\xca\x02\x0fBcp\\Checkout\\V1\xe2\x02\x1bBcp\\Checkout\\V1\\GPBMetadata\xea\x02\x11Bcp::Checkout::V1b\x06proto3"
@@ -1243,65 +1625,80 @@ func file_bcp_checkout_v1_checkout_proto_rawDescGZIP() []byte {
 	return file_bcp_checkout_v1_checkout_proto_rawDescData
 }
 
-var file_bcp_checkout_v1_checkout_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_bcp_checkout_v1_checkout_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_bcp_checkout_v1_checkout_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_bcp_checkout_v1_checkout_proto_goTypes = []any{
-	(*PingRequest)(nil),              // 0: bcp.checkout.v1.PingRequest
-	(*PingResponse)(nil),             // 1: bcp.checkout.v1.PingResponse
-	(*Agent)(nil),                    // 2: bcp.checkout.v1.Agent
-	(*CreateCheckoutRequest)(nil),    // 3: bcp.checkout.v1.CreateCheckoutRequest
-	(*GetCheckoutRequest)(nil),       // 4: bcp.checkout.v1.GetCheckoutRequest
-	(*UpdateCheckoutRequest)(nil),    // 5: bcp.checkout.v1.UpdateCheckoutRequest
-	(*CancelCheckoutRequest)(nil),    // 6: bcp.checkout.v1.CancelCheckoutRequest
-	(*CompleteCheckoutRequest)(nil),  // 7: bcp.checkout.v1.CompleteCheckoutRequest
-	(*CompleteCheckoutResponse)(nil), // 8: bcp.checkout.v1.CompleteCheckoutResponse
-	(*SettlePaymentRequest)(nil),     // 9: bcp.checkout.v1.SettlePaymentRequest
-	(*SettlePaymentResponse)(nil),    // 10: bcp.checkout.v1.SettlePaymentResponse
-	(*CreateCheckoutResponse)(nil),   // 11: bcp.checkout.v1.CreateCheckoutResponse
-	(*GetCheckoutResponse)(nil),      // 12: bcp.checkout.v1.GetCheckoutResponse
-	(*UpdateCheckoutResponse)(nil),   // 13: bcp.checkout.v1.UpdateCheckoutResponse
-	(*CancelCheckoutResponse)(nil),   // 14: bcp.checkout.v1.CancelCheckoutResponse
-	(*CheckoutResult)(nil),           // 15: bcp.checkout.v1.CheckoutResult
-	(*CheckoutSummary)(nil),          // 16: bcp.checkout.v1.CheckoutSummary
-	(*ListCheckoutsRequest)(nil),     // 17: bcp.checkout.v1.ListCheckoutsRequest
-	(*ListCheckoutsResponse)(nil),    // 18: bcp.checkout.v1.ListCheckoutsResponse
-	(*ExpireCheckoutsRequest)(nil),   // 19: bcp.checkout.v1.ExpireCheckoutsRequest
-	(*ExpireCheckoutsResponse)(nil),  // 20: bcp.checkout.v1.ExpireCheckoutsResponse
+	(ClaimIdempotencyKeyResponse_Outcome)(0), // 0: bcp.checkout.v1.ClaimIdempotencyKeyResponse.Outcome
+	(*PingRequest)(nil),                      // 1: bcp.checkout.v1.PingRequest
+	(*PingResponse)(nil),                     // 2: bcp.checkout.v1.PingResponse
+	(*Agent)(nil),                            // 3: bcp.checkout.v1.Agent
+	(*CreateCheckoutRequest)(nil),            // 4: bcp.checkout.v1.CreateCheckoutRequest
+	(*GetCheckoutRequest)(nil),               // 5: bcp.checkout.v1.GetCheckoutRequest
+	(*UpdateCheckoutRequest)(nil),            // 6: bcp.checkout.v1.UpdateCheckoutRequest
+	(*CancelCheckoutRequest)(nil),            // 7: bcp.checkout.v1.CancelCheckoutRequest
+	(*CompleteCheckoutRequest)(nil),          // 8: bcp.checkout.v1.CompleteCheckoutRequest
+	(*CompleteCheckoutResponse)(nil),         // 9: bcp.checkout.v1.CompleteCheckoutResponse
+	(*SettlePaymentRequest)(nil),             // 10: bcp.checkout.v1.SettlePaymentRequest
+	(*SettlePaymentResponse)(nil),            // 11: bcp.checkout.v1.SettlePaymentResponse
+	(*CreateCheckoutResponse)(nil),           // 12: bcp.checkout.v1.CreateCheckoutResponse
+	(*GetCheckoutResponse)(nil),              // 13: bcp.checkout.v1.GetCheckoutResponse
+	(*UpdateCheckoutResponse)(nil),           // 14: bcp.checkout.v1.UpdateCheckoutResponse
+	(*CancelCheckoutResponse)(nil),           // 15: bcp.checkout.v1.CancelCheckoutResponse
+	(*CheckoutResult)(nil),                   // 16: bcp.checkout.v1.CheckoutResult
+	(*CheckoutSummary)(nil),                  // 17: bcp.checkout.v1.CheckoutSummary
+	(*ListCheckoutsRequest)(nil),             // 18: bcp.checkout.v1.ListCheckoutsRequest
+	(*ListCheckoutsResponse)(nil),            // 19: bcp.checkout.v1.ListCheckoutsResponse
+	(*ExpireCheckoutsRequest)(nil),           // 20: bcp.checkout.v1.ExpireCheckoutsRequest
+	(*ExpireCheckoutsResponse)(nil),          // 21: bcp.checkout.v1.ExpireCheckoutsResponse
+	(*ClaimIdempotencyKeyRequest)(nil),       // 22: bcp.checkout.v1.ClaimIdempotencyKeyRequest
+	(*ClaimIdempotencyKeyResponse)(nil),      // 23: bcp.checkout.v1.ClaimIdempotencyKeyResponse
+	(*FinishIdempotencyKeyRequest)(nil),      // 24: bcp.checkout.v1.FinishIdempotencyKeyRequest
+	(*FinishIdempotencyKeyResponse)(nil),     // 25: bcp.checkout.v1.FinishIdempotencyKeyResponse
+	(*ReleaseIdempotencyKeyRequest)(nil),     // 26: bcp.checkout.v1.ReleaseIdempotencyKeyRequest
+	(*ReleaseIdempotencyKeyResponse)(nil),    // 27: bcp.checkout.v1.ReleaseIdempotencyKeyResponse
 }
 var file_bcp_checkout_v1_checkout_proto_depIdxs = []int32{
-	2,  // 0: bcp.checkout.v1.CreateCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
-	2,  // 1: bcp.checkout.v1.GetCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
-	2,  // 2: bcp.checkout.v1.UpdateCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
-	2,  // 3: bcp.checkout.v1.CancelCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
-	2,  // 4: bcp.checkout.v1.CompleteCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
-	15, // 5: bcp.checkout.v1.CompleteCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
-	15, // 6: bcp.checkout.v1.CreateCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
-	15, // 7: bcp.checkout.v1.GetCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
-	15, // 8: bcp.checkout.v1.UpdateCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
-	15, // 9: bcp.checkout.v1.CancelCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
-	16, // 10: bcp.checkout.v1.ListCheckoutsResponse.checkouts:type_name -> bcp.checkout.v1.CheckoutSummary
-	0,  // 11: bcp.checkout.v1.CheckoutService.Ping:input_type -> bcp.checkout.v1.PingRequest
-	3,  // 12: bcp.checkout.v1.CheckoutService.CreateCheckout:input_type -> bcp.checkout.v1.CreateCheckoutRequest
-	4,  // 13: bcp.checkout.v1.CheckoutService.GetCheckout:input_type -> bcp.checkout.v1.GetCheckoutRequest
-	5,  // 14: bcp.checkout.v1.CheckoutService.UpdateCheckout:input_type -> bcp.checkout.v1.UpdateCheckoutRequest
-	6,  // 15: bcp.checkout.v1.CheckoutService.CancelCheckout:input_type -> bcp.checkout.v1.CancelCheckoutRequest
-	7,  // 16: bcp.checkout.v1.CheckoutService.CompleteCheckout:input_type -> bcp.checkout.v1.CompleteCheckoutRequest
-	9,  // 17: bcp.checkout.v1.CheckoutService.SettlePayment:input_type -> bcp.checkout.v1.SettlePaymentRequest
-	17, // 18: bcp.checkout.v1.CheckoutService.ListCheckouts:input_type -> bcp.checkout.v1.ListCheckoutsRequest
-	19, // 19: bcp.checkout.v1.CheckoutService.ExpireCheckouts:input_type -> bcp.checkout.v1.ExpireCheckoutsRequest
-	1,  // 20: bcp.checkout.v1.CheckoutService.Ping:output_type -> bcp.checkout.v1.PingResponse
-	11, // 21: bcp.checkout.v1.CheckoutService.CreateCheckout:output_type -> bcp.checkout.v1.CreateCheckoutResponse
-	12, // 22: bcp.checkout.v1.CheckoutService.GetCheckout:output_type -> bcp.checkout.v1.GetCheckoutResponse
-	13, // 23: bcp.checkout.v1.CheckoutService.UpdateCheckout:output_type -> bcp.checkout.v1.UpdateCheckoutResponse
-	14, // 24: bcp.checkout.v1.CheckoutService.CancelCheckout:output_type -> bcp.checkout.v1.CancelCheckoutResponse
-	8,  // 25: bcp.checkout.v1.CheckoutService.CompleteCheckout:output_type -> bcp.checkout.v1.CompleteCheckoutResponse
-	10, // 26: bcp.checkout.v1.CheckoutService.SettlePayment:output_type -> bcp.checkout.v1.SettlePaymentResponse
-	18, // 27: bcp.checkout.v1.CheckoutService.ListCheckouts:output_type -> bcp.checkout.v1.ListCheckoutsResponse
-	20, // 28: bcp.checkout.v1.CheckoutService.ExpireCheckouts:output_type -> bcp.checkout.v1.ExpireCheckoutsResponse
-	20, // [20:29] is the sub-list for method output_type
-	11, // [11:20] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	3,  // 0: bcp.checkout.v1.CreateCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
+	3,  // 1: bcp.checkout.v1.GetCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
+	3,  // 2: bcp.checkout.v1.UpdateCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
+	3,  // 3: bcp.checkout.v1.CancelCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
+	3,  // 4: bcp.checkout.v1.CompleteCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
+	16, // 5: bcp.checkout.v1.CompleteCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	16, // 6: bcp.checkout.v1.CreateCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	16, // 7: bcp.checkout.v1.GetCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	16, // 8: bcp.checkout.v1.UpdateCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	16, // 9: bcp.checkout.v1.CancelCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	17, // 10: bcp.checkout.v1.ListCheckoutsResponse.checkouts:type_name -> bcp.checkout.v1.CheckoutSummary
+	0,  // 11: bcp.checkout.v1.ClaimIdempotencyKeyResponse.outcome:type_name -> bcp.checkout.v1.ClaimIdempotencyKeyResponse.Outcome
+	1,  // 12: bcp.checkout.v1.CheckoutService.Ping:input_type -> bcp.checkout.v1.PingRequest
+	4,  // 13: bcp.checkout.v1.CheckoutService.CreateCheckout:input_type -> bcp.checkout.v1.CreateCheckoutRequest
+	5,  // 14: bcp.checkout.v1.CheckoutService.GetCheckout:input_type -> bcp.checkout.v1.GetCheckoutRequest
+	6,  // 15: bcp.checkout.v1.CheckoutService.UpdateCheckout:input_type -> bcp.checkout.v1.UpdateCheckoutRequest
+	7,  // 16: bcp.checkout.v1.CheckoutService.CancelCheckout:input_type -> bcp.checkout.v1.CancelCheckoutRequest
+	8,  // 17: bcp.checkout.v1.CheckoutService.CompleteCheckout:input_type -> bcp.checkout.v1.CompleteCheckoutRequest
+	10, // 18: bcp.checkout.v1.CheckoutService.SettlePayment:input_type -> bcp.checkout.v1.SettlePaymentRequest
+	22, // 19: bcp.checkout.v1.CheckoutService.ClaimIdempotencyKey:input_type -> bcp.checkout.v1.ClaimIdempotencyKeyRequest
+	24, // 20: bcp.checkout.v1.CheckoutService.FinishIdempotencyKey:input_type -> bcp.checkout.v1.FinishIdempotencyKeyRequest
+	26, // 21: bcp.checkout.v1.CheckoutService.ReleaseIdempotencyKey:input_type -> bcp.checkout.v1.ReleaseIdempotencyKeyRequest
+	18, // 22: bcp.checkout.v1.CheckoutService.ListCheckouts:input_type -> bcp.checkout.v1.ListCheckoutsRequest
+	20, // 23: bcp.checkout.v1.CheckoutService.ExpireCheckouts:input_type -> bcp.checkout.v1.ExpireCheckoutsRequest
+	2,  // 24: bcp.checkout.v1.CheckoutService.Ping:output_type -> bcp.checkout.v1.PingResponse
+	12, // 25: bcp.checkout.v1.CheckoutService.CreateCheckout:output_type -> bcp.checkout.v1.CreateCheckoutResponse
+	13, // 26: bcp.checkout.v1.CheckoutService.GetCheckout:output_type -> bcp.checkout.v1.GetCheckoutResponse
+	14, // 27: bcp.checkout.v1.CheckoutService.UpdateCheckout:output_type -> bcp.checkout.v1.UpdateCheckoutResponse
+	15, // 28: bcp.checkout.v1.CheckoutService.CancelCheckout:output_type -> bcp.checkout.v1.CancelCheckoutResponse
+	9,  // 29: bcp.checkout.v1.CheckoutService.CompleteCheckout:output_type -> bcp.checkout.v1.CompleteCheckoutResponse
+	11, // 30: bcp.checkout.v1.CheckoutService.SettlePayment:output_type -> bcp.checkout.v1.SettlePaymentResponse
+	23, // 31: bcp.checkout.v1.CheckoutService.ClaimIdempotencyKey:output_type -> bcp.checkout.v1.ClaimIdempotencyKeyResponse
+	25, // 32: bcp.checkout.v1.CheckoutService.FinishIdempotencyKey:output_type -> bcp.checkout.v1.FinishIdempotencyKeyResponse
+	27, // 33: bcp.checkout.v1.CheckoutService.ReleaseIdempotencyKey:output_type -> bcp.checkout.v1.ReleaseIdempotencyKeyResponse
+	19, // 34: bcp.checkout.v1.CheckoutService.ListCheckouts:output_type -> bcp.checkout.v1.ListCheckoutsResponse
+	21, // 35: bcp.checkout.v1.CheckoutService.ExpireCheckouts:output_type -> bcp.checkout.v1.ExpireCheckoutsResponse
+	24, // [24:36] is the sub-list for method output_type
+	12, // [12:24] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_bcp_checkout_v1_checkout_proto_init() }
@@ -1314,13 +1711,14 @@ func file_bcp_checkout_v1_checkout_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_checkout_v1_checkout_proto_rawDesc), len(file_bcp_checkout_v1_checkout_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   21,
+			NumEnums:      1,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_bcp_checkout_v1_checkout_proto_goTypes,
 		DependencyIndexes: file_bcp_checkout_v1_checkout_proto_depIdxs,
+		EnumInfos:         file_bcp_checkout_v1_checkout_proto_enumTypes,
 		MessageInfos:      file_bcp_checkout_v1_checkout_proto_msgTypes,
 	}.Build()
 	File_bcp_checkout_v1_checkout_proto = out.File

@@ -1,0 +1,427 @@
+package checkout
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/pgstore"
+	"github.com/bcpdev/bcp/internal/tenancy"
+	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
+	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
+	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
+	"github.com/bcpdev/bcp/protocol/bcp"
+	"github.com/bcpdev/bcp/services/checkout/checkoutdb"
+)
+
+// settleSafetyNet is when a completion's safety-net job settles the
+// session if nothing else has (a crash between charging and recording).
+const settleSafetyNet = time.Minute
+
+// CompleteCheckout places the order of a ready checkout. It never starts a
+// second payment: a checkout already paying or paid is returned as it is,
+// with a message.
+func (s *Service) CompleteCheckout(ctx context.Context, r *connect.Request[checkoutv1.CompleteCheckoutRequest]) (*connect.Response[checkoutv1.CompleteCheckoutResponse], error) {
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return nil, err
+	}
+	agent, err := agentFrom(r.Msg.GetAgent())
+	if err != nil {
+		return nil, err
+	}
+	req := &bcp.Checkout{}
+	if len(r.Msg.GetCheckoutJson()) > 0 {
+		if err := json.Unmarshal(r.Msg.GetCheckoutJson(), req); err != nil {
+			return nil, apperr.Invalid("checkout", "invalid_checkout", "checkout is not a valid BCP checkout: %v", err)
+		}
+	}
+	id := r.Msg.GetId()
+	respond := func(res *checkoutv1.CheckoutResult, err error) (*connect.Response[checkoutv1.CompleteCheckoutResponse], error) {
+		if err != nil {
+			return nil, err
+		}
+		return connect.NewResponse(&checkoutv1.CompleteCheckoutResponse{Result: res}), nil
+	}
+	sess, err := s.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !terminal(sess.Status) && !s.now().Before(sess.ExpiresAt) && sess.Status != bcp.StatusCompleteInProgress {
+		return respond(s.expire(ctx, id))
+	}
+	cur := &bcp.Checkout{}
+	if err := json.Unmarshal(sess.State, cur); err != nil {
+		return nil, err
+	}
+	switch sess.Status {
+	case bcp.StatusCompleted:
+		return respond(unchanged(cur, bcp.Info("already_completed", "$.order", "Este checkout já foi concluído; o pedido está em order.")))
+	case bcp.StatusCompleteInProgress:
+		return respond(unchanged(cur, bcp.Error("payment_in_progress", bcp.SeverityRecoverable, "$.status",
+			"Já existe um pagamento em andamento para este checkout; consulte-o com get_checkout.")))
+	case bcp.StatusCanceled:
+		return respond(unchanged(cur, notModifiable(sess.Status)))
+	case bcp.StatusIncomplete, bcp.StatusRequiresEscalation:
+		return respond(unchanged(cur, bcp.Error("not_ready", bcp.SeverityRecoverable, "$.status",
+			"O checkout ainda não está pronto para ser concluído; resolva as mensagens de erro antes.")))
+	}
+
+	// Exactly one instrument (no split payments).
+	if req.Payment == nil || len(req.Payment.Instruments) != 1 {
+		return respond(unchanged(cur, bcp.Error(bcp.CodePaymentFailed, bcp.SeverityRecoverable, "$.payment.instruments",
+			"Envie exatamente um instrumento de pagamento.")))
+	}
+	inst := req.Payment.Instruments[0]
+
+	// Re-check stock and prices: what the buyer pays must be what is shown.
+	stored := &bcp.Checkout{}
+	if err := json.Unmarshal(sess.Request, stored); err != nil {
+		return nil, err
+	}
+	b, err := s.build(ctx, agent, id, stored, cur, tid.String())
+	if err != nil {
+		return nil, err
+	}
+	fresh := b.checkout
+	fresh.Status, fresh.ExpiresAt, fresh.ContinueURL = statusFor(fresh.Messages), cur.ExpiresAt, cur.ContinueURL
+	if fresh.Status != bcp.StatusReadyForComplete || grandTotal(fresh) != grandTotal(cur) {
+		fresh.Messages = append([]bcp.Message{bcp.Warning("checkout_changed", "$.totals",
+			"O checkout mudou (estoque ou preços) e foi atualizado; revise antes de concluir.")}, fresh.Messages...)
+		if fresh.Status == bcp.StatusReadyForComplete {
+			fresh.Status = bcp.StatusIncomplete // the agent must look again
+			fresh.Messages = append(fresh.Messages, bcp.Error("checkout_changed", bcp.SeverityRecoverable, "$.totals", "Confirme o novo total antes de concluir."))
+		}
+		if err := s.save(ctx, sess, fresh, b.request); err != nil {
+			return nil, err
+		}
+		return respond(result(fresh))
+	}
+
+	// Claim the one payment attempt: the session moves to
+	// complete_in_progress with the attempt id (optimistic), together with
+	// a safety-net job that settles it if this process dies mid-way.
+	attemptID := ids.New("pay")
+	cur.Status = bcp.StatusCompleteInProgress
+	cur.Messages = nil
+	cur.Payment = &bcp.Payment{Instruments: []bcp.PaymentInstrument{publicInstrument(inst)}}
+	state, err := json.Marshal(cur)
+	if err != nil {
+		return nil, err
+	}
+	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
+		n, err := checkoutdb.New(tx).SetSessionPayment(ctx, checkoutdb.SetSessionPaymentParams{
+			TenantID: tid, ID: id, Version: sess.Version, Status: cur.Status, PaymentAttemptID: &attemptID,
+			OrderWebhookUrl: r.Msg.GetOrderWebhookUrl(), BaseUrl: agent.baseURL, State: state,
+		})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return errRaced
+		}
+		return s.scheduleSettle(ctx, tx, tid, id, attemptID, s.now().Add(settleSafetyNet))
+	})
+	if err == errRaced {
+		// Someone else completed or changed it first: show what won.
+		latest, lerr := s.load(ctx, id)
+		if lerr != nil {
+			return nil, lerr
+		}
+		c := &bcp.Checkout{}
+		if err := json.Unmarshal(latest.State, c); err != nil {
+			return nil, err
+		}
+		return respond(unchanged(c, bcp.Error("payment_in_progress", bcp.SeverityRecoverable, "$.status",
+			"Outro pedido de conclusão chegou antes deste; consulte o checkout com get_checkout.")))
+	}
+	if err != nil {
+		return nil, err
+	}
+	instJSON, err := json.Marshal(inst)
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.payments.StartPayment(ctx, connect.NewRequest(&paymentsv1.StartPaymentRequest{
+		AttemptId: attemptID, CheckoutId: id, InstrumentJson: string(instJSON), Amount: grandTotal(cur), Currency: cur.Currency,
+		BuyerEmail: buyerEmail(cur), BaseUrl: agent.baseURL, AgentProfileUrl: agent.profileURL,
+		AgentSigningKeysJson: r.Msg.GetAgentSigningKeysJson(),
+	}))
+	if err != nil {
+		slog.WarnContext(ctx, "checkout: start payment failed; settling from the payments service's view", "checkout_id", id, "attempt_id", attemptID, "err", err)
+	}
+	// Whatever StartPayment said, act on the payments service's record.
+	res, serr := s.settle(ctx, id, attemptID, err != nil)
+	if serr != nil {
+		return nil, serr
+	}
+	return respond(res, nil)
+}
+
+var errRaced = apperr.New(apperr.KindAborted, "concurrent_update", "the checkout changed meanwhile")
+
+// SettlePayment brings a checkout in line with its payment attempt.
+func (s *Service) SettlePayment(ctx context.Context, r *connect.Request[checkoutv1.SettlePaymentRequest]) (*connect.Response[checkoutv1.SettlePaymentResponse], error) {
+	res, err := s.settle(ctx, r.Msg.GetCheckoutId(), r.Msg.GetAttemptId(), false)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&checkoutv1.SettlePaymentResponse{Status: res.GetStatus()}), nil
+}
+
+// settle reads the attempt from the payments service and moves the
+// session: succeeded → order (exactly once) and completed; pending →
+// unchanged; failed, expired or canceled → back to ready_for_complete with
+// payment_failed. startFailed says the attempt may never have reached the
+// payments service, so "not found" means it was not started.
+func (s *Service) settle(ctx context.Context, id, attemptID string, startFailed bool) (*checkoutv1.CheckoutResult, error) {
+	for try := 0; try < 5; try++ {
+		sess, err := s.load(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		c := &bcp.Checkout{}
+		if err := json.Unmarshal(sess.State, c); err != nil {
+			return nil, err
+		}
+		if sess.PaymentAttemptID == nil || *sess.PaymentAttemptID != attemptID || terminal(sess.Status) {
+			return result(c) // a stale notification: nothing to do
+		}
+		pr, err := s.payments.GetPayment(ctx, connect.NewRequest(&paymentsv1.GetPaymentRequest{AttemptId: attemptID}))
+		var a *paymentsv1.Attempt
+		switch {
+		case err == nil:
+			a = pr.Msg.GetAttempt()
+		case startFailed && apperr.IsKind(err, apperr.KindNotFound):
+			a = &paymentsv1.Attempt{Id: attemptID, Status: paymentsv1.AttemptStatus_ATTEMPT_STATUS_FAILED,
+				FailureMessage: "O pagamento não pôde ser iniciado; tente novamente."}
+		default:
+			return nil, err
+		}
+		var next *bcp.Checkout
+		var orderID *string
+		keepAttempt := &attemptID
+		switch a.GetStatus() {
+		case paymentsv1.AttemptStatus_ATTEMPT_STATUS_PENDING:
+			if sess.Status == bcp.StatusCompleteInProgress && hasDisplay(c) {
+				return result(c)
+			}
+			next = withDisplay(c, a)
+			next.Status = bcp.StatusCompleteInProgress
+			next.Messages = []bcp.Message{bcp.Info("pix_awaiting_payment", "$.payment.instruments[0]",
+				fmt.Sprintf("Pague %s via Pix até %s; acompanhe com get_checkout.", brl(a.GetAmount()), a.GetExpiresAt().AsTime().In(brt).Format("02/01 15:04")))}
+		case paymentsv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED, paymentsv1.AttemptStatus_ATTEMPT_STATUS_REFUNDED, paymentsv1.AttemptStatus_ATTEMPT_STATUS_PARTIALLY_REFUNDED:
+			next = withDisplay(c, a)
+			next.Status = bcp.StatusCompleted
+			next.Messages = nil
+			next.ContinueURL = ""
+			snapshot, _ := json.Marshal(next)
+			o, err := s.orders.CreateOrder(ctx, connect.NewRequest(&ordersv1.CreateOrderRequest{
+				CheckoutId: id, CheckoutJson: snapshot, PaymentAttemptId: attemptID, AgentProfileUrl: sess.AgentProfileUrl,
+				WebhookUrl: sess.OrderWebhookUrl, BaseUrl: sess.BaseUrl,
+			}))
+			if err != nil {
+				return nil, err // the safety-net job retries
+			}
+			next.Order = &bcp.OrderRef{ID: o.Msg.GetOrderId(), PermalinkURL: o.Msg.GetPermalinkUrl()}
+			orderID = &next.Order.ID
+			s.redeemDiscounts(ctx, id, next)
+		case paymentsv1.AttemptStatus_ATTEMPT_STATUS_REQUIRES_ACTION:
+			next = withDisplay(c, a)
+			next.Status = bcp.StatusRequiresEscalation
+			if a.GetActionUrl() != "" {
+				next.ContinueURL = a.GetActionUrl()
+			}
+			next.Messages = []bcp.Message{bcp.Error("requires_3ds", bcp.SeverityRequiresBuyerInput, "$.payment.instruments[0]",
+				"O banco pediu uma confirmação do comprador; envie-o para continue_url.")}
+		default: // failed, expired, canceled
+			next = c
+			next.Status = bcp.StatusReadyForComplete
+			next.Payment = nil
+			keepAttempt = nil
+			msg := a.GetFailureMessage()
+			switch a.GetStatus() {
+			case paymentsv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED:
+				msg = "O Pix expirou sem pagamento; conclua novamente para gerar outro (com uma nova chave de idempotência)."
+			case paymentsv1.AttemptStatus_ATTEMPT_STATUS_CANCELED:
+				msg = "O pagamento foi cancelado; conclua novamente com uma nova chave de idempotência."
+			case paymentsv1.AttemptStatus_ATTEMPT_STATUS_FAILED:
+				if msg == "" {
+					msg = "O pagamento foi recusado."
+				}
+				msg += " Tente outro meio de pagamento, com uma nova chave de idempotência."
+			}
+			next.Messages = []bcp.Message{bcp.Error(bcp.CodePaymentFailed, bcp.SeverityRecoverable, "$.payment.instruments[0]", msg)}
+		}
+		if !canTransition(sess.Status, next.Status) && sess.Status != next.Status {
+			return nil, apperr.New(apperr.KindInternal, "internal", "illegal status transition %s → %s", sess.Status, next.Status)
+		}
+		state, err := json.Marshal(next)
+		if err != nil {
+			return nil, err
+		}
+		var n int64
+		err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
+			n, err = checkoutdb.New(tx).FinishSession(ctx, checkoutdb.FinishSessionParams{
+				TenantID: sess.TenantID, ID: id, Version: sess.Version, Status: next.Status, PaymentAttemptID: keepAttempt,
+				OrderID: orderID, State: state,
+			})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if n == 1 {
+			return &checkoutv1.CheckoutResult{CheckoutJson: state, Status: next.Status}, nil
+		}
+		// Raced with another settle or a cancel: read again.
+	}
+	return nil, apperr.New(apperr.KindAborted, "concurrent_update", "the checkout kept changing; retry")
+}
+
+// cancelWithPayment cancels a session whose payment is in flight: the
+// payment is stopped first, and if the money already arrived, completion
+// wins.
+func (s *Service) cancelWithPayment(ctx context.Context, sess checkoutdb.CheckoutSession) (*checkoutv1.CheckoutResult, bool, error) {
+	if sess.PaymentAttemptID == nil {
+		return nil, false, nil
+	}
+	cr, err := s.payments.CancelPayment(ctx, connect.NewRequest(&paymentsv1.CancelPaymentRequest{AttemptId: *sess.PaymentAttemptID}))
+	if err != nil && !apperr.IsKind(err, apperr.KindNotFound) {
+		return nil, false, err
+	}
+	if err == nil {
+		switch cr.Msg.GetAttempt().GetStatus() {
+		case paymentsv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED, paymentsv1.AttemptStatus_ATTEMPT_STATUS_REFUNDED, paymentsv1.AttemptStatus_ATTEMPT_STATUS_PARTIALLY_REFUNDED:
+			res, err := s.settle(ctx, sess.ID, *sess.PaymentAttemptID, false)
+			return res, true, err
+		}
+	}
+	return nil, false, nil
+}
+
+func (s *Service) redeemDiscounts(ctx context.Context, id string, c *bcp.Checkout) {
+	if c.Discounts == nil || len(c.Discounts.Applied) == 0 {
+		return
+	}
+	var codes []string
+	for _, d := range c.Discounts.Applied {
+		if d.Code != "" {
+			codes = append(codes, d.Code)
+		}
+	}
+	if len(codes) == 0 {
+		return
+	}
+	// Bookkeeping after the money moved: a failure is logged, not fatal.
+	if _, err := s.pricing.RedeemDiscounts(ctx, connect.NewRequest(&pricingv1.RedeemDiscountsRequest{CheckoutId: id, BuyerEmail: buyerEmail(c), DiscountIds: codes})); err != nil {
+		slog.WarnContext(ctx, "checkout: redeem discounts", "checkout_id", id, "err", err)
+	}
+}
+
+// save stores a rebuilt open session (optimistic).
+func (s *Service) save(ctx context.Context, sess checkoutdb.CheckoutSession, c, req *bcp.Checkout) error {
+	state, reqJSON, err := encodeBoth(c, req)
+	if err != nil {
+		return err
+	}
+	return pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
+		n, err := checkoutdb.New(tx).UpdateSession(ctx, checkoutdb.UpdateSessionParams{
+			TenantID: sess.TenantID, ID: sess.ID, Version: sess.Version, Status: c.Status, Total: grandTotal(c), BuyerEmail: buyerEmail(c),
+			Capabilities: sess.Capabilities, Request: reqJSON, State: state,
+		})
+		if err == nil && n == 0 {
+			return apperr.New(apperr.KindAborted, "concurrent_update", "the checkout changed while this request was being processed; retry")
+		}
+		return err
+	})
+}
+
+// publicInstrument is the instrument as it may be echoed: never the
+// credential.
+func publicInstrument(in bcp.PaymentInstrument) bcp.PaymentInstrument {
+	yes := true
+	return bcp.PaymentInstrument{ID: in.ID, HandlerID: in.HandlerID, Type: in.Type, BillingAddress: in.BillingAddress, Display: in.Display, Selected: &yes}
+}
+
+// withDisplay puts the attempt's display data on the response instrument.
+func withDisplay(c *bcp.Checkout, a *paymentsv1.Attempt) *bcp.Checkout {
+	if c.Payment != nil && len(c.Payment.Instruments) == 1 && a.GetDisplayJson() != "" {
+		c.Payment.Instruments[0].Display = json.RawMessage(a.GetDisplayJson())
+	}
+	return c
+}
+
+func hasDisplay(c *bcp.Checkout) bool {
+	return c.Payment != nil && len(c.Payment.Instruments) == 1 && len(c.Payment.Instruments[0].Display) > 0
+}
+
+func result(c *bcp.Checkout) (*checkoutv1.CheckoutResult, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	return &checkoutv1.CheckoutResult{CheckoutJson: b, Status: c.Status}, nil
+}
+
+// brt is the time zone shown to Brazilian buyers.
+var brt = time.FixedZone("BRT", -3*60*60)
+
+// brl formats centavos as "R$ 1.234,56" with integer arithmetic.
+func brl(c int64) string {
+	neg := c < 0
+	if neg {
+		c = -c
+	}
+	reais, cents := c/100, c%100
+	s := fmt.Sprintf("%d", reais)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "." + s[i:]
+	}
+	out := fmt.Sprintf("R$ %s,%02d", s, cents)
+	if neg {
+		out = "-" + out
+	}
+	return out
+}
+
+// SettleArgs is the safety-net job that settles a completion if nothing
+// else did (for example, the process died after charging).
+type SettleArgs struct {
+	TenantID   uuid.UUID `json:"tenant_id"`
+	CheckoutID string    `json:"checkout_id"`
+	AttemptID  string    `json:"attempt_id"`
+}
+
+// Kind names the job.
+func (SettleArgs) Kind() string { return "checkout_settle" }
+
+// SettleWorker works SettleArgs jobs.
+type SettleWorker struct {
+	river.WorkerDefaults[SettleArgs]
+	Service *Service
+}
+
+// Work settles; an error makes river retry with backoff.
+func (w *SettleWorker) Work(ctx context.Context, job *river.Job[SettleArgs]) error {
+	_, err := w.Service.settle(tenancy.With(ctx, job.Args.TenantID), job.Args.CheckoutID, job.Args.AttemptID, true)
+	return err
+}
+
+func (s *Service) scheduleSettle(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, id, attemptID string, at time.Time) error {
+	if s.jobs == nil {
+		return nil
+	}
+	_, err := s.jobs.InsertTx(ctx, tx, SettleArgs{TenantID: tenantID, CheckoutID: id, AttemptID: attemptID}, &river.InsertOpts{ScheduledAt: at, MaxAttempts: 25})
+	return err
+}
