@@ -185,7 +185,11 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		case Payments:
 			internal.Handle(paymentsv1connect.NewPaymentsServiceHandler(payments.New(r.Pool), handlerOpts(payments.Policy)))
 		case Orders:
-			internal.Handle(ordersv1connect.NewOrdersServiceHandler(orders.New(r.Pool), handlerOpts(orders.Policy)))
+			svc := orders.New(r.Pool, orders.Config{Payments: clients.Payments, Tenants: clients.Tenants, Signer: orders.NewTenantSigner(clients.Tenants), Logger: log, Metrics: reg})
+			river.AddWorker(workers, &orders.WebhookWorker{Service: svc})
+			river.AddWorker(workers, &orders.RefundWorker{Service: svc})
+			jobUsers = append(jobUsers, svc.UseJobs)
+			internal.Handle(ordersv1connect.NewOrdersServiceHandler(svc, handlerOpts(orders.Policy)))
 		case Edge:
 		default:
 			return fail(fmt.Errorf("unknown service %q", name))

@@ -563,15 +563,34 @@ type AddFulfillmentEventRequest struct {
 	OrderId string                 `protobuf:"bytes,1,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
 	// processing | shipped | in_transit | delivered | failed_attempt |
 	// canceled | undeliverable | returned_to_sender
+	//
+	// What each does to a line's quantity {total, fulfilled}, whose
+	// derived status follows (processing, partial, fulfilled, removed):
+	//
+	//	shipped: fulfils units (at most total - fulfilled).
+	//	delivered: units delivered (at most total - delivered before);
+	//	  units delivered without a shipped event (pickup, own delivery)
+	//	  are fulfilled by it.
+	//	canceled: cancels unfulfilled units (at most total - fulfilled):
+	//	  total goes down; a line with none left is removed.
+	//	processing: about unfulfilled units; changes nothing.
+	//	in_transit, failed_attempt, undeliverable, returned_to_sender:
+	//	  about fulfilled units (at most fulfilled); change nothing.
 	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
-	// Line ids and quantities; empty = every line, whole quantity.
+	// Line ids and quantities; empty = every line, whole quantity (the
+	// most the type allows; lines with none are left out).
 	LineItems      []*LineQuantity `protobuf:"bytes,3,rep,name=line_items,json=lineItems,proto3" json:"line_items,omitempty"`
 	TrackingNumber string          `protobuf:"bytes,4,opt,name=tracking_number,json=trackingNumber,proto3" json:"tracking_number,omitempty"`
-	TrackingUrl    string          `protobuf:"bytes,5,opt,name=tracking_url,json=trackingUrl,proto3" json:"tracking_url,omitempty"`
-	Carrier        string          `protobuf:"bytes,6,opt,name=carrier,proto3" json:"carrier,omitempty"`
-	Description    string          `protobuf:"bytes,7,opt,name=description,proto3" json:"description,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Absolute http(s) URL.
+	TrackingUrl string `protobuf:"bytes,5,opt,name=tracking_url,json=trackingUrl,proto3" json:"tracking_url,omitempty"`
+	Carrier     string `protobuf:"bytes,6,opt,name=carrier,proto3" json:"carrier,omitempty"`
+	Description string `protobuf:"bytes,7,opt,name=description,proto3" json:"description,omitempty"`
+	// Idempotency of the event (generated when empty): a retry with the same
+	// id returns the order without adding it again. Letters, digits, '_'
+	// and '-', at most 100.
+	EventId       string `protobuf:"bytes,8,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AddFulfillmentEventRequest) Reset() {
@@ -653,6 +672,13 @@ func (x *AddFulfillmentEventRequest) GetDescription() string {
 	return ""
 }
 
+func (x *AddFulfillmentEventRequest) GetEventId() string {
+	if x != nil {
+		return x.EventId
+	}
+	return ""
+}
+
 type LineQuantity struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -708,6 +734,7 @@ func (x *LineQuantity) GetQuantity() int64 {
 type AddFulfillmentEventResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	OrderJson     []byte                 `protobuf:"bytes,1,opt,name=order_json,json=orderJson,proto3" json:"order_json,omitempty"`
+	EventId       string                 `protobuf:"bytes,2,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -749,14 +776,28 @@ func (x *AddFulfillmentEventResponse) GetOrderJson() []byte {
 	return nil
 }
 
+func (x *AddFulfillmentEventResponse) GetEventId() string {
+	if x != nil {
+		return x.EventId
+	}
+	return ""
+}
+
 type RefundOrderRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	OrderId string                 `protobuf:"bytes,1,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
-	// Centavos; 0 = the whole remaining amount.
+	// Centavos; 0 = the whole remaining amount. Never more than the order
+	// total minus what is refunded or being refunded.
 	Amount int64  `protobuf:"varint,2,opt,name=amount,proto3" json:"amount,omitempty"`
 	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
-	// Idempotency of the refund (generated when empty).
-	RefundId      string `protobuf:"bytes,4,opt,name=refund_id,json=refundId,proto3" json:"refund_id,omitempty"`
+	// Idempotency of the refund (generated when empty); also the payments
+	// service's refund id and the adjustment id. A retry with the same id
+	// and amount returns the same refund; another amount is refused.
+	// Letters, digits, '_' and '-', at most 100.
+	RefundId string `protobuf:"bytes,4,opt,name=refund_id,json=refundId,proto3" json:"refund_id,omitempty"`
+	// The units the refund is for, if any (recorded on the adjustment with
+	// negative quantities; quantities are not changed).
+	LineItems     []*LineQuantity `protobuf:"bytes,5,rep,name=line_items,json=lineItems,proto3" json:"line_items,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -819,11 +860,26 @@ func (x *RefundOrderRequest) GetRefundId() string {
 	return ""
 }
 
+func (x *RefundOrderRequest) GetLineItems() []*LineQuantity {
+	if x != nil {
+		return x.LineItems
+	}
+	return nil
+}
+
 type RefundOrderResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	OrderJson     []byte                 `protobuf:"bytes,1,opt,name=order_json,json=orderJson,proto3" json:"order_json,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	OrderJson []byte                 `protobuf:"bytes,1,opt,name=order_json,json=orderJson,proto3" json:"order_json,omitempty"`
+	RefundId  string                 `protobuf:"bytes,2,opt,name=refund_id,json=refundId,proto3" json:"refund_id,omitempty"`
+	// pending | completed | failed. A failed refund is recorded as a failed
+	// adjustment and answered here, not as an RPC error; pending means the
+	// outcome is not known yet and a durable job keeps asking the payments
+	// service (same refund id) until it is.
+	Status         string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	Amount         int64  `protobuf:"varint,4,opt,name=amount,proto3" json:"amount,omitempty"`
+	FailureMessage string `protobuf:"bytes,5,opt,name=failure_message,json=failureMessage,proto3" json:"failure_message,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RefundOrderResponse) Reset() {
@@ -859,6 +915,227 @@ func (*RefundOrderResponse) Descriptor() ([]byte, []int) {
 func (x *RefundOrderResponse) GetOrderJson() []byte {
 	if x != nil {
 		return x.OrderJson
+	}
+	return nil
+}
+
+func (x *RefundOrderResponse) GetRefundId() string {
+	if x != nil {
+		return x.RefundId
+	}
+	return ""
+}
+
+func (x *RefundOrderResponse) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *RefundOrderResponse) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+func (x *RefundOrderResponse) GetFailureMessage() string {
+	if x != nil {
+		return x.FailureMessage
+	}
+	return ""
+}
+
+type ListWebhookDeliveriesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	OrderId       string                 `protobuf:"bytes,1,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeliveriesRequest) Reset() {
+	*x = ListWebhookDeliveriesRequest{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeliveriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeliveriesRequest) ProtoMessage() {}
+
+func (x *ListWebhookDeliveriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeliveriesRequest.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeliveriesRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListWebhookDeliveriesRequest) GetOrderId() string {
+	if x != nil {
+		return x.OrderId
+	}
+	return ""
+}
+
+type WebhookDelivery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Webhook-Id header, the same on every retry.
+	Id      string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	OrderId string `protobuf:"bytes,2,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
+	// The order version whose change caused the message (the body is the
+	// order as it is when each attempt is made).
+	OrderVersion int32 `protobuf:"varint,3,opt,name=order_version,json=orderVersion,proto3" json:"order_version,omitempty"`
+	Attempts     int32 `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// HTTP status of the last attempt; 0 when it got no response.
+	LastStatus int32  `protobuf:"varint,5,opt,name=last_status,json=lastStatus,proto3" json:"last_status,omitempty"`
+	LastError  string `protobuf:"bytes,6,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// 0 until delivered.
+	DeliveredTimeUnix int64 `protobuf:"varint,7,opt,name=delivered_time_unix,json=deliveredTimeUnix,proto3" json:"delivered_time_unix,omitempty"`
+	CreateTimeUnix    int64 `protobuf:"varint,8,opt,name=create_time_unix,json=createTimeUnix,proto3" json:"create_time_unix,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *WebhookDelivery) Reset() {
+	*x = WebhookDelivery{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDelivery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDelivery) ProtoMessage() {}
+
+func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
+func (*WebhookDelivery) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *WebhookDelivery) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetOrderId() string {
+	if x != nil {
+		return x.OrderId
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetOrderVersion() int32 {
+	if x != nil {
+		return x.OrderVersion
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetLastStatus() int32 {
+	if x != nil {
+		return x.LastStatus
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetDeliveredTimeUnix() int64 {
+	if x != nil {
+		return x.DeliveredTimeUnix
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetCreateTimeUnix() int64 {
+	if x != nil {
+		return x.CreateTimeUnix
+	}
+	return 0
+}
+
+type ListWebhookDeliveriesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deliveries    []*WebhookDelivery     `protobuf:"bytes,1,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeliveriesResponse) Reset() {
+	*x = ListWebhookDeliveriesResponse{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeliveriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeliveriesResponse) ProtoMessage() {}
+
+func (x *ListWebhookDeliveriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeliveriesResponse.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeliveriesResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ListWebhookDeliveriesResponse) GetDeliveries() []*WebhookDelivery {
+	if x != nil {
+		return x.Deliveries
 	}
 	return nil
 }
@@ -909,7 +1186,7 @@ const file_bcp_orders_v1_orders_proto_rawDesc = "" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\"q\n" +
 	"\x12ListOrdersResponse\x123\n" +
 	"\x06orders\x18\x01 \x03(\v2\x1b.bcp.orders.v1.OrderSummaryR\x06orders\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x8f\x02\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xaa\x02\n" +
 	"\x1aAddFulfillmentEventRequest\x12\x19\n" +
 	"\border_id\x18\x01 \x01(\tR\aorderId\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12:\n" +
@@ -918,21 +1195,46 @@ const file_bcp_orders_v1_orders_proto_rawDesc = "" +
 	"\x0ftracking_number\x18\x04 \x01(\tR\x0etrackingNumber\x12!\n" +
 	"\ftracking_url\x18\x05 \x01(\tR\vtrackingUrl\x12\x18\n" +
 	"\acarrier\x18\x06 \x01(\tR\acarrier\x12 \n" +
-	"\vdescription\x18\a \x01(\tR\vdescription\":\n" +
+	"\vdescription\x18\a \x01(\tR\vdescription\x12\x19\n" +
+	"\bevent_id\x18\b \x01(\tR\aeventId\":\n" +
 	"\fLineQuantity\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
-	"\bquantity\x18\x02 \x01(\x03R\bquantity\"<\n" +
+	"\bquantity\x18\x02 \x01(\x03R\bquantity\"W\n" +
 	"\x1bAddFulfillmentEventResponse\x12\x1d\n" +
 	"\n" +
-	"order_json\x18\x01 \x01(\fR\torderJson\"|\n" +
+	"order_json\x18\x01 \x01(\fR\torderJson\x12\x19\n" +
+	"\bevent_id\x18\x02 \x01(\tR\aeventId\"\xb8\x01\n" +
 	"\x12RefundOrderRequest\x12\x19\n" +
 	"\border_id\x18\x01 \x01(\tR\aorderId\x12\x16\n" +
 	"\x06amount\x18\x02 \x01(\x03R\x06amount\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1b\n" +
-	"\trefund_id\x18\x04 \x01(\tR\brefundId\"4\n" +
+	"\trefund_id\x18\x04 \x01(\tR\brefundId\x12:\n" +
+	"\n" +
+	"line_items\x18\x05 \x03(\v2\x1b.bcp.orders.v1.LineQuantityR\tlineItems\"\xaa\x01\n" +
 	"\x13RefundOrderResponse\x12\x1d\n" +
 	"\n" +
-	"order_json\x18\x01 \x01(\fR\torderJson2\x99\x04\n" +
+	"order_json\x18\x01 \x01(\fR\torderJson\x12\x1b\n" +
+	"\trefund_id\x18\x02 \x01(\tR\brefundId\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\x12\x16\n" +
+	"\x06amount\x18\x04 \x01(\x03R\x06amount\x12'\n" +
+	"\x0ffailure_message\x18\x05 \x01(\tR\x0efailureMessage\"9\n" +
+	"\x1cListWebhookDeliveriesRequest\x12\x19\n" +
+	"\border_id\x18\x01 \x01(\tR\aorderId\"\x97\x02\n" +
+	"\x0fWebhookDelivery\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
+	"\border_id\x18\x02 \x01(\tR\aorderId\x12#\n" +
+	"\rorder_version\x18\x03 \x01(\x05R\forderVersion\x12\x1a\n" +
+	"\battempts\x18\x04 \x01(\x05R\battempts\x12\x1f\n" +
+	"\vlast_status\x18\x05 \x01(\x05R\n" +
+	"lastStatus\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x06 \x01(\tR\tlastError\x12.\n" +
+	"\x13delivered_time_unix\x18\a \x01(\x03R\x11deliveredTimeUnix\x12(\n" +
+	"\x10create_time_unix\x18\b \x01(\x03R\x0ecreateTimeUnix\"_\n" +
+	"\x1dListWebhookDeliveriesResponse\x12>\n" +
+	"\n" +
+	"deliveries\x18\x01 \x03(\v2\x1e.bcp.orders.v1.WebhookDeliveryR\n" +
+	"deliveries2\x92\x05\n" +
 	"\rOrdersService\x12D\n" +
 	"\x04Ping\x12\x1a.bcp.orders.v1.PingRequest\x1a\x1b.bcp.orders.v1.PingResponse\"\x03\x90\x02\x01\x12T\n" +
 	"\vCreateOrder\x12!.bcp.orders.v1.CreateOrderRequest\x1a\".bcp.orders.v1.CreateOrderResponse\x12P\n" +
@@ -940,7 +1242,8 @@ const file_bcp_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
 	"ListOrders\x12 .bcp.orders.v1.ListOrdersRequest\x1a!.bcp.orders.v1.ListOrdersResponse\"\x03\x90\x02\x01\x12l\n" +
 	"\x13AddFulfillmentEvent\x12).bcp.orders.v1.AddFulfillmentEventRequest\x1a*.bcp.orders.v1.AddFulfillmentEventResponse\x12T\n" +
-	"\vRefundOrder\x12!.bcp.orders.v1.RefundOrderRequest\x1a\".bcp.orders.v1.RefundOrderResponseB\xae\x01\n" +
+	"\vRefundOrder\x12!.bcp.orders.v1.RefundOrderRequest\x1a\".bcp.orders.v1.RefundOrderResponse\x12w\n" +
+	"\x15ListWebhookDeliveries\x12+.bcp.orders.v1.ListWebhookDeliveriesRequest\x1a,.bcp.orders.v1.ListWebhookDeliveriesResponse\"\x03\x90\x02\x01B\xae\x01\n" +
 	"\x11com.bcp.orders.v1B\vOrdersProtoP\x01Z6github.com/bcpdev/bcp/proto/gen/bcp/orders/v1;ordersv1\xa2\x02\x03BOX\xaa\x02\rBcp.Orders.V1\xca\x02\rBcp\\Orders\\V1\xe2\x02\x19Bcp\\Orders\\V1\\GPBMetadata\xea\x02\x0fBcp::Orders::V1b\x06proto3"
 
 var (
@@ -955,43 +1258,50 @@ func file_bcp_orders_v1_orders_proto_rawDescGZIP() []byte {
 	return file_bcp_orders_v1_orders_proto_rawDescData
 }
 
-var file_bcp_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_bcp_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_bcp_orders_v1_orders_proto_goTypes = []any{
-	(*PingRequest)(nil),                 // 0: bcp.orders.v1.PingRequest
-	(*PingResponse)(nil),                // 1: bcp.orders.v1.PingResponse
-	(*CreateOrderRequest)(nil),          // 2: bcp.orders.v1.CreateOrderRequest
-	(*CreateOrderResponse)(nil),         // 3: bcp.orders.v1.CreateOrderResponse
-	(*GetOrderRequest)(nil),             // 4: bcp.orders.v1.GetOrderRequest
-	(*GetOrderResponse)(nil),            // 5: bcp.orders.v1.GetOrderResponse
-	(*OrderSummary)(nil),                // 6: bcp.orders.v1.OrderSummary
-	(*ListOrdersRequest)(nil),           // 7: bcp.orders.v1.ListOrdersRequest
-	(*ListOrdersResponse)(nil),          // 8: bcp.orders.v1.ListOrdersResponse
-	(*AddFulfillmentEventRequest)(nil),  // 9: bcp.orders.v1.AddFulfillmentEventRequest
-	(*LineQuantity)(nil),                // 10: bcp.orders.v1.LineQuantity
-	(*AddFulfillmentEventResponse)(nil), // 11: bcp.orders.v1.AddFulfillmentEventResponse
-	(*RefundOrderRequest)(nil),          // 12: bcp.orders.v1.RefundOrderRequest
-	(*RefundOrderResponse)(nil),         // 13: bcp.orders.v1.RefundOrderResponse
+	(*PingRequest)(nil),                   // 0: bcp.orders.v1.PingRequest
+	(*PingResponse)(nil),                  // 1: bcp.orders.v1.PingResponse
+	(*CreateOrderRequest)(nil),            // 2: bcp.orders.v1.CreateOrderRequest
+	(*CreateOrderResponse)(nil),           // 3: bcp.orders.v1.CreateOrderResponse
+	(*GetOrderRequest)(nil),               // 4: bcp.orders.v1.GetOrderRequest
+	(*GetOrderResponse)(nil),              // 5: bcp.orders.v1.GetOrderResponse
+	(*OrderSummary)(nil),                  // 6: bcp.orders.v1.OrderSummary
+	(*ListOrdersRequest)(nil),             // 7: bcp.orders.v1.ListOrdersRequest
+	(*ListOrdersResponse)(nil),            // 8: bcp.orders.v1.ListOrdersResponse
+	(*AddFulfillmentEventRequest)(nil),    // 9: bcp.orders.v1.AddFulfillmentEventRequest
+	(*LineQuantity)(nil),                  // 10: bcp.orders.v1.LineQuantity
+	(*AddFulfillmentEventResponse)(nil),   // 11: bcp.orders.v1.AddFulfillmentEventResponse
+	(*RefundOrderRequest)(nil),            // 12: bcp.orders.v1.RefundOrderRequest
+	(*RefundOrderResponse)(nil),           // 13: bcp.orders.v1.RefundOrderResponse
+	(*ListWebhookDeliveriesRequest)(nil),  // 14: bcp.orders.v1.ListWebhookDeliveriesRequest
+	(*WebhookDelivery)(nil),               // 15: bcp.orders.v1.WebhookDelivery
+	(*ListWebhookDeliveriesResponse)(nil), // 16: bcp.orders.v1.ListWebhookDeliveriesResponse
 }
 var file_bcp_orders_v1_orders_proto_depIdxs = []int32{
 	6,  // 0: bcp.orders.v1.ListOrdersResponse.orders:type_name -> bcp.orders.v1.OrderSummary
 	10, // 1: bcp.orders.v1.AddFulfillmentEventRequest.line_items:type_name -> bcp.orders.v1.LineQuantity
-	0,  // 2: bcp.orders.v1.OrdersService.Ping:input_type -> bcp.orders.v1.PingRequest
-	2,  // 3: bcp.orders.v1.OrdersService.CreateOrder:input_type -> bcp.orders.v1.CreateOrderRequest
-	4,  // 4: bcp.orders.v1.OrdersService.GetOrder:input_type -> bcp.orders.v1.GetOrderRequest
-	7,  // 5: bcp.orders.v1.OrdersService.ListOrders:input_type -> bcp.orders.v1.ListOrdersRequest
-	9,  // 6: bcp.orders.v1.OrdersService.AddFulfillmentEvent:input_type -> bcp.orders.v1.AddFulfillmentEventRequest
-	12, // 7: bcp.orders.v1.OrdersService.RefundOrder:input_type -> bcp.orders.v1.RefundOrderRequest
-	1,  // 8: bcp.orders.v1.OrdersService.Ping:output_type -> bcp.orders.v1.PingResponse
-	3,  // 9: bcp.orders.v1.OrdersService.CreateOrder:output_type -> bcp.orders.v1.CreateOrderResponse
-	5,  // 10: bcp.orders.v1.OrdersService.GetOrder:output_type -> bcp.orders.v1.GetOrderResponse
-	8,  // 11: bcp.orders.v1.OrdersService.ListOrders:output_type -> bcp.orders.v1.ListOrdersResponse
-	11, // 12: bcp.orders.v1.OrdersService.AddFulfillmentEvent:output_type -> bcp.orders.v1.AddFulfillmentEventResponse
-	13, // 13: bcp.orders.v1.OrdersService.RefundOrder:output_type -> bcp.orders.v1.RefundOrderResponse
-	8,  // [8:14] is the sub-list for method output_type
-	2,  // [2:8] is the sub-list for method input_type
-	2,  // [2:2] is the sub-list for extension type_name
-	2,  // [2:2] is the sub-list for extension extendee
-	0,  // [0:2] is the sub-list for field type_name
+	10, // 2: bcp.orders.v1.RefundOrderRequest.line_items:type_name -> bcp.orders.v1.LineQuantity
+	15, // 3: bcp.orders.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> bcp.orders.v1.WebhookDelivery
+	0,  // 4: bcp.orders.v1.OrdersService.Ping:input_type -> bcp.orders.v1.PingRequest
+	2,  // 5: bcp.orders.v1.OrdersService.CreateOrder:input_type -> bcp.orders.v1.CreateOrderRequest
+	4,  // 6: bcp.orders.v1.OrdersService.GetOrder:input_type -> bcp.orders.v1.GetOrderRequest
+	7,  // 7: bcp.orders.v1.OrdersService.ListOrders:input_type -> bcp.orders.v1.ListOrdersRequest
+	9,  // 8: bcp.orders.v1.OrdersService.AddFulfillmentEvent:input_type -> bcp.orders.v1.AddFulfillmentEventRequest
+	12, // 9: bcp.orders.v1.OrdersService.RefundOrder:input_type -> bcp.orders.v1.RefundOrderRequest
+	14, // 10: bcp.orders.v1.OrdersService.ListWebhookDeliveries:input_type -> bcp.orders.v1.ListWebhookDeliveriesRequest
+	1,  // 11: bcp.orders.v1.OrdersService.Ping:output_type -> bcp.orders.v1.PingResponse
+	3,  // 12: bcp.orders.v1.OrdersService.CreateOrder:output_type -> bcp.orders.v1.CreateOrderResponse
+	5,  // 13: bcp.orders.v1.OrdersService.GetOrder:output_type -> bcp.orders.v1.GetOrderResponse
+	8,  // 14: bcp.orders.v1.OrdersService.ListOrders:output_type -> bcp.orders.v1.ListOrdersResponse
+	11, // 15: bcp.orders.v1.OrdersService.AddFulfillmentEvent:output_type -> bcp.orders.v1.AddFulfillmentEventResponse
+	13, // 16: bcp.orders.v1.OrdersService.RefundOrder:output_type -> bcp.orders.v1.RefundOrderResponse
+	16, // 17: bcp.orders.v1.OrdersService.ListWebhookDeliveries:output_type -> bcp.orders.v1.ListWebhookDeliveriesResponse
+	11, // [11:18] is the sub-list for method output_type
+	4,  // [4:11] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_bcp_orders_v1_orders_proto_init() }
@@ -1005,7 +1315,7 @@ func file_bcp_orders_v1_orders_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_orders_v1_orders_proto_rawDesc), len(file_bcp_orders_v1_orders_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -49,6 +49,9 @@ const (
 	// OrdersServiceRefundOrderProcedure is the fully-qualified name of the OrdersService's RefundOrder
 	// RPC.
 	OrdersServiceRefundOrderProcedure = "/bcp.orders.v1.OrdersService/RefundOrder"
+	// OrdersServiceListWebhookDeliveriesProcedure is the fully-qualified name of the OrdersService's
+	// ListWebhookDeliveries RPC.
+	OrdersServiceListWebhookDeliveriesProcedure = "/bcp.orders.v1.OrdersService/ListWebhookDeliveries"
 )
 
 // OrdersServiceClient is a client for the bcp.orders.v1.OrdersService service.
@@ -64,6 +67,9 @@ type OrdersServiceClient interface {
 	// RefundOrder refunds through the payments service and records the
 	// adjustment (merchant API).
 	RefundOrder(context.Context, *connect.Request[v1.RefundOrderRequest]) (*connect.Response[v1.RefundOrderResponse], error)
+	// ListWebhookDeliveries lists an order's webhook messages and how their
+	// delivery went (merchant API).
+	ListWebhookDeliveries(context.Context, *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error)
 }
 
 // NewOrdersServiceClient constructs a client for the bcp.orders.v1.OrdersService service. By
@@ -116,17 +122,25 @@ func NewOrdersServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(ordersServiceMethods.ByName("RefundOrder")),
 			connect.WithClientOptions(opts...),
 		),
+		listWebhookDeliveries: connect.NewClient[v1.ListWebhookDeliveriesRequest, v1.ListWebhookDeliveriesResponse](
+			httpClient,
+			baseURL+OrdersServiceListWebhookDeliveriesProcedure,
+			connect.WithSchema(ordersServiceMethods.ByName("ListWebhookDeliveries")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // ordersServiceClient implements OrdersServiceClient.
 type ordersServiceClient struct {
-	ping                *connect.Client[v1.PingRequest, v1.PingResponse]
-	createOrder         *connect.Client[v1.CreateOrderRequest, v1.CreateOrderResponse]
-	getOrder            *connect.Client[v1.GetOrderRequest, v1.GetOrderResponse]
-	listOrders          *connect.Client[v1.ListOrdersRequest, v1.ListOrdersResponse]
-	addFulfillmentEvent *connect.Client[v1.AddFulfillmentEventRequest, v1.AddFulfillmentEventResponse]
-	refundOrder         *connect.Client[v1.RefundOrderRequest, v1.RefundOrderResponse]
+	ping                  *connect.Client[v1.PingRequest, v1.PingResponse]
+	createOrder           *connect.Client[v1.CreateOrderRequest, v1.CreateOrderResponse]
+	getOrder              *connect.Client[v1.GetOrderRequest, v1.GetOrderResponse]
+	listOrders            *connect.Client[v1.ListOrdersRequest, v1.ListOrdersResponse]
+	addFulfillmentEvent   *connect.Client[v1.AddFulfillmentEventRequest, v1.AddFulfillmentEventResponse]
+	refundOrder           *connect.Client[v1.RefundOrderRequest, v1.RefundOrderResponse]
+	listWebhookDeliveries *connect.Client[v1.ListWebhookDeliveriesRequest, v1.ListWebhookDeliveriesResponse]
 }
 
 // Ping calls bcp.orders.v1.OrdersService.Ping.
@@ -159,6 +173,11 @@ func (c *ordersServiceClient) RefundOrder(ctx context.Context, req *connect.Requ
 	return c.refundOrder.CallUnary(ctx, req)
 }
 
+// ListWebhookDeliveries calls bcp.orders.v1.OrdersService.ListWebhookDeliveries.
+func (c *ordersServiceClient) ListWebhookDeliveries(ctx context.Context, req *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error) {
+	return c.listWebhookDeliveries.CallUnary(ctx, req)
+}
+
 // OrdersServiceHandler is an implementation of the bcp.orders.v1.OrdersService service.
 type OrdersServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
@@ -172,6 +191,9 @@ type OrdersServiceHandler interface {
 	// RefundOrder refunds through the payments service and records the
 	// adjustment (merchant API).
 	RefundOrder(context.Context, *connect.Request[v1.RefundOrderRequest]) (*connect.Response[v1.RefundOrderResponse], error)
+	// ListWebhookDeliveries lists an order's webhook messages and how their
+	// delivery went (merchant API).
+	ListWebhookDeliveries(context.Context, *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error)
 }
 
 // NewOrdersServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -220,6 +242,13 @@ func NewOrdersServiceHandler(svc OrdersServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(ordersServiceMethods.ByName("RefundOrder")),
 		connect.WithHandlerOptions(opts...),
 	)
+	ordersServiceListWebhookDeliveriesHandler := connect.NewUnaryHandler(
+		OrdersServiceListWebhookDeliveriesProcedure,
+		svc.ListWebhookDeliveries,
+		connect.WithSchema(ordersServiceMethods.ByName("ListWebhookDeliveries")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.orders.v1.OrdersService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case OrdersServicePingProcedure:
@@ -234,6 +263,8 @@ func NewOrdersServiceHandler(svc OrdersServiceHandler, opts ...connect.HandlerOp
 			ordersServiceAddFulfillmentEventHandler.ServeHTTP(w, r)
 		case OrdersServiceRefundOrderProcedure:
 			ordersServiceRefundOrderHandler.ServeHTTP(w, r)
+		case OrdersServiceListWebhookDeliveriesProcedure:
+			ordersServiceListWebhookDeliveriesHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -265,4 +296,8 @@ func (UnimplementedOrdersServiceHandler) AddFulfillmentEvent(context.Context, *c
 
 func (UnimplementedOrdersServiceHandler) RefundOrder(context.Context, *connect.Request[v1.RefundOrderRequest]) (*connect.Response[v1.RefundOrderResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.orders.v1.OrdersService.RefundOrder is not implemented"))
+}
+
+func (UnimplementedOrdersServiceHandler) ListWebhookDeliveries(context.Context, *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.orders.v1.OrdersService.ListWebhookDeliveries is not implemented"))
 }

@@ -1,0 +1,76 @@
+-- name: NextLabel :one
+-- The row lock taken here is held to the end of the creating transaction,
+-- which is what keeps the numbers in order and lets a losing create roll
+-- its number back.
+INSERT INTO orders.label_counters (tenant_id, last) VALUES (@tenant_id, 1001)
+ON CONFLICT (tenant_id) DO UPDATE SET last = orders.label_counters.last + 1
+RETURNING last;
+
+-- name: InsertOrder :execrows
+-- Zero rows: the checkout already has its order.
+INSERT INTO orders.orders (tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, status, snapshot)
+VALUES (@tenant_id, @id, @checkout_id, @label, @payment_attempt_id, @agent_profile_url, @webhook_url, @base_url, @currency, @total, @status, @snapshot)
+ON CONFLICT (tenant_id, checkout_id) DO NOTHING;
+
+-- name: GetOrder :one
+SELECT * FROM orders.orders WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: GetOrderByCheckout :one
+SELECT * FROM orders.orders WHERE tenant_id = @tenant_id AND checkout_id = @checkout_id;
+
+-- name: LockOrder :one
+-- Every change to an order runs under this lock: changes are applied to
+-- the snapshot one at a time, and refund amounts are checked against what
+-- is already reserved.
+SELECT * FROM orders.orders WHERE tenant_id = @tenant_id AND id = @id FOR UPDATE;
+
+-- name: UpdateOrder :one
+UPDATE orders.orders SET status = @status, snapshot = @snapshot, refunded = @refunded, version = version + 1, updated_at = now()
+WHERE tenant_id = @tenant_id AND id = @id
+RETURNING version;
+
+-- name: ListOrders :many
+SELECT id, checkout_id, total, currency, agent_profile_url, status, created_at
+FROM orders.orders
+WHERE tenant_id = @tenant_id
+  AND (sqlc.narg(before_id)::text IS NULL OR id < sqlc.narg(before_id)::text)
+ORDER BY id DESC
+LIMIT @page_size;
+
+-- name: InsertEvent :exec
+INSERT INTO orders.events (tenant_id, id, order_id, type, line_items, tracking_number, tracking_url, carrier, description, occurred_at)
+VALUES (@tenant_id, @id, @order_id, @type, @line_items, @tracking_number, @tracking_url, @carrier, @description, @occurred_at);
+
+-- name: InsertAdjustment :exec
+INSERT INTO orders.adjustments (tenant_id, id, order_id, type, status, amount, reason, line_items, occurred_at)
+VALUES (@tenant_id, @id, @order_id, @type, @status, @amount, @reason, @line_items, @occurred_at);
+
+-- name: GetAdjustment :one
+SELECT * FROM orders.adjustments WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: ReservedRefunds :one
+-- What is refunded or being refunded: the most a new refund may add to is
+-- the order total minus this.
+SELECT COALESCE(sum(amount), 0)::bigint FROM orders.adjustments
+WHERE tenant_id = @tenant_id AND order_id = @order_id AND type = 'refund' AND status IN ('pending', 'completed');
+
+-- name: SettleAdjustment :execrows
+-- Only a pending adjustment settles, once.
+UPDATE orders.adjustments SET status = @status, failure_message = @failure_message, updated_at = now()
+WHERE tenant_id = @tenant_id AND id = @id AND status = 'pending';
+
+-- name: InsertDelivery :exec
+INSERT INTO orders.webhook_deliveries (tenant_id, id, order_id, order_version)
+VALUES (@tenant_id, @id, @order_id, @order_version);
+
+-- name: GetDelivery :one
+SELECT * FROM orders.webhook_deliveries WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: RecordDeliveryAttempt :exec
+UPDATE orders.webhook_deliveries SET
+  attempts = attempts + 1, last_status = sqlc.narg(last_status), last_error = @last_error,
+  delivered_at = CASE WHEN @delivered::boolean THEN now() ELSE delivered_at END, updated_at = now()
+WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: ListDeliveries :many
+SELECT * FROM orders.webhook_deliveries WHERE tenant_id = @tenant_id AND order_id = @order_id ORDER BY created_at, id;

@@ -1,0 +1,283 @@
+package orders
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/pgstore"
+	"github.com/bcpdev/bcp/internal/tenancy"
+	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
+	"github.com/bcpdev/bcp/protocol/bcp"
+	"github.com/bcpdev/bcp/services/orders/ordersdb"
+)
+
+// errLostRace rolls back a create whose checkout got its order from a
+// concurrent call meanwhile (and with it the label number it took).
+var errLostRace = errors.New("orders: the checkout already has an order")
+
+var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
+
+// CreateOrder makes the order of a completed checkout, once: any later or
+// concurrent call for the same checkout returns that same order (created
+// false). The "order created" webhook is queued with it.
+func (s *Service) CreateOrder(ctx context.Context, r *connect.Request[ordersv1.CreateOrderRequest]) (*connect.Response[ordersv1.CreateOrderResponse], error) {
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := r.Msg
+	checkoutID := m.GetCheckoutId()
+	if checkoutID == "" || len(checkoutID) > 200 {
+		return nil, apperr.Invalid("checkout_id", "invalid_checkout_id", "checkout_id is required (at most 200 characters)")
+	}
+	// A retry finds the order without taking a label number.
+	if row, err := s.byCheckout(ctx, tid, checkoutID); err == nil {
+		return createResponse(row, false)
+	} else if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, err
+	}
+	base, err := baseURL(m.GetBaseUrl())
+	if err != nil {
+		return nil, err
+	}
+	c := &bcp.Checkout{}
+	if err := json.Unmarshal(m.GetCheckoutJson(), c); err != nil {
+		return nil, apperr.Invalid("checkout_json", "invalid_checkout", "checkout_json is not a BCP checkout: %v", err)
+	}
+	if c.ID != "" && c.ID != checkoutID {
+		return nil, apperr.Invalid("checkout_json.id", "checkout_mismatch", "checkout_json is checkout %q, not %q", c.ID, checkoutID)
+	}
+	id := ids.New("ord")
+	o, total, err := buildOrder(id, checkoutID, base, c)
+	if err != nil {
+		return nil, err
+	}
+	var row ordersdb.OrdersOrder
+	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
+		q := ordersdb.New(tx)
+		n, err := q.NextLabel(ctx, tid)
+		if err != nil {
+			return err
+		}
+		o.Label = "#" + strconv.FormatInt(n, 10)
+		snap, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		row = ordersdb.OrdersOrder{
+			TenantID: tid, ID: id, CheckoutID: checkoutID, Label: o.Label, PaymentAttemptID: m.GetPaymentAttemptId(),
+			AgentProfileUrl: m.GetAgentProfileUrl(), WebhookUrl: strings.TrimSpace(m.GetWebhookUrl()), BaseUrl: base,
+			Currency: o.Currency, Total: total, Status: orderStatus(o), Snapshot: snap, Version: 1,
+		}
+		inserted, err := q.InsertOrder(ctx, ordersdb.InsertOrderParams{
+			TenantID: tid, ID: id, CheckoutID: checkoutID, Label: row.Label, PaymentAttemptID: row.PaymentAttemptID,
+			AgentProfileUrl: row.AgentProfileUrl, WebhookUrl: row.WebhookUrl, BaseUrl: base, Currency: row.Currency,
+			Total: total, Status: row.Status, Snapshot: snap,
+		})
+		if err != nil {
+			return err
+		}
+		if inserted == 0 {
+			return errLostRace
+		}
+		return s.queueWebhook(ctx, tx, q, tid, &row, 1)
+	})
+	if errors.Is(err, errLostRace) {
+		existing, err := s.byCheckout(ctx, tid, checkoutID)
+		if err != nil {
+			return nil, err
+		}
+		return createResponse(existing, false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.log.InfoContext(ctx, "order created", "tenant_id", tid, "order_id", id, "checkout_id", checkoutID, "label", row.Label)
+	return createResponse(row, true)
+}
+
+func (s *Service) byCheckout(ctx context.Context, tid uuid.UUID, checkoutID string) (ordersdb.OrdersOrder, error) {
+	var row ordersdb.OrdersOrder
+	err := pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		row, err = ordersdb.New(tx).GetOrderByCheckout(ctx, ordersdb.GetOrderByCheckoutParams{TenantID: tid, CheckoutID: checkoutID})
+		return err
+	})
+	return row, err
+}
+
+func createResponse(row ordersdb.OrdersOrder, created bool) (*connect.Response[ordersv1.CreateOrderResponse], error) {
+	o, err := decodeOrder(row.Snapshot)
+	if err != nil {
+		return nil, err
+	}
+	b, err := render(o)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&ordersv1.CreateOrderResponse{OrderJson: b, OrderId: row.ID, PermalinkUrl: o.PermalinkURL, Created: created}), nil
+}
+
+// baseURL checks the merchant origin permalinks and the webhook BCP-Agent
+// header are built from.
+func baseURL(raw string) (string, error) {
+	base := strings.TrimRight(strings.TrimSpace(raw), "/")
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", apperr.Invalid("base_url", "invalid_base_url", "base_url must be the merchant origin, e.g. https://loja.example.com.br")
+	}
+	return base, nil
+}
+
+// buildOrder turns the completed checkout into the order as first
+// created: every line processing with nothing fulfilled, expectations
+// from the selected fulfillment, no events, no adjustments, the
+// checkout's currency and totals. It returns the grand total too.
+func buildOrder(id, checkoutID, base string, c *bcp.Checkout) (*bcp.Order, int64, error) {
+	if !currencyRE.MatchString(c.Currency) {
+		return nil, 0, apperr.Invalid("checkout_json.currency", "invalid_checkout", "the checkout has no valid currency")
+	}
+	if len(c.LineItems) == 0 {
+		return nil, 0, apperr.Invalid("checkout_json.line_items", "invalid_checkout", "the checkout has no line items")
+	}
+	o := &bcp.Order{
+		ID: id, CheckoutID: checkoutID, PermalinkURL: base + "/orders/" + id, Currency: c.Currency,
+		LineItems: make([]bcp.OrderLineItem, 0, len(c.LineItems)), Adjustments: []bcp.Adjustment{},
+		Fulfillment: bcp.OrderFulfillment{Expectations: []bcp.Expectation{}, Events: []bcp.FulfillmentEvent{}},
+		Attribution: c.Attribution,
+	}
+	qty := map[string]int64{}
+	for i, l := range c.LineItems {
+		path := fmt.Sprintf("checkout_json.line_items[%d]", i)
+		if l.ID == "" || l.Item.ID == "" || l.Item.Title == "" || l.Item.Price < 0 || l.Quantity < 1 {
+			return nil, 0, apperr.Invalid(path, "invalid_checkout", "each line needs id, item id, title, a price and a quantity of at least 1")
+		}
+		if _, dup := qty[l.ID]; dup {
+			return nil, 0, apperr.Invalid(path+".id", "invalid_checkout", "line id %q appears twice", l.ID)
+		}
+		qty[l.ID] = l.Quantity
+		totals := l.Totals
+		if len(totals) == 0 {
+			if l.Item.Price > 0 && l.Quantity > math.MaxInt64/l.Item.Price {
+				return nil, 0, apperr.Invalid(path, "invalid_checkout", "line amount overflows")
+			}
+			amount := l.Item.Price * l.Quantity
+			totals = []bcp.Total{{Type: bcp.TotalSubtotal, Amount: amount}, {Type: bcp.TotalTotal, Amount: amount}}
+		}
+		original := l.Quantity
+		line := bcp.OrderLineItem{
+			ID: l.ID, Item: l.Item, Totals: totals, ParentID: l.ParentID,
+			Quantity: bcp.OrderQuantity{Original: &original, Total: l.Quantity},
+		}
+		line.Status = bcp.LineStatus(line.Quantity)
+		o.LineItems = append(o.LineItems, line)
+	}
+	subtotals, grand, total := 0, 0, int64(0)
+	for _, t := range c.Totals {
+		switch t.Type {
+		case bcp.TotalSubtotal:
+			subtotals++
+		case bcp.TotalTotal:
+			grand++
+			total = t.Amount
+		}
+	}
+	if subtotals != 1 || grand != 1 || total < 0 {
+		return nil, 0, apperr.Invalid("checkout_json.totals", "invalid_checkout", "the checkout totals need exactly one subtotal and one non-negative total")
+	}
+	o.Totals = c.Totals
+	o.Fulfillment.Expectations = expectations(c.Fulfillment, qty)
+	return o, total, nil
+}
+
+// expectations tells the buyer what to expect from each fulfillment
+// method the checkout settled: where (the selected destination: the
+// shipping address, or the pickup location's address), how (the selected
+// option) and which units.
+func expectations(f *bcp.Fulfillment, qty map[string]int64) []bcp.Expectation {
+	out := []bcp.Expectation{}
+	if f == nil {
+		return out
+	}
+	for _, m := range f.Methods {
+		if m.Type != bcp.MethodShipping && m.Type != bcp.MethodPickup {
+			continue
+		}
+		dest, ok := selectedDestination(m)
+		if !ok {
+			continue
+		}
+		addr := dest.PostalAddress
+		if dest.Address != nil {
+			addr = *dest.Address
+		}
+		groups := m.Groups
+		if len(groups) == 0 {
+			groups = []bcp.FulfillmentGroup{{LineItemIDs: m.LineItemIDs}}
+		}
+		for _, g := range groups {
+			lines := []bcp.LineItemRef{}
+			for _, lid := range g.LineItemIDs {
+				if n := qty[lid]; n > 0 {
+					lines = append(lines, bcp.LineItemRef{ID: lid, Quantity: n})
+				}
+			}
+			if len(lines) == 0 {
+				continue
+			}
+			out = append(out, bcp.Expectation{
+				ID: fmt.Sprintf("exp_%d", len(out)+1), LineItems: lines, MethodType: m.Type,
+				Destination: addr, Description: describe(m.Type, dest, g),
+			})
+		}
+	}
+	return out
+}
+
+func selectedDestination(m bcp.FulfillmentMethod) (bcp.Destination, bool) {
+	if m.SelectedDestinationID != nil {
+		for _, d := range m.Destinations {
+			if d.ID == *m.SelectedDestinationID {
+				return d, true
+			}
+		}
+		return bcp.Destination{}, false
+	}
+	if len(m.Destinations) == 1 {
+		return m.Destinations[0], true
+	}
+	return bcp.Destination{}, false
+}
+
+// describe is the buyer-facing line of an expectation: the selected
+// option's title and description, and for pickup the location's name.
+func describe(method string, d bcp.Destination, g bcp.FulfillmentGroup) string {
+	var parts []string
+	if g.SelectedOptionID != nil {
+		for _, opt := range g.Options {
+			if opt.ID == *g.SelectedOptionID {
+				parts = append(parts, opt.Title)
+				if opt.Description != "" {
+					parts = append(parts, opt.Description)
+				}
+			}
+		}
+	}
+	if method == bcp.MethodPickup && d.Name != "" {
+		parts = append(parts, d.Name)
+	}
+	return strings.Join(parts, " — ")
+}

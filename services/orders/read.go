@@ -1,0 +1,98 @@
+package orders
+
+import (
+	"context"
+	"encoding/base64"
+
+	"connectrpc.com/connect"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/pgstore"
+	"github.com/bcpdev/bcp/internal/tenancy"
+	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
+	"github.com/bcpdev/bcp/services/orders/ordersdb"
+)
+
+// GetOrder returns the order's current snapshot and the agent that created
+// it (the edge shows an order only to that agent).
+func (s *Service) GetOrder(ctx context.Context, r *connect.Request[ordersv1.GetOrderRequest]) (*connect.Response[ordersv1.GetOrderResponse], error) {
+	row, err := s.load(ctx, r.Msg.GetId())
+	if err != nil {
+		return nil, err
+	}
+	b, err := renderRaw(row.Snapshot)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&ordersv1.GetOrderResponse{OrderJson: b, AgentProfileUrl: row.AgentProfileUrl}), nil
+}
+
+// ListOrders pages through the tenant's orders, newest first.
+func (s *Service) ListOrders(ctx context.Context, r *connect.Request[ordersv1.ListOrdersRequest]) (*connect.Response[ordersv1.ListOrdersResponse], error) {
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return nil, err
+	}
+	size := r.Msg.GetPageSize()
+	if size <= 0 || size > 500 {
+		size = 50
+	}
+	var before *string
+	if tok := r.Msg.GetPageToken(); tok != "" {
+		b, err := base64.RawURLEncoding.DecodeString(tok)
+		if err != nil {
+			return nil, apperr.Invalid("page_token", "invalid_page_token", "malformed page token")
+		}
+		v := string(b)
+		before = &v
+	}
+	out := &ordersv1.ListOrdersResponse{}
+	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := ordersdb.New(tx).ListOrders(ctx, ordersdb.ListOrdersParams{TenantID: tid, BeforeID: before, PageSize: size})
+		for _, row := range rows {
+			out.Orders = append(out.Orders, &ordersv1.OrderSummary{
+				Id: row.ID, CheckoutId: row.CheckoutID, Total: row.Total, Currency: row.Currency,
+				AgentProfileUrl: row.AgentProfileUrl, Status: row.Status, CreateTimeUnix: row.CreatedAt.Unix(),
+			})
+		}
+		if int32(len(rows)) == size {
+			out.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(rows[len(rows)-1].ID))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(out), nil
+}
+
+// ListWebhookDeliveries lists the order's webhook messages, oldest first.
+func (s *Service) ListWebhookDeliveries(ctx context.Context, r *connect.Request[ordersv1.ListWebhookDeliveriesRequest]) (*connect.Response[ordersv1.ListWebhookDeliveriesResponse], error) {
+	row, err := s.load(ctx, r.Msg.GetOrderId())
+	if err != nil {
+		return nil, err
+	}
+	out := &ordersv1.ListWebhookDeliveriesResponse{}
+	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
+		ds, err := ordersdb.New(tx).ListDeliveries(ctx, ordersdb.ListDeliveriesParams{TenantID: row.TenantID, OrderID: row.ID})
+		for _, d := range ds {
+			w := &ordersv1.WebhookDelivery{
+				Id: d.ID.String(), OrderId: d.OrderID, OrderVersion: d.OrderVersion, Attempts: d.Attempts,
+				LastError: d.LastError, CreateTimeUnix: d.CreatedAt.Unix(),
+			}
+			if d.LastStatus != nil {
+				w.LastStatus = *d.LastStatus
+			}
+			if d.DeliveredAt != nil {
+				w.DeliveredTimeUnix = d.DeliveredAt.Unix()
+			}
+			out.Deliveries = append(out.Deliveries, w)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(out), nil
+}

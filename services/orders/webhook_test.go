@@ -1,0 +1,220 @@
+package orders_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+
+	"github.com/bcpdev/bcp/httpsig"
+	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/protocol/bcp"
+)
+
+// waitFor bounds waits for background delivery (never a speed assertion).
+const waitFor = 30 * time.Second
+
+// merchantKeys is the merchant's published signing keys, as
+// /.well-known/bcp serves them (signing_keys).
+func (e *env) merchantKeys(tn *tenantsv1.Tenant) *httpsig.KeySet {
+	e.t.Helper()
+	r, err := e.tenants.GetDiscovery(context.Background(), connect.NewRequest(&tenantsv1.GetDiscoveryRequest{TenantId: tn.GetId()}))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var jwks []httpsig.JWK
+	for _, raw := range r.Msg.GetSigningKeysJson() {
+		j, err := httpsig.ParseJWK([]byte(raw))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		jwks = append(jwks, j)
+	}
+	ks, err := httpsig.NewKeySet(jwks)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ks
+}
+
+// A receiver that fails three times gets the message on the fourth try,
+// with the same Webhook-Id, the full order and a signature that verifies
+// with the merchant's published key.
+func TestWebhookRetriedUntilDelivered(t *testing.T) {
+	e := start(t)
+	ctx, tn := e.tenant("Loja A", tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT)
+	rc := newReceiver(t, 3)
+	created := e.create(ctx, "chk_1", rc.url())
+	eventually(t, waitFor, "four delivery attempts", func() bool { return len(rc.got()) >= 4 })
+	time.Sleep(300 * time.Millisecond) // a fifth attempt would come within the backoff
+	got := rc.got()
+	if len(got) != 4 {
+		t.Fatalf("%d attempts, want 4 (3 failures, then delivered)", len(got))
+	}
+
+	verifier := &httpsig.Verifier{
+		Keys: e.merchantKeys(tn).Resolve, Algorithms: []httpsig.Algorithm{httpsig.ES256}, RejectAlgParameter: true,
+		Requirements: append(httpsig.RequestRequirements("bcp-agent"), httpsig.Require("webhook-id", "webhook-timestamp")),
+	}
+	webhookID := got[0].req.Header.Get("Webhook-Id")
+	if _, err := uuid.Parse(webhookID); err != nil {
+		t.Fatalf("Webhook-Id %q is not a uuid", webhookID)
+	}
+	wantAgent := `profile="https://loja.example.com.br/.well-known/bcp"`
+	for i, g := range got {
+		h := g.req.Header
+		if g.req.Method != "POST" || g.req.URL.Path != "/webhooks/bcp/pedidos" || h.Get("Content-Type") != "application/json" ||
+			h.Get("Webhook-Id") != webhookID || h.Get("BCP-Agent") != wantAgent {
+			t.Fatalf("attempt %d: %s %s %v", i+1, g.req.Method, g.req.URL, h)
+		}
+		ts, err := strconv.ParseInt(h.Get("Webhook-Timestamp"), 10, 64)
+		if err != nil || time.Since(time.Unix(ts, 0)).Abs() > time.Minute {
+			t.Fatalf("attempt %d: Webhook-Timestamp %q", i+1, h.Get("Webhook-Timestamp"))
+		}
+		res, err := verifier.VerifyRequest(context.Background(), g.req, g.body)
+		if err != nil {
+			t.Fatalf("attempt %d: signature: %v\nSignature-Input: %s", i+1, err, h.Get("Signature-Input"))
+		}
+		wantComps := []string{`"@method"`, `"@authority"`, `"@path"`, `"content-digest"`, `"content-type"`, `"bcp-agent"`, `"webhook-id"`, `"webhook-timestamp"`}
+		if !slices.Equal(res.Components, wantComps) && !slices.Equal(res.Components, unquote(wantComps)) {
+			t.Fatalf("attempt %d: covered %v", i+1, res.Components)
+		}
+		if res.KeyID == "" || !strings.Contains(h.Get("Signature-Input"), `keyid="`+res.KeyID+`"`) {
+			t.Fatalf("attempt %d: keyid %q in %s", i+1, res.KeyID, h.Get("Signature-Input"))
+		}
+		// The body is the full order, with the order capability's envelope.
+		validateOrderDoc(t, g.body)
+		var body struct {
+			UCP struct {
+				Version      string                       `json:"version"`
+				Capabilities map[string][]json.RawMessage `json:"capabilities"`
+			} `json:"ucp"`
+		}
+		_ = json.Unmarshal(g.body, &body)
+		if body.UCP.Version != "2026-07-28" || len(body.UCP.Capabilities["br.dev.bcp.shopping.order"]) != 1 {
+			t.Fatalf("attempt %d: ucp %+v", i+1, body.UCP)
+		}
+		o := decode(t, g.body)
+		if o.ID != created.GetOrderId() || o.CheckoutID != "chk_1" || len(o.LineItems) != 2 || len(o.Fulfillment.Expectations) != 1 || len(o.Totals) != 4 {
+			t.Fatalf("attempt %d: not the full order: %s", i+1, g.body)
+		}
+	}
+	// The bad key is not accepted: a receiver that trusts another merchant's
+	// key rejects the message.
+	_, other := e.tenant("Loja B", tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT)
+	wrong := &httpsig.Verifier{Keys: e.merchantKeys(other).Resolve}
+	if _, err := wrong.VerifyRequest(context.Background(), got[3].req, got[3].body); err == nil {
+		t.Fatal("verified with another merchant's keys")
+	}
+
+	eventually(t, waitFor, "the delivery recorded", func() bool {
+		d := e.deliveries(ctx, created.GetOrderId())
+		return len(d) == 1 && d[0].GetDeliveredTimeUnix() != 0
+	})
+	d := e.deliveries(ctx, created.GetOrderId())[0]
+	if d.GetId() != webhookID || d.GetAttempts() != 4 || d.GetLastStatus() != 200 || d.GetLastError() != "" || d.GetOrderVersion() != 1 {
+		t.Fatalf("delivery record %+v", d)
+	}
+
+	// A change is a new message (new Webhook-Id) carrying the new state.
+	if _, err := e.client.AddFulfillmentEvent(ctx, connect.NewRequest(&ordersv1.AddFulfillmentEventRequest{
+		OrderId: created.GetOrderId(), Type: bcp.EventShipped, TrackingNumber: "BR1", TrackingUrl: "https://rastreio.example/BR1",
+	})); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, waitFor, "the shipped webhook", func() bool { return len(rc.got()) == 5 })
+	last := rc.got()[4]
+	if last.req.Header.Get("Webhook-Id") == webhookID {
+		t.Fatal("a new message reused the Webhook-Id")
+	}
+	if _, err := verifier.VerifyRequest(context.Background(), last.req, last.body); err != nil {
+		t.Fatal(err)
+	}
+	validateOrderDoc(t, last.body)
+	if o := decode(t, last.body); o.LineItems[0].Status != bcp.LineFulfilled || len(o.Fulfillment.Events) != 1 {
+		t.Fatalf("shipped webhook body: %s", last.body)
+	}
+}
+
+func unquote(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strings.Trim(s, `"`)
+	}
+	return out
+}
+
+func TestNoWebhookWithoutURL(t *testing.T) {
+	e := start(t)
+	ctx, _ := e.tenant("Loja A", tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT)
+	id := e.create(ctx, "chk_1", "").GetOrderId()
+	if _, err := e.client.AddFulfillmentEvent(ctx, connect.NewRequest(&ordersv1.AddFulfillmentEventRequest{OrderId: id, Type: bcp.EventShipped})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.client.RefundOrder(ctx, connect.NewRequest(&ordersv1.RefundOrderRequest{OrderId: id, Amount: 100})); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.deliveries(ctx, id); len(d) != 0 {
+		t.Fatalf("deliveries without a webhook URL: %+v", d)
+	}
+	if n := e.superCount(`SELECT count(*) FROM river.river_job WHERE kind = 'order_webhook'`); n != 0 {
+		t.Fatalf("%d webhook jobs without a webhook URL", n)
+	}
+}
+
+// Production tenants deliver only over https and never to special-use
+// addresses; such a message is abandoned at once, recorded, not retried.
+func TestWebhookURLRulesOutsideDevelopment(t *testing.T) {
+	e := start(t)
+	ctx, _ := e.tenant("Loja A", tenantsv1.Environment_ENVIRONMENT_PRODUCTION)
+	rc := newReceiver(t, 0)
+	for _, c := range []struct{ checkout, url, want string }{
+		{"chk_http", rc.url(), "must use https"},
+		{"chk_loop", strings.Replace(rc.url(), "http://", "https://", 1), "special-use address"},
+		{"chk_meta", "https://169.254.169.254/latest/meta-data", "special-use address"},
+	} {
+		id := e.create(ctx, c.checkout, c.url).GetOrderId()
+		eventually(t, waitFor, c.checkout+" attempt recorded", func() bool {
+			d := e.deliveries(ctx, id)
+			return len(d) == 1 && d[0].GetAttempts() == 1
+		})
+		d := e.deliveries(ctx, id)[0]
+		if !strings.Contains(d.GetLastError(), c.want) || d.GetDeliveredTimeUnix() != 0 {
+			t.Fatalf("%s: %+v", c.checkout, d)
+		}
+		eventually(t, waitFor, c.checkout+" job canceled", func() bool {
+			return e.superCount(`SELECT count(*) FROM river.river_job WHERE kind = 'order_webhook' AND state = 'cancelled' AND args->>'order_id' = $1`, id) == 1
+		})
+	}
+	if len(rc.got()) != 0 {
+		t.Fatal("a production tenant's webhook reached a loopback receiver")
+	}
+}
+
+// A host name that resolves to loopback is refused at dial time for a
+// production tenant (DNS rebinding cannot get around the URL check).
+func TestWebhookDialGuardRefusesPrivateResolution(t *testing.T) {
+	e := start(t)
+	ctx, _ := e.tenant("Loja A", tenantsv1.Environment_ENVIRONMENT_PRODUCTION)
+	rc := newReceiver(t, 0)
+	port := rc.srv.URL[strings.LastIndex(rc.srv.URL, ":"):]
+	id := e.create(ctx, "chk_dns", "https://localhost"+port+"/hook").GetOrderId()
+	eventually(t, waitFor, "an attempt recorded", func() bool {
+		d := e.deliveries(ctx, id)
+		return len(d) == 1 && d[0].GetAttempts() >= 1
+	})
+	d := e.deliveries(ctx, id)[0]
+	if !strings.Contains(d.GetLastError(), "special-use address") || d.GetDeliveredTimeUnix() != 0 {
+		t.Fatalf("delivery %+v", d)
+	}
+	if len(rc.got()) != 0 {
+		t.Fatal("reached a loopback receiver")
+	}
+}
