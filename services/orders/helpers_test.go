@@ -88,6 +88,7 @@ func start(t *testing.T) *env {
 		Payments: e.payments.client, Tenants: e.tenants, Signer: orders.NewTenantSigner(e.tenants), Logger: log,
 		// Short retries: the test waits for the fourth attempt.
 		WebhookBackoff: func(int) time.Duration { return 200 * time.Millisecond },
+		RefundRecheck:  300 * time.Millisecond,
 	})
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &orders.WebhookWorker{Service: svc})
@@ -266,6 +267,7 @@ func completedCheckout(id string) []byte {
 type fakePayments struct {
 	paymentsv1connect.UnimplementedPaymentsServiceHandler
 	client paymentsv1connect.PaymentsServiceClient
+	url    string
 
 	mu    sync.Mutex
 	calls []*paymentsv1.RefundPaymentRequest
@@ -279,6 +281,7 @@ func newFakePayments(t *testing.T) *fakePayments {
 	mux.Handle(paymentsv1connect.NewPaymentsServiceHandler(f))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
+	f.url = srv.URL
 	f.client = paymentsv1connect.NewPaymentsServiceClient(srv.Client(), srv.URL, connect.WithInterceptors(svcauth.Client(internalToken)))
 	return f
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"connectrpc.com/connect"
@@ -22,10 +23,9 @@ import (
 	"github.com/bcpdev/bcp/services/orders/ordersdb"
 )
 
-// refundRecheckDelay is when the durable job first looks at a refund the
-// request itself may still be settling; it only matters when that request
-// died or the outcome was unknown.
-const refundRecheckDelay = 30 * time.Second
+// refundIDRE is what the payments service accepts as a refund id, which
+// the refund id also is.
+var refundIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // RefundOrder refunds part or all of what the order's payment took. The
 // refund id is minted (or taken from the caller) and recorded as a pending
@@ -42,8 +42,8 @@ func (s *Service) RefundOrder(ctx context.Context, r *connect.Request[ordersv1.R
 	refundID := m.GetRefundId()
 	if refundID == "" {
 		refundID = ids.New("rfd")
-	} else if !clientIDRE.MatchString(refundID) {
-		return nil, apperr.Invalid("refund_id", "invalid_refund_id", "refund_id must be 1-100 letters, digits, '_' or '-'")
+	} else if !refundIDRE.MatchString(refundID) {
+		return nil, apperr.Invalid("refund_id", "invalid_refund_id", "refund_id must be 1-64 letters, digits, '_' or '-'")
 	}
 	if m.GetAmount() < 0 {
 		return nil, apperr.Invalid("amount", "invalid_amount", "amount must be positive (or 0 for everything not yet refunded)")
@@ -111,7 +111,7 @@ func (s *Service) RefundOrder(ctx context.Context, r *connect.Request[ordersv1.R
 			return apperr.New(apperr.KindInternal, "internal", "orders: no job client to settle refunds")
 		}
 		_, err = s.jobs.InsertTx(ctx, tx, RefundArgs{TenantID: tid, OrderID: row.ID, RefundID: refundID},
-			&river.InsertOpts{ScheduledAt: at.Add(refundRecheckDelay), MaxAttempts: 20})
+			&river.InsertOpts{ScheduledAt: at.Add(s.cfg.RefundRecheck), MaxAttempts: 20})
 		return err
 	})
 	if err != nil {

@@ -162,3 +162,36 @@ func TestConcurrentRefundsNeverExceedThePayment(t *testing.T) {
 		t.Fatalf("refunded %d", n)
 	}
 }
+
+// A refund whose outcome was unknown is settled by its durable job, with
+// the same refund id, and the agent is told.
+func TestPendingRefundSettledByItsJob(t *testing.T) {
+	e := start(t)
+	ctx, _ := e.tenant("Loja A", tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT)
+	rc := newReceiver(t, 0)
+	id := e.create(ctx, "chk_1", rc.url()).GetOrderId()
+	e.payments.set(func(m *paymentsv1.RefundPaymentRequest) (*paymentsv1.Refund, error) {
+		return &paymentsv1.Refund{Id: m.GetRefundId(), Amount: m.GetAmount(), Status: "pending"}, nil
+	})
+	r, err := e.client.RefundOrder(ctx, connect.NewRequest(&ordersv1.RefundOrderRequest{OrderId: id, Amount: 1000}))
+	if err != nil || r.Msg.GetStatus() != bcp.AdjustmentPending {
+		t.Fatalf("pending refund: %v %+v", err, r.Msg)
+	}
+	e.payments.set(nil) // the PSP finishes it
+	eventually(t, waitFor, "the refund job settling the refund", func() bool {
+		o := e.get(ctx, id)
+		return len(o.Adjustments) == 1 && o.Adjustments[0].Status == bcp.AdjustmentCompleted
+	})
+	for _, c := range e.payments.refunds() {
+		if c.GetRefundId() != r.Msg.GetRefundId() || c.GetAmount() != 1000 {
+			t.Fatalf("payments asked %+v", c)
+		}
+	}
+	// Created, refund pending, refund completed: three messages, the last
+	// one showing the completed refund.
+	eventually(t, waitFor, "three webhooks", func() bool { return len(rc.got()) == 3 })
+	last := decode(t, rc.got()[2].body)
+	if len(last.Adjustments) != 1 || last.Adjustments[0].Status != bcp.AdjustmentCompleted {
+		t.Fatalf("last webhook: %s", rc.got()[2].body)
+	}
+}

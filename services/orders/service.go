@@ -50,6 +50,10 @@ type Config struct {
 	WebhookBackoff func(attempt int) time.Duration
 	// WebhookTimeout bounds one delivery attempt (default 15 s).
 	WebhookTimeout time.Duration
+	// RefundRecheck is when the refund job first asks about a refund the
+	// request itself is settling (default 30 s); it matters only when that
+	// request died or got no clear answer.
+	RefundRecheck time.Duration
 }
 
 // Service implements ordersv1connect.OrdersServiceHandler.
@@ -74,6 +78,9 @@ func New(pool *pgxpool.Pool, cfg Config) *Service {
 	}
 	if cfg.WebhookTimeout <= 0 {
 		cfg.WebhookTimeout = 15 * time.Second
+	}
+	if cfg.RefundRecheck <= 0 {
+		cfg.RefundRecheck = 30 * time.Second
 	}
 	return &Service{
 		pool: pool, cfg: cfg, log: log, hooks: newWebhookClients(cfg.WebhookTimeout),

@@ -33,8 +33,8 @@ import (
 )
 
 // WebhookMaxAttempts bounds the deliveries of one webhook message. With
-// DefaultWebhookBackoff the last attempt comes about four days after the
-// first, covering a receiver that is down over a long weekend.
+// DefaultWebhookBackoff the last attempt comes three to four days after
+// the first, covering a receiver that is down over a long weekend.
 const WebhookMaxAttempts = 25
 
 // WebhookSigner signs an order webhook as the merchant: it sets

@@ -16,6 +16,7 @@ import (
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
+	"github.com/bcpdev/bcp/services/orders"
 )
 
 // waitFor bounds waits for background delivery (never a speed assertion).
@@ -77,6 +78,9 @@ func TestWebhookRetriedUntilDelivered(t *testing.T) {
 		ts, err := strconv.ParseInt(h.Get("Webhook-Timestamp"), 10, 64)
 		if err != nil || time.Since(time.Unix(ts, 0)).Abs() > time.Minute {
 			t.Fatalf("attempt %d: Webhook-Timestamp %q", i+1, h.Get("Webhook-Timestamp"))
+		}
+		if h.Get("Content-Digest") != httpsig.ContentDigest(g.body) {
+			t.Fatalf("attempt %d: Content-Digest %q", i+1, h.Get("Content-Digest"))
 		}
 		res, err := verifier.VerifyRequest(context.Background(), g.req, g.body)
 		if err != nil {
@@ -216,5 +220,21 @@ func TestWebhookDialGuardRefusesPrivateResolution(t *testing.T) {
 	}
 	if len(rc.got()) != 0 {
 		t.Fatal("reached a loopback receiver")
+	}
+}
+
+func TestDefaultWebhookBackoffGrowsToSixHours(t *testing.T) {
+	prev := time.Duration(0)
+	var total time.Duration
+	for n := 1; n < orders.WebhookMaxAttempts; n++ {
+		d := orders.DefaultWebhookBackoff(n)
+		base := min(6*time.Hour, 10*time.Second<<min(n-1, 12))
+		if d < base || d > base+base/10 || d+time.Hour < prev {
+			t.Fatalf("retry %d waits %s (base %s, previous %s)", n, d, base, prev)
+		}
+		prev, total = d, total+d
+	}
+	if total < 72*time.Hour || total > 96*time.Hour {
+		t.Fatalf("all retries span %s, want three to four days", total)
 	}
 }

@@ -793,7 +793,7 @@ type RefundOrderRequest struct {
 	// Idempotency of the refund (generated when empty); also the payments
 	// service's refund id and the adjustment id. A retry with the same id
 	// and amount returns the same refund; another amount is refused.
-	// Letters, digits, '_' and '-', at most 100.
+	// Letters, digits, '_' and '-', at most 64.
 	RefundId string `protobuf:"bytes,4,opt,name=refund_id,json=refundId,proto3" json:"refund_id,omitempty"`
 	// The units the refund is for, if any (recorded on the adjustment with
 	// negative quantities; quantities are not changed).
