@@ -183,7 +183,13 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			jobUsers = append(jobUsers, svc.UseJobs)
 			internal.Handle(checkoutv1connect.NewCheckoutServiceHandler(svc, handlerOpts(checkout.Policy)))
 		case Payments:
-			internal.Handle(paymentsv1connect.NewPaymentsServiceHandler(payments.New(r.Pool), handlerOpts(payments.Policy)))
+			svc, err := payments.New(r.Pool, clients.Tenants, clients.Checkout, cfg.MasterKey, payments.Options{Logger: log})
+			if err != nil {
+				return fail(fmt.Errorf("payments (needs the master key): %w", err))
+			}
+			payments.AddWorkers(workers, svc)
+			jobUsers = append(jobUsers, svc.UseJobs)
+			internal.Handle(paymentsv1connect.NewPaymentsServiceHandler(svc, handlerOpts(payments.Policy)))
 		case Orders:
 			svc := orders.New(r.Pool, orders.Config{Payments: clients.Payments, Tenants: clients.Tenants, Signer: orders.NewTenantSigner(clients.Tenants), Logger: log, Metrics: reg})
 			river.AddWorker(workers, &orders.WebhookWorker{Service: svc})

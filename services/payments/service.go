@@ -1,30 +1,137 @@
-// Package payments is the payments service: it owns payment handlers: Pix charges through a PSP and delegated card payments.
-// It owns the PostgreSQL schema "payments" and is reached only through its
-// connect API.
+// Package payments is the payments service: it runs the payment attempts
+// the checkout service starts, through the merchant's payment handlers —
+// the built-in Pix handler br.dev.bcp.pix (asynchronous: a charge at a PSP
+// shaped like the BCB API Pix, confirmed by webhook and re-fetched from
+// the PSP) and delegated card handlers (synchronous: a verified token
+// charged through a card processor). It owns the PostgreSQL schema
+// "payments" and is reached only through its connect API.
+//
+// Every change that needs later work (expiry, reconciliation, refunds,
+// telling the checkout service) inserts a durable job in the same
+// transaction, so nothing is lost and nothing runs for a change that
+// rolled back. Every id the PSP or processor sees (txid, devolução id,
+// idempotency key) is chosen and stored before the call, so any call can
+// be retried.
 package payments
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 
+	"github.com/bcpdev/bcp/internal/jobs"
+	"github.com/bcpdev/bcp/internal/sealer"
 	"github.com/bcpdev/bcp/internal/svcauth"
+	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
+	"github.com/bcpdev/bcp/services/payments/card"
+	"github.com/bcpdev/bcp/services/payments/card/simcard"
+	"github.com/bcpdev/bcp/services/payments/pix"
+	"github.com/bcpdev/bcp/services/payments/pix/simpsp"
 )
+
+// PixAccount is what a PSP adapter needs to act for one merchant's Pix
+// handler.
+type PixAccount struct {
+	HandlerID   string
+	Environment string // "sandbox" or "production"
+	// MerchantName and MerchantCity go into BR Codes the PSP mints.
+	MerchantName string
+	MerchantCity string
+	// LocationHost is the merchant host the agent used (for the sandbox
+	// simulator's charge locations).
+	LocationHost string
+	// WebhookSecret authenticates the PSP's webhooks.
+	WebhookSecret []byte
+}
+
+// Options tune the service. The zero value is the production default.
+type Options struct {
+	Logger *slog.Logger
+	// Now is the clock (tests move it).
+	Now func() time.Time
+	// HTTPClient posts the simulated PSP's webhooks.
+	HTTPClient *http.Client
+	// PixPSP returns the PSP adapter of a production Pix handler; sandbox
+	// handlers always use the simulated PSP. Nil: production Pix handlers
+	// fail their attempts with payment_failed (no adapter configured).
+	PixPSP func(ctx context.Context, a PixAccount) (pix.PSP, error)
+	// CardProcessor returns the processor of a production delegated
+	// handler; sandbox handlers use the simulated processor.
+	CardProcessor func(ctx context.Context, handlerID string) (card.Processor, error)
+}
 
 // Service implements paymentsv1connect.PaymentsServiceHandler.
 type Service struct {
-	// Until every RPC is implemented, the rest answer CodeUnimplemented.
-	paymentsv1connect.UnimplementedPaymentsServiceHandler
-	pool *pgxpool.Pool
+	pool     *pgxpool.Pool
+	tenants  tenantsv1connect.TenantServiceClient
+	checkout checkoutv1connect.CheckoutServiceClient
+	seal     sealer.Sealer
+	hashKey  []byte
+	jobs     *jobs.Client
+	now      func() time.Time
+	log      *slog.Logger
+	sim      *simpsp.Sim
+	simCards *simcard.Processor
+	opts     Options
 }
 
-// New returns the service.
-func New(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
+// New returns the service. masterKey (32 bytes) seals the Pix webhook
+// secrets and keys the request hashes; tenants resolves the merchant's
+// handlers; checkout is told when an attempt changes asynchronously.
+func New(pool *pgxpool.Pool, tenants tenantsv1connect.TenantServiceClient, checkout checkoutv1connect.CheckoutServiceClient, masterKey []byte, opts Options) (*Service, error) {
+	seal, err := sealer.NewAESGCM(masterKey)
+	if err != nil {
+		return nil, err
+	}
+	// A key of its own for request hashes: never the sealing key itself.
+	m := hmac.New(sha256.New, masterKey)
+	m.Write([]byte("bcp/payments/request-hash/v1"))
+	s := &Service{
+		pool: pool, tenants: tenants, checkout: checkout, seal: seal, hashKey: m.Sum(nil),
+		now: opts.Now, log: opts.Logger, simCards: simcard.New(pool), opts: opts,
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.sim = simpsp.New(pool, s.now, opts.HTTPClient, s.log, s.hookSecretByHandler)
+	return s, nil
+}
 
 var _ paymentsv1connect.PaymentsServiceHandler = (*Service)(nil)
+
+// UseJobs gives the service its job client (set after construction because
+// the client's workers need the service).
+func (s *Service) UseJobs(c *jobs.Client) {
+	s.jobs = c
+	s.sim.UseJobs(c)
+}
+
+// AddWorkers registers the service's durable jobs.
+func AddWorkers(w *river.Workers, s *Service) {
+	river.AddWorker(w, &expireWorker{s: s})
+	river.AddWorker(w, &reconcileWorker{s: s})
+	river.AddWorker(w, &settleWorker{s: s})
+	river.AddWorker(w, &refundWorker{s: s})
+	river.AddWorker(w, &cardResolveWorker{s: s})
+	river.AddWorker(w, &simpsp.DeliverWorker{Sim: s.sim})
+}
+
+// Sim is the simulated PSP (sandbox tooling and tests).
+func (s *Service) Sim() *simpsp.Sim { return s.sim }
 
 // Policy: Ping is internal; every other procedure is tenant-scoped.
 func Policy(procedure string) svcauth.Access {
@@ -38,3 +145,5 @@ func Policy(procedure string) svcauth.Access {
 func (s *Service) Ping(ctx context.Context, _ *connect.Request[paymentsv1.PingRequest]) (*connect.Response[paymentsv1.PingResponse], error) {
 	return connect.NewResponse(&paymentsv1.PingResponse{Service: "payments", DatabaseOk: s.pool.Ping(ctx) == nil}), nil
 }
+
+var errNoJobs = errors.New("payments: no job client")

@@ -1136,6 +1136,124 @@ func (x *ListAlertsResponse) GetAlerts() []*Alert {
 	return nil
 }
 
+type IngestPixWebhookRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The {hook_id} path segment of the webhook URL.
+	HookId string `protobuf:"bytes,1,opt,name=hook_id,json=hookId,proto3" json:"hook_id,omitempty"`
+	// The request body exactly as received (the signature covers it).
+	Body []byte `protobuf:"bytes,2,opt,name=body,proto3" json:"body,omitempty"`
+	// Request headers by canonical name (several values joined with ", ").
+	// The edge forwards them all except Authorization and Cookie.
+	Headers       map[string]string `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngestPixWebhookRequest) Reset() {
+	*x = IngestPixWebhookRequest{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngestPixWebhookRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngestPixWebhookRequest) ProtoMessage() {}
+
+func (x *IngestPixWebhookRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngestPixWebhookRequest.ProtoReflect.Descriptor instead.
+func (*IngestPixWebhookRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *IngestPixWebhookRequest) GetHookId() string {
+	if x != nil {
+		return x.HookId
+	}
+	return ""
+}
+
+func (x *IngestPixWebhookRequest) GetBody() []byte {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *IngestPixWebhookRequest) GetHeaders() map[string]string {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+type IngestPixWebhookResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Pix notifications stored by this call.
+	Stored int32 `protobuf:"varint,1,opt,name=stored,proto3" json:"stored,omitempty"`
+	// Pix notifications already stored by an earlier delivery.
+	Duplicates    int32 `protobuf:"varint,2,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngestPixWebhookResponse) Reset() {
+	*x = IngestPixWebhookResponse{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngestPixWebhookResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngestPixWebhookResponse) ProtoMessage() {}
+
+func (x *IngestPixWebhookResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngestPixWebhookResponse.ProtoReflect.Descriptor instead.
+func (*IngestPixWebhookResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *IngestPixWebhookResponse) GetStored() int32 {
+	if x != nil {
+		return x.Stored
+	}
+	return 0
+}
+
+func (x *IngestPixWebhookResponse) GetDuplicates() int32 {
+	if x != nil {
+		return x.Duplicates
+	}
+	return 0
+}
+
 var File_bcp_payments_v1_payments_proto protoreflect.FileDescriptor
 
 const file_bcp_payments_v1_payments_proto_rawDesc = "" +
@@ -1227,7 +1345,19 @@ const file_bcp_payments_v1_payments_proto_rawDesc = "" +
 	"createTime\"\x13\n" +
 	"\x11ListAlertsRequest\"D\n" +
 	"\x12ListAlertsResponse\x12.\n" +
-	"\x06alerts\x18\x01 \x03(\v2\x16.bcp.payments.v1.AlertR\x06alerts*\xa5\x02\n" +
+	"\x06alerts\x18\x01 \x03(\v2\x16.bcp.payments.v1.AlertR\x06alerts\"\xd3\x01\n" +
+	"\x17IngestPixWebhookRequest\x12\x17\n" +
+	"\ahook_id\x18\x01 \x01(\tR\x06hookId\x12\x12\n" +
+	"\x04body\x18\x02 \x01(\fR\x04body\x12O\n" +
+	"\aheaders\x18\x03 \x03(\v25.bcp.payments.v1.IngestPixWebhookRequest.HeadersEntryR\aheaders\x1a:\n" +
+	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"R\n" +
+	"\x18IngestPixWebhookResponse\x12\x16\n" +
+	"\x06stored\x18\x01 \x01(\x05R\x06stored\x12\x1e\n" +
+	"\n" +
+	"duplicates\x18\x02 \x01(\x05R\n" +
+	"duplicates*\xa5\x02\n" +
 	"\rAttemptStatus\x12\x1e\n" +
 	"\x1aATTEMPT_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ATTEMPT_STATUS_PENDING\x10\x01\x12\x1c\n" +
@@ -1237,7 +1367,7 @@ const file_bcp_payments_v1_payments_proto_rawDesc = "" +
 	"\x17ATTEMPT_STATUS_CANCELED\x10\x05\x12\"\n" +
 	"\x1eATTEMPT_STATUS_REQUIRES_ACTION\x10\x06\x12\x1b\n" +
 	"\x17ATTEMPT_STATUS_REFUNDED\x10\a\x12%\n" +
-	"!ATTEMPT_STATUS_PARTIALLY_REFUNDED\x10\b2\x9f\x05\n" +
+	"!ATTEMPT_STATUS_PARTIALLY_REFUNDED\x10\b2\x88\x06\n" +
 	"\x0fPaymentsService\x12H\n" +
 	"\x04Ping\x12\x1c.bcp.payments.v1.PingRequest\x1a\x1d.bcp.payments.v1.PingResponse\"\x03\x90\x02\x01\x12[\n" +
 	"\fStartPayment\x12$.bcp.payments.v1.StartPaymentRequest\x1a%.bcp.payments.v1.StartPaymentResponse\x12Z\n" +
@@ -1247,7 +1377,8 @@ const file_bcp_payments_v1_payments_proto_rawDesc = "" +
 	"\rRefundPayment\x12%.bcp.payments.v1.RefundPaymentRequest\x1a&.bcp.payments.v1.RefundPaymentResponse\x12m\n" +
 	"\x12SimulatePixPayment\x12*.bcp.payments.v1.SimulatePixPaymentRequest\x1a+.bcp.payments.v1.SimulatePixPaymentResponse\x12Z\n" +
 	"\n" +
-	"ListAlerts\x12\".bcp.payments.v1.ListAlertsRequest\x1a#.bcp.payments.v1.ListAlertsResponse\"\x03\x90\x02\x01B\xbe\x01\n" +
+	"ListAlerts\x12\".bcp.payments.v1.ListAlertsRequest\x1a#.bcp.payments.v1.ListAlertsResponse\"\x03\x90\x02\x01\x12g\n" +
+	"\x10IngestPixWebhook\x12(.bcp.payments.v1.IngestPixWebhookRequest\x1a).bcp.payments.v1.IngestPixWebhookResponseB\xbe\x01\n" +
 	"\x13com.bcp.payments.v1B\rPaymentsProtoP\x01Z:github.com/bcpdev/bcp/proto/gen/bcp/payments/v1;paymentsv1\xa2\x02\x03BPX\xaa\x02\x0fBcp.Payments.V1\xca\x02\x0fBcp\\Payments\\V1\xe2\x02\x1bBcp\\Payments\\V1\\GPBMetadata\xea\x02\x11Bcp::Payments::V1b\x06proto3"
 
 var (
@@ -1263,7 +1394,7 @@ func file_bcp_payments_v1_payments_proto_rawDescGZIP() []byte {
 }
 
 var file_bcp_payments_v1_payments_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_bcp_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_bcp_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_bcp_payments_v1_payments_proto_goTypes = []any{
 	(AttemptStatus)(0),                 // 0: bcp.payments.v1.AttemptStatus
 	(*PingRequest)(nil),                // 1: bcp.payments.v1.PingRequest
@@ -1283,39 +1414,45 @@ var file_bcp_payments_v1_payments_proto_goTypes = []any{
 	(*Alert)(nil),                      // 15: bcp.payments.v1.Alert
 	(*ListAlertsRequest)(nil),          // 16: bcp.payments.v1.ListAlertsRequest
 	(*ListAlertsResponse)(nil),         // 17: bcp.payments.v1.ListAlertsResponse
-	(*timestamppb.Timestamp)(nil),      // 18: google.protobuf.Timestamp
+	(*IngestPixWebhookRequest)(nil),    // 18: bcp.payments.v1.IngestPixWebhookRequest
+	(*IngestPixWebhookResponse)(nil),   // 19: bcp.payments.v1.IngestPixWebhookResponse
+	nil,                                // 20: bcp.payments.v1.IngestPixWebhookRequest.HeadersEntry
+	(*timestamppb.Timestamp)(nil),      // 21: google.protobuf.Timestamp
 }
 var file_bcp_payments_v1_payments_proto_depIdxs = []int32{
 	0,  // 0: bcp.payments.v1.Attempt.status:type_name -> bcp.payments.v1.AttemptStatus
-	18, // 1: bcp.payments.v1.Attempt.expires_at:type_name -> google.protobuf.Timestamp
-	18, // 2: bcp.payments.v1.Attempt.create_time:type_name -> google.protobuf.Timestamp
-	18, // 3: bcp.payments.v1.Attempt.update_time:type_name -> google.protobuf.Timestamp
+	21, // 1: bcp.payments.v1.Attempt.expires_at:type_name -> google.protobuf.Timestamp
+	21, // 2: bcp.payments.v1.Attempt.create_time:type_name -> google.protobuf.Timestamp
+	21, // 3: bcp.payments.v1.Attempt.update_time:type_name -> google.protobuf.Timestamp
 	3,  // 4: bcp.payments.v1.StartPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
 	3,  // 5: bcp.payments.v1.GetPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
 	3,  // 6: bcp.payments.v1.CancelPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
 	11, // 7: bcp.payments.v1.RefundPaymentResponse.refund:type_name -> bcp.payments.v1.Refund
 	3,  // 8: bcp.payments.v1.SimulatePixPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
-	18, // 9: bcp.payments.v1.Alert.create_time:type_name -> google.protobuf.Timestamp
+	21, // 9: bcp.payments.v1.Alert.create_time:type_name -> google.protobuf.Timestamp
 	15, // 10: bcp.payments.v1.ListAlertsResponse.alerts:type_name -> bcp.payments.v1.Alert
-	1,  // 11: bcp.payments.v1.PaymentsService.Ping:input_type -> bcp.payments.v1.PingRequest
-	4,  // 12: bcp.payments.v1.PaymentsService.StartPayment:input_type -> bcp.payments.v1.StartPaymentRequest
-	6,  // 13: bcp.payments.v1.PaymentsService.GetPayment:input_type -> bcp.payments.v1.GetPaymentRequest
-	8,  // 14: bcp.payments.v1.PaymentsService.CancelPayment:input_type -> bcp.payments.v1.CancelPaymentRequest
-	10, // 15: bcp.payments.v1.PaymentsService.RefundPayment:input_type -> bcp.payments.v1.RefundPaymentRequest
-	13, // 16: bcp.payments.v1.PaymentsService.SimulatePixPayment:input_type -> bcp.payments.v1.SimulatePixPaymentRequest
-	16, // 17: bcp.payments.v1.PaymentsService.ListAlerts:input_type -> bcp.payments.v1.ListAlertsRequest
-	2,  // 18: bcp.payments.v1.PaymentsService.Ping:output_type -> bcp.payments.v1.PingResponse
-	5,  // 19: bcp.payments.v1.PaymentsService.StartPayment:output_type -> bcp.payments.v1.StartPaymentResponse
-	7,  // 20: bcp.payments.v1.PaymentsService.GetPayment:output_type -> bcp.payments.v1.GetPaymentResponse
-	9,  // 21: bcp.payments.v1.PaymentsService.CancelPayment:output_type -> bcp.payments.v1.CancelPaymentResponse
-	12, // 22: bcp.payments.v1.PaymentsService.RefundPayment:output_type -> bcp.payments.v1.RefundPaymentResponse
-	14, // 23: bcp.payments.v1.PaymentsService.SimulatePixPayment:output_type -> bcp.payments.v1.SimulatePixPaymentResponse
-	17, // 24: bcp.payments.v1.PaymentsService.ListAlerts:output_type -> bcp.payments.v1.ListAlertsResponse
-	18, // [18:25] is the sub-list for method output_type
-	11, // [11:18] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	20, // 11: bcp.payments.v1.IngestPixWebhookRequest.headers:type_name -> bcp.payments.v1.IngestPixWebhookRequest.HeadersEntry
+	1,  // 12: bcp.payments.v1.PaymentsService.Ping:input_type -> bcp.payments.v1.PingRequest
+	4,  // 13: bcp.payments.v1.PaymentsService.StartPayment:input_type -> bcp.payments.v1.StartPaymentRequest
+	6,  // 14: bcp.payments.v1.PaymentsService.GetPayment:input_type -> bcp.payments.v1.GetPaymentRequest
+	8,  // 15: bcp.payments.v1.PaymentsService.CancelPayment:input_type -> bcp.payments.v1.CancelPaymentRequest
+	10, // 16: bcp.payments.v1.PaymentsService.RefundPayment:input_type -> bcp.payments.v1.RefundPaymentRequest
+	13, // 17: bcp.payments.v1.PaymentsService.SimulatePixPayment:input_type -> bcp.payments.v1.SimulatePixPaymentRequest
+	16, // 18: bcp.payments.v1.PaymentsService.ListAlerts:input_type -> bcp.payments.v1.ListAlertsRequest
+	18, // 19: bcp.payments.v1.PaymentsService.IngestPixWebhook:input_type -> bcp.payments.v1.IngestPixWebhookRequest
+	2,  // 20: bcp.payments.v1.PaymentsService.Ping:output_type -> bcp.payments.v1.PingResponse
+	5,  // 21: bcp.payments.v1.PaymentsService.StartPayment:output_type -> bcp.payments.v1.StartPaymentResponse
+	7,  // 22: bcp.payments.v1.PaymentsService.GetPayment:output_type -> bcp.payments.v1.GetPaymentResponse
+	9,  // 23: bcp.payments.v1.PaymentsService.CancelPayment:output_type -> bcp.payments.v1.CancelPaymentResponse
+	12, // 24: bcp.payments.v1.PaymentsService.RefundPayment:output_type -> bcp.payments.v1.RefundPaymentResponse
+	14, // 25: bcp.payments.v1.PaymentsService.SimulatePixPayment:output_type -> bcp.payments.v1.SimulatePixPaymentResponse
+	17, // 26: bcp.payments.v1.PaymentsService.ListAlerts:output_type -> bcp.payments.v1.ListAlertsResponse
+	19, // 27: bcp.payments.v1.PaymentsService.IngestPixWebhook:output_type -> bcp.payments.v1.IngestPixWebhookResponse
+	20, // [20:28] is the sub-list for method output_type
+	12, // [12:20] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_bcp_payments_v1_payments_proto_init() }
@@ -1329,7 +1466,7 @@ func file_bcp_payments_v1_payments_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_payments_v1_payments_proto_rawDesc), len(file_bcp_payments_v1_payments_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

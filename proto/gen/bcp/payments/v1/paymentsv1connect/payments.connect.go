@@ -53,6 +53,9 @@ const (
 	// PaymentsServiceListAlertsProcedure is the fully-qualified name of the PaymentsService's
 	// ListAlerts RPC.
 	PaymentsServiceListAlertsProcedure = "/bcp.payments.v1.PaymentsService/ListAlerts"
+	// PaymentsServiceIngestPixWebhookProcedure is the fully-qualified name of the PaymentsService's
+	// IngestPixWebhook RPC.
+	PaymentsServiceIngestPixWebhookProcedure = "/bcp.payments.v1.PaymentsService/IngestPixWebhook"
 )
 
 // PaymentsServiceClient is a client for the bcp.payments.v1.PaymentsService service.
@@ -79,6 +82,16 @@ type PaymentsServiceClient interface {
 	// ListAlerts lists merchant-visible payment alerts (Pix paid after
 	// expiry or with the wrong amount, refunded automatically, ...).
 	ListAlerts(context.Context, *connect.Request[v1.ListAlertsRequest]) (*connect.Response[v1.ListAlertsResponse], error)
+	// IngestPixWebhook stores a PSP's Pix notification (internal: the edge's
+	// public routes POST /webhooks/pix/{hook_id}[/pix] forward the raw body
+	// and headers, with the tenant resolved from Host). The PSP adapter
+	// authenticates it (the simulated PSP: X-Sim-Signature HMAC), every Pix
+	// in it is stored once by endToEndId, and OK means stored: only then may
+	// the edge answer 200. Reconciliation runs afterwards from the PSP's own
+	// answer (GET /cob/{txid}), never from the notification's content.
+	// Errors: NotFound (unknown hook), Unauthenticated (bad signature or
+	// stale timestamp), InvalidArgument (malformed body).
+	IngestPixWebhook(context.Context, *connect.Request[v1.IngestPixWebhookRequest]) (*connect.Response[v1.IngestPixWebhookResponse], error)
 }
 
 // NewPaymentsServiceClient constructs a client for the bcp.payments.v1.PaymentsService service. By
@@ -137,6 +150,12 @@ func NewPaymentsServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		ingestPixWebhook: connect.NewClient[v1.IngestPixWebhookRequest, v1.IngestPixWebhookResponse](
+			httpClient,
+			baseURL+PaymentsServiceIngestPixWebhookProcedure,
+			connect.WithSchema(paymentsServiceMethods.ByName("IngestPixWebhook")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -149,6 +168,7 @@ type paymentsServiceClient struct {
 	refundPayment      *connect.Client[v1.RefundPaymentRequest, v1.RefundPaymentResponse]
 	simulatePixPayment *connect.Client[v1.SimulatePixPaymentRequest, v1.SimulatePixPaymentResponse]
 	listAlerts         *connect.Client[v1.ListAlertsRequest, v1.ListAlertsResponse]
+	ingestPixWebhook   *connect.Client[v1.IngestPixWebhookRequest, v1.IngestPixWebhookResponse]
 }
 
 // Ping calls bcp.payments.v1.PaymentsService.Ping.
@@ -186,6 +206,11 @@ func (c *paymentsServiceClient) ListAlerts(ctx context.Context, req *connect.Req
 	return c.listAlerts.CallUnary(ctx, req)
 }
 
+// IngestPixWebhook calls bcp.payments.v1.PaymentsService.IngestPixWebhook.
+func (c *paymentsServiceClient) IngestPixWebhook(ctx context.Context, req *connect.Request[v1.IngestPixWebhookRequest]) (*connect.Response[v1.IngestPixWebhookResponse], error) {
+	return c.ingestPixWebhook.CallUnary(ctx, req)
+}
+
 // PaymentsServiceHandler is an implementation of the bcp.payments.v1.PaymentsService service.
 type PaymentsServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
@@ -210,6 +235,16 @@ type PaymentsServiceHandler interface {
 	// ListAlerts lists merchant-visible payment alerts (Pix paid after
 	// expiry or with the wrong amount, refunded automatically, ...).
 	ListAlerts(context.Context, *connect.Request[v1.ListAlertsRequest]) (*connect.Response[v1.ListAlertsResponse], error)
+	// IngestPixWebhook stores a PSP's Pix notification (internal: the edge's
+	// public routes POST /webhooks/pix/{hook_id}[/pix] forward the raw body
+	// and headers, with the tenant resolved from Host). The PSP adapter
+	// authenticates it (the simulated PSP: X-Sim-Signature HMAC), every Pix
+	// in it is stored once by endToEndId, and OK means stored: only then may
+	// the edge answer 200. Reconciliation runs afterwards from the PSP's own
+	// answer (GET /cob/{txid}), never from the notification's content.
+	// Errors: NotFound (unknown hook), Unauthenticated (bad signature or
+	// stale timestamp), InvalidArgument (malformed body).
+	IngestPixWebhook(context.Context, *connect.Request[v1.IngestPixWebhookRequest]) (*connect.Response[v1.IngestPixWebhookResponse], error)
 }
 
 // NewPaymentsServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -264,6 +299,12 @@ func NewPaymentsServiceHandler(svc PaymentsServiceHandler, opts ...connect.Handl
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	paymentsServiceIngestPixWebhookHandler := connect.NewUnaryHandler(
+		PaymentsServiceIngestPixWebhookProcedure,
+		svc.IngestPixWebhook,
+		connect.WithSchema(paymentsServiceMethods.ByName("IngestPixWebhook")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.payments.v1.PaymentsService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case PaymentsServicePingProcedure:
@@ -280,6 +321,8 @@ func NewPaymentsServiceHandler(svc PaymentsServiceHandler, opts ...connect.Handl
 			paymentsServiceSimulatePixPaymentHandler.ServeHTTP(w, r)
 		case PaymentsServiceListAlertsProcedure:
 			paymentsServiceListAlertsHandler.ServeHTTP(w, r)
+		case PaymentsServiceIngestPixWebhookProcedure:
+			paymentsServiceIngestPixWebhookHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -315,4 +358,8 @@ func (UnimplementedPaymentsServiceHandler) SimulatePixPayment(context.Context, *
 
 func (UnimplementedPaymentsServiceHandler) ListAlerts(context.Context, *connect.Request[v1.ListAlertsRequest]) (*connect.Response[v1.ListAlertsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.payments.v1.PaymentsService.ListAlerts is not implemented"))
+}
+
+func (UnimplementedPaymentsServiceHandler) IngestPixWebhook(context.Context, *connect.Request[v1.IngestPixWebhookRequest]) (*connect.Response[v1.IngestPixWebhookResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.payments.v1.PaymentsService.IngestPixWebhook is not implemented"))
 }

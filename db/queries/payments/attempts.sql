@@ -1,0 +1,42 @@
+-- name: InsertAttempt :one
+INSERT INTO payments.attempts (
+  tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type,
+  amount, currency, status, failure_code, failure_message, display, action_url, expires_at,
+  request_hash, base_url, txid
+) VALUES (
+  @tenant_id, @id, @checkout_id, @handler_id, @handler_name, @environment, @instrument_id, @instrument_type,
+  @amount, @currency, @status, @failure_code, @failure_message, @display, @action_url, sqlc.narg(expires_at),
+  @request_hash, @base_url, sqlc.narg(txid)
+)
+RETURNING *;
+
+-- name: GetAttempt :one
+SELECT * FROM payments.attempts WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: LockAttempt :one
+SELECT * FROM payments.attempts WHERE tenant_id = @tenant_id AND id = @id FOR UPDATE;
+
+-- name: LockAttemptByTxid :one
+SELECT * FROM payments.attempts WHERE tenant_id = @tenant_id AND txid = @txid FOR UPDATE;
+
+-- name: GetLiveAttemptForCheckout :one
+SELECT * FROM payments.attempts
+WHERE tenant_id = @tenant_id AND checkout_id = @checkout_id
+  AND status IN ('pending', 'succeeded', 'requires_action', 'refunded', 'partially_refunded');
+
+-- name: UpdateAttempt :one
+-- Callers hold the row lock (LockAttempt) or pass the version they read:
+-- a transition is a compare-and-swap on version.
+UPDATE payments.attempts SET
+  status = @status, failure_code = @failure_code, failure_message = @failure_message,
+  display = @display, action_url = @action_url, refunded_amount = @refunded_amount,
+  e2e_id = sqlc.narg(e2e_id), charge_id = sqlc.narg(charge_id),
+  version = version + 1, updated_at = now()
+WHERE tenant_id = @tenant_id AND id = @id AND version = @version
+RETURNING *;
+
+-- name: CountAttempts :one
+SELECT count(*) FROM payments.attempts WHERE tenant_id = @tenant_id;
+
+-- name: GetAttemptByTxid :one
+SELECT * FROM payments.attempts WHERE tenant_id = @tenant_id AND txid = @txid;

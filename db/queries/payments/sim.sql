@@ -1,0 +1,93 @@
+-- Simulated PSP (BCB API Pix, receiver side).
+
+-- name: SimGetCharge :one
+SELECT * FROM payments.sim_pix_charges WHERE tenant_id = @tenant_id AND txid = @txid;
+
+-- name: SimLockCharge :one
+SELECT * FROM payments.sim_pix_charges WHERE tenant_id = @tenant_id AND txid = @txid FOR UPDATE;
+
+-- name: SimInsertCharge :execrows
+INSERT INTO payments.sim_pix_charges (tenant_id, txid, handler_id, status, valor, expiracao, chave, solicitacao, location, copia_e_cola, criacao, updated_at)
+VALUES (@tenant_id, @txid, @handler_id, 'ATIVA', @valor, @expiracao, @chave, @solicitacao, @location, @copia_e_cola, @criacao, @criacao)
+ON CONFLICT (tenant_id, txid) DO NOTHING;
+
+-- name: SimReviseCharge :exec
+UPDATE payments.sim_pix_charges SET
+  revisao = revisao + 1, valor = @valor, expiracao = @expiracao, chave = @chave, solicitacao = @solicitacao,
+  copia_e_cola = @copia_e_cola, updated_at = @updated_at
+WHERE tenant_id = @tenant_id AND txid = @txid;
+
+-- name: SimSetChargeStatus :exec
+UPDATE payments.sim_pix_charges SET status = @status, revisao = revisao + 1, updated_at = @updated_at
+WHERE tenant_id = @tenant_id AND txid = @txid;
+
+-- name: SimCountCharges :one
+SELECT count(*) FROM payments.sim_pix_charges WHERE tenant_id = @tenant_id;
+
+-- name: SimInsertPix :exec
+INSERT INTO payments.sim_pix (tenant_id, e2e_id, txid, handler_id, valor, horario, info_pagador)
+VALUES (@tenant_id, @e2e_id, @txid, @handler_id, @valor, @horario, @info_pagador);
+
+-- name: SimGetPix :one
+SELECT * FROM payments.sim_pix WHERE tenant_id = @tenant_id AND e2e_id = @e2e_id;
+
+-- name: SimLockPix :one
+SELECT * FROM payments.sim_pix WHERE tenant_id = @tenant_id AND e2e_id = @e2e_id FOR UPDATE;
+
+-- name: SimListPixForCharge :many
+SELECT * FROM payments.sim_pix WHERE tenant_id = @tenant_id AND txid = @txid ORDER BY horario;
+
+-- name: SimInsertRefund :exec
+INSERT INTO payments.sim_pix_refunds (tenant_id, e2e_id, id, rtr_id, valor, natureza, descricao, status, motivo, solicitacao, liquidacao)
+VALUES (@tenant_id, @e2e_id, @id, @rtr_id, @valor, @natureza, @descricao, @status, @motivo, @solicitacao, sqlc.narg(liquidacao));
+
+-- name: SimGetRefund :one
+SELECT * FROM payments.sim_pix_refunds WHERE tenant_id = @tenant_id AND e2e_id = @e2e_id AND id = @id;
+
+-- name: SimListRefunds :many
+SELECT * FROM payments.sim_pix_refunds WHERE tenant_id = @tenant_id AND e2e_id = @e2e_id ORDER BY solicitacao, id;
+
+-- name: SimUpsertWebhook :exec
+INSERT INTO payments.sim_pix_webhooks (tenant_id, handler_id, chave, url)
+VALUES (@tenant_id, @handler_id, @chave, @url)
+ON CONFLICT (tenant_id, handler_id, chave) DO UPDATE SET url = EXCLUDED.url, updated_at = now();
+
+-- name: SimGetWebhook :one
+SELECT * FROM payments.sim_pix_webhooks WHERE tenant_id = @tenant_id AND handler_id = @handler_id AND chave = @chave;
+
+-- Simulated card processor.
+
+-- name: SimInsertCardCharge :execrows
+INSERT INTO payments.sim_card_charges (tenant_id, id, idempotency_key, token_hash, amount, currency, status, decline_code)
+VALUES (@tenant_id, @id, @idempotency_key, @token_hash, @amount, @currency, @status, @decline_code)
+ON CONFLICT (tenant_id, idempotency_key) DO NOTHING;
+
+-- name: SimGetCardChargeByKey :one
+SELECT * FROM payments.sim_card_charges WHERE tenant_id = @tenant_id AND idempotency_key = @idempotency_key;
+
+-- name: SimLockCardCharge :one
+SELECT * FROM payments.sim_card_charges WHERE tenant_id = @tenant_id AND id = @id FOR UPDATE;
+
+-- name: SimTokenCharged :one
+-- Whether a token already paid under another idempotency key.
+SELECT EXISTS (
+  SELECT 1 FROM payments.sim_card_charges
+  WHERE tenant_id = @tenant_id AND token_hash = @token_hash AND idempotency_key <> @idempotency_key
+    AND status IN ('approved', 'requires_action')
+)::boolean;
+
+-- name: SimSetCardChargeStatus :exec
+UPDATE payments.sim_card_charges SET status = @status WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: SimAddCardRefunded :exec
+UPDATE payments.sim_card_charges SET refunded = refunded + @amount WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: SimInsertCardRefund :exec
+INSERT INTO payments.sim_card_refunds (tenant_id, id, charge_id, idempotency_key, amount)
+VALUES (@tenant_id, @id, @charge_id, @idempotency_key, @amount);
+
+-- name: SimGetCardRefundByKey :one
+SELECT * FROM payments.sim_card_refunds WHERE tenant_id = @tenant_id AND idempotency_key = @idempotency_key;
+
+-- name: SimCountCardCharges :one
+SELECT count(*) FROM payments.sim_card_charges WHERE tenant_id = @tenant_id;

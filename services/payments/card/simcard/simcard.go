@@ -1,0 +1,177 @@
+// Package simcard is the simulated card processor of sandbox delegated
+// handlers. Its state lives in the payments schema. Outcomes are
+// deterministic: a request's Scenario wins; otherwise the last four
+// characters of the opaque token decide, like the test cards of real
+// processors:
+//
+//	…4242  approved
+//	…0002  declined, card_declined
+//	…3220  requires_action (3-D Secure challenge)
+//	…9995  declined, insufficient_funds
+//	other  approved
+//
+// A charge is keyed by its idempotency key (the attempt id): a retry
+// returns the stored charge and never charges again; a token that already
+// paid under another key is declined (tokens are single use).
+package simcard
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/pgstore"
+	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/services/payments/card"
+	"github.com/bcpdev/bcp/services/payments/paymentsdb"
+)
+
+// Processor is the simulated processor; it serves every tenant (the
+// tenant comes from the context).
+type Processor struct{ pool *pgxpool.Pool }
+
+// New returns the processor.
+func New(pool *pgxpool.Pool) *Processor { return &Processor{pool: pool} }
+
+var (
+	_ card.Processor = (*Processor)(nil)
+	_ card.Lookuper  = (*Processor)(nil)
+)
+
+// OpaqueToken is the shape of the simulated vault's tokens.
+var OpaqueToken = regexp.MustCompile(`^tok_[A-Za-z0-9_]{4,200}$`)
+
+func (p *Processor) inTenant(ctx context.Context, fn func(q *paymentsdb.Queries, tid uuid.UUID) error) error {
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return err
+	}
+	return pgstore.InTenant(ctx, p.pool, func(tx pgx.Tx) error { return fn(paymentsdb.New(tx), tid) })
+}
+
+// outcome decides a charge's result.
+func outcome(req card.ChargeRequest) (status, decline string) {
+	switch req.Scenario {
+	case "approve":
+		return card.StatusApproved, ""
+	case "decline":
+		return card.StatusDeclined, card.DeclineCardDeclined
+	case "requires_3ds", "3ds":
+		return card.StatusRequiresAction, ""
+	case "insufficient_funds":
+		return card.StatusDeclined, card.DeclineInsufficientFunds
+	}
+	if req.Token != "" && !OpaqueToken.MatchString(req.Token) {
+		return card.StatusDeclined, card.DeclineInvalidToken
+	}
+	switch {
+	case strings.HasSuffix(req.Token, "0002"):
+		return card.StatusDeclined, card.DeclineCardDeclined
+	case strings.HasSuffix(req.Token, "3220"):
+		return card.StatusRequiresAction, ""
+	case strings.HasSuffix(req.Token, "9995"):
+		return card.StatusDeclined, card.DeclineInsufficientFunds
+	}
+	return card.StatusApproved, ""
+}
+
+// Charge runs a sale once per idempotency key.
+func (p *Processor) Charge(ctx context.Context, req card.ChargeRequest) (card.Charge, error) {
+	if req.IdempotencyKey == "" || req.Amount <= 0 {
+		return card.Charge{}, errors.New("simcard: idempotency key and a positive amount are required")
+	}
+	var out card.Charge
+	err := p.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
+		status, decline := outcome(req)
+		used, err := q.SimTokenCharged(ctx, paymentsdb.SimTokenChargedParams{TenantID: tid, TokenHash: req.TokenHash[:], IdempotencyKey: req.IdempotencyKey})
+		if err != nil {
+			return err
+		}
+		if used {
+			status, decline = card.StatusDeclined, card.DeclineTokenUsed
+		}
+		if _, err := q.SimInsertCardCharge(ctx, paymentsdb.SimInsertCardChargeParams{
+			TenantID: tid, ID: ids.New("ch"), IdempotencyKey: req.IdempotencyKey, TokenHash: req.TokenHash[:],
+			Amount: req.Amount, Currency: req.Currency, Status: status, DeclineCode: decline,
+		}); err != nil {
+			return err
+		}
+		row, err := q.SimGetCardChargeByKey(ctx, paymentsdb.SimGetCardChargeByKeyParams{TenantID: tid, IdempotencyKey: req.IdempotencyKey})
+		if err != nil {
+			return err
+		}
+		if row.Amount != req.Amount || string(row.TokenHash) != string(req.TokenHash[:]) {
+			return card.ErrConflict
+		}
+		out = card.Charge{ID: row.ID, Status: row.Status, DeclineCode: row.DeclineCode, Amount: row.Amount}
+		return nil
+	})
+	return out, err
+}
+
+// Refund refunds part or all of an approved charge, once per refund id.
+func (p *Processor) Refund(ctx context.Context, chargeID, refundID string, cents int64) (card.Refund, error) {
+	var out card.Refund
+	err := p.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
+		ch, err := q.SimLockCardCharge(ctx, paymentsdb.SimLockCardChargeParams{TenantID: tid, ID: chargeID})
+		if err != nil {
+			return err
+		}
+		if r, err := q.SimGetCardRefundByKey(ctx, paymentsdb.SimGetCardRefundByKeyParams{TenantID: tid, IdempotencyKey: refundID}); err == nil {
+			if r.Amount != cents || r.ChargeID != chargeID {
+				return card.ErrConflict
+			}
+			out = card.Refund{ID: r.ID, Amount: r.Amount}
+			return nil
+		} else if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if ch.Status != card.StatusApproved {
+			return errors.New("simcard: only approved charges can be refunded")
+		}
+		if cents <= 0 || ch.Refunded+cents > ch.Amount {
+			return card.ErrRefundExceeds
+		}
+		id := ids.New("re")
+		if err := q.SimInsertCardRefund(ctx, paymentsdb.SimInsertCardRefundParams{TenantID: tid, ID: id, ChargeID: chargeID, IdempotencyKey: refundID, Amount: cents}); err != nil {
+			return err
+		}
+		out = card.Refund{ID: id, Amount: cents}
+		return q.SimAddCardRefunded(ctx, paymentsdb.SimAddCardRefundedParams{TenantID: tid, ID: chargeID, Amount: cents})
+	})
+	return out, err
+}
+
+// Void cancels a charge waiting for its 3-D Secure challenge.
+func (p *Processor) Void(ctx context.Context, chargeID string) error {
+	return p.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
+		ch, err := q.SimLockCardCharge(ctx, paymentsdb.SimLockCardChargeParams{TenantID: tid, ID: chargeID})
+		if err != nil {
+			return err
+		}
+		if ch.Status != card.StatusRequiresAction {
+			return nil
+		}
+		return q.SimSetCardChargeStatus(ctx, paymentsdb.SimSetCardChargeStatusParams{TenantID: tid, ID: chargeID, Status: card.StatusVoided})
+	})
+}
+
+// Lookup finds the charge made under an idempotency key.
+func (p *Processor) Lookup(ctx context.Context, key string) (card.Charge, error) {
+	var out card.Charge
+	err := p.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
+		row, err := q.SimGetCardChargeByKey(ctx, paymentsdb.SimGetCardChargeByKeyParams{TenantID: tid, IdempotencyKey: key})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return card.ErrNotFound
+		}
+		out = card.Charge{ID: row.ID, Status: row.Status, DeclineCode: row.DeclineCode, Amount: row.Amount}
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,174 @@
+package payments
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/bcpdev/bcp/internal/bcpnames"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+)
+
+// handler is one of the merchant's configured payment handlers (the
+// public part the tenant registry serves in discovery).
+type handler struct {
+	ID          string
+	Name        string
+	Environment string
+	Instruments []instrumentSpec
+	Config      handlerConfig
+	Tenant      *tenantsv1.Tenant
+}
+
+type instrumentSpec struct {
+	Type        string `json:"type"`
+	Constraints struct {
+		Brands []string `json:"brands"`
+	} `json:"constraints"`
+}
+
+// handlerConfig holds the config members the payments service reads. The
+// config is public (agents see it): never put secrets here.
+type handlerConfig struct {
+	// Pix: lifetime of a charge (default 1800 s), the receiver's Pix key,
+	// and the BR Code's merchant name and city (default: the tenant's
+	// name, "SAO PAULO").
+	ExpirationSeconds int    `json:"expiration_seconds"`
+	PixKey            string `json:"pix_key"`
+	MerchantName      string `json:"merchant_name"`
+	MerchantCity      string `json:"merchant_city"`
+	// Delegated cards: keys that sign delegated tokens besides the agent
+	// profile's, as a JWK Set {"keys":[...]}, and the credential types
+	// accepted (default "token", "delegate_token").
+	JWKS                    json.RawMessage `json:"jwks"`
+	AcceptedCredentialTypes []string        `json:"accepted_credential_types"`
+}
+
+const (
+	defaultPixExpiration = 1800
+	maxPixExpiration     = 7 * 24 * 3600
+)
+
+func (h handler) isPix() bool { return h.Name == bcpnames.PixHandler }
+
+// loadHandlers asks the tenant registry for the tenant's handlers.
+func (s *Service) loadHandlers(ctx context.Context, tenantID string) ([]handler, *tenantsv1.Tenant, error) {
+	resp, err := s.tenants.GetDiscovery(ctx, connect.NewRequest(&tenantsv1.GetDiscoveryRequest{TenantId: tenantID}))
+	if err != nil {
+		return nil, nil, err
+	}
+	t := resp.Msg.GetTenant()
+	var out []handler
+	for _, p := range resp.Msg.GetPaymentHandlers() {
+		h := handler{ID: p.GetId(), Name: p.GetName(), Environment: p.GetEnvironment(), Tenant: t}
+		if h.Environment == "" {
+			h.Environment = "sandbox"
+		}
+		// Both were validated when the handler was set; a member we
+		// cannot read is treated as absent rather than failing payments.
+		_ = json.Unmarshal([]byte(p.GetAvailableInstrumentsJson()), &h.Instruments)
+		_ = json.Unmarshal([]byte(p.GetConfigJson()), &h.Config)
+		out = append(out, h)
+	}
+	return out, t, nil
+}
+
+// instrument is the selected payment instrument as the agent sent it.
+type instrument struct {
+	ID         string          `json:"id"`
+	HandlerID  string          `json:"handler_id"`
+	Type       string          `json:"type"`
+	Display    json.RawMessage `json:"display"`
+	Credential json.RawMessage `json:"credential"`
+	raw        []byte
+}
+
+type cardDisplay struct {
+	Brand      string `json:"brand"`
+	LastDigits string `json:"last_digits"`
+}
+
+// failure is a payment_failed outcome: the attempt is stored as FAILED
+// with this message (Portuguese: agents show it to buyers).
+type failure struct {
+	code string
+	msg  string
+}
+
+func (f *failure) Error() string { return f.code + ": " + f.msg }
+
+func failed(format string, args ...any) *failure {
+	return &failure{code: codePaymentFailed, msg: fmt.Sprintf(format, args...)}
+}
+
+const codePaymentFailed = "payment_failed"
+
+// parseInstrument reads instrument_json: one instrument object (an array
+// must hold exactly one).
+func parseInstrument(raw string) (instrument, *failure) {
+	b := bytes.TrimSpace([]byte(raw))
+	if len(b) > 0 && b[0] == '[' {
+		var list []json.RawMessage
+		if err := json.Unmarshal(b, &list); err != nil {
+			return instrument{}, failed("O meio de pagamento enviado não é um JSON válido.")
+		}
+		if len(list) != 1 {
+			return instrument{}, failed("Envie exatamente um meio de pagamento (recebidos %d).", len(list))
+		}
+		b = list[0]
+	}
+	var in instrument
+	if err := json.Unmarshal(b, &in); err != nil || len(b) == 0 || b[0] != '{' {
+		return instrument{}, failed("O meio de pagamento enviado não é um objeto JSON válido.")
+	}
+	in.raw = b
+	if in.HandlerID == "" {
+		return instrument{}, failed("O meio de pagamento precisa de handler_id.")
+	}
+	if in.Type == "" {
+		return instrument{}, failed("O meio de pagamento precisa de type.")
+	}
+	return in, nil
+}
+
+// resolveHandler finds the instrument's handler among the merchant's and
+// checks that the handler allows the instrument type and card brand.
+func resolveHandler(handlers []handler, in instrument) (handler, *failure) {
+	i := slices.IndexFunc(handlers, func(h handler) bool { return h.ID == in.HandlerID })
+	if i < 0 {
+		return handler{}, failed("O handler de pagamento %q não está disponível nesta loja.", in.HandlerID)
+	}
+	h := handlers[i]
+	if len(h.Instruments) > 0 {
+		j := slices.IndexFunc(h.Instruments, func(s instrumentSpec) bool { return s.Type == in.Type })
+		if j < 0 {
+			return h, failed("O handler %q não aceita meios de pagamento do tipo %q.", h.ID, in.Type)
+		}
+		if brands := h.Instruments[j].Constraints.Brands; len(brands) > 0 && len(in.Display) > 0 {
+			var d cardDisplay
+			if json.Unmarshal(in.Display, &d) == nil && d.Brand != "" && !brandAllowed(brands, d.Brand) {
+				return h, failed("A bandeira %q não é aceita por esta loja (aceitas: %s).", d.Brand, strings.Join(brands, ", "))
+			}
+		}
+	}
+	return h, nil
+}
+
+func brandAllowed(brands []string, brand string) bool {
+	return slices.ContainsFunc(brands, func(b string) bool { return strings.EqualFold(b, brand) })
+}
+
+// brandsFor returns the brand constraint of the handler's instrument type.
+func (h handler) brandsFor(typ string) []string {
+	for _, s := range h.Instruments {
+		if s.Type == typ {
+			return s.Constraints.Brands
+		}
+	}
+	return nil
+}

@@ -1,0 +1,458 @@
+package payments_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/bcpdev/bcp/httpsig"
+	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/jobs"
+	"github.com/bcpdev/bcp/internal/pgstore"
+	"github.com/bcpdev/bcp/internal/platform"
+	"github.com/bcpdev/bcp/internal/svcauth"
+	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/internal/testdb"
+	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
+	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
+	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/services/payments"
+	"github.com/bcpdev/bcp/services/payments/paymentsdb"
+	"github.com/bcpdev/bcp/services/payments/paymentshttp"
+	"github.com/bcpdev/bcp/services/payments/pix/simpsp"
+)
+
+// Every test gets a fresh database on the package's private PostgreSQL.
+func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+
+const (
+	operatorToken = "test-operator-token"
+	internalToken = "test-internal-token"
+)
+
+var masterKey = []byte("0123456789abcdef0123456789abcdef")
+
+// clock is the service's clock; tests move it. It starts at the real
+// time so that durable jobs scheduled "now" run.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// fakeCheckout stands for the checkout service: the outside world from the
+// payments service's point of view. It records SettlePayment calls and can
+// fail the first ones.
+type fakeCheckout struct {
+	checkoutv1connect.UnimplementedCheckoutServiceHandler
+	mu       sync.Mutex
+	calls    []settleCall
+	failNext atomic.Int32
+}
+
+type settleCall struct{ tenant, checkoutID, attemptID, auth string }
+
+func (f *fakeCheckout) SettlePayment(_ context.Context, r *connect.Request[checkoutv1.SettlePaymentRequest]) (*connect.Response[checkoutv1.SettlePaymentResponse], error) {
+	if f.failNext.Add(-1) >= 0 {
+		return nil, connect.NewError(connect.CodeUnavailable, io.ErrUnexpectedEOF)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, settleCall{tenant: r.Header().Get(tenancy.Header), checkoutID: r.Msg.GetCheckoutId(), attemptID: r.Msg.GetAttemptId(), auth: r.Header().Get("Authorization")})
+	return connect.NewResponse(&checkoutv1.SettlePaymentResponse{Status: "completed"}), nil
+}
+
+func (f *fakeCheckout) settled(attemptID string) []settleCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []settleCall
+	for _, c := range f.calls {
+		if c.attemptID == attemptID {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+type merchant struct {
+	id      uuid.UUID
+	host    string
+	baseURL string
+	ctx     context.Context
+}
+
+// env is a payments service on real listeners: the tenant registry (a
+// bcpd process hosting only it), the service with its job client, its
+// connect API behind the platform's interceptors, a fake checkout
+// service, and a public listener standing for the edge (Host → tenant)
+// with the paymentshttp routes mounted.
+type env struct {
+	t        testing.TB
+	db       *testdb.DB
+	svc      *payments.Service
+	client   paymentsv1connect.PaymentsServiceClient
+	jobs     *jobs.Client
+	clock    *clock
+	checkout *fakeCheckout
+	ops      *platform.Clients
+	port     string
+	hosts    sync.Map // host → tenant id
+	webhooks atomic.Int64
+	a, b     merchant
+}
+
+func quietLog() *slog.Logger {
+	if testing.Verbose() && os.Getenv("PAYMENTS_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// web is the tests' HTTP client: like the simulated PSP's, it reaches the
+// development hosts (*.localhost) on the loopback interface.
+var web = func() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = simpsp.DialLocalhost(&net.Dialer{Timeout: 5 * time.Second})
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}()
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	ctx := context.Background()
+	e := &env{t: t, db: testdb.New(t), clock: &clock{t: time.Now().UTC()}, checkout: &fakeCheckout{}}
+	log := quietLog()
+	plat, err := platform.Start(ctx, platform.Config{
+		Services: []string{platform.Tenants}, DatabaseURL: e.db.AppURL, InternalAddr: "127.0.0.1:0",
+		InternalToken: internalToken, OperatorToken: operatorToken, MasterKey: masterKey, Logger: log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(plat.Stop)
+	e.ops = plat.ClientsWithToken(operatorToken)
+
+	co := httptest.NewServer(mux(checkoutv1connect.NewCheckoutServiceHandler(e.checkout)))
+	t.Cleanup(co.Close)
+	checkoutClient := checkoutv1connect.NewCheckoutServiceClient(http.DefaultClient, co.URL, connect.WithInterceptors(svcauth.Client(internalToken)))
+
+	e.svc, err = payments.New(e.db.Pool, plat.Clients.Tenants, checkoutClient, masterKey, payments.Options{Logger: log, Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	workers := river.NewWorkers()
+	payments.AddWorkers(workers, e.svc)
+	e.jobs, err = jobs.NewClient(e.db.Pool, workers, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.svc.UseJobs(e.jobs)
+	jctx, cancel := context.WithCancel(ctx)
+	if err := e.jobs.Start(jctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		_ = e.jobs.Stop(sctx)
+	})
+
+	api := httptest.NewServer(mux(paymentsv1connect.NewPaymentsServiceHandler(e.svc, connect.WithInterceptors(
+		apperr.Interceptor(log), svcauth.Server(svcauth.Tokens{Internal: internalToken, Operator: operatorToken}, payments.Policy)))))
+	t.Cleanup(api.Close)
+	e.client = paymentsv1connect.NewPaymentsServiceClient(http.DefaultClient, api.URL, connect.WithInterceptors(svcauth.Client(internalToken)))
+
+	// The public listener: what the edge does for these routes.
+	public := http.NewServeMux()
+	for pattern, h := range paymentshttp.Routes(e.client) {
+		public.Handle(pattern, h)
+	}
+	pub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.Host)
+		id, ok := e.hosts.Load(host)
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/webhooks/") {
+			e.webhooks.Add(1)
+		}
+		public.ServeHTTP(w, r.WithContext(tenancy.With(r.Context(), id.(uuid.UUID))))
+	}))
+	t.Cleanup(pub.Close)
+	_, e.port, _ = net.SplitHostPort(pub.Listener.Addr().String())
+
+	e.a = e.merchant("Loja Árvore", "loja-a.localhost")
+	e.b = e.merchant("Loja Bambu", "loja-b.localhost")
+	return e
+}
+
+func mux(pattern string, h http.Handler) http.Handler {
+	m := http.NewServeMux()
+	m.Handle(pattern, h)
+	return m
+}
+
+// merchant onboards a development tenant with a sandbox Pix handler and a
+// sandbox delegated card handler (visa, mastercard) through the registry.
+func (e *env) merchant(name, host string) merchant {
+	e.t.Helper()
+	ctx := context.Background()
+	tr, err := e.ops.Tenants.CreateTenant(ctx, connect.NewRequest(&tenantsv1.CreateTenantRequest{
+		Name: name, Domains: []string{host}, Environment: tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT,
+	}))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	id := uuid.MustParse(tr.Msg.GetTenant().GetId())
+	e.setHandler(id, &tenantsv1.PaymentHandler{Id: "pix", Name: "br.dev.bcp.pix", AvailableInstrumentsJson: `[{"type":"pix"}]`,
+		ConfigJson: `{"environment":"sandbox","merchant_city":"Florianópolis"}`, Environment: "sandbox"})
+	e.setHandler(id, &tenantsv1.PaymentHandler{Id: "cartao", Name: "com.example.vendor.delegate_payment", Position: 1,
+		AvailableInstrumentsJson: `[{"type":"card","constraints":{"brands":["visa","mastercard"]}}]`, ConfigJson: `{}`, Environment: "sandbox"})
+	e.hosts.Store(host, id)
+	return merchant{id: id, host: host, baseURL: "http://" + host + ":" + e.port, ctx: tenancy.With(ctx, id)}
+}
+
+func (e *env) setHandler(tenant uuid.UUID, h *tenantsv1.PaymentHandler) {
+	e.t.Helper()
+	if _, err := e.ops.Tenants.SetPaymentHandler(context.Background(), connect.NewRequest(&tenantsv1.SetPaymentHandlerRequest{Tenant: tenant.String(), Handler: h})); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+const pixInstrument = `{"id":"pi_1","handler_id":"pix","type":"pix","selected":true}`
+
+func startReq(m merchant, checkoutID string, amount int64, instrument string) *paymentsv1.StartPaymentRequest {
+	return &paymentsv1.StartPaymentRequest{AttemptId: ids.New("pay"), CheckoutId: checkoutID, InstrumentJson: instrument,
+		Amount: amount, Currency: "BRL", BuyerEmail: "ana@example.com", BaseUrl: m.baseURL, AgentProfileUrl: "https://agente.example/perfil"}
+}
+
+func (e *env) start(m merchant, req *paymentsv1.StartPaymentRequest) *paymentsv1.Attempt {
+	e.t.Helper()
+	resp, err := e.client.StartPayment(m.ctx, connect.NewRequest(req))
+	if err != nil {
+		e.t.Fatalf("StartPayment: %v", err)
+	}
+	return resp.Msg.GetAttempt()
+}
+
+func (e *env) get(m merchant, id string) *paymentsv1.Attempt {
+	e.t.Helper()
+	resp, err := e.client.GetPayment(m.ctx, connect.NewRequest(&paymentsv1.GetPaymentRequest{AttemptId: id}))
+	if err != nil {
+		e.t.Fatalf("GetPayment: %v", err)
+	}
+	return resp.Msg.GetAttempt()
+}
+
+// eventually polls cond until it holds; for asynchronous work only.
+func (e *env) eventually(within time.Duration, what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s: not true after %s", what, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (e *env) waitStatus(m merchant, id string, want paymentsv1.AttemptStatus) *paymentsv1.Attempt {
+	e.t.Helper()
+	var a *paymentsv1.Attempt
+	e.eventually(15*time.Second, "attempt "+id+" becomes "+want.String(), func() bool {
+		a = e.get(m, id)
+		return a.GetStatus() == want
+	})
+	return a
+}
+
+// q runs fn with the payments queries in m's tenant scope.
+func (e *env) q(m merchant, fn func(q *paymentsdb.Queries) error) {
+	e.t.Helper()
+	if err := pgstore.InTenant(m.ctx, e.db.Pool, func(tx pgx.Tx) error { return fn(paymentsdb.New(tx)) }); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// scalar runs a one-value query in m's tenant scope (RLS applies).
+func (e *env) scalar(m merchant, dst any, sql string, args ...any) {
+	e.t.Helper()
+	if err := pgstore.InTenant(m.ctx, e.db.Pool, func(tx pgx.Tx) error { return tx.QueryRow(context.Background(), sql, args...).Scan(dst) }); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) simCharges(m merchant) (n int64) {
+	e.q(m, func(q *paymentsdb.Queries) (err error) {
+		n, err = q.SimCountCharges(context.Background(), m.id)
+		return
+	})
+	return n
+}
+
+func (e *env) cardCharges(m merchant) (n int64) {
+	e.q(m, func(q *paymentsdb.Queries) (err error) {
+		n, err = q.SimCountCardCharges(context.Background(), m.id)
+		return
+	})
+	return n
+}
+
+func (e *env) receipts(m merchant) (n int64) {
+	e.q(m, func(q *paymentsdb.Queries) (err error) { n, err = q.CountReceipts(context.Background(), m.id); return })
+	return n
+}
+
+func (e *env) simCharge(m merchant, txid string) (c paymentsdb.PaymentsSimPixCharge) {
+	e.q(m, func(q *paymentsdb.Queries) (err error) {
+		c, err = q.SimGetCharge(context.Background(), paymentsdb.SimGetChargeParams{TenantID: m.id, Txid: txid})
+		return
+	})
+	return c
+}
+
+// jobCount counts river jobs of kind whose args name attemptID (any
+// state), and how many of them completed.
+func (e *env) jobCount(kind, key, value string) (total, completed int) {
+	e.t.Helper()
+	err := e.db.Pool.QueryRow(context.Background(),
+		`SELECT count(*), count(*) FILTER (WHERE state = 'completed') FROM river.river_job WHERE kind = $1 AND args->>$2 = $3`,
+		kind, key, value).Scan(&total, &completed)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return total, completed
+}
+
+// runJobNow makes a scheduled job of kind for attemptID available now.
+func (e *env) runJobNow(kind, attemptID string) {
+	e.t.Helper()
+	var id int64
+	if err := e.db.Pool.QueryRow(context.Background(),
+		`SELECT id FROM river.river_job WHERE kind = $1 AND args->>'attempt_id' = $2 ORDER BY id DESC LIMIT 1`, kind, attemptID).Scan(&id); err != nil {
+		e.t.Fatalf("find %s job: %v", kind, err)
+	}
+	if _, err := e.jobs.JobRetry(context.Background(), id); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// pixDisplayOf decodes an attempt's Pix display.
+func pixDisplayOf(t testing.TB, a *paymentsv1.Attempt) pixDisplayBody {
+	t.Helper()
+	var d struct {
+		Pix pixDisplayBody `json:"pix"`
+	}
+	if err := json.Unmarshal([]byte(a.GetDisplayJson()), &d); err != nil {
+		t.Fatalf("display %q: %v", a.GetDisplayJson(), err)
+	}
+	return d.Pix
+}
+
+// codeOf renders an RPC error as "<connect code>/<domain code>".
+func codeOf(err error) string {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return fmt.Sprint(err)
+	}
+	return ce.Code().String() + "/" + ce.Meta().Get("Bcp-Error-Code")
+}
+
+// Delegated tokens.
+
+// signer is an agent platform's ES256 key.
+type signer struct {
+	key *ecdsa.PrivateKey
+	kid string
+	jwk string
+}
+
+func newSigner(t testing.TB, kid string) signer {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := httpsig.PublicJWK(&k.PublicKey, kid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(j)
+	return signer{key: k, kid: kid, jwk: string(b)}
+}
+
+// sign makes a compact JWS (ES256, raw r‖s) of claims.
+func (s signer) sign(t testing.TB, claims map[string]any) string {
+	t.Helper()
+	h, _ := json.Marshal(map[string]string{"alg": "ES256", "kid": s.kid, "typ": "JWT"})
+	p, _ := json.Marshal(claims)
+	in := base64.RawURLEncoding.EncodeToString(h) + "." + base64.RawURLEncoding.EncodeToString(p)
+	d := sha256.Sum256([]byte(in))
+	r, ss, err := ecdsa.Sign(rand.Reader, s.key, d[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := make([]byte, 64)
+	r.FillBytes(sig[:32])
+	ss.FillBytes(sig[32:])
+	return in + "." + base64.RawURLEncoding.EncodeToString(sig)
+}
+
+func cardInstrument(credential string, brand, last string) string {
+	d := ""
+	if brand != "" {
+		d = `,"display":{"brand":"` + brand + `","last_digits":"` + last + `"}`
+	}
+	return `{"id":"pi_c","handler_id":"cartao","type":"card"` + d + `,"credential":` + credential + `}`
+}
+
+func tokenCred(tok string) string { return `{"type":"token","token":"` + tok + `"}` }
+
+type pixDisplayBody struct {
+	CopiaECola string `json:"copia_e_cola"`
+	QRPngURL   string `json:"qr_png_url"`
+	QRSvgURL   string `json:"qr_svg_url"`
+	Txid       string `json:"txid"`
+	Amount     string `json:"amount"`
+	ExpiresAt  string `json:"expires_at"`
+}
+
+// cardHandlerWithJWKS is the delegated handler trusting s's key from its
+// config, besides the agents' keys.
+func cardHandlerWithJWKS(s signer) *tenantsv1.PaymentHandler {
+	return &tenantsv1.PaymentHandler{Id: "cartao", Name: "com.example.vendor.delegate_payment", Position: 1,
+		AvailableInstrumentsJson: `[{"type":"card","constraints":{"brands":["visa","mastercard"]}}]`,
+		ConfigJson:               `{"jwks":{"keys":[` + s.jwk + `]}}`, Environment: "sandbox"}
+}

@@ -1,0 +1,146 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/tenancy"
+	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
+)
+
+// Durable jobs. Each carries its tenant; workers run in its scope. Every
+// job is idempotent: it re-reads the state it acts on.
+
+// expireArgs removes a Pix charge at expires_at (inserted with the
+// attempt, scheduled at its expiry).
+type expireArgs struct {
+	TenantID  uuid.UUID `json:"tenant_id"`
+	AttemptID string    `json:"attempt_id"`
+}
+
+func (expireArgs) Kind() string { return "payments_pix_expire" }
+
+type expireWorker struct {
+	river.WorkerDefaults[expireArgs]
+	s *Service
+}
+
+func (w *expireWorker) Work(ctx context.Context, job *river.Job[expireArgs]) error {
+	return w.s.expire(tenancy.With(ctx, job.Args.TenantID), job.Args.AttemptID)
+}
+
+// reconcileArgs reconciles one stored Pix receipt against the PSP
+// (inserted with the receipt).
+type reconcileArgs struct {
+	TenantID uuid.UUID `json:"tenant_id"`
+	E2EID    string    `json:"e2e_id"`
+}
+
+func (reconcileArgs) Kind() string { return "payments_pix_reconcile" }
+
+type reconcileWorker struct {
+	river.WorkerDefaults[reconcileArgs]
+	s *Service
+}
+
+func (w *reconcileWorker) Work(ctx context.Context, job *river.Job[reconcileArgs]) error {
+	return w.s.reconcile(tenancy.With(ctx, job.Args.TenantID), job.Args.E2EID, job.Attempt)
+}
+
+// settleArgs tells the checkout service that an attempt changed
+// asynchronously; retried until the checkout service answers.
+type settleArgs struct {
+	TenantID   uuid.UUID `json:"tenant_id"`
+	CheckoutID string    `json:"checkout_id"`
+	AttemptID  string    `json:"attempt_id"`
+}
+
+func (settleArgs) Kind() string { return "payments_settle" }
+
+type settleWorker struct {
+	river.WorkerDefaults[settleArgs]
+	s *Service
+}
+
+func (w *settleWorker) Work(ctx context.Context, job *river.Job[settleArgs]) error {
+	ctx = tenancy.With(ctx, job.Args.TenantID)
+	_, err := w.s.checkout.SettlePayment(ctx, connect.NewRequest(&checkoutv1.SettlePaymentRequest{
+		CheckoutId: job.Args.CheckoutID, AttemptId: job.Args.AttemptID,
+	}))
+	if err != nil {
+		w.s.log.WarnContext(ctx, "payments: SettlePayment failed; will retry", "tenant_id", job.Args.TenantID,
+			"checkout_id", job.Args.CheckoutID, "attempt_id", job.Args.AttemptID, "attempt", job.Attempt, "err", err.Error())
+	}
+	return err
+}
+
+// Timeout bounds one SettlePayment call (it may create the order).
+func (w *settleWorker) Timeout(*river.Job[settleArgs]) time.Duration { return time.Minute }
+
+// refundArgs executes (or follows up) one refund at the PSP/processor.
+type refundArgs struct {
+	TenantID uuid.UUID `json:"tenant_id"`
+	RefundID string    `json:"refund_id"`
+}
+
+func (refundArgs) Kind() string { return "payments_refund" }
+
+type refundWorker struct {
+	river.WorkerDefaults[refundArgs]
+	s *Service
+}
+
+func (w *refundWorker) Work(ctx context.Context, job *river.Job[refundArgs]) error {
+	_, err := w.s.executeRefund(tenancy.With(ctx, job.Args.TenantID), job.Args.RefundID)
+	return err
+}
+
+// cardResolveArgs settles a card attempt whose charge call never
+// returned (crash or processor timeout), by asking the processor.
+type cardResolveArgs struct {
+	TenantID  uuid.UUID `json:"tenant_id"`
+	AttemptID string    `json:"attempt_id"`
+}
+
+func (cardResolveArgs) Kind() string { return "payments_card_resolve" }
+
+type cardResolveWorker struct {
+	river.WorkerDefaults[cardResolveArgs]
+	s *Service
+}
+
+func (w *cardResolveWorker) Work(ctx context.Context, job *river.Job[cardResolveArgs]) error {
+	return w.s.resolveCard(tenancy.With(ctx, job.Args.TenantID), job.Args.AttemptID)
+}
+
+// cardResolveDelay leaves the synchronous charge call time to finish.
+const cardResolveDelay = 2 * time.Minute
+
+// refundBackstop: a refund the synchronous call could not finish is
+// retried by its job after this delay.
+const refundBackstop = 30 * time.Second
+
+func (s *Service) insertJob(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) error {
+	if s.jobs == nil {
+		return errNoJobs
+	}
+	_, err := s.jobs.InsertTx(ctx, tx, args, opts)
+	return err
+}
+
+// settleLater queues SettlePayment for a in the caller's transaction.
+func (s *Service) settleLater(ctx context.Context, tx pgx.Tx, a attempt) error {
+	return s.insertJob(ctx, tx, settleArgs{TenantID: a.TenantID, CheckoutID: a.CheckoutID, AttemptID: a.ID}, nil)
+}
+
+// isNotFound matches a missing row however it surfaced.
+func isNotFound(err error) bool {
+	return errors.Is(err, pgx.ErrNoRows) || apperr.IsKind(err, apperr.KindNotFound)
+}

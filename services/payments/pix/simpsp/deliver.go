@@ -1,0 +1,95 @@
+package simpsp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/services/payments/paymentsdb"
+	"github.com/bcpdev/bcp/services/payments/pix"
+)
+
+// DeliverArgs is one webhook delivery of the simulated PSP: the Pix are
+// read again when the job runs and signed with a fresh timestamp, so a
+// retry hours later still passes the receiver's freshness check.
+type DeliverArgs struct {
+	TenantID  uuid.UUID `json:"tenant_id"`
+	HandlerID string    `json:"handler_id"`
+	Chave     string    `json:"chave"`
+	E2EIDs    []string  `json:"e2e_ids"`
+}
+
+// Kind names the job.
+func (DeliverArgs) Kind() string { return "payments_simpsp_webhook" }
+
+// DeliverWorker posts simulated PSP webhooks; a non-2xx answer or a
+// network error is retried by the job queue.
+type DeliverWorker struct {
+	river.WorkerDefaults[DeliverArgs]
+	Sim *Sim
+}
+
+// Work posts {"pix":[...]} to the registered webhook URL + "/pix".
+func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
+	s, a := w.Sim, job.Args
+	ctx = tenancy.With(ctx, a.TenantID)
+	var url string
+	var note pix.Notification
+	err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
+		hook, err := q.SimGetWebhook(ctx, paymentsdb.SimGetWebhookParams{TenantID: tid, HandlerID: a.HandlerID, Chave: a.Chave})
+		if err != nil {
+			return err
+		}
+		url = hook.Url
+		for _, id := range a.E2EIDs {
+			p, err := q.SimGetPix(ctx, paymentsdb.SimGetPixParams{TenantID: tid, E2eID: id})
+			if err != nil {
+				return err
+			}
+			note.Pix = append(note.Pix, pix.Pix{EndToEndID: p.E2eID, Txid: p.Txid, Valor: p.Valor, Horario: p.Horario.UTC(), InfoPagador: p.InfoPagador})
+		}
+		return nil
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Like a PSP, notify only receivers that registered a webhook.
+		s.log.WarnContext(ctx, "simpsp: no webhook registered; notification dropped", "tenant_id", a.TenantID, "handler_id", a.HandlerID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(note)
+	if err != nil {
+		return err
+	}
+	secret, err := s.secret(ctx, a.HandlerID)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(url, "/")+"/pix", bytes.NewReader(body))
+	if err != nil {
+		return river.JobCancel(fmt.Errorf("simpsp: bad webhook url: %w", err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(SignatureHeader, Sign(secret, s.now(), body))
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("simpsp: webhook post: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("simpsp: webhook answered %d", resp.StatusCode)
+	}
+	return nil
+}

@@ -1,0 +1,577 @@
+package payments_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/bcpdev/bcp/internal/ids"
+	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	"github.com/bcpdev/bcp/services/payments/paymentsdb"
+	"github.com/bcpdev/bcp/services/payments/pix"
+	"github.com/bcpdev/bcp/services/payments/pix/brcode"
+	"github.com/bcpdev/bcp/services/payments/pix/simpsp"
+)
+
+const (
+	statusPending   = paymentsv1.AttemptStatus_ATTEMPT_STATUS_PENDING
+	statusSucceeded = paymentsv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED
+	statusFailed    = paymentsv1.AttemptStatus_ATTEMPT_STATUS_FAILED
+	statusExpired   = paymentsv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED
+	statusCanceled  = paymentsv1.AttemptStatus_ATTEMPT_STATUS_CANCELED
+)
+
+func TestPixStartIsPendingWithAValidBRCode(t *testing.T) {
+	e := newEnv(t)
+	now := e.clock.Now().Truncate(time.Second)
+	req := startReq(e.a, "chk_pix_1", 12345, pixInstrument)
+	a := e.start(e.a, req)
+
+	if a.GetStatus() != statusPending || a.GetAmount() != 12345 || a.GetCurrency() != "BRL" || a.GetHandlerName() != "br.dev.bcp.pix" ||
+		a.GetHandlerId() != "pix" || a.GetInstrumentId() != "pi_1" || a.GetInstrumentType() != "pix" {
+		t.Fatalf("attempt = %v", a)
+	}
+	if got, want := a.GetExpiresAt().AsTime(), now.Add(1800*time.Second); !got.Equal(want) {
+		t.Errorf("expires_at = %v, want now + 1800 s = %v", got, want)
+	}
+	d := pixDisplayOf(t, a)
+	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(d.Txid) {
+		t.Errorf("txid %q is not 32 lowercase hex", d.Txid)
+	}
+	if d.Amount != "123.45" || d.ExpiresAt != now.Add(1800*time.Second).Format(time.RFC3339) {
+		t.Errorf("display amount %q expires_at %q", d.Amount, d.ExpiresAt)
+	}
+	if d.QRPngURL != e.a.baseURL+"/pix/qr/"+a.GetId()+".png" || d.QRSvgURL != e.a.baseURL+"/pix/qr/"+a.GetId()+".svg" {
+		t.Errorf("QR urls %q %q", d.QRPngURL, d.QRSvgURL)
+	}
+	p, err := brcode.Parse(d.CopiaECola)
+	if err != nil {
+		t.Fatalf("brcode.Parse(%q): %v", d.CopiaECola, err)
+	}
+	body, crc := d.CopiaECola[:len(d.CopiaECola)-4], d.CopiaECola[len(d.CopiaECola)-4:]
+	if brcode.Checksum(body) != crc {
+		t.Errorf("CRC %s, want %s", crc, brcode.Checksum(body))
+	}
+	if !p.IsDynamic() || p.Initiation != brcode.InitiationSingleUse || p.Amount != 12345 || p.MerchantName != "LOJA ARVORE" || p.MerchantCity != "FLORIANOPOLIS" {
+		t.Errorf("payload = %+v", p)
+	}
+	if !regexp.MustCompile(`^loja-a\.localhost:\d+/sim/pix/qr/[0-9a-f-]{36}$`).MatchString(p.URL) {
+		t.Errorf("location %q", p.URL)
+	}
+	// The PSP holds the same charge.
+	c := e.simCharge(e.a, d.Txid)
+	if c.Status != pix.StatusAtiva || c.Valor != "123.45" || c.CopiaECola != d.CopiaECola || c.Expiracao != 1800 {
+		t.Errorf("sim charge = %+v", c)
+	}
+	// The expiry job was inserted with the attempt, scheduled at expires_at.
+	var scheduled time.Time
+	if err := e.db.Pool.QueryRow(context.Background(), `SELECT scheduled_at FROM river.river_job WHERE kind = 'payments_pix_expire' AND args->>'attempt_id' = $1`, a.GetId()).Scan(&scheduled); err != nil {
+		t.Fatal(err)
+	}
+	if !scheduled.Equal(a.GetExpiresAt().AsTime()) {
+		t.Errorf("expiry job at %v, want %v", scheduled, a.GetExpiresAt().AsTime())
+	}
+
+	// The QR images, through the public routes.
+	for _, c := range []struct{ url, ctype, prefix string }{{d.QRPngURL, "image/png", "\x89PNG"}, {d.QRSvgURL, "image/svg+xml", "<svg"}} {
+		resp, err := web.Get(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != c.ctype || resp.Header.Get("Cache-Control") != "private, max-age=60" || !bytes.HasPrefix(b, []byte(c.prefix)) {
+			t.Errorf("GET %s: %d %q %q %.10q", c.url, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"), b)
+		}
+	}
+	// Another merchant's host does not serve it.
+	resp, err := web.Get(strings.Replace(d.QRPngURL, "loja-a", "loja-b", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("QR on tenant B's host: %d, want 404", resp.StatusCode)
+	}
+}
+
+func TestStartPaymentIsIdempotentByAttemptID(t *testing.T) {
+	e := newEnv(t)
+	req := startReq(e.a, "chk_idem", 5000, pixInstrument)
+	var wg sync.WaitGroup
+	out := make([]*paymentsv1.Attempt, 6)
+	for i := range out {
+		wg.Go(func() {
+			resp, err := e.client.StartPayment(e.a.ctx, connect.NewRequest(req))
+			if err != nil {
+				t.Errorf("StartPayment #%d: %v", i, err)
+				return
+			}
+			out[i] = resp.Msg.GetAttempt()
+		})
+	}
+	wg.Wait()
+	for _, a := range out[1:] {
+		if a.GetId() != out[0].GetId() || a.GetDisplayJson() != out[0].GetDisplayJson() || a.GetStatus() != statusPending {
+			t.Fatalf("retries differ:\n%v\n%v", a, out[0])
+		}
+	}
+	if n := e.simCharges(e.a); n != 1 {
+		t.Errorf("sim PSP has %d charges, want 1", n)
+	}
+	if total, _ := e.jobCount("payments_pix_expire", "attempt_id", req.GetAttemptId()); total != 1 {
+		t.Errorf("%d expiry jobs, want 1", total)
+	}
+	// Same id, different request.
+	other := proto.Clone(req).(*paymentsv1.StartPaymentRequest)
+	other.Amount = 5001
+	_, err := e.client.StartPayment(e.a.ctx, connect.NewRequest(other))
+	if got := codeOf(err); got != "failed_precondition/attempt_conflict" {
+		t.Errorf("different request under the same id: %s", got)
+	}
+}
+
+func TestSecondAttemptWhilePendingIsRefused(t *testing.T) {
+	e := newEnv(t)
+	first := e.start(e.a, startReq(e.a, "chk_two", 5000, pixInstrument))
+	_, err := e.client.StartPayment(e.a.ctx, connect.NewRequest(startReq(e.a, "chk_two", 5000, pixInstrument)))
+	if got := codeOf(err); got != "failed_precondition/payment_in_progress" {
+		t.Fatalf("second attempt: %s", got)
+	}
+	if n := e.simCharges(e.a); n != 1 {
+		t.Errorf("sim PSP has %d charges, want 1", n)
+	}
+	// Once the first is canceled, a new attempt may start.
+	if _, err := e.client.CancelPayment(e.a.ctx, connect.NewRequest(&paymentsv1.CancelPaymentRequest{AttemptId: first.GetId()})); err != nil {
+		t.Fatal(err)
+	}
+	if a := e.start(e.a, startReq(e.a, "chk_two", 5000, pixInstrument)); a.GetStatus() != statusPending {
+		t.Errorf("after cancel: %v", a.GetStatus())
+	}
+	// A failed attempt does not block either.
+	bad := e.start(e.a, startReq(e.a, "chk_three", 5000, `{"id":"x","handler_id":"nope","type":"pix"}`))
+	if bad.GetStatus() != statusFailed {
+		t.Fatalf("unknown handler: %v", bad.GetStatus())
+	}
+	if a := e.start(e.a, startReq(e.a, "chk_three", 5000, pixInstrument)); a.GetStatus() != statusPending {
+		t.Errorf("after a failed attempt: %v", a.GetStatus())
+	}
+}
+
+func TestInstrumentChecksFailTheAttempt(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct{ name, instrument, currency, want string }{
+		{"unknown handler", `{"id":"i","handler_id":"outro","type":"pix"}`, "BRL", `"outro" não está disponível`},
+		{"type not allowed", `{"id":"i","handler_id":"pix","type":"card"}`, "BRL", `não aceita meios de pagamento do tipo "card"`},
+		{"two instruments", `[` + pixInstrument + `,` + pixInstrument + `]`, "BRL", "exatamente um meio de pagamento (recebidos 2)"},
+		{"brand not allowed", cardInstrument(tokenCred("tok_visa4242"), "amex", "0005"), "BRL", `A bandeira "amex" não é aceita`},
+		{"not json", `pix`, "BRL", "não é um objeto JSON válido"},
+		{"currency", pixInstrument, "USD", "só recebe pagamentos em BRL"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := startReq(e.a, "chk_"+strings.ReplaceAll(c.name, " ", "_"), 1000, c.instrument)
+			req.Currency = c.currency
+			a := e.start(e.a, req)
+			if a.GetStatus() != statusFailed || a.GetFailureCode() != "payment_failed" || !strings.Contains(a.GetFailureMessage(), c.want) {
+				t.Errorf("got %v %q %q, want FAILED payment_failed containing %q", a.GetStatus(), a.GetFailureCode(), a.GetFailureMessage(), c.want)
+			}
+		})
+	}
+	if n := e.simCharges(e.a); n != 0 {
+		t.Errorf("%d charges created for failed attempts", n)
+	}
+	// Bad requests from the checkout service are RPC errors.
+	req := startReq(e.a, "chk_x", 0, pixInstrument)
+	if _, err := e.client.StartPayment(e.a.ctx, connect.NewRequest(req)); codeOf(err) != "invalid_argument/invalid_amount" {
+		t.Errorf("amount 0: %s", codeOf(err))
+	}
+}
+
+// payAndSettle simulates the buyer paying and waits for the webhook to
+// settle the attempt.
+func TestPixPaidByWebhookSettlesOnce(t *testing.T) {
+	e := newEnv(t)
+	a := e.start(e.a, startReq(e.a, "chk_paid", 12345, pixInstrument))
+	if _, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()})); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitStatus(e.a, a.GetId(), statusSucceeded)
+	if got.GetAmount() != 12345 || got.GetRefundedAmount() != 0 {
+		t.Errorf("succeeded attempt = %v", got)
+	}
+	if n := e.receipts(e.a); n != 1 {
+		t.Errorf("%d receipts, want 1", n)
+	}
+	e.eventually(10*time.Second, "SettlePayment called", func() bool { return len(e.checkout.settled(a.GetId())) == 1 })
+	c := e.checkout.settled(a.GetId())[0]
+	if c.tenant != e.a.id.String() || c.checkoutID != "chk_paid" || c.auth != "Bearer "+internalToken {
+		t.Errorf("SettlePayment call = %+v", c)
+	}
+	// The PSP, not the notification, is the truth: the receipt matched.
+	var rec paymentsdb.PaymentsPixReceipt
+	e.q(e.a, func(q *paymentsdb.Queries) (err error) {
+		var att paymentsdb.PaymentsAttempt
+		if att, err = q.GetAttempt(context.Background(), paymentsdb.GetAttemptParams{TenantID: e.a.id, ID: a.GetId()}); err != nil {
+			return err
+		}
+		rec, err = q.GetReceipt(context.Background(), paymentsdb.GetReceiptParams{TenantID: e.a.id, E2eID: *att.E2eID})
+		return err
+	})
+	if rec.Status != "matched" || rec.Amount != 12345 || *rec.AttemptID != a.GetId() || !pix.EndToEndID.MatchString(rec.E2eID) || !strings.HasPrefix(rec.E2eID, "E99999999") {
+		t.Errorf("receipt = %+v", rec)
+	}
+
+	// The PSP delivers the same notification again: stored once, nothing
+	// happens twice.
+	before := e.webhooks.Load()
+	if err := e.svc.Sim().Notify(e.a.ctx, "pix", rec.E2eID); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(10*time.Second, "duplicate webhook delivered", func() bool {
+		total, done := e.jobCount("payments_simpsp_webhook", "handler_id", "pix")
+		return total == 2 && done == 2
+	})
+	if e.webhooks.Load() != before+1 {
+		t.Errorf("webhook requests %d → %d, want one more", before, e.webhooks.Load())
+	}
+	if n := e.receipts(e.a); n != 1 {
+		t.Errorf("%d receipts after a duplicate, want 1", n)
+	}
+	if total, _ := e.jobCount("payments_pix_reconcile", "e2e_id", rec.E2eID); total != 1 {
+		t.Errorf("%d reconcile jobs, want 1", total)
+	}
+	if total, _ := e.jobCount("payments_settle", "attempt_id", a.GetId()); total != 1 {
+		t.Errorf("%d settle jobs, want 1", total)
+	}
+	if got := e.get(e.a, a.GetId()); got.GetStatus() != statusSucceeded {
+		t.Errorf("after duplicate: %v", got.GetStatus())
+	}
+	// A paid charge has no QR any more.
+	resp, err := web.Get(pixDisplayOf(t, got).QRPngURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("QR of a paid charge: %d", resp.StatusCode)
+	}
+}
+
+func TestSettlePaymentIsRetriedUntilItSucceeds(t *testing.T) {
+	e := newEnv(t)
+	e.checkout.failNext.Store(1)
+	a := e.start(e.a, startReq(e.a, "chk_retry", 990, pixInstrument))
+	if _, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()})); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(e.a, a.GetId(), statusSucceeded)
+	e.eventually(15*time.Second, "SettlePayment retried", func() bool { return len(e.checkout.settled(a.GetId())) == 1 })
+	var attempts, errs int
+	var state string
+	if err := e.db.Pool.QueryRow(context.Background(), `SELECT state, attempt, coalesce(array_length(errors, 1), 0) FROM river.river_job WHERE kind = 'payments_settle' AND args->>'attempt_id' = $1`, a.GetId()).Scan(&state, &attempts, &errs); err != nil {
+		t.Fatal(err)
+	}
+	if attempts != 2 || errs != 1 {
+		t.Errorf("settle job: %s after %d attempts with %d errors, want 2 attempts, 1 error", state, attempts, errs)
+	}
+}
+
+func TestPixWrongAmountIsRefundedWithAlert(t *testing.T) {
+	e := newEnv(t)
+	a := e.start(e.a, startReq(e.a, "chk_wrong", 12345, pixInstrument))
+	if _, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId(), Amount: 100})); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitStatus(e.a, a.GetId(), statusFailed)
+	if got.GetFailureCode() != "payment_failed" || got.GetFailureMessage() != "O Pix recebido (R$ 1,00) não corresponde ao valor cobrado (R$ 123,45) e será devolvido." {
+		t.Errorf("failure %q %q", got.GetFailureCode(), got.GetFailureMessage())
+	}
+	e.expectAutoRefund(e.a, a.GetId(), "pix_wrong_amount", "1.00")
+	e.eventually(10*time.Second, "SettlePayment called", func() bool { return len(e.checkout.settled(a.GetId())) == 1 })
+}
+
+func TestPixPaidAfterExpiryIsRefundedWithAlert(t *testing.T) {
+	e := newEnv(t)
+	a := e.start(e.a, startReq(e.a, "chk_late", 12345, pixInstrument))
+	// 31 minutes later, before the expiry job removed the charge (a cob
+	// stays ATIVA after its expiry), the buyer pays.
+	e.clock.Add(31 * time.Minute)
+	if _, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()})); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(e.a, a.GetId(), statusExpired)
+	e.expectAutoRefund(e.a, a.GetId(), "pix_paid_after_expiry", "123.45")
+	e.eventually(10*time.Second, "SettlePayment called", func() bool { return len(e.checkout.settled(a.GetId())) == 1 })
+}
+
+// expectAutoRefund waits for the automatic full refund of attemptID's Pix
+// (devolução ORIGINAL of valor at the PSP) and checks the merchant alert.
+func (e *env) expectAutoRefund(m merchant, attemptID, kind, valor string) {
+	e.t.Helper()
+	var refund paymentsdb.PaymentsRefund
+	e.eventually(10*time.Second, "automatic refund succeeded", func() bool {
+		e.q(m, func(q *paymentsdb.Queries) error {
+			att, err := q.GetAttempt(context.Background(), paymentsdb.GetAttemptParams{TenantID: m.id, ID: attemptID})
+			if err != nil {
+				return err
+			}
+			pixes, err := q.SimListPixForCharge(context.Background(), paymentsdb.SimListPixForChargeParams{TenantID: m.id, Txid: *att.Txid})
+			if err != nil || len(pixes) != 1 {
+				return err
+			}
+			rs, err := q.ListRefundsByE2E(context.Background(), paymentsdb.ListRefundsByE2EParams{TenantID: m.id, E2eID: &pixes[0].E2eID})
+			if len(rs) == 1 {
+				refund = rs[0]
+			}
+			return err
+		})
+		return refund.Status == "succeeded"
+	})
+	if refund.Kind != "automatic" || *refund.AttemptID != attemptID || !strings.HasPrefix(refund.PspRefundID, "R") {
+		e.t.Errorf("refund = %+v", refund)
+	}
+	var d paymentsdb.PaymentsSimPixRefund
+	e.q(m, func(q *paymentsdb.Queries) (err error) {
+		d, err = q.SimGetRefund(context.Background(), paymentsdb.SimGetRefundParams{TenantID: m.id, E2eID: *refund.E2eID, ID: refund.PspRefundID})
+		return err
+	})
+	if d.Valor != valor || d.Natureza != "ORIGINAL" || d.Status != "DEVOLVIDO" {
+		e.t.Errorf("PSP devolução = %+v, want %s ORIGINAL DEVOLVIDO", d, valor)
+	}
+	alerts, err := e.client.ListAlerts(m.ctx, connect.NewRequest(&paymentsv1.ListAlertsRequest{}))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if len(alerts.Msg.GetAlerts()) != 1 || alerts.Msg.GetAlerts()[0].GetKind() != kind || alerts.Msg.GetAlerts()[0].GetAttemptId() != attemptID ||
+		!strings.Contains(alerts.Msg.GetAlerts()[0].GetMessage(), "devolvido automaticamente") {
+		e.t.Errorf("alerts = %v", alerts.Msg.GetAlerts())
+	}
+}
+
+func TestPixExpiryRemovesTheCharge(t *testing.T) {
+	e := newEnv(t)
+	a := e.start(e.a, startReq(e.a, "chk_exp", 12345, pixInstrument))
+	txid := pixDisplayOf(t, a).Txid
+	// Run early, the job waits for expires_at.
+	e.runJobNow("payments_pix_expire", a.GetId())
+	e.eventually(10*time.Second, "early expiry job snoozed", func() bool {
+		var state string
+		_ = e.db.Pool.QueryRow(context.Background(), `SELECT state FROM river.river_job WHERE kind = 'payments_pix_expire' AND args->>'attempt_id' = $1`, a.GetId()).Scan(&state)
+		return state == "scheduled"
+	})
+	if got := e.get(e.a, a.GetId()); got.GetStatus() != statusPending {
+		t.Fatalf("before expiry: %v", got.GetStatus())
+	}
+	e.clock.Add(30*time.Minute + time.Second)
+	e.runJobNow("payments_pix_expire", a.GetId())
+	e.waitStatus(e.a, a.GetId(), statusExpired)
+	if c := e.simCharge(e.a, txid); c.Status != pix.StatusRemovidaRecebedor {
+		t.Errorf("PSP charge %s, want removed", c.Status)
+	}
+	e.eventually(10*time.Second, "SettlePayment called", func() bool { return len(e.checkout.settled(a.GetId())) == 1 })
+	// The removed charge can no longer be paid.
+	_, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()}))
+	if got := codeOf(err); got != "failed_precondition/charge_not_active" {
+		t.Errorf("paying a removed charge: %s", got)
+	}
+}
+
+func TestPixExpiryFindsAPaymentWhoseWebhookWasLost(t *testing.T) {
+	e := newEnv(t)
+	a := e.start(e.a, startReq(e.a, "chk_lost", 4200, pixInstrument))
+	// The PSP forgets the webhook registration: its notification is lost.
+	var n int
+	e.scalar(e.a, &n, `WITH d AS (DELETE FROM payments.sim_pix_webhooks RETURNING 1) SELECT count(*) FROM d`)
+	if n != 1 {
+		t.Fatalf("deleted %d webhook registrations", n)
+	}
+	if _, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()})); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(10*time.Second, "webhook dropped", func() bool { _, done := e.jobCount("payments_simpsp_webhook", "handler_id", "pix"); return done == 1 })
+	if got := e.get(e.a, a.GetId()); got.GetStatus() != statusPending || e.receipts(e.a) != 0 {
+		t.Fatalf("without webhook: %v, %d receipts", got.GetStatus(), e.receipts(e.a))
+	}
+	e.clock.Add(31 * time.Minute)
+	e.runJobNow("payments_pix_expire", a.GetId())
+	// Removal first: the PSP says CONCLUIDA, paid in time → succeeded.
+	e.waitStatus(e.a, a.GetId(), statusSucceeded)
+	if n := e.receipts(e.a); n != 1 {
+		t.Errorf("%d receipts, want 1 (recorded from the PSP)", n)
+	}
+	e.eventually(10*time.Second, "SettlePayment called", func() bool { return len(e.checkout.settled(a.GetId())) == 1 })
+}
+
+// Cancel and pay race: the PSP serialises them on the charge, so exactly
+// one wins, and the charge's state agrees with the attempt's.
+func TestCancelVersusPayRace(t *testing.T) {
+	e := newEnv(t)
+	wins := map[paymentsv1.AttemptStatus]int{}
+	for i := range 20 {
+		a := e.start(e.a, startReq(e.a, "chk_race_"+ids.New("x"), 1000+int64(i), pixInstrument))
+		txid := pixDisplayOf(t, a).Txid
+		var cancelResp *paymentsv1.Attempt
+		var payErr, cancelErr error
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			_, payErr = e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()}))
+		})
+		wg.Go(func() {
+			r, err := e.client.CancelPayment(e.a.ctx, connect.NewRequest(&paymentsv1.CancelPaymentRequest{AttemptId: a.GetId()}))
+			cancelErr = err
+			if err == nil {
+				cancelResp = r.Msg.GetAttempt()
+			}
+		})
+		wg.Wait()
+		if cancelErr != nil {
+			t.Fatalf("#%d cancel: %v", i, cancelErr)
+		}
+		c := e.simCharge(e.a, txid)
+		switch cancelResp.GetStatus() {
+		case statusCanceled:
+			if codeOf(payErr) != "failed_precondition/charge_not_active" || c.Status != pix.StatusRemovidaRecebedor {
+				t.Fatalf("#%d canceled, but pay = %v and charge %s", i, payErr, c.Status)
+			}
+		case statusSucceeded:
+			if payErr != nil || c.Status != pix.StatusConcluida {
+				t.Fatalf("#%d succeeded, but pay = %v and charge %s", i, payErr, c.Status)
+			}
+			// The webhook arrives later and changes nothing.
+			e.eventually(10*time.Second, "receipt matched", func() bool {
+				var st string
+				e.scalar(e.a, &st, `SELECT count(*) FILTER (WHERE status <> 'matched') || '/' || count(*) FROM payments.pix_receipts WHERE txid = $1`, txid)
+				return st == "0/1"
+			})
+		default:
+			t.Fatalf("#%d: cancel answered %v", i, cancelResp.GetStatus())
+		}
+		wins[cancelResp.GetStatus()]++
+		if got := e.get(e.a, a.GetId()); got.GetStatus() != cancelResp.GetStatus() {
+			t.Fatalf("#%d: attempt %v after cancel answered %v", i, got.GetStatus(), cancelResp.GetStatus())
+		}
+	}
+	alerts, _ := e.client.ListAlerts(e.a.ctx, connect.NewRequest(&paymentsv1.ListAlertsRequest{}))
+	var refunds int
+	e.scalar(e.a, &refunds, `SELECT count(*) FROM payments.refunds`)
+	if len(alerts.Msg.GetAlerts()) != 0 || refunds != 0 {
+		t.Errorf("race produced %d alerts and %d refunds", len(alerts.Msg.GetAlerts()), refunds)
+	}
+	t.Logf("cancel vs pay: %d canceled, %d succeeded", wins[statusCanceled], wins[statusSucceeded])
+}
+
+func TestWebhookAuthentication(t *testing.T) {
+	e := newEnv(t)
+	a := e.start(e.a, startReq(e.a, "chk_sig", 12345, pixInstrument))
+	var hook paymentsdb.PaymentsHook
+	e.q(e.a, func(q *paymentsdb.Queries) (err error) {
+		hook, err = q.GetHookByHandler(context.Background(), paymentsdb.GetHookByHandlerParams{TenantID: e.a.id, HandlerID: "pix"})
+		return err
+	})
+	secret, err := e.svc.HookSecret(e.a.ctx, "pix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"pix":[{"endToEndId":"E99999999202601011200ABCDEFGHIJK","txid":"` + pixDisplayOf(t, a).Txid + `","valor":"123.45","horario":"2026-01-01T12:00:00Z"}]}`)
+	post := func(host, hookID, sig string, b []byte) int {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+host+":"+e.port+"/webhooks/pix/"+hookID+"/pix", bytes.NewReader(b))
+		if sig != "" {
+			req.Header.Set(simpsp.SignatureHeader, sig)
+		}
+		resp, err := web.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	now := e.clock.Now()
+	for _, c := range []struct {
+		name, host, hook, sig string
+		body                  []byte
+		want                  int
+	}{
+		{"no signature", e.a.host, hook.ID, "", body, 401},
+		{"wrong secret", e.a.host, hook.ID, simpsp.Sign([]byte("not-the-secret"), now, body), body, 401},
+		{"tampered body", e.a.host, hook.ID, simpsp.Sign(secret, now, body), bytes.Replace(body, []byte("123.45"), []byte("1.00"), 1), 401},
+		{"stale timestamp", e.a.host, hook.ID, simpsp.Sign(secret, now.Add(-6*time.Minute), body), body, 401},
+		{"unknown hook", e.a.host, "whk_00000000000000000000000000", simpsp.Sign(secret, now, body), body, 404},
+		{"other tenant's host", e.b.host, hook.ID, simpsp.Sign(secret, now, body), body, 404},
+		{"too large", e.a.host, hook.ID, "", bytes.Repeat([]byte(" "), 1<<20+1), 413},
+		{"malformed", e.a.host, hook.ID, simpsp.Sign(secret, now, []byte(`{"pix":[{"endToEndId":"short"}]}`)), []byte(`{"pix":[{"endToEndId":"short"}]}`), 400},
+	} {
+		if got := post(c.host, c.hook, c.sig, c.body); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+	if n := e.receipts(e.a); n != 0 {
+		t.Fatalf("%d receipts stored from rejected webhooks", n)
+	}
+	// The same body, correctly signed, is stored (both paths), once.
+	if got := post(e.a.host, hook.ID, simpsp.Sign(secret, now, body), body); got != 200 {
+		t.Fatalf("signed webhook: %d", got)
+	}
+	if got := post(e.a.host, hook.ID, simpsp.Sign(secret, now, body), body); got != 200 {
+		t.Fatalf("signed duplicate: %d", got)
+	}
+	if n := e.receipts(e.a); n != 1 {
+		t.Errorf("%d receipts, want 1", n)
+	}
+	// It names a Pix the PSP never saw: the reconciler trusts the PSP and
+	// leaves the attempt alone.
+	e.eventually(20*time.Second, "forged receipt left unconfirmed", func() bool {
+		return e.get(e.a, a.GetId()).GetStatus() == statusPending && e.jobDone("payments_pix_reconcile", "E99999999202601011200ABCDEFGHIJK")
+	})
+}
+
+// jobDone reports whether the job of kind for e2e finished or keeps
+// retrying (the PSP does not confirm the Pix).
+func (e *env) jobDone(kind, e2e string) bool {
+	var state string
+	var attempt int
+	_ = e.db.Pool.QueryRow(context.Background(), `SELECT state, attempt FROM river.river_job WHERE kind = $1 AND args->>'e2e_id' = $2`, kind, e2e).Scan(&state, &attempt)
+	return state == "completed" || (state == "retryable" && attempt >= 1)
+}
+
+func TestCrossTenantAccessIsNotFound(t *testing.T) {
+	e := newEnv(t)
+	a := e.start(e.a, startReq(e.a, "chk_cross", 5000, pixInstrument))
+	if _, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()})); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(e.a, a.GetId(), statusSucceeded)
+	b := e.b.ctx
+	_, err := e.client.GetPayment(b, connect.NewRequest(&paymentsv1.GetPaymentRequest{AttemptId: a.GetId()}))
+	if codeOf(err) != "not_found/attempt_not_found" {
+		t.Errorf("B gets A's attempt: %s", codeOf(err))
+	}
+	_, err = e.client.CancelPayment(b, connect.NewRequest(&paymentsv1.CancelPaymentRequest{AttemptId: a.GetId()}))
+	if codeOf(err) != "not_found/attempt_not_found" {
+		t.Errorf("B cancels A's attempt: %s", codeOf(err))
+	}
+	_, err = e.client.RefundPayment(b, connect.NewRequest(&paymentsv1.RefundPaymentRequest{AttemptId: a.GetId(), RefundId: "rf_1", Amount: 100}))
+	if codeOf(err) != "not_found/attempt_not_found" {
+		t.Errorf("B refunds A's attempt: %s", codeOf(err))
+	}
+	_, err = e.client.SimulatePixPayment(b, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()}))
+	if codeOf(err) != "not_found/attempt_not_found" {
+		t.Errorf("B pays A's attempt: %s", codeOf(err))
+	}
+	// B reusing A's attempt id starts B's own attempt: ids are per tenant.
+	alerts, _ := e.client.ListAlerts(b, connect.NewRequest(&paymentsv1.ListAlertsRequest{}))
+	if len(alerts.Msg.GetAlerts()) != 0 {
+		t.Errorf("B sees alerts: %v", alerts.Msg.GetAlerts())
+	}
+	if got := e.get(e.a, a.GetId()); got.GetStatus() != statusSucceeded || got.GetRefundedAmount() != 0 {
+		t.Errorf("A's attempt changed: %v", got)
+	}
+}

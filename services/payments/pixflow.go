@@ -1,0 +1,470 @@
+package payments
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/ids"
+	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	"github.com/bcpdev/bcp/services/payments/paymentsdb"
+	"github.com/bcpdev/bcp/services/payments/pix"
+	"github.com/bcpdev/bcp/services/payments/pix/brcode"
+	"github.com/bcpdev/bcp/services/payments/pix/simpsp"
+)
+
+var errNoPixAdapter = errors.New("payments: no PSP adapter for production Pix handlers")
+
+// pixPSP returns the PSP client of an account: the simulator for sandbox
+// handlers, the configured adapter for production ones.
+func (s *Service) pixPSP(ctx context.Context, a PixAccount) (pix.PSP, error) {
+	if a.Environment == "sandbox" {
+		return s.sim.Client(simpsp.Receiver{
+			HandlerID: a.HandlerID, MerchantName: a.MerchantName, MerchantCity: a.MerchantCity,
+			LocationHost: a.LocationHost, Secret: a.WebhookSecret,
+		}), nil
+	}
+	if s.opts.PixPSP == nil {
+		return nil, errNoPixAdapter
+	}
+	return s.opts.PixPSP(ctx, a)
+}
+
+// pspForHandler is the PSP client for follow-up calls (no BR Code is
+// minted, so the receiver's display names do not matter).
+func (s *Service) pspForHandler(ctx context.Context, handlerID string) (pix.PSP, paymentsdb.PaymentsHook, error) {
+	hook, secret, err := s.hookByHandler(ctx, handlerID)
+	if err != nil {
+		return nil, hook, err
+	}
+	psp, err := s.pixPSP(ctx, PixAccount{HandlerID: handlerID, Environment: hook.Environment, WebhookSecret: secret})
+	return psp, hook, err
+}
+
+// pspForStart is the PSP client that creates a charge: it makes sure the
+// handler has its webhook hook and that the PSP posts to it.
+func (s *Service) pspForStart(ctx context.Context, h handler, baseURL string) (pix.PSP, error) {
+	hook, secret, err := s.ensureHook(ctx, h.ID, h.Environment)
+	if err != nil {
+		return nil, err
+	}
+	name, city := h.Config.MerchantName, h.Config.MerchantCity
+	if name == "" && h.Tenant != nil {
+		name = h.Tenant.GetName()
+	}
+	host := ""
+	if u, err := url.Parse(baseURL); err == nil {
+		host = u.Host
+	}
+	psp, err := s.pixPSP(ctx, PixAccount{HandlerID: h.ID, Environment: h.Environment, MerchantName: name, MerchantCity: city,
+		LocationHost: host, WebhookSecret: secret})
+	if err != nil {
+		return nil, err
+	}
+	webhook := baseURL + "/webhooks/pix/" + hook.ID
+	if hook.RegisteredUrl != webhook {
+		if err := psp.EnsureWebhook(ctx, pixKey(h), webhook); err != nil {
+			return nil, err
+		}
+		err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
+			return q.SetHookURL(ctx, paymentsdb.SetHookURLParams{TenantID: tid, ID: hook.ID, RegisteredUrl: webhook})
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return psp, nil
+}
+
+// pixKey is the receiver's Pix key: the handler's pix_key, or in the
+// sandbox a stable random-key (EVP) lookalike.
+func pixKey(h handler) string {
+	if h.Config.PixKey != "" {
+		return h.Config.PixKey
+	}
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("bcp-sandbox-pix-key:"+h.Tenant.GetId()+"/"+h.ID)).String()
+}
+
+func (s *Service) startPix(ctx context.Context, p paymentsdb.InsertAttemptParams, h handler, m *paymentsv1.StartPaymentRequest, hash []byte) (attempt, error) {
+	psp, err := s.pspForStart(ctx, h, m.GetBaseUrl())
+	if errors.Is(err, errNoPixAdapter) {
+		s.log.ErrorContext(ctx, "payments: production Pix handler without a PSP adapter", "handler_id", h.ID)
+		return s.insertFailed(ctx, p, failed("O pagamento por Pix não está disponível nesta loja no momento."), m, hash)
+	}
+	if err != nil {
+		return attempt{}, err
+	}
+	lifetime := h.Config.ExpirationSeconds
+	if lifetime <= 0 {
+		lifetime = defaultPixExpiration
+	}
+	lifetime = min(lifetime, maxPixExpiration)
+	expires := s.now().UTC().Truncate(time.Second).Add(time.Duration(lifetime) * time.Second)
+	txid := newTxid() // stored before the PSP sees it: PUT /cob/{txid} is then retry-safe
+	p.Status, p.Txid, p.ExpiresAt = stPending, &txid, &expires
+	a, existed, err := s.insertAttempt(ctx, p, nil, func(tx pgx.Tx, a attempt) error {
+		return s.insertJob(ctx, tx, expireArgs{TenantID: a.TenantID, AttemptID: a.ID}, &river.InsertOpts{ScheduledAt: expires, MaxAttempts: 25})
+	})
+	if err != nil {
+		return attempt{}, err
+	}
+	if existed {
+		return s.replay(ctx, a, m, hash)
+	}
+	return s.createCharge(ctx, a, psp, h)
+}
+
+type pixDisplay struct {
+	Pix pixDisplayBody `json:"pix"`
+}
+
+type pixDisplayBody struct {
+	CopiaECola string `json:"copia_e_cola"`
+	QRPngURL   string `json:"qr_png_url"`
+	QRSvgURL   string `json:"qr_svg_url"`
+	Txid       string `json:"txid"`
+	Amount     string `json:"amount"`
+	ExpiresAt  string `json:"expires_at"`
+}
+
+// createCharge creates (or, on a retry, re-puts) the attempt's charge at
+// the PSP and stores what the buyer needs to pay it.
+func (s *Service) createCharge(ctx context.Context, a attempt, psp pix.PSP, h handler) (attempt, error) {
+	txid := *a.Txid
+	valor, err := pix.FormatValor(a.Amount)
+	if err != nil {
+		return s.failPending(ctx, a.ID, failed("O valor %s está acima do limite de um Pix.", brl(a.Amount)), false)
+	}
+	var req pix.CobSolicitada
+	// The charge lives exactly as long as the attempt (at least 1 s).
+	req.Calendario.Expiracao = max(1, int(math.Ceil(a.ExpiresAt.Sub(s.now()).Seconds())))
+	req.Valor.Original = valor
+	req.Chave = pixKey(h)
+	req.SolicitacaoPagador = "Pedido " + a.CheckoutID
+	if len(req.SolicitacaoPagador) > 140 {
+		req.SolicitacaoPagador = req.SolicitacaoPagador[:140]
+	}
+	cob, err := psp.CreateCharge(ctx, txid, req)
+	if err == nil {
+		// A PSP's code is outside input: check it before showing it.
+		if p, perr := brcode.Parse(cob.PixCopiaECola); perr != nil || (p.Amount != 0 && p.Amount != a.Amount) {
+			err = fmt.Errorf("PSP returned an invalid BR Code: %v", perr)
+		}
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "payments: Pix charge creation failed", "attempt_id", a.ID, "txid", txid, "err", err.Error())
+		out, ferr := s.failPending(ctx, a.ID, failed("Não foi possível gerar a cobrança Pix agora; tente novamente."), false)
+		// The PSP may have created it before failing: make sure nobody can pay it.
+		_, _ = psp.RemoveCharge(context.WithoutCancel(ctx), txid)
+		return out, ferr
+	}
+	d := pixDisplay{Pix: pixDisplayBody{
+		CopiaECola: cob.PixCopiaECola, QRPngURL: a.BaseUrl + "/pix/qr/" + a.ID + ".png", QRSvgURL: a.BaseUrl + "/pix/qr/" + a.ID + ".svg",
+		Txid: txid, Amount: valor, ExpiresAt: a.ExpiresAt.UTC().Format(time.RFC3339),
+	}}
+	display, err := json.Marshal(d)
+	if err != nil {
+		return attempt{}, err
+	}
+	out, err := s.transition(ctx, a.ID, false, func(x *attempt) bool {
+		if x.Status != stPending || compactJSON(x.Display) != "{}" {
+			return false
+		}
+		x.Display = display
+		return true
+	})
+	if err == nil && out.Status != stPending && out.Status != stSucceeded {
+		// Canceled while the charge was being created: remove it.
+		_, _ = psp.RemoveCharge(context.WithoutCancel(ctx), txid)
+	}
+	return out, err
+}
+
+// expire runs at the attempt's expiry: remove the charge at the PSP first;
+// if the PSP says it was paid, the payment wins.
+func (s *Service) expire(ctx context.Context, id string) error {
+	a, err := s.getAttempt(ctx, id)
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if a.Txid == nil {
+		return nil
+	}
+	if a.Status == stFailed || a.Status == stCanceled {
+		// Belt and braces: a charge created despite an error is removed.
+		if psp, _, err := s.pspForHandler(ctx, a.HandlerID); err == nil {
+			_, _ = psp.RemoveCharge(ctx, *a.Txid)
+		}
+		return nil
+	}
+	if a.Status != stPending {
+		return nil
+	}
+	if wait := a.ExpiresAt.Sub(s.now()); wait > 0 {
+		return river.JobSnooze(wait)
+	}
+	return s.removeCharge(ctx, a, stExpired, true)
+}
+
+// removeCharge removes a pending attempt's charge and moves the attempt to
+// status (expired or canceled) — unless the PSP reports it paid, in which
+// case the Pix is applied (completion wins).
+func (s *Service) removeCharge(ctx context.Context, a attempt, status string, notify bool) error {
+	psp, hook, err := s.pspForHandler(ctx, a.HandlerID)
+	if err != nil {
+		return err
+	}
+	cob, err := psp.RemoveCharge(ctx, *a.Txid)
+	if errors.Is(err, pix.ErrCobNaoEncontrado) {
+		cob.Status = pix.StatusRemovidaRecebedor // never created
+	} else if err != nil {
+		return err
+	}
+	if cob.Status == pix.StatusConcluida {
+		for _, p := range cob.Pix {
+			if err := s.decidePix(ctx, a.HandlerID, hook.ID, p, a.ID); err != nil {
+				return err
+			}
+		}
+		if len(cob.Pix) > 0 {
+			return nil
+		}
+	}
+	_, err = s.transition(ctx, a.ID, notify, func(x *attempt) bool {
+		if x.Status != stPending {
+			return false
+		}
+		x.Status = status
+		return true
+	})
+	return err
+}
+
+// reconcile decides what a stored Pix receipt does, from the PSP's answer
+// only: GET /cob/{txid} must show the charge CONCLUIDA with this Pix.
+func (s *Service) reconcile(ctx context.Context, e2e string, jobAttempt int) error {
+	var rec paymentsdb.PaymentsPixReceipt
+	var a *attempt
+	err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
+		var err error
+		if rec, err = q.GetReceipt(ctx, paymentsdb.GetReceiptParams{TenantID: tid, E2eID: e2e}); err != nil {
+			return err
+		}
+		if rec.Txid != "" {
+			x, err := q.GetAttemptByTxid(ctx, paymentsdb.GetAttemptByTxidParams{TenantID: tid, Txid: &rec.Txid})
+			if err == nil {
+				a = &x
+			} else if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+		}
+		return nil
+	})
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil || rec.Status != "received" {
+		return err
+	}
+	psp, _, err := s.pspForHandler(ctx, rec.HandlerID)
+	if err != nil {
+		return err
+	}
+	if a == nil {
+		// Not one of our charges: confirm the Pix exists, then return it.
+		p, err := psp.GetPix(ctx, e2e)
+		if errors.Is(err, pix.ErrPixNaoEncontrado) {
+			return s.unconfirmed(ctx, rec, "o PSP não conhece este Pix")
+		}
+		if err != nil {
+			return err
+		}
+		return s.decidePix(ctx, rec.HandlerID, rec.HookID, p, "")
+	}
+	cob, err := psp.GetCharge(ctx, rec.Txid)
+	if err != nil && !errors.Is(err, pix.ErrCobNaoEncontrado) {
+		return err
+	}
+	for _, p := range cob.Pix {
+		if p.EndToEndID == e2e && cob.Status == pix.StatusConcluida {
+			return s.decidePix(ctx, rec.HandlerID, rec.HookID, p, a.ID)
+		}
+	}
+	// The notification names a payment the PSP does not show (yet): retry
+	// a few times for PSPs that notify before their API catches up.
+	if jobAttempt < 5 {
+		return fmt.Errorf("payments: PSP does not confirm Pix %s on charge %s yet", e2e, rec.Txid)
+	}
+	return s.unconfirmed(ctx, rec, "o PSP não confirma este Pix na cobrança "+rec.Txid)
+}
+
+func (s *Service) unconfirmed(ctx context.Context, rec paymentsdb.PaymentsPixReceipt, why string) error {
+	return s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
+		if err := q.SetReceiptStatus(ctx, paymentsdb.SetReceiptStatusParams{TenantID: tid, E2eID: rec.E2eID, Status: "unconfirmed", Note: why}); err != nil {
+			return err
+		}
+		return q.InsertAlert(ctx, paymentsdb.InsertAlertParams{TenantID: tid, ID: ids.New("alr"), Kind: "pix_unconfirmed",
+			Message: fmt.Sprintf("Notificação de Pix %s (%s) não confirmada: %s. Nada foi alterado.", rec.E2eID, brl(rec.Amount), why), E2eID: rec.E2eID})
+	})
+}
+
+// decidePix applies one Pix the PSP confirmed (p comes from the PSP, not
+// from a notification) to its attempt (attemptID "" for a Pix that matches
+// none). In one transaction holding the attempt's row lock, exactly once
+// per endToEndId (the receipt row records the decision):
+//   - pending attempt, same amount, paid by expires_at → SUCCEEDED, and
+//     the checkout service is told;
+//   - the attempt's own Pix seen again → nothing;
+//   - anything else (wrong amount, paid after expiry, attempt no longer
+//     pending, no attempt) → the Pix is refunded in full (natureza
+//     ORIGINAL, devolução id derived from the endToEndId so it is minted
+//     once) and the merchant gets an alert; a pending attempt becomes
+//     FAILED (wrong amount) or EXPIRED (late), and the checkout is told.
+func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix.Pix, attemptID string) error {
+	paid, err := pix.ParseValor(p.Valor)
+	if err != nil {
+		return fmt.Errorf("payments: PSP value for Pix %s: %w", p.EndToEndID, err)
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, tx pgx.Tx) error {
+		var a attempt
+		if attemptID != "" {
+			// Lock order: attempt, then receipt (as everywhere).
+			if a, err = q.LockAttempt(ctx, paymentsdb.LockAttemptParams{TenantID: tid, ID: attemptID}); err != nil {
+				return err
+			}
+		}
+		// The PSP may tell us (expiry, cancel) before its webhook does.
+		if _, err := q.InsertReceipt(ctx, paymentsdb.InsertReceiptParams{TenantID: tid, E2eID: p.EndToEndID, HookID: hookID,
+			HandlerID: handlerID, Txid: p.Txid, Amount: paid, Horario: p.Horario, Raw: raw}); err != nil {
+			return err
+		}
+		rec, err := q.LockReceipt(ctx, paymentsdb.LockReceiptParams{TenantID: tid, E2eID: p.EndToEndID})
+		if err != nil {
+			return err
+		}
+		if rec.Status != "received" {
+			return nil // decided before
+		}
+		matched := func() error {
+			return q.SetReceiptStatus(ctx, paymentsdb.SetReceiptStatusParams{TenantID: tid, E2eID: p.EndToEndID, Status: "matched", AttemptID: &a.ID})
+		}
+		if attemptID == "" {
+			return s.refundOrphan(ctx, q, tx, tid, handlerID, p, paid, nil, "pix_orphan",
+				fmt.Sprintf("Pix de %s (%s) recebido sem cobrança correspondente (txid %q); devolvido automaticamente.", brl(paid), p.EndToEndID, p.Txid))
+		}
+		late := a.ExpiresAt != nil && p.Horario.After(*a.ExpiresAt)
+		switch {
+		case a.Status == stPending && paid == a.Amount && !late:
+			a.Status, a.E2eID = stSucceeded, &p.EndToEndID
+			if a, err = update(ctx, q, a); err != nil {
+				return err
+			}
+			if err := matched(); err != nil {
+				return err
+			}
+			return s.settleLater(ctx, tx, a)
+		case a.E2eID != nil && *a.E2eID == p.EndToEndID:
+			return matched()
+		}
+		var kind, msg string
+		switch {
+		case paid != a.Amount:
+			kind = "pix_wrong_amount"
+			msg = fmt.Sprintf("Pix de %s recebido para o pagamento %s, que cobrava %s: valor diferente do cobrado; devolvido automaticamente.", brl(paid), a.ID, brl(a.Amount))
+		case late:
+			kind = "pix_paid_after_expiry"
+			msg = fmt.Sprintf("Pix de %s recebido em %s para o pagamento %s, que venceu em %s; devolvido automaticamente.",
+				brl(paid), p.Horario.In(brt).Format("02/01/2006 15:04:05"), a.ID, a.ExpiresAt.In(brt).Format("02/01/2006 15:04:05"))
+		default:
+			kind = "pix_attempt_not_pending"
+			msg = fmt.Sprintf("Pix de %s recebido para o pagamento %s, que já estava %s; devolvido automaticamente.", brl(paid), a.ID, statusPT[a.Status])
+		}
+		if a.Status == stPending {
+			if kind == "pix_wrong_amount" {
+				a.Status, a.FailureCode = stFailed, codePaymentFailed
+				a.FailureMessage = fmt.Sprintf("O Pix recebido (%s) não corresponde ao valor cobrado (%s) e será devolvido.", brl(paid), brl(a.Amount))
+			} else {
+				a.Status = stExpired
+			}
+			if a, err = update(ctx, q, a); err != nil {
+				return err
+			}
+			if err := s.settleLater(ctx, tx, a); err != nil {
+				return err
+			}
+		}
+		return s.refundOrphan(ctx, q, tx, tid, handlerID, p, paid, &a.ID, kind, msg)
+	})
+}
+
+var statusPT = map[string]string{
+	stPending: "pendente", stSucceeded: "pago", stFailed: "recusado", stExpired: "expirado", stCanceled: "cancelado",
+	stRequiresAction: "aguardando ação do comprador", stRefunded: "reembolsado", stPartRefunded: "parcialmente reembolsado",
+}
+
+// refundOrphan records a Pix that pays nothing: receipt orphan, a full
+// automatic refund (executed by its job) and a merchant alert.
+func (s *Service) refundOrphan(ctx context.Context, q *paymentsdb.Queries, tx pgx.Tx, tid uuid.UUID, handlerID string, p pix.Pix, paid int64, attemptID *string, kind, msg string) error {
+	if err := q.SetReceiptStatus(ctx, paymentsdb.SetReceiptStatusParams{TenantID: tid, E2eID: p.EndToEndID, Status: "orphan", AttemptID: attemptID, Note: kind}); err != nil {
+		return err
+	}
+	refundID := "auto_" + p.EndToEndID
+	e2e := p.EndToEndID
+	if _, err := q.InsertRefund(ctx, paymentsdb.InsertRefundParams{TenantID: tid, ID: refundID, AttemptID: attemptID, Kind: "automatic",
+		HandlerID: handlerID, E2eID: &e2e, PspRefundID: "R" + p.EndToEndID, Amount: paid, Reason: "Devolução automática: " + kind}); err != nil {
+		return err
+	}
+	aid := ""
+	if attemptID != nil {
+		aid = *attemptID
+	}
+	if err := q.InsertAlert(ctx, paymentsdb.InsertAlertParams{TenantID: tid, ID: ids.New("alr"), Kind: kind, Message: msg, AttemptID: aid, E2eID: e2e}); err != nil {
+		return err
+	}
+	s.log.WarnContext(ctx, "payments: Pix refunded automatically", "tenant_id", tid, "e2e_id", e2e, "attempt_id", aid, "kind", kind)
+	return s.insertJob(ctx, tx, refundArgs{TenantID: tid, RefundID: refundID}, nil)
+}
+
+// SimulatePixPayment pays a sandbox charge through the simulated PSP,
+// which then notifies the platform by webhook like a real PSP.
+func (s *Service) simulatePixPayment(ctx context.Context, m *paymentsv1.SimulatePixPaymentRequest) (attempt, error) {
+	a, err := s.getAttempt(ctx, m.GetAttemptId())
+	if err != nil {
+		return a, err
+	}
+	if a.Txid == nil {
+		return a, apperr.New(apperr.KindFailedPrecondition, "not_pix", "payment attempt %s is not a Pix charge", a.ID)
+	}
+	if a.Environment != "sandbox" {
+		return a, apperr.New(apperr.KindFailedPrecondition, "simulation_not_allowed", "payments can only be simulated with sandbox handlers")
+	}
+	amount := m.GetAmount()
+	if amount < 0 || amount > brcode.MaxAmount {
+		return a, apperr.Invalid("amount", "invalid_amount", "amount must be 0 (the charged amount) or a positive number of centavos")
+	}
+	if amount == 0 {
+		amount = a.Amount
+	}
+	if _, err := s.sim.Pay(ctx, a.HandlerID, *a.Txid, amount); errors.Is(err, simpsp.ErrNotActive) {
+		return a, apperr.New(apperr.KindFailedPrecondition, "charge_not_active", "esta cobrança Pix não está mais ativa")
+	} else if err != nil {
+		return a, err
+	}
+	return s.getAttempt(ctx, a.ID)
+}

@@ -1,0 +1,91 @@
+package payments_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+
+	"github.com/bcpdev/bcp/internal/platform"
+	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
+	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/services/payments/paymentshttp"
+)
+
+// TestPlatformWiring runs the service as bcpd hosts it (its job client,
+// workers and clients from the platform), with the checkout service
+// elsewhere: a Pix paid through the simulated PSP's real webhook ends in
+// a SettlePayment call to the checkout service's URL.
+func TestPlatformWiring(t *testing.T) {
+	d := testdb.New(t)
+	fake := &fakeCheckout{}
+	co := httptest.NewServer(mux(checkoutv1connect.NewCheckoutServiceHandler(fake)))
+	t.Cleanup(co.Close)
+	r, err := platform.Start(context.Background(), platform.Config{
+		Services: []string{platform.Tenants, platform.Payments}, DatabaseURL: d.AppURL, InternalAddr: "127.0.0.1:0",
+		ServiceURLs: map[string]string{platform.Checkout: co.URL}, InternalToken: internalToken, OperatorToken: operatorToken,
+		MasterKey: masterKey, Logger: quietLog(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	ops := r.ClientsWithToken(operatorToken)
+	tr, err := ops.Tenants.CreateTenant(context.Background(), connect.NewRequest(&tenantsv1.CreateTenantRequest{
+		Name: "Loja Cajá", Domains: []string{"loja-c.localhost"}, Environment: tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tid := uuid.MustParse(tr.Msg.GetTenant().GetId())
+	if _, err := ops.Tenants.SetPaymentHandler(context.Background(), connect.NewRequest(&tenantsv1.SetPaymentHandlerRequest{Tenant: tid.String(),
+		Handler: &tenantsv1.PaymentHandler{Id: "pix", Name: "br.dev.bcp.pix", AvailableInstrumentsJson: `[{"type":"pix"}]`, Environment: "sandbox"}})); err != nil {
+		t.Fatal(err)
+	}
+	// The edge's part: Host → tenant, then the payments routes.
+	public := http.NewServeMux()
+	for pattern, h := range paymentshttp.Routes(r.Clients.Payments) {
+		public.Handle(pattern, h)
+	}
+	pub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		public.ServeHTTP(w, req.WithContext(tenancy.With(req.Context(), tid)))
+	}))
+	t.Cleanup(pub.Close)
+	_, port, _ := net.SplitHostPort(pub.Listener.Addr().String())
+
+	ctx := tenancy.With(context.Background(), tid)
+	req := startReq(merchant{baseURL: "http://loja-c.localhost:" + port}, "chk_platform", 7777, pixInstrument)
+	resp, err := r.Clients.Payments.StartPayment(ctx, connect.NewRequest(req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := resp.Msg.GetAttempt()
+	if a.GetStatus() != statusPending || pixDisplayOf(t, a).Amount != "77.77" {
+		t.Fatalf("start: %v", a)
+	}
+	if _, err := r.Clients.Payments.SimulatePixPayment(ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()})); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for len(fake.settled(a.GetId())) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("SettlePayment was not called")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	got, err := r.Clients.Payments.GetPayment(ctx, connect.NewRequest(&paymentsv1.GetPaymentRequest{AttemptId: a.GetId()}))
+	if err != nil || got.Msg.GetAttempt().GetStatus() != statusSucceeded {
+		t.Fatalf("after webhook: %v %v", got, err)
+	}
+	if c := fake.settled(a.GetId())[0]; c.tenant != tid.String() || c.checkoutID != "chk_platform" {
+		t.Errorf("SettlePayment call %+v", c)
+	}
+}

@@ -1,0 +1,212 @@
+package payments
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"regexp"
+	"strconv"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	"github.com/bcpdev/bcp/services/payments/paymentsdb"
+	"github.com/bcpdev/bcp/services/payments/pix"
+)
+
+// GetPayment returns an attempt's current state.
+func (s *Service) GetPayment(ctx context.Context, r *connect.Request[paymentsv1.GetPaymentRequest]) (*connect.Response[paymentsv1.GetPaymentResponse], error) {
+	a, err := s.getAttempt(ctx, r.Msg.GetAttemptId())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&paymentsv1.GetPaymentResponse{Attempt: toProto(a)}), nil
+}
+
+// CancelPayment stops an attempt that is not settled: a pending Pix
+// charge is removed at the PSP first, and if the PSP says it was already
+// paid the attempt is SUCCEEDED (completion wins); a card attempt waiting
+// for 3-D Secure is voided. Settled attempts are returned as they are.
+func (s *Service) CancelPayment(ctx context.Context, r *connect.Request[paymentsv1.CancelPaymentRequest]) (*connect.Response[paymentsv1.CancelPaymentResponse], error) {
+	a, err := s.getAttempt(ctx, r.Msg.GetAttemptId())
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case a.Status == stPending && a.Txid != nil:
+		// The checkout service asked, so it is not told again — unless
+		// the money arrived first, which it learns from the answer and
+		// from the settle job the payment queues.
+		if err := s.removeCharge(ctx, a, stCanceled, false); err != nil {
+			return nil, err
+		}
+	case a.Status == stRequiresAction && a.ChargeID != nil:
+		proc, err := s.processor(ctx, a.HandlerID, a.Environment)
+		if err != nil {
+			return nil, err
+		}
+		if err := proc.Void(ctx, *a.ChargeID); err != nil {
+			return nil, err
+		}
+		if _, err := s.transition(ctx, a.ID, false, func(x *attempt) bool {
+			if x.Status != stRequiresAction {
+				return false
+			}
+			x.Status = stCanceled
+			return true
+		}); err != nil {
+			return nil, err
+		}
+	case a.Status == stPending:
+		// A card charge in flight: let the processor's record decide.
+		if err := s.resolveCard(ctx, a.ID); err != nil {
+			return nil, err
+		}
+	}
+	a, err = s.getAttempt(ctx, a.ID)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&paymentsv1.CancelPaymentResponse{Attempt: toProto(a)}), nil
+}
+
+// RefundPayment refunds all or part of a paid attempt.
+func (s *Service) RefundPayment(ctx context.Context, r *connect.Request[paymentsv1.RefundPaymentRequest]) (*connect.Response[paymentsv1.RefundPaymentResponse], error) {
+	row, err := s.refund(ctx, r.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&paymentsv1.RefundPaymentResponse{Refund: refundToProto(row)}), nil
+}
+
+// SimulatePixPayment pays a sandbox Pix charge through the simulated PSP.
+func (s *Service) SimulatePixPayment(ctx context.Context, r *connect.Request[paymentsv1.SimulatePixPaymentRequest]) (*connect.Response[paymentsv1.SimulatePixPaymentResponse], error) {
+	a, err := s.simulatePixPayment(ctx, r.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&paymentsv1.SimulatePixPaymentResponse{Attempt: toProto(a)}), nil
+}
+
+// ListAlerts lists the merchant's most recent payment alerts.
+func (s *Service) ListAlerts(ctx context.Context, _ *connect.Request[paymentsv1.ListAlertsRequest]) (*connect.Response[paymentsv1.ListAlertsResponse], error) {
+	out := &paymentsv1.ListAlertsResponse{}
+	err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
+		rows, err := q.ListAlerts(ctx, tid)
+		for _, a := range rows {
+			out.Alerts = append(out.Alerts, &paymentsv1.Alert{Id: a.ID, Kind: a.Kind, Message: a.Message, AttemptId: a.AttemptID, CreateTime: timestamppb.New(a.CreatedAt)})
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(out), nil
+}
+
+var hookIDPattern = regexp.MustCompile(`^whk_[a-z0-9]{26}$`)
+
+// maxWebhookItems bounds one notification (PSPs batch a few).
+const maxWebhookItems = 1000
+
+// IngestPixWebhook authenticates a PSP notification and stores each Pix
+// in it once (by endToEndId) with its reconciliation job; OK means stored.
+func (s *Service) IngestPixWebhook(ctx context.Context, r *connect.Request[paymentsv1.IngestPixWebhookRequest]) (*connect.Response[paymentsv1.IngestPixWebhookResponse], error) {
+	m := r.Msg
+	notFound := apperr.NotFound("unknown_hook", "no Pix webhook %q", m.GetHookId())
+	if !hookIDPattern.MatchString(m.GetHookId()) {
+		return nil, notFound
+	}
+	var hook paymentsdb.PaymentsHook
+	err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
+		var err error
+		hook, err = q.GetHook(ctx, paymentsdb.GetHookParams{TenantID: tid, ID: m.GetHookId()})
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	secret, err := s.seal.Open(hook.SealedSecret, hookAAD(hook.TenantID, hook.ID))
+	if err != nil {
+		return nil, err
+	}
+	psp, err := s.pixPSP(ctx, PixAccount{HandlerID: hook.HandlerID, Environment: hook.Environment, WebhookSecret: secret})
+	if err != nil {
+		return nil, err
+	}
+	header := http.Header{}
+	for k, v := range m.GetHeaders() {
+		header.Set(k, v)
+	}
+	if err := psp.AuthenticateWebhook(ctx, header, m.GetBody()); err != nil {
+		s.log.WarnContext(ctx, "payments: Pix webhook rejected", "hook_id", hook.ID, "err", err.Error())
+		return nil, apperr.New(apperr.KindUnauthenticated, "invalid_signature", "the webhook is not authenticated")
+	}
+	var note pix.Notification
+	if err := json.Unmarshal(m.GetBody(), &note); err != nil {
+		return nil, apperr.Invalid("body", "invalid_notification", "the body is not a Pix notification {\"pix\":[...]}: %v", err)
+	}
+	if len(note.Pix) > maxWebhookItems {
+		return nil, apperr.Invalid("body.pix", "invalid_notification", "at most %d Pix per notification", maxWebhookItems)
+	}
+	type item struct {
+		p      pix.Pix
+		amount int64
+		raw    json.RawMessage
+	}
+	var raws struct {
+		Pix []json.RawMessage `json:"pix"`
+	}
+	_ = json.Unmarshal(m.GetBody(), &raws)
+	items := make([]item, 0, len(note.Pix))
+	for i, p := range note.Pix {
+		amount, err := pix.ParseValor(p.Valor)
+		switch {
+		case !pix.EndToEndID.MatchString(p.EndToEndID):
+			return nil, apperr.Invalid("body.pix["+itoa(i)+"].endToEndId", "invalid_notification", "endToEndId must match [a-zA-Z0-9]{32}")
+		case p.Txid != "" && !pix.TxidAny.MatchString(p.Txid):
+			return nil, apperr.Invalid("body.pix["+itoa(i)+"].txid", "invalid_notification", "txid must match [a-zA-Z0-9]{1,35}")
+		case err != nil:
+			return nil, apperr.Invalid("body.pix["+itoa(i)+"].valor", "invalid_notification", "valor must match \\d{1,10}\\.\\d{2}")
+		case p.Horario.IsZero():
+			return nil, apperr.Invalid("body.pix["+itoa(i)+"].horario", "invalid_notification", "horario is required (RFC 3339)")
+		}
+		items = append(items, item{p: p, amount: amount, raw: raws.Pix[i]})
+	}
+	out := &paymentsv1.IngestPixWebhookResponse{}
+	err = s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, tx pgx.Tx) error {
+		out.Stored, out.Duplicates = 0, 0
+		for _, it := range items {
+			n, err := q.InsertReceipt(ctx, paymentsdb.InsertReceiptParams{TenantID: tid, E2eID: it.p.EndToEndID, HookID: hook.ID,
+				HandlerID: hook.HandlerID, Txid: it.p.Txid, Amount: it.amount, Horario: it.p.Horario, Raw: it.raw})
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				out.Duplicates++
+				continue
+			}
+			out.Stored++
+			if err := s.insertJob(ctx, tx, reconcileArgs{TenantID: tid, E2EID: it.p.EndToEndID}, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.log.InfoContext(ctx, "payments: Pix webhook stored", "hook_id", hook.ID, "stored", out.Stored, "duplicates", out.Duplicates, "at", s.now().UTC().Format(time.RFC3339))
+	return connect.NewResponse(out), nil
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,238 @@
+package payments
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/pgstore"
+	"github.com/bcpdev/bcp/internal/tenancy"
+	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	"github.com/bcpdev/bcp/services/payments/paymentsdb"
+)
+
+// Attempt statuses as stored.
+const (
+	stPending        = "pending"
+	stSucceeded      = "succeeded"
+	stFailed         = "failed"
+	stExpired        = "expired"
+	stCanceled       = "canceled"
+	stRequiresAction = "requires_action"
+	stRefunded       = "refunded"
+	stPartRefunded   = "partially_refunded"
+)
+
+type attempt = paymentsdb.PaymentsAttempt
+
+// inTenant runs fn with the sqlc queries in a transaction of the context
+// tenant.
+func (s *Service) inTenant(ctx context.Context, fn func(q *paymentsdb.Queries, tid uuid.UUID, tx pgx.Tx) error) error {
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return err
+	}
+	return pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error { return fn(paymentsdb.New(tx), tid, tx) })
+}
+
+func errAttemptNotFound(id string) error {
+	return apperr.NotFound("attempt_not_found", "payment attempt %q not found", id)
+}
+
+func (s *Service) getAttempt(ctx context.Context, id string) (attempt, error) {
+	var a attempt
+	err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
+		var err error
+		a, err = q.GetAttempt(ctx, paymentsdb.GetAttemptParams{TenantID: tid, ID: id})
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, errAttemptNotFound(id)
+	}
+	return a, err
+}
+
+// update writes a's mutable fields, compare-and-swap on a.Version.
+func update(ctx context.Context, q *paymentsdb.Queries, a attempt) (attempt, error) {
+	out, err := q.UpdateAttempt(ctx, paymentsdb.UpdateAttemptParams{
+		TenantID: a.TenantID, ID: a.ID, Version: a.Version, Status: a.Status, FailureCode: a.FailureCode,
+		FailureMessage: a.FailureMessage, Display: a.Display, ActionUrl: a.ActionUrl, RefundedAmount: a.RefundedAmount,
+		E2eID: a.E2eID, ChargeID: a.ChargeID,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, apperr.New(apperr.KindAborted, "concurrent_update", "the payment attempt changed meanwhile; retry")
+	}
+	return out, err
+}
+
+func constraintOf(err error) string {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.ConstraintName
+	}
+	return ""
+}
+
+var statusToProto = map[string]paymentsv1.AttemptStatus{
+	stPending:        paymentsv1.AttemptStatus_ATTEMPT_STATUS_PENDING,
+	stSucceeded:      paymentsv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED,
+	stFailed:         paymentsv1.AttemptStatus_ATTEMPT_STATUS_FAILED,
+	stExpired:        paymentsv1.AttemptStatus_ATTEMPT_STATUS_EXPIRED,
+	stCanceled:       paymentsv1.AttemptStatus_ATTEMPT_STATUS_CANCELED,
+	stRequiresAction: paymentsv1.AttemptStatus_ATTEMPT_STATUS_REQUIRES_ACTION,
+	stRefunded:       paymentsv1.AttemptStatus_ATTEMPT_STATUS_REFUNDED,
+	stPartRefunded:   paymentsv1.AttemptStatus_ATTEMPT_STATUS_PARTIALLY_REFUNDED,
+}
+
+func toProto(a attempt) *paymentsv1.Attempt {
+	out := &paymentsv1.Attempt{
+		Id: a.ID, CheckoutId: a.CheckoutID, HandlerId: a.HandlerID, HandlerName: a.HandlerName, InstrumentId: a.InstrumentID,
+		InstrumentType: a.InstrumentType, Amount: a.Amount, Currency: a.Currency, Status: statusToProto[a.Status],
+		FailureCode: a.FailureCode, FailureMessage: a.FailureMessage, ActionUrl: a.ActionUrl, RefundedAmount: a.RefundedAmount,
+		CreateTime: timestamppb.New(a.CreatedAt), UpdateTime: timestamppb.New(a.UpdatedAt),
+	}
+	if d := compactJSON(a.Display); d != "{}" {
+		out.DisplayJson = d
+	}
+	if a.ExpiresAt != nil {
+		out.ExpiresAt = timestamppb.New(*a.ExpiresAt)
+	}
+	return out
+}
+
+func compactJSON(raw []byte) string {
+	var v any
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+		return "{}"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// requestHash binds an attempt id to its request. It is keyed (HMAC) so
+// that a hash of a request carrying a token reveals nothing about it.
+func (s *Service) requestHash(checkoutID string, amount int64, currency, instrumentJSON string) []byte {
+	m := hmac.New(sha256.New, s.hashKey)
+	for _, f := range []string{checkoutID, strconv.FormatInt(amount, 10), currency, compactJSON([]byte(instrumentJSON))} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		m.Write(n[:])
+		m.Write([]byte(f))
+	}
+	return m.Sum(nil)
+}
+
+// newTxid is a UUIDv4 as 32 lowercase hex characters (valid for cob).
+func newTxid() string {
+	u := uuid.New()
+	return hex.EncodeToString(u[:])
+}
+
+// newDevolucaoID mints a Pix devolução id: "R" + 32 hex ([a-zA-Z0-9]{1,35}).
+func newDevolucaoID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "R" + hex.EncodeToString(b[:])
+}
+
+// brl formats centavos for people: "R$ 1.234,56".
+func brl(cents int64) string {
+	neg := cents < 0
+	if neg {
+		cents = -cents
+	}
+	whole := strconv.FormatInt(cents/100, 10)
+	var b strings.Builder
+	for i, r := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte('.')
+		}
+		b.WriteRune(r)
+	}
+	c := cents % 100
+	s := "R$ " + b.String() + "," + string(rune('0'+c/10)) + string(rune('0'+c%10))
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// brt is Brasília time, for messages people read.
+var brt = time.FixedZone("BRT", -3*3600)
+
+// Hooks.
+
+func hookAAD(tenant uuid.UUID, hookID string) []byte {
+	return []byte("bcp/payments/pix-hook/" + tenant.String() + "/" + hookID)
+}
+
+// ensureHook returns the handler's webhook hook, creating it (with a new
+// sealed secret) the first time.
+func (s *Service) ensureHook(ctx context.Context, handlerID, env string) (paymentsdb.PaymentsHook, []byte, error) {
+	var hook paymentsdb.PaymentsHook
+	err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
+		var err error
+		hook, err = q.GetHookByHandler(ctx, paymentsdb.GetHookByHandlerParams{TenantID: tid, HandlerID: handlerID})
+		if errors.Is(err, pgx.ErrNoRows) {
+			id := ids.New("whk")
+			secret := make([]byte, 32)
+			if _, err := rand.Read(secret); err != nil {
+				return err
+			}
+			sealed, serr := s.seal.Seal(secret, hookAAD(tid, id))
+			clear(secret)
+			if serr != nil {
+				return serr
+			}
+			if ierr := q.InsertHook(ctx, paymentsdb.InsertHookParams{TenantID: tid, ID: id, HandlerID: handlerID, Environment: env, SealedSecret: sealed}); ierr != nil {
+				return ierr
+			}
+			hook, err = q.GetHookByHandler(ctx, paymentsdb.GetHookByHandlerParams{TenantID: tid, HandlerID: handlerID})
+		}
+		if err == nil && hook.Environment != env {
+			err = q.SetHookEnvironment(ctx, paymentsdb.SetHookEnvironmentParams{TenantID: tid, ID: hook.ID, Environment: env})
+			hook.Environment = env
+		}
+		return err
+	})
+	if err != nil {
+		return hook, nil, err
+	}
+	secret, err := s.seal.Open(hook.SealedSecret, hookAAD(hook.TenantID, hook.ID))
+	return hook, secret, err
+}
+
+// hookByHandler loads an existing hook and opens its secret.
+func (s *Service) hookByHandler(ctx context.Context, handlerID string) (paymentsdb.PaymentsHook, []byte, error) {
+	var hook paymentsdb.PaymentsHook
+	err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
+		var err error
+		hook, err = q.GetHookByHandler(ctx, paymentsdb.GetHookByHandlerParams{TenantID: tid, HandlerID: handlerID})
+		return err
+	})
+	if err != nil {
+		return hook, nil, err
+	}
+	secret, err := s.seal.Open(hook.SealedSecret, hookAAD(hook.TenantID, hook.ID))
+	return hook, secret, err
+}
+
+func (s *Service) hookSecretByHandler(ctx context.Context, handlerID string) ([]byte, error) {
+	_, secret, err := s.hookByHandler(ctx, handlerID)
+	return secret, err
+}
