@@ -441,12 +441,14 @@ func cardInstrument(credential string, brand, last string) string {
 func tokenCred(tok string) string { return `{"type":"token","token":"` + tok + `"}` }
 
 type pixDisplayBody struct {
-	CopiaECola string `json:"copia_e_cola"`
-	QRPngURL   string `json:"qr_png_url"`
-	QRSvgURL   string `json:"qr_svg_url"`
-	Txid       string `json:"txid"`
-	Amount     string `json:"amount"`
-	ExpiresAt  string `json:"expires_at"`
+	CopiaECola  string `json:"copia_e_cola"`
+	QRPngURL    string `json:"qr_png_url"`
+	QRSvgURL    string `json:"qr_svg_url"`
+	Txid        string `json:"txid"`
+	Amount      string `json:"amount"`
+	ExpiresAt   string `json:"expires_at"`
+	AttemptID   string `json:"attempt_id"`
+	Environment string `json:"environment"`
 }
 
 // cardHandlerWithJWKS is the delegated handler trusting s's key from its

@@ -36,6 +36,27 @@ func (w *expireWorker) Work(ctx context.Context, job *river.Job[expireArgs]) err
 	return w.s.expire(tenancy.With(ctx, job.Args.TenantID), job.Args.AttemptID)
 }
 
+// pollArgs asks the PSP about a pending Pix charge every pollEvery until
+// it expires: the safety net for webhooks that never arrive.
+type pollArgs struct {
+	TenantID  uuid.UUID `json:"tenant_id"`
+	AttemptID string    `json:"attempt_id"`
+}
+
+func (pollArgs) Kind() string { return "payments_pix_poll" }
+
+type pollWorker struct {
+	river.WorkerDefaults[pollArgs]
+	s *Service
+}
+
+func (w *pollWorker) Work(ctx context.Context, job *river.Job[pollArgs]) error {
+	return w.s.poll(tenancy.With(ctx, job.Args.TenantID), job.Args.AttemptID)
+}
+
+// pollEvery spaces the polls of a pending Pix charge.
+const pollEvery = 2 * time.Minute
+
 // reconcileArgs reconciles one stored Pix receipt against the PSP
 // (inserted with the receipt).
 type reconcileArgs struct {

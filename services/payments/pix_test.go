@@ -16,6 +16,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/ids"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
 	"github.com/bcpdev/bcp/services/payments/pix"
 	"github.com/bcpdev/bcp/services/payments/pix/brcode"
@@ -47,7 +48,7 @@ func TestPixStartIsPendingWithAValidBRCode(t *testing.T) {
 	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(d.Txid) {
 		t.Errorf("txid %q is not 32 lowercase hex", d.Txid)
 	}
-	if d.Amount != "123.45" || d.ExpiresAt != now.Add(1800*time.Second).Format(time.RFC3339) {
+	if d.Amount != "123.45" || d.ExpiresAt != now.Add(1800*time.Second).Format(time.RFC3339) || d.AttemptID != a.GetId() || d.Environment != "sandbox" {
 		t.Errorf("display amount %q expires_at %q", d.Amount, d.ExpiresAt)
 	}
 	if d.QRPngURL != e.a.baseURL+"/pix/qr/"+a.GetId()+".png" || d.QRSvgURL != e.a.baseURL+"/pix/qr/"+a.GetId()+".svg" {
@@ -359,8 +360,14 @@ func (e *env) expectAutoRefund(m merchant, attemptID, kind, valor string) {
 
 func TestPixExpiryRemovesTheCharge(t *testing.T) {
 	e := newEnv(t)
+	e.setHandler(e.a.id, &tenantsv1.PaymentHandler{Id: "pix", Name: "br.dev.bcp.pix", AvailableInstrumentsJson: `[{"type":"pix"}]`,
+		ConfigJson: `{"environment":"sandbox","expiration_seconds":600}`, Environment: "sandbox"})
+	now := e.clock.Now().Truncate(time.Second)
 	a := e.start(e.a, startReq(e.a, "chk_exp", 12345, pixInstrument))
 	txid := pixDisplayOf(t, a).Txid
+	if !a.GetExpiresAt().AsTime().Equal(now.Add(600*time.Second)) || e.simCharge(e.a, txid).Expiracao != 600 {
+		t.Fatalf("expiration_seconds 600: expires_at %v (now %v), cob expiracao %d", a.GetExpiresAt().AsTime(), now, e.simCharge(e.a, txid).Expiracao)
+	}
 	// Run early, the job waits for expires_at.
 	e.runJobNow("payments_pix_expire", a.GetId())
 	e.eventually(10*time.Second, "early expiry job snoozed", func() bool {
@@ -371,7 +378,7 @@ func TestPixExpiryRemovesTheCharge(t *testing.T) {
 	if got := e.get(e.a, a.GetId()); got.GetStatus() != statusPending {
 		t.Fatalf("before expiry: %v", got.GetStatus())
 	}
-	e.clock.Add(30*time.Minute + time.Second)
+	e.clock.Add(10*time.Minute + time.Second)
 	e.runJobNow("payments_pix_expire", a.GetId())
 	e.waitStatus(e.a, a.GetId(), statusExpired)
 	if c := e.simCharge(e.a, txid); c.Status != pix.StatusRemovidaRecebedor {
@@ -385,30 +392,41 @@ func TestPixExpiryRemovesTheCharge(t *testing.T) {
 	}
 }
 
-func TestPixExpiryFindsAPaymentWhoseWebhookWasLost(t *testing.T) {
+func TestLostWebhooksAreCaughtByPollingAndExpiry(t *testing.T) {
 	e := newEnv(t)
-	a := e.start(e.a, startReq(e.a, "chk_lost", 4200, pixInstrument))
-	// The PSP forgets the webhook registration: its notification is lost.
+	// The PSP forgets the webhook registration: its notifications are lost.
 	var n int
+	e.start(e.a, startReq(e.a, "chk_setup", 100, pixInstrument))
 	e.scalar(e.a, &n, `WITH d AS (DELETE FROM payments.sim_pix_webhooks RETURNING 1) SELECT count(*) FROM d`)
 	if n != 1 {
 		t.Fatalf("deleted %d webhook registrations", n)
 	}
-	if _, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()})); err != nil {
-		t.Fatal(err)
+	pay := func(checkout string) *paymentsv1.Attempt {
+		a := e.start(e.a, startReq(e.a, checkout, 4200, pixInstrument))
+		if _, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()})); err != nil {
+			t.Fatal(err)
+		}
+		return a
 	}
-	e.eventually(10*time.Second, "webhook dropped", func() bool { _, done := e.jobCount("payments_simpsp_webhook", "handler_id", "pix"); return done == 1 })
-	if got := e.get(e.a, a.GetId()); got.GetStatus() != statusPending || e.receipts(e.a) != 0 {
-		t.Fatalf("without webhook: %v, %d receipts", got.GetStatus(), e.receipts(e.a))
+	polled, expired := pay("chk_lost_1"), pay("chk_lost_2")
+	e.eventually(10*time.Second, "webhooks dropped", func() bool { _, done := e.jobCount("payments_simpsp_webhook", "handler_id", "pix"); return done == 2 })
+	if e.get(e.a, polled.GetId()).GetStatus() != statusPending || e.receipts(e.a) != 0 {
+		t.Fatalf("without webhooks: %v, %d receipts", e.get(e.a, polled.GetId()).GetStatus(), e.receipts(e.a))
 	}
+	// The poll (every 2 minutes while pending) asks the PSP.
+	e.runJobNow("payments_pix_poll", polled.GetId())
+	e.waitStatus(e.a, polled.GetId(), statusSucceeded)
+	// The expiry removes the charge first: the PSP says CONCLUIDA, paid
+	// in time, so the payment wins.
 	e.clock.Add(31 * time.Minute)
-	e.runJobNow("payments_pix_expire", a.GetId())
-	// Removal first: the PSP says CONCLUIDA, paid in time → succeeded.
-	e.waitStatus(e.a, a.GetId(), statusSucceeded)
-	if n := e.receipts(e.a); n != 1 {
-		t.Errorf("%d receipts, want 1 (recorded from the PSP)", n)
+	e.runJobNow("payments_pix_expire", expired.GetId())
+	e.waitStatus(e.a, expired.GetId(), statusSucceeded)
+	if n := e.receipts(e.a); n != 2 {
+		t.Errorf("%d receipts, want 2 (recorded from the PSP's answers)", n)
 	}
-	e.eventually(10*time.Second, "SettlePayment called", func() bool { return len(e.checkout.settled(a.GetId())) == 1 })
+	for _, a := range []*paymentsv1.Attempt{polled, expired} {
+		e.eventually(10*time.Second, "SettlePayment called", func() bool { return len(e.checkout.settled(a.GetId())) == 1 })
+	}
 }
 
 // Cancel and pay race: the PSP serialises them on the charge, so exactly

@@ -40,13 +40,19 @@ func (s *Service) pixPSP(ctx context.Context, a PixAccount) (pix.PSP, error) {
 }
 
 // pspForHandler is the PSP client for follow-up calls (no BR Code is
-// minted, so the receiver's display names do not matter).
-func (s *Service) pspForHandler(ctx context.Context, handlerID string) (pix.PSP, paymentsdb.PaymentsHook, error) {
+// minted, so the receiver's display names do not matter). env is the
+// environment the charge was made in ("" for the handler's current one):
+// a handler switched to production keeps its sandbox charges on the
+// simulator.
+func (s *Service) pspForHandler(ctx context.Context, handlerID, env string) (pix.PSP, paymentsdb.PaymentsHook, error) {
 	hook, secret, err := s.hookByHandler(ctx, handlerID)
 	if err != nil {
 		return nil, hook, err
 	}
-	psp, err := s.pixPSP(ctx, PixAccount{HandlerID: handlerID, Environment: hook.Environment, WebhookSecret: secret})
+	if env == "" {
+		env = hook.Environment
+	}
+	psp, err := s.pixPSP(ctx, PixAccount{HandlerID: handlerID, Environment: env, WebhookSecret: secret})
 	return psp, hook, err
 }
 
@@ -112,7 +118,10 @@ func (s *Service) startPix(ctx context.Context, p paymentsdb.InsertAttemptParams
 	txid := newTxid() // stored before the PSP sees it: PUT /cob/{txid} is then retry-safe
 	p.Status, p.Txid, p.ExpiresAt = stPending, &txid, &expires
 	a, existed, err := s.insertAttempt(ctx, p, nil, func(tx pgx.Tx, a attempt) error {
-		return s.insertJob(ctx, tx, expireArgs{TenantID: a.TenantID, AttemptID: a.ID}, &river.InsertOpts{ScheduledAt: expires, MaxAttempts: 25})
+		if err := s.insertJob(ctx, tx, expireArgs{TenantID: a.TenantID, AttemptID: a.ID}, &river.InsertOpts{ScheduledAt: expires, MaxAttempts: 25}); err != nil {
+			return err
+		}
+		return s.insertJob(ctx, tx, pollArgs{TenantID: a.TenantID, AttemptID: a.ID}, &river.InsertOpts{ScheduledAt: s.now().Add(pollEvery)})
 	})
 	if err != nil {
 		return attempt{}, err
@@ -134,6 +143,10 @@ type pixDisplayBody struct {
 	Txid       string `json:"txid"`
 	Amount     string `json:"amount"`
 	ExpiresAt  string `json:"expires_at"`
+	// For the hosted checkout page: the attempt to poll or (sandbox)
+	// simulate, and whether the charge is a sandbox one.
+	AttemptID   string `json:"attempt_id"`
+	Environment string `json:"environment"`
 }
 
 // createCharge creates (or, on a retry, re-puts) the attempt's charge at
@@ -169,7 +182,7 @@ func (s *Service) createCharge(ctx context.Context, a attempt, psp pix.PSP, h ha
 	}
 	d := pixDisplay{Pix: pixDisplayBody{
 		CopiaECola: cob.PixCopiaECola, QRPngURL: a.BaseUrl + "/pix/qr/" + a.ID + ".png", QRSvgURL: a.BaseUrl + "/pix/qr/" + a.ID + ".svg",
-		Txid: txid, Amount: valor, ExpiresAt: a.ExpiresAt.UTC().Format(time.RFC3339),
+		Txid: txid, Amount: valor, ExpiresAt: a.ExpiresAt.UTC().Format(time.RFC3339), AttemptID: a.ID, Environment: a.Environment,
 	}}
 	display, err := json.Marshal(d)
 	if err != nil {
@@ -204,7 +217,7 @@ func (s *Service) expire(ctx context.Context, id string) error {
 	}
 	if a.Status == stFailed || a.Status == stCanceled {
 		// Belt and braces: a charge created despite an error is removed.
-		if psp, _, err := s.pspForHandler(ctx, a.HandlerID); err == nil {
+		if psp, _, err := s.pspForHandler(ctx, a.HandlerID, a.Environment); err == nil {
 			_, _ = psp.RemoveCharge(ctx, *a.Txid)
 		}
 		return nil
@@ -218,11 +231,46 @@ func (s *Service) expire(ctx context.Context, id string) error {
 	return s.removeCharge(ctx, a, stExpired, true)
 }
 
+// poll asks the PSP about a pending charge (GET /cob/{txid}): a payment
+// whose webhook was lost is applied like a notified one; a charge the PSP
+// removed fails the attempt. It repeats until the expiry job takes over.
+func (s *Service) poll(ctx context.Context, id string) error {
+	a, err := s.getAttempt(ctx, id)
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil || a.Status != stPending || a.Txid == nil || !s.now().Before(*a.ExpiresAt) {
+		return err
+	}
+	psp, hook, err := s.pspForHandler(ctx, a.HandlerID, a.Environment)
+	if err != nil {
+		return err
+	}
+	cob, err := psp.GetCharge(ctx, *a.Txid)
+	switch {
+	case errors.Is(err, pix.ErrCobNaoEncontrado):
+		// Not created yet (a retried StartPayment will): ask again later.
+	case err != nil:
+		return err
+	case cob.Status == pix.StatusConcluida:
+		for _, p := range cob.Pix {
+			if err := s.decidePix(ctx, a.HandlerID, hook.ID, p, a.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	case cob.Status == pix.StatusRemovidaPSP:
+		_, err := s.failPending(ctx, a.ID, failed("A cobrança Pix foi cancelada pelo banco recebedor; tente novamente."), true)
+		return err
+	}
+	return river.JobSnooze(min(pollEvery, a.ExpiresAt.Sub(s.now())))
+}
+
 // removeCharge removes a pending attempt's charge and moves the attempt to
 // status (expired or canceled) — unless the PSP reports it paid, in which
 // case the Pix is applied (completion wins).
 func (s *Service) removeCharge(ctx context.Context, a attempt, status string, notify bool) error {
-	psp, hook, err := s.pspForHandler(ctx, a.HandlerID)
+	psp, hook, err := s.pspForHandler(ctx, a.HandlerID, a.Environment)
 	if err != nil {
 		return err
 	}
@@ -278,7 +326,7 @@ func (s *Service) reconcile(ctx context.Context, e2e string, jobAttempt int) err
 	if err != nil || rec.Status != "received" {
 		return err
 	}
-	psp, _, err := s.pspForHandler(ctx, rec.HandlerID)
+	psp, _, err := s.pspForHandler(ctx, rec.HandlerID, "")
 	if err != nil {
 		return err
 	}

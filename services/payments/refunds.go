@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -139,7 +138,11 @@ func (s *Service) executeRefund(ctx context.Context, id string) (refundRow, erro
 	var status, failure string
 	switch {
 	case r.E2eID != nil:
-		psp, _, err := s.pspForHandler(ctx, r.HandlerID)
+		env := ""
+		if a != nil {
+			env = a.Environment
+		}
+		psp, _, err := s.pspForHandler(ctx, r.HandlerID, env)
 		if err != nil {
 			return r, err
 		}
@@ -209,7 +212,7 @@ func (s *Service) finishRefund(ctx context.Context, id, status, failure string) 
 		if _, err := q.FinishRefund(ctx, paymentsdb.FinishRefundParams{TenantID: tid, ID: id, Status: status, FailureMessage: failure}); err != nil {
 			return err
 		}
-		out.Status, out.FailureMessage, out.UpdatedAt = status, failure, time.Now()
+		out.Status, out.FailureMessage = status, failure
 		if r.Kind != "requested" || r.AttemptID == nil || status != "succeeded" {
 			return nil
 		}

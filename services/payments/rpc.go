@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
-	"time"
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
@@ -205,7 +204,7 @@ func (s *Service) IngestPixWebhook(ctx context.Context, r *connect.Request[payme
 	if err != nil {
 		return nil, err
 	}
-	s.log.InfoContext(ctx, "payments: Pix webhook stored", "hook_id", hook.ID, "stored", out.Stored, "duplicates", out.Duplicates, "at", s.now().UTC().Format(time.RFC3339))
+	s.log.InfoContext(ctx, "payments: Pix webhook stored", "hook_id", hook.ID, "stored", out.Stored, "duplicates", out.Duplicates)
 	return connect.NewResponse(out), nil
 }
 

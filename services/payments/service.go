@@ -123,6 +123,7 @@ func (s *Service) UseJobs(c *jobs.Client) {
 // AddWorkers registers the service's durable jobs.
 func AddWorkers(w *river.Workers, s *Service) {
 	river.AddWorker(w, &expireWorker{s: s})
+	river.AddWorker(w, &pollWorker{s: s})
 	river.AddWorker(w, &reconcileWorker{s: s})
 	river.AddWorker(w, &settleWorker{s: s})
 	river.AddWorker(w, &refundWorker{s: s})

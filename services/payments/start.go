@@ -18,7 +18,10 @@ import (
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
 )
 
-var attemptIDPattern = regexp.MustCompile(`^pay_[A-Za-z0-9]{1,60}$`)
+var (
+	attemptIDPattern = regexp.MustCompile(`^pay_[A-Za-z0-9]{1,60}$`)
+	currencyPattern  = regexp.MustCompile(`^[A-Z]{3}$`)
+)
 
 // maxAmount is the protocol's amount range (JSON-safe integers).
 const maxAmount = 1<<53 - 1
@@ -33,7 +36,7 @@ func validateStart(m *paymentsv1.StartPaymentRequest) error {
 	if m.GetAmount() <= 0 || m.GetAmount() > maxAmount {
 		return apperr.Invalid("amount", "invalid_amount", "amount must be a positive number of minor units")
 	}
-	if !regexp.MustCompile(`^[A-Z]{3}$`).MatchString(m.GetCurrency()) {
+	if !currencyPattern.MatchString(m.GetCurrency()) {
 		return apperr.Invalid("currency", "invalid_currency", "currency must be an upper-case ISO 4217 code")
 	}
 	if u, err := url.Parse(m.GetBaseUrl()); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {

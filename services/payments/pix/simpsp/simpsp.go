@@ -522,6 +522,9 @@ func (s *Sim) Pay(ctx context.Context, handlerID, txid string, cents int64) (pix
 // Notify queues one more webhook for Pix already paid: PSPs deliver at
 // least once, so tests use it to deliver a duplicate.
 func (s *Sim) Notify(ctx context.Context, handlerID string, e2eids ...string) error {
+	if len(e2eids) == 0 {
+		return nil
+	}
 	return s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, tx pgx.Tx) error {
 		p, err := q.SimGetPix(ctx, paymentsdb.SimGetPixParams{TenantID: tid, E2eID: e2eids[0]})
 		if err != nil {

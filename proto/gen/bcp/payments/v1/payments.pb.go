@@ -196,8 +196,9 @@ type Attempt struct {
 	FailureCode    string `protobuf:"bytes,10,opt,name=failure_code,json=failureCode,proto3" json:"failure_code,omitempty"`
 	FailureMessage string `protobuf:"bytes,11,opt,name=failure_message,json=failureMessage,proto3" json:"failure_message,omitempty"`
 	// JSON object for the response instrument's "display" (Pix:
-	// {"pix":{"copia_e_cola","qr_png_url","qr_svg_url","txid","amount","expires_at"}};
-	// card: {"brand","last_digits"}).
+	// {"pix":{"copia_e_cola","qr_png_url","qr_svg_url","txid","amount","expires_at",
+	// "attempt_id","environment"}} — the last two for the hosted checkout
+	// page; card: {"brand","last_digits"}).
 	DisplayJson string                 `protobuf:"bytes,12,opt,name=display_json,json=displayJson,proto3" json:"display_json,omitempty"`
 	ExpiresAt   *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	// URL the buyer must visit when status is REQUIRES_ACTION.
