@@ -28,6 +28,7 @@ const (
 	KindUnauthenticated
 	KindUnavailable
 	KindAborted
+	KindUnimplemented
 )
 
 // Error is a domain error: a kind, a stable machine code (snake_case, e.g.
@@ -127,6 +128,7 @@ var kindToCode = map[Kind]connect.Code{
 	KindUnauthenticated:    connect.CodeUnauthenticated,
 	KindUnavailable:        connect.CodeUnavailable,
 	KindAborted:            connect.CodeAborted,
+	KindUnimplemented:      connect.CodeUnimplemented,
 }
 
 // Metadata keys carrying the machine code and field across connect calls.

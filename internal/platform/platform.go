@@ -6,6 +6,8 @@ package platform
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,8 +44,10 @@ import (
 	"github.com/bcpdev/bcp/services/edge"
 	"github.com/bcpdev/bcp/services/orders"
 	"github.com/bcpdev/bcp/services/payments"
+	"github.com/bcpdev/bcp/services/payments/paymentshttp"
 	"github.com/bcpdev/bcp/services/pricing"
 	"github.com/bcpdev/bcp/tenants"
+	"github.com/bcpdev/bcp/web"
 )
 
 // Service names, which are also the roles that host exactly one of them.
@@ -225,6 +229,18 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		if err != nil {
 			return fail(err)
 		}
+		// The buyer-facing pages live on the merchant hosts too.
+		hosted := web.New(web.Options{
+			Checkout: clients.Checkout, Payments: clients.Payments, Tenants: clients.Tenants, Orders: clients.Orders,
+			Logger: log, PublicScheme: cfg.Edge.PublicScheme, CSRFKey: csrfKey(cfg.InternalToken),
+		})
+		for pattern, h := range hosted.Routes() {
+			e.Handle(pattern, h)
+		}
+		// PSP webhooks and Pix QR images, forwarded to the payments service.
+		for pattern, h := range paymentshttp.Routes(clients.Payments) {
+			e.Handle(pattern, h)
+		}
 		internal.Handle(edgev1connect.NewEdgeServiceHandler(e, handlerOpts(func(string) svcauth.Access { return svcauth.Internal })))
 		r.goRun(func() { e.Run(ctx) })
 		addr, err := r.listen(ctx, cfg.PublicAddr, metrics.Middleware("public", log, e), log)
@@ -283,6 +299,14 @@ func (r *Running) newClients(token string) (*Clients, error) {
 		}
 	}
 	return c, nil
+}
+
+// csrfKey derives the hosted pages' CSRF key from the internal token, so
+// every edge process of a deployment agrees on it.
+func csrfKey(internalToken string) []byte {
+	m := hmac.New(sha256.New, []byte(internalToken))
+	m.Write([]byte("bcp/web/csrf"))
+	return m.Sum(nil)
 }
 
 func (r *Running) goRun(fn func()) {
