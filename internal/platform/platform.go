@@ -187,7 +187,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			jobUsers = append(jobUsers, svc.UseJobs)
 			internal.Handle(checkoutv1connect.NewCheckoutServiceHandler(svc, handlerOpts(checkout.Policy)))
 		case Payments:
-			svc, err := payments.New(r.Pool, clients.Tenants, clients.Checkout, cfg.MasterKey, payments.Options{Logger: log})
+			svc, err := payments.New(r.Pool, clients.Tenants, clients.Checkout, cfg.MasterKey, payments.Options{Logger: log, Metrics: reg})
 			if err != nil {
 				return fail(fmt.Errorf("payments (needs the master key): %w", err))
 			}

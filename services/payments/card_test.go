@@ -82,6 +82,7 @@ func TestRawCardNumbersAreRejected(t *testing.T) {
 		"pan credential":  cardInstrument(`{"type":"pan","number":"4111111111111111","cvc":"123"}`, "visa", "1111"),
 		"number field":    cardInstrument(`{"type":"token","token":"tok_x_4242","number":"4111111111111111"}`, "visa", "1111"),
 		"pan as a token":  cardInstrument(tokenCred("4111 1111 1111 1111"), "visa", "1111"),
+		"top-level pan":   `{"id":"pi_c","handler_id":"cartao","type":"card","pan":"4111111111111111","credential":` + tokenCred("tok_x_4242") + `}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			a := e.start(e.a, startReq(e.a, "chk_raw_"+strings.ReplaceAll(name, " ", "_"), 1000, instrument))
@@ -97,6 +98,15 @@ func TestRawCardNumbersAreRejected(t *testing.T) {
 	e.scalar(e.a, &stored, `SELECT count(*) FROM payments.attempts WHERE request_hash::text LIKE '%4111%' OR display::text LIKE '%4111%'`)
 	if n := e.cardCharges(e.a); n != 0 || stored != 0 {
 		t.Errorf("%d processor charges, %d rows with the number", n, stored)
+	}
+}
+
+func TestBillingAddressNumberIsNotACardNumber(t *testing.T) {
+	e := newEnv(t)
+	in := `{"id":"pi_c","handler_id":"cartao","type":"card","display":{"brand":"visa","last_digits":"4242"},` +
+		`"billing_address":{"street_address":"Rua das Flores","number":"100","postal_code":"01310-100"},"credential":` + tokenCred("tok_addr_4242") + `}`
+	if a := e.start(e.a, startReq(e.a, "chk_addr", 1000, in)); a.GetStatus() != statusSucceeded {
+		t.Errorf("got %v %q", a.GetStatus(), a.GetFailureMessage())
 	}
 }
 

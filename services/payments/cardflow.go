@@ -185,12 +185,22 @@ func (s *Service) resolveKey(kid string, h handler, agentKeys []string) (*ecdsa.
 	return nil, false
 }
 
-// hasRawCard reports whether the instrument carries a card number
-// anywhere (a member named number, pan or card_number).
+// hasRawCard reports whether the instrument carries a card number: a
+// member named number, pan or card_number in the credential (at any
+// depth) or at the instrument's top level. The billing address is not
+// searched (an address may well have a "number").
 func hasRawCard(raw []byte) bool {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
+	var in map[string]any
+	if json.Unmarshal(raw, &in) != nil {
 		return false
+	}
+	v := map[string]any{"credential": in["credential"]}
+	for k, e := range in {
+		if k != "billing_address" && k != "credential" {
+			if _, nested := e.(map[string]any); !nested {
+				v[k] = e
+			}
+		}
 	}
 	var walk func(any) bool
 	walk = func(v any) bool {

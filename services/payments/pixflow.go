@@ -420,7 +420,7 @@ func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix
 		switch {
 		case a.Status == stPending && paid == a.Amount && !late:
 			a.Status, a.E2eID = stSucceeded, &p.EndToEndID
-			if a, err = update(ctx, q, a); err != nil {
+			if a, err = s.update(ctx, q, stPending, a); err != nil {
 				return err
 			}
 			if err := matched(); err != nil {
@@ -450,7 +450,7 @@ func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix
 			} else {
 				a.Status = stExpired
 			}
-			if a, err = update(ctx, q, a); err != nil {
+			if a, err = s.update(ctx, q, stPending, a); err != nil {
 				return err
 			}
 			if err := s.settleLater(ctx, tx, a); err != nil {
@@ -485,6 +485,7 @@ func (s *Service) refundOrphan(ctx context.Context, q *paymentsdb.Queries, tx pg
 	if err := q.InsertAlert(ctx, paymentsdb.InsertAlertParams{TenantID: tid, ID: ids.New("alr"), Kind: kind, Message: msg, AttemptID: aid, E2eID: e2e}); err != nil {
 		return err
 	}
+	s.metrics.alerts.WithLabelValues(kind).Inc()
 	s.log.WarnContext(ctx, "payments: Pix refunded automatically", "tenant_id", tid, "e2e_id", e2e, "attempt_id", aid, "kind", kind)
 	return s.insertJob(ctx, tx, refundArgs{TenantID: tid, RefundID: refundID}, nil)
 }

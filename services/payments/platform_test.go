@@ -2,9 +2,11 @@ package payments_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,5 +89,21 @@ func TestPlatformWiring(t *testing.T) {
 	}
 	if c := fake.settled(a.GetId())[0]; c.tenant != tid.String() || c.checkoutID != "chk_platform" {
 		t.Errorf("SettlePayment call %+v", c)
+	}
+	// The counters are on the internal listener's /metrics.
+	mresp, err := http.Get("http://" + r.InternalAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	for _, want := range []string{
+		`bcp_payment_attempt_transitions_total{kind="pix",status="pending"} 1`,
+		`bcp_payment_attempt_transitions_total{kind="pix",status="succeeded"} 1`,
+		`bcp_payment_pix_webhooks_total{result="stored"} 1`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }

@@ -213,6 +213,7 @@ func (s *Service) finishRefund(ctx context.Context, id, status, failure string) 
 			return err
 		}
 		out.Status, out.FailureMessage = status, failure
+		s.metrics.refunds.WithLabelValues(r.Kind, status).Inc()
 		if r.Kind != "requested" || r.AttemptID == nil || status != "succeeded" {
 			return nil
 		}
@@ -223,12 +224,13 @@ func (s *Service) finishRefund(ctx context.Context, id, status, failure string) 
 		if sum > a.Amount {
 			return fmt.Errorf("payments: refunds of %s exceed its amount", a.ID)
 		}
+		from := a.Status
 		a.RefundedAmount = sum
 		a.Status = stPartRefunded
 		if sum == a.Amount {
 			a.Status = stRefunded
 		}
-		_, err = update(ctx, q, a)
+		_, err = s.update(ctx, q, from, a)
 		return err
 	})
 	return out, err

@@ -120,6 +120,7 @@ func (s *Service) IngestPixWebhook(ctx context.Context, r *connect.Request[payme
 	m := r.Msg
 	notFound := apperr.NotFound("unknown_hook", "no Pix webhook %q", m.GetHookId())
 	if !hookIDPattern.MatchString(m.GetHookId()) {
+		s.metrics.webhooks.WithLabelValues("unknown_hook").Inc()
 		return nil, notFound
 	}
 	var hook paymentsdb.PaymentsHook
@@ -129,6 +130,7 @@ func (s *Service) IngestPixWebhook(ctx context.Context, r *connect.Request[payme
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
+		s.metrics.webhooks.WithLabelValues("unknown_hook").Inc()
 		return nil, notFound
 	}
 	if err != nil {
@@ -148,38 +150,13 @@ func (s *Service) IngestPixWebhook(ctx context.Context, r *connect.Request[payme
 	}
 	if err := psp.AuthenticateWebhook(ctx, header, m.GetBody()); err != nil {
 		s.log.WarnContext(ctx, "payments: Pix webhook rejected", "hook_id", hook.ID, "err", err.Error())
+		s.metrics.webhooks.WithLabelValues("unauthenticated").Inc()
 		return nil, apperr.New(apperr.KindUnauthenticated, "invalid_signature", "the webhook is not authenticated")
 	}
-	var note pix.Notification
-	if err := json.Unmarshal(m.GetBody(), &note); err != nil {
-		return nil, apperr.Invalid("body", "invalid_notification", "the body is not a Pix notification {\"pix\":[...]}: %v", err)
-	}
-	if len(note.Pix) > maxWebhookItems {
-		return nil, apperr.Invalid("body.pix", "invalid_notification", "at most %d Pix per notification", maxWebhookItems)
-	}
-	type item struct {
-		p      pix.Pix
-		amount int64
-		raw    json.RawMessage
-	}
-	var raws struct {
-		Pix []json.RawMessage `json:"pix"`
-	}
-	_ = json.Unmarshal(m.GetBody(), &raws)
-	items := make([]item, 0, len(note.Pix))
-	for i, p := range note.Pix {
-		amount, err := pix.ParseValor(p.Valor)
-		switch {
-		case !pix.EndToEndID.MatchString(p.EndToEndID):
-			return nil, apperr.Invalid("body.pix["+itoa(i)+"].endToEndId", "invalid_notification", "endToEndId must match [a-zA-Z0-9]{32}")
-		case p.Txid != "" && !pix.TxidAny.MatchString(p.Txid):
-			return nil, apperr.Invalid("body.pix["+itoa(i)+"].txid", "invalid_notification", "txid must match [a-zA-Z0-9]{1,35}")
-		case err != nil:
-			return nil, apperr.Invalid("body.pix["+itoa(i)+"].valor", "invalid_notification", "valor must match \\d{1,10}\\.\\d{2}")
-		case p.Horario.IsZero():
-			return nil, apperr.Invalid("body.pix["+itoa(i)+"].horario", "invalid_notification", "horario is required (RFC 3339)")
-		}
-		items = append(items, item{p: p, amount: amount, raw: raws.Pix[i]})
+	items, err := parseNotification(m.GetBody())
+	if err != nil {
+		s.metrics.webhooks.WithLabelValues("invalid").Inc()
+		return nil, err
 	}
 	out := &paymentsv1.IngestPixWebhookResponse{}
 	err = s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, tx pgx.Tx) error {
@@ -204,8 +181,48 @@ func (s *Service) IngestPixWebhook(ctx context.Context, r *connect.Request[payme
 	if err != nil {
 		return nil, err
 	}
+	s.metrics.webhooks.WithLabelValues("stored").Add(float64(out.Stored))
+	s.metrics.webhooks.WithLabelValues("duplicate").Add(float64(out.Duplicates))
 	s.log.InfoContext(ctx, "payments: Pix webhook stored", "hook_id", hook.ID, "stored", out.Stored, "duplicates", out.Duplicates)
 	return connect.NewResponse(out), nil
+}
+
+type notifiedPix struct {
+	p      pix.Pix
+	amount int64
+	raw    json.RawMessage
+}
+
+// parseNotification reads {"pix":[...]} and checks each item's fields
+// against the API Pix rules.
+func parseNotification(body []byte) ([]notifiedPix, error) {
+	var note pix.Notification
+	if err := json.Unmarshal(body, &note); err != nil {
+		return nil, apperr.Invalid("body", "invalid_notification", "the body is not a Pix notification {\"pix\":[...]}: %v", err)
+	}
+	if len(note.Pix) > maxWebhookItems {
+		return nil, apperr.Invalid("body.pix", "invalid_notification", "at most %d Pix per notification", maxWebhookItems)
+	}
+	var raws struct {
+		Pix []json.RawMessage `json:"pix"`
+	}
+	_ = json.Unmarshal(body, &raws)
+	items := make([]notifiedPix, 0, len(note.Pix))
+	for i, p := range note.Pix {
+		amount, err := pix.ParseValor(p.Valor)
+		switch {
+		case !pix.EndToEndID.MatchString(p.EndToEndID):
+			return nil, apperr.Invalid("body.pix["+itoa(i)+"].endToEndId", "invalid_notification", "endToEndId must match [a-zA-Z0-9]{32}")
+		case p.Txid != "" && !pix.TxidAny.MatchString(p.Txid):
+			return nil, apperr.Invalid("body.pix["+itoa(i)+"].txid", "invalid_notification", "txid must match [a-zA-Z0-9]{1,35}")
+		case err != nil:
+			return nil, apperr.Invalid("body.pix["+itoa(i)+"].valor", "invalid_notification", "valor must match \\d{1,10}\\.\\d{2}")
+		case p.Horario.IsZero():
+			return nil, apperr.Invalid("body.pix["+itoa(i)+"].horario", "invalid_notification", "horario is required (RFC 3339)")
+		}
+		items = append(items, notifiedPix{p: p, amount: amount, raw: raws.Pix[i]})
+	}
+	return items, nil
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

@@ -25,6 +25,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
 	"github.com/bcpdev/bcp/internal/jobs"
@@ -69,6 +70,8 @@ type Options struct {
 	// CardProcessor returns the processor of a production delegated
 	// handler; sandbox handlers use the simulated processor.
 	CardProcessor func(ctx context.Context, handlerID string) (card.Processor, error)
+	// Metrics registers the service's counters (nil: not exported).
+	Metrics prometheus.Registerer
 }
 
 // Service implements paymentsv1connect.PaymentsServiceHandler.
@@ -84,6 +87,7 @@ type Service struct {
 	sim      *simpsp.Sim
 	simCards *simcard.Processor
 	opts     Options
+	metrics  *metrics
 }
 
 // New returns the service. masterKey (32 bytes) seals the Pix webhook
@@ -99,7 +103,7 @@ func New(pool *pgxpool.Pool, tenants tenantsv1connect.TenantServiceClient, check
 	m.Write([]byte("bcp/payments/request-hash/v1"))
 	s := &Service{
 		pool: pool, tenants: tenants, checkout: checkout, seal: seal, hashKey: m.Sum(nil),
-		now: opts.Now, log: opts.Logger, simCards: simcard.New(pool), opts: opts,
+		now: opts.Now, log: opts.Logger, simCards: simcard.New(pool), opts: opts, metrics: newMetrics(opts.Metrics),
 	}
 	if s.now == nil {
 		s.now = time.Now

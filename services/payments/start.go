@@ -185,6 +185,7 @@ func (s *Service) insertAttempt(ctx context.Context, p paymentsdb.InsertAttemptP
 		if a, err = q.InsertAttempt(ctx, p); err != nil {
 			return err
 		}
+		s.metrics.attempts.WithLabelValues(kindOf(a), a.Status).Inc()
 		if after != nil {
 			return after(tx, a)
 		}
@@ -238,7 +239,7 @@ func (s *Service) transition(ctx context.Context, id string, notify bool, change
 		if !change(&a) {
 			return nil
 		}
-		if out, err = update(ctx, q, a); err != nil {
+		if out, err = s.update(ctx, q, out.Status, a); err != nil {
 			return err
 		}
 		if notify {

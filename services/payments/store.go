@@ -67,8 +67,9 @@ func (s *Service) getAttempt(ctx context.Context, id string) (attempt, error) {
 	return a, err
 }
 
-// update writes a's mutable fields, compare-and-swap on a.Version.
-func update(ctx context.Context, q *paymentsdb.Queries, a attempt) (attempt, error) {
+// update writes a's mutable fields, compare-and-swap on a.Version; from
+// is the status a had when read (for the transition counter).
+func (s *Service) update(ctx context.Context, q *paymentsdb.Queries, from string, a attempt) (attempt, error) {
 	out, err := q.UpdateAttempt(ctx, paymentsdb.UpdateAttemptParams{
 		TenantID: a.TenantID, ID: a.ID, Version: a.Version, Status: a.Status, FailureCode: a.FailureCode,
 		FailureMessage: a.FailureMessage, Display: a.Display, ActionUrl: a.ActionUrl, RefundedAmount: a.RefundedAmount,
@@ -76,6 +77,9 @@ func update(ctx context.Context, q *paymentsdb.Queries, a attempt) (attempt, err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return out, apperr.New(apperr.KindAborted, "concurrent_update", "the payment attempt changed meanwhile; retry")
+	}
+	if err == nil && from != out.Status {
+		s.metrics.attempts.WithLabelValues(kindOf(out), out.Status).Inc()
 	}
 	return out, err
 }

@@ -1,0 +1,44 @@
+package payments
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the service's Prometheus counters (on the internal
+// listener's /metrics when Options.Metrics is the platform's registry).
+type metrics struct {
+	attempts *prometheus.CounterVec
+	webhooks *prometheus.CounterVec
+	refunds  *prometheus.CounterVec
+	alerts   *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bcp_payment_attempt_transitions_total",
+			Help: "Payment attempts entering a status, by handler kind (pix, card) and status.",
+		}, []string{"kind", "status"}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bcp_payment_pix_webhooks_total",
+			Help: "Pix webhook calls by result (stored, duplicate, unauthenticated, invalid, unknown_hook).",
+		}, []string{"result"}),
+		refunds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bcp_payment_refunds_total",
+			Help: "Refunds reaching a final status, by kind (requested, automatic) and status.",
+		}, []string{"kind", "status"}),
+		alerts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bcp_payment_alerts_total",
+			Help: "Merchant payment alerts by kind (pix_wrong_amount, pix_paid_after_expiry, ...).",
+		}, []string{"kind"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.attempts, m.webhooks, m.refunds, m.alerts)
+	}
+	return m
+}
+
+func kindOf(a attempt) string {
+	if a.Txid != nil {
+		return "pix"
+	}
+	return "card"
+}
