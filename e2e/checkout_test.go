@@ -46,9 +46,10 @@ func agentProfile(caps ...string) string {
 }
 
 type merchant struct {
-	host     string
-	tenantID uuid.UUID
-	rates    map[string]string // title → rate id
+	host       string
+	pixHandler string
+	tenantID   uuid.UUID
+	rates      map[string]string // title → rate id
 }
 
 // setupMerchant onboards a development merchant with a catalog, two
@@ -63,7 +64,7 @@ func setupMerchant(t *testing.T, r *platform.Running, name, host string, priceOf
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := merchant{host: host, tenantID: uuid.MustParse(tr.Msg.GetTenant().GetId()), rates: map[string]string{}}
+	m := merchant{host: host, pixHandler: "pix_" + tr.Msg.GetTenant().GetSlug(), tenantID: uuid.MustParse(tr.Msg.GetTenant().GetId()), rates: map[string]string{}}
 	_, err = ops.Tenants.SetPaymentHandler(ctx, connect.NewRequest(&tenantsv1.SetPaymentHandlerRequest{Tenant: m.tenantID.String(),
 		Handler: &tenantsv1.PaymentHandler{Id: "pix_" + tr.Msg.GetTenant().GetSlug(), Name: "br.dev.bcp.pix", AvailableInstrumentsJson: `[{"type":"pix"}]`}}))
 	if err != nil {
@@ -171,8 +172,13 @@ func (a *agent) callErr(tool string, args map[string]any) (map[string]any, error
 			a.t.Fatalf("%s: error_response fails the schema: %v\n%s", tool, err, raw)
 		}
 	} else {
-		op := map[string]bcpschema.Op{"create_checkout": bcpschema.OpCreate, "update_checkout": bcpschema.OpUpdate, "get_checkout": bcpschema.OpRead, "cancel_checkout": bcpschema.OpCancel}[tool]
-		if err := a.v.ValidateCheckoutResponse(op, raw); err != nil {
+		op := map[string]bcpschema.Op{"create_checkout": bcpschema.OpCreate, "update_checkout": bcpschema.OpUpdate, "get_checkout": bcpschema.OpRead,
+			"cancel_checkout": bcpschema.OpCancel, "complete_checkout": bcpschema.OpComplete}[tool]
+		if tool == "get_order" {
+			if err := a.v.ValidateOrder(raw); err != nil {
+				a.t.Fatalf("get_order: response fails the order schema: %v\n%s", err, raw)
+			}
+		} else if err := a.v.ValidateCheckoutResponse(op, raw); err != nil {
 			a.t.Fatalf("%s: response fails the checkout schema: %v\n%s", tool, err, raw)
 		}
 	}

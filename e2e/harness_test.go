@@ -33,6 +33,8 @@ func startPlatform(t *testing.T, services []string, dbURL string, urls map[strin
 		Services: services, DatabaseURL: dbURL, PublicAddr: "127.0.0.1:0", InternalAddr: "127.0.0.1:0",
 		ServiceURLs: urls, InternalToken: internalToken, OperatorToken: operatorToken, MasterKey: masterKey,
 		Edge: edge.Config{PublicScheme: "http"},
+		// Webhook retries a second apart keep retry tests short.
+		WebhookBackoff: func(int) time.Duration { return time.Second },
 	})
 	if err != nil {
 		t.Fatalf("start platform %v: %v", services, err)

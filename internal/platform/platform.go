@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -78,7 +79,9 @@ type Config struct {
 	Edge          edge.Config
 	// InternalRoutes adds handlers to the internal listener (bcpd dev
 	// serves the demo agent's profile there).
-	InternalRoutes  map[string]http.Handler
+	InternalRoutes map[string]http.Handler
+	// WebhookBackoff overrides the order webhooks' retry delays (tests).
+	WebhookBackoff  func(attempt int) time.Duration
 	Logger          *slog.Logger
 	AllowPrivileged bool
 }
@@ -90,13 +93,14 @@ type Running struct {
 	Clients      *Clients
 	Pool         *pgxpool.Pool
 
-	cfg    Config
-	local  *http.Client
-	jobs   *jobs.Client
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	srvs   []*http.Server
-	errc   chan error
+	cfg        Config
+	local      *http.Client
+	publicAddr atomic.Pointer[string]
+	jobs       *jobs.Client
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	srvs       []*http.Server
+	errc       chan error
 }
 
 // Clients reach every service, co-hosted or remote, the same way.
@@ -187,7 +191,13 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			jobUsers = append(jobUsers, svc.UseJobs)
 			internal.Handle(checkoutv1connect.NewCheckoutServiceHandler(svc, handlerOpts(checkout.Policy)))
 		case Payments:
-			svc, err := payments.New(r.Pool, clients.Tenants, clients.Checkout, cfg.MasterKey, payments.Options{Logger: log, Metrics: reg})
+			popts := payments.Options{Logger: log, Metrics: reg}
+			if cfg.hosts(Edge) {
+				// The simulated PSP's webhooks reach this process's own
+				// public listener, whatever the merchant host resolves to.
+				popts.HTTPClient = selfClient(&r.publicAddr)
+			}
+			svc, err := payments.New(r.Pool, clients.Tenants, clients.Checkout, cfg.MasterKey, popts)
 			if err != nil {
 				return fail(fmt.Errorf("payments (needs the master key): %w", err))
 			}
@@ -195,7 +205,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			jobUsers = append(jobUsers, svc.UseJobs)
 			internal.Handle(paymentsv1connect.NewPaymentsServiceHandler(svc, handlerOpts(payments.Policy)))
 		case Orders:
-			svc := orders.New(r.Pool, orders.Config{Payments: clients.Payments, Tenants: clients.Tenants, Signer: orders.NewTenantSigner(clients.Tenants), Logger: log, Metrics: reg})
+			svc := orders.New(r.Pool, orders.Config{Payments: clients.Payments, Tenants: clients.Tenants, Signer: orders.NewTenantSigner(clients.Tenants), Logger: log, Metrics: reg, WebhookBackoff: cfg.WebhookBackoff})
 			river.AddWorker(workers, &orders.WebhookWorker{Service: svc})
 			river.AddWorker(workers, &orders.RefundWorker{Service: svc})
 			jobUsers = append(jobUsers, svc.UseJobs)
@@ -248,6 +258,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			return fail(fmt.Errorf("public listener: %w", err))
 		}
 		r.PublicAddr = addr
+		r.publicAddr.Store(&addr)
 	}
 	addr, err := r.listen(ctx, cfg.InternalAddr, metrics.Middleware("internal", log, internal), log)
 	if err != nil {
@@ -299,6 +310,20 @@ func (r *Running) newClients(token string) (*Clients, error) {
 		}
 	}
 	return c, nil
+}
+
+// selfClient is an HTTP client that connects every request to this
+// process's public listener, keeping the request's Host.
+func selfClient(addr *atomic.Pointer[string]) *http.Client {
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, target string) (net.Conn, error) {
+			if a := addr.Load(); a != nil {
+				target = *a
+			}
+			return dialer.DialContext(ctx, network, target)
+		},
+	}}
 }
 
 // csrfKey derives the hosted pages' CSRF key from the internal token, so
