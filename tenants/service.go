@@ -48,7 +48,13 @@ func Policy(procedure string) svcauth.Access {
 		// operator-only.
 		tenantsv1connect.TenantServiceGetAgentAuthPolicyProcedure,
 		tenantsv1connect.TenantServiceAuthenticateAPIKeyProcedure,
-		tenantsv1connect.TenantServiceSignWithCurrentKeyProcedure:
+		tenantsv1connect.TenantServiceSignWithCurrentKeyProcedure,
+		// The admin web (issue 6): sign-in, sessions, inviting users.
+		tenantsv1connect.TenantServiceInviteMerchantUserProcedure,
+		tenantsv1connect.TenantServiceListMerchantUsersProcedure,
+		tenantsv1connect.TenantServiceSignInMerchantUserProcedure,
+		tenantsv1connect.TenantServiceGetMerchantSessionProcedure,
+		tenantsv1connect.TenantServiceEndMerchantSessionProcedure:
 		return svcauth.Internal
 	}
 	return svcauth.Operator

@@ -29,6 +29,28 @@ type TenantsDomain struct {
 	CreatedAt time.Time
 }
 
+type TenantsMerchantSession struct {
+	TenantID   uuid.UUID
+	TokenHash  []byte
+	UserID     string
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+	ExpiresAt  time.Time
+}
+
+type TenantsMerchantUser struct {
+	TenantID       uuid.UUID
+	ID             string
+	Email          string
+	PasswordHash   string
+	Role           string
+	FailedAttempts int32
+	LockedUntil    *time.Time
+	LastLoginAt    *time.Time
+	DisabledAt     *time.Time
+	CreatedAt      time.Time
+}
+
 type TenantsPaymentHandler struct {
 	TenantID             uuid.UUID
 	ID                   string

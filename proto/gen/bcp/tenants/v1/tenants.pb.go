@@ -3275,6 +3275,615 @@ func (x *SignWithCurrentKeyResponse) GetSignatureParams() string {
 	return ""
 }
 
+type MerchantUser struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	TenantId string                 `protobuf:"bytes,2,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	Email    string                 `protobuf:"bytes,3,opt,name=email,proto3" json:"email,omitempty"`
+	// admin | staff
+	Role          string                 `protobuf:"bytes,4,opt,name=role,proto3" json:"role,omitempty"`
+	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	LastLoginTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=last_login_time,json=lastLoginTime,proto3" json:"last_login_time,omitempty"`
+	LockedUntil   *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=locked_until,json=lockedUntil,proto3" json:"locked_until,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MerchantUser) Reset() {
+	*x = MerchantUser{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MerchantUser) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MerchantUser) ProtoMessage() {}
+
+func (x *MerchantUser) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MerchantUser.ProtoReflect.Descriptor instead.
+func (*MerchantUser) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *MerchantUser) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *MerchantUser) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *MerchantUser) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *MerchantUser) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *MerchantUser) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *MerchantUser) GetLastLoginTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastLoginTime
+	}
+	return nil
+}
+
+func (x *MerchantUser) GetLockedUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LockedUntil
+	}
+	return nil
+}
+
+type InviteMerchantUserRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant id or slug.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Email  string `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
+	// admin (default) | staff
+	Role          string `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InviteMerchantUserRequest) Reset() {
+	*x = InviteMerchantUserRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InviteMerchantUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InviteMerchantUserRequest) ProtoMessage() {}
+
+func (x *InviteMerchantUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InviteMerchantUserRequest.ProtoReflect.Descriptor instead.
+func (*InviteMerchantUserRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *InviteMerchantUserRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *InviteMerchantUserRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *InviteMerchantUserRequest) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+type InviteMerchantUserResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	User  *MerchantUser          `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	// The initial password, returned once and stored only as argon2id.
+	InitialPassword string `protobuf:"bytes,2,opt,name=initial_password,json=initialPassword,proto3" json:"initial_password,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *InviteMerchantUserResponse) Reset() {
+	*x = InviteMerchantUserResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InviteMerchantUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InviteMerchantUserResponse) ProtoMessage() {}
+
+func (x *InviteMerchantUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InviteMerchantUserResponse.ProtoReflect.Descriptor instead.
+func (*InviteMerchantUserResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *InviteMerchantUserResponse) GetUser() *MerchantUser {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+func (x *InviteMerchantUserResponse) GetInitialPassword() string {
+	if x != nil {
+		return x.InitialPassword
+	}
+	return ""
+}
+
+type ListMerchantUsersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMerchantUsersRequest) Reset() {
+	*x = ListMerchantUsersRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMerchantUsersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMerchantUsersRequest) ProtoMessage() {}
+
+func (x *ListMerchantUsersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMerchantUsersRequest.ProtoReflect.Descriptor instead.
+func (*ListMerchantUsersRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *ListMerchantUsersRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+type ListMerchantUsersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Users         []*MerchantUser        `protobuf:"bytes,1,rep,name=users,proto3" json:"users,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMerchantUsersResponse) Reset() {
+	*x = ListMerchantUsersResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMerchantUsersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMerchantUsersResponse) ProtoMessage() {}
+
+func (x *ListMerchantUsersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMerchantUsersResponse.ProtoReflect.Descriptor instead.
+func (*ListMerchantUsersResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *ListMerchantUsersResponse) GetUsers() []*MerchantUser {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+type SignInMerchantUserRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TenantId      string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	Email         string                 `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
+	Password      string                 `protobuf:"bytes,3,opt,name=password,proto3" json:"password,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignInMerchantUserRequest) Reset() {
+	*x = SignInMerchantUserRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignInMerchantUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignInMerchantUserRequest) ProtoMessage() {}
+
+func (x *SignInMerchantUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignInMerchantUserRequest.ProtoReflect.Descriptor instead.
+func (*SignInMerchantUserRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *SignInMerchantUserRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *SignInMerchantUserRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *SignInMerchantUserRequest) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+type SignInMerchantUserResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	User  *MerchantUser          `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	// The session token for the cookie; only its SHA-256 is stored.
+	SessionToken  string                 `protobuf:"bytes,2,opt,name=session_token,json=sessionToken,proto3" json:"session_token,omitempty"`
+	ExpireTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignInMerchantUserResponse) Reset() {
+	*x = SignInMerchantUserResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignInMerchantUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignInMerchantUserResponse) ProtoMessage() {}
+
+func (x *SignInMerchantUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignInMerchantUserResponse.ProtoReflect.Descriptor instead.
+func (*SignInMerchantUserResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *SignInMerchantUserResponse) GetUser() *MerchantUser {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+func (x *SignInMerchantUserResponse) GetSessionToken() string {
+	if x != nil {
+		return x.SessionToken
+	}
+	return ""
+}
+
+func (x *SignInMerchantUserResponse) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
+type GetMerchantSessionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TenantId      string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	SessionToken  string                 `protobuf:"bytes,2,opt,name=session_token,json=sessionToken,proto3" json:"session_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetMerchantSessionRequest) Reset() {
+	*x = GetMerchantSessionRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMerchantSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMerchantSessionRequest) ProtoMessage() {}
+
+func (x *GetMerchantSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMerchantSessionRequest.ProtoReflect.Descriptor instead.
+func (*GetMerchantSessionRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *GetMerchantSessionRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *GetMerchantSessionRequest) GetSessionToken() string {
+	if x != nil {
+		return x.SessionToken
+	}
+	return ""
+}
+
+type GetMerchantSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          *MerchantUser          `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	ExpireTime    *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetMerchantSessionResponse) Reset() {
+	*x = GetMerchantSessionResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMerchantSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMerchantSessionResponse) ProtoMessage() {}
+
+func (x *GetMerchantSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMerchantSessionResponse.ProtoReflect.Descriptor instead.
+func (*GetMerchantSessionResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *GetMerchantSessionResponse) GetUser() *MerchantUser {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+func (x *GetMerchantSessionResponse) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
+type EndMerchantSessionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TenantId      string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	SessionToken  string                 `protobuf:"bytes,2,opt,name=session_token,json=sessionToken,proto3" json:"session_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndMerchantSessionRequest) Reset() {
+	*x = EndMerchantSessionRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndMerchantSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndMerchantSessionRequest) ProtoMessage() {}
+
+func (x *EndMerchantSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndMerchantSessionRequest.ProtoReflect.Descriptor instead.
+func (*EndMerchantSessionRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *EndMerchantSessionRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *EndMerchantSessionRequest) GetSessionToken() string {
+	if x != nil {
+		return x.SessionToken
+	}
+	return ""
+}
+
+type EndMerchantSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndMerchantSessionResponse) Reset() {
+	*x = EndMerchantSessionResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndMerchantSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndMerchantSessionResponse) ProtoMessage() {}
+
+func (x *EndMerchantSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndMerchantSessionResponse.ProtoReflect.Descriptor instead.
+func (*EndMerchantSessionResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{64}
+}
+
 var File_bcp_tenants_v1_tenants_proto protoreflect.FileDescriptor
 
 const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
@@ -3479,7 +4088,47 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x03kid\x18\x01 \x01(\tR\x03kid\x12\x10\n" +
 	"\x03alg\x18\x02 \x01(\tR\x03alg\x12\x1c\n" +
 	"\tsignature\x18\x03 \x01(\fR\tsignature\x12)\n" +
-	"\x10signature_params\x18\x04 \x01(\tR\x0fsignatureParams*d\n" +
+	"\x10signature_params\x18\x04 \x01(\tR\x0fsignatureParams\"\xa5\x02\n" +
+	"\fMerchantUser\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
+	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x14\n" +
+	"\x05email\x18\x03 \x01(\tR\x05email\x12\x12\n" +
+	"\x04role\x18\x04 \x01(\tR\x04role\x12;\n" +
+	"\vcreate_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12B\n" +
+	"\x0flast_login_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rlastLoginTime\x12=\n" +
+	"\flocked_until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vlockedUntil\"]\n" +
+	"\x19InviteMerchantUserRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
+	"\x05email\x18\x02 \x01(\tR\x05email\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\"y\n" +
+	"\x1aInviteMerchantUserResponse\x120\n" +
+	"\x04user\x18\x01 \x01(\v2\x1c.bcp.tenants.v1.MerchantUserR\x04user\x12)\n" +
+	"\x10initial_password\x18\x02 \x01(\tR\x0finitialPassword\"2\n" +
+	"\x18ListMerchantUsersRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"O\n" +
+	"\x19ListMerchantUsersResponse\x122\n" +
+	"\x05users\x18\x01 \x03(\v2\x1c.bcp.tenants.v1.MerchantUserR\x05users\"j\n" +
+	"\x19SignInMerchantUserRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x14\n" +
+	"\x05email\x18\x02 \x01(\tR\x05email\x12\x1a\n" +
+	"\bpassword\x18\x03 \x01(\tR\bpassword\"\xb0\x01\n" +
+	"\x1aSignInMerchantUserResponse\x120\n" +
+	"\x04user\x18\x01 \x01(\v2\x1c.bcp.tenants.v1.MerchantUserR\x04user\x12#\n" +
+	"\rsession_token\x18\x02 \x01(\tR\fsessionToken\x12;\n" +
+	"\vexpire_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\"]\n" +
+	"\x19GetMerchantSessionRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12#\n" +
+	"\rsession_token\x18\x02 \x01(\tR\fsessionToken\"\x8b\x01\n" +
+	"\x1aGetMerchantSessionResponse\x120\n" +
+	"\x04user\x18\x01 \x01(\v2\x1c.bcp.tenants.v1.MerchantUserR\x04user\x12;\n" +
+	"\vexpire_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\"]\n" +
+	"\x19EndMerchantSessionRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12#\n" +
+	"\rsession_token\x18\x02 \x01(\tR\fsessionToken\"\x1c\n" +
+	"\x1aEndMerchantSessionResponse*d\n" +
 	"\fTenantStatus\x12\x1d\n" +
 	"\x19TENANT_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14TENANT_STATUS_ACTIVE\x10\x01\x12\x1b\n" +
@@ -3500,7 +4149,7 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x1aSIGNING_KEY_STATUS_CURRENT\x10\x02\x12\x1f\n" +
 	"\x1bSIGNING_KEY_STATUS_RETIRING\x10\x03\x12\x1e\n" +
 	"\x1aSIGNING_KEY_STATUS_RETIRED\x10\x04\x12\x1e\n" +
-	"\x1aSIGNING_KEY_STATUS_REVOKED\x10\x052\xab\x12\n" +
+	"\x1aSIGNING_KEY_STATUS_REVOKED\x10\x052\xce\x16\n" +
 	"\rTenantService\x12F\n" +
 	"\x04Ping\x12\x1b.bcp.tenants.v1.PingRequest\x1a\x1c.bcp.tenants.v1.PingResponse\"\x03\x90\x02\x01\x12Y\n" +
 	"\fCreateTenant\x12#.bcp.tenants.v1.CreateTenantRequest\x1a$.bcp.tenants.v1.CreateTenantResponse\x12U\n" +
@@ -3525,7 +4174,12 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x0fListSigningKeys\x12&.bcp.tenants.v1.ListSigningKeysRequest\x1a'.bcp.tenants.v1.ListSigningKeysResponse\"\x03\x90\x02\x01\x12e\n" +
 	"\x10RotateSigningKey\x12'.bcp.tenants.v1.RotateSigningKeyRequest\x1a(.bcp.tenants.v1.RotateSigningKeyResponse\x12e\n" +
 	"\x10RevokeSigningKey\x12'.bcp.tenants.v1.RevokeSigningKeyRequest\x1a(.bcp.tenants.v1.RevokeSigningKeyResponse\x12k\n" +
-	"\x12SignWithCurrentKey\x12).bcp.tenants.v1.SignWithCurrentKeyRequest\x1a*.bcp.tenants.v1.SignWithCurrentKeyResponseB\xb6\x01\n" +
+	"\x12SignWithCurrentKey\x12).bcp.tenants.v1.SignWithCurrentKeyRequest\x1a*.bcp.tenants.v1.SignWithCurrentKeyResponse\x12k\n" +
+	"\x12InviteMerchantUser\x12).bcp.tenants.v1.InviteMerchantUserRequest\x1a*.bcp.tenants.v1.InviteMerchantUserResponse\x12m\n" +
+	"\x11ListMerchantUsers\x12(.bcp.tenants.v1.ListMerchantUsersRequest\x1a).bcp.tenants.v1.ListMerchantUsersResponse\"\x03\x90\x02\x01\x12k\n" +
+	"\x12SignInMerchantUser\x12).bcp.tenants.v1.SignInMerchantUserRequest\x1a*.bcp.tenants.v1.SignInMerchantUserResponse\x12k\n" +
+	"\x12GetMerchantSession\x12).bcp.tenants.v1.GetMerchantSessionRequest\x1a*.bcp.tenants.v1.GetMerchantSessionResponse\x12k\n" +
+	"\x12EndMerchantSession\x12).bcp.tenants.v1.EndMerchantSessionRequest\x1a*.bcp.tenants.v1.EndMerchantSessionResponseB\xb6\x01\n" +
 	"\x12com.bcp.tenants.v1B\fTenantsProtoP\x01Z8github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1;tenantsv1\xa2\x02\x03BTX\xaa\x02\x0eBcp.Tenants.V1\xca\x02\x0eBcp\\Tenants\\V1\xe2\x02\x1aBcp\\Tenants\\V1\\GPBMetadata\xea\x02\x10Bcp::Tenants::V1b\x06proto3"
 
 var (
@@ -3541,7 +4195,7 @@ func file_bcp_tenants_v1_tenants_proto_rawDescGZIP() []byte {
 }
 
 var file_bcp_tenants_v1_tenants_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
 var file_bcp_tenants_v1_tenants_proto_goTypes = []any{
 	(TenantStatus)(0),                    // 0: bcp.tenants.v1.TenantStatus
 	(Environment)(0),                     // 1: bcp.tenants.v1.Environment
@@ -3602,13 +4256,24 @@ var file_bcp_tenants_v1_tenants_proto_goTypes = []any{
 	(*RevokeSigningKeyResponse)(nil),     // 56: bcp.tenants.v1.RevokeSigningKeyResponse
 	(*SignWithCurrentKeyRequest)(nil),    // 57: bcp.tenants.v1.SignWithCurrentKeyRequest
 	(*SignWithCurrentKeyResponse)(nil),   // 58: bcp.tenants.v1.SignWithCurrentKeyResponse
-	(*timestamppb.Timestamp)(nil),        // 59: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),          // 60: google.protobuf.Duration
+	(*MerchantUser)(nil),                 // 59: bcp.tenants.v1.MerchantUser
+	(*InviteMerchantUserRequest)(nil),    // 60: bcp.tenants.v1.InviteMerchantUserRequest
+	(*InviteMerchantUserResponse)(nil),   // 61: bcp.tenants.v1.InviteMerchantUserResponse
+	(*ListMerchantUsersRequest)(nil),     // 62: bcp.tenants.v1.ListMerchantUsersRequest
+	(*ListMerchantUsersResponse)(nil),    // 63: bcp.tenants.v1.ListMerchantUsersResponse
+	(*SignInMerchantUserRequest)(nil),    // 64: bcp.tenants.v1.SignInMerchantUserRequest
+	(*SignInMerchantUserResponse)(nil),   // 65: bcp.tenants.v1.SignInMerchantUserResponse
+	(*GetMerchantSessionRequest)(nil),    // 66: bcp.tenants.v1.GetMerchantSessionRequest
+	(*GetMerchantSessionResponse)(nil),   // 67: bcp.tenants.v1.GetMerchantSessionResponse
+	(*EndMerchantSessionRequest)(nil),    // 68: bcp.tenants.v1.EndMerchantSessionRequest
+	(*EndMerchantSessionResponse)(nil),   // 69: bcp.tenants.v1.EndMerchantSessionResponse
+	(*timestamppb.Timestamp)(nil),        // 70: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),          // 71: google.protobuf.Duration
 }
 var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	0,  // 0: bcp.tenants.v1.Tenant.status:type_name -> bcp.tenants.v1.TenantStatus
 	1,  // 1: bcp.tenants.v1.Tenant.environment:type_name -> bcp.tenants.v1.Environment
-	59, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	70, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
 	2,  // 3: bcp.tenants.v1.Tenant.agent_auth_policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
 	1,  // 4: bcp.tenants.v1.CreateTenantRequest.environment:type_name -> bcp.tenants.v1.Environment
 	7,  // 5: bcp.tenants.v1.CreateTenantResponse.tenant:type_name -> bcp.tenants.v1.Tenant
@@ -3618,8 +4283,8 @@ var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	7,  // 9: bcp.tenants.v1.SetTenantStatusResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	7,  // 10: bcp.tenants.v1.AddDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	7,  // 11: bcp.tenants.v1.RemoveDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	59, // 12: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
-	59, // 13: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
+	70, // 12: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
+	70, // 13: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
 	20, // 14: bcp.tenants.v1.CreateAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
 	20, // 15: bcp.tenants.v1.RevokeAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
 	20, // 16: bcp.tenants.v1.ListAPIKeysResponse.api_keys:type_name -> bcp.tenants.v1.APIKey
@@ -3637,70 +4302,89 @@ var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	7,  // 28: bcp.tenants.v1.SetAgentAuthPolicyResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	2,  // 29: bcp.tenants.v1.GetAgentAuthPolicyResponse.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
 	1,  // 30: bcp.tenants.v1.GetAgentAuthPolicyResponse.environment:type_name -> bcp.tenants.v1.Environment
-	59, // 31: bcp.tenants.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
-	59, // 32: bcp.tenants.v1.SigningKey.sign_from_time:type_name -> google.protobuf.Timestamp
-	59, // 33: bcp.tenants.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
-	59, // 34: bcp.tenants.v1.SigningKey.revoke_time:type_name -> google.protobuf.Timestamp
+	70, // 31: bcp.tenants.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
+	70, // 32: bcp.tenants.v1.SigningKey.sign_from_time:type_name -> google.protobuf.Timestamp
+	70, // 33: bcp.tenants.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
+	70, // 34: bcp.tenants.v1.SigningKey.revoke_time:type_name -> google.protobuf.Timestamp
 	3,  // 35: bcp.tenants.v1.SigningKey.status:type_name -> bcp.tenants.v1.SigningKeyStatus
 	50, // 36: bcp.tenants.v1.ListSigningKeysResponse.keys:type_name -> bcp.tenants.v1.SigningKey
-	60, // 37: bcp.tenants.v1.RotateSigningKeyRequest.delay:type_name -> google.protobuf.Duration
-	60, // 38: bcp.tenants.v1.RotateSigningKeyRequest.retention:type_name -> google.protobuf.Duration
+	71, // 37: bcp.tenants.v1.RotateSigningKeyRequest.delay:type_name -> google.protobuf.Duration
+	71, // 38: bcp.tenants.v1.RotateSigningKeyRequest.retention:type_name -> google.protobuf.Duration
 	50, // 39: bcp.tenants.v1.RotateSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
 	50, // 40: bcp.tenants.v1.RotateSigningKeyResponse.keys:type_name -> bcp.tenants.v1.SigningKey
 	50, // 41: bcp.tenants.v1.RevokeSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
-	5,  // 42: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
-	8,  // 43: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
-	10, // 44: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
-	12, // 45: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
-	14, // 46: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
-	16, // 47: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
-	18, // 48: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
-	21, // 49: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
-	23, // 50: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
-	25, // 51: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
-	28, // 52: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
-	30, // 53: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
-	40, // 54: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
-	42, // 55: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
-	32, // 56: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
-	34, // 57: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
-	36, // 58: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
-	44, // 59: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:input_type -> bcp.tenants.v1.SetAgentAuthPolicyRequest
-	46, // 60: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:input_type -> bcp.tenants.v1.GetAgentAuthPolicyRequest
-	48, // 61: bcp.tenants.v1.TenantService.AuthenticateAPIKey:input_type -> bcp.tenants.v1.AuthenticateAPIKeyRequest
-	51, // 62: bcp.tenants.v1.TenantService.ListSigningKeys:input_type -> bcp.tenants.v1.ListSigningKeysRequest
-	53, // 63: bcp.tenants.v1.TenantService.RotateSigningKey:input_type -> bcp.tenants.v1.RotateSigningKeyRequest
-	55, // 64: bcp.tenants.v1.TenantService.RevokeSigningKey:input_type -> bcp.tenants.v1.RevokeSigningKeyRequest
-	57, // 65: bcp.tenants.v1.TenantService.SignWithCurrentKey:input_type -> bcp.tenants.v1.SignWithCurrentKeyRequest
-	6,  // 66: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
-	9,  // 67: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
-	11, // 68: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
-	13, // 69: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
-	15, // 70: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
-	17, // 71: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
-	19, // 72: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
-	22, // 73: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
-	24, // 74: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
-	26, // 75: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
-	29, // 76: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
-	31, // 77: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
-	41, // 78: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
-	43, // 79: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
-	33, // 80: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
-	35, // 81: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
-	37, // 82: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
-	45, // 83: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:output_type -> bcp.tenants.v1.SetAgentAuthPolicyResponse
-	47, // 84: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:output_type -> bcp.tenants.v1.GetAgentAuthPolicyResponse
-	49, // 85: bcp.tenants.v1.TenantService.AuthenticateAPIKey:output_type -> bcp.tenants.v1.AuthenticateAPIKeyResponse
-	52, // 86: bcp.tenants.v1.TenantService.ListSigningKeys:output_type -> bcp.tenants.v1.ListSigningKeysResponse
-	54, // 87: bcp.tenants.v1.TenantService.RotateSigningKey:output_type -> bcp.tenants.v1.RotateSigningKeyResponse
-	56, // 88: bcp.tenants.v1.TenantService.RevokeSigningKey:output_type -> bcp.tenants.v1.RevokeSigningKeyResponse
-	58, // 89: bcp.tenants.v1.TenantService.SignWithCurrentKey:output_type -> bcp.tenants.v1.SignWithCurrentKeyResponse
-	66, // [66:90] is the sub-list for method output_type
-	42, // [42:66] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	70, // 42: bcp.tenants.v1.MerchantUser.create_time:type_name -> google.protobuf.Timestamp
+	70, // 43: bcp.tenants.v1.MerchantUser.last_login_time:type_name -> google.protobuf.Timestamp
+	70, // 44: bcp.tenants.v1.MerchantUser.locked_until:type_name -> google.protobuf.Timestamp
+	59, // 45: bcp.tenants.v1.InviteMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	59, // 46: bcp.tenants.v1.ListMerchantUsersResponse.users:type_name -> bcp.tenants.v1.MerchantUser
+	59, // 47: bcp.tenants.v1.SignInMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	70, // 48: bcp.tenants.v1.SignInMerchantUserResponse.expire_time:type_name -> google.protobuf.Timestamp
+	59, // 49: bcp.tenants.v1.GetMerchantSessionResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	70, // 50: bcp.tenants.v1.GetMerchantSessionResponse.expire_time:type_name -> google.protobuf.Timestamp
+	5,  // 51: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
+	8,  // 52: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
+	10, // 53: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
+	12, // 54: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
+	14, // 55: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
+	16, // 56: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
+	18, // 57: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
+	21, // 58: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
+	23, // 59: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
+	25, // 60: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
+	28, // 61: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
+	30, // 62: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
+	40, // 63: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
+	42, // 64: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
+	32, // 65: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
+	34, // 66: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
+	36, // 67: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
+	44, // 68: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:input_type -> bcp.tenants.v1.SetAgentAuthPolicyRequest
+	46, // 69: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:input_type -> bcp.tenants.v1.GetAgentAuthPolicyRequest
+	48, // 70: bcp.tenants.v1.TenantService.AuthenticateAPIKey:input_type -> bcp.tenants.v1.AuthenticateAPIKeyRequest
+	51, // 71: bcp.tenants.v1.TenantService.ListSigningKeys:input_type -> bcp.tenants.v1.ListSigningKeysRequest
+	53, // 72: bcp.tenants.v1.TenantService.RotateSigningKey:input_type -> bcp.tenants.v1.RotateSigningKeyRequest
+	55, // 73: bcp.tenants.v1.TenantService.RevokeSigningKey:input_type -> bcp.tenants.v1.RevokeSigningKeyRequest
+	57, // 74: bcp.tenants.v1.TenantService.SignWithCurrentKey:input_type -> bcp.tenants.v1.SignWithCurrentKeyRequest
+	60, // 75: bcp.tenants.v1.TenantService.InviteMerchantUser:input_type -> bcp.tenants.v1.InviteMerchantUserRequest
+	62, // 76: bcp.tenants.v1.TenantService.ListMerchantUsers:input_type -> bcp.tenants.v1.ListMerchantUsersRequest
+	64, // 77: bcp.tenants.v1.TenantService.SignInMerchantUser:input_type -> bcp.tenants.v1.SignInMerchantUserRequest
+	66, // 78: bcp.tenants.v1.TenantService.GetMerchantSession:input_type -> bcp.tenants.v1.GetMerchantSessionRequest
+	68, // 79: bcp.tenants.v1.TenantService.EndMerchantSession:input_type -> bcp.tenants.v1.EndMerchantSessionRequest
+	6,  // 80: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
+	9,  // 81: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
+	11, // 82: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
+	13, // 83: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
+	15, // 84: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
+	17, // 85: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
+	19, // 86: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
+	22, // 87: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
+	24, // 88: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
+	26, // 89: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
+	29, // 90: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
+	31, // 91: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
+	41, // 92: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
+	43, // 93: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
+	33, // 94: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
+	35, // 95: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
+	37, // 96: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
+	45, // 97: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:output_type -> bcp.tenants.v1.SetAgentAuthPolicyResponse
+	47, // 98: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:output_type -> bcp.tenants.v1.GetAgentAuthPolicyResponse
+	49, // 99: bcp.tenants.v1.TenantService.AuthenticateAPIKey:output_type -> bcp.tenants.v1.AuthenticateAPIKeyResponse
+	52, // 100: bcp.tenants.v1.TenantService.ListSigningKeys:output_type -> bcp.tenants.v1.ListSigningKeysResponse
+	54, // 101: bcp.tenants.v1.TenantService.RotateSigningKey:output_type -> bcp.tenants.v1.RotateSigningKeyResponse
+	56, // 102: bcp.tenants.v1.TenantService.RevokeSigningKey:output_type -> bcp.tenants.v1.RevokeSigningKeyResponse
+	58, // 103: bcp.tenants.v1.TenantService.SignWithCurrentKey:output_type -> bcp.tenants.v1.SignWithCurrentKeyResponse
+	61, // 104: bcp.tenants.v1.TenantService.InviteMerchantUser:output_type -> bcp.tenants.v1.InviteMerchantUserResponse
+	63, // 105: bcp.tenants.v1.TenantService.ListMerchantUsers:output_type -> bcp.tenants.v1.ListMerchantUsersResponse
+	65, // 106: bcp.tenants.v1.TenantService.SignInMerchantUser:output_type -> bcp.tenants.v1.SignInMerchantUserResponse
+	67, // 107: bcp.tenants.v1.TenantService.GetMerchantSession:output_type -> bcp.tenants.v1.GetMerchantSessionResponse
+	69, // 108: bcp.tenants.v1.TenantService.EndMerchantSession:output_type -> bcp.tenants.v1.EndMerchantSessionResponse
+	80, // [80:109] is the sub-list for method output_type
+	51, // [51:80] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_bcp_tenants_v1_tenants_proto_init() }
@@ -3715,7 +4399,7 @@ func file_bcp_tenants_v1_tenants_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_tenants_v1_tenants_proto_rawDesc), len(file_bcp_tenants_v1_tenants_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   54,
+			NumMessages:   65,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

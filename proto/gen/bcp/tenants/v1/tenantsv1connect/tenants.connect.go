@@ -102,6 +102,21 @@ const (
 	// TenantServiceSignWithCurrentKeyProcedure is the fully-qualified name of the TenantService's
 	// SignWithCurrentKey RPC.
 	TenantServiceSignWithCurrentKeyProcedure = "/bcp.tenants.v1.TenantService/SignWithCurrentKey"
+	// TenantServiceInviteMerchantUserProcedure is the fully-qualified name of the TenantService's
+	// InviteMerchantUser RPC.
+	TenantServiceInviteMerchantUserProcedure = "/bcp.tenants.v1.TenantService/InviteMerchantUser"
+	// TenantServiceListMerchantUsersProcedure is the fully-qualified name of the TenantService's
+	// ListMerchantUsers RPC.
+	TenantServiceListMerchantUsersProcedure = "/bcp.tenants.v1.TenantService/ListMerchantUsers"
+	// TenantServiceSignInMerchantUserProcedure is the fully-qualified name of the TenantService's
+	// SignInMerchantUser RPC.
+	TenantServiceSignInMerchantUserProcedure = "/bcp.tenants.v1.TenantService/SignInMerchantUser"
+	// TenantServiceGetMerchantSessionProcedure is the fully-qualified name of the TenantService's
+	// GetMerchantSession RPC.
+	TenantServiceGetMerchantSessionProcedure = "/bcp.tenants.v1.TenantService/GetMerchantSession"
+	// TenantServiceEndMerchantSessionProcedure is the fully-qualified name of the TenantService's
+	// EndMerchantSession RPC.
+	TenantServiceEndMerchantSessionProcedure = "/bcp.tenants.v1.TenantService/EndMerchantSession"
 )
 
 // TenantServiceClient is a client for the bcp.tenants.v1.TenantService service.
@@ -151,6 +166,23 @@ type TenantServiceClient interface {
 	// SignWithCurrentKey signs an RFC 9421 signature base with the tenant's
 	// current key (internal: the edge signs responses, orders signs webhooks).
 	SignWithCurrentKey(context.Context, *connect.Request[v1.SignWithCurrentKeyRequest]) (*connect.Response[v1.SignWithCurrentKeyResponse], error)
+	// InviteMerchantUser creates a merchant user with a random initial
+	// password, returned once (internal: the operator, bcpctl, or a merchant
+	// admin through the admin web).
+	InviteMerchantUser(context.Context, *connect.Request[v1.InviteMerchantUserRequest]) (*connect.Response[v1.InviteMerchantUserResponse], error)
+	// ListMerchantUsers lists a tenant's users (internal).
+	ListMerchantUsers(context.Context, *connect.Request[v1.ListMerchantUsersRequest]) (*connect.Response[v1.ListMerchantUsersResponse], error)
+	// SignInMerchantUser checks an email and password in one tenant and opens
+	// a session (internal: the admin web). Wrong email or password is
+	// UNAUTHENTICATED "invalid_credentials"; a locked user is
+	// PERMISSION_DENIED "locked" until locked_until (backoff grows with
+	// every further failure).
+	SignInMerchantUser(context.Context, *connect.Request[v1.SignInMerchantUserRequest]) (*connect.Response[v1.SignInMerchantUserResponse], error)
+	// GetMerchantSession returns the user of a live session (internal);
+	// unknown, expired and idle sessions are NOT_FOUND alike.
+	GetMerchantSession(context.Context, *connect.Request[v1.GetMerchantSessionRequest]) (*connect.Response[v1.GetMerchantSessionResponse], error)
+	// EndMerchantSession deletes a session (logout; internal).
+	EndMerchantSession(context.Context, *connect.Request[v1.EndMerchantSessionRequest]) (*connect.Response[v1.EndMerchantSessionResponse], error)
 }
 
 // NewTenantServiceClient constructs a client for the bcp.tenants.v1.TenantService service. By
@@ -318,6 +350,37 @@ func NewTenantServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(tenantServiceMethods.ByName("SignWithCurrentKey")),
 			connect.WithClientOptions(opts...),
 		),
+		inviteMerchantUser: connect.NewClient[v1.InviteMerchantUserRequest, v1.InviteMerchantUserResponse](
+			httpClient,
+			baseURL+TenantServiceInviteMerchantUserProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("InviteMerchantUser")),
+			connect.WithClientOptions(opts...),
+		),
+		listMerchantUsers: connect.NewClient[v1.ListMerchantUsersRequest, v1.ListMerchantUsersResponse](
+			httpClient,
+			baseURL+TenantServiceListMerchantUsersProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("ListMerchantUsers")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		signInMerchantUser: connect.NewClient[v1.SignInMerchantUserRequest, v1.SignInMerchantUserResponse](
+			httpClient,
+			baseURL+TenantServiceSignInMerchantUserProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("SignInMerchantUser")),
+			connect.WithClientOptions(opts...),
+		),
+		getMerchantSession: connect.NewClient[v1.GetMerchantSessionRequest, v1.GetMerchantSessionResponse](
+			httpClient,
+			baseURL+TenantServiceGetMerchantSessionProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("GetMerchantSession")),
+			connect.WithClientOptions(opts...),
+		),
+		endMerchantSession: connect.NewClient[v1.EndMerchantSessionRequest, v1.EndMerchantSessionResponse](
+			httpClient,
+			baseURL+TenantServiceEndMerchantSessionProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("EndMerchantSession")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -347,6 +410,11 @@ type tenantServiceClient struct {
 	rotateSigningKey     *connect.Client[v1.RotateSigningKeyRequest, v1.RotateSigningKeyResponse]
 	revokeSigningKey     *connect.Client[v1.RevokeSigningKeyRequest, v1.RevokeSigningKeyResponse]
 	signWithCurrentKey   *connect.Client[v1.SignWithCurrentKeyRequest, v1.SignWithCurrentKeyResponse]
+	inviteMerchantUser   *connect.Client[v1.InviteMerchantUserRequest, v1.InviteMerchantUserResponse]
+	listMerchantUsers    *connect.Client[v1.ListMerchantUsersRequest, v1.ListMerchantUsersResponse]
+	signInMerchantUser   *connect.Client[v1.SignInMerchantUserRequest, v1.SignInMerchantUserResponse]
+	getMerchantSession   *connect.Client[v1.GetMerchantSessionRequest, v1.GetMerchantSessionResponse]
+	endMerchantSession   *connect.Client[v1.EndMerchantSessionRequest, v1.EndMerchantSessionResponse]
 }
 
 // Ping calls bcp.tenants.v1.TenantService.Ping.
@@ -469,6 +537,31 @@ func (c *tenantServiceClient) SignWithCurrentKey(ctx context.Context, req *conne
 	return c.signWithCurrentKey.CallUnary(ctx, req)
 }
 
+// InviteMerchantUser calls bcp.tenants.v1.TenantService.InviteMerchantUser.
+func (c *tenantServiceClient) InviteMerchantUser(ctx context.Context, req *connect.Request[v1.InviteMerchantUserRequest]) (*connect.Response[v1.InviteMerchantUserResponse], error) {
+	return c.inviteMerchantUser.CallUnary(ctx, req)
+}
+
+// ListMerchantUsers calls bcp.tenants.v1.TenantService.ListMerchantUsers.
+func (c *tenantServiceClient) ListMerchantUsers(ctx context.Context, req *connect.Request[v1.ListMerchantUsersRequest]) (*connect.Response[v1.ListMerchantUsersResponse], error) {
+	return c.listMerchantUsers.CallUnary(ctx, req)
+}
+
+// SignInMerchantUser calls bcp.tenants.v1.TenantService.SignInMerchantUser.
+func (c *tenantServiceClient) SignInMerchantUser(ctx context.Context, req *connect.Request[v1.SignInMerchantUserRequest]) (*connect.Response[v1.SignInMerchantUserResponse], error) {
+	return c.signInMerchantUser.CallUnary(ctx, req)
+}
+
+// GetMerchantSession calls bcp.tenants.v1.TenantService.GetMerchantSession.
+func (c *tenantServiceClient) GetMerchantSession(ctx context.Context, req *connect.Request[v1.GetMerchantSessionRequest]) (*connect.Response[v1.GetMerchantSessionResponse], error) {
+	return c.getMerchantSession.CallUnary(ctx, req)
+}
+
+// EndMerchantSession calls bcp.tenants.v1.TenantService.EndMerchantSession.
+func (c *tenantServiceClient) EndMerchantSession(ctx context.Context, req *connect.Request[v1.EndMerchantSessionRequest]) (*connect.Response[v1.EndMerchantSessionResponse], error) {
+	return c.endMerchantSession.CallUnary(ctx, req)
+}
+
 // TenantServiceHandler is an implementation of the bcp.tenants.v1.TenantService service.
 type TenantServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
@@ -516,6 +609,23 @@ type TenantServiceHandler interface {
 	// SignWithCurrentKey signs an RFC 9421 signature base with the tenant's
 	// current key (internal: the edge signs responses, orders signs webhooks).
 	SignWithCurrentKey(context.Context, *connect.Request[v1.SignWithCurrentKeyRequest]) (*connect.Response[v1.SignWithCurrentKeyResponse], error)
+	// InviteMerchantUser creates a merchant user with a random initial
+	// password, returned once (internal: the operator, bcpctl, or a merchant
+	// admin through the admin web).
+	InviteMerchantUser(context.Context, *connect.Request[v1.InviteMerchantUserRequest]) (*connect.Response[v1.InviteMerchantUserResponse], error)
+	// ListMerchantUsers lists a tenant's users (internal).
+	ListMerchantUsers(context.Context, *connect.Request[v1.ListMerchantUsersRequest]) (*connect.Response[v1.ListMerchantUsersResponse], error)
+	// SignInMerchantUser checks an email and password in one tenant and opens
+	// a session (internal: the admin web). Wrong email or password is
+	// UNAUTHENTICATED "invalid_credentials"; a locked user is
+	// PERMISSION_DENIED "locked" until locked_until (backoff grows with
+	// every further failure).
+	SignInMerchantUser(context.Context, *connect.Request[v1.SignInMerchantUserRequest]) (*connect.Response[v1.SignInMerchantUserResponse], error)
+	// GetMerchantSession returns the user of a live session (internal);
+	// unknown, expired and idle sessions are NOT_FOUND alike.
+	GetMerchantSession(context.Context, *connect.Request[v1.GetMerchantSessionRequest]) (*connect.Response[v1.GetMerchantSessionResponse], error)
+	// EndMerchantSession deletes a session (logout; internal).
+	EndMerchantSession(context.Context, *connect.Request[v1.EndMerchantSessionRequest]) (*connect.Response[v1.EndMerchantSessionResponse], error)
 }
 
 // NewTenantServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -679,6 +789,37 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(tenantServiceMethods.ByName("SignWithCurrentKey")),
 		connect.WithHandlerOptions(opts...),
 	)
+	tenantServiceInviteMerchantUserHandler := connect.NewUnaryHandler(
+		TenantServiceInviteMerchantUserProcedure,
+		svc.InviteMerchantUser,
+		connect.WithSchema(tenantServiceMethods.ByName("InviteMerchantUser")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceListMerchantUsersHandler := connect.NewUnaryHandler(
+		TenantServiceListMerchantUsersProcedure,
+		svc.ListMerchantUsers,
+		connect.WithSchema(tenantServiceMethods.ByName("ListMerchantUsers")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceSignInMerchantUserHandler := connect.NewUnaryHandler(
+		TenantServiceSignInMerchantUserProcedure,
+		svc.SignInMerchantUser,
+		connect.WithSchema(tenantServiceMethods.ByName("SignInMerchantUser")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceGetMerchantSessionHandler := connect.NewUnaryHandler(
+		TenantServiceGetMerchantSessionProcedure,
+		svc.GetMerchantSession,
+		connect.WithSchema(tenantServiceMethods.ByName("GetMerchantSession")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceEndMerchantSessionHandler := connect.NewUnaryHandler(
+		TenantServiceEndMerchantSessionProcedure,
+		svc.EndMerchantSession,
+		connect.WithSchema(tenantServiceMethods.ByName("EndMerchantSession")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.tenants.v1.TenantService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TenantServicePingProcedure:
@@ -729,6 +870,16 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 			tenantServiceRevokeSigningKeyHandler.ServeHTTP(w, r)
 		case TenantServiceSignWithCurrentKeyProcedure:
 			tenantServiceSignWithCurrentKeyHandler.ServeHTTP(w, r)
+		case TenantServiceInviteMerchantUserProcedure:
+			tenantServiceInviteMerchantUserHandler.ServeHTTP(w, r)
+		case TenantServiceListMerchantUsersProcedure:
+			tenantServiceListMerchantUsersHandler.ServeHTTP(w, r)
+		case TenantServiceSignInMerchantUserProcedure:
+			tenantServiceSignInMerchantUserHandler.ServeHTTP(w, r)
+		case TenantServiceGetMerchantSessionProcedure:
+			tenantServiceGetMerchantSessionHandler.ServeHTTP(w, r)
+		case TenantServiceEndMerchantSessionProcedure:
+			tenantServiceEndMerchantSessionHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -832,4 +983,24 @@ func (UnimplementedTenantServiceHandler) RevokeSigningKey(context.Context, *conn
 
 func (UnimplementedTenantServiceHandler) SignWithCurrentKey(context.Context, *connect.Request[v1.SignWithCurrentKeyRequest]) (*connect.Response[v1.SignWithCurrentKeyResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.SignWithCurrentKey is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) InviteMerchantUser(context.Context, *connect.Request[v1.InviteMerchantUserRequest]) (*connect.Response[v1.InviteMerchantUserResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.InviteMerchantUser is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) ListMerchantUsers(context.Context, *connect.Request[v1.ListMerchantUsersRequest]) (*connect.Response[v1.ListMerchantUsersResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.ListMerchantUsers is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) SignInMerchantUser(context.Context, *connect.Request[v1.SignInMerchantUserRequest]) (*connect.Response[v1.SignInMerchantUserResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.SignInMerchantUser is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) GetMerchantSession(context.Context, *connect.Request[v1.GetMerchantSessionRequest]) (*connect.Response[v1.GetMerchantSessionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.GetMerchantSession is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) EndMerchantSession(context.Context, *connect.Request[v1.EndMerchantSessionRequest]) (*connect.Response[v1.EndMerchantSessionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.EndMerchantSession is not implemented"))
 }
