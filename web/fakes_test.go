@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"github.com/bcpdev/bcp/web/internal/webtest"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -140,22 +141,7 @@ func fakeOptions(t *testing.T, f *fakeServices) Options {
 	}
 }
 
-// serve mounts w's routes the way the edge does: behind a Host → tenant
-// lookup that puts the tenant in the context (unknown hosts get 404).
+// serve mounts w's routes the way the edge does.
 func serve(t *testing.T, w *Web, hosts map[string]uuid.UUID) *httptest.Server {
-	t.Helper()
-	mux := http.NewServeMux()
-	for pattern, h := range w.Routes() {
-		mux.Handle(pattern, h)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		id, ok := hosts[r.Host]
-		if !ok {
-			http.NotFound(rw, r)
-			return
-		}
-		mux.ServeHTTP(rw, r.WithContext(tenancy.With(r.Context(), id)))
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	return webtest.Serve(t, w, hosts)
 }

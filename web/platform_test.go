@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"context"
@@ -25,6 +25,8 @@ import (
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/services/edge"
+	"github.com/bcpdev/bcp/web"
+	"github.com/bcpdev/bcp/web/internal/webtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
@@ -179,8 +181,8 @@ func TestHostedPageOnPlatform(t *testing.T) {
 	A := newAgent(t, r, alfa.host, profiles.URL+"/agent.json")
 
 	// The handler as the edge will mount it, with the platform's clients.
-	w := New(Options{Checkout: r.Clients.Checkout, Payments: r.Clients.Payments, Tenants: r.Clients.Tenants, Orders: r.Clients.Orders, PublicScheme: "http"})
-	srv := serve(t, w, map[string]uuid.UUID{alfa.host: alfa.tenant, beta.host: beta.tenant})
+	w := web.New(web.Options{Checkout: r.Clients.Checkout, Payments: r.Clients.Payments, Tenants: r.Clients.Tenants, Orders: r.Clients.Orders, PublicScheme: "http"})
+	srv := webtest.Serve(t, w, map[string]uuid.UUID{alfa.host: alfa.tenant, beta.host: beta.tenant})
 
 	c := A.call("create_checkout", map[string]any{"checkout": map[string]any{
 		"line_items": []any{map[string]any{"item": map[string]any{"id": "var_cam"}, "quantity": 2}},
@@ -190,14 +192,14 @@ func TestHostedPageOnPlatform(t *testing.T) {
 	if err != nil || cu.Path != "/checkout/"+c.ID {
 		t.Fatalf("continue_url %q does not point at this page", c.ContinueURL)
 	}
-	page := do(t, srv.URL, "GET", alfa.host, cu.Path, nil, nil)
-	if page.status != http.StatusOK {
-		t.Fatalf("page: %d %s", page.status, page.body)
+	page := webtest.Do(t, srv.URL, "GET", alfa.host, cu.Path, nil, nil)
+	if page.Status != http.StatusOK {
+		t.Fatalf("page: %d %s", page.Status, page.Body)
 	}
-	checkHeaders(t, "page", page, true)
-	noInlineScript(t, page.body)
+	webtest.CheckHeaders(t, "page", page, true)
+	webtest.NoInlineScript(t, page.Body)
 	for _, want := range []string{"Loja Alfa", "Em andamento", "Camiseta M", "2 × R$ 59,90", "<dt>Subtotal</dt><dd class=\"money\">R$ 119,80</dd>", "<dt>Total</dt><dd class=\"money\">R$ 119,80</dd>", "Política de privacidade", "data-poll"} {
-		if !strings.Contains(page.body, want) {
+		if !strings.Contains(page.Body, want) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
@@ -234,30 +236,30 @@ func TestHostedPageOnPlatform(t *testing.T) {
 	if c.Status != bcp.StatusReadyForComplete {
 		t.Fatalf("status %s, messages %+v", c.Status, c.Messages)
 	}
-	page = do(t, srv.URL, "GET", alfa.host, "/checkout/"+c.ID, nil, nil)
+	page = webtest.Do(t, srv.URL, "GET", alfa.host, "/checkout/"+c.ID, nil, nil)
 	// 11980 + 1234567 = 1246547; + PAC 1500 = 1248047.
 	for _, want := range []string{
 		"Caneca &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;", "1 × R$ 12.345,67",
 		"<dt>Subtotal</dt><dd class=\"money\">R$ 12.465,47</dd>", "<dt>Frete</dt><dd class=\"money\">R$ 15,00</dd>", "<dt>Total</dt><dd class=\"money\">R$ 12.480,47</dd>",
 		"Avenida Paulista, 1000", "São Paulo – SP", "CEP 01310-100", "PAC · Correios",
 	} {
-		if !strings.Contains(page.body, want) {
+		if !strings.Contains(page.Body, want) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
-	if strings.Contains(page.body, `<script>alert`) || strings.Contains(page.body, "ana@example.com") {
+	if strings.Contains(page.Body, `<script>alert`) || strings.Contains(page.Body, "ana@example.com") {
 		t.Error("unescaped title or buyer e-mail in the page")
 	}
-	if i, j, k := strings.Index(page.body, "<dt>Subtotal"), strings.Index(page.body, "<dt>Frete"), strings.Index(page.body, "<dt>Total"); !(i >= 0 && i < j && j < k) {
+	if i, j, k := strings.Index(page.Body, "<dt>Subtotal"), strings.Index(page.Body, "<dt>Frete"), strings.Index(page.Body, "<dt>Total"); !(i >= 0 && i < j && j < k) {
 		t.Errorf("totals out of order: %d %d %d", i, j, k)
 	}
 
 	// Status JSON: no buyer data, no-store.
-	s := do(t, srv.URL, "GET", alfa.host, "/checkout/"+c.ID+"/status", nil, nil)
-	checkHeaders(t, "status", s, true)
+	s := webtest.Do(t, srv.URL, "GET", alfa.host, "/checkout/"+c.ID+"/status", nil, nil)
+	webtest.CheckHeaders(t, "status", s, true)
 	var st map[string]any
-	if err := json.Unmarshal([]byte(s.body), &st); err != nil || st["status"] != "ready_for_complete" || st["state"] != "open" || st["expires_at"] == nil || len(st) != 3 {
-		t.Fatalf("status = %d %s", s.status, s.body)
+	if err := json.Unmarshal([]byte(s.Body), &st); err != nil || st["status"] != "ready_for_complete" || st["state"] != "open" || st["expires_at"] == nil || len(st) != 3 {
+		t.Fatalf("status = %d %s", s.Status, s.Body)
 	}
 
 	// Another merchant's host, an unknown id, a malformed id: 404, nothing leaked.
@@ -266,12 +268,12 @@ func TestHostedPageOnPlatform(t *testing.T) {
 		{alfa.host, "/checkout/" + ids.New("chk")}, {alfa.host, "/checkout/chk_%3Cscript%3E"},
 		{alfa.host, "/orders/" + ids.New("ord")}, // GetOrder is not implemented yet
 	} {
-		nf := do(t, srv.URL, "GET", x.host, x.path, nil, nil)
-		if nf.status != http.StatusNotFound {
-			t.Errorf("%s%s: %d, want 404", x.host, x.path, nf.status)
+		nf := webtest.Do(t, srv.URL, "GET", x.host, x.path, nil, nil)
+		if nf.Status != http.StatusNotFound {
+			t.Errorf("%s%s: %d, want 404", x.host, x.path, nf.Status)
 		}
 		for _, leak := range []string{"Camiseta", "Loja Alfa", "Loja Beta", "ana@", "Paulista"} {
-			if strings.Contains(nf.body, leak) {
+			if strings.Contains(nf.Body, leak) {
 				t.Errorf("%s%s leaks %q", x.host, x.path, leak)
 			}
 		}
@@ -280,29 +282,29 @@ func TestHostedPageOnPlatform(t *testing.T) {
 	// Simulate: no token → 403; a valid token on a checkout with nothing to
 	// pay → back to the page; a production deployment → 403.
 	nonce := strings.Repeat("B", 43)
-	form := url.Values{"csrf_token": {w.csrfMAC(alfa.tenant, c.ID, nonce)}, "attempt_id": {"pay_x"}}
-	hdr := http.Header{"Cookie": {csrfCookie + "=" + nonce}, "Sec-Fetch-Site": {"same-origin"}}
-	if p := do(t, srv.URL, "POST", alfa.host, "/checkout/"+c.ID+"/simulate-payment", hdr, url.Values{"attempt_id": {"pay_x"}}); p.status != http.StatusForbidden {
-		t.Errorf("simulate without token: %d", p.status)
+	form := url.Values{"csrf_token": {web.CSRFMAC(w, alfa.tenant, c.ID, nonce)}, "attempt_id": {"pay_x"}}
+	hdr := http.Header{"Cookie": {web.CSRFCookie + "=" + nonce}, "Sec-Fetch-Site": {"same-origin"}}
+	if p := webtest.Do(t, srv.URL, "POST", alfa.host, "/checkout/"+c.ID+"/simulate-payment", hdr, url.Values{"attempt_id": {"pay_x"}}); p.Status != http.StatusForbidden {
+		t.Errorf("simulate without token: %d", p.Status)
 	}
-	sandboxWeb := New(Options{Checkout: r.Clients.Checkout, Payments: r.Clients.Payments, Tenants: r.Clients.Tenants, CSRFKey: w.csrfKey, Environment: EnvironmentSandbox})
-	sb := serve(t, sandboxWeb, map[string]uuid.UUID{alfa.host: alfa.tenant})
-	if p := do(t, sb.URL, "POST", alfa.host, "/checkout/"+c.ID+"/simulate-payment", hdr, form); p.status != http.StatusSeeOther || p.header.Get("Location") != "/checkout/"+c.ID {
-		t.Errorf("simulate with nothing to pay: %d %q", p.status, p.header.Get("Location"))
+	sandboxWeb := web.New(web.Options{Checkout: r.Clients.Checkout, Payments: r.Clients.Payments, Tenants: r.Clients.Tenants, CSRFKey: web.CSRFKey(w), Environment: web.EnvironmentSandbox})
+	sb := webtest.Serve(t, sandboxWeb, map[string]uuid.UUID{alfa.host: alfa.tenant})
+	if p := webtest.Do(t, sb.URL, "POST", alfa.host, "/checkout/"+c.ID+"/simulate-payment", hdr, form); p.Status != http.StatusSeeOther || p.Header.Get("Location") != "/checkout/"+c.ID {
+		t.Errorf("simulate with nothing to pay: %d %q", p.Status, p.Header.Get("Location"))
 	}
-	prodWeb := New(Options{Checkout: r.Clients.Checkout, Payments: r.Clients.Payments, Tenants: r.Clients.Tenants, CSRFKey: w.csrfKey, Environment: EnvironmentProduction})
-	prod := serve(t, prodWeb, map[string]uuid.UUID{alfa.host: alfa.tenant})
-	if p := do(t, prod.URL, "POST", alfa.host, "/checkout/"+c.ID+"/simulate-payment", hdr, form); p.status != http.StatusForbidden {
-		t.Errorf("simulate on a production handler: %d, want 403", p.status)
+	prodWeb := web.New(web.Options{Checkout: r.Clients.Checkout, Payments: r.Clients.Payments, Tenants: r.Clients.Tenants, CSRFKey: web.CSRFKey(w), Environment: web.EnvironmentProduction})
+	prod := webtest.Serve(t, prodWeb, map[string]uuid.UUID{alfa.host: alfa.tenant})
+	if p := webtest.Do(t, prod.URL, "POST", alfa.host, "/checkout/"+c.ID+"/simulate-payment", hdr, form); p.Status != http.StatusForbidden {
+		t.Errorf("simulate on a production handler: %d, want 403", p.Status)
 	}
 
 	// Canceled: a clear message, no polling.
 	A.call("cancel_checkout", map[string]any{"id": c.ID, "meta": map[string]any{"ucp-agent": map[string]any{"profile": A.profile}, "idempotency-key": uuid.NewString()}})
-	page = do(t, srv.URL, "GET", alfa.host, "/checkout/"+c.ID, nil, nil)
-	if page.status != http.StatusOK || !strings.Contains(page.body, "Este checkout foi cancelado") || strings.Contains(page.body, "data-poll") {
-		t.Errorf("canceled page: %d", page.status)
+	page = webtest.Do(t, srv.URL, "GET", alfa.host, "/checkout/"+c.ID, nil, nil)
+	if page.Status != http.StatusOK || !strings.Contains(page.Body, "Este checkout foi cancelado") || strings.Contains(page.Body, "data-poll") {
+		t.Errorf("canceled page: %d", page.Status)
 	}
-	if s := do(t, srv.URL, "GET", alfa.host, "/checkout/"+c.ID+"/status", nil, nil); s.body != `{"status":"canceled","state":"canceled"}`+"\n" {
-		t.Errorf("canceled status = %s", s.body)
+	if s := webtest.Do(t, srv.URL, "GET", alfa.host, "/checkout/"+c.ID+"/status", nil, nil); s.Body != `{"status":"canceled","state":"canceled"}`+"\n" {
+		t.Errorf("canceled status = %s", s.Body)
 	}
 }

@@ -2,7 +2,6 @@ package web
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/protocol/bcp"
+	"github.com/bcpdev/bcp/web/internal/webtest"
 )
 
 func TestFormatBRL(t *testing.T) {
@@ -53,68 +53,13 @@ func TestParsePixAmount(t *testing.T) {
 	}
 }
 
-type response struct {
-	status int
-	header http.Header
-	body   string
-}
+type response = webtest.Response
 
-// do sends a request with the given Host and never follows redirects.
-func do(t *testing.T, base, method, host, path string, header http.Header, form url.Values) response {
-	t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequest(method, base+path, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Host = host
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return response{status: resp.StatusCode, header: resp.Header, body: string(b)}
-}
-
-// checkHeaders asserts the security headers every response carries.
-func checkHeaders(t *testing.T, what string, r response, noStore bool) {
-	t.Helper()
-	csp := r.header.Get("Content-Security-Policy")
-	if !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "img-src 'self' data:") || strings.Contains(csp, "unsafe-inline") {
-		t.Errorf("%s: Content-Security-Policy = %q", what, csp)
-	}
-	if r.header.Get("X-Content-Type-Options") != "nosniff" || r.header.Get("Referrer-Policy") != "same-origin" {
-		t.Errorf("%s: nosniff/referrer headers = %v", what, r.header)
-	}
-	if noStore && r.header.Get("Cache-Control") != "no-store" {
-		t.Errorf("%s: Cache-Control = %q, want no-store", what, r.header.Get("Cache-Control"))
-	}
-}
-
-// noInlineScript fails when the page has a <script> without src (the CSP
-// would block it anyway; this catches it before a browser does).
-func noInlineScript(t *testing.T, body string) {
-	t.Helper()
-	for _, tag := range regexp.MustCompile(`<script[^>]*>`).FindAllString(body, -1) {
-		if !strings.Contains(tag, ` src="/static/`) {
-			t.Errorf("inline or foreign script: %s", tag)
-		}
-	}
-	if strings.Contains(body, " style=") || strings.Contains(body, " onclick=") {
-		t.Error("inline style or handler attribute in the page")
-	}
-}
+var (
+	do             = webtest.Do
+	checkHeaders   = webtest.CheckHeaders
+	noInlineScript = webtest.NoInlineScript
+)
 
 const (
 	fakeHost  = "loja.example"
@@ -211,11 +156,11 @@ func (e *fakeEnv) simulated() []string {
 func TestPixPendingPage(t *testing.T) {
 	e := newFakeEnv(t, "sandbox", nil)
 	r := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id, nil, nil)
-	if r.status != http.StatusOK {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != http.StatusOK {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	checkHeaders(t, "pix page", r, true)
-	noInlineScript(t, r.body)
+	noInlineScript(t, r.Body)
 	for _, want := range []string{
 		"Loja Fake", "Aguardando pagamento", "Pague com Pix",
 		`<p class="amount money">R$ 122,82</p>`,
@@ -234,28 +179,28 @@ func TestPixPendingPage(t *testing.T) {
 		`data-status-url="/checkout/` + e.id + `/status" data-poll`,
 		`data-panel="paid" aria-live="polite" hidden`, `data-panel="expired" aria-live="polite" hidden`,
 	} {
-		if !strings.Contains(r.body, want) {
+		if !strings.Contains(r.Body, want) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
 	order := []string{"<dt>Subtotal</dt><dd class=\"money\">R$ 119,80</dd>", "<dt>Descontos</dt><dd class=\"money\">-R$ 11,98</dd>", "<dt>Frete</dt><dd class=\"money\">R$ 15,00</dd>", "<dt>Total</dt><dd class=\"money\">R$ 122,82</dd>"}
 	last := -1
 	for _, s := range order {
-		i := strings.Index(r.body, s)
+		i := strings.Index(r.Body, s)
 		if i <= last {
-			t.Fatalf("totals out of order or missing at %q:\n%s", s, r.body)
+			t.Fatalf("totals out of order or missing at %q:\n%s", s, r.Body)
 		}
 		last = i
 	}
 	// Not shown: the buyer's e-mail, SEDEX (not selected), the javascript: link.
 	for _, bad := range []string{"ana@example.com", "SEDEX", "javascript:", "Termos de uso"} {
-		if strings.Contains(r.body, bad) {
+		if strings.Contains(r.Body, bad) {
 			t.Errorf("page shows %q", bad)
 		}
 	}
 	// The CSRF cookie: random, HttpOnly, SameSite=Strict, Secure by default.
 	var csrf *http.Cookie
-	for _, c := range (&http.Response{Header: r.header}).Cookies() {
+	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
 		if c.Name == csrfCookie {
 			csrf = c
 		}
@@ -263,30 +208,30 @@ func TestPixPendingPage(t *testing.T) {
 	if csrf == nil || !csrf.HttpOnly || !csrf.Secure || csrf.SameSite != http.SameSiteStrictMode || !validNonce(csrf.Value) {
 		t.Fatalf("csrf cookie = %+v", csrf)
 	}
-	if !strings.Contains(r.body, `name="csrf_token" value="`+e.w.csrfMAC(e.tenant, e.id, csrf.Value)+`"`) {
+	if !strings.Contains(r.Body, `name="csrf_token" value="`+e.w.csrfMAC(e.tenant, e.id, csrf.Value)+`"`) {
 		t.Error("form token is not bound to the cookie and checkout")
 	}
 
 	// The assets the page names are served with long cache headers.
-	for _, ref := range regexp.MustCompile(`(?:href|src)="(/static/[^"]+)"`).FindAllStringSubmatch(r.body, -1) {
+	for _, ref := range regexp.MustCompile(`(?:href|src)="(/static/[^"]+)"`).FindAllStringSubmatch(r.Body, -1) {
 		a := do(t, e.base, "GET", fakeHost, ref[1], nil, nil)
-		if a.status != http.StatusOK || a.header.Get("Cache-Control") != "public, max-age=31536000, immutable" || !regexp.MustCompile(`^/static/app\.[0-9a-f]{10}\.(css|js)$`).MatchString(ref[1]) {
-			t.Errorf("asset %s: %d %q", ref[1], a.status, a.header.Get("Cache-Control"))
+		if a.Status != http.StatusOK || a.Header.Get("Cache-Control") != "public, max-age=31536000, immutable" || !regexp.MustCompile(`^/static/app\.[0-9a-f]{10}\.(css|js)$`).MatchString(ref[1]) {
+			t.Errorf("asset %s: %d %q", ref[1], a.Status, a.Header.Get("Cache-Control"))
 		}
 		checkHeaders(t, "asset", a, false)
-		if ct := a.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/css") && !strings.HasPrefix(ct, "text/javascript") {
+		if ct := a.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/css") && !strings.HasPrefix(ct, "text/javascript") {
 			t.Errorf("asset %s content type %q", ref[1], ct)
 		}
 	}
-	if a := do(t, e.base, "GET", fakeHost, "/static/app.css", nil, nil); a.status != http.StatusNotFound {
-		t.Errorf("unversioned asset name: %d", a.status)
+	if a := do(t, e.base, "GET", fakeHost, "/static/app.css", nil, nil); a.Status != http.StatusNotFound {
+		t.Errorf("unversioned asset name: %d", a.Status)
 	}
 
 	// Status: what the page shows, never buyer data.
 	s := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id+"/status", nil, nil)
 	checkHeaders(t, "status", s, true)
-	if s.status != http.StatusOK || s.body != `{"status":"complete_in_progress","state":"pix_pending","expires_at":"2030-05-01T17:30:00Z"}`+"\n" {
-		t.Fatalf("status = %d %s", s.status, s.body)
+	if s.Status != http.StatusOK || s.Body != `{"status":"complete_in_progress","state":"pix_pending","expires_at":"2030-05-01T17:30:00Z"}`+"\n" {
+		t.Fatalf("status = %d %s", s.Status, s.Body)
 	}
 }
 
@@ -299,16 +244,16 @@ func TestPixPageWithoutSandboxOrSafeQR(t *testing.T) {
 	})
 	e.set(c)
 	r := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id, nil, nil)
-	if r.status != http.StatusOK || !strings.Contains(r.body, pixCode) {
-		t.Fatalf("status %d", r.status)
+	if r.Status != http.StatusOK || !strings.Contains(r.Body, pixCode) {
+		t.Fatalf("status %d", r.Status)
 	}
 	for _, bad := range []string{"Simular pagamento", "csrf_token", "<img", "elsewhere", "javascript:"} {
-		if strings.Contains(r.body, bad) {
+		if strings.Contains(r.Body, bad) {
 			t.Errorf("production page shows %q", bad)
 		}
 	}
-	if r.header.Get("Set-Cookie") != "" {
-		t.Errorf("no form, no cookie: %q", r.header.Get("Set-Cookie"))
+	if r.Header.Get("Set-Cookie") != "" {
+		t.Errorf("no form, no cookie: %q", r.Header.Get("Set-Cookie"))
 	}
 }
 
@@ -325,7 +270,7 @@ func TestPixDisplayFromAttempt(t *testing.T) {
 	e.f.mu.Unlock()
 	r := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id, nil, nil)
 	for _, want := range []string{pixCode, `<img src="/pix/pay_01.png"`, `name="attempt_id" value="pay_01"`, "29:41"} {
-		if !strings.Contains(r.body, want) {
+		if !strings.Contains(r.Body, want) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
@@ -333,7 +278,7 @@ func TestPixDisplayFromAttempt(t *testing.T) {
 
 func csrfCookieFrom(t *testing.T, r response) *http.Cookie {
 	t.Helper()
-	for _, c := range (&http.Response{Header: r.header}).Cookies() {
+	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
 		if c.Name == csrfCookie {
 			return c
 		}
@@ -363,8 +308,8 @@ func TestSimulatePayment(t *testing.T) {
 		{"cross-site", post(fakeHost, e.id, http.Header{"Cookie": withCookie["Cookie"], "Sec-Fetch-Site": {"cross-site"}}, url.Values{"csrf_token": {token}, "attempt_id": {attemptID}})},
 	}
 	for _, c := range refused {
-		if c.r.status != http.StatusForbidden {
-			t.Errorf("%s: status %d, want 403", c.what, c.r.status)
+		if c.r.Status != http.StatusForbidden {
+			t.Errorf("%s: status %d, want 403", c.what, c.r.Status)
 		}
 		checkHeaders(t, c.what, c.r, true)
 	}
@@ -374,28 +319,28 @@ func TestSimulatePayment(t *testing.T) {
 
 	// Another merchant's host: the token does not verify there (the tenant
 	// is part of it) and nothing is found anyway.
-	if r := post(otherHost, e.id, withCookie, url.Values{"csrf_token": {token}, "attempt_id": {attemptID}}); r.status != http.StatusForbidden {
-		t.Errorf("other tenant: %d", r.status)
+	if r := post(otherHost, e.id, withCookie, url.Values{"csrf_token": {token}, "attempt_id": {attemptID}}); r.Status != http.StatusForbidden {
+		t.Errorf("other tenant: %d", r.Status)
 	}
 
 	// A stale page (another attempt) goes back without paying.
 	r := post(fakeHost, e.id, withCookie, url.Values{"csrf_token": {token}, "attempt_id": {"pay_old"}})
-	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/checkout/"+e.id {
-		t.Fatalf("stale attempt: %d %q", r.status, r.header.Get("Location"))
+	if r.Status != http.StatusSeeOther || r.Header.Get("Location") != "/checkout/"+e.id {
+		t.Fatalf("stale attempt: %d %q", r.Status, r.Header.Get("Location"))
 	}
 
 	r = post(fakeHost, e.id, withCookie, url.Values{"csrf_token": {token}, "attempt_id": {attemptID}})
-	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/checkout/"+e.id+"?simulado=1" {
-		t.Fatalf("simulate: %d %q %s", r.status, r.header.Get("Location"), r.body)
+	if r.Status != http.StatusSeeOther || r.Header.Get("Location") != "/checkout/"+e.id+"?simulado=1" {
+		t.Fatalf("simulate: %d %q %s", r.Status, r.Header.Get("Location"), r.Body)
 	}
 	if got := e.simulated(); !slices.Equal(got, []string{attemptID}) {
 		t.Fatalf("simulated attempts = %v", got)
 	}
 	back := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id+"?simulado=1", withCookie, nil)
-	if !strings.Contains(back.body, "Pagamento simulado enviado") {
+	if !strings.Contains(back.Body, "Pagamento simulado enviado") {
 		t.Error("no notice after simulating")
 	}
-	if back.header.Get("Set-Cookie") != "" {
+	if back.Header.Get("Set-Cookie") != "" {
 		t.Error("an existing nonce cookie must be kept, not replaced")
 	}
 }
@@ -411,7 +356,7 @@ func TestSimulateRefusedInProduction(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newFakeEnv(t, env.handler, func(o *Options) { o.Environment = env.opts })
 			page := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id, nil, nil)
-			if strings.Contains(page.body, "Simular pagamento") {
+			if strings.Contains(page.Body, "Simular pagamento") {
 				t.Fatal("production page offers a simulated payment")
 			}
 			// A well-formed token (made with the handler's key) is still refused.
@@ -419,8 +364,8 @@ func TestSimulateRefusedInProduction(t *testing.T) {
 			r := do(t, e.base, "POST", fakeHost, "/checkout/"+e.id+"/simulate-payment",
 				http.Header{"Cookie": {csrfCookie + "=" + nonce}, "Sec-Fetch-Site": {"same-origin"}},
 				url.Values{"csrf_token": {e.w.csrfMAC(e.tenant, e.id, nonce)}, "attempt_id": {attemptID}})
-			if r.status != http.StatusForbidden {
-				t.Fatalf("status %d, want 403", r.status)
+			if r.Status != http.StatusForbidden {
+				t.Fatalf("status %d, want 403", r.Status)
 			}
 			if got := e.simulated(); len(got) != 0 {
 				t.Fatalf("payments called: %v", got)
@@ -440,16 +385,16 @@ func TestPaidExpiredCanceledEscalation(t *testing.T) {
 	e.set(c)
 	r := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id, nil, nil)
 	for _, want := range []string{"Pagamento confirmado", `<span class="badge badge-ok">Pago</span>`, "<strong data-order-label>#1001</strong>", `href="https://loja.example/orders/ord_1"`} {
-		if !strings.Contains(r.body, want) {
+		if !strings.Contains(r.Body, want) {
 			t.Errorf("paid page lacks %q", want)
 		}
 	}
-	if strings.Contains(r.body, "data-poll") || strings.Contains(r.body, pixCode) || strings.Contains(r.body, "Simular") {
+	if strings.Contains(r.Body, "data-poll") || strings.Contains(r.Body, pixCode) || strings.Contains(r.Body, "Simular") {
 		t.Error("a paid page must not poll or show the Pix")
 	}
 	s := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id+"/status", nil, nil)
-	if s.body != `{"status":"completed","state":"paid","order":{"id":"ord_1","label":"#1001","permalink_url":"https://loja.example/orders/ord_1"}}`+"\n" {
-		t.Errorf("paid status = %s", s.body)
+	if s.Body != `{"status":"completed","state":"paid","order":{"id":"ord_1","label":"#1001","permalink_url":"https://loja.example/orders/ord_1"}}`+"\n" {
+		t.Errorf("paid status = %s", s.Body)
 	}
 
 	// Back to ready_for_complete after the Pix expired.
@@ -460,19 +405,19 @@ func TestPaidExpiredCanceledEscalation(t *testing.T) {
 	e.setNow(pixExpires.Add(time.Second))
 	r = do(t, e.base, "GET", fakeHost, "/checkout/"+e.id, nil, nil)
 	for _, want := range []string{"<h1>Pix expirado</h1>", "Nada foi cobrado", "gerar um novo Pix"} {
-		if !strings.Contains(r.body, want) {
+		if !strings.Contains(r.Body, want) {
 			t.Errorf("expired page lacks %q", want)
 		}
 	}
-	if strings.Contains(r.body, pixCode) {
+	if strings.Contains(r.Body, pixCode) {
 		t.Error("an expired Pix code is still shown")
 	}
-	if s := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id+"/status", nil, nil); !strings.Contains(s.body, `"state":"pix_expired"`) {
-		t.Errorf("expired status = %s", s.body)
+	if s := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id+"/status", nil, nil); !strings.Contains(s.Body, `"state":"pix_expired"`) {
+		t.Errorf("expired status = %s", s.Body)
 	}
 	// Removed before its time: refused, not expired.
 	e.setNow(fakeNow)
-	if r := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id, nil, nil); !strings.Contains(r.body, "Pagamento não aprovado") {
+	if r := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id, nil, nil); !strings.Contains(r.Body, "Pagamento não aprovado") {
 		t.Error("payment_failed before expiry must read as refused")
 	}
 
@@ -487,10 +432,10 @@ func TestPaidExpiredCanceledEscalation(t *testing.T) {
 		c.Messages = []bcp.Message{bcp.Error(bcp.CodePaymentFailed, bcp.SeverityRecoverable, "$.payment.instruments[0]", content)}
 		e.set(c)
 		s := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id+"/status", nil, nil)
-		if !strings.Contains(s.body, `"state":"`+want+`"`) {
-			t.Errorf("%q: status %s, want state %s", content, s.body, want)
+		if !strings.Contains(s.Body, `"state":"`+want+`"`) {
+			t.Errorf("%q: status %s, want state %s", content, s.Body, want)
 		}
-		if r := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id, nil, nil); strings.Contains(r.body, "idempotência") {
+		if r := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id, nil, nil); strings.Contains(r.Body, "idempotência") {
 			t.Error("the agent-directed message is shown to the buyer")
 		}
 	}
@@ -501,8 +446,8 @@ func TestPaidExpiredCanceledEscalation(t *testing.T) {
 	c.Messages = []bcp.Message{bcp.Info("expired", "", "Este checkout expirou; inicie um novo.")}
 	e.set(c)
 	r = do(t, e.base, "GET", fakeHost, "/checkout/"+e.id, nil, nil)
-	if !strings.Contains(r.body, "Este checkout expirou") || strings.Contains(r.body, "data-poll") {
-		t.Errorf("canceled page: %s", r.body)
+	if !strings.Contains(r.Body, "Este checkout expirou") || strings.Contains(r.Body, "data-poll") {
+		t.Errorf("canceled page: %s", r.Body)
 	}
 
 	// requires_escalation: the messages, prominently, with what to do.
@@ -513,17 +458,17 @@ func TestPaidExpiredCanceledEscalation(t *testing.T) {
 	e.set(c)
 	r = do(t, e.base, "GET", fakeHost, "/checkout/"+e.id, nil, nil)
 	for _, want := range []string{"Ação necessária", "<strong>Informe um telefone &lt;celular&gt; para a entrega.</strong>", "Informe isso ao seu assistente de compras"} {
-		if !strings.Contains(r.body, want) {
+		if !strings.Contains(r.Body, want) {
 			t.Errorf("escalation page lacks %q", want)
 		}
 	}
-	if strings.Contains(r.body, "Continuar no banco") {
+	if strings.Contains(r.Body, "Continuar no banco") {
 		t.Error("continue_url is this page: no button")
 	}
 	// 3DS: continue_url is the bank's page, and the page sends the buyer there.
 	c.ContinueURL = "https://banco.example/3ds/abc"
 	e.set(c)
-	if r := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id, nil, nil); !strings.Contains(r.body, `href="https://banco.example/3ds/abc" rel="noopener">Continuar no banco</a>`) {
+	if r := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id, nil, nil); !strings.Contains(r.Body, `href="https://banco.example/3ds/abc" rel="noopener">Continuar no banco</a>`) {
 		t.Error("no link to the bank's challenge page")
 	}
 }
@@ -537,17 +482,17 @@ func TestNotFoundAndOrders(t *testing.T) {
 		{fakeHost, "/orders/" + ids.New("ord")}, // GetOrder unimplemented
 	} {
 		r := do(t, e.base, "GET", c.host, c.path, nil, nil)
-		if r.status != http.StatusNotFound || !strings.Contains(r.body, "Página não encontrada") {
-			t.Errorf("%s%s: %d", c.host, c.path, r.status)
+		if r.Status != http.StatusNotFound || !strings.Contains(r.Body, "Página não encontrada") {
+			t.Errorf("%s%s: %d", c.host, c.path, r.Status)
 		}
 		checkHeaders(t, c.path, r, true)
-		if strings.Contains(r.body, "Camiseta") || strings.Contains(r.body, "Loja Fake") {
+		if strings.Contains(r.Body, "Camiseta") || strings.Contains(r.Body, "Loja Fake") {
 			t.Errorf("%s%s leaks the checkout", c.host, c.path)
 		}
 	}
 	s := do(t, e.base, "GET", otherHost, "/checkout/"+e.id+"/status", nil, nil)
-	if s.status != http.StatusNotFound || s.body != `{"code":"not_found","content":"Not Found"}`+"\n" {
-		t.Errorf("other tenant status: %d %s", s.status, s.body)
+	if s.Status != http.StatusNotFound || s.Body != `{"code":"not_found","content":"Not Found"}`+"\n" {
+		t.Errorf("other tenant status: %d %s", s.Status, s.Body)
 	}
 
 	ord := ids.New("ord")
@@ -561,11 +506,11 @@ func TestNotFoundAndOrders(t *testing.T) {
 	r := do(t, e.base, "GET", fakeHost, "/orders/"+ord, nil, nil)
 	checkHeaders(t, "order", r, true)
 	for _, want := range []string{"Pedido #1001", "Camiseta &lt;b&gt;M&lt;/b&gt;", "R$ 119,80", "Chega em 5 a 9 dias úteis", "Enviado", "02/05/2030 às 09:00", `href="https://rastreio.example/BR123"`} {
-		if !strings.Contains(r.body, want) {
+		if !strings.Contains(r.Body, want) {
 			t.Errorf("order page lacks %q", want)
 		}
 	}
-	if r := do(t, e.base, "GET", otherHost, "/orders/"+ord, nil, nil); r.status != http.StatusNotFound {
-		t.Errorf("order on another tenant: %d", r.status)
+	if r := do(t, e.base, "GET", otherHost, "/orders/"+ord, nil, nil); r.Status != http.StatusNotFound {
+		t.Errorf("order on another tenant: %d", r.Status)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -138,14 +139,13 @@ func runServices(ctx context.Context, services []string, args []string) error {
 	for s, u := range f.serviceURLs {
 		cfg.ServiceURLs[s] = *u
 	}
-	for _, s := range services {
-		if s == platform.Tenants {
-			key, err := loadMasterKey(*f.masterKeyFile)
-			if err != nil {
-				return err
-			}
-			cfg.MasterKey = key
+	// The tenants and payments services seal secrets under the master key.
+	if slices.Contains(services, platform.Tenants) || slices.Contains(services, platform.Payments) {
+		key, err := loadMasterKey(*f.masterKeyFile)
+		if err != nil {
+			return err
 		}
+		cfg.MasterKey = key
 	}
 	r, err := platform.Start(ctx, cfg)
 	if err != nil {
@@ -172,7 +172,7 @@ func loadMasterKey(file string) ([]byte, error) {
 	if v := os.Getenv("BCP_MASTER_KEY"); v != "" {
 		return sealer.ParseKey(v)
 	}
-	return nil, errors.New("the tenants service needs the master key (--master-key-file or BCP_MASTER_KEY)")
+	return nil, errors.New("the tenants and payments services need the master key (--master-key-file or BCP_MASTER_KEY)")
 }
 
 func runDev(ctx context.Context, args []string) error {
