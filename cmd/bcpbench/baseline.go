@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bcpdev/bcp/internal/obs"
+	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/protocol/bcpschema"
+	"github.com/bcpdev/bcp/services/edge/agentauth"
+	"github.com/bcpdev/bcp/services/edge/agentprofile"
+)
+
+// The no-op baseline: the edge's MCP stack with the services taken out.
+//
+// Shared with the real edge (same packages, same options):
+//   - obs.Metrics middleware (request id, Prometheus RED metrics),
+//   - Host → tenant routing result in the context (tenancy.With and
+//     agentauth.WithTenantPolicy, as edge.ServeHTTP sets them) and a
+//     ServeMux route "/bcp/mcp",
+//   - agentauth.Authenticator (API key checked against the tenants
+//     service with its cache, or RFC 9421 verified with the keys of the
+//     agent profile from an agentprofile.Fetcher), same body limit,
+//   - mcp.NewStreamableHTTPHandler with the edge's options (stateless,
+//     JSON responses, 1 MiB bodies), one prebuilt *mcp.Server per tenant,
+//   - a loopback http.Server.
+//
+// Not shared: the edge's host cache (a map here), argument validation
+// against the BCP schemas, agent-profile negotiation, the checkout
+// service call and the envelope splice. The tool's input schema is
+// {"type":"object"}; it answers {"ok":true} as structured and text
+// content.
+func startBaseline(ctx context.Context, e *env, log *slog.Logger) (addr string, stop func(), err error) {
+	v, err := bcpschema.NewValidator()
+	if err != nil {
+		return "", nil, err
+	}
+	profiles, err := agentprofile.New(agentprofile.Options{Validator: v})
+	if err != nil {
+		return "", nil, err
+	}
+	keys := agentauth.KeySourceFunc(func(ctx context.Context, url string, dev, force bool) ([]json.RawMessage, error) {
+		get := profiles.Get
+		if force {
+			get = profiles.ForceRefresh
+		}
+		p, err := get(ctx, url, dev)
+		if err != nil {
+			return nil, err
+		}
+		return p.SigningKeys(), nil
+	})
+	auth := agentauth.New(agentauth.Options{Tenants: e.r.Clients.Tenants, Keys: keys, MaxBodyBytes: 1 << 20, Scheme: "http", Logger: log})
+
+	servers := map[string]*mcp.Server{}
+	tenantsByHost := map[string]*merchant{}
+	for _, m := range e.merchants {
+		s := mcp.NewServer(&mcp.Implementation{Name: "bcp-noop", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
+		s.AddTool(&mcp.Tool{Name: "noop", Description: "Does nothing.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				out := json.RawMessage(`{"ok":true}`)
+				return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil
+			})
+		servers[m.host] = s
+		tenantsByHost[m.host] = m
+	}
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return servers[r.Host] },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true, MaxRequestBodyBytes: 1 << 20})
+	mux := http.NewServeMux()
+	mux.Handle("/bcp/mcp", auth.Handler(mcpHandler))
+	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m, ok := tenantsByHost[r.Host]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		ctx := tenancy.With(r.Context(), m.tenantID)
+		ctx = agentauth.WithTenantPolicy(ctx, agentauth.TenantPolicy{Auth: agentauth.PolicyEither, Development: true})
+		inner := r.WithContext(ctx)
+		mux.ServeHTTP(w, inner)
+		r.Pattern = inner.Pattern
+	})
+	metrics := obs.NewMetrics(prometheus.NewRegistry())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: metrics.Middleware("public", log, route), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() { _ = srv.Serve(ln) }()
+	return ln.Addr().String(), func() { _ = srv.Close() }, nil
+}

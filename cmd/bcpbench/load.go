@@ -1,0 +1,419 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/bcpdev/bcp/agentclient"
+	"github.com/bcpdev/bcp/internal/tenancy"
+	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+)
+
+// recorder collects int-nanosecond latencies per operation and errors by
+// code. Percentiles come from the sorted samples (exact; a few hundred
+// thousand samples per phase at most).
+type recorder struct {
+	mu   sync.Mutex
+	lat  map[string][]int64
+	errs map[string]int
+	done atomic.Int64 // whole operations that succeeded
+	fail atomic.Int64
+}
+
+func newRecorder() *recorder {
+	return &recorder{lat: map[string][]int64{}, errs: map[string]int{}}
+}
+
+func (r *recorder) observe(op string, d time.Duration) {
+	r.mu.Lock()
+	r.lat[op] = append(r.lat[op], int64(d))
+	r.mu.Unlock()
+}
+
+func (r *recorder) error(code string) {
+	r.mu.Lock()
+	r.errs[code]++
+	r.mu.Unlock()
+}
+
+// OpStats are one operation's figures in a phase.
+type OpStats struct {
+	Count      int     `json:"count"`
+	Throughput float64 `json:"throughput_per_s"`
+	P50        int64   `json:"p50_ns"`
+	P95        int64   `json:"p95_ns"`
+	P99        int64   `json:"p99_ns"`
+	Max        int64   `json:"max_ns"`
+}
+
+func percentile(sorted []int64, p float64) int64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*p+0.999999) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func (r *recorder) stats(elapsed time.Duration) map[string]OpStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]OpStats{}
+	for op, l := range r.lat {
+		s := slices.Clone(l)
+		slices.Sort(s)
+		out[op] = OpStats{Count: len(s), Throughput: float64(len(s)) / elapsed.Seconds(),
+			P50: percentile(s, .50), P95: percentile(s, .95), P99: percentile(s, .99), Max: s[len(s)-1]}
+	}
+	return out
+}
+
+// callError is a failed step, with the code it is counted under.
+type callError struct{ code string }
+
+func (e *callError) Error() string { return e.code }
+
+// agents calls tools at the merchants as one agent identity.
+type agents struct {
+	endpoint string
+	base     http.RoundTripper
+	clients  []*agentclient.Client // one per merchant
+	rec      *recorder
+}
+
+func newAgents(endpoint string, e *env, signed bool, base http.RoundTripper) *agents {
+	a := &agents{endpoint: endpoint, base: base}
+	for _, m := range e.merchants {
+		t := &agentclient.Transport{Base: base, ProfileURL: e.profile, Host: m.host}
+		if signed {
+			t.Key = e.key
+		} else {
+			t.APIKey = m.apiKey
+		}
+		a.clients = append(a.clients, &agentclient.Client{Endpoint: endpoint, Transport: t, Timeout: 30 * time.Second})
+	}
+	return a
+}
+
+// checkoutView is the part of a checkout the load generator reads.
+type checkoutView struct {
+	UCP struct {
+		Status string `json:"status"`
+	} `json:"ucp"`
+	ID        string `json:"id"`
+	Status    string `json:"status"`
+	LineItems []struct {
+		ID string `json:"id"`
+	} `json:"line_items"`
+	Fulfillment struct {
+		Methods []struct {
+			ID                    string `json:"id"`
+			SelectedDestinationID string `json:"selected_destination_id"`
+			Groups                []struct {
+				ID string `json:"id"`
+			} `json:"groups"`
+		} `json:"methods"`
+	} `json:"fulfillment"`
+	Messages []struct {
+		Type string `json:"type"`
+		Code string `json:"code"`
+	} `json:"messages"`
+	Payment struct {
+		Instruments []struct {
+			Display json.RawMessage `json:"display"`
+		} `json:"instruments"`
+	} `json:"payment"`
+}
+
+// call runs one tool, records its latency under the tool's name and maps
+// every failure to a code.
+func (a *agents) call(ctx context.Context, merchant int, tool string, args map[string]any, op string) (*checkoutView, error) {
+	if op == "" {
+		op = tool
+	}
+	start := time.Now()
+	resp, err := a.clients[merchant].CallTool(ctx, tool, args)
+	d := time.Since(start)
+	code := ""
+	var view checkoutView
+	switch {
+	case err != nil:
+		code = "transport"
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			code = "cancelled"
+		}
+	case resp.Status != http.StatusOK:
+		code = "http_" + strconv.Itoa(resp.Status)
+		if resp.Error != nil && resp.Error.DataCode() != "" {
+			code += ":" + resp.Error.DataCode()
+		}
+	case resp.Error != nil:
+		code = "rpc_" + strconv.Itoa(resp.Error.Code)
+		if c := resp.Error.DataCode(); c != "" {
+			code = c
+		}
+	default:
+		var res struct {
+			IsError           bool            `json:"isError"`
+			StructuredContent json.RawMessage `json:"structuredContent"`
+		}
+		if json.Unmarshal(resp.Result, &res) != nil {
+			code = "bad_result"
+		} else if res.IsError {
+			code = "tool_error"
+		} else if len(res.StructuredContent) > 0 && json.Unmarshal(res.StructuredContent, &view) != nil {
+			code = "bad_result"
+		} else if view.UCP.Status == "error" {
+			code = "bcp_error"
+			for _, m := range view.Messages {
+				if m.Type == "error" {
+					code = "bcp_error:" + m.Code
+					break
+				}
+			}
+		}
+	}
+	if code != "" {
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // the phase ended mid-call: not an error of the platform
+		}
+		a.rec.error(tool + ":" + code)
+		if debug && resp != nil {
+			logf("%s: %s: %s", tool, code, resp.Body)
+		}
+		return nil, &callError{code}
+	}
+	a.rec.observe(op, d)
+	return &view, nil
+}
+
+var address = map[string]any{"street_address": "Rua Augusta, 500", "address_locality": "São Paulo", "address_region": "SP",
+	"postal_code": "01305-000", "address_country": "BR"}
+
+func createArgs() map[string]any {
+	return map[string]any{"checkout": map[string]any{
+		"line_items": []any{map[string]any{"item": map[string]any{"id": "var_cam"}, "quantity": 1}},
+		"buyer":      map[string]any{"email": "bench@example.com"},
+	}}
+}
+
+// workload is what a closed- or open-loop driver runs repeatedly.
+type workload func(ctx context.Context, rng *rand.Rand) error
+
+// purchase runs create → update (shipping address) → update (option and
+// discount) → complete, with a card token or (share pix) Pix paid through
+// the simulated PSP and polled until completed. Delegated tokens are
+// single use, so each purchase has its own (…4242: approved).
+func (b *bench) purchase(ctx context.Context, rng *rand.Rand) error {
+	a := b.platformAgents
+	mi := rng.IntN(len(b.env.merchants))
+	m := b.env.merchants[mi]
+	start := time.Now()
+	c, err := a.call(ctx, mi, "create_checkout", createArgs(), "")
+	if err != nil {
+		return err
+	}
+	if len(c.LineItems) != 1 {
+		return b.unexpected("create_checkout", "no_line_item")
+	}
+	li := c.LineItems[0].ID
+	base := func() map[string]any {
+		return map[string]any{
+			"line_items": []any{map[string]any{"id": li, "item": map[string]any{"id": "var_cam"}, "quantity": 1}},
+			"buyer":      map[string]any{"email": "bench@example.com"},
+		}
+	}
+	co := base()
+	co["fulfillment"] = map[string]any{"methods": []any{map[string]any{"type": "shipping", "line_item_ids": []any{li}, "destinations": []any{address}}}}
+	c, err = a.call(ctx, mi, "update_checkout", map[string]any{"id": c.ID, "checkout": co}, "update_checkout")
+	if err != nil {
+		return err
+	}
+	if len(c.Fulfillment.Methods) == 0 || len(c.Fulfillment.Methods[0].Groups) == 0 {
+		return b.unexpected("update_checkout", "no_shipping_options")
+	}
+	mth := c.Fulfillment.Methods[0]
+	co = base()
+	co["fulfillment"] = map[string]any{"methods": []any{map[string]any{"id": mth.ID, "type": "shipping", "line_item_ids": []any{li},
+		"selected_destination_id": mth.SelectedDestinationID,
+		"groups":                  []any{map[string]any{"id": mth.Groups[0].ID, "selected_option_id": m.pacRate}}}}}
+	co["discounts"] = map[string]any{"codes": []any{"BEMVINDO10"}}
+	c, err = a.call(ctx, mi, "update_checkout", map[string]any{"id": c.ID, "checkout": co}, "update_checkout")
+	if err != nil {
+		return err
+	}
+	if c.Status != "ready_for_complete" {
+		return b.unexpected("update_checkout", "not_ready:"+c.Status)
+	}
+	id := c.ID
+	pix := rng.Float64() < b.cfg.pixShare
+	instrument := map[string]any{"id": "pi_card", "handler_id": "card", "type": "card",
+		"display":    map[string]any{"brand": "visa", "last_digits": "4242"},
+		"credential": map[string]any{"type": "token", "token": fmt.Sprintf("tok_bench_%016x_4242", rng.Uint64())}}
+	if pix {
+		instrument = map[string]any{"id": "pi_pix", "handler_id": m.pix, "type": "pix"}
+	}
+	c, err = a.call(ctx, mi, "complete_checkout", map[string]any{"id": id,
+		"meta":     map[string]any{"idempotency-key": agentclient.NewIdempotencyKey()},
+		"checkout": map[string]any{"payment": map[string]any{"instruments": []any{instrument}}}}, "")
+	if err != nil {
+		return err
+	}
+	if !pix {
+		if c.Status != "completed" {
+			if debug {
+				logf("card complete: %s %+v", c.Status, c.Messages)
+			}
+			return b.unexpected("complete_checkout", "card_not_completed:"+c.Status)
+		}
+		a.rec.observe("purchase_card", time.Since(start))
+		a.rec.done.Add(1)
+		return nil
+	}
+	if c.Status != "complete_in_progress" || len(c.Payment.Instruments) != 1 {
+		return b.unexpected("complete_checkout", "pix_not_in_progress:"+c.Status)
+	}
+	var d struct {
+		Pix struct {
+			AttemptID string `json:"attempt_id"`
+		} `json:"pix"`
+	}
+	if json.Unmarshal(c.Payment.Instruments[0].Display, &d) != nil || d.Pix.AttemptID == "" {
+		return b.unexpected("complete_checkout", "pix_no_attempt")
+	}
+	// The buyer pays: the simulated PSP confirms and sends its webhook to
+	// the platform's public listener.
+	t0 := time.Now()
+	_, err = b.ops.Payments.SimulatePixPayment(tenancy.With(ctx, m.tenantID), connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: d.Pix.AttemptID}))
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		a.rec.error("psp_simulate_pay:" + connect.CodeOf(err).String())
+		return err
+	}
+	a.rec.observe("psp_simulate_pay", time.Since(t0))
+	// The agent polls get_checkout until the webhook has completed it.
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(b.cfg.pixPoll):
+		}
+		c, err = a.call(ctx, mi, "get_checkout", map[string]any{"id": id}, "")
+		if err != nil {
+			return err
+		}
+		if c.Status == "completed" {
+			a.rec.observe("pix_settle", time.Since(t0))
+			a.rec.observe("purchase_pix", time.Since(start))
+			a.rec.done.Add(1)
+			return nil
+		}
+		if i > int(10*time.Second/b.cfg.pixPoll) {
+			return b.unexpected("get_checkout", "pix_not_settled:"+c.Status)
+		}
+	}
+}
+
+func (b *bench) unexpected(tool, what string) error {
+	b.platformAgents.rec.error(tool + ":" + what)
+	return &callError{what}
+}
+
+// createOnly is the create_checkout workload compared with the no-op.
+func (b *bench) createOnly(ctx context.Context, rng *rand.Rand) error {
+	mi := rng.IntN(len(b.env.merchants))
+	_, err := b.platformAgents.call(ctx, mi, "create_checkout", createArgs(), "")
+	if err == nil {
+		b.platformAgents.rec.done.Add(1)
+	}
+	return err
+}
+
+// noop calls the baseline's no-op tool with create_checkout's arguments.
+func (b *bench) noop(ctx context.Context, rng *rand.Rand) error {
+	mi := rng.IntN(len(b.env.merchants))
+	_, err := b.noopAgents.call(ctx, mi, "noop", createArgs(), "")
+	if err == nil {
+		b.noopAgents.rec.done.Add(1)
+	}
+	return err
+}
+
+// closedLoop runs w with n workers for d, each starting its next
+// operation when the previous one ends.
+func closedLoop(ctx context.Context, n int, d time.Duration, w workload) time.Duration {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), uint64(start.UnixNano())))
+			for ctx.Err() == nil {
+				_ = w(ctx, rng)
+			}
+		}()
+	}
+	wg.Wait()
+	return min(time.Since(start), d)
+}
+
+// openLoop starts operations at rate per second for d, whatever the
+// answers' latency (Poisson arrivals; each operation in its own goroutine,
+// at most maxInFlight at once — arrivals beyond that are counted as
+// "dropped:overload"). Latencies are measured from the actual send, and
+// queueing in the platform shows in them.
+func openLoop(ctx context.Context, rate float64, d time.Duration, maxInFlight int, rec *recorder, w workload) time.Duration {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	start := time.Now()
+	rng := rand.New(rand.NewPCG(1, uint64(start.UnixNano())))
+	sem := make(chan struct{}, maxInFlight)
+	var wg sync.WaitGroup
+	next := start
+	for i := uint64(0); ; i++ {
+		next = next.Add(time.Duration(rng.ExpFloat64() / rate * float64(time.Second)))
+		if wait := time.Until(next); wait > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		select {
+		case sem <- struct{}{}:
+		default:
+			rec.error("dropped:overload")
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_ = w(ctx, rand.New(rand.NewPCG(i, uint64(start.UnixNano()))))
+		}()
+	}
+	wg.Wait()
+	return min(time.Since(start), d)
+}
+
+var debug = os.Getenv("BCPBENCH_DEBUG") != ""
+
+func fmtMs(ns int64) string { return fmt.Sprintf("%.1f", float64(ns)/1e6) }

@@ -1,0 +1,390 @@
+// Command bcpbench is the platform's load generator (issue 7): simulated
+// agents run whole purchases over MCP HTTP against many merchants of a
+// `bcpd all` platform it starts in process (private PostgreSQL, loopback
+// listeners), and the same generator calls a no-op MCP tool served by the
+// same edge stack without the services, as the baseline.
+//
+// Phases, each for --duration:
+//
+//  1. noop, closed loop at --concurrency: the baseline,
+//  2. create_checkout only, closed loop at --concurrency,
+//  3. whole purchases, closed loop at --concurrency: the peak,
+//  4. whole purchases, open loop at --sweep fractions of the peak
+//     (Poisson arrivals): latency percentiles vs offered load.
+//
+// It prints a table, writes --out (JSON) and --svg (chart).
+//
+//	go run ./cmd/bcpbench --tenants 20 --duration 5s --concurrency 16
+//	go run ./cmd/bcpbench --auth signature --rate 80 --duration 30s   # one open-loop run
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bcpdev/bcp/internal/platform"
+)
+
+type config struct {
+	tenants     int
+	duration    time.Duration
+	warmup      time.Duration
+	concurrency int
+	rate        float64
+	sweep       []float64
+	pixShare    float64
+	pixPoll     time.Duration
+	auth        string
+	out, svg    string
+	maxInFlight int
+}
+
+type bench struct {
+	cfg            config
+	env            *env
+	ops            *platform.Clients
+	platformAgents *agents
+	noopAgents     *agents
+}
+
+// Phase is one measured run.
+type Phase struct {
+	Name        string             `json:"name"`
+	Mode        string             `json:"mode"` // closed | open
+	Concurrency int                `json:"concurrency,omitempty"`
+	OfferedRate float64            `json:"offered_rate_per_s,omitempty"`
+	Seconds     float64            `json:"seconds"`
+	Completed   int64              `json:"completed"`
+	Throughput  float64            `json:"throughput_per_s"`
+	Ops         map[string]OpStats `json:"ops"`
+	Errors      map[string]int     `json:"errors"`
+	Pool        *PoolStats         `json:"db_pool,omitempty"`
+}
+
+// PoolStats is pgxpool's Stat at the end of a phase (counters as deltas
+// over the phase).
+type PoolStats struct {
+	MaxConns          int32   `json:"max_conns"`
+	TotalConns        int32   `json:"total_conns"`
+	AcquiredConns     int32   `json:"acquired_conns"`
+	IdleConns         int32   `json:"idle_conns"`
+	Acquires          int64   `json:"acquires"`
+	EmptyAcquires     int64   `json:"empty_acquires"`
+	AcquireWaitMeanUs float64 `json:"acquire_wait_mean_us"`
+	EmptyWaitTotalMs  float64 `json:"empty_acquire_wait_total_ms"`
+}
+
+// Result is the JSON file.
+type Result struct {
+	Started    time.Time `json:"started"`
+	Machine    Machine   `json:"machine"`
+	Config     any       `json:"config"`
+	Phases     []Phase   `json:"phases"`
+	Ratios     Ratios    `json:"ratios"`
+	Targets    []Target  `json:"targets"`
+	PeakPerSec float64   `json:"peak_purchases_per_s"`
+}
+
+type Machine struct {
+	CPUs      int    `json:"cpus"`
+	GoVersion string `json:"go"`
+	OS        string `json:"os"`
+	CPUModel  string `json:"cpu_model"`
+}
+
+type Ratios struct {
+	CreateOverNoopThroughput float64 `json:"create_over_noop_throughput"`
+	CreateOverNoopP99        float64 `json:"create_over_noop_p99"`
+}
+
+type Target struct {
+	What     string `json:"what"`
+	Want     string `json:"want"`
+	Measured string `json:"measured"`
+	Met      bool   `json:"met"`
+}
+
+func main() {
+	var cfg config
+	var sweep string
+	flag.IntVar(&cfg.tenants, "tenants", 20, "merchants to seed; purchases pick one at random")
+	flag.DurationVar(&cfg.duration, "duration", 5*time.Second, "length of each measured phase")
+	flag.DurationVar(&cfg.warmup, "warmup", 4*time.Second, "unmeasured warm-up before the phases (caches, connections)")
+	flag.IntVar(&cfg.concurrency, "concurrency", 16, "closed loop: simulated agents running at once")
+	flag.Float64Var(&cfg.rate, "rate", 0, "open loop only: purchases per second (skips the closed-loop phases and the sweep)")
+	flag.StringVar(&sweep, "sweep", "0.2,0.4,0.6,0.8,1.0", "open-loop offered loads, as fractions of the closed-loop peak (\"\" to skip)")
+	flag.Float64Var(&cfg.pixShare, "pix-share", 0.2, "share of purchases paid with Pix (the rest with a delegated card token)")
+	flag.DurationVar(&cfg.pixPoll, "pix-poll", 20*time.Millisecond, "get_checkout polling interval while a Pix is being paid")
+	flag.StringVar(&cfg.auth, "auth", "api_key", "agent credentials: api_key or signature (RFC 9421, ES256)")
+	flag.StringVar(&cfg.out, "out", "bcpbench-result.json", "JSON result file (\"\" for none)")
+	flag.StringVar(&cfg.svg, "svg", "bcpbench-latency.svg", "SVG chart file (\"\" for none)")
+	flag.IntVar(&cfg.maxInFlight, "max-in-flight", 2000, "open loop: purchases in flight at most (more arrivals count as dropped)")
+	flag.Parse()
+	for _, f := range strings.Split(sweep, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			v, err := strconv.ParseFloat(f, 64)
+			if err != nil || v <= 0 {
+				fatal(fmt.Errorf("--sweep: bad fraction %q", f))
+			}
+			cfg.sweep = append(cfg.sweep, v)
+		}
+	}
+	if cfg.auth != "api_key" && cfg.auth != "signature" {
+		fatal(fmt.Errorf("--auth must be api_key or signature"))
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer cancel()
+	if err := run(ctx, cfg); err != nil {
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "bcpbench:", err)
+	os.Exit(1)
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bcpbench: "+format+"\n", args...)
+}
+
+func run(ctx context.Context, cfg config) error {
+	started := time.Now().UTC()
+	e, err := startEnv(ctx, cfg.tenants, logf)
+	if err != nil {
+		return err
+	}
+	defer e.stop()
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	noopAddr, stopNoop, err := startBaseline(ctx, e, quiet)
+	if err != nil {
+		return err
+	}
+	defer stopNoop()
+
+	// One connection pool for the simulated agents, big enough that every
+	// agent keeps its connection (http.DefaultTransport keeps 2 per host).
+	base := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        4096,
+		MaxIdleConnsPerHost: 4096,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	signed := cfg.auth == "signature"
+	b := &bench{cfg: cfg, env: e, ops: e.r.ClientsWithToken(benchOperatorToken),
+		platformAgents: newAgents("http://"+e.r.PublicAddr+"/bcp/mcp", e, signed, base),
+		noopAgents:     newAgents("http://"+noopAddr+"/bcp/mcp", e, signed, base)}
+
+	res := &Result{Started: started, Machine: machine(), Config: map[string]any{
+		"tenants": cfg.tenants, "duration": cfg.duration.String(), "concurrency": cfg.concurrency, "rate": cfg.rate,
+		"sweep": cfg.sweep, "pix_share": cfg.pixShare, "pix_poll": cfg.pixPoll.String(), "auth": cfg.auth, "args": os.Args[1:],
+	}}
+
+	if cfg.warmup > 0 {
+		logf("warm-up %s", cfg.warmup)
+		b.platformAgents.rec, b.noopAgents.rec = newRecorder(), newRecorder()
+		closedLoop(ctx, cfg.concurrency, cfg.warmup/2, b.noop)
+		closedLoop(ctx, cfg.concurrency, cfg.warmup/2, b.purchase)
+		if n := b.platformAgents.rec.done.Load(); n == 0 && len(b.platformAgents.rec.errs) > 0 {
+			return fmt.Errorf("no purchase completed during the warm-up; errors: %v", b.platformAgents.rec.errs)
+		}
+	}
+	phase := func(name string, a *agents, mode string, conc int, rate float64, w workload) Phase {
+		a.rec = newRecorder()
+		var before *PoolStats
+		if e.r.Pool != nil {
+			before = poolStats(e, nil)
+		}
+		logf("phase %s (%s, concurrency %d, rate %.0f/s) for %s", name, mode, conc, rate, cfg.duration)
+		var el time.Duration
+		if mode == "closed" {
+			el = closedLoop(ctx, conc, cfg.duration, w)
+		} else {
+			el = openLoop(ctx, rate, cfg.duration, cfg.maxInFlight, a.rec, w)
+		}
+		p := Phase{Name: name, Mode: mode, Concurrency: conc, OfferedRate: rate, Seconds: el.Seconds(),
+			Completed: a.rec.done.Load(), Throughput: float64(a.rec.done.Load()) / el.Seconds(), Ops: a.rec.stats(el), Errors: a.rec.errs}
+		if before != nil {
+			p.Pool = poolStats(e, before)
+		}
+		res.Phases = append(res.Phases, p)
+		return p
+	}
+
+	var peak float64
+	if cfg.rate > 0 {
+		phase("purchase", b.platformAgents, "open", 0, cfg.rate, b.purchase)
+	} else {
+		noop := phase("noop", b.noopAgents, "closed", cfg.concurrency, 0, b.noop)
+		create := phase("create_checkout", b.platformAgents, "closed", cfg.concurrency, 0, b.createOnly)
+		purchase := phase("purchase", b.platformAgents, "closed", cfg.concurrency, 0, b.purchase)
+		peak = purchase.Throughput
+		res.PeakPerSec = peak
+		if noop.Throughput > 0 {
+			res.Ratios.CreateOverNoopThroughput = create.Throughput / noop.Throughput
+		}
+		if p := noop.Ops["noop"].P99; p > 0 {
+			res.Ratios.CreateOverNoopP99 = float64(create.Ops["create_checkout"].P99) / float64(p)
+		}
+		for _, f := range cfg.sweep {
+			if peak <= 0 || ctx.Err() != nil {
+				break
+			}
+			phase(fmt.Sprintf("purchase@%.0f%%", f*100), b.platformAgents, "open", 0, f*peak, b.purchase)
+		}
+		res.Targets = targets(res)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	printReport(os.Stdout, res)
+	if cfg.out != "" {
+		buf, _ := json.MarshalIndent(res, "", "  ")
+		if err := os.WriteFile(cfg.out, append(buf, '\n'), 0o644); err != nil {
+			return err
+		}
+		logf("wrote %s", cfg.out)
+	}
+	if cfg.svg != "" && len(res.Phases) > 0 {
+		if err := os.WriteFile(cfg.svg, []byte(chart(res)), 0o644); err != nil {
+			return err
+		}
+		logf("wrote %s", cfg.svg)
+	}
+	return nil
+}
+
+func poolStats(e *env, before *PoolStats) *PoolStats {
+	s := e.r.Pool.Stat()
+	p := &PoolStats{MaxConns: s.MaxConns(), TotalConns: s.TotalConns(), AcquiredConns: s.AcquiredConns(), IdleConns: s.IdleConns(),
+		Acquires: s.AcquireCount(), EmptyAcquires: s.EmptyAcquireCount(),
+		AcquireWaitMeanUs: float64(s.AcquireDuration().Microseconds()), EmptyWaitTotalMs: float64(s.EmptyAcquireWaitTime().Microseconds()) / 1000}
+	if before == nil {
+		return p // raw totals, used as the baseline of the deltas
+	}
+	p.Acquires -= before.Acquires
+	p.EmptyAcquires -= before.EmptyAcquires
+	p.EmptyWaitTotalMs -= before.EmptyWaitTotalMs
+	p.AcquireWaitMeanUs -= before.AcquireWaitMeanUs // total µs over the phase…
+	if p.Acquires > 0 {
+		p.AcquireWaitMeanUs /= float64(p.Acquires) // …then per acquire
+	} else {
+		p.AcquireWaitMeanUs = 0
+	}
+	return p
+}
+
+func machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+// targets checks the issue's goals against the run.
+func targets(res *Result) []Target {
+	var out []Target
+	out = append(out, Target{What: "create_checkout throughput / no-op throughput", Want: "≥ 0.40",
+		Measured: fmt.Sprintf("%.2f", res.Ratios.CreateOverNoopThroughput), Met: res.Ratios.CreateOverNoopThroughput >= 0.4})
+	out = append(out, Target{What: "whole purchases per second (closed-loop peak)", Want: "≥ 150",
+		Measured: fmt.Sprintf("%.1f", res.PeakPerSec), Met: res.PeakPerSec >= 150})
+	for _, p := range res.Phases {
+		if p.Name != "purchase@60%" {
+			continue
+		}
+		worst, worstOp := int64(0), ""
+		for _, op := range toolNames(p.Ops) {
+			if s := p.Ops[op]; s.P99 > worst {
+				worst, worstOp = s.P99, op
+			}
+		}
+		out = append(out, Target{What: "p99 of every tool at 60 % of peak (" + fmt.Sprintf("%.0f/s", p.OfferedRate) + ")", Want: "< 50 ms",
+			Measured: fmtMs(worst) + " ms (" + worstOp + ")", Met: worst > 0 && worst < 50e6})
+	}
+	return out
+}
+
+// toolNames are the MCP tools among a phase's operations, sorted.
+func toolNames(ops map[string]OpStats) []string {
+	var out []string
+	for op := range ops {
+		if strings.HasSuffix(op, "_checkout") || op == "noop" || op == "get_order" {
+			out = append(out, op)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func printReport(w io.Writer, res *Result) {
+	fmt.Fprintf(w, "\nbcpbench — %d CPUs (%s), %s, %s\n\n", res.Machine.CPUs, res.Machine.CPUModel, res.Machine.GoVersion, res.Started.Format(time.RFC3339))
+	fmt.Fprintf(w, "%-16s %-6s %8s %10s  %-18s %7s %9s %8s %8s %8s  %s\n", "phase", "mode", "load", "done/s", "operation", "count", "ops/s", "p50 ms", "p95 ms", "p99 ms", "db pool")
+	for _, p := range res.Phases {
+		load := strconv.Itoa(p.Concurrency)
+		if p.Mode == "open" {
+			load = fmt.Sprintf("%.0f/s", p.OfferedRate)
+		}
+		ops := make([]string, 0, len(p.Ops))
+		for op := range p.Ops {
+			ops = append(ops, op)
+		}
+		sort.Strings(ops)
+		for i, op := range ops {
+			s := p.Ops[op]
+			head := fmt.Sprintf("%-16s %-6s %8s %10.1f", p.Name, p.Mode, load, p.Throughput)
+			pool := ""
+			if i == 0 && p.Pool != nil {
+				pool = fmt.Sprintf("max %d, acquires %d, waited %d (%.0f ms), mean acquire %.0f µs", p.Pool.MaxConns, p.Pool.Acquires, p.Pool.EmptyAcquires, p.Pool.EmptyWaitTotalMs, p.Pool.AcquireWaitMeanUs)
+			}
+			if i > 0 {
+				head = fmt.Sprintf("%-16s %-6s %8s %10s", "", "", "", "")
+			}
+			fmt.Fprintf(w, "%s  %-18s %7d %9.1f %8s %8s %8s  %s\n", head, op, s.Count, s.Throughput, fmtMs(s.P50), fmtMs(s.P95), fmtMs(s.P99), pool)
+		}
+		if len(p.Errors) > 0 {
+			keys := make([]string, 0, len(p.Errors))
+			for k := range p.Errors {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			parts := make([]string, 0, len(keys))
+			for _, k := range keys {
+				parts = append(parts, fmt.Sprintf("%s=%d", k, p.Errors[k]))
+			}
+			fmt.Fprintf(w, "%-16s errors: %s\n", "", strings.Join(parts, " "))
+		}
+	}
+	if res.Ratios.CreateOverNoopThroughput > 0 {
+		fmt.Fprintf(w, "\ncreate_checkout throughput / no-op throughput = %.2f; create_checkout p99 / no-op p99 = %.2f\n",
+			res.Ratios.CreateOverNoopThroughput, res.Ratios.CreateOverNoopP99)
+	}
+	if len(res.Targets) > 0 {
+		fmt.Fprintln(w)
+		for _, t := range res.Targets {
+			mark := "MISSED"
+			if t.Met {
+				mark = "met"
+			}
+			fmt.Fprintf(w, "target %-58s want %-8s measured %-22s %s\n", t.What, t.Want, t.Measured, mark)
+		}
+	}
+}
