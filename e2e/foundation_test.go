@@ -101,7 +101,8 @@ func TestDiscoveryProfilePerMerchant(t *testing.T) {
 		t.Errorf("ucp.version = %q", pa.UCP.Version)
 	}
 	svc := pa.UCP.Services["br.dev.bcp.shopping"]
-	if len(svc) != 1 || svc[0].Transport != "mcp" || svc[0].Endpoint != "http://alfa.localhost:"+port+"/bcp/mcp" || svc[0].Version != "2026-07-28" {
+	if len(svc) != 2 || svc[0].Transport != "mcp" || svc[0].Endpoint != "http://alfa.localhost:"+port+"/bcp/mcp" || svc[0].Version != "2026-07-28" ||
+		svc[1].Transport != "rest" || svc[1].Endpoint != "http://alfa.localhost:"+port+"/bcp/rest" || svc[1].Schema != "https://bcp.dev.br/draft/services/shopping/rest.openapi.json" {
 		t.Errorf("service entry = %+v", svc)
 	}
 	for _, name := range []string{"br.dev.bcp.shopping.checkout", "br.dev.bcp.shopping.fulfillment", "br.dev.bcp.shopping.discount", "br.dev.bcp.shopping.buyer_consent", "br.dev.bcp.shopping.order"} {

@@ -65,6 +65,9 @@ func BuildProfile(d *tenantsv1.GetDiscoveryResponse, baseURL string) *Profile {
 				bcpnames.Service: {{
 					Version: bcpnames.Version, Spec: bcpnames.ServiceSpec, Transport: "mcp",
 					Schema: bcpnames.MCPSchema, Endpoint: baseURL + "/bcp/mcp",
+				}, {
+					Version: bcpnames.Version, Spec: bcpnames.ServiceSpec, Transport: "rest",
+					Schema: RESTSchema, Endpoint: baseURL + restBase,
 				}},
 			},
 			Capabilities:    map[string][]CapabilityEntry{},

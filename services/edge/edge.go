@@ -1,7 +1,7 @@
 // Package edge is the platform's only public surface for agents: it maps
 // the request Host to a merchant (tenant), serves the merchant's discovery
-// profile at /.well-known/bcp and (with the checkout issue) the BCP MCP
-// endpoint at /bcp/mcp. It holds no business rules: everything it knows it
+// profile at /.well-known/bcp and the BCP shopping service over MCP
+// (/bcp/mcp) and REST (/bcp/rest), both through one executor (executor.go). It holds no business rules: everything it knows it
 // asks the services for, through their connect clients.
 package edge
 
@@ -55,6 +55,7 @@ type Edge struct {
 	data  *tenantData
 	disc  *discovery
 	mcp   *mcpEdge
+	rest  *restEdge
 	auth  *agentauth.Authenticator
 	feed  *changeFeed
 	mux   *http.ServeMux
@@ -91,6 +92,12 @@ func New(cfg Config, clients Clients, log *slog.Logger) (*Edge, error) {
 	e.mux.Handle("GET /.well-known/bcp", e.disc)
 	e.mux.HandleFunc("/.well-known/bcp", methodNotAllowed("GET, HEAD"))
 	e.mux.Handle("/bcp/mcp", e.auth.Handler(e.mcp))
+	// The REST binding: same executor, same authentication (REST mode:
+	// credentials always, flat error bodies), complete responses signed.
+	// Its OpenAPI document is public, like the profile.
+	e.rest = newRESTEdge(e.mcp)
+	e.mux.Handle("GET "+restBase+"/openapi.json", openAPIHandler())
+	e.mux.Handle(restBase+"/", e.auth.RESTHandler(e.rest))
 	e.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusNotFound, "not_found", "no such resource on this merchant host")
 	})

@@ -14,7 +14,6 @@ import (
 	"sync"
 
 	"connectrpc.com/connect"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bcpdev/bcp/internal/apperr"
@@ -235,7 +234,7 @@ func (m *mcpEdge) buildServer(t *tenantsv1.Tenant) (*mcp.Server, error) {
 				defer func() {
 					if p := recover(); p != nil {
 						m.log.ErrorContext(ctx, "edge: panic in tool handler", "tool", spec.name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-						res, err = nil, protocolError(codeInternal, "internal_error", "internal error")
+						res, err = nil, errInternal.rpc()
 					}
 				}()
 				var header http.Header
@@ -244,11 +243,8 @@ func (m *mcpEdge) buildServer(t *tenantsv1.Tenant) (*mcp.Server, error) {
 				}
 				res, err = m.call(ctx, spec, req.Params.Arguments, header)
 				if err != nil {
-					var rpcErr *jsonrpc.Error
-					if errors.As(err, &rpcErr) {
-						return nil, rpcErr // bare: the SDK copies the code only from an unwrapped *jsonrpc.Error
-					}
-					return nil, protocolError(codeInternal, "internal_error", "internal error")
+					// bare: the SDK copies the code only from an unwrapped *jsonrpc.Error
+					return nil, asProtoError(err).rpc()
 				}
 				return res, nil
 			})
@@ -282,76 +278,8 @@ func rawStrings(in []json.RawMessage) []string {
 	return out
 }
 
-type toolArgs struct {
-	Meta struct {
-		Agent struct {
-			Profile string `json:"profile"`
-		} `json:"ucp-agent"`
-		IdempotencyKey string `json:"idempotency-key"`
-	} `json:"meta"`
-	ID       string          `json:"id"`
-	Checkout json.RawMessage `json:"checkout"`
-}
-
-// call runs one tool: validate the arguments, fetch and negotiate with the
-// agent profile, call the checkout service, wrap the result in the
-// negotiated "ucp" envelope.
-func (m *mcpEdge) call(ctx context.Context, spec toolSpec, raw json.RawMessage, header http.Header) (*mcp.CallToolResult, error) {
-	t := tenantFrom(ctx)
-	if len(raw) == 0 {
-		raw = json.RawMessage("{}")
-	}
-	v, err := m.validator(checkoutCapabilities(t.GetCapabilities()))
-	if err != nil {
-		return nil, err
-	}
-	if err := v.ValidateToolInput(spec.name, raw); err != nil {
-		return nil, invalidParams(err)
-	}
-	var args toolArgs
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return nil, invalidParams(err)
-	}
-	data, err := m.e.data.get(ctx, t.GetId())
-	if err != nil {
-		return nil, serviceError(err)
-	}
-	dev := t.GetEnvironment() == tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT
-	profile, err := m.profiles.Get(ctx, args.Meta.Agent.Profile, dev)
-	if err != nil {
-		return nil, discoveryError(err)
-	}
-	offer, err := m.offer(t.GetId(), data)
-	if err != nil {
-		return nil, err
-	}
-	neg, err := agentprofile.Negotiate(offer, profile)
-	if err != nil {
-		return nil, discoveryError(err)
-	}
-	baseURL := m.e.BaseURL(hostFrom(ctx))
-	if neg.Incompatible {
-		return m.errorResponse(bcp.Error(bcp.CodeCapabilitiesIncompatible, bcp.SeverityUnrecoverable, "",
-			"Este agente e a loja não têm capacidades de checkout em comum; continue pela loja."), baseURL+"/", true)
-	}
-	caps := make([]string, 0, len(neg.Capabilities))
-	for name := range neg.Capabilities {
-		caps = append(caps, name)
-	}
-	slices.Sort(caps)
-	call := &toolCall{
-		agent:    &checkoutv1.Agent{ProfileUrl: args.Meta.Agent.Profile, Capabilities: caps, BaseUrl: baseURL},
-		profile:  profile,
-		id:       args.ID,
-		checkout: args.Checkout,
-	}
-	return m.idempotent(ctx, spec, args, raw, header, func() (*mcp.CallToolResult, error) {
-		return m.execute(ctx, spec, call, neg, baseURL)
-	})
-}
-
 // execute runs the tool against the service and wraps its result.
-func (m *mcpEdge) execute(ctx context.Context, spec toolSpec, call *toolCall, neg *agentprofile.Result, baseURL string) (*mcp.CallToolResult, error) {
+func (m *mcpEdge) execute(ctx context.Context, spec toolSpec, call *toolCall, neg *agentprofile.Result, baseURL string) (json.RawMessage, error) {
 	res, err := spec.run(ctx, m, call)
 	if err != nil {
 		if e := apperr.As(err); e.Kind == apperr.KindNotFound {
@@ -389,7 +317,7 @@ type envelope struct {
 }
 
 // errorResponse is a business outcome with no resource.
-func (m *mcpEdge) errorResponse(msg bcp.Message, continueURL string, incompatible bool) (*mcp.CallToolResult, error) {
+func (m *mcpEdge) errorResponse(msg bcp.Message, continueURL string, incompatible bool) (json.RawMessage, error) {
 	u := envelope{Version: bcpnames.Version, Status: "error"}
 	if incompatible {
 		u.Capabilities = map[string]any{}
@@ -401,9 +329,8 @@ func (m *mcpEdge) errorResponse(msg bcp.Message, continueURL string, incompatibl
 	return m.wrap(body, u)
 }
 
-// wrap splices the "ucp" envelope in front of a service's JSON object and
-// returns it both as structuredContent and as the text block.
-func (m *mcpEdge) wrap(body []byte, u envelope) (*mcp.CallToolResult, error) {
+// wrap splices the "ucp" envelope in front of a service's JSON object.
+func (m *mcpEdge) wrap(body []byte, u envelope) (json.RawMessage, error) {
 	env, err := json.Marshal(u)
 	if err != nil {
 		return nil, err
@@ -420,8 +347,30 @@ func (m *mcpEdge) wrap(body []byte, u envelope) (*mcp.CallToolResult, error) {
 		b.WriteByte(',')
 	}
 	b.Write(body[1:])
-	out := json.RawMessage(b.Bytes())
-	return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil
+	return json.RawMessage(b.Bytes()), nil
+}
+
+// toolResult is the MCP rendering of a payload: structuredContent and the
+// same JSON as the text block.
+func toolResult(out json.RawMessage) *mcp.CallToolResult {
+	return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}
+}
+
+// call runs one MCP tool call through the shared executor. The only
+// MCP-specific rule: an Idempotency-Key header, when sent, must equal
+// meta["idempotency-key"].
+func (m *mcpEdge) call(ctx context.Context, spec toolSpec, raw json.RawMessage, header http.Header) (*mcp.CallToolResult, error) {
+	if hk := header.Get("Idempotency-Key"); hk != "" {
+		var args toolArgs
+		if json.Unmarshal(raw, &args) == nil && args.Meta.IdempotencyKey != "" && args.Meta.IdempotencyKey != hk {
+			return nil, newProtoError(http.StatusBadRequest, codeProtocol, "idempotency_key_mismatch", "the Idempotency-Key header and meta[\"idempotency-key\"] differ")
+		}
+	}
+	out, err := m.run(ctx, opRequest{binding: bindingMCP, spec: spec, args: raw})
+	if err != nil {
+		return nil, err
+	}
+	return toolResult(out), nil
 }
 
 // validator returns the compiled validator for a capability set (compiling
@@ -469,61 +418,3 @@ func hostFrom(ctx context.Context) string {
 }
 
 type hostKey struct{}
-
-// Protocol errors: JSON-RPC error objects with data {code, content}.
-
-func protocolError(code int64, dataCode, content string) *jsonrpc.Error {
-	data, _ := json.Marshal(map[string]string{"code": dataCode, "content": content})
-	return &jsonrpc.Error{Code: code, Message: content, Data: data}
-}
-
-func invalidParams(err error) *jsonrpc.Error {
-	type violation struct {
-		Path    string `json:"path"`
-		Message string `json:"message"`
-	}
-	d := struct {
-		Code       string      `json:"code"`
-		Content    string      `json:"content"`
-		Paths      []string    `json:"paths"`
-		Violations []violation `json:"violations"`
-	}{Code: "invalid_params", Content: "the arguments do not match the BCP schema"}
-	var ve *bcpschema.ValidationError
-	if errors.As(err, &ve) {
-		for _, v := range ve.Violations {
-			d.Paths = append(d.Paths, v.Path)
-			d.Violations = append(d.Violations, violation{Path: v.Path, Message: v.Message})
-		}
-		d.Content = ve.Error()
-	} else {
-		d.Paths = []string{"$"}
-		d.Violations = []violation{{Path: "$", Message: err.Error()}}
-	}
-	data, _ := json.Marshal(d)
-	return &jsonrpc.Error{Code: codeInvalidParams, Message: "invalid params: " + d.Content, Data: data}
-}
-
-func discoveryError(err error) *jsonrpc.Error {
-	var pe *agentprofile.Error
-	if errors.As(err, &pe) {
-		return protocolError(codeDiscovery, pe.Code, pe.Message)
-	}
-	return protocolError(codeDiscovery, "profile_unreachable", "the agent profile could not be used")
-}
-
-// serviceError maps a failed service call to a protocol error.
-func serviceError(err error) *jsonrpc.Error {
-	e := apperr.As(err)
-	switch e.Kind {
-	case apperr.KindInvalidArgument:
-		return protocolError(codeInvalidParams, e.Code, e.Message)
-	case apperr.KindUnavailable:
-		return protocolError(codeProtocol, "unavailable", "the merchant is temporarily unavailable; retry shortly")
-	case apperr.KindAborted:
-		return protocolError(codeProtocol, e.Code, e.Message)
-	case apperr.KindFailedPrecondition, apperr.KindAlreadyExists:
-		return protocolError(codeProtocol, e.Code, e.Message)
-	}
-	slog.Error("edge: service call failed", "err", err)
-	return protocolError(codeInternal, "internal_error", "internal error")
-}

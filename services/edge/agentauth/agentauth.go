@@ -267,6 +267,10 @@ type requestKey struct{}
 // (tenancy.With), as the edge's Host routing puts it.
 func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isREST(r.Context()) {
+			a.restMiddleware(next).ServeHTTP(w, r)
+			return
+		}
 		body, f := readBody(r, a.opts.MaxBodyBytes)
 		if f != nil {
 			WriteFailure(w, nil, f)

@@ -91,6 +91,20 @@ func WriteFailure(w http.ResponseWriter, id json.RawMessage, f *Failure) {
 		id = json.RawMessage("null")
 	}
 	h := w.Header()
+	failureHeaders(h, f)
+	body, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   rpcError        `json:"error"`
+	}{"2.0", id, rpcError{Code: f.RPCCode, Message: f.Message, Data: rpcErrorData{Code: f.Code, Content: f.Content}}})
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(f.Status)
+	_, _ = w.Write(body)
+}
+
+// failureHeaders sets the headers every failure carries, whatever the
+// binding: JSON, no-store, the authentication challenges, Retry-After.
+func failureHeaders(h http.Header, f *Failure) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	switch f.Challenge {
@@ -105,14 +119,6 @@ func WriteFailure(w http.ResponseWriter, id json.RawMessage, f *Failure) {
 	if f.Status == http.StatusServiceUnavailable {
 		h.Set("Retry-After", "1")
 	}
-	body, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   rpcError        `json:"error"`
-	}{"2.0", id, rpcError{Code: f.RPCCode, Message: f.Message, Data: rpcErrorData{Code: f.Code, Content: f.Content}}})
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(f.Status)
-	_, _ = w.Write(body)
 }
 
 type rpcError struct {

@@ -176,11 +176,18 @@ func (a *Authenticator) SignResponses(next http.Handler) http.Handler {
 		if !ok {
 			body, f := readBody(r, a.opts.MaxBodyBytes)
 			if f != nil {
-				WriteFailure(w, nil, f)
+				if isREST(r.Context()) {
+					WriteRESTFailure(w, f)
+				} else {
+					WriteFailure(w, nil, f)
+				}
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			parsed, _ := parseRPC(body)
+			if isREST(r.Context()) {
+				parsed = restRequest(r)
+			}
 			rpc = &parsed
 		}
 		tid, err := tenancy.From(r.Context())

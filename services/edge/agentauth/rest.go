@@ -1,0 +1,123 @@
+package agentauth
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// # REST mode
+//
+// The REST binding (/bcp/rest) runs the same checks as the MCP endpoint:
+// the tenant policy, API keys, RFC 9421 signatures over the same closed set
+// of components, profile binding and Content-Digest. What differs is where
+// the request names its agent and operation, and how a failure is written:
+//
+//   - the agent profile comes only from BCP-Agent (or UCP-Agent); there is
+//     no meta;
+//   - the operation is derived from the method and path (RESTOperation), so
+//     SignResponses signs POST …/checkout-sessions/{id}/complete responses
+//     (and every response when the tenant signs all);
+//   - no request is public: every REST request needs credentials;
+//   - failures are the flat REST error body {"code": …, "content": …} with
+//     the same HTTP status and challenge headers as over MCP.
+
+type restKey struct{}
+
+// RESTHandler is Handler for the REST binding: authenticate every request
+// (credentials always required), then sign the responses that must be
+// signed; failures are written as flat REST errors.
+func (a *Authenticator) RESTHandler(next http.Handler) http.Handler {
+	h := a.Handler(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), restKey{}, true)))
+	})
+}
+
+func isREST(ctx context.Context) bool {
+	v, _ := ctx.Value(restKey{}).(bool)
+	return v
+}
+
+// RESTOperation names the BCP operation (the MCP tool with the same
+// behaviour) a REST request performs, or "" when the path is not one of
+// the binding's. path may carry any mount prefix: the operation is read
+// from the segments from "checkout-sessions" or "orders" on.
+func RESTOperation(method, path string) string {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	for i, s := range segs {
+		rest := segs[i+1:]
+		switch s {
+		case "checkout-sessions":
+			switch {
+			case len(rest) == 0 && method == http.MethodPost:
+				return "create_checkout"
+			case len(rest) == 1 && method == http.MethodGet:
+				return "get_checkout"
+			case len(rest) == 1 && method == http.MethodPut:
+				return "update_checkout"
+			case len(rest) == 2 && method == http.MethodPost && rest[1] == "complete":
+				return "complete_checkout"
+			case len(rest) == 2 && method == http.MethodPost && rest[1] == "cancel":
+				return "cancel_checkout"
+			}
+			return ""
+		case "orders":
+			if len(rest) == 1 && method == http.MethodGet {
+				return "get_order"
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// restMiddleware authenticates a REST request. The request is described to
+// the rest of the package as one tools/call of the equivalent tool, without
+// meta (the profile comes from the headers only).
+func (a *Authenticator) restMiddleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, f := readBody(r, a.opts.MaxBodyBytes)
+		if f != nil {
+			WriteRESTFailure(w, f)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		rpc := restRequest(r)
+		ctx := context.WithValue(r.Context(), requestKey{}, &rpc)
+		p, f := a.authenticate(ctx, r, body, rpc)
+		if f != nil {
+			a.log.DebugContext(ctx, "agent authentication failed", "code", f.Code, "status", f.Status, "detail", f.Content, "binding", "rest")
+			WriteRESTFailure(w, f)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, principalKey{}, p)))
+	})
+}
+
+func restRequest(r *http.Request) rpcRequest {
+	op := RESTOperation(r.Method, r.URL.Path)
+	if op == "" {
+		return rpcRequest{}
+	}
+	return rpcRequest{messages: []rpcMessage{{method: "tools/call", tool: op}}, valid: true}
+}
+
+// WriteRESTFailure writes f as a REST protocol error: its HTTP status, the
+// challenge headers, and the flat body {"code": …, "content": …}.
+func WriteRESTFailure(w http.ResponseWriter, f *Failure) {
+	failureHeaders(w.Header(), f)
+	body, _ := json.Marshal(rpcErrorData{Code: f.Code, Content: f.Content})
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(f.Status)
+	_, _ = w.Write(body)
+}
+
+// ParseAgentHeader reads profile="<url>" from BCP-Agent/UCP-Agent field
+// values (an RFC 8941 dictionary), as authentication does.
+func ParseAgentHeader(values []string) (string, error) { return parseAgentHeader(values) }

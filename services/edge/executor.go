@@ -1,0 +1,237 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/protocol/bcp"
+	"github.com/bcpdev/bcp/protocol/bcpschema"
+	"github.com/bcpdev/bcp/services/edge/agentprofile"
+)
+
+// One behaviour, two bindings.
+//
+// Every BCP operation, whichever binding carries it, runs through
+// executor.run with the operation's tool arguments {meta, id, checkout}:
+// MCP passes params.arguments as they came; REST assembles them from the
+// BCP-Agent and Idempotency-Key headers, the path id and the body (the
+// checkout object). run validates them against the BCP tool schema (so
+// violation paths are $.checkout… on both), fetches and negotiates the
+// agent profile, claims the idempotency key, calls the service and splices
+// the negotiated "ucp" envelope in. It answers either the payload (a
+// resource or an error_response: a business outcome) or a *protoError,
+// which each binding renders its own way: a JSON-RPC error (rpc) or an
+// HTTP status with a flat {"code","content"} body (writeREST). Agent
+// authentication (agentauth) and response signing wrap both bindings the
+// same way, in front of the executor.
+
+// binding names a transport. It scopes idempotency keys, so a REST retry
+// and an MCP call can never replay each other's responses by accident.
+type binding string
+
+const (
+	bindingMCP  binding = "mcp"
+	bindingREST binding = "rest"
+)
+
+// toolArgs are the parts of the tool arguments the executor reads after
+// validation.
+type toolArgs struct {
+	Meta struct {
+		Agent struct {
+			Profile string `json:"profile"`
+		} `json:"ucp-agent"`
+		IdempotencyKey string `json:"idempotency-key"`
+	} `json:"meta"`
+	ID       string          `json:"id"`
+	Checkout json.RawMessage `json:"checkout"`
+}
+
+// protoError is a protocol error (ucp-digest §9): the request was not
+// processed. It carries both renderings: status for REST, rpcCode for MCP.
+type protoError struct {
+	status     int
+	rpcCode    int64
+	code       string
+	content    string
+	violations []violation // schema violations (invalid_params)
+}
+
+type violation struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+func (e *protoError) Error() string { return e.code + ": " + e.content }
+
+func newProtoError(status int, rpcCode int64, code, content string) *protoError {
+	return &protoError{status: status, rpcCode: rpcCode, code: code, content: content}
+}
+
+var errInternal = newProtoError(http.StatusInternalServerError, codeInternal, "internal_error", "internal error")
+
+// asProtoError maps any executor failure to a protocol error; anything not
+// already one is an internal error.
+func asProtoError(err error) *protoError {
+	var pe *protoError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return errInternal
+}
+
+// rpc renders the error for MCP: a JSON-RPC error with data {code,
+// content} (+ paths and violations for schema violations).
+func (e *protoError) rpc() *jsonrpc.Error {
+	if e.rpcCode == codeInvalidParams && e.violations != nil {
+		data, _ := json.Marshal(e.body())
+		return &jsonrpc.Error{Code: codeInvalidParams, Message: "invalid params: " + e.content, Data: data}
+	}
+	data, _ := json.Marshal(map[string]string{"code": e.code, "content": e.content})
+	return &jsonrpc.Error{Code: e.rpcCode, Message: e.content, Data: data}
+}
+
+type protoErrorBody struct {
+	Code       string      `json:"code"`
+	Content    string      `json:"content"`
+	Paths      []string    `json:"paths,omitempty"`
+	Violations []violation `json:"violations,omitempty"`
+}
+
+func (e *protoError) body() protoErrorBody {
+	b := protoErrorBody{Code: e.code, Content: e.content, Violations: e.violations}
+	for _, v := range e.violations {
+		b.Paths = append(b.Paths, v.Path)
+	}
+	return b
+}
+
+// writeREST renders the error for REST: its HTTP status, Retry-After on 429
+// and 503 (and on 409 request_in_flight), and the flat body.
+func (e *protoError) writeREST(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	if e.status == http.StatusServiceUnavailable || e.status == http.StatusTooManyRequests || e.code == "request_in_flight" {
+		h.Set("Retry-After", "1")
+	}
+	w.WriteHeader(e.status)
+	_ = json.NewEncoder(w).Encode(e.body())
+}
+
+func invalidParams(err error) *protoError {
+	e := newProtoError(http.StatusBadRequest, codeInvalidParams, "invalid_params", "the arguments do not match the BCP schema")
+	var ve *bcpschema.ValidationError
+	if errors.As(err, &ve) {
+		for _, v := range ve.Violations {
+			e.violations = append(e.violations, violation{Path: v.Path, Message: v.Message})
+		}
+		e.content = ve.Error()
+	} else {
+		e.violations = []violation{{Path: "$", Message: err.Error()}}
+	}
+	return e
+}
+
+func discoveryError(err error) *protoError {
+	var pe *agentprofile.Error
+	if errors.As(err, &pe) {
+		return newProtoError(pe.HTTPStatus(), codeDiscovery, pe.Code, pe.Message)
+	}
+	return newProtoError(http.StatusFailedDependency, codeDiscovery, "profile_unreachable", "the agent profile could not be used")
+}
+
+// serviceError maps a failed service call to a protocol error.
+func serviceError(err error) *protoError {
+	e := apperr.As(err)
+	switch e.Kind {
+	case apperr.KindInvalidArgument:
+		return newProtoError(http.StatusBadRequest, codeInvalidParams, e.Code, e.Message)
+	case apperr.KindUnavailable:
+		return newProtoError(http.StatusServiceUnavailable, codeProtocol, "unavailable", "the merchant is temporarily unavailable; retry shortly")
+	case apperr.KindAborted, apperr.KindFailedPrecondition, apperr.KindAlreadyExists:
+		return newProtoError(http.StatusConflict, codeProtocol, e.Code, e.Message)
+	case apperr.KindPermissionDenied:
+		return newProtoError(http.StatusForbidden, codeProtocol, e.Code, e.Message)
+	case apperr.KindUnauthenticated:
+		return newProtoError(http.StatusUnauthorized, codeProtocol, e.Code, e.Message)
+	}
+	slog.Error("edge: service call failed", "err", err)
+	return errInternal
+}
+
+// opRequest is one operation as a binding hands it over.
+type opRequest struct {
+	binding binding
+	spec    toolSpec
+	// args are the tool arguments {meta, id, checkout}.
+	args json.RawMessage
+}
+
+// run executes one operation for any binding: validate, negotiate, claim
+// the idempotency key, call the service, wrap. The payload is a business
+// outcome (resource or error_response, with its "ucp" envelope); a
+// *protoError means the request was not processed.
+func (m *mcpEdge) run(ctx context.Context, req opRequest) (json.RawMessage, error) {
+	spec, raw := req.spec, req.args
+	t := tenantFrom(ctx)
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	v, err := m.validator(checkoutCapabilities(t.GetCapabilities()))
+	if err != nil {
+		return nil, err
+	}
+	if err := v.ValidateToolInput(spec.name, raw); err != nil {
+		return nil, invalidParams(err)
+	}
+	var args toolArgs
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil, invalidParams(err)
+	}
+	data, err := m.e.data.get(ctx, t.GetId())
+	if err != nil {
+		return nil, serviceError(err)
+	}
+	dev := t.GetEnvironment() == tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT
+	profile, err := m.profiles.Get(ctx, args.Meta.Agent.Profile, dev)
+	if err != nil {
+		return nil, discoveryError(err)
+	}
+	offer, err := m.offer(t.GetId(), data)
+	if err != nil {
+		return nil, err
+	}
+	neg, err := agentprofile.Negotiate(offer, profile)
+	if err != nil {
+		return nil, discoveryError(err)
+	}
+	baseURL := m.e.BaseURL(hostFrom(ctx))
+	if neg.Incompatible {
+		return m.errorResponse(bcp.Error(bcp.CodeCapabilitiesIncompatible, bcp.SeverityUnrecoverable, "",
+			"Este agente e a loja não têm capacidades de checkout em comum; continue pela loja."), baseURL+"/", true)
+	}
+	caps := make([]string, 0, len(neg.Capabilities))
+	for name := range neg.Capabilities {
+		caps = append(caps, name)
+	}
+	slices.Sort(caps)
+	call := &toolCall{
+		agent:    &checkoutv1.Agent{ProfileUrl: args.Meta.Agent.Profile, Capabilities: caps, BaseUrl: baseURL},
+		profile:  profile,
+		id:       args.ID,
+		checkout: args.Checkout,
+	}
+	return m.idempotent(ctx, req.binding, spec, args, raw, func() (json.RawMessage, error) {
+		return m.execute(ctx, spec, call, neg, baseURL)
+	})
+}

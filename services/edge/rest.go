@@ -1,0 +1,165 @@
+package edge
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	"github.com/bcpdev/bcp/services/edge/agentauth"
+)
+
+// restEdge serves the BCP shopping service over REST at /bcp/rest (the
+// operations of ucp-digest §8.1 this platform implements). Each handler
+// turns the request into the tool arguments {meta, id, checkout} and runs
+// them through the same executor as MCP; only the envelope differs: the
+// payload is the body, business outcomes are 200 (201 for a created
+// checkout), protocol errors are HTTP statuses with a flat body.
+type restEdge struct {
+	m   *mcpEdge
+	mux *http.ServeMux
+}
+
+// restBase is where the REST binding is mounted on every merchant host.
+const restBase = "/bcp/rest"
+
+func newRESTEdge(m *mcpEdge) *restEdge {
+	r := &restEdge{m: m, mux: http.NewServeMux()}
+	op := func(name string) toolSpec {
+		i := slices.IndexFunc(checkoutTools, func(s toolSpec) bool { return s.name == name })
+		if i < 0 {
+			return getOrderTool
+		}
+		return checkoutTools[i]
+	}
+	r.mux.Handle("POST "+restBase+"/checkout-sessions", r.handler(op("create_checkout"), true))
+	r.mux.Handle("GET "+restBase+"/checkout-sessions/{id}", r.handler(op("get_checkout"), false))
+	r.mux.Handle("PUT "+restBase+"/checkout-sessions/{id}", r.handler(op("update_checkout"), true))
+	r.mux.Handle("POST "+restBase+"/checkout-sessions/{id}/complete", r.handler(op("complete_checkout"), true))
+	r.mux.Handle("POST "+restBase+"/checkout-sessions/{id}/cancel", r.handler(op("cancel_checkout"), false))
+	r.mux.Handle("GET "+restBase+"/orders/{id}", r.handler(getOrderTool, false))
+	r.mux.HandleFunc(restBase+"/", func(w http.ResponseWriter, req *http.Request) {
+		if agentauth.RESTOperation(http.MethodGet, req.URL.Path) != "" || agentauth.RESTOperation(http.MethodPost, req.URL.Path) != "" ||
+			agentauth.RESTOperation(http.MethodPut, req.URL.Path) != "" {
+			newProtoError(http.StatusMethodNotAllowed, codeProtocol, "method_not_allowed", "this method is not allowed on "+req.URL.Path).writeREST(w)
+			return
+		}
+		newProtoError(http.StatusNotFound, codeProtocol, "not_found", "no such BCP REST operation").writeREST(w)
+	})
+	return r
+}
+
+func (r *restEdge) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.mux.ServeHTTP(w, req) }
+
+// handler serves one operation. withBody: the body is the checkout object
+// (create, update, complete); other operations ignore any body.
+func (r *restEdge) handler(spec toolSpec, withBody bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				r.m.log.ErrorContext(req.Context(), "edge: panic in REST handler", "op", spec.name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				errInternal.writeREST(w)
+			}
+		}()
+		args, perr := restArgs(req, spec, withBody)
+		if perr != nil {
+			perr.writeREST(w)
+			return
+		}
+		out, err := r.m.run(req.Context(), opRequest{binding: bindingREST, spec: spec, args: args})
+		if err != nil {
+			asProtoError(err).writeREST(w)
+			return
+		}
+		status := http.StatusOK
+		if spec.name == "create_checkout" && !isErrorPayload(out) {
+			status = http.StatusCreated
+		}
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Cache-Control", "no-store")
+		w.WriteHeader(status)
+		_, _ = w.Write(out)
+	})
+}
+
+// restArgs assembles the tool arguments from the request: meta from
+// BCP-Agent (or UCP-Agent) and Idempotency-Key, id from the path, checkout
+// from the body bytes as sent (so idempotency hashes cover the raw body).
+func restArgs(req *http.Request, spec toolSpec, withBody bool) (json.RawMessage, *protoError) {
+	profile, perr := restProfile(req.Header)
+	if perr != nil {
+		return nil, perr
+	}
+	meta := map[string]any{"ucp-agent": map[string]string{"profile": profile}}
+	// Reads change nothing: a key sent with one is not recorded.
+	if keys := req.Header.Values("Idempotency-Key"); len(keys) > 0 && req.Method != http.MethodGet {
+		if len(keys) > 1 {
+			return nil, newProtoError(http.StatusBadRequest, codeInvalidParams, "invalid_params", "send one Idempotency-Key")
+		}
+		meta["idempotency-key"] = strings.TrimSpace(keys[0])
+	}
+	if spec.requireKey && meta["idempotency-key"] == nil {
+		return nil, &protoError{status: http.StatusBadRequest, rpcCode: codeInvalidParams, code: "invalid_params",
+			content:    "the Idempotency-Key header is required for " + spec.name,
+			violations: []violation{{Path: "$.meta['idempotency-key']", Message: "Idempotency-Key header is required"}}}
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"meta":`)
+	mj, err := json.Marshal(meta)
+	if err != nil {
+		return nil, errInternal
+	}
+	b.Write(mj)
+	if id := req.PathValue("id"); id != "" {
+		ij, _ := json.Marshal(id)
+		b.WriteString(`,"id":`)
+		b.Write(ij)
+	}
+	if withBody {
+		body, err := io.ReadAll(io.LimitReader(req.Body, maxMCPBody+1))
+		if err != nil || len(body) > maxMCPBody {
+			return nil, newProtoError(http.StatusBadRequest, codeInvalidParams, "invalid_params", "the request body could not be read")
+		}
+		body = bytes.TrimSpace(body)
+		if len(body) == 0 || !json.Valid(body) {
+			return nil, &protoError{status: http.StatusBadRequest, rpcCode: codeInvalidParams, code: "invalid_params",
+				content: "the body must be the checkout as a JSON object", violations: []violation{{Path: "$.checkout", Message: "not a JSON object"}}}
+		}
+		b.WriteString(`,"checkout":`)
+		b.Write(body)
+	}
+	b.WriteByte('}')
+	return json.RawMessage(b.Bytes()), nil
+}
+
+// restProfile reads the agent profile URL from BCP-Agent or its alias
+// UCP-Agent (authentication already checked that they agree). REST
+// requires it: there is no other place to name the agent.
+func restProfile(h http.Header) (string, *protoError) {
+	for _, name := range []string{"BCP-Agent", "UCP-Agent"} {
+		if vals := h.Values(name); len(vals) > 0 {
+			p, err := agentauth.ParseAgentHeader(vals)
+			if err != nil {
+				return "", newProtoError(http.StatusBadRequest, codeDiscovery, "invalid_profile_url", name+` must be a structured-field dictionary with profile="<url>"`)
+			}
+			return p, nil
+		}
+	}
+	return "", newProtoError(http.StatusBadRequest, codeDiscovery, "invalid_profile_url", `the BCP-Agent header (profile="<url>") is required`)
+}
+
+// isErrorPayload reports whether a payload is an error_response (no
+// resource: "ucp".status is "error").
+func isErrorPayload(out json.RawMessage) bool {
+	var p struct {
+		UCP struct {
+			Status string `json:"status"`
+		} `json:"ucp"`
+	}
+	return json.Unmarshal(out, &p) == nil && p.UCP.Status == "error"
+}
