@@ -9,7 +9,7 @@ DATA_DIR ?= .bcp
 SQLC     := $(GO) tool -modfile=tools/sqlc/go.mod sqlc
 BUF      := $(GO) tool -modfile=tools/buf/go.mod buf
 
-.PHONY: run test generate check-generate build vet lint
+.PHONY: run test generate check-generate build vet lint bench
 .DEFAULT_GOAL := test
 
 ## run: start the whole platform on a private PostgreSQL with a demo merchant
@@ -42,3 +42,13 @@ generate:
 ## check-generate: fail when generated code is stale
 check-generate:
 	@scripts/check-generate.sh
+
+## bench: a short load run (under 2 minutes): no-op MCP baseline, create_checkout, whole purchases
+## (closed loop), then an open-loop sweep; prints the table, writes JSON and SVG to $(BENCH_OUT).
+## The Go micro-benchmarks: scripts/gobench.sh. Full runs and figures: docs/performance.md.
+BENCH_OUT   ?= $(DATA_DIR)/bench
+BENCH_FLAGS ?= --tenants 20 --duration 5s --concurrency 16
+bench:
+	@scripts/ensure-postgres.sh
+	@mkdir -p $(BENCH_OUT)
+	$(GO) run ./cmd/bcpbench $(BENCH_FLAGS) --out $(BENCH_OUT)/result.json --svg $(BENCH_OUT)/latency.svg

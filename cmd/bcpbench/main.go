@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,6 +51,7 @@ type config struct {
 	auth        string
 	out, svg    string
 	maxInFlight int
+	cpuprofile  string
 }
 
 type bench struct {
@@ -103,6 +105,9 @@ type Machine struct {
 	GoVersion string `json:"go"`
 	OS        string `json:"os"`
 	CPUModel  string `json:"cpu_model"`
+	// LoadAvg is /proc/loadavg before the phases: anything else running on
+	// the machine skews the figures.
+	LoadAvg string `json:"loadavg"`
 }
 
 type Ratios struct {
@@ -132,6 +137,7 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "bcpbench-result.json", "JSON result file (\"\" for none)")
 	flag.StringVar(&cfg.svg, "svg", "bcpbench-latency.svg", "SVG chart file (\"\" for none)")
 	flag.IntVar(&cfg.maxInFlight, "max-in-flight", 2000, "open loop: purchases in flight at most (more arrivals count as dropped)")
+	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the closed-loop purchase phase (platform and agents share the process)")
 	flag.Parse()
 	for _, f := range strings.Split(sweep, ",") {
 		if f = strings.TrimSpace(f); f != "" {
@@ -230,7 +236,20 @@ func run(ctx context.Context, cfg config) error {
 	} else {
 		noop := phase("noop", b.noopAgents, "closed", cfg.concurrency, 0, b.noop)
 		create := phase("create_checkout", b.platformAgents, "closed", cfg.concurrency, 0, b.createOnly)
+		if cfg.cpuprofile != "" {
+			f, err := os.Create(cfg.cpuprofile)
+			if err != nil {
+				return err
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+		}
 		purchase := phase("purchase", b.platformAgents, "closed", cfg.concurrency, 0, b.purchase)
+		if cfg.cpuprofile != "" {
+			pprof.StopCPUProfile()
+			logf("wrote %s", cfg.cpuprofile)
+		}
 		peak = purchase.Throughput
 		res.PeakPerSec = peak
 		if noop.Throughput > 0 {
@@ -289,6 +308,9 @@ func poolStats(e *env, before *PoolStats) *PoolStats {
 
 func machine() Machine {
 	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		m.LoadAvg = strings.TrimSpace(string(b))
+	}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
@@ -336,7 +358,7 @@ func toolNames(ops map[string]OpStats) []string {
 }
 
 func printReport(w io.Writer, res *Result) {
-	fmt.Fprintf(w, "\nbcpbench — %d CPUs (%s), %s, %s\n\n", res.Machine.CPUs, res.Machine.CPUModel, res.Machine.GoVersion, res.Started.Format(time.RFC3339))
+	fmt.Fprintf(w, "\nbcpbench — %d CPUs (%s), %s, %s, loadavg at start %s\n\n", res.Machine.CPUs, res.Machine.CPUModel, res.Machine.GoVersion, res.Started.Format(time.RFC3339), res.Machine.LoadAvg)
 	fmt.Fprintf(w, "%-16s %-6s %8s %10s  %-18s %7s %9s %8s %8s %8s  %s\n", "phase", "mode", "load", "done/s", "operation", "count", "ops/s", "p50 ms", "p95 ms", "p99 ms", "db pool")
 	for _, p := range res.Phases {
 		load := strconv.Itoa(p.Concurrency)
