@@ -74,6 +74,7 @@ type Phase struct {
 	Ops         map[string]OpStats `json:"ops"`
 	Errors      map[string]int     `json:"errors"`
 	Pool        *PoolStats         `json:"db_pool,omitempty"`
+	CPU         *CPUUse            `json:"cpu,omitempty"`
 }
 
 // PoolStats is pgxpool's Stat at the end of a phase (counters as deltas
@@ -214,6 +215,7 @@ func run(ctx context.Context, cfg config) error {
 		if e.r.Pool != nil {
 			before = poolStats(e, nil)
 		}
+		cpu0 := e.cpu()
 		logf("phase %s (%s, concurrency %d, rate %.0f/s) for %s", name, mode, conc, rate, cfg.duration)
 		var el time.Duration
 		if mode == "closed" {
@@ -226,6 +228,7 @@ func run(ctx context.Context, cfg config) error {
 		if before != nil {
 			p.Pool = poolStats(e, before)
 		}
+		p.CPU = cpuUse(cpu0, e.cpu(), p.Completed)
 		res.Phases = append(res.Phases, p)
 		return p
 	}
@@ -375,7 +378,11 @@ func printReport(w io.Writer, res *Result) {
 			head := fmt.Sprintf("%-16s %-6s %8s %10.1f", p.Name, p.Mode, load, p.Throughput)
 			pool := ""
 			if i == 0 && p.Pool != nil {
-				pool = fmt.Sprintf("max %d, acquires %d, waited %d (%.0f ms), mean acquire %.0f µs", p.Pool.MaxConns, p.Pool.Acquires, p.Pool.EmptyAcquires, p.Pool.EmptyWaitTotalMs, p.Pool.AcquireWaitMeanUs)
+				pool = fmt.Sprintf("max %d, acquires %d (%.1f/op), waited %d (%.0f ms), mean acquire %.0f µs", p.Pool.MaxConns, p.Pool.Acquires,
+					float64(p.Pool.Acquires)/max(1, float64(p.Completed)), p.Pool.EmptyAcquires, p.Pool.EmptyWaitTotalMs, p.Pool.AcquireWaitMeanUs)
+			}
+			if i == 1 && p.CPU != nil {
+				pool = fmt.Sprintf("CPU: process %.1f s (%.1f ms/op), PostgreSQL %.1f s (%.1f ms/op)", p.CPU.ProcessSeconds, p.CPU.ProcessMsPerOp, p.CPU.PostgresSeconds, p.CPU.PostgresMsPerOp)
 			}
 			if i > 0 {
 				head = fmt.Sprintf("%-16s %-6s %8s %10s", "", "", "", "")

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// cpuTimes is CPU time used so far by this process (the platform and the
+// simulated agents share it) and by the private PostgreSQL cluster (the
+// postmaster and its children; other clusters on the machine are not
+// counted).
+type cpuTimes struct {
+	self, postgres time.Duration
+}
+
+// CPUUse is the CPU spent during a phase, in seconds, and per completed
+// operation in milliseconds.
+type CPUUse struct {
+	ProcessSeconds  float64 `json:"process_s"`
+	PostgresSeconds float64 `json:"postgres_s"`
+	ProcessMsPerOp  float64 `json:"process_ms_per_op"`
+	PostgresMsPerOp float64 `json:"postgres_ms_per_op"`
+}
+
+func (e *env) cpu() cpuTimes {
+	var t cpuTimes
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		t.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	b, err := os.ReadFile(filepath.Join(e.tmp, "pgdata", "postmaster.pid"))
+	if err != nil {
+		return t
+	}
+	postmaster := strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		stat, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid … utime(14) stime(15): split after the comm.
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 13 || (d.Name() != postmaster && f[1] != postmaster) {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		t.postgres += time.Duration(ut+st) * (time.Second / 100) // USER_HZ
+	}
+	return t
+}
+
+func cpuUse(before, after cpuTimes, ops int64) *CPUUse {
+	u := &CPUUse{ProcessSeconds: (after.self - before.self).Seconds(), PostgresSeconds: (after.postgres - before.postgres).Seconds()}
+	if ops > 0 {
+		u.ProcessMsPerOp = u.ProcessSeconds * 1000 / float64(ops)
+		u.PostgresMsPerOp = u.PostgresSeconds * 1000 / float64(ops)
+	}
+	return u
+}
