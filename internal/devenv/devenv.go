@@ -106,6 +106,11 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		env.Stop()
 		return nil, fmt.Errorf("seed demo merchant: %w", err)
 	}
+	adminEmail, adminPassword, err := SeedDemoAdmin(ctx, env.Platform.ClientsWithToken(opToken), tenant.GetId(), dataDir)
+	if err != nil {
+		env.Stop()
+		return nil, fmt.Errorf("seed demo admin: %w", err)
+	}
 	_, port, _ := net.SplitHostPort(env.Platform.PublicAddr)
 	base := "http://" + DemoDomain + ":" + port
 	fmt.Fprintf(o.Out, `
@@ -114,7 +119,7 @@ BCP platform running (bcpd all on a private PostgreSQL).
   demo merchant     %s (%s), tenant %s
   profile           %s/.well-known/bcp
   agent endpoint    %s/bcp/mcp
-  admin URL         %s/admin   (admin web: arriving with the admin issue)
+  admin URL         %s/admin/   (e-mail %s, password %s)
   demo agent        profile %s, API key %s
   operator API      http://%s   (token in %s; bcpctl finds it there)
 
@@ -122,7 +127,7 @@ BCP platform running (bcpd all on a private PostgreSQL).
     curl -H 'Host: %s' http://127.0.0.1:%s/.well-known/bcp
 
 Ctrl-C stops the platform and PostgreSQL; data stays in %s.
-`, tenant.GetName(), DemoDomain, tenant.GetId(), base, base, base, agentProfile, apiKey,
+`, tenant.GetName(), DemoDomain, tenant.GetId(), base, base, base, adminEmail, adminPassword, agentProfile, apiKey,
 		env.Platform.InternalAddr, filepath.Join(dataDir, "operator-token"), DemoDomain, port, dataDir)
 	return env, nil
 }

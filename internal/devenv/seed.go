@@ -170,3 +170,29 @@ var demoCatalog = []*catalogv1.Product{
 }
 
 var errNoData = errors.New("devenv: no data")
+
+// DemoAdminEmail is the demo merchant's admin user.
+const DemoAdminEmail = "admin@" + DemoDomain
+
+// SeedDemoAdmin invites the demo merchant's admin user once and returns
+// its e-mail and initial password (kept in dataDir/demo-admin-password so
+// every run can print it; the database holds only its argon2id hash).
+func SeedDemoAdmin(ctx context.Context, c *platform.Clients, tenantID, dataDir string) (string, string, error) {
+	file := filepath.Join(dataDir, "demo-admin-password")
+	if b, err := os.ReadFile(file); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return DemoAdminEmail, strings.TrimSpace(string(b)), nil
+	}
+	resp, err := c.Tenants.InviteMerchantUser(ctx, connect.NewRequest(&tenantsv1.InviteMerchantUserRequest{
+		Tenant: tenantID, Email: DemoAdminEmail, Role: "admin",
+	}))
+	if apperr.IsKind(err, apperr.KindAlreadyExists) {
+		return DemoAdminEmail, "(unknown: " + file + " is missing)", nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("demo admin user: %w", err)
+	}
+	if err := os.WriteFile(file, []byte(resp.Msg.GetInitialPassword()+"\n"), 0o600); err != nil {
+		return "", "", err
+	}
+	return DemoAdminEmail, resp.Msg.GetInitialPassword(), nil
+}

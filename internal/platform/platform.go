@@ -49,6 +49,7 @@ import (
 	"github.com/bcpdev/bcp/services/pricing"
 	"github.com/bcpdev/bcp/tenants"
 	"github.com/bcpdev/bcp/web"
+	"github.com/bcpdev/bcp/web/admin"
 )
 
 // Service names, which are also the roles that host exactly one of them.
@@ -245,6 +246,14 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			Logger: log, PublicScheme: cfg.Edge.PublicScheme, CSRFKey: csrfKey(cfg.InternalToken),
 		})
 		for pattern, h := range hosted.Routes() {
+			e.Handle(pattern, h)
+		}
+		// The merchant admin, under /admin on the merchant's own hosts.
+		merchantAdmin := admin.New(admin.Options{
+			Tenants: clients.Tenants, Catalog: clients.Catalog, Checkout: clients.Checkout, Orders: clients.Orders, Pricing: clients.Pricing,
+			Logger: log, PublicScheme: cfg.Edge.PublicScheme, CSRFKey: csrfKey(cfg.InternalToken),
+		})
+		for pattern, h := range merchantAdmin.Routes() {
 			e.Handle(pattern, h)
 		}
 		// PSP webhooks and Pix QR images, forwarded to the payments service.

@@ -1,0 +1,357 @@
+// Package admin is the merchant admin web: server-rendered pages under
+// /admin on the merchant's own host, embedded in bcpd, no JavaScript.
+//
+// The handlers run behind the edge's Host → tenant routing: the tenant is
+// tenancy.From(r.Context()), and every read or write goes through the
+// services' connect APIs with that tenant in the context, so another
+// merchant's ids are simply not found. Merchant users, passwords
+// (argon2id) and sessions live in the tenants service; the browser holds
+// only the random session token (cookie bcp_admin, HttpOnly,
+// SameSite=Strict, Secure outside plain-http development).
+//
+// Every POST carries a CSRF token: HMAC(key, tenant, session token) for
+// signed-in forms, HMAC(key, tenant, nonce cookie) for the sign-in form;
+// net/http's CrossOriginProtection refuses cross-site posts first.
+package admin
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Options are the services the admin calls and how browsers reach it.
+type Options struct {
+	Tenants  tenantsv1connect.TenantServiceClient
+	Catalog  catalogv1connect.CatalogServiceClient
+	Checkout checkoutv1connect.CheckoutServiceClient
+	Orders   ordersv1connect.OrdersServiceClient
+	Pricing  pricingv1connect.PricingServiceClient
+	Logger   *slog.Logger
+	// CSRFKey keys the form tokens; every edge process of a deployment
+	// needs the same key. Empty: random per process.
+	CSRFKey []byte
+	// PublicScheme "http" (local development) drops the Secure flag.
+	PublicScheme string
+}
+
+// Admin holds the parsed templates and hashed static files.
+type Admin struct {
+	opts    Options
+	log     *slog.Logger
+	pages   map[string]*template.Template
+	assets  map[string][]byte
+	assetOf map[string]string
+	key     []byte
+}
+
+// Cookie names. Both are scoped to /admin.
+const (
+	sessionCookie = "bcp_admin"
+	loginCookie   = "bcp_admin_login"
+)
+
+// New parses the embedded templates (a parse failure is a programming
+// error and panics; the tests parse them).
+func New(opts Options) *Admin {
+	a := &Admin{opts: opts, log: opts.Logger, key: opts.CSRFKey}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	if len(a.key) == 0 {
+		a.key = make([]byte, 32)
+		_, _ = rand.Read(a.key)
+	}
+	a.assets, a.assetOf = map[string][]byte{}, map[string]string{}
+	entries, err := fs.ReadDir(staticFS, "static")
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range entries {
+		body, _ := staticFS.ReadFile("static/" + e.Name())
+		sum := sha256.Sum256(body)
+		ext := path.Ext(e.Name())
+		served := strings.TrimSuffix(e.Name(), ext) + "." + hex.EncodeToString(sum[:5]) + ext
+		a.assets[served] = body
+		a.assetOf[e.Name()] = "/admin/static/" + served
+	}
+	funcs := template.FuncMap{
+		"asset": func(n string) string { return a.assetOf[n] },
+		"brl":   FormatBRL,
+		"unix": func(s int64) string {
+			return time.Unix(s, 0).In(saoPaulo).Format("02/01/2006 15:04")
+		},
+		"when":     func(t time.Time) string { return t.In(saoPaulo).Format("02/01/2006 15:04") },
+		"statusPT": statusPT,
+	}
+	a.pages = map[string]*template.Template{}
+	for _, p := range []string{"login", "products", "product", "orders", "order", "checkouts", "checkout", "error"} {
+		t := template.New("layout.html").Funcs(funcs)
+		a.pages[p] = template.Must(t.ParseFS(templateFS, "templates/layout.html", "templates/"+p+".html"))
+	}
+	return a
+}
+
+var saoPaulo = func() *time.Location {
+	if l, err := time.LoadLocation("America/Sao_Paulo"); err == nil {
+		return l
+	}
+	return time.FixedZone("BRT", -3*3600)
+}()
+
+// Routes returns the handlers by ServeMux pattern, to be mounted on the
+// public mux behind Host routing.
+func (a *Admin) Routes() map[string]http.Handler {
+	cop := http.NewCrossOriginProtection()
+	get := func(h http.HandlerFunc) http.Handler { return secure(a.signedIn(h)) }
+	post := func(h http.HandlerFunc) http.Handler { return secure(cop.Handler(a.signedIn(a.checkCSRF(h)))) }
+	return map[string]http.Handler{
+		"GET /admin": secure(http.RedirectHandler("/admin/", http.StatusSeeOther)),
+		"GET /admin/{$}": get(func(rw http.ResponseWriter, r *http.Request) {
+			http.Redirect(rw, r, "/admin/pedidos", http.StatusSeeOther)
+		}),
+		"GET /admin/entrar":                    secure(http.HandlerFunc(a.loginPage)),
+		"POST /admin/entrar":                   secure(cop.Handler(http.HandlerFunc(a.login))),
+		"POST /admin/sair":                     post(a.logout),
+		"GET /admin/produtos":                  get(a.products),
+		"GET /admin/produtos/novo":             get(a.newProduct),
+		"POST /admin/produtos/novo":            post(a.createProduct),
+		"GET /admin/produtos/{id}":             get(a.editProduct),
+		"POST /admin/produtos/{id}":            post(a.updateProduct),
+		"GET /admin/pedidos":                   get(a.orders),
+		"GET /admin/pedidos/{id}":              get(a.order),
+		"POST /admin/pedidos/{id}/reembolso":   post(a.refund),
+		"POST /admin/pedidos/{id}/fulfillment": post(a.fulfillment),
+		"GET /admin/checkouts":                 get(a.checkouts),
+		"GET /admin/checkouts/{id}":            get(a.checkout),
+		"GET /admin/static/{file}":             http.HandlerFunc(a.static),
+	}
+}
+
+const csp = "default-src 'none'; style-src 'self'; img-src 'self' data: https:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+func secure(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		hd := rw.Header()
+		hd.Set("Content-Security-Policy", csp)
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "same-origin")
+		hd.Set("Cache-Control", "no-store")
+		hd.Set("X-Frame-Options", "DENY")
+		h.ServeHTTP(rw, r)
+	})
+}
+
+func (a *Admin) static(rw http.ResponseWriter, r *http.Request) {
+	body, ok := a.assets[r.PathValue("file")]
+	if !ok {
+		http.NotFound(rw, r)
+		return
+	}
+	rw.Header().Set("Content-Type", "text/css; charset=utf-8")
+	rw.Header().Set("X-Content-Type-Options", "nosniff")
+	rw.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	http.ServeContent(rw, r, "", time.Time{}, bytes.NewReader(body))
+}
+
+// session is the signed-in user of a request.
+type session struct {
+	tenant uuid.UUID
+	token  string
+	user   *tenantsv1.MerchantUser
+}
+
+type sessionKey struct{}
+
+func sessionFrom(ctx context.Context) *session {
+	s, _ := ctx.Value(sessionKey{}).(*session)
+	return s
+}
+
+// signedIn resolves the session cookie in the request's tenant; without
+// a live session GETs go to the sign-in page and POSTs are refused.
+func (a *Admin) signedIn(h http.HandlerFunc) http.HandlerFunc {
+	return func(rw http.ResponseWriter, r *http.Request) {
+		tid, err := tenancy.From(r.Context())
+		if err != nil {
+			a.errorPage(rw, r, http.StatusNotFound)
+			return
+		}
+		c, err := r.Cookie(sessionCookie)
+		if err == nil && c.Value != "" {
+			resp, err := a.opts.Tenants.GetMerchantSession(r.Context(), connect.NewRequest(&tenantsv1.GetMerchantSessionRequest{TenantId: tid.String(), SessionToken: c.Value}))
+			if err == nil {
+				s := &session{tenant: tid, token: c.Value, user: resp.Msg.GetUser()}
+				h(rw, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+				return
+			}
+			if !isKind(err, apperr.KindNotFound) {
+				a.serviceError(rw, r, err)
+				return
+			}
+		}
+		if r.Method != http.MethodGet {
+			a.errorPage(rw, r, http.StatusForbidden)
+			return
+		}
+		http.Redirect(rw, r, "/admin/entrar?next="+url.QueryEscape(r.URL.Path), http.StatusSeeOther)
+	}
+}
+
+func (a *Admin) mac(parts ...string) string {
+	m := hmac.New(sha256.New, a.key)
+	m.Write([]byte("bcp-admin/csrf"))
+	for _, p := range parts {
+		m.Write([]byte{0})
+		m.Write([]byte(p))
+	}
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// csrfToken is the form token of the signed-in session.
+func (a *Admin) csrfToken(s *session) string { return a.mac("session", s.tenant.String(), s.token) }
+
+// checkCSRF refuses a signed-in POST whose _csrf field does not match.
+func (a *Admin) checkCSRF(h http.HandlerFunc) http.HandlerFunc {
+	return func(rw http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(rw, r.Body, 1<<20)
+		s := sessionFrom(r.Context())
+		if s == nil || !hmac.Equal([]byte(r.PostFormValue("_csrf")), []byte(a.csrfToken(s))) {
+			a.errorPage(rw, r, http.StatusForbidden)
+			return
+		}
+		h(rw, r)
+	}
+}
+
+func (a *Admin) secureCookies(r *http.Request) bool {
+	return a.opts.PublicScheme != "http" || r.TLS != nil
+}
+
+// page is what every page template receives.
+type page struct {
+	Title  string
+	Nav    string
+	User   *tenantsv1.MerchantUser
+	CSRF   string
+	Notice string
+	Data   any
+}
+
+func (a *Admin) newPage(r *http.Request, title, nav string, data any) page {
+	p := page{Title: title, Nav: nav, Data: data, Notice: noticeText[r.URL.Query().Get("ok")]}
+	if s := sessionFrom(r.Context()); s != nil {
+		p.User, p.CSRF = s.user, a.csrfToken(s)
+	}
+	return p
+}
+
+var noticeText = map[string]string{
+	"criado":     "Produto criado.",
+	"salvo":      "Alterações salvas.",
+	"reembolso":  "Reembolso solicitado.",
+	"fulfilment": "Evento de entrega registrado.",
+}
+
+func (a *Admin) render(rw http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	var buf bytes.Buffer
+	if err := a.pages[name].Execute(&buf, p); err != nil {
+		a.log.ErrorContext(r.Context(), "admin: render", "page", name, "err", err)
+		http.Error(rw, "Erro interno.", http.StatusInternalServerError)
+		return
+	}
+	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
+	rw.WriteHeader(status)
+	_, _ = buf.WriteTo(rw)
+}
+
+type errorData struct {
+	Status  int
+	Message string
+}
+
+func (a *Admin) errorPage(rw http.ResponseWriter, r *http.Request, status int) {
+	msg := map[int]string{
+		http.StatusNotFound:            "Página não encontrada.",
+		http.StatusForbidden:           "Ação recusada: o formulário expirou ou não veio desta página. Recarregue e tente de novo.",
+		http.StatusServiceUnavailable:  "Serviço indisponível no momento. Tente de novo em instantes.",
+		http.StatusInternalServerError: "Erro interno.",
+	}[status]
+	if status == http.StatusServiceUnavailable {
+		rw.Header().Set("Retry-After", "2")
+	}
+	a.render(rw, r, status, "error", a.newPage(r, "Erro", "", errorData{Status: status, Message: msg}))
+}
+
+// serviceError maps a connect error to a page: not found stays not found
+// (another merchant's ids included), the rest is unavailable or internal.
+func (a *Admin) serviceError(rw http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case isKind(err, apperr.KindNotFound):
+		a.errorPage(rw, r, http.StatusNotFound)
+	case isKind(err, apperr.KindUnavailable):
+		a.errorPage(rw, r, http.StatusServiceUnavailable)
+	default:
+		a.log.ErrorContext(r.Context(), "admin: service call", "err", err)
+		a.errorPage(rw, r, http.StatusInternalServerError)
+	}
+}
+
+func appErr(err error) *apperr.Error {
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return apperr.FromConnect(ce)
+	}
+	return apperr.As(err)
+}
+
+func isKind(err error, k apperr.Kind) bool { return appErr(err).Kind == k }
+
+func statusPT(s string) string {
+	if t, ok := statusText[s]; ok {
+		return t
+	}
+	return s
+}
+
+var statusText = map[string]string{
+	"incomplete": "Incompleto", "requires_escalation": "Requer comprador", "ready_for_complete": "Pronto para concluir",
+	"complete_in_progress": "Concluindo", "completed": "Concluído", "canceled": "Cancelado",
+	"processing": "Em processamento", "partial": "Parcial", "fulfilled": "Entregue", "removed": "Removido",
+	"pending": "Pendente", "failed": "Falhou", "refund": "Reembolso",
+	"shipped": "Enviado", "in_transit": "Em trânsito", "delivered": "Entregue", "failed_attempt": "Tentativa falhou",
+	"undeliverable": "Não entregável", "returned_to_sender": "Devolvido ao remetente",
+	"open": "Aberto", "paid": "Pago",
+}

@@ -1,0 +1,234 @@
+package admin
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/ids"
+	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
+	"github.com/bcpdev/bcp/protocol/bcp"
+)
+
+type ordersData struct {
+	Orders []*ordersv1.OrderSummary
+	Next   string
+}
+
+func (a *Admin) orders(rw http.ResponseWriter, r *http.Request) {
+	resp, err := a.opts.Orders.ListOrders(r.Context(), connect.NewRequest(&ordersv1.ListOrdersRequest{PageSize: 50, PageToken: r.URL.Query().Get("pagina")}))
+	if err != nil {
+		a.serviceError(rw, r, err)
+		return
+	}
+	a.render(rw, r, http.StatusOK, "orders", a.newPage(r, "Pedidos", "pedidos", ordersData{Orders: resp.Msg.GetOrders(), Next: resp.Msg.GetNextPageToken()}))
+}
+
+// orderData is the order page: the order and its two forms as typed.
+type orderData struct {
+	Order       *bcp.Order
+	Total       int64
+	Refunded    int64
+	Refund      refundForm
+	Fulfillment fulfillmentForm
+	EventTypes  []string
+}
+
+type refundForm struct {
+	Amount string
+	Reason string
+	Key    string // idempotency: one refund per rendered form
+	Errors map[string]string
+}
+
+type fulfillmentForm struct {
+	Type           string
+	TrackingNumber string
+	TrackingURL    string
+	Carrier        string
+	Description    string
+	Key            string
+	Errors         map[string]string
+}
+
+var eventTypes = []string{"processing", "shipped", "in_transit", "delivered", "failed_attempt", "canceled", "undeliverable", "returned_to_sender"}
+
+func (a *Admin) loadOrder(r *http.Request) (*bcp.Order, error) {
+	resp, err := a.opts.Orders.GetOrder(r.Context(), connect.NewRequest(&ordersv1.GetOrderRequest{Id: r.PathValue("id")}))
+	if err != nil {
+		return nil, err
+	}
+	o := &bcp.Order{}
+	if err := json.Unmarshal(resp.Msg.GetOrderJson(), o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func newOrderData(o *bcp.Order) orderData {
+	d := orderData{Order: o, EventTypes: eventTypes,
+		Refund:      refundForm{Key: ids.New("rfd")},
+		Fulfillment: fulfillmentForm{Type: "shipped", Key: ids.New("evt")}}
+	for _, t := range o.Totals {
+		if t.Type == "total" {
+			d.Total = t.Amount
+		}
+	}
+	for _, adj := range o.Adjustments {
+		if adj.Type == bcp.AdjustmentRefund && adj.Status != "failed" {
+			for _, t := range adj.Totals {
+				if t.Type == "total" {
+					d.Refunded += -t.Amount * sign(t.Amount)
+				}
+			}
+		}
+	}
+	return d
+}
+
+func sign(v int64) int64 {
+	if v < 0 {
+		return -1
+	}
+	return 1
+}
+
+func (a *Admin) order(rw http.ResponseWriter, r *http.Request) {
+	o, err := a.loadOrder(r)
+	if err != nil {
+		a.serviceError(rw, r, err)
+		return
+	}
+	a.render(rw, r, http.StatusOK, "order", a.newPage(r, "Pedido "+o.ID, "pedidos", newOrderData(o)))
+}
+
+func validKey(k string) bool {
+	if k == "" || len(k) > 64 {
+		return false
+	}
+	for _, c := range k {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// refund asks the orders service for a refund of the typed amount (empty:
+// the whole remaining amount). The form's key makes a double submit one
+// refund.
+func (a *Admin) refund(rw http.ResponseWriter, r *http.Request) {
+	o, err := a.loadOrder(r)
+	if err != nil {
+		a.serviceError(rw, r, err)
+		return
+	}
+	d := newOrderData(o)
+	f := refundForm{Amount: strings.TrimSpace(r.PostFormValue("amount")), Reason: strings.TrimSpace(r.PostFormValue("reason")), Key: r.PostFormValue("key"), Errors: map[string]string{}}
+	if !validKey(f.Key) {
+		f.Key = d.Refund.Key
+	}
+	var amount int64
+	if f.Amount != "" {
+		var msg string
+		amount, msg = ParseBRL(f.Amount)
+		if msg == "" && amount == 0 {
+			msg = "O valor do reembolso deve ser maior que zero."
+		}
+		if msg != "" {
+			f.Errors["amount"] = strings.Replace(msg, "preço", "valor", 1)
+		}
+	}
+	if len(f.Reason) > 500 {
+		f.Errors["reason"] = "Motivo com no máximo 500 caracteres."
+	}
+	if len(f.Errors) == 0 {
+		resp, err := a.opts.Orders.RefundOrder(r.Context(), connect.NewRequest(&ordersv1.RefundOrderRequest{OrderId: o.ID, Amount: amount, Reason: f.Reason, RefundId: f.Key}))
+		if err == nil {
+			if resp.Msg.GetStatus() == "failed" {
+				f.Errors["amount"] = "O reembolso falhou: " + resp.Msg.GetFailureMessage()
+			} else {
+				http.Redirect(rw, r, "/admin/pedidos/"+url.PathEscape(o.ID)+"?ok=reembolso", http.StatusSeeOther)
+				return
+			}
+		} else {
+			e := appErr(err)
+			if e.Kind != apperr.KindInvalidArgument && e.Kind != apperr.KindFailedPrecondition && e.Kind != apperr.KindAlreadyExists {
+				a.serviceError(rw, r, err)
+				return
+			}
+			f.Errors["amount"] = refundMessage(e)
+		}
+	}
+	d.Refund = f
+	a.render(rw, r, http.StatusUnprocessableEntity, "order", a.newPage(r, "Pedido "+o.ID, "pedidos", d))
+}
+
+func refundMessage(e *apperr.Error) string {
+	switch {
+	case strings.Contains(e.Code, "exceed") || strings.Contains(e.Code, "too_large") || strings.Contains(e.Code, "amount"):
+		return "Valor acima do que ainda pode ser reembolsado."
+	case strings.Contains(e.Code, "nothing") || strings.Contains(e.Code, "refunded"):
+		return "Não há valor a reembolsar neste pedido."
+	}
+	return "Reembolso recusado: " + e.Message
+}
+
+func (a *Admin) fulfillment(rw http.ResponseWriter, r *http.Request) {
+	o, err := a.loadOrder(r)
+	if err != nil {
+		a.serviceError(rw, r, err)
+		return
+	}
+	d := newOrderData(o)
+	f := fulfillmentForm{Type: r.PostFormValue("type"), TrackingNumber: strings.TrimSpace(r.PostFormValue("tracking_number")),
+		TrackingURL: strings.TrimSpace(r.PostFormValue("tracking_url")), Carrier: strings.TrimSpace(r.PostFormValue("carrier")),
+		Description: strings.TrimSpace(r.PostFormValue("description")), Key: r.PostFormValue("key"), Errors: map[string]string{}}
+	if !validKey(f.Key) {
+		f.Key = d.Fulfillment.Key
+	}
+	known := false
+	for _, t := range eventTypes {
+		known = known || t == f.Type
+	}
+	if !known {
+		f.Errors["type"] = "Escolha o tipo de evento."
+	}
+	if f.TrackingURL != "" {
+		if u, err := url.Parse(f.TrackingURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			f.Errors["tracking_url"] = "Use um endereço http(s) completo."
+		}
+	}
+	if len(f.Errors) == 0 {
+		_, err := a.opts.Orders.AddFulfillmentEvent(r.Context(), connect.NewRequest(&ordersv1.AddFulfillmentEventRequest{
+			OrderId: o.ID, Type: f.Type, TrackingNumber: f.TrackingNumber, TrackingUrl: f.TrackingURL, Carrier: f.Carrier, Description: f.Description, EventId: f.Key,
+		}))
+		if err == nil {
+			http.Redirect(rw, r, "/admin/pedidos/"+url.PathEscape(o.ID)+"?ok=fulfilment", http.StatusSeeOther)
+			return
+		}
+		e := appErr(err)
+		if e.Kind != apperr.KindInvalidArgument && e.Kind != apperr.KindFailedPrecondition {
+			a.serviceError(rw, r, err)
+			return
+		}
+		field := "type"
+		switch {
+		case strings.Contains(e.Field, "tracking_url"):
+			field = "tracking_url"
+		case strings.Contains(e.Field, "tracking_number"):
+			field = "tracking_number"
+		case strings.Contains(e.Field, "carrier"):
+			field = "carrier"
+		case strings.Contains(e.Field, "description"):
+			field = "description"
+		}
+		f.Errors[field] = "Evento recusado: " + e.Message
+	}
+	d.Fulfillment = f
+	a.render(rw, r, http.StatusUnprocessableEntity, "order", a.newPage(r, "Pedido "+o.ID, "pedidos", d))
+}
