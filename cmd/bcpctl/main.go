@@ -21,6 +21,7 @@ import (
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 )
@@ -50,6 +51,8 @@ commands:
   agent keygen [--out FILE] [--kid KID]
   catalog import <tenant> <file.json|file.csv> [--dry-run]
   catalog list <tenant>
+  merchant export <tenant> [--out FILE]
+  merchant import <tenant> <file.json> [--dry-run]
 
 <tenant> is a tenant id, slug or domain.
 
@@ -64,6 +67,14 @@ variant (',' or ';' separated); rows sharing a product_id form one product, a ro
 product of its own; an empty variant_title is the product_title, an empty active is true. A CSV price
 is whole centavos (5990) or reais with a decimal comma (59,90 or "R$ 1.234,56"); 59.90 and 1.234
 are rejected as ambiguous.
+
+merchant export writes one JSON document with the merchant's catalog (products, variants, prices,
+stock), shipping rates, pickup points, discount codes, automatic discounts and settings (links,
+consent purposes, checkout lifetime). merchant import validates the whole document first (every
+problem listed with its JSON path, nothing applied), then applies it; the same file twice changes
+nothing, and nothing the document lacks is deleted. Pricing and settings live in other services than
+the catalog: a failure after validation (e.g. a service down) can leave earlier sections applied;
+run the import again.
 
 The server defaults to $BCP_SERVER or http://127.0.0.1:9090, the catalog server to $BCP_CATALOG_SERVER
 or the server; the token to $BCP_OPERATOR_TOKEN or the operator-token file of a local 'bcpd dev'
@@ -116,6 +127,7 @@ func errorMessage(err error) string {
 type cli struct {
 	client  tenantsv1connect.TenantServiceClient
 	catalog catalogv1connect.CatalogServiceClient
+	pricing pricingv1connect.PricingServiceClient
 	out     io.Writer
 	json    bool
 }
@@ -155,6 +167,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		client: tenantsv1connect.NewTenantServiceClient(&http.Client{Timeout: 30 * time.Second}, strings.TrimRight(*server, "/"), auth),
 		// A large import runs longer than any registry call.
 		catalog: catalogv1connect.NewCatalogServiceClient(&http.Client{Timeout: 5 * time.Minute}, strings.TrimRight(*catalogServer, "/"), auth),
+		pricing: pricingv1connect.NewPricingServiceClient(&http.Client{Timeout: 30 * time.Second}, strings.TrimRight(*catalogServer, "/"), auth),
 		out:     out, json: *asJSON,
 	}
 	if len(rest) < 2 {
@@ -275,6 +288,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return c.catalogImport(ctx, sub)
 	case "catalog list":
 		return c.catalogList(ctx, sub)
+	case "merchant export":
+		return c.merchantExport(ctx, sub)
+	case "merchant import":
+		return c.merchantImport(ctx, sub)
 	}
 	return usageError{"unknown command " + cmd}
 }
