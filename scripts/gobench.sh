@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The hot-path Go benchmarks of issue 7 (testing.B, -benchmem): argument
 # validation, pricing, the profile cache hit path, signature verification,
-# BR Code encoding, the edge's envelope splice and response serialisation.
+# BR Code encoding, the edge's envelope splice and response serialisation,
+# and an in-process connect call between co-hosted services (gzip or not).
 # Packages whose TestMain starts PostgreSQL need its binaries
 # (scripts/ensure-postgres.sh). Usage: scripts/gobench.sh [-benchtime 1s] [-count 1]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-postgres.sh
 exec go test -run '^$' -benchmem "${@:--benchtime=1s}" \
-	-bench 'BenchmarkValidateCreateCheckout|BenchmarkQuote|BenchmarkGetCached|BenchmarkNegotiate|BenchmarkVerify|BenchmarkSignES256|BenchmarkEncode|BenchmarkParse|BenchmarkWrap|BenchmarkToolResultMarshal|BenchmarkStartPayment' \
-	./protocol/bcpschema ./services/pricing ./services/edge/agentprofile ./httpsig ./services/payments/pix/brcode ./services/edge ./services/payments
+	-bench 'BenchmarkValidateCreateCheckout|BenchmarkQuote|BenchmarkGetCached|BenchmarkNegotiate|BenchmarkVerify|BenchmarkSignES256|BenchmarkEncode|BenchmarkParse|BenchmarkWrap|BenchmarkToolResultMarshal|BenchmarkStartPayment|BenchmarkConnectUnary' \
+	./protocol/bcpschema ./services/pricing ./services/edge/agentprofile ./httpsig ./services/payments/pix/brcode ./services/edge ./services/payments ./internal/inproc
