@@ -302,8 +302,14 @@ func TestPixPurchaseOnTwoMerchants(t *testing.T) {
 func TestCardPurchaseDeclineThenApprove(t *testing.T) {
 	s := newShopper(t, 0, "cartao.localhost")
 	host := "cartao.localhost"
+	stock := func() int {
+		return s.sql(`SELECT stock::int FROM catalog.variants WHERE tenant_id = $1 AND id = 'var_cam'`, s.merchant[host].tenantID)
+	}
 	c := s.ready(host)
 	declined := s.complete(host, c.ID, uuid.NewString(), cardInstrument("tok_test_0002"))
+	if got := stock(); got != 10 {
+		t.Fatalf("stock after a declined payment = %d, want 10 (released)", got)
+	}
 	if declined.Status != bcp.StatusReadyForComplete || !hasMessage(declined, "error", "payment_failed", "$.payment.instruments[0]") || declined.Order != nil {
 		t.Fatalf("declined: %s %+v", declined.Status, declined.Messages)
 	}
@@ -316,6 +322,9 @@ func TestCardPurchaseDeclineThenApprove(t *testing.T) {
 	ok := s.complete(host, c.ID, uuid.NewString(), cardInstrument("tok_test_4242"))
 	if ok.Status != bcp.StatusCompleted || ok.Order == nil {
 		t.Fatalf("approved: %s %+v", ok.Status, ok.Messages)
+	}
+	if got := stock(); got != 8 {
+		t.Fatalf("stock after the order = %d, want 8", got)
 	}
 	if n := s.sql(`SELECT count(*) FROM payments.attempts WHERE checkout_id = $1 AND status = 'succeeded'`, c.ID); n != 1 {
 		t.Fatalf("%d succeeded attempts", n)
@@ -332,6 +341,9 @@ func TestPixExpiry(t *testing.T) {
 	s.exec(`UPDATE payments.attempts SET expires_at = now() - interval '1 second' WHERE id = $1`, d.Pix.AttemptID)
 	s.exec(`UPDATE river.river_job SET scheduled_at = now() WHERE kind = 'payments_pix_expire' AND args->>'attempt_id' = $1`, d.Pix.AttemptID)
 	back := s.waitStatus(host, c.ID, bcp.StatusReadyForComplete)
+	if got := s.sql(`SELECT stock::int FROM catalog.variants WHERE tenant_id = $1 AND id = 'var_cam'`, s.merchant[host].tenantID); got != 10 {
+		t.Fatalf("stock after the Pix expired = %d, want 10", got)
+	}
 	if !hasMessage(back, "error", "payment_failed", "$.payment.instruments[0]") || back.Order != nil {
 		t.Fatalf("after expiry: %+v", back.Messages)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
@@ -148,6 +149,19 @@ func (s *Service) CompleteCheckout(ctx context.Context, r *connect.Request[check
 	if err != nil {
 		return nil, err
 	}
+	// The stock this order needs is taken now, before any money moves; it
+	// goes back if the payment fails, expires or is canceled.
+	if err := s.reserveStock(ctx, id, cur); err != nil {
+		msg := bcp.Error(bcp.CodePaymentFailed, bcp.SeverityRecoverable, "$.payment.instruments[0]",
+			"Não foi possível reservar o estoque agora; tente novamente com uma nova chave de idempotência.")
+		status := bcp.StatusReadyForComplete
+		if apperr.As(err).Code == bcp.CodeOutOfStock {
+			msg = bcp.Error(bcp.CodeOutOfStock, bcp.SeverityRecoverable, "$.line_items",
+				"Um item acabou de esgotar; atualize o checkout para ver as quantidades disponíveis.")
+			status = bcp.StatusIncomplete
+		}
+		return respond(s.reopen(ctx, id, attemptID, status, msg))
+	}
 	instJSON, err := json.Marshal(inst)
 	if err != nil {
 		return nil, err
@@ -245,6 +259,9 @@ func (s *Service) settle(ctx context.Context, id, attemptID string, startFailed 
 			next.Messages = []bcp.Message{bcp.Error("requires_3ds", bcp.SeverityRequiresBuyerInput, "$.payment.instruments[0]",
 				"O banco pediu uma confirmação do comprador; envie-o para continue_url.")}
 		default: // failed, expired, canceled
+			if err := s.releaseStock(ctx, id); err != nil {
+				return nil, err
+			}
 			next = c
 			next.Status = bcp.StatusReadyForComplete
 			next.Payment = nil
@@ -285,6 +302,57 @@ func (s *Service) settle(ctx context.Context, id, attemptID string, startFailed 
 			return &checkoutv1.CheckoutResult{CheckoutJson: state, Status: next.Status}, nil
 		}
 		// Raced with another settle or a cancel: read again.
+	}
+	return nil, apperr.New(apperr.KindAborted, "concurrent_update", "the checkout kept changing; retry")
+}
+
+func (s *Service) reserveStock(ctx context.Context, id string, c *bcp.Checkout) error {
+	req := &catalogv1.ReserveStockRequest{CheckoutId: id}
+	for _, l := range c.LineItems {
+		req.Lines = append(req.Lines, &catalogv1.StockLine{VariantId: l.Item.ID, Quantity: l.Quantity})
+	}
+	_, err := s.catalog.ReserveStock(ctx, connect.NewRequest(req))
+	return err
+}
+
+func (s *Service) releaseStock(ctx context.Context, id string) error {
+	_, err := s.catalog.ReleaseStock(ctx, connect.NewRequest(&catalogv1.ReleaseStockRequest{CheckoutId: id}))
+	return err
+}
+
+// reopen gives up an attempt that never reached the payments service: the
+// session goes back to status with msg.
+func (s *Service) reopen(ctx context.Context, id, attemptID, status string, msg bcp.Message) (*checkoutv1.CheckoutResult, error) {
+	for try := 0; try < 5; try++ {
+		sess, err := s.load(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		c := &bcp.Checkout{}
+		if err := json.Unmarshal(sess.State, c); err != nil {
+			return nil, err
+		}
+		if sess.PaymentAttemptID == nil || *sess.PaymentAttemptID != attemptID {
+			return result(c)
+		}
+		c.Status, c.Payment, c.Messages = status, nil, []bcp.Message{msg}
+		state, err := json.Marshal(c)
+		if err != nil {
+			return nil, err
+		}
+		var n int64
+		err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
+			n, err = checkoutdb.New(tx).FinishSession(ctx, checkoutdb.FinishSessionParams{
+				TenantID: sess.TenantID, ID: id, Version: sess.Version, Status: status, State: state,
+			})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if n == 1 {
+			return &checkoutv1.CheckoutResult{CheckoutJson: state, Status: status}, nil
+		}
 	}
 	return nil, apperr.New(apperr.KindAborted, "concurrent_update", "the checkout kept changing; retry")
 }

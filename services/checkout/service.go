@@ -281,6 +281,13 @@ func (s *Service) CancelCheckout(ctx context.Context, r *connect.Request[checkou
 		} else if completed {
 			return connect.NewResponse(&checkoutv1.CancelCheckoutResponse{Result: res}), nil
 		}
+		if sess.PaymentAttemptID != nil {
+			// Its payment is stopped: the stock it held goes back
+			// (idempotent, so a retried cancel is harmless).
+			if err := s.releaseStock(ctx, sess.ID); err != nil {
+				return nil, err
+			}
+		}
 		res, ok, err := s.close(ctx, sess, prev, nil)
 		if err != nil {
 			return nil, err

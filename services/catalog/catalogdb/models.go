@@ -21,6 +21,16 @@ type CatalogProduct struct {
 	UpdatedAt   time.Time
 }
 
+type CatalogStockReservation struct {
+	TenantID   uuid.UUID
+	CheckoutID string
+	VariantID  string
+	Quantity   int64
+	State      string
+	CreatedAt  time.Time
+	ReleasedAt *time.Time
+}
+
 type CatalogVariant struct {
 	TenantID  uuid.UUID
 	ID        string

@@ -1002,6 +1002,243 @@ func (x *GetVariantsResponse) GetVariants() []*VariantInfo {
 	return nil
 }
 
+type StockLine struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	VariantId     string                 `protobuf:"bytes,1,opt,name=variant_id,json=variantId,proto3" json:"variant_id,omitempty"`
+	Quantity      int64                  `protobuf:"varint,2,opt,name=quantity,proto3" json:"quantity,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StockLine) Reset() {
+	*x = StockLine{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StockLine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StockLine) ProtoMessage() {}
+
+func (x *StockLine) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StockLine.ProtoReflect.Descriptor instead.
+func (*StockLine) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *StockLine) GetVariantId() string {
+	if x != nil {
+		return x.VariantId
+	}
+	return ""
+}
+
+func (x *StockLine) GetQuantity() int64 {
+	if x != nil {
+		return x.Quantity
+	}
+	return 0
+}
+
+type ReserveStockRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CheckoutId    string                 `protobuf:"bytes,1,opt,name=checkout_id,json=checkoutId,proto3" json:"checkout_id,omitempty"`
+	Lines         []*StockLine           `protobuf:"bytes,2,rep,name=lines,proto3" json:"lines,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReserveStockRequest) Reset() {
+	*x = ReserveStockRequest{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReserveStockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReserveStockRequest) ProtoMessage() {}
+
+func (x *ReserveStockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReserveStockRequest.ProtoReflect.Descriptor instead.
+func (*ReserveStockRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ReserveStockRequest) GetCheckoutId() string {
+	if x != nil {
+		return x.CheckoutId
+	}
+	return ""
+}
+
+func (x *ReserveStockRequest) GetLines() []*StockLine {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+type ReserveStockResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when the checkout already had its reservation.
+	Reserved      bool `protobuf:"varint,1,opt,name=reserved,proto3" json:"reserved,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReserveStockResponse) Reset() {
+	*x = ReserveStockResponse{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReserveStockResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReserveStockResponse) ProtoMessage() {}
+
+func (x *ReserveStockResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReserveStockResponse.ProtoReflect.Descriptor instead.
+func (*ReserveStockResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ReserveStockResponse) GetReserved() bool {
+	if x != nil {
+		return x.Reserved
+	}
+	return false
+}
+
+type ReleaseStockRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CheckoutId    string                 `protobuf:"bytes,1,opt,name=checkout_id,json=checkoutId,proto3" json:"checkout_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseStockRequest) Reset() {
+	*x = ReleaseStockRequest{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseStockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseStockRequest) ProtoMessage() {}
+
+func (x *ReleaseStockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseStockRequest.ProtoReflect.Descriptor instead.
+func (*ReleaseStockRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ReleaseStockRequest) GetCheckoutId() string {
+	if x != nil {
+		return x.CheckoutId
+	}
+	return ""
+}
+
+type ReleaseStockResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReleasedLines int32                  `protobuf:"varint,1,opt,name=released_lines,json=releasedLines,proto3" json:"released_lines,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseStockResponse) Reset() {
+	*x = ReleaseStockResponse{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseStockResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseStockResponse) ProtoMessage() {}
+
+func (x *ReleaseStockResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseStockResponse.ProtoReflect.Descriptor instead.
+func (*ReleaseStockResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ReleaseStockResponse) GetReleasedLines() int32 {
+	if x != nil {
+		return x.ReleasedLines
+	}
+	return 0
+}
+
 var File_bcp_catalog_v1_catalog_proto protoreflect.FileDescriptor
 
 const file_bcp_catalog_v1_catalog_proto_rawDesc = "" +
@@ -1068,7 +1305,22 @@ const file_bcp_catalog_v1_catalog_proto_rawDesc = "" +
 	"\rproduct_title\x18\x03 \x01(\tR\fproductTitle\x12%\n" +
 	"\x0eproduct_active\x18\x04 \x01(\bR\rproductActive\"N\n" +
 	"\x13GetVariantsResponse\x127\n" +
-	"\bvariants\x18\x01 \x03(\v2\x1b.bcp.catalog.v1.VariantInfoR\bvariants2\x8c\x05\n" +
+	"\bvariants\x18\x01 \x03(\v2\x1b.bcp.catalog.v1.VariantInfoR\bvariants\"F\n" +
+	"\tStockLine\x12\x1d\n" +
+	"\n" +
+	"variant_id\x18\x01 \x01(\tR\tvariantId\x12\x1a\n" +
+	"\bquantity\x18\x02 \x01(\x03R\bquantity\"g\n" +
+	"\x13ReserveStockRequest\x12\x1f\n" +
+	"\vcheckout_id\x18\x01 \x01(\tR\n" +
+	"checkoutId\x12/\n" +
+	"\x05lines\x18\x02 \x03(\v2\x19.bcp.catalog.v1.StockLineR\x05lines\"2\n" +
+	"\x14ReserveStockResponse\x12\x1a\n" +
+	"\breserved\x18\x01 \x01(\bR\breserved\"6\n" +
+	"\x13ReleaseStockRequest\x12\x1f\n" +
+	"\vcheckout_id\x18\x01 \x01(\tR\n" +
+	"checkoutId\"=\n" +
+	"\x14ReleaseStockResponse\x12%\n" +
+	"\x0ereleased_lines\x18\x01 \x01(\x05R\rreleasedLines2\xc2\x06\n" +
 	"\x0eCatalogService\x12F\n" +
 	"\x04Ping\x12\x1b.bcp.catalog.v1.PingRequest\x1a\x1c.bcp.catalog.v1.PingResponse\"\x03\x90\x02\x01\x12\\\n" +
 	"\rCreateProduct\x12$.bcp.catalog.v1.CreateProductRequest\x1a%.bcp.catalog.v1.CreateProductResponse\x12^\n" +
@@ -1076,7 +1328,9 @@ const file_bcp_catalog_v1_catalog_proto_rawDesc = "" +
 	"\n" +
 	"GetProduct\x12!.bcp.catalog.v1.GetProductRequest\x1a\".bcp.catalog.v1.GetProductResponse\"\x03\x90\x02\x01\x12\\\n" +
 	"\rUpdateProduct\x12$.bcp.catalog.v1.UpdateProductRequest\x1a%.bcp.catalog.v1.UpdateProductResponse\x12_\n" +
-	"\x0eImportProducts\x12%.bcp.catalog.v1.ImportProductsRequest\x1a&.bcp.catalog.v1.ImportProductsResponse\x12[\n" +
+	"\x0eImportProducts\x12%.bcp.catalog.v1.ImportProductsRequest\x1a&.bcp.catalog.v1.ImportProductsResponse\x12Y\n" +
+	"\fReserveStock\x12#.bcp.catalog.v1.ReserveStockRequest\x1a$.bcp.catalog.v1.ReserveStockResponse\x12Y\n" +
+	"\fReleaseStock\x12#.bcp.catalog.v1.ReleaseStockRequest\x1a$.bcp.catalog.v1.ReleaseStockResponse\x12[\n" +
 	"\vGetVariants\x12\".bcp.catalog.v1.GetVariantsRequest\x1a#.bcp.catalog.v1.GetVariantsResponse\"\x03\x90\x02\x01B\xb6\x01\n" +
 	"\x12com.bcp.catalog.v1B\fCatalogProtoP\x01Z8github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1;catalogv1\xa2\x02\x03BCX\xaa\x02\x0eBcp.Catalog.V1\xca\x02\x0eBcp\\Catalog\\V1\xe2\x02\x1aBcp\\Catalog\\V1\\GPBMetadata\xea\x02\x10Bcp::Catalog::V1b\x06proto3"
 
@@ -1092,7 +1346,7 @@ func file_bcp_catalog_v1_catalog_proto_rawDescGZIP() []byte {
 	return file_bcp_catalog_v1_catalog_proto_rawDescData
 }
 
-var file_bcp_catalog_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_bcp_catalog_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_bcp_catalog_v1_catalog_proto_goTypes = []any{
 	(*PingRequest)(nil),            // 0: bcp.catalog.v1.PingRequest
 	(*PingResponse)(nil),           // 1: bcp.catalog.v1.PingResponse
@@ -1112,6 +1366,11 @@ var file_bcp_catalog_v1_catalog_proto_goTypes = []any{
 	(*GetVariantsRequest)(nil),     // 15: bcp.catalog.v1.GetVariantsRequest
 	(*VariantInfo)(nil),            // 16: bcp.catalog.v1.VariantInfo
 	(*GetVariantsResponse)(nil),    // 17: bcp.catalog.v1.GetVariantsResponse
+	(*StockLine)(nil),              // 18: bcp.catalog.v1.StockLine
+	(*ReserveStockRequest)(nil),    // 19: bcp.catalog.v1.ReserveStockRequest
+	(*ReserveStockResponse)(nil),   // 20: bcp.catalog.v1.ReserveStockResponse
+	(*ReleaseStockRequest)(nil),    // 21: bcp.catalog.v1.ReleaseStockRequest
+	(*ReleaseStockResponse)(nil),   // 22: bcp.catalog.v1.ReleaseStockResponse
 }
 var file_bcp_catalog_v1_catalog_proto_depIdxs = []int32{
 	2,  // 0: bcp.catalog.v1.Product.variants:type_name -> bcp.catalog.v1.Variant
@@ -1125,25 +1384,30 @@ var file_bcp_catalog_v1_catalog_proto_depIdxs = []int32{
 	13, // 8: bcp.catalog.v1.ImportProductsResponse.errors:type_name -> bcp.catalog.v1.ImportError
 	2,  // 9: bcp.catalog.v1.VariantInfo.variant:type_name -> bcp.catalog.v1.Variant
 	16, // 10: bcp.catalog.v1.GetVariantsResponse.variants:type_name -> bcp.catalog.v1.VariantInfo
-	0,  // 11: bcp.catalog.v1.CatalogService.Ping:input_type -> bcp.catalog.v1.PingRequest
-	4,  // 12: bcp.catalog.v1.CatalogService.CreateProduct:input_type -> bcp.catalog.v1.CreateProductRequest
-	6,  // 13: bcp.catalog.v1.CatalogService.ListProducts:input_type -> bcp.catalog.v1.ListProductsRequest
-	8,  // 14: bcp.catalog.v1.CatalogService.GetProduct:input_type -> bcp.catalog.v1.GetProductRequest
-	10, // 15: bcp.catalog.v1.CatalogService.UpdateProduct:input_type -> bcp.catalog.v1.UpdateProductRequest
-	12, // 16: bcp.catalog.v1.CatalogService.ImportProducts:input_type -> bcp.catalog.v1.ImportProductsRequest
-	15, // 17: bcp.catalog.v1.CatalogService.GetVariants:input_type -> bcp.catalog.v1.GetVariantsRequest
-	1,  // 18: bcp.catalog.v1.CatalogService.Ping:output_type -> bcp.catalog.v1.PingResponse
-	5,  // 19: bcp.catalog.v1.CatalogService.CreateProduct:output_type -> bcp.catalog.v1.CreateProductResponse
-	7,  // 20: bcp.catalog.v1.CatalogService.ListProducts:output_type -> bcp.catalog.v1.ListProductsResponse
-	9,  // 21: bcp.catalog.v1.CatalogService.GetProduct:output_type -> bcp.catalog.v1.GetProductResponse
-	11, // 22: bcp.catalog.v1.CatalogService.UpdateProduct:output_type -> bcp.catalog.v1.UpdateProductResponse
-	14, // 23: bcp.catalog.v1.CatalogService.ImportProducts:output_type -> bcp.catalog.v1.ImportProductsResponse
-	17, // 24: bcp.catalog.v1.CatalogService.GetVariants:output_type -> bcp.catalog.v1.GetVariantsResponse
-	18, // [18:25] is the sub-list for method output_type
-	11, // [11:18] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	18, // 11: bcp.catalog.v1.ReserveStockRequest.lines:type_name -> bcp.catalog.v1.StockLine
+	0,  // 12: bcp.catalog.v1.CatalogService.Ping:input_type -> bcp.catalog.v1.PingRequest
+	4,  // 13: bcp.catalog.v1.CatalogService.CreateProduct:input_type -> bcp.catalog.v1.CreateProductRequest
+	6,  // 14: bcp.catalog.v1.CatalogService.ListProducts:input_type -> bcp.catalog.v1.ListProductsRequest
+	8,  // 15: bcp.catalog.v1.CatalogService.GetProduct:input_type -> bcp.catalog.v1.GetProductRequest
+	10, // 16: bcp.catalog.v1.CatalogService.UpdateProduct:input_type -> bcp.catalog.v1.UpdateProductRequest
+	12, // 17: bcp.catalog.v1.CatalogService.ImportProducts:input_type -> bcp.catalog.v1.ImportProductsRequest
+	19, // 18: bcp.catalog.v1.CatalogService.ReserveStock:input_type -> bcp.catalog.v1.ReserveStockRequest
+	21, // 19: bcp.catalog.v1.CatalogService.ReleaseStock:input_type -> bcp.catalog.v1.ReleaseStockRequest
+	15, // 20: bcp.catalog.v1.CatalogService.GetVariants:input_type -> bcp.catalog.v1.GetVariantsRequest
+	1,  // 21: bcp.catalog.v1.CatalogService.Ping:output_type -> bcp.catalog.v1.PingResponse
+	5,  // 22: bcp.catalog.v1.CatalogService.CreateProduct:output_type -> bcp.catalog.v1.CreateProductResponse
+	7,  // 23: bcp.catalog.v1.CatalogService.ListProducts:output_type -> bcp.catalog.v1.ListProductsResponse
+	9,  // 24: bcp.catalog.v1.CatalogService.GetProduct:output_type -> bcp.catalog.v1.GetProductResponse
+	11, // 25: bcp.catalog.v1.CatalogService.UpdateProduct:output_type -> bcp.catalog.v1.UpdateProductResponse
+	14, // 26: bcp.catalog.v1.CatalogService.ImportProducts:output_type -> bcp.catalog.v1.ImportProductsResponse
+	20, // 27: bcp.catalog.v1.CatalogService.ReserveStock:output_type -> bcp.catalog.v1.ReserveStockResponse
+	22, // 28: bcp.catalog.v1.CatalogService.ReleaseStock:output_type -> bcp.catalog.v1.ReleaseStockResponse
+	17, // 29: bcp.catalog.v1.CatalogService.GetVariants:output_type -> bcp.catalog.v1.GetVariantsResponse
+	21, // [21:30] is the sub-list for method output_type
+	12, // [12:21] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_bcp_catalog_v1_catalog_proto_init() }
@@ -1157,7 +1421,7 @@ func file_bcp_catalog_v1_catalog_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_catalog_v1_catalog_proto_rawDesc), len(file_bcp_catalog_v1_catalog_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

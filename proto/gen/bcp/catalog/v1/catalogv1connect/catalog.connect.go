@@ -50,6 +50,12 @@ const (
 	// CatalogServiceImportProductsProcedure is the fully-qualified name of the CatalogService's
 	// ImportProducts RPC.
 	CatalogServiceImportProductsProcedure = "/bcp.catalog.v1.CatalogService/ImportProducts"
+	// CatalogServiceReserveStockProcedure is the fully-qualified name of the CatalogService's
+	// ReserveStock RPC.
+	CatalogServiceReserveStockProcedure = "/bcp.catalog.v1.CatalogService/ReserveStock"
+	// CatalogServiceReleaseStockProcedure is the fully-qualified name of the CatalogService's
+	// ReleaseStock RPC.
+	CatalogServiceReleaseStockProcedure = "/bcp.catalog.v1.CatalogService/ReleaseStock"
 	// CatalogServiceGetVariantsProcedure is the fully-qualified name of the CatalogService's
 	// GetVariants RPC.
 	CatalogServiceGetVariantsProcedure = "/bcp.catalog.v1.CatalogService/GetVariants"
@@ -69,6 +75,13 @@ type CatalogServiceClient interface {
 	// nothing when any row is invalid; importing the same data twice changes
 	// nothing.
 	ImportProducts(context.Context, *connect.Request[v1.ImportProductsRequest]) (*connect.Response[v1.ImportProductsResponse], error)
+	// ReserveStock takes the stock a checkout's payment needs, all lines or
+	// none (FailedPrecondition out_of_stock naming the variant). Idempotent
+	// per checkout: a second call for the same checkout changes nothing.
+	ReserveStock(context.Context, *connect.Request[v1.ReserveStockRequest]) (*connect.Response[v1.ReserveStockResponse], error)
+	// ReleaseStock gives a checkout's reserved stock back (payment failed,
+	// expired or canceled). Idempotent.
+	ReleaseStock(context.Context, *connect.Request[v1.ReleaseStockRequest]) (*connect.Response[v1.ReleaseStockResponse], error)
 	// GetVariants resolves item ids (variant ids) for checkout. Unknown ids
 	// are absent from the response.
 	GetVariants(context.Context, *connect.Request[v1.GetVariantsRequest]) (*connect.Response[v1.GetVariantsResponse], error)
@@ -124,6 +137,18 @@ func NewCatalogServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(catalogServiceMethods.ByName("ImportProducts")),
 			connect.WithClientOptions(opts...),
 		),
+		reserveStock: connect.NewClient[v1.ReserveStockRequest, v1.ReserveStockResponse](
+			httpClient,
+			baseURL+CatalogServiceReserveStockProcedure,
+			connect.WithSchema(catalogServiceMethods.ByName("ReserveStock")),
+			connect.WithClientOptions(opts...),
+		),
+		releaseStock: connect.NewClient[v1.ReleaseStockRequest, v1.ReleaseStockResponse](
+			httpClient,
+			baseURL+CatalogServiceReleaseStockProcedure,
+			connect.WithSchema(catalogServiceMethods.ByName("ReleaseStock")),
+			connect.WithClientOptions(opts...),
+		),
 		getVariants: connect.NewClient[v1.GetVariantsRequest, v1.GetVariantsResponse](
 			httpClient,
 			baseURL+CatalogServiceGetVariantsProcedure,
@@ -142,6 +167,8 @@ type catalogServiceClient struct {
 	getProduct     *connect.Client[v1.GetProductRequest, v1.GetProductResponse]
 	updateProduct  *connect.Client[v1.UpdateProductRequest, v1.UpdateProductResponse]
 	importProducts *connect.Client[v1.ImportProductsRequest, v1.ImportProductsResponse]
+	reserveStock   *connect.Client[v1.ReserveStockRequest, v1.ReserveStockResponse]
+	releaseStock   *connect.Client[v1.ReleaseStockRequest, v1.ReleaseStockResponse]
 	getVariants    *connect.Client[v1.GetVariantsRequest, v1.GetVariantsResponse]
 }
 
@@ -175,6 +202,16 @@ func (c *catalogServiceClient) ImportProducts(ctx context.Context, req *connect.
 	return c.importProducts.CallUnary(ctx, req)
 }
 
+// ReserveStock calls bcp.catalog.v1.CatalogService.ReserveStock.
+func (c *catalogServiceClient) ReserveStock(ctx context.Context, req *connect.Request[v1.ReserveStockRequest]) (*connect.Response[v1.ReserveStockResponse], error) {
+	return c.reserveStock.CallUnary(ctx, req)
+}
+
+// ReleaseStock calls bcp.catalog.v1.CatalogService.ReleaseStock.
+func (c *catalogServiceClient) ReleaseStock(ctx context.Context, req *connect.Request[v1.ReleaseStockRequest]) (*connect.Response[v1.ReleaseStockResponse], error) {
+	return c.releaseStock.CallUnary(ctx, req)
+}
+
 // GetVariants calls bcp.catalog.v1.CatalogService.GetVariants.
 func (c *catalogServiceClient) GetVariants(ctx context.Context, req *connect.Request[v1.GetVariantsRequest]) (*connect.Response[v1.GetVariantsResponse], error) {
 	return c.getVariants.CallUnary(ctx, req)
@@ -194,6 +231,13 @@ type CatalogServiceHandler interface {
 	// nothing when any row is invalid; importing the same data twice changes
 	// nothing.
 	ImportProducts(context.Context, *connect.Request[v1.ImportProductsRequest]) (*connect.Response[v1.ImportProductsResponse], error)
+	// ReserveStock takes the stock a checkout's payment needs, all lines or
+	// none (FailedPrecondition out_of_stock naming the variant). Idempotent
+	// per checkout: a second call for the same checkout changes nothing.
+	ReserveStock(context.Context, *connect.Request[v1.ReserveStockRequest]) (*connect.Response[v1.ReserveStockResponse], error)
+	// ReleaseStock gives a checkout's reserved stock back (payment failed,
+	// expired or canceled). Idempotent.
+	ReleaseStock(context.Context, *connect.Request[v1.ReleaseStockRequest]) (*connect.Response[v1.ReleaseStockResponse], error)
 	// GetVariants resolves item ids (variant ids) for checkout. Unknown ids
 	// are absent from the response.
 	GetVariants(context.Context, *connect.Request[v1.GetVariantsRequest]) (*connect.Response[v1.GetVariantsResponse], error)
@@ -245,6 +289,18 @@ func NewCatalogServiceHandler(svc CatalogServiceHandler, opts ...connect.Handler
 		connect.WithSchema(catalogServiceMethods.ByName("ImportProducts")),
 		connect.WithHandlerOptions(opts...),
 	)
+	catalogServiceReserveStockHandler := connect.NewUnaryHandler(
+		CatalogServiceReserveStockProcedure,
+		svc.ReserveStock,
+		connect.WithSchema(catalogServiceMethods.ByName("ReserveStock")),
+		connect.WithHandlerOptions(opts...),
+	)
+	catalogServiceReleaseStockHandler := connect.NewUnaryHandler(
+		CatalogServiceReleaseStockProcedure,
+		svc.ReleaseStock,
+		connect.WithSchema(catalogServiceMethods.ByName("ReleaseStock")),
+		connect.WithHandlerOptions(opts...),
+	)
 	catalogServiceGetVariantsHandler := connect.NewUnaryHandler(
 		CatalogServiceGetVariantsProcedure,
 		svc.GetVariants,
@@ -266,6 +322,10 @@ func NewCatalogServiceHandler(svc CatalogServiceHandler, opts ...connect.Handler
 			catalogServiceUpdateProductHandler.ServeHTTP(w, r)
 		case CatalogServiceImportProductsProcedure:
 			catalogServiceImportProductsHandler.ServeHTTP(w, r)
+		case CatalogServiceReserveStockProcedure:
+			catalogServiceReserveStockHandler.ServeHTTP(w, r)
+		case CatalogServiceReleaseStockProcedure:
+			catalogServiceReleaseStockHandler.ServeHTTP(w, r)
 		case CatalogServiceGetVariantsProcedure:
 			catalogServiceGetVariantsHandler.ServeHTTP(w, r)
 		default:
@@ -299,6 +359,14 @@ func (UnimplementedCatalogServiceHandler) UpdateProduct(context.Context, *connec
 
 func (UnimplementedCatalogServiceHandler) ImportProducts(context.Context, *connect.Request[v1.ImportProductsRequest]) (*connect.Response[v1.ImportProductsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.catalog.v1.CatalogService.ImportProducts is not implemented"))
+}
+
+func (UnimplementedCatalogServiceHandler) ReserveStock(context.Context, *connect.Request[v1.ReserveStockRequest]) (*connect.Response[v1.ReserveStockResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.catalog.v1.CatalogService.ReserveStock is not implemented"))
+}
+
+func (UnimplementedCatalogServiceHandler) ReleaseStock(context.Context, *connect.Request[v1.ReleaseStockRequest]) (*connect.Response[v1.ReleaseStockResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.catalog.v1.CatalogService.ReleaseStock is not implemented"))
 }
 
 func (UnimplementedCatalogServiceHandler) GetVariants(context.Context, *connect.Request[v1.GetVariantsRequest]) (*connect.Response[v1.GetVariantsResponse], error) {
