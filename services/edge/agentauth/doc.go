@@ -1,4 +1,4 @@
-// Package agentauth authenticates AI agents at a merchant's MCP endpoint
+// Package agentauth authenticates AI agents at a merchant's MCP and REST endpoints
 // and signs what the merchant sends them (BCP binding, "Assinatura de
 // mensagem"; ucp-digest §9 and §11).
 //
@@ -48,6 +48,19 @@
 // WWW-Authenticate: Bearer (when API keys are accepted) and/or
 // Accept-Signature (when signatures are). Secrets are never logged or
 // echoed; API key lookups are cached under the key's SHA-256.
+//
+// # REST mode (RESTHandler)
+//
+// The REST binding (/bcp/rest) gets the same checks through RESTHandler:
+// policy, API keys, signatures over the same closed component set
+// (@method @authority @path, bcp-agent/ucp-agent, idempotency-key,
+// content-digest, content-type), profile binding and Content-Digest. The
+// differences: the profile comes from BCP-Agent/UCP-Agent only (there is
+// no meta); no request is public; the operation is derived from method
+// and path (RESTOperation), so SignResponses signs POST
+// …/checkout-sessions/{id}/complete responses (every response when the
+// tenant signs all); failures are the flat REST body {"code","content"}
+// (WriteRESTFailure) with the same statuses and challenge headers.
 //
 // # Signing (SignResponses, RemoteSigner)
 //
