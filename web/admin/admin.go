@@ -115,11 +115,20 @@ func New(opts Options) *Admin {
 		},
 		"when":     func(t time.Time) string { return t.In(saoPaulo).Format("02/01/2006 15:04") },
 		"statusPT": statusPT,
+		"cep":      fmtCEP,
+		"dict": func(kv ...any) map[string]any {
+			m := map[string]any{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				m[kv[i].(string)] = kv[i+1]
+			}
+			return m
+		},
+		"pct": func(bp int64) string { return formatPercent(bp) + " %" },
 	}
 	a.pages = map[string]*template.Template{}
-	for _, p := range []string{"login", "products", "product", "orders", "order", "checkouts", "checkout", "error"} {
+	for _, p := range []string{"login", "products", "product", "orders", "order", "checkouts", "checkout", "shipping", "rate", "discounts", "discount", "error"} {
 		t := template.New("layout.html").Funcs(funcs)
-		a.pages[p] = template.Must(t.ParseFS(templateFS, "templates/layout.html", "templates/"+p+".html"))
+		a.pages[p] = template.Must(t.ParseFS(templateFS, "templates/layout.html", "templates/field.html", "templates/"+p+".html"))
 	}
 	return a
 }
@@ -156,6 +165,16 @@ func (a *Admin) Routes() map[string]http.Handler {
 		"POST /admin/pedidos/{id}/fulfillment": post(a.fulfillment),
 		"GET /admin/checkouts":                 get(a.checkouts),
 		"GET /admin/checkouts/{id}":            get(a.checkout),
+		"GET /admin/frete":                     get(a.shipping),
+		"GET /admin/frete/nova":                get(a.rateEdit),
+		"POST /admin/frete/nova":               post(a.rateSave),
+		"GET /admin/frete/{id}":                get(a.rateEdit),
+		"POST /admin/frete/{id}":               post(a.rateSave),
+		"GET /admin/descontos":                 get(a.discounts),
+		"GET /admin/descontos/novo":            get(a.discountEdit),
+		"POST /admin/descontos/novo":           post(a.discountSave),
+		"GET /admin/descontos/{id}":            get(a.discountEdit),
+		"POST /admin/descontos/{id}":           post(a.discountSave),
 		"GET /admin/static/{file}":             http.HandlerFunc(a.static),
 	}
 }

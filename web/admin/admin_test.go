@@ -80,3 +80,14 @@ func TestLoginPageAndHeaders(t *testing.T) {
 		t.Fatalf("without a tenant: %d", rw.Code)
 	}
 }
+
+func TestFormatPercent(t *testing.T) {
+	for bp, want := range map[int64]string{1000: "10", 1250: "12,5", 1: "0,01", 10000: "100", 1005: "10,05"} {
+		if got := formatPercent(bp); got != want {
+			t.Errorf("formatPercent(%d) = %q, want %q", bp, got, want)
+		}
+		if back, msg := ParseBRL(formatPercent(bp)); msg != "" || back != bp {
+			t.Errorf("round trip %d → %d %q", bp, back, msg)
+		}
+	}
+}

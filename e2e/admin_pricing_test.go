@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/bcpdev/bcp/internal/platform"
+	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/internal/testdb"
+	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
+)
+
+// Shipping rates and discounts from the admin: malformed CEP ranges and an
+// expired discount window are refused next to the field with the input
+// kept; good forms reach the pricing service in centavos / basis points.
+func TestAdminShippingAndDiscounts(t *testing.T) {
+	d := testdb.New(t)
+	r := startPlatform(t, platform.AllServices, d.AppURL, nil)
+	m := setupMerchant(t, r, "Loja Alfa", "alfa.localhost", 0)
+	b := newBrowser(t, r, "alfa.localhost")
+	if p := b.signIn("dona@alfa.com.br", invite(t, r, m.tenantID.String(), "dona@alfa.com.br")); p.status != 303 {
+		t.Fatalf("sign-in: %d", p.status)
+	}
+	ctx := tenancy.With(context.Background(), m.tenantID)
+	pricing := r.ClientsWithToken(operatorToken).Pricing
+
+	list := b.do("GET", "/admin/frete", nil)
+	if list.status != 200 || !strings.Contains(list.body, "SEDEX") || !strings.Contains(list.body, "R$ 15,00") {
+		t.Fatalf("shipping page: %d\n%s", list.status, list.body)
+	}
+	token := csrfOf(t, list)
+	rate := url.Values{"_csrf": {token}, "title": {"Motoboy"}, "carrier": {"Loggi"}, "price": {"12,5"}, "free_above": {"300"},
+		"regions": {"sp"}, "cep_ranges": {"01000-000 a 05999-999\n09999-999 a 01000-000"}, "min_days": {"0"}, "max_days": {"1"}, "active": {"on"}}
+	p := b.do("POST", "/admin/frete/nova", rate)
+	if e := fieldError("cep_ranges").FindStringSubmatch(p.body); p.status != 422 || e == nil || !strings.Contains(e[1], "Linha 2") {
+		t.Fatalf("reversed CEP range: %d\n%s", p.status, p.body)
+	}
+	if !strings.Contains(p.body, "09999-999 a 01000-000</textarea>") || !strings.Contains(p.body, `value="Motoboy"`) || !strings.Contains(p.body, `value="12,5"`) {
+		t.Fatal("rate input lost")
+	}
+	rate.Set("cep_ranges", "01000-000 a 05999-999\n0100-000 a 2")
+	if p := b.do("POST", "/admin/frete/nova", rate); fieldError("cep_ranges").FindString(p.body) == "" || !strings.Contains(p.body, "faixa de CEP inválida") {
+		t.Fatalf("malformed CEP: %d", p.status)
+	}
+	rate.Set("cep_ranges", "01000-000 a 05999-999\n08000000 - 08499999")
+	if p := b.do("POST", "/admin/frete/nova", rate); p.status != 303 {
+		t.Fatalf("rate: %d\n%s", p.status, p.body)
+	}
+	rates, err := pricing.ListShippingRates(ctx, connect.NewRequest(&pricingv1.ListShippingRatesRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var moto *pricingv1.ShippingRate
+	for _, rt := range rates.Msg.GetRates() {
+		if rt.GetTitle() == "Motoboy" {
+			moto = rt
+		}
+	}
+	if moto == nil || moto.GetPrice() != 1250 || moto.GetFreeAbove() != 30000 || len(moto.GetCepRanges()) != 2 || moto.GetCepRanges()[1].GetFrom() != "08000000" || moto.GetRegions()[0] != "SP" {
+		t.Fatalf("stored rate %+v", moto)
+	}
+
+	// Discounts.
+	dl := b.do("GET", "/admin/descontos", nil)
+	if dl.status != 200 || !strings.Contains(dl.body, "BEMVINDO10") || !strings.Contains(dl.body, "10 %") {
+		t.Fatalf("discounts page: %d\n%s", dl.status, dl.body)
+	}
+	yesterday := time.Now().Add(-24 * time.Hour).Format("2006-01-02T15:04")
+	disc := url.Values{"_csrf": {token}, "code": {"natal25"}, "title": {"Natal"}, "kind": {"percent"}, "value": {"12,5"},
+		"ends_at": {yesterday}, "active": {"on"}, "combinable": {"on"}}
+	p = b.do("POST", "/admin/descontos/novo", disc)
+	if e := fieldError("ends_at").FindStringSubmatch(p.body); p.status != 422 || e == nil || !strings.Contains(e[1], "já passou") {
+		t.Fatalf("expired window: %d\n%s", p.status, p.body)
+	}
+	if !strings.Contains(p.body, `value="natal25"`) || !strings.Contains(p.body, `value="`+yesterday+`"`) || !strings.Contains(p.body, `value="12,5"`) {
+		t.Fatal("discount input lost")
+	}
+	disc.Set("starts_at", time.Now().Add(72*time.Hour).Format("2006-01-02T15:04"))
+	disc.Set("ends_at", time.Now().Add(48*time.Hour).Format("2006-01-02T15:04"))
+	if p := b.do("POST", "/admin/descontos/novo", disc); fieldError("ends_at").FindString(p.body) == "" || !strings.Contains(p.body, "depois do início") {
+		t.Fatalf("end before start: %d", p.status)
+	}
+	disc.Set("ends_at", time.Now().Add(96*time.Hour).Format("2006-01-02T15:04"))
+	disc.Set("value", "150")
+	if p := b.do("POST", "/admin/descontos/novo", disc); fieldError("value").FindString(p.body) == "" {
+		t.Fatalf("150 %% accepted: %d", p.status)
+	}
+	disc.Set("value", "12,5")
+	if p := b.do("POST", "/admin/descontos/novo", disc); p.status != 303 {
+		t.Fatalf("discount: %d\n%s", p.status, p.body)
+	}
+	disc.Set("code", "BEMVINDO10")
+	if p := b.do("POST", "/admin/descontos/novo", disc); fieldError("code").FindString(p.body) == "" {
+		t.Fatalf("duplicate code: %d\n%s", p.status, p.body)
+	}
+	ds, err := pricing.ListDiscounts(ctx, connect.NewRequest(&pricingv1.ListDiscountsRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var natal *pricingv1.Discount
+	for _, d := range ds.Msg.GetDiscounts() {
+		if d.GetCode() == "NATAL25" {
+			natal = d
+		}
+	}
+	if natal == nil || natal.GetValue() != 1250 || natal.GetKind() != pricingv1.Discount_KIND_PERCENT || natal.GetEndsAt() == nil || natal.GetStartsAt() == nil {
+		t.Fatalf("stored discount %+v", natal)
+	}
+	// The edit form shows what is stored.
+	if p := b.do("GET", "/admin/descontos/"+natal.GetId(), nil); !strings.Contains(p.body, `value="12,5"`) || !strings.Contains(p.body, `value="NATAL25"`) {
+		t.Fatalf("edit form:\n%s", p.body)
+	}
+}
