@@ -58,6 +58,7 @@ var openAPIRenames = []struct {
 //   - relative schema $refs (../../schemas/…) become absolute BCP schema
 //     URLs (https://bcp.dev.br/draft/schemas/…);
 //   - the BCP renames (UCP-Agent → BCP-Agent, dev.ucp. → br.dev.bcp., …);
+//   - the server placeholder's default is {merchant}/bcp/rest;
 //   - what the platform requires: Request-Id is optional (echoed when
 //     sent), Idempotency-Key is required on complete and cancel and
 //     optional on create and update.
@@ -108,6 +109,16 @@ func DeriveOpenAPI(upstream []byte) ([]byte, error) {
 			for _, prm := range list {
 				if m, ok := prm.(map[string]any); ok && m["$ref"] == "#/components/parameters/idempotency_key" {
 					m["$ref"] = "#/components/parameters/idempotency_key_optional"
+				}
+			}
+		}
+	}
+	// The server placeholder points at the REST endpoint the profile lists.
+	if servers, ok := doc["servers"].([]any); ok && len(servers) > 0 {
+		if srv, ok := servers[0].(map[string]any); ok {
+			if vars, ok := srv["variables"].(map[string]any); ok {
+				if ep, ok := vars["endpoint"].(map[string]any); ok {
+					ep["default"] = "https://merchant.example.com" + restBase
 				}
 			}
 		}
