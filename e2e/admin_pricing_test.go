@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"html"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +113,28 @@ func TestAdminShippingAndDiscounts(t *testing.T) {
 	if natal == nil || natal.GetValue() != 1250 || natal.GetKind() != pricingv1.Discount_KIND_PERCENT || natal.GetEndsAt() == nil || natal.GetStartsAt() == nil {
 		t.Fatalf("stored discount %+v", natal)
 	}
+	// A merchant admin invites a colleague; the password is shown once and
+	// works; a staff member cannot invite.
+	inv := b.do("POST", "/admin/usuarios", url.Values{"_csrf": {token}, "email": {"caixa@alfa.com.br"}, "role": {"staff"}})
+	pw := regexp.MustCompile(`id="initial-password">([^<]+)<`).FindStringSubmatch(inv.body)
+	if inv.status != 200 || pw == nil {
+		t.Fatalf("invite: %d\n%s", inv.status, inv.body)
+	}
+	if again := b.do("GET", "/admin/usuarios", nil); strings.Contains(again.body, pw[1]) || !strings.Contains(again.body, "caixa@alfa.com.br") {
+		t.Fatal("initial password shown twice, or the user is not listed")
+	}
+	if dup := b.do("POST", "/admin/usuarios", url.Values{"_csrf": {token}, "email": {"caixa@alfa.com.br"}}); dup.status != 422 || fieldError("email").FindString(dup.body) == "" {
+		t.Fatalf("duplicate invite: %d", dup.status)
+	}
+	staff := newBrowser(t, r, "alfa.localhost")
+	if p := staff.signIn("caixa@alfa.com.br", html.UnescapeString(pw[1])); p.status != 303 {
+		t.Fatalf("staff sign-in: %d", p.status)
+	}
+	staffToken := csrfOf(t, staff.do("GET", "/admin/usuarios", nil))
+	if p := staff.do("POST", "/admin/usuarios", url.Values{"_csrf": {staffToken}, "email": {"x@alfa.com.br"}, "role": {"admin"}}); p.status != 403 {
+		t.Fatalf("staff invites: %d", p.status)
+	}
+
 	// The edit form shows what is stored.
 	if p := b.do("GET", "/admin/descontos/"+natal.GetId(), nil); !strings.Contains(p.body, `value="12,5"`) || !strings.Contains(p.body, `value="NATAL25"`) {
 		t.Fatalf("edit form:\n%s", p.body)

@@ -126,7 +126,7 @@ func New(opts Options) *Admin {
 		"pct": func(bp int64) string { return formatPercent(bp) + " %" },
 	}
 	a.pages = map[string]*template.Template{}
-	for _, p := range []string{"login", "products", "product", "orders", "order", "checkouts", "checkout", "shipping", "rate", "discounts", "discount", "error"} {
+	for _, p := range []string{"login", "products", "product", "orders", "order", "checkouts", "checkout", "shipping", "rate", "discounts", "discount", "users", "error"} {
 		t := template.New("layout.html").Funcs(funcs)
 		a.pages[p] = template.Must(t.ParseFS(templateFS, "templates/layout.html", "templates/field.html", "templates/"+p+".html"))
 	}
@@ -175,6 +175,8 @@ func (a *Admin) Routes() map[string]http.Handler {
 		"POST /admin/descontos/novo":           post(a.discountSave),
 		"GET /admin/descontos/{id}":            get(a.discountEdit),
 		"POST /admin/descontos/{id}":           post(a.discountSave),
+		"GET /admin/usuarios":                  get(a.users),
+		"POST /admin/usuarios":                 post(a.invite),
 		"GET /admin/static/{file}":             http.HandlerFunc(a.static),
 	}
 }
