@@ -15,6 +15,7 @@ import (
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 )
 
 // Shipping rates and discounts from the admin: malformed CEP ranges and an
@@ -133,6 +134,41 @@ func TestAdminShippingAndDiscounts(t *testing.T) {
 	staffToken := csrfOf(t, staff.do("GET", "/admin/usuarios", nil))
 	if p := staff.do("POST", "/admin/usuarios", url.Values{"_csrf": {staffToken}, "email": {"x@alfa.com.br"}, "role": {"admin"}}); p.status != 403 {
 		t.Fatalf("staff invites: %d", p.status)
+	}
+
+	// Agent API keys: the secret is shown once, stored hashed; revoke.
+	kp := b.do("POST", "/admin/agentes", url.Values{"_csrf": {token}, "agent_profile_url": {"ftp://agente"}, "label": {"Agente X"}})
+	if kp.status != 422 || fieldError("agent_profile_url").FindString(kp.body) == "" || !strings.Contains(kp.body, `value="Agente X"`) {
+		t.Fatalf("bad profile URL: %d\n%s", kp.status, kp.body)
+	}
+	kp = b.do("POST", "/admin/agentes", url.Values{"_csrf": {token}, "agent_profile_url": {"https://agente.example/perfil.json"}, "label": {"Agente X"}})
+	secret := regexp.MustCompile(`id="api-key-secret">([^<]+)<`).FindStringSubmatch(kp.body)
+	if kp.status != 200 || secret == nil || !strings.HasPrefix(secret[1], "bcp_") {
+		t.Fatalf("create key: %d\n%s", kp.status, kp.body)
+	}
+	if again := b.do("GET", "/admin/agentes", nil); strings.Contains(again.body, secret[1]) || !strings.Contains(again.body, "agente.example") {
+		t.Fatal("API key secret shown twice, or the key is not listed")
+	}
+	keys, err := operatorClient(r).ListAPIKeys(ctx, connect.NewRequest(&tenantsv1.ListAPIKeysRequest{Tenant: m.tenantID.String()}))
+	if err != nil || len(keys.Msg.GetApiKeys()) != 1 {
+		t.Fatalf("keys %v %v", keys, err)
+	}
+	keyID := keys.Msg.GetApiKeys()[0].GetId()
+	// Another merchant's admin cannot revoke it by URL.
+	other := setupMerchant(t, r, "Loja Beta", "beta.localhost", 0)
+	ob := newBrowser(t, r, "beta.localhost")
+	if p := ob.signIn("dono@beta.com.br", invite(t, r, other.tenantID.String(), "dono@beta.com.br")); p.status != 303 {
+		t.Fatal("beta sign-in")
+	}
+	if p := ob.do("POST", "/admin/agentes/"+keyID+"/revogar", url.Values{"_csrf": {csrfOf(t, ob.do("GET", "/admin/agentes", nil))}}); p.status != 404 {
+		t.Fatalf("beta revokes alfa's key: %d", p.status)
+	}
+	if p := b.do("POST", "/admin/agentes/"+keyID+"/revogar", url.Values{"_csrf": {token}}); p.status != 303 {
+		t.Fatalf("revoke: %d", p.status)
+	}
+	keys, _ = operatorClient(r).ListAPIKeys(ctx, connect.NewRequest(&tenantsv1.ListAPIKeysRequest{Tenant: m.tenantID.String()}))
+	if keys.Msg.GetApiKeys()[0].GetRevokeTime() == nil {
+		t.Fatal("key not revoked")
 	}
 
 	// The edit form shows what is stored.

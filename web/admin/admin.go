@@ -126,7 +126,7 @@ func New(opts Options) *Admin {
 		"pct": func(bp int64) string { return formatPercent(bp) + " %" },
 	}
 	a.pages = map[string]*template.Template{}
-	for _, p := range []string{"login", "products", "product", "orders", "order", "checkouts", "checkout", "shipping", "rate", "discounts", "discount", "users", "error"} {
+	for _, p := range []string{"login", "products", "product", "orders", "order", "checkouts", "checkout", "shipping", "rate", "discounts", "discount", "users", "apikeys", "error"} {
 		t := template.New("layout.html").Funcs(funcs)
 		a.pages[p] = template.Must(t.ParseFS(templateFS, "templates/layout.html", "templates/field.html", "templates/"+p+".html"))
 	}
@@ -177,6 +177,9 @@ func (a *Admin) Routes() map[string]http.Handler {
 		"POST /admin/descontos/{id}":           post(a.discountSave),
 		"GET /admin/usuarios":                  get(a.users),
 		"POST /admin/usuarios":                 post(a.invite),
+		"GET /admin/agentes":                   get(a.apiKeys),
+		"POST /admin/agentes":                  post(a.createAPIKey),
+		"POST /admin/agentes/{id}/revogar":     post(a.revokeAPIKey),
 		"GET /admin/static/{file}":             http.HandlerFunc(a.static),
 	}
 }
@@ -304,6 +307,7 @@ var noticeText = map[string]string{
 	"salvo":      "Alterações salvas.",
 	"reembolso":  "Reembolso solicitado.",
 	"fulfilment": "Evento de entrega registrado.",
+	"revogada":   "Chave revogada.",
 }
 
 func (a *Admin) render(rw http.ResponseWriter, r *http.Request, status int, name string, p page) {
