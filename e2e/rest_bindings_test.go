@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
@@ -321,13 +322,23 @@ var bindingCases = []bindingCase{
 		if p.Status != bcp.StatusCompleteInProgress || !hasMessage(p, "info", "pix_awaiting_payment", "$.payment.instruments[0]") {
 			t.Fatalf("pix complete: %s %+v", p.Status, p.Messages)
 		}
-		pixOf(t, p)
+		pix := pixOf(t, p)
 		// Same key, same body: the stored response, byte for byte.
 		again := d.do(t, e.alfa, "complete_checkout", c.ID, payment, key)
 		if !jsonEqual(string(again.raw), string(done.raw)) {
 			t.Fatalf("replay differs:\n%s\n%s", again.raw, done.raw)
 		}
-		return []outcome{done}
+		// The buyer pays (simulated PSP, real webhook); the agent polls.
+		e.s.pay(e.alfa, pix.Pix.AttemptID)
+		var paid outcome
+		eventually(t, 30*time.Second, "the Pix checkout completes", func() bool {
+			paid = d.do(t, e.alfa, "get_checkout", c.ID, nil, "")
+			return paid.checkout(t).Status == bcp.StatusCompleted
+		})
+		if paid.checkout(t).Order == nil {
+			t.Fatalf("completed without an order: %s", paid.raw)
+		}
+		return []outcome{done, paid}
 	}},
 	{"complete-delegated-card-and-order", func(t *testing.T, e *bindingEnv, d driver) []outcome {
 		c, _ := e.ready(t, d, e.alfa)
