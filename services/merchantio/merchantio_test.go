@@ -23,9 +23,9 @@ func TestDecodeStrict(t *testing.T) {
 
 func TestValidateLocal(t *testing.T) {
 	doc := &Document{Format: Format,
-		ShippingRates: []ShippingRate{{Title: "PAC", Price: 1500, Regions: []string{"sp", "XX"}}, {Title: "PAC", Price: -1, MinDays: 3, MaxDays: 1}},
-		PickupPoints:  []PickupPoint{{Name: "Centro", StreetAddress: "Rua A, 1", AddressLocality: "SP", AddressRegion: "SP", PostalCode: "01002-000", AddressCountry: "AR"}},
-		DiscountCodes: []Discount{{Code: "OI", Title: "Oi", Kind: "percent", Value: 10001}, {Code: "oi", Title: "Oi 2", Kind: "fixed", Value: 100}},
+		ShippingRates:      []ShippingRate{{Title: "PAC", Price: 1500, Regions: []string{"sp", "XX"}}, {Title: "PAC", Price: -1, MinDays: 3, MaxDays: 1}},
+		PickupPoints:       []PickupPoint{{Name: "Centro", StreetAddress: "Rua A, 1", AddressLocality: "SP", AddressRegion: "SP", PostalCode: "01002-000", AddressCountry: "AR"}},
+		DiscountCodes:      []Discount{{Code: "OI", Title: "Oi", Kind: "percent", Value: 10001}, {Code: "oi", Title: "Oi 2", Kind: "fixed", Value: 100}},
 		AutomaticDiscounts: []Discount{{Code: "X", Title: "Auto", Kind: "free_shipping"}},
 		Settings:           Settings{Links: []Link{{Type: "privacy_policy", URL: "ftp://x"}}, ConsentPurposes: []string{"spam"}, CheckoutTTLSeconds: 10},
 	}
