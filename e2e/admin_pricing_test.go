@@ -171,6 +171,25 @@ func TestAdminShippingAndDiscounts(t *testing.T) {
 		t.Fatal("key not revoked")
 	}
 
+	// Store settings: links and consent purposes.
+	st := b.do("GET", "/admin/configuracoes", nil)
+	if st.status != 200 || !strings.Contains(st.body, "https://alfa.localhost/privacidade") {
+		t.Fatalf("settings page: %d\n%s", st.status, st.body)
+	}
+	set := url.Values{"_csrf": {token}, "link_privacy_policy": {"https://alfa.localhost/privacidade"}, "link_faq": {"alfa.localhost/faq"},
+		"consent_marketing": {"on"}, "consent_analytics": {"on"}, "ttl_hours": {"2"}}
+	if p := b.do("POST", "/admin/configuracoes", set); p.status != 422 || fieldError("link_faq").FindString(p.body) == "" || !strings.Contains(p.body, `value="alfa.localhost/faq"`) {
+		t.Fatalf("bad FAQ link: %d\n%s", p.status, p.body)
+	}
+	set.Set("link_faq", "https://alfa.localhost/faq")
+	if p := b.do("POST", "/admin/configuracoes", set); p.status != 303 {
+		t.Fatalf("settings: %d\n%s", p.status, p.body)
+	}
+	gs, err := r.Clients.Tenants.GetSettings(ctx, connect.NewRequest(&tenantsv1.GetSettingsRequest{TenantId: m.tenantID.String()}))
+	if err != nil || len(gs.Msg.GetSettings().GetLinks()) != 2 || len(gs.Msg.GetSettings().GetConsentPurposes()) != 2 || gs.Msg.GetSettings().GetCheckoutTtlSeconds() != 7200 {
+		t.Fatalf("stored settings %v %v", gs, err)
+	}
+
 	// The edit form shows what is stored.
 	if p := b.do("GET", "/admin/descontos/"+natal.GetId(), nil); !strings.Contains(p.body, `value="12,5"`) || !strings.Contains(p.body, `value="NATAL25"`) {
 		t.Fatalf("edit form:\n%s", p.body)

@@ -49,12 +49,14 @@ func Policy(procedure string) svcauth.Access {
 		tenantsv1connect.TenantServiceGetAgentAuthPolicyProcedure,
 		tenantsv1connect.TenantServiceAuthenticateAPIKeyProcedure,
 		tenantsv1connect.TenantServiceSignWithCurrentKeyProcedure,
-		// The admin web (issue 6): sign-in, sessions, inviting users, and
-		// the merchant's own agent API keys (the admin passes the tenant
-		// of the request's Host; keys are shown once and only hashed).
+		// The admin web (issue 6): sign-in, sessions, inviting users, the
+		// merchant's own agent API keys and store settings (the admin
+		// passes the tenant of the request's Host; keys are shown once
+		// and stored hashed).
 		tenantsv1connect.TenantServiceListAPIKeysProcedure,
 		tenantsv1connect.TenantServiceCreateAPIKeyProcedure,
 		tenantsv1connect.TenantServiceRevokeAPIKeyProcedure,
+		tenantsv1connect.TenantServiceSetSettingsProcedure,
 		tenantsv1connect.TenantServiceInviteMerchantUserProcedure,
 		tenantsv1connect.TenantServiceListMerchantUsersProcedure,
 		tenantsv1connect.TenantServiceSignInMerchantUserProcedure,

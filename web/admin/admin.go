@@ -126,7 +126,7 @@ func New(opts Options) *Admin {
 		"pct": func(bp int64) string { return formatPercent(bp) + " %" },
 	}
 	a.pages = map[string]*template.Template{}
-	for _, p := range []string{"login", "products", "product", "orders", "order", "checkouts", "checkout", "shipping", "rate", "discounts", "discount", "users", "apikeys", "error"} {
+	for _, p := range []string{"login", "products", "product", "orders", "order", "checkouts", "checkout", "shipping", "rate", "discounts", "discount", "users", "apikeys", "settings", "error"} {
 		t := template.New("layout.html").Funcs(funcs)
 		a.pages[p] = template.Must(t.ParseFS(templateFS, "templates/layout.html", "templates/field.html", "templates/"+p+".html"))
 	}
@@ -180,6 +180,8 @@ func (a *Admin) Routes() map[string]http.Handler {
 		"GET /admin/agentes":                   get(a.apiKeys),
 		"POST /admin/agentes":                  post(a.createAPIKey),
 		"POST /admin/agentes/{id}/revogar":     post(a.revokeAPIKey),
+		"GET /admin/configuracoes":             get(a.settings),
+		"POST /admin/configuracoes":            post(a.saveSettings),
 		"GET /admin/static/{file}":             http.HandlerFunc(a.static),
 	}
 }

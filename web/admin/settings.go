@@ -1,0 +1,139 @@
+package admin
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+)
+
+var linkTypes = []struct{ Type, Label string }{
+	{"privacy_policy", "Política de privacidade"},
+	{"terms_of_service", "Termos de uso"},
+	{"refund_policy", "Política de trocas e reembolsos"},
+	{"shipping_policy", "Política de entrega"},
+	{"faq", "Perguntas frequentes"},
+}
+
+var consentPurposes = []struct{ Name, Label string }{
+	{"marketing", "Marketing (e-mails e ofertas)"},
+	{"analytics", "Análise de uso"},
+	{"preferences", "Preferências"},
+	{"sale_of_data", "Compartilhamento de dados"},
+}
+
+type settingsLink struct{ Type, Label, URL, Err string }
+type settingsPurpose struct {
+	Name, Label string
+	On          bool
+}
+
+type settingsData struct {
+	Links    []settingsLink
+	Purposes []settingsPurpose
+	TTLHours string
+	TTLErr   string
+	Error    string
+	others   []*tenantsv1.Link // links of other types, kept as they are
+}
+
+func settingsForm(s *tenantsv1.Settings) settingsData {
+	d := settingsData{TTLHours: strconv.FormatInt(s.GetCheckoutTtlSeconds()/3600, 10)}
+	if s.GetCheckoutTtlSeconds()%3600 != 0 {
+		d.TTLHours = strconv.FormatFloat(float64(s.GetCheckoutTtlSeconds())/3600, 'f', 2, 64)
+	}
+	for _, lt := range linkTypes {
+		l := settingsLink{Type: lt.Type, Label: lt.Label}
+		for _, have := range s.GetLinks() {
+			if have.GetType() == lt.Type {
+				l.URL = have.GetUrl()
+			}
+		}
+		d.Links = append(d.Links, l)
+	}
+	for _, have := range s.GetLinks() {
+		if !slices.ContainsFunc(linkTypes, func(lt struct{ Type, Label string }) bool { return lt.Type == have.GetType() }) {
+			d.others = append(d.others, have)
+		}
+	}
+	for _, p := range consentPurposes {
+		d.Purposes = append(d.Purposes, settingsPurpose{Name: p.Name, Label: p.Label, On: slices.Contains(s.GetConsentPurposes(), p.Name)})
+	}
+	return d
+}
+
+func (a *Admin) loadSettings(r *http.Request) (*tenantsv1.Settings, error) {
+	resp, err := a.opts.Tenants.GetSettings(r.Context(), connect.NewRequest(&tenantsv1.GetSettingsRequest{TenantId: sessionFrom(r.Context()).tenant.String()}))
+	if err != nil {
+		return nil, err
+	}
+	return resp.Msg.GetSettings(), nil
+}
+
+func (a *Admin) settings(rw http.ResponseWriter, r *http.Request) {
+	s, err := a.loadSettings(r)
+	if err != nil {
+		a.serviceError(rw, r, err)
+		return
+	}
+	a.render(rw, r, http.StatusOK, "settings", a.newPage(r, "Configurações da loja", "config", settingsForm(s)))
+}
+
+func (a *Admin) saveSettings(rw http.ResponseWriter, r *http.Request) {
+	sess := sessionFrom(r.Context())
+	if sess.user.GetRole() != "admin" {
+		a.errorPage(rw, r, http.StatusForbidden)
+		return
+	}
+	cur, err := a.loadSettings(r)
+	if err != nil {
+		a.serviceError(rw, r, err)
+		return
+	}
+	d := settingsForm(cur)
+	out := &tenantsv1.Settings{Links: d.others}
+	bad := false
+	for i := range d.Links {
+		l := &d.Links[i]
+		l.URL = strings.TrimSpace(r.PostFormValue("link_" + l.Type))
+		if l.URL == "" {
+			continue
+		}
+		if u, err := url.Parse(l.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			l.Err, bad = "Use um endereço http(s) completo.", true
+			continue
+		}
+		out.Links = append(out.Links, &tenantsv1.Link{Type: l.Type, Url: l.URL})
+	}
+	for i := range d.Purposes {
+		d.Purposes[i].On = r.PostFormValue("consent_"+d.Purposes[i].Name) == "on"
+		if d.Purposes[i].On {
+			out.ConsentPurposes = append(out.ConsentPurposes, d.Purposes[i].Name)
+		}
+	}
+	d.TTLHours = strings.TrimSpace(r.PostFormValue("ttl_hours"))
+	hours, perr := strconv.ParseFloat(strings.Replace(d.TTLHours, ",", ".", 1), 64)
+	if perr != nil || hours < 1.0/12 || hours > 720 {
+		d.TTLErr, bad = "Entre 0,1 (6 minutos) e 720 horas (30 dias).", true
+	}
+	out.CheckoutTtlSeconds = int64(hours * 3600)
+	if !bad {
+		_, err := a.opts.Tenants.SetSettings(r.Context(), connect.NewRequest(&tenantsv1.SetSettingsRequest{Tenant: sess.tenant.String(), Settings: out}))
+		if err == nil {
+			http.Redirect(rw, r, "/admin/configuracoes?ok=salvo", http.StatusSeeOther)
+			return
+		}
+		if !isKind(err, apperr.KindInvalidArgument) {
+			a.serviceError(rw, r, err)
+			return
+		}
+		d.Error = "Configurações recusadas: " + appErr(err).Message
+	}
+	a.render(rw, r, http.StatusUnprocessableEntity, "settings", a.newPage(r, "Configurações da loja", "config", d))
+}
