@@ -57,7 +57,7 @@ func startBaseline(ctx context.Context, e *env, log *slog.Logger) (addr string, 
 		}
 		return p.SigningKeys(), nil
 	})
-	auth := agentauth.New(agentauth.Options{Tenants: e.r.Clients.Tenants, Keys: keys, MaxBodyBytes: 1 << 20, Scheme: "http", Logger: log})
+	auth := agentauth.New(agentauth.Options{Tenants: e.tenants, Keys: keys, MaxBodyBytes: 1 << 20, Scheme: "http", Logger: log})
 
 	servers := map[string]*mcp.Server{}
 	tenantsByHost := map[string]*merchant{}

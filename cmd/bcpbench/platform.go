@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"crypto"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,18 +14,25 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bcpdev/bcp/agentclient"
 	"github.com/bcpdev/bcp/db"
 	"github.com/bcpdev/bcp/internal/pgserver"
 	"github.com/bcpdev/bcp/internal/platform"
+	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
+	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
+	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 	"github.com/bcpdev/bcp/services/edge"
 )
 
@@ -36,13 +45,21 @@ const (
 // platform in process on loopback, the seeded merchants and the agent
 // profile server.
 type env struct {
-	pg        *pgserver.Server
-	tmp       string
-	r         *platform.Running
-	profile   string // agent profile URL
-	profSrv   *http.Server
-	merchants []*merchant
-	key       crypto.Signer // agent signing key (signature mode)
+	pg  *pgserver.Server
+	tmp string
+	r   *platform.Running // nil with --target
+	// publicAddr is the edge's host:port; ops are operator clients (seeding,
+	// SimulatePixPayment); tenants is a client with the internal token
+	// (the baseline's agent authentication); pool is nil with --target.
+	publicAddr string
+	ops        *platform.Clients
+	tenants    tenantsv1connect.TenantServiceClient
+	pool       *pgxpool.Pool
+	hostSuffix string // makes the seeded hosts unique on a shared platform
+	profile    string // agent profile URL
+	profSrv    *http.Server
+	merchants  []*merchant
+	key        crypto.Signer // agent signing key (signature mode)
 }
 
 type merchant struct {
@@ -98,28 +115,9 @@ func startEnv(ctx context.Context, tenants int, logf func(string, ...any)) (*env
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
 
-	// The agent's profile: checkout, fulfillment, discount, order; card
-	// and Pix handlers; the signing key (used in signature mode).
-	e.key, err = agentclient.GenerateES256()
-	if err != nil {
+	if err := e.serveProfile("127.0.0.1:0"); err != nil {
 		return nil, err
 	}
-	jwk, err := agentclient.PublicJWK(e.key, "")
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	doc := agentProfileJSON(string(jwk))
-	e.profSrv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "max-age=3600")
-		_, _ = io.WriteString(w, doc)
-	})}
-	go func() { _ = e.profSrv.Serve(ln) }()
-	e.profile = "http://" + ln.Addr().String() + "/agent.json"
 
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	if os.Getenv("BCPBENCH_LOG") != "" {
@@ -133,12 +131,79 @@ func startEnv(ctx context.Context, tenants int, logf func(string, ...any)) (*env
 	if err != nil {
 		return nil, fmt.Errorf("start platform: %w", err)
 	}
+	e.publicAddr, e.ops, e.tenants, e.pool = e.r.PublicAddr, e.r.ClientsWithToken(benchOperatorToken), e.r.Clients.Tenants, e.r.Pool
 	logf("platform: public %s, internal %s; seeding %d merchants", e.r.PublicAddr, e.r.InternalAddr, tenants)
 	if err := e.seed(ctx, tenants); err != nil {
 		return nil, err
 	}
 	ok = true
 	return e, nil
+}
+
+// serveProfile serves the agent's profile (checkout, fulfillment,
+// discount; Pix and card handlers; the signing key used in signature mode).
+func (e *env) serveProfile(addr string) error {
+	var err error
+	e.key, err = agentclient.GenerateES256()
+	if err != nil {
+		return err
+	}
+	jwk, err := agentclient.PublicJWK(e.key, "")
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	doc := agentProfileJSON(string(jwk))
+	e.profSrv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "max-age=3600")
+		_, _ = io.WriteString(w, doc)
+	})}
+	go func() { _ = e.profSrv.Serve(ln) }()
+	e.profile = "http://" + ln.Addr().String() + "/agent.json"
+	return nil
+}
+
+// startRemoteEnv targets a running `bcpd all` (or dev): its public
+// listener, and its internal listener for seeding (operator token),
+// SimulatePixPayment and the baseline's API-key checks (internal token).
+// Its database pool and PostgreSQL CPU are not visible from here.
+func startRemoteEnv(ctx context.Context, public, internal, operatorToken, internalToken, profileAddr string, tenants int, logf func(string, ...any)) (*env, error) {
+	e := &env{publicAddr: public}
+	internal = strings.TrimRight(internal, "/")
+	if !strings.Contains(internal, "://") {
+		internal = "http://" + internal
+	}
+	e.ops = remoteClients(internal, operatorToken)
+	if internalToken != "" {
+		e.tenants = remoteClients(internal, internalToken).Tenants
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	e.hostSuffix = "-" + hex.EncodeToString(b[:])
+	if err := e.serveProfile(profileAddr); err != nil {
+		return nil, err
+	}
+	logf("target: public %s, internal %s; seeding %d merchants (hosts loja####%s.bench.localhost)", public, internal, tenants, e.hostSuffix)
+	if err := e.seed(ctx, tenants); err != nil {
+		e.stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+func remoteClients(base, token string) *platform.Clients {
+	opts := connect.WithInterceptors(svcauth.Client(token))
+	hc := &http.Client{Timeout: 30 * time.Second}
+	return &platform.Clients{
+		Tenants:  tenantsv1connect.NewTenantServiceClient(hc, base, opts),
+		Catalog:  catalogv1connect.NewCatalogServiceClient(hc, base, opts),
+		Pricing:  pricingv1connect.NewPricingServiceClient(hc, base, opts),
+		Payments: paymentsv1connect.NewPaymentsServiceClient(hc, base, opts),
+	}
 }
 
 func agentProfileJSON(jwk string) string {
@@ -161,7 +226,7 @@ func agentProfileJSON(jwk string) string {
 // (stock large enough for the run), two shipping rates, a discount code, a
 // Pix and a card handler, and an API key bound to the agent profile.
 func (e *env) seed(ctx context.Context, n int) error {
-	ops := e.r.ClientsWithToken(benchOperatorToken)
+	ops := e.ops
 	e.merchants = make([]*merchant, n)
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -172,7 +237,7 @@ func (e *env) seed(ctx context.Context, n int) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			m, err := seedOne(ctx, ops, fmt.Sprintf("loja%04d.bench.localhost", i), e.profile)
+			m, err := seedOne(ctx, ops, fmt.Sprintf("loja%04d%s.bench.localhost", i, e.hostSuffix), e.profile)
 			if err != nil {
 				errs <- fmt.Errorf("seed merchant %d: %w", i, err)
 				return
