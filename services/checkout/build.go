@@ -30,6 +30,7 @@ const maxQuantity = 1_000_000
 // whether any line survived (a create with none is an error_response).
 type built struct {
 	checkout  *bcp.Checkout
+	settings  *tenantsv1.Settings // the merchant settings it was built with
 	request   *bcp.Checkout // normalised writable request, stored for the next update
 	noItems   bool
 	noItemsBy string // the code explaining why: out_of_stock or item_unavailable
@@ -150,7 +151,7 @@ func (s *Service) build(ctx context.Context, agent agentInfo, id string, req *bc
 		out.Links = append(out.Links, bcp.Link{Type: l.GetType(), URL: l.GetUrl(), Title: l.GetTitle()})
 	}
 	sortMessages(out.Messages)
-	return &built{checkout: out, request: normalisedRequest(req, out)}, nil
+	return &built{checkout: out, request: normalisedRequest(req, out), settings: settings}, nil
 }
 
 // assignLineIDs gives every line its id: on update an echoed id that

@@ -139,12 +139,8 @@ func (s *Service) CreateCheckout(ctx context.Context, r *connect.Request[checkou
 		res, err := errorResult(bcp.Error(b.noItemsBy, bcp.SeverityUnrecoverable, "$.line_items", content), agent.baseURL+"/")
 		return connect.NewResponse(&checkoutv1.CreateCheckoutResponse{Result: res}), err
 	}
-	settings, err := s.settings(ctx, tid.String())
-	if err != nil {
-		return nil, err
-	}
 	now := s.now().UTC().Truncate(time.Second)
-	expires := now.Add(time.Duration(settings.GetCheckoutTtlSeconds()) * time.Second)
+	expires := now.Add(time.Duration(b.settings.GetCheckoutTtlSeconds()) * time.Second)
 	c := b.checkout
 	c.Status = statusFor(c.Messages)
 	c.ExpiresAt = &expires
