@@ -31,7 +31,7 @@ const maxQuantity = 1_000_000
 type built struct {
 	checkout  *bcp.Checkout
 	settings  *tenantsv1.Settings // the merchant settings it was built with
-	request   *bcp.Checkout // normalised writable request, stored for the next update
+	request   *bcp.Checkout       // normalised writable request, stored for the next update
 	noItems   bool
 	noItemsBy string // the code explaining why: out_of_stock or item_unavailable
 }
