@@ -56,11 +56,14 @@ type mcpEdge struct {
 
 	vmu        sync.Mutex
 	validators map[string]*bcpschema.Validator // capability set → validator
+
+	smu     sync.Mutex
+	schemas map[string][2]json.RawMessage // tool + capability set → input, output
 }
 
 func newMCPEdge(e *Edge, c Clients, profiles *agentprofile.Fetcher, log *slog.Logger) *mcpEdge {
 	m := &mcpEdge{e: e, checkout: c.Checkout, orders: c.Orders, profiles: profiles, log: log,
-		servers: map[string]*mcp.Server{}, offers: map[string]agentprofile.BusinessOffer{}, validators: map[string]*bcpschema.Validator{}}
+		servers: map[string]*mcp.Server{}, offers: map[string]agentprofile.BusinessOffer{}, validators: map[string]*bcpschema.Validator{}, schemas: map[string][2]json.RawMessage{}}
 	m.handler = mcp.NewStreamableHTTPHandler(m.serverFor, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
 		JSONResponse: true,
@@ -218,11 +221,7 @@ func (m *mcpEdge) buildServer(t *tenantsv1.Tenant) (*mcp.Server, error) {
 		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
 	caps := checkoutCapabilities(t.GetCapabilities())
 	for _, spec := range append(slices.Clone(checkoutTools), getOrderTool) {
-		in, err := bcpschema.ToolInputSchemaFor(spec.name, caps)
-		if err != nil {
-			return nil, err
-		}
-		out, err := bcpschema.ToolOutputSchemaFor(spec.name, caps)
+		in, out, err := m.toolSchemas(spec.name, caps)
 		if err != nil {
 			return nil, err
 		}
@@ -250,6 +249,29 @@ func (m *mcpEdge) buildServer(t *tenantsv1.Tenant) (*mcp.Server, error) {
 			})
 	}
 	return s, nil
+}
+
+// toolSchemas returns a tool's input and output schemas for a capability
+// set, built once per set and shared by every merchant with that set.
+// They stay raw JSON: parsing them into the SDK's schema type would drop
+// BCP annotations agents should see.
+func (m *mcpEdge) toolSchemas(tool string, caps []string) (json.RawMessage, json.RawMessage, error) {
+	key := tool + "|" + strings.Join(caps, ",")
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	if p, ok := m.schemas[key]; ok {
+		return p[0], p[1], nil
+	}
+	in, err := bcpschema.ToolInputSchemaFor(tool, caps)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := bcpschema.ToolOutputSchemaFor(tool, caps)
+	if err != nil {
+		return nil, nil, err
+	}
+	m.schemas[key] = [2]json.RawMessage{in, out}
+	return in, out, nil
 }
 
 // checkoutCapabilities keeps the capabilities that shape checkout payloads.
