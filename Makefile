@@ -9,7 +9,7 @@ DATA_DIR ?= .bcp
 SQLC     := $(GO) tool -modfile=tools/sqlc/go.mod sqlc
 BUF      := $(GO) tool -modfile=tools/buf/go.mod buf
 
-.PHONY: run test generate check-generate build vet lint bench
+.PHONY: run test generate check-generate build vet lint fuzz bench
 .DEFAULT_GOAL := test
 
 ## run: start the whole platform on a private PostgreSQL with a demo merchant
@@ -19,10 +19,18 @@ run:
 	$(GO) build -o bin/bcpctl ./cmd/bcpctl
 	./bin/bcpd dev --data-dir $(DATA_DIR)
 
-## test: generated-code check, vet, and every test (each package starts its own PostgreSQL)
+## test: generated-code check, vet, every test (each package starts its own PostgreSQL), a short fuzz run
 test: check-generate vet
 	@scripts/ensure-postgres.sh
 	$(GO) test -count=1 -timeout 20m ./...
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+
+## fuzz: the parsers agents and PSPs reach (FUZZTIME=10m for a long run)
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzValidateToolInput$$' -fuzztime=$(FUZZTIME) ./protocol/bcpschema/
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./services/payments/pix/brcode/
+	$(GO) test -run='^$$' -fuzz='^FuzzParseSignatureInput$$' -fuzztime=$(FUZZTIME) ./httpsig/
 
 ## build: the two binaries into bin/
 build:
