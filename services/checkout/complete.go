@@ -200,12 +200,8 @@ func (s *Service) SettlePayment(ctx context.Context, r *connect.Request[checkout
 // payments service, so "not found" means it was not started.
 func (s *Service) settle(ctx context.Context, id, attemptID string, startFailed bool) (*checkoutv1.CheckoutResult, error) {
 	for try := 0; try < 5; try++ {
-		sess, err := s.load(ctx, id)
+		sess, c, err := s.loadState(ctx, id)
 		if err != nil {
-			return nil, err
-		}
-		c := &bcp.Checkout{}
-		if err := json.Unmarshal(sess.State, c); err != nil {
 			return nil, err
 		}
 		if sess.PaymentAttemptID == nil || *sess.PaymentAttemptID != attemptID || terminal(sess.Status) {
@@ -324,12 +320,8 @@ func (s *Service) releaseStock(ctx context.Context, id string) error {
 // session goes back to status with msg.
 func (s *Service) reopen(ctx context.Context, id, attemptID, status string, msg bcp.Message) (*checkoutv1.CheckoutResult, error) {
 	for try := 0; try < 5; try++ {
-		sess, err := s.load(ctx, id)
+		sess, c, err := s.loadState(ctx, id)
 		if err != nil {
-			return nil, err
-		}
-		c := &bcp.Checkout{}
-		if err := json.Unmarshal(sess.State, c); err != nil {
 			return nil, err
 		}
 		if sess.PaymentAttemptID == nil || *sess.PaymentAttemptID != attemptID {

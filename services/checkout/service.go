@@ -255,12 +255,8 @@ func (s *Service) UpdateCheckout(ctx context.Context, r *connect.Request[checkou
 func (s *Service) CancelCheckout(ctx context.Context, r *connect.Request[checkoutv1.CancelCheckoutRequest]) (*connect.Response[checkoutv1.CancelCheckoutResponse], error) {
 	id := r.Msg.GetId()
 	for attempt := 0; attempt < 3; attempt++ {
-		sess, err := s.load(ctx, id)
+		sess, prev, err := s.loadState(ctx, id)
 		if err != nil {
-			return nil, err
-		}
-		prev := &bcp.Checkout{}
-		if err := json.Unmarshal(sess.State, prev); err != nil {
 			return nil, err
 		}
 		switch sess.Status {
@@ -441,6 +437,19 @@ func (s *Service) load(ctx context.Context, id string) (checkoutdb.CheckoutSessi
 		return sess, apperr.NotFound(bcp.CodeNotFound, "no checkout %q", id)
 	}
 	return sess, err
+}
+
+// loadState reads a session and decodes its checkout.
+func (s *Service) loadState(ctx context.Context, id string) (checkoutdb.CheckoutSession, *bcp.Checkout, error) {
+	sess, err := s.load(ctx, id)
+	if err != nil {
+		return sess, nil, err
+	}
+	c := &bcp.Checkout{}
+	if err := json.Unmarshal(sess.State, c); err != nil {
+		return sess, nil, err
+	}
+	return sess, c, nil
 }
 
 // unchanged returns a stored checkout as it is, with one extra message
