@@ -223,6 +223,10 @@ func wantProtocolError(t *testing.T, d driver, o outcome, code string, httpStatu
 
 var volatileValue = regexp.MustCompile(`\b(chk|ord|li|fm|fg|fd|pa|att|evt|adj|pi)_[A-Za-z0-9_-]+`)
 
+// clockInText matches times shown to people ("até 30/11 02:06"): two
+// runs a few seconds apart can straddle a minute.
+var clockInText = regexp.MustCompile(`\b\d{2}/\d{2} \d{2}:\d{2}\b`)
+
 // normalize drops what legitimately differs between two equal runs: ids,
 // timestamps, URLs naming a resource, the Pix display (txid, QR), the
 // order label (a per-merchant sequence).
@@ -245,7 +249,7 @@ func normalize(v any) any {
 		}
 		return out
 	case string:
-		return volatileValue.ReplaceAllString(x, "$1_*")
+		return clockInText.ReplaceAllString(volatileValue.ReplaceAllString(x, "$1_*"), "dd/mm hh:mm")
 	}
 	return v
 }
