@@ -291,10 +291,6 @@ func checkTraversable(dataDir string, cred *syscall.Credential) error {
 	}
 }
 
-// DefaultTempRoot is a directory every user can traverse, for clusters that
-// must not live under the caller's (possibly private) working directory.
-func DefaultTempRoot() string { return os.TempDir() }
-
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
