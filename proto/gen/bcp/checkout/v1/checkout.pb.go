@@ -1500,6 +1500,226 @@ func (*ReleaseIdempotencyKeyResponse) Descriptor() ([]byte, []int) {
 	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{26}
 }
 
+// Stats windows: creation time in [since_unix, until_unix); 0 = open end.
+type GetCheckoutStatsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SinceUnix     int64                  `protobuf:"varint,1,opt,name=since_unix,json=sinceUnix,proto3" json:"since_unix,omitempty"`
+	UntilUnix     int64                  `protobuf:"varint,2,opt,name=until_unix,json=untilUnix,proto3" json:"until_unix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCheckoutStatsRequest) Reset() {
+	*x = GetCheckoutStatsRequest{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCheckoutStatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCheckoutStatsRequest) ProtoMessage() {}
+
+func (x *GetCheckoutStatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCheckoutStatsRequest.ProtoReflect.Descriptor instead.
+func (*GetCheckoutStatsRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetCheckoutStatsRequest) GetSinceUnix() int64 {
+	if x != nil {
+		return x.SinceUnix
+	}
+	return 0
+}
+
+func (x *GetCheckoutStatsRequest) GetUntilUnix() int64 {
+	if x != nil {
+		return x.UntilUnix
+	}
+	return 0
+}
+
+type GetCheckoutStatsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Sessions by current status; statuses with none are left out.
+	ByStatus []*StatusCount `protobuf:"bytes,1,rep,name=by_status,json=byStatus,proto3" json:"by_status,omitempty"`
+	// Sessions created per day, ascending; days with none are left out.
+	CreatedPerDay []*DayCount `protobuf:"bytes,2,rep,name=created_per_day,json=createdPerDay,proto3" json:"created_per_day,omitempty"`
+	Total         int64       `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCheckoutStatsResponse) Reset() {
+	*x = GetCheckoutStatsResponse{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCheckoutStatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCheckoutStatsResponse) ProtoMessage() {}
+
+func (x *GetCheckoutStatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCheckoutStatsResponse.ProtoReflect.Descriptor instead.
+func (*GetCheckoutStatsResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GetCheckoutStatsResponse) GetByStatus() []*StatusCount {
+	if x != nil {
+		return x.ByStatus
+	}
+	return nil
+}
+
+func (x *GetCheckoutStatsResponse) GetCreatedPerDay() []*DayCount {
+	if x != nil {
+		return x.CreatedPerDay
+	}
+	return nil
+}
+
+func (x *GetCheckoutStatsResponse) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+type StatusCount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        string                 `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	Count         int64                  `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatusCount) Reset() {
+	*x = StatusCount{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatusCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatusCount) ProtoMessage() {}
+
+func (x *StatusCount) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatusCount.ProtoReflect.Descriptor instead.
+func (*StatusCount) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *StatusCount) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *StatusCount) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+type DayCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// YYYY-MM-DD in America/Sao_Paulo.
+	Day           string `protobuf:"bytes,1,opt,name=day,proto3" json:"day,omitempty"`
+	Count         int64  `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DayCount) Reset() {
+	*x = DayCount{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DayCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DayCount) ProtoMessage() {}
+
+func (x *DayCount) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DayCount.ProtoReflect.Descriptor instead.
+func (*DayCount) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *DayCount) GetDay() string {
+	if x != nil {
+		return x.Day
+	}
+	return ""
+}
+
+func (x *DayCount) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
 var File_bcp_checkout_v1_checkout_proto protoreflect.FileDescriptor
 
 const file_bcp_checkout_v1_checkout_proto_rawDesc = "" +
@@ -1597,7 +1817,23 @@ const file_bcp_checkout_v1_checkout_proto_rawDesc = "" +
 	"\x1cReleaseIdempotencyKeyRequest\x12\x14\n" +
 	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\"\x1f\n" +
-	"\x1dReleaseIdempotencyKeyResponse2\xd6\t\n" +
+	"\x1dReleaseIdempotencyKeyResponse\"W\n" +
+	"\x17GetCheckoutStatsRequest\x12\x1d\n" +
+	"\n" +
+	"since_unix\x18\x01 \x01(\x03R\tsinceUnix\x12\x1d\n" +
+	"\n" +
+	"until_unix\x18\x02 \x01(\x03R\tuntilUnix\"\xae\x01\n" +
+	"\x18GetCheckoutStatsResponse\x129\n" +
+	"\tby_status\x18\x01 \x03(\v2\x1c.bcp.checkout.v1.StatusCountR\bbyStatus\x12A\n" +
+	"\x0fcreated_per_day\x18\x02 \x03(\v2\x19.bcp.checkout.v1.DayCountR\rcreatedPerDay\x12\x14\n" +
+	"\x05total\x18\x03 \x01(\x03R\x05total\";\n" +
+	"\vStatusCount\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\tR\x06status\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x03R\x05count\"2\n" +
+	"\bDayCount\x12\x10\n" +
+	"\x03day\x18\x01 \x01(\tR\x03day\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x03R\x05count2\xc4\n" +
+	"\n" +
 	"\x0fCheckoutService\x12H\n" +
 	"\x04Ping\x12\x1c.bcp.checkout.v1.PingRequest\x1a\x1d.bcp.checkout.v1.PingResponse\"\x03\x90\x02\x01\x12a\n" +
 	"\x0eCreateCheckout\x12&.bcp.checkout.v1.CreateCheckoutRequest\x1a'.bcp.checkout.v1.CreateCheckoutResponse\x12]\n" +
@@ -1610,7 +1846,8 @@ const file_bcp_checkout_v1_checkout_proto_rawDesc = "" +
 	"\x14FinishIdempotencyKey\x12,.bcp.checkout.v1.FinishIdempotencyKeyRequest\x1a-.bcp.checkout.v1.FinishIdempotencyKeyResponse\x12v\n" +
 	"\x15ReleaseIdempotencyKey\x12-.bcp.checkout.v1.ReleaseIdempotencyKeyRequest\x1a..bcp.checkout.v1.ReleaseIdempotencyKeyResponse\x12c\n" +
 	"\rListCheckouts\x12%.bcp.checkout.v1.ListCheckoutsRequest\x1a&.bcp.checkout.v1.ListCheckoutsResponse\"\x03\x90\x02\x01\x12d\n" +
-	"\x0fExpireCheckouts\x12'.bcp.checkout.v1.ExpireCheckoutsRequest\x1a(.bcp.checkout.v1.ExpireCheckoutsResponseB\xbe\x01\n" +
+	"\x0fExpireCheckouts\x12'.bcp.checkout.v1.ExpireCheckoutsRequest\x1a(.bcp.checkout.v1.ExpireCheckoutsResponse\x12l\n" +
+	"\x10GetCheckoutStats\x12(.bcp.checkout.v1.GetCheckoutStatsRequest\x1a).bcp.checkout.v1.GetCheckoutStatsResponse\"\x03\x90\x02\x01B\xbe\x01\n" +
 	"\x13com.bcp.checkout.v1B\rCheckoutProtoP\x01Z:github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1;checkoutv1\xa2\x02\x03BCX\xaa\x02\x0fBcp.Checkout.V1\xca\x02\x0fBcp\\Checkout\\V1\xe2\x02\x1bBcp\\Checkout\\V1\\GPBMetadata\xea\x02\x11Bcp::Checkout::V1b\x06proto3"
 
 var (
@@ -1626,7 +1863,7 @@ func file_bcp_checkout_v1_checkout_proto_rawDescGZIP() []byte {
 }
 
 var file_bcp_checkout_v1_checkout_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_bcp_checkout_v1_checkout_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_bcp_checkout_v1_checkout_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_bcp_checkout_v1_checkout_proto_goTypes = []any{
 	(ClaimIdempotencyKeyResponse_Outcome)(0), // 0: bcp.checkout.v1.ClaimIdempotencyKeyResponse.Outcome
 	(*PingRequest)(nil),                      // 1: bcp.checkout.v1.PingRequest
@@ -1656,6 +1893,10 @@ var file_bcp_checkout_v1_checkout_proto_goTypes = []any{
 	(*FinishIdempotencyKeyResponse)(nil),     // 25: bcp.checkout.v1.FinishIdempotencyKeyResponse
 	(*ReleaseIdempotencyKeyRequest)(nil),     // 26: bcp.checkout.v1.ReleaseIdempotencyKeyRequest
 	(*ReleaseIdempotencyKeyResponse)(nil),    // 27: bcp.checkout.v1.ReleaseIdempotencyKeyResponse
+	(*GetCheckoutStatsRequest)(nil),          // 28: bcp.checkout.v1.GetCheckoutStatsRequest
+	(*GetCheckoutStatsResponse)(nil),         // 29: bcp.checkout.v1.GetCheckoutStatsResponse
+	(*StatusCount)(nil),                      // 30: bcp.checkout.v1.StatusCount
+	(*DayCount)(nil),                         // 31: bcp.checkout.v1.DayCount
 }
 var file_bcp_checkout_v1_checkout_proto_depIdxs = []int32{
 	3,  // 0: bcp.checkout.v1.CreateCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
@@ -1670,35 +1911,39 @@ var file_bcp_checkout_v1_checkout_proto_depIdxs = []int32{
 	16, // 9: bcp.checkout.v1.CancelCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
 	17, // 10: bcp.checkout.v1.ListCheckoutsResponse.checkouts:type_name -> bcp.checkout.v1.CheckoutSummary
 	0,  // 11: bcp.checkout.v1.ClaimIdempotencyKeyResponse.outcome:type_name -> bcp.checkout.v1.ClaimIdempotencyKeyResponse.Outcome
-	1,  // 12: bcp.checkout.v1.CheckoutService.Ping:input_type -> bcp.checkout.v1.PingRequest
-	4,  // 13: bcp.checkout.v1.CheckoutService.CreateCheckout:input_type -> bcp.checkout.v1.CreateCheckoutRequest
-	5,  // 14: bcp.checkout.v1.CheckoutService.GetCheckout:input_type -> bcp.checkout.v1.GetCheckoutRequest
-	6,  // 15: bcp.checkout.v1.CheckoutService.UpdateCheckout:input_type -> bcp.checkout.v1.UpdateCheckoutRequest
-	7,  // 16: bcp.checkout.v1.CheckoutService.CancelCheckout:input_type -> bcp.checkout.v1.CancelCheckoutRequest
-	8,  // 17: bcp.checkout.v1.CheckoutService.CompleteCheckout:input_type -> bcp.checkout.v1.CompleteCheckoutRequest
-	10, // 18: bcp.checkout.v1.CheckoutService.SettlePayment:input_type -> bcp.checkout.v1.SettlePaymentRequest
-	22, // 19: bcp.checkout.v1.CheckoutService.ClaimIdempotencyKey:input_type -> bcp.checkout.v1.ClaimIdempotencyKeyRequest
-	24, // 20: bcp.checkout.v1.CheckoutService.FinishIdempotencyKey:input_type -> bcp.checkout.v1.FinishIdempotencyKeyRequest
-	26, // 21: bcp.checkout.v1.CheckoutService.ReleaseIdempotencyKey:input_type -> bcp.checkout.v1.ReleaseIdempotencyKeyRequest
-	18, // 22: bcp.checkout.v1.CheckoutService.ListCheckouts:input_type -> bcp.checkout.v1.ListCheckoutsRequest
-	20, // 23: bcp.checkout.v1.CheckoutService.ExpireCheckouts:input_type -> bcp.checkout.v1.ExpireCheckoutsRequest
-	2,  // 24: bcp.checkout.v1.CheckoutService.Ping:output_type -> bcp.checkout.v1.PingResponse
-	12, // 25: bcp.checkout.v1.CheckoutService.CreateCheckout:output_type -> bcp.checkout.v1.CreateCheckoutResponse
-	13, // 26: bcp.checkout.v1.CheckoutService.GetCheckout:output_type -> bcp.checkout.v1.GetCheckoutResponse
-	14, // 27: bcp.checkout.v1.CheckoutService.UpdateCheckout:output_type -> bcp.checkout.v1.UpdateCheckoutResponse
-	15, // 28: bcp.checkout.v1.CheckoutService.CancelCheckout:output_type -> bcp.checkout.v1.CancelCheckoutResponse
-	9,  // 29: bcp.checkout.v1.CheckoutService.CompleteCheckout:output_type -> bcp.checkout.v1.CompleteCheckoutResponse
-	11, // 30: bcp.checkout.v1.CheckoutService.SettlePayment:output_type -> bcp.checkout.v1.SettlePaymentResponse
-	23, // 31: bcp.checkout.v1.CheckoutService.ClaimIdempotencyKey:output_type -> bcp.checkout.v1.ClaimIdempotencyKeyResponse
-	25, // 32: bcp.checkout.v1.CheckoutService.FinishIdempotencyKey:output_type -> bcp.checkout.v1.FinishIdempotencyKeyResponse
-	27, // 33: bcp.checkout.v1.CheckoutService.ReleaseIdempotencyKey:output_type -> bcp.checkout.v1.ReleaseIdempotencyKeyResponse
-	19, // 34: bcp.checkout.v1.CheckoutService.ListCheckouts:output_type -> bcp.checkout.v1.ListCheckoutsResponse
-	21, // 35: bcp.checkout.v1.CheckoutService.ExpireCheckouts:output_type -> bcp.checkout.v1.ExpireCheckoutsResponse
-	24, // [24:36] is the sub-list for method output_type
-	12, // [12:24] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	30, // 12: bcp.checkout.v1.GetCheckoutStatsResponse.by_status:type_name -> bcp.checkout.v1.StatusCount
+	31, // 13: bcp.checkout.v1.GetCheckoutStatsResponse.created_per_day:type_name -> bcp.checkout.v1.DayCount
+	1,  // 14: bcp.checkout.v1.CheckoutService.Ping:input_type -> bcp.checkout.v1.PingRequest
+	4,  // 15: bcp.checkout.v1.CheckoutService.CreateCheckout:input_type -> bcp.checkout.v1.CreateCheckoutRequest
+	5,  // 16: bcp.checkout.v1.CheckoutService.GetCheckout:input_type -> bcp.checkout.v1.GetCheckoutRequest
+	6,  // 17: bcp.checkout.v1.CheckoutService.UpdateCheckout:input_type -> bcp.checkout.v1.UpdateCheckoutRequest
+	7,  // 18: bcp.checkout.v1.CheckoutService.CancelCheckout:input_type -> bcp.checkout.v1.CancelCheckoutRequest
+	8,  // 19: bcp.checkout.v1.CheckoutService.CompleteCheckout:input_type -> bcp.checkout.v1.CompleteCheckoutRequest
+	10, // 20: bcp.checkout.v1.CheckoutService.SettlePayment:input_type -> bcp.checkout.v1.SettlePaymentRequest
+	22, // 21: bcp.checkout.v1.CheckoutService.ClaimIdempotencyKey:input_type -> bcp.checkout.v1.ClaimIdempotencyKeyRequest
+	24, // 22: bcp.checkout.v1.CheckoutService.FinishIdempotencyKey:input_type -> bcp.checkout.v1.FinishIdempotencyKeyRequest
+	26, // 23: bcp.checkout.v1.CheckoutService.ReleaseIdempotencyKey:input_type -> bcp.checkout.v1.ReleaseIdempotencyKeyRequest
+	18, // 24: bcp.checkout.v1.CheckoutService.ListCheckouts:input_type -> bcp.checkout.v1.ListCheckoutsRequest
+	20, // 25: bcp.checkout.v1.CheckoutService.ExpireCheckouts:input_type -> bcp.checkout.v1.ExpireCheckoutsRequest
+	28, // 26: bcp.checkout.v1.CheckoutService.GetCheckoutStats:input_type -> bcp.checkout.v1.GetCheckoutStatsRequest
+	2,  // 27: bcp.checkout.v1.CheckoutService.Ping:output_type -> bcp.checkout.v1.PingResponse
+	12, // 28: bcp.checkout.v1.CheckoutService.CreateCheckout:output_type -> bcp.checkout.v1.CreateCheckoutResponse
+	13, // 29: bcp.checkout.v1.CheckoutService.GetCheckout:output_type -> bcp.checkout.v1.GetCheckoutResponse
+	14, // 30: bcp.checkout.v1.CheckoutService.UpdateCheckout:output_type -> bcp.checkout.v1.UpdateCheckoutResponse
+	15, // 31: bcp.checkout.v1.CheckoutService.CancelCheckout:output_type -> bcp.checkout.v1.CancelCheckoutResponse
+	9,  // 32: bcp.checkout.v1.CheckoutService.CompleteCheckout:output_type -> bcp.checkout.v1.CompleteCheckoutResponse
+	11, // 33: bcp.checkout.v1.CheckoutService.SettlePayment:output_type -> bcp.checkout.v1.SettlePaymentResponse
+	23, // 34: bcp.checkout.v1.CheckoutService.ClaimIdempotencyKey:output_type -> bcp.checkout.v1.ClaimIdempotencyKeyResponse
+	25, // 35: bcp.checkout.v1.CheckoutService.FinishIdempotencyKey:output_type -> bcp.checkout.v1.FinishIdempotencyKeyResponse
+	27, // 36: bcp.checkout.v1.CheckoutService.ReleaseIdempotencyKey:output_type -> bcp.checkout.v1.ReleaseIdempotencyKeyResponse
+	19, // 37: bcp.checkout.v1.CheckoutService.ListCheckouts:output_type -> bcp.checkout.v1.ListCheckoutsResponse
+	21, // 38: bcp.checkout.v1.CheckoutService.ExpireCheckouts:output_type -> bcp.checkout.v1.ExpireCheckoutsResponse
+	29, // 39: bcp.checkout.v1.CheckoutService.GetCheckoutStats:output_type -> bcp.checkout.v1.GetCheckoutStatsResponse
+	27, // [27:40] is the sub-list for method output_type
+	14, // [14:27] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_bcp_checkout_v1_checkout_proto_init() }
@@ -1712,7 +1957,7 @@ func file_bcp_checkout_v1_checkout_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_checkout_v1_checkout_proto_rawDesc), len(file_bcp_checkout_v1_checkout_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

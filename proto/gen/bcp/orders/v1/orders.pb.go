@@ -1140,6 +1140,261 @@ func (x *ListWebhookDeliveriesResponse) GetDeliveries() []*WebhookDelivery {
 	return nil
 }
 
+// Creation time in [since_unix, until_unix); 0 = open end.
+type GetOrderStatsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SinceUnix     int64                  `protobuf:"varint,1,opt,name=since_unix,json=sinceUnix,proto3" json:"since_unix,omitempty"`
+	UntilUnix     int64                  `protobuf:"varint,2,opt,name=until_unix,json=untilUnix,proto3" json:"until_unix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetOrderStatsRequest) Reset() {
+	*x = GetOrderStatsRequest{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetOrderStatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetOrderStatsRequest) ProtoMessage() {}
+
+func (x *GetOrderStatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetOrderStatsRequest.ProtoReflect.Descriptor instead.
+func (*GetOrderStatsRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *GetOrderStatsRequest) GetSinceUnix() int64 {
+	if x != nil {
+		return x.SinceUnix
+	}
+	return 0
+}
+
+func (x *GetOrderStatsRequest) GetUntilUnix() int64 {
+	if x != nil {
+		return x.UntilUnix
+	}
+	return 0
+}
+
+type GetOrderStatsResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Orders int64                  `protobuf:"varint,1,opt,name=orders,proto3" json:"orders,omitempty"`
+	// Sum of order totals in centavos (refunds not subtracted).
+	GmvMinor int64 `protobuf:"varint,2,opt,name=gmv_minor,json=gmvMinor,proto3" json:"gmv_minor,omitempty"`
+	// Ascending; days with no order are left out.
+	PerDay []*OrderDay `protobuf:"bytes,3,rep,name=per_day,json=perDay,proto3" json:"per_day,omitempty"`
+	// By GMV, largest first.
+	ByAgent []*AgentOrders `protobuf:"bytes,4,rep,name=by_agent,json=byAgent,proto3" json:"by_agent,omitempty"`
+	// Completed refunds of those orders, in centavos.
+	RefundedMinor int64 `protobuf:"varint,5,opt,name=refunded_minor,json=refundedMinor,proto3" json:"refunded_minor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetOrderStatsResponse) Reset() {
+	*x = GetOrderStatsResponse{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetOrderStatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetOrderStatsResponse) ProtoMessage() {}
+
+func (x *GetOrderStatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetOrderStatsResponse.ProtoReflect.Descriptor instead.
+func (*GetOrderStatsResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *GetOrderStatsResponse) GetOrders() int64 {
+	if x != nil {
+		return x.Orders
+	}
+	return 0
+}
+
+func (x *GetOrderStatsResponse) GetGmvMinor() int64 {
+	if x != nil {
+		return x.GmvMinor
+	}
+	return 0
+}
+
+func (x *GetOrderStatsResponse) GetPerDay() []*OrderDay {
+	if x != nil {
+		return x.PerDay
+	}
+	return nil
+}
+
+func (x *GetOrderStatsResponse) GetByAgent() []*AgentOrders {
+	if x != nil {
+		return x.ByAgent
+	}
+	return nil
+}
+
+func (x *GetOrderStatsResponse) GetRefundedMinor() int64 {
+	if x != nil {
+		return x.RefundedMinor
+	}
+	return 0
+}
+
+type OrderDay struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// YYYY-MM-DD in America/Sao_Paulo.
+	Day           string `protobuf:"bytes,1,opt,name=day,proto3" json:"day,omitempty"`
+	Orders        int64  `protobuf:"varint,2,opt,name=orders,proto3" json:"orders,omitempty"`
+	GmvMinor      int64  `protobuf:"varint,3,opt,name=gmv_minor,json=gmvMinor,proto3" json:"gmv_minor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OrderDay) Reset() {
+	*x = OrderDay{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrderDay) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrderDay) ProtoMessage() {}
+
+func (x *OrderDay) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrderDay.ProtoReflect.Descriptor instead.
+func (*OrderDay) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *OrderDay) GetDay() string {
+	if x != nil {
+		return x.Day
+	}
+	return ""
+}
+
+func (x *OrderDay) GetOrders() int64 {
+	if x != nil {
+		return x.Orders
+	}
+	return 0
+}
+
+func (x *OrderDay) GetGmvMinor() int64 {
+	if x != nil {
+		return x.GmvMinor
+	}
+	return 0
+}
+
+type AgentOrders struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The agent profile URL recorded on the order.
+	Agent         string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	Orders        int64  `protobuf:"varint,2,opt,name=orders,proto3" json:"orders,omitempty"`
+	GmvMinor      int64  `protobuf:"varint,3,opt,name=gmv_minor,json=gmvMinor,proto3" json:"gmv_minor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentOrders) Reset() {
+	*x = AgentOrders{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentOrders) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentOrders) ProtoMessage() {}
+
+func (x *AgentOrders) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentOrders.ProtoReflect.Descriptor instead.
+func (*AgentOrders) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *AgentOrders) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *AgentOrders) GetOrders() int64 {
+	if x != nil {
+		return x.Orders
+	}
+	return 0
+}
+
+func (x *AgentOrders) GetGmvMinor() int64 {
+	if x != nil {
+		return x.GmvMinor
+	}
+	return 0
+}
+
 var File_bcp_orders_v1_orders_proto protoreflect.FileDescriptor
 
 const file_bcp_orders_v1_orders_proto_rawDesc = "" +
@@ -1234,7 +1489,26 @@ const file_bcp_orders_v1_orders_proto_rawDesc = "" +
 	"\x1dListWebhookDeliveriesResponse\x12>\n" +
 	"\n" +
 	"deliveries\x18\x01 \x03(\v2\x1e.bcp.orders.v1.WebhookDeliveryR\n" +
-	"deliveries2\x92\x05\n" +
+	"deliveries\"T\n" +
+	"\x14GetOrderStatsRequest\x12\x1d\n" +
+	"\n" +
+	"since_unix\x18\x01 \x01(\x03R\tsinceUnix\x12\x1d\n" +
+	"\n" +
+	"until_unix\x18\x02 \x01(\x03R\tuntilUnix\"\xdc\x01\n" +
+	"\x15GetOrderStatsResponse\x12\x16\n" +
+	"\x06orders\x18\x01 \x01(\x03R\x06orders\x12\x1b\n" +
+	"\tgmv_minor\x18\x02 \x01(\x03R\bgmvMinor\x120\n" +
+	"\aper_day\x18\x03 \x03(\v2\x17.bcp.orders.v1.OrderDayR\x06perDay\x125\n" +
+	"\bby_agent\x18\x04 \x03(\v2\x1a.bcp.orders.v1.AgentOrdersR\abyAgent\x12%\n" +
+	"\x0erefunded_minor\x18\x05 \x01(\x03R\rrefundedMinor\"Q\n" +
+	"\bOrderDay\x12\x10\n" +
+	"\x03day\x18\x01 \x01(\tR\x03day\x12\x16\n" +
+	"\x06orders\x18\x02 \x01(\x03R\x06orders\x12\x1b\n" +
+	"\tgmv_minor\x18\x03 \x01(\x03R\bgmvMinor\"X\n" +
+	"\vAgentOrders\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x16\n" +
+	"\x06orders\x18\x02 \x01(\x03R\x06orders\x12\x1b\n" +
+	"\tgmv_minor\x18\x03 \x01(\x03R\bgmvMinor2\xf3\x05\n" +
 	"\rOrdersService\x12D\n" +
 	"\x04Ping\x12\x1a.bcp.orders.v1.PingRequest\x1a\x1b.bcp.orders.v1.PingResponse\"\x03\x90\x02\x01\x12T\n" +
 	"\vCreateOrder\x12!.bcp.orders.v1.CreateOrderRequest\x1a\".bcp.orders.v1.CreateOrderResponse\x12P\n" +
@@ -1243,7 +1517,8 @@ const file_bcp_orders_v1_orders_proto_rawDesc = "" +
 	"ListOrders\x12 .bcp.orders.v1.ListOrdersRequest\x1a!.bcp.orders.v1.ListOrdersResponse\"\x03\x90\x02\x01\x12l\n" +
 	"\x13AddFulfillmentEvent\x12).bcp.orders.v1.AddFulfillmentEventRequest\x1a*.bcp.orders.v1.AddFulfillmentEventResponse\x12T\n" +
 	"\vRefundOrder\x12!.bcp.orders.v1.RefundOrderRequest\x1a\".bcp.orders.v1.RefundOrderResponse\x12w\n" +
-	"\x15ListWebhookDeliveries\x12+.bcp.orders.v1.ListWebhookDeliveriesRequest\x1a,.bcp.orders.v1.ListWebhookDeliveriesResponse\"\x03\x90\x02\x01B\xae\x01\n" +
+	"\x15ListWebhookDeliveries\x12+.bcp.orders.v1.ListWebhookDeliveriesRequest\x1a,.bcp.orders.v1.ListWebhookDeliveriesResponse\"\x03\x90\x02\x01\x12_\n" +
+	"\rGetOrderStats\x12#.bcp.orders.v1.GetOrderStatsRequest\x1a$.bcp.orders.v1.GetOrderStatsResponse\"\x03\x90\x02\x01B\xae\x01\n" +
 	"\x11com.bcp.orders.v1B\vOrdersProtoP\x01Z6github.com/bcpdev/bcp/proto/gen/bcp/orders/v1;ordersv1\xa2\x02\x03BOX\xaa\x02\rBcp.Orders.V1\xca\x02\rBcp\\Orders\\V1\xe2\x02\x19Bcp\\Orders\\V1\\GPBMetadata\xea\x02\x0fBcp::Orders::V1b\x06proto3"
 
 var (
@@ -1258,7 +1533,7 @@ func file_bcp_orders_v1_orders_proto_rawDescGZIP() []byte {
 	return file_bcp_orders_v1_orders_proto_rawDescData
 }
 
-var file_bcp_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_bcp_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_bcp_orders_v1_orders_proto_goTypes = []any{
 	(*PingRequest)(nil),                   // 0: bcp.orders.v1.PingRequest
 	(*PingResponse)(nil),                  // 1: bcp.orders.v1.PingResponse
@@ -1277,31 +1552,39 @@ var file_bcp_orders_v1_orders_proto_goTypes = []any{
 	(*ListWebhookDeliveriesRequest)(nil),  // 14: bcp.orders.v1.ListWebhookDeliveriesRequest
 	(*WebhookDelivery)(nil),               // 15: bcp.orders.v1.WebhookDelivery
 	(*ListWebhookDeliveriesResponse)(nil), // 16: bcp.orders.v1.ListWebhookDeliveriesResponse
+	(*GetOrderStatsRequest)(nil),          // 17: bcp.orders.v1.GetOrderStatsRequest
+	(*GetOrderStatsResponse)(nil),         // 18: bcp.orders.v1.GetOrderStatsResponse
+	(*OrderDay)(nil),                      // 19: bcp.orders.v1.OrderDay
+	(*AgentOrders)(nil),                   // 20: bcp.orders.v1.AgentOrders
 }
 var file_bcp_orders_v1_orders_proto_depIdxs = []int32{
 	6,  // 0: bcp.orders.v1.ListOrdersResponse.orders:type_name -> bcp.orders.v1.OrderSummary
 	10, // 1: bcp.orders.v1.AddFulfillmentEventRequest.line_items:type_name -> bcp.orders.v1.LineQuantity
 	10, // 2: bcp.orders.v1.RefundOrderRequest.line_items:type_name -> bcp.orders.v1.LineQuantity
 	15, // 3: bcp.orders.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> bcp.orders.v1.WebhookDelivery
-	0,  // 4: bcp.orders.v1.OrdersService.Ping:input_type -> bcp.orders.v1.PingRequest
-	2,  // 5: bcp.orders.v1.OrdersService.CreateOrder:input_type -> bcp.orders.v1.CreateOrderRequest
-	4,  // 6: bcp.orders.v1.OrdersService.GetOrder:input_type -> bcp.orders.v1.GetOrderRequest
-	7,  // 7: bcp.orders.v1.OrdersService.ListOrders:input_type -> bcp.orders.v1.ListOrdersRequest
-	9,  // 8: bcp.orders.v1.OrdersService.AddFulfillmentEvent:input_type -> bcp.orders.v1.AddFulfillmentEventRequest
-	12, // 9: bcp.orders.v1.OrdersService.RefundOrder:input_type -> bcp.orders.v1.RefundOrderRequest
-	14, // 10: bcp.orders.v1.OrdersService.ListWebhookDeliveries:input_type -> bcp.orders.v1.ListWebhookDeliveriesRequest
-	1,  // 11: bcp.orders.v1.OrdersService.Ping:output_type -> bcp.orders.v1.PingResponse
-	3,  // 12: bcp.orders.v1.OrdersService.CreateOrder:output_type -> bcp.orders.v1.CreateOrderResponse
-	5,  // 13: bcp.orders.v1.OrdersService.GetOrder:output_type -> bcp.orders.v1.GetOrderResponse
-	8,  // 14: bcp.orders.v1.OrdersService.ListOrders:output_type -> bcp.orders.v1.ListOrdersResponse
-	11, // 15: bcp.orders.v1.OrdersService.AddFulfillmentEvent:output_type -> bcp.orders.v1.AddFulfillmentEventResponse
-	13, // 16: bcp.orders.v1.OrdersService.RefundOrder:output_type -> bcp.orders.v1.RefundOrderResponse
-	16, // 17: bcp.orders.v1.OrdersService.ListWebhookDeliveries:output_type -> bcp.orders.v1.ListWebhookDeliveriesResponse
-	11, // [11:18] is the sub-list for method output_type
-	4,  // [4:11] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	19, // 4: bcp.orders.v1.GetOrderStatsResponse.per_day:type_name -> bcp.orders.v1.OrderDay
+	20, // 5: bcp.orders.v1.GetOrderStatsResponse.by_agent:type_name -> bcp.orders.v1.AgentOrders
+	0,  // 6: bcp.orders.v1.OrdersService.Ping:input_type -> bcp.orders.v1.PingRequest
+	2,  // 7: bcp.orders.v1.OrdersService.CreateOrder:input_type -> bcp.orders.v1.CreateOrderRequest
+	4,  // 8: bcp.orders.v1.OrdersService.GetOrder:input_type -> bcp.orders.v1.GetOrderRequest
+	7,  // 9: bcp.orders.v1.OrdersService.ListOrders:input_type -> bcp.orders.v1.ListOrdersRequest
+	9,  // 10: bcp.orders.v1.OrdersService.AddFulfillmentEvent:input_type -> bcp.orders.v1.AddFulfillmentEventRequest
+	12, // 11: bcp.orders.v1.OrdersService.RefundOrder:input_type -> bcp.orders.v1.RefundOrderRequest
+	14, // 12: bcp.orders.v1.OrdersService.ListWebhookDeliveries:input_type -> bcp.orders.v1.ListWebhookDeliveriesRequest
+	17, // 13: bcp.orders.v1.OrdersService.GetOrderStats:input_type -> bcp.orders.v1.GetOrderStatsRequest
+	1,  // 14: bcp.orders.v1.OrdersService.Ping:output_type -> bcp.orders.v1.PingResponse
+	3,  // 15: bcp.orders.v1.OrdersService.CreateOrder:output_type -> bcp.orders.v1.CreateOrderResponse
+	5,  // 16: bcp.orders.v1.OrdersService.GetOrder:output_type -> bcp.orders.v1.GetOrderResponse
+	8,  // 17: bcp.orders.v1.OrdersService.ListOrders:output_type -> bcp.orders.v1.ListOrdersResponse
+	11, // 18: bcp.orders.v1.OrdersService.AddFulfillmentEvent:output_type -> bcp.orders.v1.AddFulfillmentEventResponse
+	13, // 19: bcp.orders.v1.OrdersService.RefundOrder:output_type -> bcp.orders.v1.RefundOrderResponse
+	16, // 20: bcp.orders.v1.OrdersService.ListWebhookDeliveries:output_type -> bcp.orders.v1.ListWebhookDeliveriesResponse
+	18, // 21: bcp.orders.v1.OrdersService.GetOrderStats:output_type -> bcp.orders.v1.GetOrderStatsResponse
+	14, // [14:22] is the sub-list for method output_type
+	6,  // [6:14] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_bcp_orders_v1_orders_proto_init() }
@@ -1315,7 +1598,7 @@ func file_bcp_orders_v1_orders_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_orders_v1_orders_proto_rawDesc), len(file_bcp_orders_v1_orders_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1255,6 +1255,208 @@ func (x *IngestPixWebhookResponse) GetDuplicates() int32 {
 	return 0
 }
 
+// Attempt creation time in [since_unix, until_unix); 0 = open end.
+type GetPaymentStatsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SinceUnix     int64                  `protobuf:"varint,1,opt,name=since_unix,json=sinceUnix,proto3" json:"since_unix,omitempty"`
+	UntilUnix     int64                  `protobuf:"varint,2,opt,name=until_unix,json=untilUnix,proto3" json:"until_unix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPaymentStatsRequest) Reset() {
+	*x = GetPaymentStatsRequest{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPaymentStatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPaymentStatsRequest) ProtoMessage() {}
+
+func (x *GetPaymentStatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPaymentStatsRequest.ProtoReflect.Descriptor instead.
+func (*GetPaymentStatsRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *GetPaymentStatsRequest) GetSinceUnix() int64 {
+	if x != nil {
+		return x.SinceUnix
+	}
+	return 0
+}
+
+func (x *GetPaymentStatsRequest) GetUntilUnix() int64 {
+	if x != nil {
+		return x.UntilUnix
+	}
+	return 0
+}
+
+type GetPaymentStatsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Ascending by day of the charge's creation; days with neither are left
+	// out.
+	PixPerDay []*PixDay `protobuf:"bytes,1,rep,name=pix_per_day,json=pixPerDay,proto3" json:"pix_per_day,omitempty"`
+	// Paid includes charges refunded afterwards.
+	PixPaid    int64 `protobuf:"varint,2,opt,name=pix_paid,json=pixPaid,proto3" json:"pix_paid,omitempty"`
+	PixExpired int64 `protobuf:"varint,3,opt,name=pix_expired,json=pixExpired,proto3" json:"pix_expired,omitempty"`
+	PixPending int64 `protobuf:"varint,4,opt,name=pix_pending,json=pixPending,proto3" json:"pix_pending,omitempty"`
+	// Approved includes charges refunded afterwards; declined = failed.
+	CardApproved  int64 `protobuf:"varint,5,opt,name=card_approved,json=cardApproved,proto3" json:"card_approved,omitempty"`
+	CardDeclined  int64 `protobuf:"varint,6,opt,name=card_declined,json=cardDeclined,proto3" json:"card_declined,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPaymentStatsResponse) Reset() {
+	*x = GetPaymentStatsResponse{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPaymentStatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPaymentStatsResponse) ProtoMessage() {}
+
+func (x *GetPaymentStatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPaymentStatsResponse.ProtoReflect.Descriptor instead.
+func (*GetPaymentStatsResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *GetPaymentStatsResponse) GetPixPerDay() []*PixDay {
+	if x != nil {
+		return x.PixPerDay
+	}
+	return nil
+}
+
+func (x *GetPaymentStatsResponse) GetPixPaid() int64 {
+	if x != nil {
+		return x.PixPaid
+	}
+	return 0
+}
+
+func (x *GetPaymentStatsResponse) GetPixExpired() int64 {
+	if x != nil {
+		return x.PixExpired
+	}
+	return 0
+}
+
+func (x *GetPaymentStatsResponse) GetPixPending() int64 {
+	if x != nil {
+		return x.PixPending
+	}
+	return 0
+}
+
+func (x *GetPaymentStatsResponse) GetCardApproved() int64 {
+	if x != nil {
+		return x.CardApproved
+	}
+	return 0
+}
+
+func (x *GetPaymentStatsResponse) GetCardDeclined() int64 {
+	if x != nil {
+		return x.CardDeclined
+	}
+	return 0
+}
+
+type PixDay struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// YYYY-MM-DD in America/Sao_Paulo.
+	Day           string `protobuf:"bytes,1,opt,name=day,proto3" json:"day,omitempty"`
+	Paid          int64  `protobuf:"varint,2,opt,name=paid,proto3" json:"paid,omitempty"`
+	Expired       int64  `protobuf:"varint,3,opt,name=expired,proto3" json:"expired,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PixDay) Reset() {
+	*x = PixDay{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PixDay) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PixDay) ProtoMessage() {}
+
+func (x *PixDay) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PixDay.ProtoReflect.Descriptor instead.
+func (*PixDay) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *PixDay) GetDay() string {
+	if x != nil {
+		return x.Day
+	}
+	return ""
+}
+
+func (x *PixDay) GetPaid() int64 {
+	if x != nil {
+		return x.Paid
+	}
+	return 0
+}
+
+func (x *PixDay) GetExpired() int64 {
+	if x != nil {
+		return x.Expired
+	}
+	return 0
+}
+
 var File_bcp_payments_v1_payments_proto protoreflect.FileDescriptor
 
 const file_bcp_payments_v1_payments_proto_rawDesc = "" +
@@ -1358,7 +1560,25 @@ const file_bcp_payments_v1_payments_proto_rawDesc = "" +
 	"\x06stored\x18\x01 \x01(\x05R\x06stored\x12\x1e\n" +
 	"\n" +
 	"duplicates\x18\x02 \x01(\x05R\n" +
-	"duplicates*\xa5\x02\n" +
+	"duplicates\"V\n" +
+	"\x16GetPaymentStatsRequest\x12\x1d\n" +
+	"\n" +
+	"since_unix\x18\x01 \x01(\x03R\tsinceUnix\x12\x1d\n" +
+	"\n" +
+	"until_unix\x18\x02 \x01(\x03R\tuntilUnix\"\xf9\x01\n" +
+	"\x17GetPaymentStatsResponse\x127\n" +
+	"\vpix_per_day\x18\x01 \x03(\v2\x17.bcp.payments.v1.PixDayR\tpixPerDay\x12\x19\n" +
+	"\bpix_paid\x18\x02 \x01(\x03R\apixPaid\x12\x1f\n" +
+	"\vpix_expired\x18\x03 \x01(\x03R\n" +
+	"pixExpired\x12\x1f\n" +
+	"\vpix_pending\x18\x04 \x01(\x03R\n" +
+	"pixPending\x12#\n" +
+	"\rcard_approved\x18\x05 \x01(\x03R\fcardApproved\x12#\n" +
+	"\rcard_declined\x18\x06 \x01(\x03R\fcardDeclined\"H\n" +
+	"\x06PixDay\x12\x10\n" +
+	"\x03day\x18\x01 \x01(\tR\x03day\x12\x12\n" +
+	"\x04paid\x18\x02 \x01(\x03R\x04paid\x12\x18\n" +
+	"\aexpired\x18\x03 \x01(\x03R\aexpired*\xa5\x02\n" +
 	"\rAttemptStatus\x12\x1e\n" +
 	"\x1aATTEMPT_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ATTEMPT_STATUS_PENDING\x10\x01\x12\x1c\n" +
@@ -1368,7 +1588,7 @@ const file_bcp_payments_v1_payments_proto_rawDesc = "" +
 	"\x17ATTEMPT_STATUS_CANCELED\x10\x05\x12\"\n" +
 	"\x1eATTEMPT_STATUS_REQUIRES_ACTION\x10\x06\x12\x1b\n" +
 	"\x17ATTEMPT_STATUS_REFUNDED\x10\a\x12%\n" +
-	"!ATTEMPT_STATUS_PARTIALLY_REFUNDED\x10\b2\x88\x06\n" +
+	"!ATTEMPT_STATUS_PARTIALLY_REFUNDED\x10\b2\xf3\x06\n" +
 	"\x0fPaymentsService\x12H\n" +
 	"\x04Ping\x12\x1c.bcp.payments.v1.PingRequest\x1a\x1d.bcp.payments.v1.PingResponse\"\x03\x90\x02\x01\x12[\n" +
 	"\fStartPayment\x12$.bcp.payments.v1.StartPaymentRequest\x1a%.bcp.payments.v1.StartPaymentResponse\x12Z\n" +
@@ -1379,7 +1599,8 @@ const file_bcp_payments_v1_payments_proto_rawDesc = "" +
 	"\x12SimulatePixPayment\x12*.bcp.payments.v1.SimulatePixPaymentRequest\x1a+.bcp.payments.v1.SimulatePixPaymentResponse\x12Z\n" +
 	"\n" +
 	"ListAlerts\x12\".bcp.payments.v1.ListAlertsRequest\x1a#.bcp.payments.v1.ListAlertsResponse\"\x03\x90\x02\x01\x12g\n" +
-	"\x10IngestPixWebhook\x12(.bcp.payments.v1.IngestPixWebhookRequest\x1a).bcp.payments.v1.IngestPixWebhookResponseB\xbe\x01\n" +
+	"\x10IngestPixWebhook\x12(.bcp.payments.v1.IngestPixWebhookRequest\x1a).bcp.payments.v1.IngestPixWebhookResponse\x12i\n" +
+	"\x0fGetPaymentStats\x12'.bcp.payments.v1.GetPaymentStatsRequest\x1a(.bcp.payments.v1.GetPaymentStatsResponse\"\x03\x90\x02\x01B\xbe\x01\n" +
 	"\x13com.bcp.payments.v1B\rPaymentsProtoP\x01Z:github.com/bcpdev/bcp/proto/gen/bcp/payments/v1;paymentsv1\xa2\x02\x03BPX\xaa\x02\x0fBcp.Payments.V1\xca\x02\x0fBcp\\Payments\\V1\xe2\x02\x1bBcp\\Payments\\V1\\GPBMetadata\xea\x02\x11Bcp::Payments::V1b\x06proto3"
 
 var (
@@ -1395,7 +1616,7 @@ func file_bcp_payments_v1_payments_proto_rawDescGZIP() []byte {
 }
 
 var file_bcp_payments_v1_payments_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_bcp_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_bcp_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_bcp_payments_v1_payments_proto_goTypes = []any{
 	(AttemptStatus)(0),                 // 0: bcp.payments.v1.AttemptStatus
 	(*PingRequest)(nil),                // 1: bcp.payments.v1.PingRequest
@@ -1417,43 +1638,49 @@ var file_bcp_payments_v1_payments_proto_goTypes = []any{
 	(*ListAlertsResponse)(nil),         // 17: bcp.payments.v1.ListAlertsResponse
 	(*IngestPixWebhookRequest)(nil),    // 18: bcp.payments.v1.IngestPixWebhookRequest
 	(*IngestPixWebhookResponse)(nil),   // 19: bcp.payments.v1.IngestPixWebhookResponse
-	nil,                                // 20: bcp.payments.v1.IngestPixWebhookRequest.HeadersEntry
-	(*timestamppb.Timestamp)(nil),      // 21: google.protobuf.Timestamp
+	(*GetPaymentStatsRequest)(nil),     // 20: bcp.payments.v1.GetPaymentStatsRequest
+	(*GetPaymentStatsResponse)(nil),    // 21: bcp.payments.v1.GetPaymentStatsResponse
+	(*PixDay)(nil),                     // 22: bcp.payments.v1.PixDay
+	nil,                                // 23: bcp.payments.v1.IngestPixWebhookRequest.HeadersEntry
+	(*timestamppb.Timestamp)(nil),      // 24: google.protobuf.Timestamp
 }
 var file_bcp_payments_v1_payments_proto_depIdxs = []int32{
 	0,  // 0: bcp.payments.v1.Attempt.status:type_name -> bcp.payments.v1.AttemptStatus
-	21, // 1: bcp.payments.v1.Attempt.expires_at:type_name -> google.protobuf.Timestamp
-	21, // 2: bcp.payments.v1.Attempt.create_time:type_name -> google.protobuf.Timestamp
-	21, // 3: bcp.payments.v1.Attempt.update_time:type_name -> google.protobuf.Timestamp
+	24, // 1: bcp.payments.v1.Attempt.expires_at:type_name -> google.protobuf.Timestamp
+	24, // 2: bcp.payments.v1.Attempt.create_time:type_name -> google.protobuf.Timestamp
+	24, // 3: bcp.payments.v1.Attempt.update_time:type_name -> google.protobuf.Timestamp
 	3,  // 4: bcp.payments.v1.StartPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
 	3,  // 5: bcp.payments.v1.GetPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
 	3,  // 6: bcp.payments.v1.CancelPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
 	11, // 7: bcp.payments.v1.RefundPaymentResponse.refund:type_name -> bcp.payments.v1.Refund
 	3,  // 8: bcp.payments.v1.SimulatePixPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
-	21, // 9: bcp.payments.v1.Alert.create_time:type_name -> google.protobuf.Timestamp
+	24, // 9: bcp.payments.v1.Alert.create_time:type_name -> google.protobuf.Timestamp
 	15, // 10: bcp.payments.v1.ListAlertsResponse.alerts:type_name -> bcp.payments.v1.Alert
-	20, // 11: bcp.payments.v1.IngestPixWebhookRequest.headers:type_name -> bcp.payments.v1.IngestPixWebhookRequest.HeadersEntry
-	1,  // 12: bcp.payments.v1.PaymentsService.Ping:input_type -> bcp.payments.v1.PingRequest
-	4,  // 13: bcp.payments.v1.PaymentsService.StartPayment:input_type -> bcp.payments.v1.StartPaymentRequest
-	6,  // 14: bcp.payments.v1.PaymentsService.GetPayment:input_type -> bcp.payments.v1.GetPaymentRequest
-	8,  // 15: bcp.payments.v1.PaymentsService.CancelPayment:input_type -> bcp.payments.v1.CancelPaymentRequest
-	10, // 16: bcp.payments.v1.PaymentsService.RefundPayment:input_type -> bcp.payments.v1.RefundPaymentRequest
-	13, // 17: bcp.payments.v1.PaymentsService.SimulatePixPayment:input_type -> bcp.payments.v1.SimulatePixPaymentRequest
-	16, // 18: bcp.payments.v1.PaymentsService.ListAlerts:input_type -> bcp.payments.v1.ListAlertsRequest
-	18, // 19: bcp.payments.v1.PaymentsService.IngestPixWebhook:input_type -> bcp.payments.v1.IngestPixWebhookRequest
-	2,  // 20: bcp.payments.v1.PaymentsService.Ping:output_type -> bcp.payments.v1.PingResponse
-	5,  // 21: bcp.payments.v1.PaymentsService.StartPayment:output_type -> bcp.payments.v1.StartPaymentResponse
-	7,  // 22: bcp.payments.v1.PaymentsService.GetPayment:output_type -> bcp.payments.v1.GetPaymentResponse
-	9,  // 23: bcp.payments.v1.PaymentsService.CancelPayment:output_type -> bcp.payments.v1.CancelPaymentResponse
-	12, // 24: bcp.payments.v1.PaymentsService.RefundPayment:output_type -> bcp.payments.v1.RefundPaymentResponse
-	14, // 25: bcp.payments.v1.PaymentsService.SimulatePixPayment:output_type -> bcp.payments.v1.SimulatePixPaymentResponse
-	17, // 26: bcp.payments.v1.PaymentsService.ListAlerts:output_type -> bcp.payments.v1.ListAlertsResponse
-	19, // 27: bcp.payments.v1.PaymentsService.IngestPixWebhook:output_type -> bcp.payments.v1.IngestPixWebhookResponse
-	20, // [20:28] is the sub-list for method output_type
-	12, // [12:20] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	23, // 11: bcp.payments.v1.IngestPixWebhookRequest.headers:type_name -> bcp.payments.v1.IngestPixWebhookRequest.HeadersEntry
+	22, // 12: bcp.payments.v1.GetPaymentStatsResponse.pix_per_day:type_name -> bcp.payments.v1.PixDay
+	1,  // 13: bcp.payments.v1.PaymentsService.Ping:input_type -> bcp.payments.v1.PingRequest
+	4,  // 14: bcp.payments.v1.PaymentsService.StartPayment:input_type -> bcp.payments.v1.StartPaymentRequest
+	6,  // 15: bcp.payments.v1.PaymentsService.GetPayment:input_type -> bcp.payments.v1.GetPaymentRequest
+	8,  // 16: bcp.payments.v1.PaymentsService.CancelPayment:input_type -> bcp.payments.v1.CancelPaymentRequest
+	10, // 17: bcp.payments.v1.PaymentsService.RefundPayment:input_type -> bcp.payments.v1.RefundPaymentRequest
+	13, // 18: bcp.payments.v1.PaymentsService.SimulatePixPayment:input_type -> bcp.payments.v1.SimulatePixPaymentRequest
+	16, // 19: bcp.payments.v1.PaymentsService.ListAlerts:input_type -> bcp.payments.v1.ListAlertsRequest
+	18, // 20: bcp.payments.v1.PaymentsService.IngestPixWebhook:input_type -> bcp.payments.v1.IngestPixWebhookRequest
+	20, // 21: bcp.payments.v1.PaymentsService.GetPaymentStats:input_type -> bcp.payments.v1.GetPaymentStatsRequest
+	2,  // 22: bcp.payments.v1.PaymentsService.Ping:output_type -> bcp.payments.v1.PingResponse
+	5,  // 23: bcp.payments.v1.PaymentsService.StartPayment:output_type -> bcp.payments.v1.StartPaymentResponse
+	7,  // 24: bcp.payments.v1.PaymentsService.GetPayment:output_type -> bcp.payments.v1.GetPaymentResponse
+	9,  // 25: bcp.payments.v1.PaymentsService.CancelPayment:output_type -> bcp.payments.v1.CancelPaymentResponse
+	12, // 26: bcp.payments.v1.PaymentsService.RefundPayment:output_type -> bcp.payments.v1.RefundPaymentResponse
+	14, // 27: bcp.payments.v1.PaymentsService.SimulatePixPayment:output_type -> bcp.payments.v1.SimulatePixPaymentResponse
+	17, // 28: bcp.payments.v1.PaymentsService.ListAlerts:output_type -> bcp.payments.v1.ListAlertsResponse
+	19, // 29: bcp.payments.v1.PaymentsService.IngestPixWebhook:output_type -> bcp.payments.v1.IngestPixWebhookResponse
+	21, // 30: bcp.payments.v1.PaymentsService.GetPaymentStats:output_type -> bcp.payments.v1.GetPaymentStatsResponse
+	22, // [22:31] is the sub-list for method output_type
+	13, // [13:22] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_bcp_payments_v1_payments_proto_init() }
@@ -1467,7 +1694,7 @@ func file_bcp_payments_v1_payments_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_payments_v1_payments_proto_rawDesc), len(file_bcp_payments_v1_payments_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -68,6 +68,9 @@ const (
 	// CheckoutServiceExpireCheckoutsProcedure is the fully-qualified name of the CheckoutService's
 	// ExpireCheckouts RPC.
 	CheckoutServiceExpireCheckoutsProcedure = "/bcp.checkout.v1.CheckoutService/ExpireCheckouts"
+	// CheckoutServiceGetCheckoutStatsProcedure is the fully-qualified name of the CheckoutService's
+	// GetCheckoutStats RPC.
+	CheckoutServiceGetCheckoutStatsProcedure = "/bcp.checkout.v1.CheckoutService/GetCheckoutStats"
 )
 
 // CheckoutServiceClient is a client for the bcp.checkout.v1.CheckoutService service.
@@ -102,6 +105,9 @@ type CheckoutServiceClient interface {
 	// ExpireCheckouts cancels this tenant's sessions past expires_at (run by
 	// the expiry job).
 	ExpireCheckouts(context.Context, *connect.Request[v1.ExpireCheckoutsRequest]) (*connect.Response[v1.ExpireCheckoutsResponse], error)
+	// GetCheckoutStats counts the tenant's sessions created in a window, by
+	// status and by day (merchant dashboard, operator console).
+	GetCheckoutStats(context.Context, *connect.Request[v1.GetCheckoutStatsRequest]) (*connect.Response[v1.GetCheckoutStatsResponse], error)
 }
 
 // NewCheckoutServiceClient constructs a client for the bcp.checkout.v1.CheckoutService service. By
@@ -190,6 +196,13 @@ func NewCheckoutServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithSchema(checkoutServiceMethods.ByName("ExpireCheckouts")),
 			connect.WithClientOptions(opts...),
 		),
+		getCheckoutStats: connect.NewClient[v1.GetCheckoutStatsRequest, v1.GetCheckoutStatsResponse](
+			httpClient,
+			baseURL+CheckoutServiceGetCheckoutStatsProcedure,
+			connect.WithSchema(checkoutServiceMethods.ByName("GetCheckoutStats")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -207,6 +220,7 @@ type checkoutServiceClient struct {
 	releaseIdempotencyKey *connect.Client[v1.ReleaseIdempotencyKeyRequest, v1.ReleaseIdempotencyKeyResponse]
 	listCheckouts         *connect.Client[v1.ListCheckoutsRequest, v1.ListCheckoutsResponse]
 	expireCheckouts       *connect.Client[v1.ExpireCheckoutsRequest, v1.ExpireCheckoutsResponse]
+	getCheckoutStats      *connect.Client[v1.GetCheckoutStatsRequest, v1.GetCheckoutStatsResponse]
 }
 
 // Ping calls bcp.checkout.v1.CheckoutService.Ping.
@@ -269,6 +283,11 @@ func (c *checkoutServiceClient) ExpireCheckouts(ctx context.Context, req *connec
 	return c.expireCheckouts.CallUnary(ctx, req)
 }
 
+// GetCheckoutStats calls bcp.checkout.v1.CheckoutService.GetCheckoutStats.
+func (c *checkoutServiceClient) GetCheckoutStats(ctx context.Context, req *connect.Request[v1.GetCheckoutStatsRequest]) (*connect.Response[v1.GetCheckoutStatsResponse], error) {
+	return c.getCheckoutStats.CallUnary(ctx, req)
+}
+
 // CheckoutServiceHandler is an implementation of the bcp.checkout.v1.CheckoutService service.
 type CheckoutServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
@@ -301,6 +320,9 @@ type CheckoutServiceHandler interface {
 	// ExpireCheckouts cancels this tenant's sessions past expires_at (run by
 	// the expiry job).
 	ExpireCheckouts(context.Context, *connect.Request[v1.ExpireCheckoutsRequest]) (*connect.Response[v1.ExpireCheckoutsResponse], error)
+	// GetCheckoutStats counts the tenant's sessions created in a window, by
+	// status and by day (merchant dashboard, operator console).
+	GetCheckoutStats(context.Context, *connect.Request[v1.GetCheckoutStatsRequest]) (*connect.Response[v1.GetCheckoutStatsResponse], error)
 }
 
 // NewCheckoutServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -385,6 +407,13 @@ func NewCheckoutServiceHandler(svc CheckoutServiceHandler, opts ...connect.Handl
 		connect.WithSchema(checkoutServiceMethods.ByName("ExpireCheckouts")),
 		connect.WithHandlerOptions(opts...),
 	)
+	checkoutServiceGetCheckoutStatsHandler := connect.NewUnaryHandler(
+		CheckoutServiceGetCheckoutStatsProcedure,
+		svc.GetCheckoutStats,
+		connect.WithSchema(checkoutServiceMethods.ByName("GetCheckoutStats")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.checkout.v1.CheckoutService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case CheckoutServicePingProcedure:
@@ -411,6 +440,8 @@ func NewCheckoutServiceHandler(svc CheckoutServiceHandler, opts ...connect.Handl
 			checkoutServiceListCheckoutsHandler.ServeHTTP(w, r)
 		case CheckoutServiceExpireCheckoutsProcedure:
 			checkoutServiceExpireCheckoutsHandler.ServeHTTP(w, r)
+		case CheckoutServiceGetCheckoutStatsProcedure:
+			checkoutServiceGetCheckoutStatsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -466,4 +497,8 @@ func (UnimplementedCheckoutServiceHandler) ListCheckouts(context.Context, *conne
 
 func (UnimplementedCheckoutServiceHandler) ExpireCheckouts(context.Context, *connect.Request[v1.ExpireCheckoutsRequest]) (*connect.Response[v1.ExpireCheckoutsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.ExpireCheckouts is not implemented"))
+}
+
+func (UnimplementedCheckoutServiceHandler) GetCheckoutStats(context.Context, *connect.Request[v1.GetCheckoutStatsRequest]) (*connect.Response[v1.GetCheckoutStatsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.GetCheckoutStats is not implemented"))
 }

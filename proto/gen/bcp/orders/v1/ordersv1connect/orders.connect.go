@@ -52,6 +52,9 @@ const (
 	// OrdersServiceListWebhookDeliveriesProcedure is the fully-qualified name of the OrdersService's
 	// ListWebhookDeliveries RPC.
 	OrdersServiceListWebhookDeliveriesProcedure = "/bcp.orders.v1.OrdersService/ListWebhookDeliveries"
+	// OrdersServiceGetOrderStatsProcedure is the fully-qualified name of the OrdersService's
+	// GetOrderStats RPC.
+	OrdersServiceGetOrderStatsProcedure = "/bcp.orders.v1.OrdersService/GetOrderStats"
 )
 
 // OrdersServiceClient is a client for the bcp.orders.v1.OrdersService service.
@@ -70,6 +73,9 @@ type OrdersServiceClient interface {
 	// ListWebhookDeliveries lists an order's webhook messages and how their
 	// delivery went (merchant API).
 	ListWebhookDeliveries(context.Context, *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error)
+	// GetOrderStats sums the tenant's orders created in a window: count,
+	// GMV, per day and per agent (merchant dashboard, operator console).
+	GetOrderStats(context.Context, *connect.Request[v1.GetOrderStatsRequest]) (*connect.Response[v1.GetOrderStatsResponse], error)
 }
 
 // NewOrdersServiceClient constructs a client for the bcp.orders.v1.OrdersService service. By
@@ -129,6 +135,13 @@ func NewOrdersServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		getOrderStats: connect.NewClient[v1.GetOrderStatsRequest, v1.GetOrderStatsResponse](
+			httpClient,
+			baseURL+OrdersServiceGetOrderStatsProcedure,
+			connect.WithSchema(ordersServiceMethods.ByName("GetOrderStats")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -141,6 +154,7 @@ type ordersServiceClient struct {
 	addFulfillmentEvent   *connect.Client[v1.AddFulfillmentEventRequest, v1.AddFulfillmentEventResponse]
 	refundOrder           *connect.Client[v1.RefundOrderRequest, v1.RefundOrderResponse]
 	listWebhookDeliveries *connect.Client[v1.ListWebhookDeliveriesRequest, v1.ListWebhookDeliveriesResponse]
+	getOrderStats         *connect.Client[v1.GetOrderStatsRequest, v1.GetOrderStatsResponse]
 }
 
 // Ping calls bcp.orders.v1.OrdersService.Ping.
@@ -178,6 +192,11 @@ func (c *ordersServiceClient) ListWebhookDeliveries(ctx context.Context, req *co
 	return c.listWebhookDeliveries.CallUnary(ctx, req)
 }
 
+// GetOrderStats calls bcp.orders.v1.OrdersService.GetOrderStats.
+func (c *ordersServiceClient) GetOrderStats(ctx context.Context, req *connect.Request[v1.GetOrderStatsRequest]) (*connect.Response[v1.GetOrderStatsResponse], error) {
+	return c.getOrderStats.CallUnary(ctx, req)
+}
+
 // OrdersServiceHandler is an implementation of the bcp.orders.v1.OrdersService service.
 type OrdersServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
@@ -194,6 +213,9 @@ type OrdersServiceHandler interface {
 	// ListWebhookDeliveries lists an order's webhook messages and how their
 	// delivery went (merchant API).
 	ListWebhookDeliveries(context.Context, *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error)
+	// GetOrderStats sums the tenant's orders created in a window: count,
+	// GMV, per day and per agent (merchant dashboard, operator console).
+	GetOrderStats(context.Context, *connect.Request[v1.GetOrderStatsRequest]) (*connect.Response[v1.GetOrderStatsResponse], error)
 }
 
 // NewOrdersServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -249,6 +271,13 @@ func NewOrdersServiceHandler(svc OrdersServiceHandler, opts ...connect.HandlerOp
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	ordersServiceGetOrderStatsHandler := connect.NewUnaryHandler(
+		OrdersServiceGetOrderStatsProcedure,
+		svc.GetOrderStats,
+		connect.WithSchema(ordersServiceMethods.ByName("GetOrderStats")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.orders.v1.OrdersService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case OrdersServicePingProcedure:
@@ -265,6 +294,8 @@ func NewOrdersServiceHandler(svc OrdersServiceHandler, opts ...connect.HandlerOp
 			ordersServiceRefundOrderHandler.ServeHTTP(w, r)
 		case OrdersServiceListWebhookDeliveriesProcedure:
 			ordersServiceListWebhookDeliveriesHandler.ServeHTTP(w, r)
+		case OrdersServiceGetOrderStatsProcedure:
+			ordersServiceGetOrderStatsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -300,4 +331,8 @@ func (UnimplementedOrdersServiceHandler) RefundOrder(context.Context, *connect.R
 
 func (UnimplementedOrdersServiceHandler) ListWebhookDeliveries(context.Context, *connect.Request[v1.ListWebhookDeliveriesRequest]) (*connect.Response[v1.ListWebhookDeliveriesResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.orders.v1.OrdersService.ListWebhookDeliveries is not implemented"))
+}
+
+func (UnimplementedOrdersServiceHandler) GetOrderStats(context.Context, *connect.Request[v1.GetOrderStatsRequest]) (*connect.Response[v1.GetOrderStatsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.orders.v1.OrdersService.GetOrderStats is not implemented"))
 }

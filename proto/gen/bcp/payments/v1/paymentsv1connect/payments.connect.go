@@ -56,6 +56,9 @@ const (
 	// PaymentsServiceIngestPixWebhookProcedure is the fully-qualified name of the PaymentsService's
 	// IngestPixWebhook RPC.
 	PaymentsServiceIngestPixWebhookProcedure = "/bcp.payments.v1.PaymentsService/IngestPixWebhook"
+	// PaymentsServiceGetPaymentStatsProcedure is the fully-qualified name of the PaymentsService's
+	// GetPaymentStats RPC.
+	PaymentsServiceGetPaymentStatsProcedure = "/bcp.payments.v1.PaymentsService/GetPaymentStats"
 )
 
 // PaymentsServiceClient is a client for the bcp.payments.v1.PaymentsService service.
@@ -92,6 +95,10 @@ type PaymentsServiceClient interface {
 	// Errors: NotFound (unknown hook), Unauthenticated (bad signature or
 	// stale timestamp), InvalidArgument (malformed body).
 	IngestPixWebhook(context.Context, *connect.Request[v1.IngestPixWebhookRequest]) (*connect.Response[v1.IngestPixWebhookResponse], error)
+	// GetPaymentStats counts the tenant's payment attempts started in a
+	// window: Pix paid, expired and pending (per day), cards approved and
+	// declined (merchant dashboard, operator console).
+	GetPaymentStats(context.Context, *connect.Request[v1.GetPaymentStatsRequest]) (*connect.Response[v1.GetPaymentStatsResponse], error)
 }
 
 // NewPaymentsServiceClient constructs a client for the bcp.payments.v1.PaymentsService service. By
@@ -156,6 +163,13 @@ func NewPaymentsServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithSchema(paymentsServiceMethods.ByName("IngestPixWebhook")),
 			connect.WithClientOptions(opts...),
 		),
+		getPaymentStats: connect.NewClient[v1.GetPaymentStatsRequest, v1.GetPaymentStatsResponse](
+			httpClient,
+			baseURL+PaymentsServiceGetPaymentStatsProcedure,
+			connect.WithSchema(paymentsServiceMethods.ByName("GetPaymentStats")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -169,6 +183,7 @@ type paymentsServiceClient struct {
 	simulatePixPayment *connect.Client[v1.SimulatePixPaymentRequest, v1.SimulatePixPaymentResponse]
 	listAlerts         *connect.Client[v1.ListAlertsRequest, v1.ListAlertsResponse]
 	ingestPixWebhook   *connect.Client[v1.IngestPixWebhookRequest, v1.IngestPixWebhookResponse]
+	getPaymentStats    *connect.Client[v1.GetPaymentStatsRequest, v1.GetPaymentStatsResponse]
 }
 
 // Ping calls bcp.payments.v1.PaymentsService.Ping.
@@ -211,6 +226,11 @@ func (c *paymentsServiceClient) IngestPixWebhook(ctx context.Context, req *conne
 	return c.ingestPixWebhook.CallUnary(ctx, req)
 }
 
+// GetPaymentStats calls bcp.payments.v1.PaymentsService.GetPaymentStats.
+func (c *paymentsServiceClient) GetPaymentStats(ctx context.Context, req *connect.Request[v1.GetPaymentStatsRequest]) (*connect.Response[v1.GetPaymentStatsResponse], error) {
+	return c.getPaymentStats.CallUnary(ctx, req)
+}
+
 // PaymentsServiceHandler is an implementation of the bcp.payments.v1.PaymentsService service.
 type PaymentsServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
@@ -245,6 +265,10 @@ type PaymentsServiceHandler interface {
 	// Errors: NotFound (unknown hook), Unauthenticated (bad signature or
 	// stale timestamp), InvalidArgument (malformed body).
 	IngestPixWebhook(context.Context, *connect.Request[v1.IngestPixWebhookRequest]) (*connect.Response[v1.IngestPixWebhookResponse], error)
+	// GetPaymentStats counts the tenant's payment attempts started in a
+	// window: Pix paid, expired and pending (per day), cards approved and
+	// declined (merchant dashboard, operator console).
+	GetPaymentStats(context.Context, *connect.Request[v1.GetPaymentStatsRequest]) (*connect.Response[v1.GetPaymentStatsResponse], error)
 }
 
 // NewPaymentsServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -305,6 +329,13 @@ func NewPaymentsServiceHandler(svc PaymentsServiceHandler, opts ...connect.Handl
 		connect.WithSchema(paymentsServiceMethods.ByName("IngestPixWebhook")),
 		connect.WithHandlerOptions(opts...),
 	)
+	paymentsServiceGetPaymentStatsHandler := connect.NewUnaryHandler(
+		PaymentsServiceGetPaymentStatsProcedure,
+		svc.GetPaymentStats,
+		connect.WithSchema(paymentsServiceMethods.ByName("GetPaymentStats")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.payments.v1.PaymentsService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case PaymentsServicePingProcedure:
@@ -323,6 +354,8 @@ func NewPaymentsServiceHandler(svc PaymentsServiceHandler, opts ...connect.Handl
 			paymentsServiceListAlertsHandler.ServeHTTP(w, r)
 		case PaymentsServiceIngestPixWebhookProcedure:
 			paymentsServiceIngestPixWebhookHandler.ServeHTTP(w, r)
+		case PaymentsServiceGetPaymentStatsProcedure:
+			paymentsServiceGetPaymentStatsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -362,4 +395,8 @@ func (UnimplementedPaymentsServiceHandler) ListAlerts(context.Context, *connect.
 
 func (UnimplementedPaymentsServiceHandler) IngestPixWebhook(context.Context, *connect.Request[v1.IngestPixWebhookRequest]) (*connect.Response[v1.IngestPixWebhookResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.payments.v1.PaymentsService.IngestPixWebhook is not implemented"))
+}
+
+func (UnimplementedPaymentsServiceHandler) GetPaymentStats(context.Context, *connect.Request[v1.GetPaymentStatsRequest]) (*connect.Response[v1.GetPaymentStatsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.payments.v1.PaymentsService.GetPaymentStats is not implemented"))
 }

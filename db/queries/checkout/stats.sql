@@ -1,0 +1,17 @@
+-- name: CheckoutStats :many
+-- One scan, two groupings: rows with by_day = false count a status, rows
+-- with by_day = true count a São Paulo day (the other column is empty).
+SELECT
+  (GROUPING(s.day) = 0)::boolean AS by_day,
+  COALESCE(s.status, '')::text AS status,
+  COALESCE(s.day, '')::text AS day,
+  count(*)::bigint AS n
+FROM (
+  SELECT status, to_char(created_at AT TIME ZONE 'America/Sao_Paulo', 'YYYY-MM-DD') AS day
+  FROM checkout.sessions
+  WHERE tenant_id = @tenant_id
+    AND (sqlc.narg(since)::timestamptz IS NULL OR created_at >= sqlc.narg(since)::timestamptz)
+    AND (sqlc.narg(until)::timestamptz IS NULL OR created_at < sqlc.narg(until)::timestamptz)
+) s
+GROUP BY GROUPING SETS ((s.status), (s.day))
+ORDER BY 1, 2, 3;
