@@ -251,7 +251,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		// The merchant admin, under /admin on the merchant's own hosts.
 		merchantAdmin := admin.New(admin.Options{
 			Tenants: clients.Tenants, Catalog: clients.Catalog, Checkout: clients.Checkout, Orders: clients.Orders, Pricing: clients.Pricing,
-			Logger: log, PublicScheme: cfg.Edge.PublicScheme, CSRFKey: csrfKey(cfg.InternalToken),
+			Payments: clients.Payments, Logger: log, PublicScheme: cfg.Edge.PublicScheme, CSRFKey: csrfKey(cfg.InternalToken),
 		})
 		for pattern, h := range merchantAdmin.Routes() {
 			e.Handle(pattern, h)

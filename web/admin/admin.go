@@ -41,6 +41,7 @@ import (
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
@@ -59,6 +60,8 @@ type Options struct {
 	Checkout checkoutv1connect.CheckoutServiceClient
 	Orders   ordersv1connect.OrdersServiceClient
 	Pricing  pricingv1connect.PricingServiceClient
+	// Payments feeds the dashboard's Pix chart; nil leaves it out.
+	Payments paymentsv1connect.PaymentsServiceClient
 	Logger   *slog.Logger
 	// CSRFKey keys the form tokens; every edge process of a deployment
 	// needs the same key. Empty: random per process.
@@ -126,7 +129,7 @@ func New(opts Options) *Admin {
 		"pct": func(bp int64) string { return formatPercent(bp) + " %" },
 	}
 	a.pages = map[string]*template.Template{}
-	for _, p := range []string{"login", "products", "product", "orders", "order", "checkouts", "checkout", "shipping", "rate", "discounts", "discount", "users", "apikeys", "settings", "error"} {
+	for _, p := range []string{"login", "products", "product", "orders", "order", "checkouts", "checkout", "shipping", "rate", "discounts", "discount", "users", "apikeys", "settings", "error", "dashboard"} {
 		t := template.New("layout.html").Funcs(funcs)
 		a.pages[p] = template.Must(t.ParseFS(templateFS, "templates/layout.html", "templates/field.html", "templates/"+p+".html"))
 	}
@@ -147,10 +150,8 @@ func (a *Admin) Routes() map[string]http.Handler {
 	get := func(h http.HandlerFunc) http.Handler { return secure(a.signedIn(h)) }
 	post := func(h http.HandlerFunc) http.Handler { return secure(cop.Handler(a.signedIn(a.checkCSRF(h)))) }
 	return map[string]http.Handler{
-		"GET /admin": secure(http.RedirectHandler("/admin/", http.StatusSeeOther)),
-		"GET /admin/{$}": get(func(rw http.ResponseWriter, r *http.Request) {
-			http.Redirect(rw, r, "/admin/pedidos", http.StatusSeeOther)
-		}),
+		"GET /admin":                           secure(http.RedirectHandler("/admin/", http.StatusSeeOther)),
+		"GET /admin/{$}":                       get(a.dashboard),
 		"GET /admin/entrar":                    secure(http.HandlerFunc(a.loginPage)),
 		"POST /admin/entrar":                   secure(cop.Handler(http.HandlerFunc(a.login))),
 		"POST /admin/sair":                     post(a.logout),

@@ -57,11 +57,12 @@ const (
 	padBottom   = 28
 	maxXLabels  = 10
 	rowHeight   = 44
-	hbarValueW  = 150 // room after the longest bar for its value
-	maxLabelLen = 60
+	hbarWidth   = 480 // narrower than columns: its text stays legible on phones
+	maxLabelLen = 40  // leaves the row's right side to its value
 	brand       = "#0a6b4f"
 	gridColor   = "#e1e4e8"
 	textColor   = "#545c66"
+	trackColor  = "#eceef1"
 )
 
 // Columns is a vertical bar chart (values over time, one column per
@@ -119,14 +120,14 @@ func columns(o Options, series []Series, groups []Group, texts []string) templat
 		}
 		desc = append(desc, g.Label+": "+strings.Join(parts, ", "))
 	}
-	open(&b, o.Title, strings.Join(desc, "; "), width, colHeight)
+	open(&b, "chart chart-columns", o.Title, strings.Join(desc, "; "), width, colHeight)
 
 	if legend {
 		x := float64(padLeft)
 		for k, s := range series {
 			b.WriteString(`<rect class="legend series-` + strconv.Itoa(k) + `" x="` + num(x) + `" y="8" width="12" height="12" rx="2" fill="` + esc(s.Color) + `"/>`)
-			b.WriteString(`<text class="legend-label" x="` + num(x+18) + `" y="18" font-size="12" fill="` + textColor + `">` + esc(s.Name) + `</text>`)
-			x += 18 + float64(utf8.RuneCountInString(s.Name))*7.5 + 24
+			b.WriteString(`<text class="legend-label" x="` + num(x+18) + `" y="18" font-size="13" fill="` + textColor + `">` + esc(s.Name) + `</text>`)
+			x += 18 + float64(utf8.RuneCountInString(s.Name))*8 + 24
 		}
 	}
 
@@ -139,7 +140,7 @@ func columns(o Options, series []Series, groups []Group, texts []string) templat
 	for _, t := range ticks {
 		y := base - float64(t)/float64(scale)*plotH
 		b.WriteString(`<line class="grid" x1="` + strconv.Itoa(padLeft) + `" x2="` + strconv.Itoa(width-padRight) + `" y1="` + num(y) + `" y2="` + num(y) + `" stroke="` + gridColor + `"/>`)
-		b.WriteString(`<text class="y-label" x="` + strconv.Itoa(padLeft-6) + `" y="` + num(y+4) + `" text-anchor="end" font-size="11" fill="` + textColor + `">` + esc(o.format(t)) + `</text>`)
+		b.WriteString(`<text class="y-label" x="` + strconv.Itoa(padLeft-6) + `" y="` + num(y+4) + `" text-anchor="end" font-size="12" fill="` + textColor + `">` + esc(o.format(t)) + `</text>`)
 	}
 
 	n := len(groups)
@@ -166,8 +167,9 @@ func columns(o Options, series []Series, groups []Group, texts []string) templat
 			}
 			b.WriteString(`<rect class="bar series-` + strconv.Itoa(k) + `" x="` + num(x) + `" y="` + num(y) + `" width="` + num(barW) + `" height="` + num(h) + `" fill="` + esc(s.Color) + `"><title>` + esc(title) + `</title></rect>`)
 		}
-		if i%step == 0 {
-			b.WriteString(`<text class="x-label" x="` + num(x+barW/2) + `" y="` + strconv.Itoa(colHeight-8) + `" text-anchor="middle" font-size="11" fill="` + textColor + `">` + esc(g.Label) + `</text>`)
+		// Labelled from the last column back, so the newest always is.
+		if (n-1-i)%step == 0 {
+			b.WriteString(`<text class="x-label" x="` + num(x+barW/2) + `" y="` + strconv.Itoa(colHeight-8) + `" text-anchor="middle" font-size="12" fill="` + textColor + `">` + esc(g.Label) + `</text>`)
 		}
 	}
 	b.WriteString(`</svg>`)
@@ -175,8 +177,9 @@ func columns(o Options, series []Series, groups []Group, texts []string) templat
 }
 
 // HBars is a horizontal bar chart, one row per bar in the given order
-// (a funnel, a ranking): the label above its bar, the value after it.
-// Bars are proportional to the largest value.
+// (a funnel, a ranking): the label and the value above the bar, at its
+// left and right ends. Bars are proportional to the largest value, which
+// spans the whole width.
 func HBars(o Options, bars []Bar) template.HTML {
 	var top int64
 	for _, bar := range bars {
@@ -186,33 +189,33 @@ func HBars(o Options, bars []Bar) template.HTML {
 		return ""
 	}
 	h := len(bars)*rowHeight + 4
-	plotW := float64(width - hbarValueW)
+	plotW := float64(hbarWidth)
 	var b strings.Builder
 	desc := make([]string, len(bars))
 	for i, bar := range bars {
 		desc[i] = bar.Label + ": " + o.text(bar)
 	}
-	open(&b, o.Title, strings.Join(desc, "; "), width, h)
+	open(&b, "chart chart-hbars", o.Title, strings.Join(desc, "; "), hbarWidth, h)
 	for i, bar := range bars {
 		y := float64(i * rowHeight)
 		label := bar.Label
 		if utf8.RuneCountInString(label) > maxLabelLen {
 			label = string([]rune(label)[:maxLabelLen-1]) + "…"
 		}
-		b.WriteString(`<text class="row-label" x="0" y="` + num(y+14) + `" font-size="12" fill="#16191d">` + esc(label) + `</text>`)
-		w := 0.0
+		b.WriteString(`<text class="row-label" x="0" y="` + num(y+14) + `" font-size="13" fill="#16191d">` + esc(label) + `</text>`)
+		b.WriteString(`<text class="value-label" x="` + strconv.Itoa(hbarWidth) + `" y="` + num(y+14) + `" text-anchor="end" font-size="13" fill="` + textColor + `">` + esc(o.text(bar)) + `</text>`)
+		b.WriteString(`<rect class="track" x="0" y="` + num(y+20) + `" width="` + strconv.Itoa(hbarWidth) + `" height="16" rx="3" fill="` + trackColor + `"/>`)
 		if v := max(bar.Value, 0); v > 0 {
-			w = math.Max(float64(v)/float64(top)*plotW, 1)
+			w := math.Max(round1(float64(v)/float64(top)*plotW), 1)
 			b.WriteString(`<rect class="bar" x="0" y="` + num(y+20) + `" width="` + num(w) + `" height="16" rx="3" fill="` + esc(o.color()) + `"><title>` + esc(bar.Label+": "+o.text(bar)) + `</title></rect>`)
 		}
-		b.WriteString(`<text class="value-label" x="` + num(w+6) + `" y="` + num(y+33) + `" font-size="12" fill="` + textColor + `">` + esc(o.text(bar)) + `</text>`)
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
 }
 
-func open(b *strings.Builder, title, desc string, w, h int) {
-	b.WriteString(`<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 ` + strconv.Itoa(w) + ` ` + strconv.Itoa(h) +
+func open(b *strings.Builder, class, title, desc string, w, h int) {
+	b.WriteString(`<svg xmlns="http://www.w3.org/2000/svg" class="` + class + `" viewBox="0 0 ` + strconv.Itoa(w) + ` ` + strconv.Itoa(h) +
 		`" role="img" aria-label="` + esc(title) + `" font-family="system-ui, sans-serif"><title>` + esc(title) + `</title><desc>` + esc(desc) + `</desc>`)
 }
 

@@ -124,8 +124,8 @@ func TestColumnsAxisRoundsUpAndThinsLabels(t *testing.T) {
 	if n := len(find(nodes, "rect", "bar")); n != 30 {
 		t.Errorf("%d bars, want 30", n)
 	}
-	// Ten labels at most: every third day.
-	if x := texts(find(nodes, "text", "x-label")); len(x) != 10 || x[0] != "01/03" || x[1] != "04/03" || x[9] != "28/03" {
+	// Ten labels at most: every third day, counted back from the last.
+	if x := texts(find(nodes, "text", "x-label")); len(x) != 10 || x[0] != "03/03" || x[1] != "06/03" || x[9] != "30/03" {
 		t.Errorf("x labels = %q", x)
 	}
 	// A value far below the axis top stays visible (1 unit).
@@ -168,8 +168,8 @@ func TestHBarsAreProportionalToTheLargest(t *testing.T) {
 	for _, b := range find(nodes, "rect", "bar") {
 		widths = append(widths, b.Attr["width"])
 	}
-	// 640 - 150 = 490 units for the largest.
-	if fmt.Sprint(widths) != "[490 245 122.5]" {
+	// The largest spans the 480 units.
+	if fmt.Sprint(widths) != "[480 240 120]" {
 		t.Errorf("widths = %v", widths)
 	}
 	if v := texts(find(nodes, "text", "value-label")); fmt.Sprint(v) != "[4 2 (50 %) 1 0]" {
@@ -178,7 +178,7 @@ func TestHBarsAreProportionalToTheLargest(t *testing.T) {
 	if l := texts(find(nodes, "text", "row-label")); fmt.Sprint(l) != "[Incompleto Concluído Cancelado Vazio]" {
 		t.Errorf("labels = %q", l)
 	}
-	if nodes[0].Attr["viewBox"] != "0 0 640 180" {
+	if nodes[0].Attr["viewBox"] != "0 0 480 180" {
 		t.Errorf("viewBox %q", nodes[0].Attr["viewBox"])
 	}
 }
@@ -192,7 +192,7 @@ func TestTextIsEscapedAndLongLabelsShortened(t *testing.T) {
 	}
 	nodes := parse(t, template.HTML(svg))
 	labels := texts(find(nodes, "text", "row-label"))
-	if labels[0] != evil || len([]rune(labels[1])) != 60 || !strings.HasSuffix(labels[1], "…") {
+	if labels[0] != evil || len([]rune(labels[1])) != 40 || !strings.HasSuffix(labels[1], "…") {
 		t.Errorf("labels = %q", labels)
 	}
 	// The full label stays in the bar's title.
