@@ -130,6 +130,10 @@ func TestAdminDashboard(t *testing.T) {
 		!strings.Contains(p7.body, `<a href="/admin/?dias=7" aria-current="true">7 dias</a>`) {
 		t.Errorf("7 days: %s", p7.body)
 	}
+	// Anything but 7, 30 or 90 is the default 30 days.
+	if px := b.do("GET", "/admin/?dias=365", nil); px.status != 200 || !strings.Contains(px.body, `<a href="/admin/?dias=30" aria-current="true">30 dias</a>`) {
+		t.Errorf("?dias=365: %d", px.status)
+	}
 
 	// A fresh merchant: zeros and the empty states, nothing of the first.
 	bf := newBrowser(t, s.r, fresh)
