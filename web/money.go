@@ -5,30 +5,6 @@ import (
 	"strconv"
 )
 
-// formatBRL renders centavos as "R$ 1.234,56" ("-R$ 11,98" when
-// negative) with integer arithmetic only: money never touches a float.
-func formatBRL(cents int64) string {
-	// Work on the magnitude as uint64 so math.MinInt64 has one too.
-	mag := uint64(cents)
-	if cents < 0 {
-		mag = -mag
-	}
-	digits := strconv.FormatUint(mag/100, 10)
-	grouped := make([]byte, 0, len(digits)+len(digits)/3)
-	for i := 0; i < len(digits); i++ {
-		if i > 0 && (len(digits)-i)%3 == 0 {
-			grouped = append(grouped, '.')
-		}
-		grouped = append(grouped, digits[i])
-	}
-	c := mag % 100
-	s := "R$ " + string(grouped) + "," + string([]byte{byte('0' + c/10), byte('0' + c%10)})
-	if cents < 0 {
-		return "-" + s
-	}
-	return s
-}
-
 // pixAmount is the API Pix decimal format ("123.45"): exactly two decimals.
 var pixAmount = regexp.MustCompile(`^([0-9]{1,13})\.([0-9]{2})$`)
 

@@ -10,25 +10,20 @@
 package web
 
 import (
-	"bytes"
-	"crypto/rand"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"encoding/json"
 	"html/template"
-	"io/fs"
 	"log/slog"
-	"mime"
 	"net/http"
-	"path"
-	"strings"
 	"time"
 
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
+	"github.com/bcpdev/bcp/web/internal/money"
+	"github.com/bcpdev/bcp/web/internal/pages"
+	"github.com/bcpdev/bcp/web/internal/pagesec"
 )
 
 //go:embed templates/*.html
@@ -77,36 +72,26 @@ type Web struct {
 	opts    Options
 	log     *slog.Logger
 	pages   map[string]*template.Template
-	assets  map[string]asset  // by served name ("app.1a2b3c4d5e.css")
-	assetOf map[string]string // logical name → served URL path
+	assets  *pages.Assets
 	csrfKey []byte
 	now     func() time.Time
-}
-
-type asset struct {
-	body        []byte
-	contentType string
 }
 
 // New parses the embedded templates and indexes the static files. The
 // templates are part of the binary, so a parse failure is a programming
 // error and panics (the package tests parse them).
 func New(opts Options) *Web {
-	w := &Web{opts: opts, log: opts.Logger, now: opts.Now, csrfKey: opts.CSRFKey}
+	w := &Web{opts: opts, log: opts.Logger, now: opts.Now, csrfKey: pagesec.Key(opts.CSRFKey)}
 	if w.log == nil {
 		w.log = slog.Default()
 	}
 	if w.now == nil {
 		w.now = time.Now
 	}
-	if len(w.csrfKey) == 0 {
-		w.csrfKey = make([]byte, 32)
-		_, _ = rand.Read(w.csrfKey) // never fails (crypto/rand panics instead)
-	}
-	w.loadAssets()
+	w.assets = pages.LoadAssets(staticFS, "static", "/static/")
 	funcs := template.FuncMap{
-		"asset": func(name string) string { return w.assetOf[name] },
-		"brl":   formatBRL,
+		"asset": w.assets.URL,
+		"brl":   money.FormatBRL,
 	}
 	w.pages = map[string]*template.Template{}
 	for _, page := range []string{"checkout", "order", "error"} {
@@ -137,74 +122,25 @@ func (w *Web) Routes() map[string]http.Handler {
 const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
-// secure sets the headers every response carries. Pages hold personal
-// data (address, order), so no-store is the default; static assets
-// override it.
-func secure(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		hd := rw.Header()
-		hd.Set("Content-Security-Policy", csp)
-		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("Referrer-Policy", "same-origin")
-		hd.Set("Cache-Control", "no-store")
-		h.ServeHTTP(rw, r)
-	})
-}
-
-// loadAssets names every static file by a hash of its content, so pages
-// can let browsers cache them forever and a new binary busts the cache.
-func (w *Web) loadAssets() {
-	w.assets = map[string]asset{}
-	w.assetOf = map[string]string{}
-	entries, err := fs.ReadDir(staticFS, "static")
-	if err != nil {
-		panic(err)
-	}
-	for _, e := range entries {
-		body, err := staticFS.ReadFile("static/" + e.Name())
-		if err != nil {
-			panic(err)
-		}
-		sum := sha256.Sum256(body)
-		ext := path.Ext(e.Name())
-		served := strings.TrimSuffix(e.Name(), ext) + "." + hex.EncodeToString(sum[:5]) + ext
-		ctype := mime.TypeByExtension(ext)
-		switch ext { // the system MIME table may lack or differ on these
-		case ".css":
-			ctype = "text/css; charset=utf-8"
-		case ".js":
-			ctype = "text/javascript; charset=utf-8"
-		}
-		w.assets[served] = asset{body: body, contentType: ctype}
-		w.assetOf[e.Name()] = "/static/" + served
-	}
-}
+// secure sets the headers every response carries; static assets override
+// no-store.
+var secure = pagesec.Headers{CSP: csp}.Wrap
 
 func (w *Web) static(rw http.ResponseWriter, r *http.Request) {
-	a, ok := w.assets[r.PathValue("file")]
-	if !ok {
+	if !w.assets.Serve(rw, r, r.PathValue("file")) {
 		w.notFound(rw, r)
-		return
 	}
-	rw.Header().Set("Content-Type", a.contentType)
-	rw.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
-	http.ServeContent(rw, r, "", time.Time{}, bytes.NewReader(a.body))
 }
 
 // render executes a page into a buffer first, so a template error becomes
 // a clean 500 instead of half a page.
 func (w *Web) render(rw http.ResponseWriter, r *http.Request, status int, page string, data any) {
-	var buf bytes.Buffer
-	if err := w.pages[page].Execute(&buf, data); err != nil {
+	if err := pages.Render(rw, w.pages[page], status, data); err != nil {
 		w.log.ErrorContext(r.Context(), "web: render", "page", page, "err", err)
 		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		rw.WriteHeader(http.StatusInternalServerError)
 		_, _ = rw.Write([]byte("Erro interno.\n"))
-		return
 	}
-	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
-	rw.WriteHeader(status)
-	_, _ = buf.WriteTo(rw)
 }
 
 // errorView is the data of the error page.

@@ -15,21 +15,9 @@ import (
 
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/protocol/bcp"
+	"github.com/bcpdev/bcp/web/internal/pagesec"
 	"github.com/bcpdev/bcp/web/internal/webtest"
 )
-
-func TestFormatBRL(t *testing.T) {
-	for cents, want := range map[int64]string{
-		0: "R$ 0,00", 5: "R$ 0,05", 99: "R$ 0,99", 100: "R$ 1,00", 11980: "R$ 119,80",
-		123456: "R$ 1.234,56", 100000000: "R$ 1.000.000,00", -1198: "-R$ 11,98", -5: "-R$ 0,05",
-		9223372036854775807:  "R$ 92.233.720.368.547.758,07",
-		-9223372036854775808: "-R$ 92.233.720.368.547.758,08",
-	} {
-		if got := formatBRL(cents); got != want {
-			t.Errorf("formatBRL(%d) = %q, want %q", cents, got, want)
-		}
-	}
-}
 
 func TestParsePixAmount(t *testing.T) {
 	for in, want := range map[string]int64{"123.45": 12345, "0.01": 1, "1.00": 100, "9999999999999.99": 999999999999999} {
@@ -205,7 +193,7 @@ func TestPixPendingPage(t *testing.T) {
 			csrf = c
 		}
 	}
-	if csrf == nil || !csrf.HttpOnly || !csrf.Secure || csrf.SameSite != http.SameSiteStrictMode || !validNonce(csrf.Value) {
+	if csrf == nil || !csrf.HttpOnly || !csrf.Secure || csrf.SameSite != http.SameSiteStrictMode || !pagesec.ValidNonce(csrf.Value) {
 		t.Fatalf("csrf cookie = %+v", csrf)
 	}
 	if !strings.Contains(r.Body, `name="csrf_token" value="`+e.w.csrfMAC(e.tenant, e.id, csrf.Value)+`"`) {

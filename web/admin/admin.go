@@ -15,22 +15,13 @@
 package admin
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
 	"embed"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"html/template"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"path"
-	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -45,6 +36,9 @@ import (
 	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
+	"github.com/bcpdev/bcp/web/internal/money"
+	"github.com/bcpdev/bcp/web/internal/pages"
+	"github.com/bcpdev/bcp/web/internal/pagesec"
 )
 
 //go:embed templates/*.html
@@ -72,12 +66,11 @@ type Options struct {
 
 // Admin holds the parsed templates and hashed static files.
 type Admin struct {
-	opts    Options
-	log     *slog.Logger
-	pages   map[string]*template.Template
-	assets  map[string][]byte
-	assetOf map[string]string
-	key     []byte
+	opts   Options
+	log    *slog.Logger
+	pages  map[string]*template.Template
+	assets *pages.Assets
+	key    []byte
 }
 
 // Cookie names. Both are scoped to /admin.
@@ -89,30 +82,14 @@ const (
 // New parses the embedded templates (a parse failure is a programming
 // error and panics; the tests parse them).
 func New(opts Options) *Admin {
-	a := &Admin{opts: opts, log: opts.Logger, key: opts.CSRFKey}
+	a := &Admin{opts: opts, log: opts.Logger, key: pagesec.Key(opts.CSRFKey)}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
-	if len(a.key) == 0 {
-		a.key = make([]byte, 32)
-		_, _ = rand.Read(a.key)
-	}
-	a.assets, a.assetOf = map[string][]byte{}, map[string]string{}
-	entries, err := fs.ReadDir(staticFS, "static")
-	if err != nil {
-		panic(err)
-	}
-	for _, e := range entries {
-		body, _ := staticFS.ReadFile("static/" + e.Name())
-		sum := sha256.Sum256(body)
-		ext := path.Ext(e.Name())
-		served := strings.TrimSuffix(e.Name(), ext) + "." + hex.EncodeToString(sum[:5]) + ext
-		a.assets[served] = body
-		a.assetOf[e.Name()] = "/admin/static/" + served
-	}
+	a.assets = pages.LoadAssets(staticFS, "static", "/admin/static/")
 	funcs := template.FuncMap{
-		"asset": func(n string) string { return a.assetOf[n] },
-		"brl":   FormatBRL,
+		"asset": a.assets.URL,
+		"brl":   money.FormatBRL,
 		"unix": func(s int64) string {
 			return time.Unix(s, 0).In(saoPaulo).Format("02/01/2006 15:04")
 		},
@@ -189,28 +166,12 @@ func (a *Admin) Routes() map[string]http.Handler {
 
 const csp = "default-src 'none'; style-src 'self'; img-src 'self' data: https:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
-func secure(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		hd := rw.Header()
-		hd.Set("Content-Security-Policy", csp)
-		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("Referrer-Policy", "same-origin")
-		hd.Set("Cache-Control", "no-store")
-		hd.Set("X-Frame-Options", "DENY")
-		h.ServeHTTP(rw, r)
-	})
-}
+var secure = pagesec.Headers{CSP: csp, FrameDeny: true}.Wrap
 
 func (a *Admin) static(rw http.ResponseWriter, r *http.Request) {
-	body, ok := a.assets[r.PathValue("file")]
-	if !ok {
+	if !a.assets.Serve(rw, r, r.PathValue("file")) {
 		http.NotFound(rw, r)
-		return
 	}
-	rw.Header().Set("Content-Type", "text/css; charset=utf-8")
-	rw.Header().Set("X-Content-Type-Options", "nosniff")
-	rw.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
-	http.ServeContent(rw, r, "", time.Time{}, bytes.NewReader(body))
 }
 
 // session is the signed-in user of a request.
@@ -257,15 +218,7 @@ func (a *Admin) signedIn(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-func (a *Admin) mac(parts ...string) string {
-	m := hmac.New(sha256.New, a.key)
-	m.Write([]byte("bcp-admin/csrf"))
-	for _, p := range parts {
-		m.Write([]byte{0})
-		m.Write([]byte(p))
-	}
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
+func (a *Admin) mac(parts ...string) string { return pagesec.MAC(a.key, "bcp-admin/csrf", parts...) }
 
 // csrfToken is the form token of the signed-in session.
 func (a *Admin) csrfToken(s *session) string { return a.mac("session", s.tenant.String(), s.token) }
@@ -275,7 +228,7 @@ func (a *Admin) checkCSRF(h http.HandlerFunc) http.HandlerFunc {
 	return func(rw http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(rw, r.Body, 1<<20)
 		s := sessionFrom(r.Context())
-		if s == nil || !hmac.Equal([]byte(r.PostFormValue("_csrf")), []byte(a.csrfToken(s))) {
+		if s == nil || !pagesec.Equal(r.PostFormValue("_csrf"), a.csrfToken(s)) {
 			a.errorPage(rw, r, http.StatusForbidden)
 			return
 		}
@@ -314,15 +267,10 @@ var noticeText = map[string]string{
 }
 
 func (a *Admin) render(rw http.ResponseWriter, r *http.Request, status int, name string, p page) {
-	var buf bytes.Buffer
-	if err := a.pages[name].Execute(&buf, p); err != nil {
+	if err := pages.Render(rw, a.pages[name], status, p); err != nil {
 		a.log.ErrorContext(r.Context(), "admin: render", "page", name, "err", err)
 		http.Error(rw, "Erro interno.", http.StatusInternalServerError)
-		return
 	}
-	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
-	rw.WriteHeader(status)
-	_, _ = buf.WriteTo(rw)
 }
 
 type errorData struct {

@@ -1,9 +1,6 @@
 package admin
 
 import (
-	"crypto/hmac"
-	"crypto/rand"
-	"encoding/base64"
 	"net/http"
 	"strings"
 	"time"
@@ -13,6 +10,7 @@ import (
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/web/internal/pagesec"
 )
 
 type loginData struct {
@@ -25,16 +23,7 @@ type loginData struct {
 // loginToken returns the sign-in form token, bound to a nonce cookie (the
 // visitor has no session yet).
 func (a *Admin) loginToken(rw http.ResponseWriter, r *http.Request, tenant string) string {
-	nonce := ""
-	if c, err := r.Cookie(loginCookie); err == nil && len(c.Value) == 43 {
-		nonce = c.Value
-	} else {
-		b := make([]byte, 32)
-		_, _ = rand.Read(b)
-		nonce = base64.RawURLEncoding.EncodeToString(b)
-		http.SetCookie(rw, &http.Cookie{Name: loginCookie, Value: nonce, Path: "/admin", HttpOnly: true,
-			SameSite: http.SameSiteStrictMode, Secure: a.secureCookies(r)})
-	}
+	nonce := pagesec.NonceCookie{Name: loginCookie, Path: "/admin"}.Get(rw, r, a.secureCookies(r))
 	return a.mac("login", tenant, nonce)
 }
 
@@ -64,7 +53,7 @@ func (a *Admin) login(rw http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(rw, r.Body, 64<<10)
 	c, cerr := r.Cookie(loginCookie)
-	if cerr != nil || !hmac.Equal([]byte(r.PostFormValue("_csrf")), []byte(a.mac("login", tid.String(), c.Value))) {
+	if cerr != nil || !pagesec.Equal(r.PostFormValue("_csrf"), a.mac("login", tid.String(), c.Value)) {
 		a.errorPage(rw, r, http.StatusForbidden)
 		return
 	}
