@@ -190,6 +190,14 @@ func (tb *tab) fill(sel, value string) {
 		chromedp.SendKeys(chromedp.CSS(sel), value))
 }
 
+// fields fills input fields by name, in order: name, value, name, value…
+func (tb *tab) fields(nameValue ...string) {
+	tb.c.t.Helper()
+	for i := 0; i+1 < len(nameValue); i += 2 {
+		tb.fill("input[name="+nameValue[i]+"]", nameValue[i+1])
+	}
+}
+
 // submit clicks the button sel and returns the status of the page it leads to.
 func (tb *tab) submit(sel string) int {
 	tb.c.t.Helper()
@@ -199,25 +207,13 @@ func (tb *tab) submit(sel string) int {
 // text is the visible text of the first element matching sel.
 func (tb *tab) text(sel string) string {
 	tb.c.t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		tb.fail("text of "+sel, err)
-	}
-	return strings.TrimSpace(s)
+	return strings.TrimSpace(run(tb, "text of "+sel, chromedp.Text(chromedp.CSS(sel))))
 }
 
 // value is the current value of the form field sel.
 func (tb *tab) value(sel string) string {
 	tb.c.t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(sel)))
-	if err != nil {
-		tb.fail("value of "+sel, err)
-	}
-	return s
+	return run(tb, "value of "+sel, chromedp.Value(chromedp.CSS(sel)))
 }
 
 // location is the tab's current URL.
@@ -235,11 +231,17 @@ func (tb *tab) html() string {
 // eval evaluates a JavaScript expression in the page.
 func eval[T any](tb *tab, expr string) T {
 	tb.c.t.Helper()
+	return run(tb, "evaluate "+expr, chromedp.Evaluate[T](expr))
+}
+
+// run runs one action that returns a value, with the step deadline.
+func run[T any](tb *tab, what string, a chromedp.Action[T]) T {
+	tb.c.t.Helper()
 	ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, a)
 	if err != nil {
-		tb.fail("evaluate "+expr, err)
+		tb.fail(what, err)
 	}
 	return v
 }

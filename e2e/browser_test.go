@@ -42,11 +42,7 @@ func TestBrowserMerchantAgentBuyer(t *testing.T) {
 
 	// 2. A product, the price typed as a merchant would.
 	adm.open(hostA, "/admin/produtos/novo")
-	adm.fill(`input[name=title]`, "Garrafa Térmica")
-	adm.fill(`input[name=v0_sku]`, "GAR-500")
-	adm.fill(`input[name=v0_title]`, "Garrafa inox 500 ml")
-	adm.fill(`input[name=v0_price]`, "R$ 89,90")
-	adm.fill(`input[name=v0_stock]`, "5")
+	adm.fields("title", "Garrafa Térmica", "v0_sku", "GAR-500", "v0_title", "Garrafa inox 500 ml", "v0_price", "R$ 89,90", "v0_stock", "5")
 	adm.screenshot("produto-novo")
 	if st := adm.submit(`form[action="/admin/produtos/novo"] button[type=submit]`); st != 200 || !strings.HasSuffix(adm.location(), "?ok=criado") {
 		t.Fatalf("create product: %d at %s", st, adm.location())
@@ -60,11 +56,7 @@ func TestBrowserMerchantAgentBuyer(t *testing.T) {
 
 	// 3. A shipping rate.
 	adm.open(hostA, "/admin/frete/nova")
-	adm.fill(`input[name=title]`, "Expressa Loja A")
-	adm.fill(`input[name=carrier]`, "Loggi")
-	adm.fill(`input[name=price]`, "19,90")
-	adm.fill(`input[name=min_days]`, "1")
-	adm.fill(`input[name=max_days]`, "2")
+	adm.fields("title", "Expressa Loja A", "carrier", "Loggi", "price", "19,90", "min_days", "1", "max_days", "2")
 	if st := adm.submit(`form[action="/admin/frete/nova"] button[type=submit]`); st != 200 || adm.location() != adm.url(hostA, "/admin/frete?ok=salvo") {
 		t.Fatalf("create rate: %d at %s", st, adm.location())
 	}
