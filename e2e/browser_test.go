@@ -194,14 +194,19 @@ func TestBrowserMerchantAgentBuyer(t *testing.T) {
 	}
 	adm.screenshot("pedido-reembolsado")
 
-	// 8. On a phone the orders page fits the screen (no sideways scroll).
+	// 8. On a phone the dashboard and the orders page fit the screen (no
+	// sideways scroll).
 	adm.step("phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile, chromedp.EmulatePortrait))
-	adm.open(hostA, "/admin/pedidos")
-	if w := eval[int](adm, `document.documentElement.scrollWidth - window.innerWidth`); w > 0 {
-		adm.screenshot("celular-pedidos-transborda")
-		t.Fatalf("orders page is %d px wider than a 390 px phone", w)
+	for _, p := range [][2]string{{"/admin/", "celular-painel"}, {"/admin/pedidos", "celular-pedidos"}} {
+		path, name := p[0], p[1]
+		if st := adm.open(hostA, path); st != 200 {
+			t.Fatalf("%s on a phone: %d", path, st)
+		}
+		adm.screenshot(name)
+		if w := eval[int](adm, `document.documentElement.scrollWidth - window.innerWidth`); w > 0 {
+			t.Errorf("%s is %d px wider than a 390 px phone", path, w)
+		}
 	}
-	adm.screenshot("celular-pedidos")
 
 	// 9. Another merchant, signed in, reaches none of it by URL.
 	other := c.tab(true)
