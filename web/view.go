@@ -224,7 +224,10 @@ func safeLink(s string) template.URL {
 
 // qrURL picks the QR image the CSP lets the page show: a same-origin URL
 // (made relative, so a TLS-terminating proxy does not matter) or a
-// base64 PNG/SVG data URL. SVG first: it stays sharp at any size.
+// base64 PNG/SVG data URL. SVG first: it stays sharp at any size. Hosts
+// compare without their ports: the agent may have reached the merchant on
+// another port (or none) than the buyer's browser, and the path is served
+// by this same platform for the same merchant either way.
 func qrURL(host string, d pixDisplay) template.URL {
 	for _, s := range []string{d.QRSVGURL, d.QRPNGURL} {
 		switch {
@@ -235,12 +238,20 @@ func qrURL(host string, d pixDisplay) template.URL {
 			return template.URL(s)
 		default:
 			u, err := url.Parse(s)
-			if err == nil && (u.Scheme == "https" || u.Scheme == "http") && strings.EqualFold(u.Host, host) {
+			if err == nil && (u.Scheme == "https" || u.Scheme == "http") && strings.EqualFold(u.Hostname(), hostOnly(host)) {
 				return template.URL(u.RequestURI())
 			}
 		}
 	}
 	return ""
+}
+
+// hostOnly drops a port from a Host header value ("loja.localhost:8080").
+func hostOnly(h string) string {
+	if u, err := url.Parse("//" + h); err == nil && u.Hostname() != "" {
+		return u.Hostname()
+	}
+	return h
 }
 
 func localTime(t time.Time) string {
