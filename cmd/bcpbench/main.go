@@ -53,6 +53,7 @@ type config struct {
 	out, svg    string
 	maxInFlight int
 	cpuprofile  string
+	statements  int
 	// --target: a running platform instead of one started here.
 	target, targetInternal, operatorToken, internalToken, profileAddr string
 }
@@ -78,6 +79,7 @@ type Phase struct {
 	Errors      map[string]int     `json:"errors"`
 	Pool        *PoolStats         `json:"db_pool,omitempty"`
 	CPU         *CPUUse            `json:"cpu,omitempty"`
+	SQL         *StmtStats         `json:"sql,omitempty"`
 }
 
 // PoolStats is pgxpool's Stat at the end of a phase (counters as deltas
@@ -142,6 +144,7 @@ func main() {
 	flag.StringVar(&cfg.svg, "svg", "bcpbench-latency.svg", "SVG chart file (\"\" for none)")
 	flag.IntVar(&cfg.maxInFlight, "max-in-flight", 2000, "open loop: purchases in flight at most (more arrivals count as dropped)")
 	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the closed-loop purchase phase (platform and agents share the process)")
+	flag.IntVar(&cfg.statements, "pg-statements", 0, "pg_stat_statements: print transactions and statements per operation, and the N most frequent statements of each closed-loop phase (-1: off)")
 	flag.StringVar(&cfg.target, "target", "", "host:port of a running bcpd's public listener (default: start a platform in process)")
 	flag.StringVar(&cfg.targetInternal, "target-internal", "127.0.0.1:9090", "with --target: its internal listener (seeding, simulated Pix payments)")
 	flag.StringVar(&cfg.operatorToken, "operator-token", os.Getenv("BCP_OPERATOR_TOKEN"), "with --target: operator token (BCP_OPERATOR_TOKEN)")
@@ -186,7 +189,7 @@ func run(ctx context.Context, cfg config) error {
 		}
 		e, err = startRemoteEnv(ctx, strings.TrimPrefix(cfg.target, "http://"), cfg.targetInternal, cfg.operatorToken, cfg.internalToken, cfg.profileAddr, cfg.tenants, logf)
 	} else {
-		e, err = startEnv(ctx, cfg.tenants, logf)
+		e, err = startEnv(ctx, cfg.tenants, cfg.statements >= 0, logf)
 	}
 	if err != nil {
 		return err
@@ -251,6 +254,7 @@ func run(ctx context.Context, cfg config) error {
 			before = poolStats(e, nil)
 		}
 		cpu0 := e.cpu()
+		stmts0 := e.statements(ctx)
 		logf("phase %s (%s, concurrency %d, rate %.0f/s) for %s", name, mode, conc, rate, cfg.duration)
 		var el time.Duration
 		if mode == "closed" {
@@ -264,6 +268,11 @@ func run(ctx context.Context, cfg config) error {
 			p.Pool = poolStats(e, before)
 		}
 		p.CPU = cpuUse(cpu0, e.cpu(), p.Completed)
+		top := 0
+		if mode == "closed" {
+			top = cfg.statements
+		}
+		p.SQL = stmtDelta(stmts0, e.statements(ctx), p.Completed, top)
 		res.Phases = append(res.Phases, p)
 		return p
 	}
@@ -424,10 +433,25 @@ func printReport(w io.Writer, res *Result) {
 			if i == 1 && p.CPU != nil {
 				pool = fmt.Sprintf("CPU: process %.1f s (%.1f ms/op), PostgreSQL %.1f s (%.1f ms/op)", p.CPU.ProcessSeconds, p.CPU.ProcessMsPerOp, p.CPU.PostgresSeconds, p.CPU.PostgresMsPerOp)
 			}
+			if i == 2 && p.SQL != nil {
+				pool = p.SQL.String()
+			}
 			if i > 0 {
 				head = fmt.Sprintf("%-16s %-6s %8s %10s", "", "", "", "")
 			}
 			fmt.Fprintf(w, "%s  %-18s %7d %9.1f %8s %8s %8s  %s\n", head, op, s.Count, s.Throughput, fmtMs(s.P50), fmtMs(s.P95), fmtMs(s.P99), pool)
+		}
+		if len(ops) < 3 && p.SQL != nil {
+			fmt.Fprintf(w, "%-16s %s\n", "", p.SQL)
+		}
+		if p.SQL != nil {
+			for _, l := range p.SQL.Top {
+				q := l.Query
+				if len(q) > 110 {
+					q = q[:110] + "…"
+				}
+				fmt.Fprintf(w, "%-16s   %6.2f/op %7.3f ms  %s\n", "", l.CallsPerOp, l.MeanMs, q)
+			}
 		}
 		if len(p.Errors) > 0 {
 			keys := make([]string, 0, len(p.Errors))

@@ -18,6 +18,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bcpdev/bcp/agentclient"
@@ -55,8 +56,9 @@ type env struct {
 	ops        *platform.Clients
 	tenants    tenantsv1connect.TenantServiceClient
 	pool       *pgxpool.Pool
-	hostSuffix string // makes the seeded hosts unique on a shared platform
-	profile    string // agent profile URL
+	stats      *pgx.Conn // superuser, pg_stat_statements (nil when off or with --target)
+	hostSuffix string    // makes the seeded hosts unique on a shared platform
+	profile    string    // agent profile URL
 	profSrv    *http.Server
 	merchants  []*merchant
 	key        crypto.Signer // agent signing key (signature mode)
@@ -74,6 +76,9 @@ func (e *env) stop() {
 	if e.r != nil {
 		e.r.Stop()
 	}
+	if e.stats != nil {
+		_ = e.stats.Close(context.Background())
+	}
 	if e.profSrv != nil {
 		_ = e.profSrv.Close()
 	}
@@ -88,7 +93,7 @@ func (e *env) stop() {
 // startEnv starts PostgreSQL (fsync off: we measure the platform, not the
 // disk; see docs/performance.md), migrates, starts every service and
 // seeds `tenants` merchants through the operator APIs.
-func startEnv(ctx context.Context, tenants int, logf func(string, ...any)) (*env, error) {
+func startEnv(ctx context.Context, tenants int, statements bool, logf func(string, ...any)) (*env, error) {
 	e := &env{}
 	ok := false
 	defer func() {
@@ -107,9 +112,19 @@ func startEnv(ctx context.Context, tenants int, logf func(string, ...any)) (*env
 	if err != nil {
 		return nil, fmt.Errorf("start PostgreSQL: %w", err)
 	}
+	if statements {
+		if err := e.enableStatements(ctx); err != nil {
+			return nil, fmt.Errorf("pg_stat_statements: %w", err)
+		}
+	}
 	urls, err := db.Bootstrap(ctx, e.pg.URL("postgres"), "bcpbench")
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap: %w", err)
+	}
+	if statements {
+		if err := e.openStats(ctx, "bcpbench"); err != nil {
+			return nil, fmt.Errorf("pg_stat_statements: %w", err)
+		}
 	}
 	if _, err := db.MigrateUp(ctx, urls.Owner, nil); err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)

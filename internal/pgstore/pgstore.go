@@ -66,22 +66,15 @@ func InTenant(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) er
 	if err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT set_config('app.tenant_id', $1, true)`, tid.String()); err != nil {
-			return err
-		}
-		return fn(tx)
-	})
+	// BEGIN and set_config travel in one simple-protocol message: one
+	// round trip less per transaction (bcpbench: ~40 per purchase). The
+	// tenant id is a uuid.UUID, whose text form needs no quoting.
+	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{BeginQuery: "BEGIN; SELECT set_config('app.tenant_id', '" + tid.String() + "', true)"}, fn)
 }
 
 // InRegistry runs fn in a transaction that may see every tenant's rows of
 // the registry tables that allow it (tenants.*). Only the tenant registry
 // (Host resolution, operator listing) uses it.
 func InRegistry(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT set_config('app.scope', 'registry', true)`); err != nil {
-			return err
-		}
-		return fn(tx)
-	})
+	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{BeginQuery: "BEGIN; SELECT set_config('app.scope', 'registry', true)"}, fn)
 }

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bcpdev/bcp/internal/pgserver"
+)
+
+// Statement counts come from pg_stat_statements in the private cluster:
+// the number of COMMITs per completed operation is the number of
+// transactions it took, exactly (pool acquires also count pings and job
+// polling; pg_stat_database is flushed lazily).
+
+// StmtStats are the statements executed during a phase, per completed
+// operation.
+type StmtStats struct {
+	TransactionsPerOp float64    `json:"transactions_per_op"`
+	StatementsPerOp   float64    `json:"statements_per_op"`
+	ExecMsPerOp       float64    `json:"exec_ms_per_op"`
+	Top               []StmtLine `json:"top,omitempty"`
+}
+
+// StmtLine is one normalised statement.
+type StmtLine struct {
+	Query      string  `json:"query"`
+	CallsPerOp float64 `json:"calls_per_op"`
+	MeanMs     float64 `json:"mean_ms"`
+}
+
+type stmtSnapshot map[string]stmtCount
+
+type stmtCount struct {
+	query string
+	calls int64
+	ms    float64
+}
+
+// enableStatements restarts the fresh cluster with pg_stat_statements
+// loaded (it can only be loaded at server start).
+func (e *env) enableStatements(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, e.pg.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, `ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`)
+	_ = conn.Close(ctx)
+	if err != nil {
+		return err
+	}
+	if err := e.pg.Stop(); err != nil {
+		return err
+	}
+	e.pg, err = pgserver.Start(ctx, pgserver.Options{DataDir: e.pg.DataDir, NoFsync: true})
+	return err
+}
+
+// openStats connects as the superuser to the application database and
+// creates the extension there.
+func (e *env) openStats(ctx context.Context, dbname string) error {
+	conn, err := pgx.Connect(ctx, e.pg.URL(dbname))
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
+		_ = conn.Close(ctx)
+		return err
+	}
+	e.stats = conn
+	return nil
+}
+
+func (e *env) statements(ctx context.Context) stmtSnapshot {
+	if e.stats == nil {
+		return nil
+	}
+	rows, err := e.stats.Query(ctx, `SELECT queryid::text, query, calls, total_exec_time FROM pg_stat_statements
+		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`)
+	if err != nil {
+		logf("pg_stat_statements: %v", err)
+		return nil
+	}
+	defer rows.Close()
+	s := stmtSnapshot{}
+	for rows.Next() {
+		var id string
+		var c stmtCount
+		if rows.Scan(&id, &c.query, &c.calls, &c.ms) == nil {
+			s[id] = c
+		}
+	}
+	return s
+}
+
+// stmtDelta is what ran between two snapshots, per operation; the top
+// lines are the most frequent statements.
+func stmtDelta(before, after stmtSnapshot, ops int64, top int) *StmtStats {
+	if before == nil || after == nil || ops <= 0 {
+		return nil
+	}
+	st := &StmtStats{}
+	var lines []StmtLine
+	n := float64(ops)
+	for id, a := range after {
+		b := before[id]
+		calls := a.calls - b.calls
+		if calls <= 0 || strings.Contains(a.query, "pg_stat_statements") {
+			continue
+		}
+		ms := a.ms - b.ms
+		q := strings.Join(strings.Fields(a.query), " ")
+		if strings.EqualFold(q, "commit") || strings.EqualFold(q, "rollback") {
+			st.TransactionsPerOp += float64(calls) / n
+		}
+		st.StatementsPerOp += float64(calls) / n
+		st.ExecMsPerOp += ms / n
+		lines = append(lines, StmtLine{Query: q, CallsPerOp: float64(calls) / n, MeanMs: ms / float64(calls)})
+	}
+	sort.Slice(lines, func(i, j int) bool { return lines[i].CallsPerOp > lines[j].CallsPerOp })
+	if len(lines) > top {
+		lines = lines[:top]
+	}
+	st.Top = lines
+	return st
+}
+
+func (s *StmtStats) String() string {
+	return fmt.Sprintf("SQL: %.1f transactions/op, %.1f statements/op, %.2f ms executing/op", s.TransactionsPerOp, s.StatementsPerOp, s.ExecMsPerOp)
+}
