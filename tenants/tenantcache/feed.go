@@ -1,0 +1,115 @@
+package tenantcache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
+)
+
+// Follow applies the tenant registry's change stream to targets until ctx
+// ends, reconnecting with backoff. While disconnected the targets are
+// unwatched (short lifetimes) and every reconnection resets them.
+func Follow(ctx context.Context, client tenantsv1connect.TenantServiceClient, log *slog.Logger, targets ...Target) {
+	run(ctx, log, "tenant change feed", targets, func(onReset func(), onTenant func(string)) error {
+		stream, err := client.WatchChanges(ctx, connect.NewRequest(&tenantsv1.WatchChangesRequest{}))
+		if err != nil {
+			return err
+		}
+		defer stream.Close()
+		for stream.Receive() {
+			ev := stream.Msg()
+			if ev.GetKind() == tenantsv1.WatchChangesResponse_KIND_TENANT {
+				onTenant(ev.GetTenantId())
+			} else {
+				onReset()
+			}
+		}
+		if err := stream.Err(); err != nil {
+			return err
+		}
+		return errors.New("stream ended")
+	})
+}
+
+// Listen applies a PostgreSQL notification channel to targets until ctx
+// ends. A payload is a tenant id, or {"tenant_id": …}; anything else resets.
+// The connection is taken from pool and never returned (it ends in LISTEN
+// state).
+func Listen(ctx context.Context, pool *pgxpool.Pool, channel string, log *slog.Logger, targets ...Target) {
+	run(ctx, log, "change listener "+channel, targets, func(onReset func(), onTenant func(string)) error {
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		pc := conn.Hijack()
+		defer pc.Close(context.Background())
+		if _, err := pc.Exec(ctx, "LISTEN "+channel); err != nil {
+			return err
+		}
+		onReset() // anything may have changed before LISTEN took effect
+		for {
+			n, err := pc.WaitForNotification(ctx)
+			if err != nil {
+				return err
+			}
+			tid := n.Payload
+			if len(tid) > 0 && tid[0] == '{' {
+				var p struct {
+					TenantID string `json:"tenant_id"`
+				}
+				_ = json.Unmarshal([]byte(tid), &p)
+				tid = p.TenantID
+			}
+			if tid == "" {
+				onReset()
+				continue
+			}
+			onTenant(tid)
+		}
+	})
+}
+
+// run keeps one feed connected. onReset marks the targets watched: it is
+// called when the feed (re)starts, after which events are not missed.
+func run(ctx context.Context, log *slog.Logger, name string, targets []Target, follow func(onReset func(), onTenant func(string)) error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	onReset := func() {
+		for _, t := range targets {
+			t.Reset()
+			t.SetWatched(true)
+		}
+	}
+	onTenant := func(id string) {
+		for _, t := range targets {
+			t.Invalidate(id)
+		}
+	}
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := follow(onReset, onTenant)
+		for _, t := range targets {
+			t.SetWatched(false)
+			t.Reset() // we may miss changes while away
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		log.Warn(name+" interrupted; caches use short lifetimes until it is back", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
