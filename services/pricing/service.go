@@ -14,6 +14,7 @@ import (
 	"github.com/bcpdev/bcp/internal/svcauth"
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
+	"github.com/bcpdev/bcp/tenants/tenantcache"
 )
 
 // Service implements pricingv1connect.PricingServiceHandler: it maps
@@ -27,7 +28,7 @@ type Service struct {
 
 // New returns the service.
 func New(pool *pgxpool.Pool) *Service {
-	return &Service{pool: pool, store: store{pool: pool}, now: time.Now}
+	return &Service{pool: pool, store: store{pool: pool, cache: tenantcache.New[*tenantConfig](tenantcache.Options{})}, now: time.Now}
 }
 
 var _ pricingv1connect.PricingServiceHandler = (*Service)(nil)

@@ -15,11 +15,16 @@ import (
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/services/pricing/pricingdb"
+	"github.com/bcpdev/bcp/tenants/tenantcache"
 )
 
 // store is the pricing schema, always read and written in the context
-// tenant's scope through pgstore.InTenant.
-type store struct{ pool *pgxpool.Pool }
+// tenant's scope through pgstore.InTenant. cache holds each tenant's quote
+// configuration; every configuration write goes through inTenantWrite.
+type store struct {
+	pool  *pgxpool.Pool
+	cache *tenantcache.Cache[*tenantConfig]
+}
 
 // inTenant runs fn with the sqlc queries in a tenant transaction.
 func (s store) inTenant(ctx context.Context, fn func(q *pricingdb.Queries, tid uuid.UUID) error) error {
@@ -43,43 +48,65 @@ func (s store) quoteConfig(ctx context.Context, req Request) (Config, error) {
 	if !req.Fulfillment && !req.Discounts {
 		return cfg, nil
 	}
-	err := s.inTenant(ctx, func(q *pricingdb.Queries, tid uuid.UUID) error {
-		if req.Fulfillment {
-			var err error
-			if cfg.Rates, err = listRates(ctx, q, tid, true); err != nil {
-				return err
-			}
-			if cfg.Pickups, err = listPickups(ctx, q, tid, true); err != nil {
-				return err
-			}
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return cfg, err
+	}
+	tc, err := s.config(ctx, tid)
+	if err != nil {
+		return cfg, err
+	}
+	if req.Fulfillment {
+		// Shared with other quotes: the engine only reads them.
+		cfg.Rates, cfg.Pickups = tc.rates, tc.pickups
+	}
+	if !req.Discounts {
+		return cfg, nil
+	}
+	codes := req.Codes()
+	limited := false
+	for _, d := range tc.discounts {
+		if d.Automatic || slices.Contains(codes, strings.ToLower(d.Code)) {
+			cfg.Discounts = append(cfg.Discounts, d)
+			limited = limited || d.UsageLimit > 0 || d.UsageLimitPerBuyer > 0
 		}
-		if req.Discounts {
-			codes := req.Codes()
-			if codes == nil {
-				codes = []string{}
-			}
-			rows, err := q.QuoteDiscounts(ctx, pricingdb.QuoteDiscountsParams{
-				TenantID: tid, CheckoutID: req.Checkout.ID, BuyerEmail: req.BuyerEmail(), Codes: codes,
-			})
-			if err != nil {
-				return err
-			}
-			for _, r := range rows {
-				d := discountFromRow(r.PricingDiscount)
-				d.TimesUsed, d.BuyerUsed = r.TimesUsed, r.BuyerUsed
-				cfg.Discounts = append(cfg.Discounts, d)
-			}
+	}
+	if limited {
+		// Usage counts change with every purchase: read them now.
+		cfg.Discounts, err = s.quoteDiscounts(ctx, req, codes)
+	}
+	return cfg, err
+}
+
+// quoteDiscounts reads the discounts a quote may apply with their current
+// usage (other checkouts' redemptions, the buyer's).
+func (s store) quoteDiscounts(ctx context.Context, req Request, codes []string) ([]Discount, error) {
+	if codes == nil {
+		codes = []string{}
+	}
+	var out []Discount
+	err := s.inTenant(ctx, func(q *pricingdb.Queries, tid uuid.UUID) error {
+		rows, err := q.QuoteDiscounts(ctx, pricingdb.QuoteDiscountsParams{
+			TenantID: tid, CheckoutID: req.Checkout.ID, BuyerEmail: req.BuyerEmail(), Codes: codes,
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			d := discountFromRow(r.PricingDiscount)
+			d.TimesUsed, d.BuyerUsed = r.TimesUsed, r.BuyerUsed
+			out = append(out, d)
 		}
 		return nil
 	})
-	return cfg, err
+	return out, err
 }
 
 // --- shipping rates ---
 
 func (s store) setRate(ctx context.Context, r ShippingRate) (ShippingRate, error) {
 	var out ShippingRate
-	err := s.inTenant(ctx, func(q *pricingdb.Queries, tid uuid.UUID) error {
+	err := s.inTenantWrite(ctx, func(q *pricingdb.Queries, tid uuid.UUID) error {
 		var row pricingdb.PricingShippingRate
 		var err error
 		if r.ID == "" {
@@ -160,7 +187,7 @@ func rateFromRow(r pricingdb.PricingShippingRate, ceps []CEPRange) ShippingRate 
 }
 
 func (s store) deleteRate(ctx context.Context, id string) error {
-	return s.inTenant(ctx, func(q *pricingdb.Queries, tid uuid.UUID) error {
+	return s.inTenantWrite(ctx, func(q *pricingdb.Queries, tid uuid.UUID) error {
 		n, err := q.DeleteShippingRate(ctx, pricingdb.DeleteShippingRateParams{TenantID: tid, ID: id})
 		if err == nil && n == 0 {
 			return notFound("shipping rate")
@@ -173,7 +200,7 @@ func (s store) deleteRate(ctx context.Context, id string) error {
 
 func (s store) setPickup(ctx context.Context, p PickupLocation) (PickupLocation, error) {
 	var out PickupLocation
-	err := s.inTenant(ctx, func(q *pricingdb.Queries, tid uuid.UUID) error {
+	err := s.inTenantWrite(ctx, func(q *pricingdb.Queries, tid uuid.UUID) error {
 		var row pricingdb.PricingPickupLocation
 		var err error
 		if p.ID == "" {
@@ -232,7 +259,7 @@ func pickupFromRow(r pricingdb.PricingPickupLocation) PickupLocation {
 }
 
 func (s store) deletePickup(ctx context.Context, id string) error {
-	return s.inTenant(ctx, func(q *pricingdb.Queries, tid uuid.UUID) error {
+	return s.inTenantWrite(ctx, func(q *pricingdb.Queries, tid uuid.UUID) error {
 		n, err := q.DeletePickupLocation(ctx, pricingdb.DeletePickupLocationParams{TenantID: tid, ID: id})
 		if err == nil && n == 0 {
 			return notFound("pickup location")
@@ -245,7 +272,7 @@ func (s store) deletePickup(ctx context.Context, id string) error {
 
 func (s store) setDiscount(ctx context.Context, d Discount) (Discount, error) {
 	var out Discount
-	err := s.inTenant(ctx, func(q *pricingdb.Queries, tid uuid.UUID) error {
+	err := s.inTenantWrite(ctx, func(q *pricingdb.Queries, tid uuid.UUID) error {
 		var row pricingdb.PricingDiscount
 		var err error
 		if d.ID == "" {
@@ -308,7 +335,7 @@ func discountFromRow(r pricingdb.PricingDiscount) Discount {
 }
 
 func (s store) deleteDiscount(ctx context.Context, id string) error {
-	return s.inTenant(ctx, func(q *pricingdb.Queries, tid uuid.UUID) error {
+	return s.inTenantWrite(ctx, func(q *pricingdb.Queries, tid uuid.UUID) error {
 		n, err := q.DeleteDiscount(ctx, pricingdb.DeleteDiscountParams{TenantID: tid, ID: id})
 		if err == nil && n == 0 {
 			return notFound("discount")

@@ -159,6 +159,7 @@ func (c *Cache[V]) SetWatched(w bool) { c.watched.Store(w) }
 type Stats struct {
 	Len          int
 	Hits, Misses int64
+	Watched      bool
 }
 
 // Stats reports the size and hit counters.
@@ -166,7 +167,7 @@ func (c *Cache[V]) Stats() Stats {
 	c.mu.Lock()
 	n := c.lru.Len()
 	c.mu.Unlock()
-	return Stats{Len: n, Hits: c.hits.Load(), Misses: c.misses.Load()}
+	return Stats{Len: n, Hits: c.hits.Load(), Misses: c.misses.Load(), Watched: c.watched.Load()}
 }
 
 // Target is what a feed drives: any Cache.
