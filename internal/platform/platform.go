@@ -184,12 +184,15 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		case Catalog:
 			internal.Handle(catalogv1connect.NewCatalogServiceHandler(catalog.New(r.Pool), handlerOpts(catalog.Policy)))
 		case Pricing:
-			internal.Handle(pricingv1connect.NewPricingServiceHandler(pricing.New(r.Pool), handlerOpts(pricing.Policy)))
+			svc := pricing.New(r.Pool)
+			r.goRun(func() { svc.Run(ctx, log) })
+			internal.Handle(pricingv1connect.NewPricingServiceHandler(svc, handlerOpts(pricing.Policy)))
 		case Checkout:
 			svc := checkout.New(r.Pool, checkout.Clients{Catalog: clients.Catalog, Pricing: clients.Pricing, Tenants: clients.Tenants, Payments: clients.Payments, Orders: clients.Orders})
 			river.AddWorker(workers, &checkout.ExpireWorker{Service: svc})
 			river.AddWorker(workers, &checkout.SettleWorker{Service: svc})
 			jobUsers = append(jobUsers, svc.UseJobs)
+			r.goRun(func() { svc.Run(ctx, log) })
 			internal.Handle(checkoutv1connect.NewCheckoutServiceHandler(svc, handlerOpts(checkout.Policy)))
 		case Payments:
 			popts := payments.Options{Logger: log, Metrics: reg}

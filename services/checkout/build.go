@@ -350,13 +350,18 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-// settings reads the merchant's checkout settings from the registry.
+// settings returns the merchant's checkout settings (links, consent
+// purposes, lifetime), cached per tenant: a change reaches new checkouts
+// once the registry's change notification arrives (milliseconds), or
+// within 2 s without the feed. Callers must not modify the result.
 func (s *Service) settings(ctx context.Context, tenantID string) (*tenantsv1.Settings, error) {
-	resp, err := s.tenants.GetSettings(ctx, connect.NewRequest(&tenantsv1.GetSettingsRequest{TenantId: tenantID}))
-	if err != nil {
-		return nil, err
-	}
-	return resp.Msg.GetSettings(), nil
+	return s.settingsCache.Get(ctx, tenantID, func(ctx context.Context) (*tenantsv1.Settings, error) {
+		resp, err := s.tenants.GetSettings(ctx, connect.NewRequest(&tenantsv1.GetSettingsRequest{TenantId: tenantID}))
+		if err != nil {
+			return nil, err
+		}
+		return resp.Msg.GetSettings(), nil
+	})
 }
 
 // agentInfo is the caller and what was negotiated with it.

@@ -15,6 +15,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -35,9 +36,11 @@ import (
 	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/services/checkout/checkoutdb"
+	"github.com/bcpdev/bcp/tenants/tenantcache"
 )
 
 // Service implements checkoutv1connect.CheckoutServiceHandler.
@@ -50,12 +53,22 @@ type Service struct {
 	orders   ordersv1connect.OrdersServiceClient
 	jobs     *jobs.Client
 	now      func() time.Time
+	// settingsCache holds each merchant's settings, read on every create,
+	// update and complete; Run keeps it in line with the registry.
+	settingsCache *tenantcache.Cache[*tenantsv1.Settings]
 }
 
 // New returns the service over its database and the clients of the
 // services it orchestrates.
 func New(pool *pgxpool.Pool, c Clients) *Service {
-	return &Service{pool: pool, catalog: c.Catalog, pricing: c.Pricing, tenants: c.Tenants, payments: c.Payments, orders: c.Orders, now: time.Now}
+	return &Service{pool: pool, catalog: c.Catalog, pricing: c.Pricing, tenants: c.Tenants, payments: c.Payments, orders: c.Orders, now: time.Now,
+		settingsCache: tenantcache.New[*tenantsv1.Settings](tenantcache.Options{})}
+}
+
+// Run follows the tenant registry's changes so cached merchant settings
+// are dropped as soon as they change; without it they live 2 s.
+func (s *Service) Run(ctx context.Context, log *slog.Logger) {
+	tenantcache.Follow(ctx, s.tenants, log, s.settingsCache)
 }
 
 // Clients are the services a checkout talks to.
