@@ -41,19 +41,20 @@ import (
 )
 
 type config struct {
-	tenants     int
-	duration    time.Duration
-	warmup      time.Duration
-	concurrency int
-	rate        float64
-	sweep       []float64
-	pixShare    float64
-	pixPoll     time.Duration
-	auth        string
-	out, svg    string
-	maxInFlight int
-	cpuprofile  string
-	statements  int
+	tenants      int
+	duration     time.Duration
+	warmup       time.Duration
+	concurrency  int
+	rate         float64
+	sweep        []float64
+	pixShare     float64
+	pixPoll      time.Duration
+	auth         string
+	out, svg     string
+	maxInFlight  int
+	cpuprofile   string
+	profilePhase string
+	statements   int
 	// --target: a running platform instead of one started here.
 	target, targetInternal, operatorToken, internalToken, profileAddr string
 }
@@ -144,6 +145,7 @@ func main() {
 	flag.StringVar(&cfg.svg, "svg", "bcpbench-latency.svg", "SVG chart file (\"\" for none)")
 	flag.IntVar(&cfg.maxInFlight, "max-in-flight", 2000, "open loop: purchases in flight at most (more arrivals count as dropped)")
 	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the closed-loop purchase phase (platform and agents share the process)")
+	flag.StringVar(&cfg.profilePhase, "profile-phase", "purchase", "with --cpuprofile: the closed-loop phase to profile (create_checkout or purchase)")
 	flag.IntVar(&cfg.statements, "pg-statements", 0, "pg_stat_statements: print transactions and statements per operation, and the N most frequent statements of each closed-loop phase (-1: off)")
 	flag.StringVar(&cfg.target, "target", "", "host:port of a running bcpd's public listener (default: start a platform in process)")
 	flag.StringVar(&cfg.targetInternal, "target-internal", "127.0.0.1:9090", "with --target: its internal listener (seeding, simulated Pix payments)")
@@ -285,20 +287,32 @@ func run(ctx context.Context, cfg config) error {
 		if b.noopAgents != nil {
 			noop = phase("noop", b.noopAgents, "closed", cfg.concurrency, 0, b.noop)
 		}
-		create := phase("create_checkout", b.platformAgents, "closed", cfg.concurrency, 0, b.createOnly)
-		if cfg.cpuprofile != "" {
+		// profiled runs one closed-loop phase, under the CPU profiler when
+		// it is --profile-phase.
+		profiled := func(name string, w workload) (Phase, error) {
+			if cfg.cpuprofile == "" || cfg.profilePhase != name {
+				return phase(name, b.platformAgents, "closed", cfg.concurrency, 0, w), nil
+			}
 			f, err := os.Create(cfg.cpuprofile)
 			if err != nil {
-				return err
+				return Phase{}, err
 			}
+			defer f.Close()
 			if err := pprof.StartCPUProfile(f); err != nil {
-				return err
+				return Phase{}, err
 			}
-		}
-		purchase := phase("purchase", b.platformAgents, "closed", cfg.concurrency, 0, b.purchase)
-		if cfg.cpuprofile != "" {
+			p := phase(name, b.platformAgents, "closed", cfg.concurrency, 0, w)
 			pprof.StopCPUProfile()
 			logf("wrote %s", cfg.cpuprofile)
+			return p, nil
+		}
+		create, err := profiled("create_checkout", b.createOnly)
+		if err != nil {
+			return err
+		}
+		purchase, err := profiled("purchase", b.purchase)
+		if err != nil {
+			return err
 		}
 		peak = purchase.Throughput
 		res.PeakPerSec = peak
