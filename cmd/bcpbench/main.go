@@ -16,6 +16,7 @@
 //
 //	go run ./cmd/bcpbench --tenants 20 --duration 5s --concurrency 16
 //	go run ./cmd/bcpbench --auth signature --rate 80 --duration 30s   # one open-loop run
+//	go run ./cmd/bcpbench scale --tenants 10000                       # memory and latency at 10 000 merchants (scale.go)
 package main
 
 import (
@@ -130,6 +131,14 @@ type Target struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "scale" {
+		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+		defer cancel()
+		if err := runScale(ctx, os.Args[2:]); err != nil {
+			fatal(err)
+		}
+		return
+	}
 	var cfg config
 	var sweep string
 	flag.IntVar(&cfg.tenants, "tenants", 20, "merchants to seed; purchases pick one at random")

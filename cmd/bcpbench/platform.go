@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -241,12 +242,26 @@ func agentProfileJSON(jwk string) string {
 // (stock large enough for the run), two shipping rates, a discount code, a
 // Pix and a card handler, and an API key bound to the agent profile.
 func (e *env) seed(ctx context.Context, n int) error {
+	return e.seedMore(ctx, n, 4, nil)
+}
+
+// seedMore adds merchants until there are n, conc at a time, calling
+// progress (if any) every 500.
+func (e *env) seedMore(ctx context.Context, n, conc int, progress func(done int)) error {
 	ops := e.ops
-	e.merchants = make([]*merchant, n)
+	from := len(e.merchants)
+	if n <= from {
+		return nil
+	}
+	e.merchants = append(e.merchants, make([]*merchant, n-from)...)
 	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	sem := make(chan struct{}, 4)
-	for i := range n {
+	errs := make(chan error, n-from)
+	sem := make(chan struct{}, conc)
+	var done atomic.Int64
+	for i := from; i < n; i++ {
+		if ctx.Err() != nil {
+			break
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -258,11 +273,17 @@ func (e *env) seed(ctx context.Context, n int) error {
 				return
 			}
 			e.merchants[i] = m
+			if d := done.Add(1); progress != nil && d%500 == 0 {
+				progress(from + int(d))
+			}
 		}()
 	}
 	wg.Wait()
 	close(errs)
-	return <-errs
+	if err := <-errs; err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 func seedOne(ctx context.Context, ops *platform.Clients, host, profile string) (*merchant, error) {
