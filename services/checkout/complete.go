@@ -166,7 +166,7 @@ func (s *Service) CompleteCheckout(ctx context.Context, r *connect.Request[check
 	if err != nil {
 		return nil, err
 	}
-	_, err = s.payments.StartPayment(ctx, connect.NewRequest(&paymentsv1.StartPaymentRequest{
+	started, err := s.payments.StartPayment(ctx, connect.NewRequest(&paymentsv1.StartPaymentRequest{
 		AttemptId: attemptID, CheckoutId: id, InstrumentJson: string(instJSON), Amount: grandTotal(cur), Currency: cur.Currency,
 		BuyerEmail: buyerEmail(cur), BaseUrl: agent.baseURL, AgentProfileUrl: agent.profileURL,
 		AgentSigningKeysJson: r.Msg.GetAgentSigningKeysJson(),
@@ -174,8 +174,19 @@ func (s *Service) CompleteCheckout(ctx context.Context, r *connect.Request[check
 	if err != nil {
 		slog.WarnContext(ctx, "checkout: start payment failed; settling from the payments service's view", "checkout_id", id, "attempt_id", attemptID, "err", err)
 	}
-	// Whatever StartPayment said, act on the payments service's record.
-	res, serr := s.settle(ctx, id, attemptID, err != nil)
+	// Whatever StartPayment said, act on the payments service's record:
+	// the attempt it returned, or a fresh read when it failed. The session
+	// is as we just wrote it (version + 1): settle need not read it again
+	// (if it changed meanwhile, the versioned write fails and settle
+	// re-reads both).
+	hint := &settleHint{sess: sess}
+	hint.sess.Version++
+	hint.sess.Status, hint.sess.PaymentAttemptID, hint.sess.State = cur.Status, &attemptID, state
+	hint.sess.OrderWebhookUrl, hint.sess.BaseUrl = r.Msg.GetOrderWebhookUrl(), agent.baseURL
+	if err == nil && started.Msg.GetAttempt().GetId() == attemptID {
+		hint.attempt = started.Msg.GetAttempt()
+	}
+	res, serr := s.settleWith(ctx, id, attemptID, err != nil, hint)
 	if serr != nil {
 		return nil, serr
 	}
@@ -199,24 +210,48 @@ func (s *Service) SettlePayment(ctx context.Context, r *connect.Request[checkout
 // payment_failed. startFailed says the attempt may never have reached the
 // payments service, so "not found" means it was not started.
 func (s *Service) settle(ctx context.Context, id, attemptID string, startFailed bool) (*checkoutv1.CheckoutResult, error) {
+	return s.settleWith(ctx, id, attemptID, startFailed, nil)
+}
+
+// settleHint is what a completion already knows when it settles: the
+// session as it wrote it and, when StartPayment answered, the attempt. It
+// replaces the first try's two reads (a session and a payments call).
+type settleHint struct {
+	sess    checkoutdb.CheckoutSession
+	attempt *paymentsv1.Attempt
+}
+
+func (s *Service) settleWith(ctx context.Context, id, attemptID string, startFailed bool, hint *settleHint) (*checkoutv1.CheckoutResult, error) {
 	for try := 0; try < 5; try++ {
-		sess, c, err := s.loadState(ctx, id)
+		var sess checkoutdb.CheckoutSession
+		c := &bcp.Checkout{}
+		var err error
+		if try == 0 && hint != nil {
+			sess = hint.sess
+			err = json.Unmarshal(sess.State, c)
+		} else {
+			sess, c, err = s.loadState(ctx, id)
+		}
 		if err != nil {
 			return nil, err
 		}
 		if sess.PaymentAttemptID == nil || *sess.PaymentAttemptID != attemptID || terminal(sess.Status) {
 			return result(c) // a stale notification: nothing to do
 		}
-		pr, err := s.payments.GetPayment(ctx, connect.NewRequest(&paymentsv1.GetPaymentRequest{AttemptId: attemptID}))
 		var a *paymentsv1.Attempt
-		switch {
-		case err == nil:
-			a = pr.Msg.GetAttempt()
-		case startFailed && apperr.IsKind(err, apperr.KindNotFound):
-			a = &paymentsv1.Attempt{Id: attemptID, Status: paymentsv1.AttemptStatus_ATTEMPT_STATUS_FAILED,
-				FailureMessage: "O pagamento não pôde ser iniciado; tente novamente."}
-		default:
-			return nil, err
+		if try == 0 && hint != nil && hint.attempt != nil {
+			a = hint.attempt
+		} else {
+			pr, err := s.payments.GetPayment(ctx, connect.NewRequest(&paymentsv1.GetPaymentRequest{AttemptId: attemptID}))
+			switch {
+			case err == nil:
+				a = pr.Msg.GetAttempt()
+			case startFailed && apperr.IsKind(err, apperr.KindNotFound):
+				a = &paymentsv1.Attempt{Id: attemptID, Status: paymentsv1.AttemptStatus_ATTEMPT_STATUS_FAILED,
+					FailureMessage: "O pagamento não pôde ser iniciado; tente novamente."}
+			default:
+				return nil, err
+			}
 		}
 		var next *bcp.Checkout
 		var orderID *string
