@@ -9,7 +9,7 @@ DATA_DIR ?= .bcp
 SQLC     := $(GO) tool -modfile=tools/sqlc/go.mod sqlc
 BUF      := $(GO) tool -modfile=tools/buf/go.mod buf
 
-.PHONY: run test generate check-generate build vet lint fuzz bench
+.PHONY: run test generate check-generate build vet lint fuzz bench scale
 .DEFAULT_GOAL := test
 
 ## run: start the whole platform on a private PostgreSQL with a demo merchant
@@ -60,3 +60,11 @@ bench:
 	@scripts/ensure-postgres.sh
 	@mkdir -p $(BENCH_OUT)
 	$(GO) run ./cmd/bcpbench $(BENCH_FLAGS) --out $(BENCH_OUT)/result.json --svg $(BENCH_OUT)/latency.svg
+
+## scale: memory and latency of one `bcpd all` at 10 000 merchants vs 10 (onboarded through the operator
+## APIs; ≈ 10 minutes on 2 cores); prints the table and writes $(BENCH_OUT)/scale.json.
+SCALE_FLAGS ?= --tenants 10000
+scale:
+	@scripts/ensure-postgres.sh
+	@mkdir -p $(BENCH_OUT)
+	$(GO) run ./cmd/bcpbench scale $(SCALE_FLAGS) --out $(BENCH_OUT)/scale.json

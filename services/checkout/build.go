@@ -39,7 +39,8 @@ type built struct {
 // build turns a create/update request into a priced checkout. prev is the
 // previous state on update (nil on create). It calls the catalog, pricing
 // and the tenant settings; it writes nothing.
-func (s *Service) build(ctx context.Context, agent agentInfo, id string, req *bcp.Checkout, prev *bcp.Checkout, tenantID string) (*built, error) {
+// prevJSON is prev as stored (pricing reads it; no need to encode it again).
+func (s *Service) build(ctx context.Context, agent agentInfo, id string, req *bcp.Checkout, prev *bcp.Checkout, prevJSON []byte, tenantID string) (*built, error) {
 	out := &bcp.Checkout{ID: id, Currency: Currency, Links: []bcp.Link{}}
 	var msgs []bcp.Message
 
@@ -127,9 +128,8 @@ func (s *Service) build(ctx context.Context, agent agentInfo, id string, req *bc
 	if err != nil {
 		return nil, err
 	}
-	var prevJSON []byte
-	if prev != nil {
-		prevJSON, _ = json.Marshal(prev)
+	if prev == nil {
+		prevJSON = nil
 	}
 	q, err := s.pricing.Quote(ctx, connect.NewRequest(&pricingv1.QuoteRequest{
 		CheckoutJson: in, Capabilities: agent.capabilities, PreviousJson: prevJSON, At: timestamppb.New(s.now()),

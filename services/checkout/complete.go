@@ -90,7 +90,7 @@ func (s *Service) CompleteCheckout(ctx context.Context, r *connect.Request[check
 	if err := json.Unmarshal(sess.Request, stored); err != nil {
 		return nil, err
 	}
-	b, err := s.build(ctx, agent, id, stored, cur, tid.String())
+	b, err := s.build(ctx, agent, id, stored, cur, sess.State, tid.String())
 	if err != nil {
 		return nil, err
 	}
