@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	rdebug "runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,21 +54,24 @@ type ScaleResult struct {
 
 // ScaleStep is one measurement.
 type ScaleStep struct {
-	Tenants     int     `json:"tenants"`
-	Touched     int     `json:"touched"`
-	HeapMB      float64 `json:"heap_after_gc_mb"`
-	RSSMB       float64 `json:"rss_mb"`
-	Goroutines  int     `json:"goroutines"`
-	HotProfile  OpStats `json:"hot_profile"`
-	HotCreate   OpStats `json:"hot_create_checkout"`
-	ColdProfile OpStats `json:"cold_profile_first_call"`
-	ColdCreate  OpStats `json:"cold_create_checkout_first_call"`
-	LoadAvg     string  `json:"loadavg"`
+	Tenants    int     `json:"tenants"`
+	Touched    int     `json:"touched"`
+	HeapMB     float64 `json:"heap_after_gc_mb"`
+	RSSMB      float64 `json:"rss_mb"`
+	Goroutines int     `json:"goroutines"`
+	HotProfile OpStats `json:"hot_profile"`
+	HotCreate  OpStats `json:"hot_create_checkout"`
+	// CPU per hot request (process + PostgreSQL).
+	HotProfileCPU *CPUUse `json:"hot_profile_cpu"`
+	HotCreateCPU  *CPUUse `json:"hot_create_checkout_cpu"`
+	ColdProfile   OpStats `json:"cold_profile_first_call"`
+	ColdCreate    OpStats `json:"cold_create_checkout_first_call"`
+	LoadAvg       string  `json:"loadavg"`
 }
 
 type scaleConfig struct {
 	tenants, base, seedConc, touchConc, samples, cold int
-	out                                               string
+	out, memprofile                                   string
 }
 
 func runScale(ctx context.Context, args []string) error {
@@ -80,6 +84,7 @@ func runScale(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.samples, "samples", 300, "sequential requests per hot-merchant figure")
 	fs.IntVar(&cfg.cold, "cold", 9, "untouched merchants whose first call is measured (at most --base - 1 for the first step)")
 	fs.StringVar(&cfg.out, "out", "bcpbench-scale.json", "JSON result file (\"\" for none)")
+	fs.StringVar(&cfg.memprofile, "memprofile", "", "write a heap profile at the end (go tool pprof -sample_index=inuse_space)")
 	_ = fs.Parse(args)
 	if cfg.base < 2 || cfg.tenants < cfg.base+cfg.cold {
 		return fmt.Errorf("need --base ≥ 2 and --tenants ≥ --base + --cold")
@@ -123,6 +128,19 @@ func runScale(ctx context.Context, args []string) error {
 	s.warm(ctx, 0)
 	res.Steps = append(res.Steps, s.measure(ctx, cfg, cfg.tenants-cfg.cold, cfg.cold))
 	res.LoadAfter = machine().LoadAvg
+	if cfg.memprofile != "" {
+		runtime.GC()
+		f, err := os.Create(cfg.memprofile)
+		if err != nil {
+			return err
+		}
+		err = pprof.WriteHeapProfile(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		logf("wrote %s", cfg.memprofile)
+	}
 	res.Verdicts = scaleTargets(res.Steps[0], res.Steps[len(res.Steps)-1])
 	printScale(os.Stdout, res)
 	if cfg.out != "" {
@@ -229,16 +247,25 @@ func (s *scaler) measure(ctx context.Context, cfg scaleConfig, touched, cold int
 	st := ScaleStep{Tenants: n, Touched: touched, LoadAvg: machine().LoadAvg}
 	st.HeapMB, st.RSSMB = memory()
 	st.Goroutines = runtime.NumGoroutine()
+	// Sequential requests, each kind in its own loop so its CPU cost (this
+	// process + PostgreSQL, per request) is known: unlike latency it does
+	// not depend on what else the machine is doing.
 	var prof, create []int64
+	c0 := s.e.cpu()
 	for range cfg.samples {
 		if d, err := s.profile(ctx, 0); err == nil {
 			prof = append(prof, int64(d))
 		}
+	}
+	c1 := s.e.cpu()
+	for range cfg.samples {
 		if d, err := s.create(ctx, 0); err == nil {
 			create = append(create, int64(d))
 		}
 	}
+	c2 := s.e.cpu()
 	st.HotProfile, st.HotCreate = opStats(prof), opStats(create)
+	st.HotProfileCPU, st.HotCreateCPU = cpuUse(c0, c1, int64(len(prof))), cpuUse(c1, c2, int64(len(create)))
 	// Cold merchants: the last `cold` of those seeded, one first call each.
 	var cprof, ccreate []int64
 	for i := n - cold; i < n; i++ {
@@ -311,6 +338,15 @@ func printScale(w io.Writer, r *ScaleResult) {
 	fmt.Fprintf(w, "onboarding: %.0f s (%.1f merchants/s); first requests at every merchant: %.0f s; loadavg at end %s\n\n", r.SeedS, r.SeedPerS, r.TouchS, r.LoadAfter)
 	fmt.Fprintf(w, "%-9s %-8s %8s %8s %5s  %-22s %-22s %-22s %-22s  %s\n", "merchants", "touched", "heap MB", "RSS MB", "gor.",
 		"hot profile p50/p99", "hot create p50/p99", "cold profile p50/max", "cold create p50/max", "loadavg")
+	defer func() {
+		fmt.Fprintln(w)
+		for _, s := range r.Steps {
+			if s.HotProfileCPU != nil && s.HotCreateCPU != nil {
+				fmt.Fprintf(w, "%d merchants: CPU per hot request (process + PostgreSQL): profile %.2f + %.2f ms, create_checkout %.2f + %.2f ms\n", s.Tenants,
+					s.HotProfileCPU.ProcessMsPerOp, s.HotProfileCPU.PostgresMsPerOp, s.HotCreateCPU.ProcessMsPerOp, s.HotCreateCPU.PostgresMsPerOp)
+			}
+		}
+	}()
 	for _, s := range r.Steps {
 		fmt.Fprintf(w, "%-9d %-8d %8.1f %8.1f %5d  %-22s %-22s %-22s %-22s  %s\n", s.Tenants, s.Touched, s.HeapMB, s.RSSMB, s.Goroutines,
 			fmtMs(s.HotProfile.P50)+" / "+fmtMs(s.HotProfile.P99), fmtMs(s.HotCreate.P50)+" / "+fmtMs(s.HotCreate.P99),

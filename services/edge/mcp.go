@@ -39,6 +39,9 @@ const (
 // maxMCPBody bounds a tool call; BCP payloads are small.
 const maxMCPBody = 1 << 20
 
+// maxOffers bounds the per-merchant negotiation offers kept.
+const maxOffers = 2048
+
 // mcpEdge serves the BCP checkout tools over MCP (streamable HTTP,
 // stateless, JSON responses): one *mcp.Server per capability set, shared
 // by every merchant with that set (the tools find the merchant in the
@@ -433,6 +436,14 @@ func (m *mcpEdge) offer(tenantID string, d *tenantsv1.GetDiscoveryResponse) (age
 		return o, err
 	}
 	m.mu.Lock()
+	// Bounded: an offer is ≈ 3 KB and cheap to rebuild; 10 000 merchants
+	// must not cost 30 MB (bcpbench scale). Arbitrary eviction.
+	for k := range m.offers {
+		if len(m.offers) < maxOffers {
+			break
+		}
+		delete(m.offers, k)
+	}
 	m.offers[tenantID] = o
 	m.mu.Unlock()
 	return o, nil

@@ -13,7 +13,8 @@ import (
 
 // tenantData caches each tenant's discovery data (capabilities, payment
 // handlers, public keys): the profile and the negotiation both read it on
-// every request. Entries live until the change feed drops them.
+// every request. Entries live until the change feed drops them, at most
+// maxTenantData of them.
 type tenantData struct {
 	client tenantsv1connect.TenantServiceClient
 	sf     singleflight.Group
@@ -22,6 +23,8 @@ type tenantData struct {
 	entries map[string]*tenantsv1.GetDiscoveryResponse
 	gen     uint64
 }
+
+const maxTenantData = 4096
 
 func newTenantData(c tenantsv1connect.TenantServiceClient) *tenantData {
 	return &tenantData{client: c, entries: map[string]*tenantsv1.GetDiscoveryResponse{}}
@@ -42,6 +45,14 @@ func (d *tenantData) get(ctx context.Context, tenantID string) (*tenantsv1.GetDi
 		}
 		d.mu.Lock()
 		if d.gen == gen { // not invalidated while we asked
+			// Bounded (≈ 1.5 KB each; a miss is one registry call):
+			// arbitrary eviction.
+			for k := range d.entries {
+				if len(d.entries) < maxTenantData {
+					break
+				}
+				delete(d.entries, k)
+			}
 			d.entries[tenantID] = resp.Msg
 		}
 		d.mu.Unlock()

@@ -11,8 +11,8 @@
 // moment their tenant changes; while it is not, they expire after
 // UnwatchedTTL, which bounds staleness. A fill that started before an
 // invalidation is never stored. The cache holds at most Max tenants and
-// evicts the least recently used one, so 10 000 merchants cost a bounded
-// amount of memory. Never put stock, usage counters or anything else that
+// evicts the least recently used one (default 4096), so 10 000 merchants
+// cost a bounded amount of memory. Never put stock, usage counters or anything else that
 // changes per purchase in it.
 package tenantcache
 
@@ -28,7 +28,7 @@ import (
 
 // Options size a cache.
 type Options struct {
-	Max          int           // tenants kept at most (default 10 000)
+	Max          int           // tenants kept at most (default 4096)
 	TTL          time.Duration // lifetime while the change feed is connected (default 5 min)
 	UnwatchedTTL time.Duration // lifetime while it is not (default 2 s)
 	LoadTimeout  time.Duration // a fill's deadline, detached from the caller (default 5 s)
@@ -58,7 +58,7 @@ type entry[V any] struct {
 // New returns an empty cache; it is unwatched until a feed says otherwise.
 func New[V any](opts Options) *Cache[V] {
 	if opts.Max <= 0 {
-		opts.Max = 10_000
+		opts.Max = 4096
 	}
 	if opts.TTL <= 0 {
 		opts.TTL = 5 * time.Minute
