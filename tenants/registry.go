@@ -284,6 +284,28 @@ func (s *Service) setStatus(ctx context.Context, ref string, status tenantsv1.Te
 	return s.loadTenant(ctx, id)
 }
 
+// setName renames a tenant; the name has the same bounds as at creation.
+// The slug and domains do not change.
+func (s *Service) setName(ctx context.Context, ref, name string) (*tenantsv1.Tenant, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 200 {
+		return nil, apperr.Invalid("name", "invalid_name", "name is required (1 to 200 characters)")
+	}
+	id, err := s.resolveRef(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	ctx = tenancy.With(ctx, id)
+	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := tenantsdb.New(tx).SetTenantName(ctx, tenantsdb.SetTenantNameParams{TenantID: id, Name: name})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.loadTenant(ctx, id)
+}
+
 func (s *Service) addDomain(ctx context.Context, ref, domain string, primary bool) (*tenantsv1.Tenant, error) {
 	ds, err := normalizeDomains([]string{domain})
 	if err != nil {

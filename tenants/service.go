@@ -44,8 +44,6 @@ func Policy(procedure string) svcauth.Access {
 		tenantsv1connect.TenantServiceGetSettingsProcedure,
 		tenantsv1connect.TenantServiceWatchChangesProcedure,
 		// Agent authentication at the edge and response/webhook signing.
-		// SetAgentAuthPolicy and the signing-key management methods stay
-		// operator-only.
 		tenantsv1connect.TenantServiceGetAgentAuthPolicyProcedure,
 		tenantsv1connect.TenantServiceAuthenticateAPIKeyProcedure,
 		tenantsv1connect.TenantServiceSignWithCurrentKeyProcedure,
@@ -61,7 +59,17 @@ func Policy(procedure string) svcauth.Access {
 		tenantsv1connect.TenantServiceListMerchantUsersProcedure,
 		tenantsv1connect.TenantServiceSignInMerchantUserProcedure,
 		tenantsv1connect.TenantServiceGetMerchantSessionProcedure,
-		tenantsv1connect.TenantServiceEndMerchantSessionProcedure:
+		tenantsv1connect.TenantServiceEndMerchantSessionProcedure,
+		// The admin web's merchant pages (issue 6, item 2): the store name,
+		// signing keys, payment handlers (secrets stay write-only) and the
+		// agent auth policy, always for the tenant of the request's Host.
+		tenantsv1connect.TenantServiceSetTenantNameProcedure,
+		tenantsv1connect.TenantServiceListSigningKeysProcedure,
+		tenantsv1connect.TenantServiceRotateSigningKeyProcedure,
+		tenantsv1connect.TenantServiceRevokeSigningKeyProcedure,
+		tenantsv1connect.TenantServiceSetPaymentHandlerProcedure,
+		tenantsv1connect.TenantServiceRemovePaymentHandlerProcedure,
+		tenantsv1connect.TenantServiceSetAgentAuthPolicyProcedure:
 		return svcauth.Internal
 	}
 	return svcauth.Operator
@@ -156,6 +164,14 @@ func (s *Service) RemovePaymentHandler(ctx context.Context, req *connect.Request
 		return nil, err
 	}
 	return connect.NewResponse(&tenantsv1.RemovePaymentHandlerResponse{}), nil
+}
+
+func (s *Service) SetTenantName(ctx context.Context, req *connect.Request[tenantsv1.SetTenantNameRequest]) (*connect.Response[tenantsv1.SetTenantNameResponse], error) {
+	t, err := s.setName(ctx, req.Msg.GetTenant(), req.Msg.GetName())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&tenantsv1.SetTenantNameResponse{Tenant: t}), nil
 }
 
 func (s *Service) ResolveHost(ctx context.Context, req *connect.Request[tenantsv1.ResolveHostRequest]) (*connect.Response[tenantsv1.ResolveHostResponse], error) {

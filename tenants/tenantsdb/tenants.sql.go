@@ -282,6 +282,35 @@ func (q *Queries) PromoteOldestDomain(ctx context.Context, tenantID uuid.UUID) e
 	return err
 }
 
+const setTenantName = `-- name: SetTenantName :one
+UPDATE tenants.tenants SET name = $1, updated_at = now()
+WHERE tenant_id = $2
+RETURNING tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses
+`
+
+type SetTenantNameParams struct {
+	Name     string
+	TenantID uuid.UUID
+}
+
+func (q *Queries) SetTenantName(ctx context.Context, arg SetTenantNameParams) (TenantsTenant, error) {
+	row := q.db.QueryRow(ctx, setTenantName, arg.Name, arg.TenantID)
+	var i TenantsTenant
+	err := row.Scan(
+		&i.TenantID,
+		&i.Slug,
+		&i.Name,
+		&i.Status,
+		&i.Environment,
+		&i.Capabilities,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.AgentAuthPolicy,
+		&i.SignAllResponses,
+	)
+	return i, err
+}
+
 const setTenantStatus = `-- name: SetTenantStatus :one
 UPDATE tenants.tenants SET status = $1, updated_at = now()
 WHERE tenant_id = $2

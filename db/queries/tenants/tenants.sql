@@ -48,3 +48,8 @@ SELECT * FROM tenants.domains WHERE tenant_id = ANY(@tenant_ids::uuid[]) ORDER B
 
 -- name: CountDomains :one
 SELECT count(*) FROM tenants.domains WHERE tenant_id = @tenant_id;
+
+-- name: SetTenantName :one
+UPDATE tenants.tenants SET name = @name, updated_at = now()
+WHERE tenant_id = @tenant_id
+RETURNING *;

@@ -3884,6 +3884,102 @@ func (*EndMerchantSessionResponse) Descriptor() ([]byte, []int) {
 	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{64}
 }
 
+type SetTenantNameRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetTenantNameRequest) Reset() {
+	*x = SetTenantNameRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetTenantNameRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetTenantNameRequest) ProtoMessage() {}
+
+func (x *SetTenantNameRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetTenantNameRequest.ProtoReflect.Descriptor instead.
+func (*SetTenantNameRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *SetTenantNameRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SetTenantNameRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type SetTenantNameResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        *Tenant                `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetTenantNameResponse) Reset() {
+	*x = SetTenantNameResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetTenantNameResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetTenantNameResponse) ProtoMessage() {}
+
+func (x *SetTenantNameResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetTenantNameResponse.ProtoReflect.Descriptor instead.
+func (*SetTenantNameResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *SetTenantNameResponse) GetTenant() *Tenant {
+	if x != nil {
+		return x.Tenant
+	}
+	return nil
+}
+
 var File_bcp_tenants_v1_tenants_proto protoreflect.FileDescriptor
 
 const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
@@ -4128,7 +4224,12 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x19EndMerchantSessionRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12#\n" +
 	"\rsession_token\x18\x02 \x01(\tR\fsessionToken\"\x1c\n" +
-	"\x1aEndMerchantSessionResponse*d\n" +
+	"\x1aEndMerchantSessionResponse\"B\n" +
+	"\x14SetTenantNameRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"G\n" +
+	"\x15SetTenantNameResponse\x12.\n" +
+	"\x06tenant\x18\x01 \x01(\v2\x16.bcp.tenants.v1.TenantR\x06tenant*d\n" +
 	"\fTenantStatus\x12\x1d\n" +
 	"\x19TENANT_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14TENANT_STATUS_ACTIVE\x10\x01\x12\x1b\n" +
@@ -4149,7 +4250,7 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x1aSIGNING_KEY_STATUS_CURRENT\x10\x02\x12\x1f\n" +
 	"\x1bSIGNING_KEY_STATUS_RETIRING\x10\x03\x12\x1e\n" +
 	"\x1aSIGNING_KEY_STATUS_RETIRED\x10\x04\x12\x1e\n" +
-	"\x1aSIGNING_KEY_STATUS_REVOKED\x10\x052\xce\x16\n" +
+	"\x1aSIGNING_KEY_STATUS_REVOKED\x10\x052\xac\x17\n" +
 	"\rTenantService\x12F\n" +
 	"\x04Ping\x12\x1b.bcp.tenants.v1.PingRequest\x1a\x1c.bcp.tenants.v1.PingResponse\"\x03\x90\x02\x01\x12Y\n" +
 	"\fCreateTenant\x12#.bcp.tenants.v1.CreateTenantRequest\x1a$.bcp.tenants.v1.CreateTenantResponse\x12U\n" +
@@ -4179,7 +4280,8 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x11ListMerchantUsers\x12(.bcp.tenants.v1.ListMerchantUsersRequest\x1a).bcp.tenants.v1.ListMerchantUsersResponse\"\x03\x90\x02\x01\x12k\n" +
 	"\x12SignInMerchantUser\x12).bcp.tenants.v1.SignInMerchantUserRequest\x1a*.bcp.tenants.v1.SignInMerchantUserResponse\x12k\n" +
 	"\x12GetMerchantSession\x12).bcp.tenants.v1.GetMerchantSessionRequest\x1a*.bcp.tenants.v1.GetMerchantSessionResponse\x12k\n" +
-	"\x12EndMerchantSession\x12).bcp.tenants.v1.EndMerchantSessionRequest\x1a*.bcp.tenants.v1.EndMerchantSessionResponseB\xb6\x01\n" +
+	"\x12EndMerchantSession\x12).bcp.tenants.v1.EndMerchantSessionRequest\x1a*.bcp.tenants.v1.EndMerchantSessionResponse\x12\\\n" +
+	"\rSetTenantName\x12$.bcp.tenants.v1.SetTenantNameRequest\x1a%.bcp.tenants.v1.SetTenantNameResponseB\xb6\x01\n" +
 	"\x12com.bcp.tenants.v1B\fTenantsProtoP\x01Z8github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1;tenantsv1\xa2\x02\x03BTX\xaa\x02\x0eBcp.Tenants.V1\xca\x02\x0eBcp\\Tenants\\V1\xe2\x02\x1aBcp\\Tenants\\V1\\GPBMetadata\xea\x02\x10Bcp::Tenants::V1b\x06proto3"
 
 var (
@@ -4195,7 +4297,7 @@ func file_bcp_tenants_v1_tenants_proto_rawDescGZIP() []byte {
 }
 
 var file_bcp_tenants_v1_tenants_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
+var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_bcp_tenants_v1_tenants_proto_goTypes = []any{
 	(TenantStatus)(0),                    // 0: bcp.tenants.v1.TenantStatus
 	(Environment)(0),                     // 1: bcp.tenants.v1.Environment
@@ -4267,13 +4369,15 @@ var file_bcp_tenants_v1_tenants_proto_goTypes = []any{
 	(*GetMerchantSessionResponse)(nil),   // 67: bcp.tenants.v1.GetMerchantSessionResponse
 	(*EndMerchantSessionRequest)(nil),    // 68: bcp.tenants.v1.EndMerchantSessionRequest
 	(*EndMerchantSessionResponse)(nil),   // 69: bcp.tenants.v1.EndMerchantSessionResponse
-	(*timestamppb.Timestamp)(nil),        // 70: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),          // 71: google.protobuf.Duration
+	(*SetTenantNameRequest)(nil),         // 70: bcp.tenants.v1.SetTenantNameRequest
+	(*SetTenantNameResponse)(nil),        // 71: bcp.tenants.v1.SetTenantNameResponse
+	(*timestamppb.Timestamp)(nil),        // 72: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),          // 73: google.protobuf.Duration
 }
 var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	0,  // 0: bcp.tenants.v1.Tenant.status:type_name -> bcp.tenants.v1.TenantStatus
 	1,  // 1: bcp.tenants.v1.Tenant.environment:type_name -> bcp.tenants.v1.Environment
-	70, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	72, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
 	2,  // 3: bcp.tenants.v1.Tenant.agent_auth_policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
 	1,  // 4: bcp.tenants.v1.CreateTenantRequest.environment:type_name -> bcp.tenants.v1.Environment
 	7,  // 5: bcp.tenants.v1.CreateTenantResponse.tenant:type_name -> bcp.tenants.v1.Tenant
@@ -4283,8 +4387,8 @@ var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	7,  // 9: bcp.tenants.v1.SetTenantStatusResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	7,  // 10: bcp.tenants.v1.AddDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	7,  // 11: bcp.tenants.v1.RemoveDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	70, // 12: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
-	70, // 13: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
+	72, // 12: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
+	72, // 13: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
 	20, // 14: bcp.tenants.v1.CreateAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
 	20, // 15: bcp.tenants.v1.RevokeAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
 	20, // 16: bcp.tenants.v1.ListAPIKeysResponse.api_keys:type_name -> bcp.tenants.v1.APIKey
@@ -4302,89 +4406,92 @@ var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	7,  // 28: bcp.tenants.v1.SetAgentAuthPolicyResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	2,  // 29: bcp.tenants.v1.GetAgentAuthPolicyResponse.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
 	1,  // 30: bcp.tenants.v1.GetAgentAuthPolicyResponse.environment:type_name -> bcp.tenants.v1.Environment
-	70, // 31: bcp.tenants.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
-	70, // 32: bcp.tenants.v1.SigningKey.sign_from_time:type_name -> google.protobuf.Timestamp
-	70, // 33: bcp.tenants.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
-	70, // 34: bcp.tenants.v1.SigningKey.revoke_time:type_name -> google.protobuf.Timestamp
+	72, // 31: bcp.tenants.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
+	72, // 32: bcp.tenants.v1.SigningKey.sign_from_time:type_name -> google.protobuf.Timestamp
+	72, // 33: bcp.tenants.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
+	72, // 34: bcp.tenants.v1.SigningKey.revoke_time:type_name -> google.protobuf.Timestamp
 	3,  // 35: bcp.tenants.v1.SigningKey.status:type_name -> bcp.tenants.v1.SigningKeyStatus
 	50, // 36: bcp.tenants.v1.ListSigningKeysResponse.keys:type_name -> bcp.tenants.v1.SigningKey
-	71, // 37: bcp.tenants.v1.RotateSigningKeyRequest.delay:type_name -> google.protobuf.Duration
-	71, // 38: bcp.tenants.v1.RotateSigningKeyRequest.retention:type_name -> google.protobuf.Duration
+	73, // 37: bcp.tenants.v1.RotateSigningKeyRequest.delay:type_name -> google.protobuf.Duration
+	73, // 38: bcp.tenants.v1.RotateSigningKeyRequest.retention:type_name -> google.protobuf.Duration
 	50, // 39: bcp.tenants.v1.RotateSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
 	50, // 40: bcp.tenants.v1.RotateSigningKeyResponse.keys:type_name -> bcp.tenants.v1.SigningKey
 	50, // 41: bcp.tenants.v1.RevokeSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
-	70, // 42: bcp.tenants.v1.MerchantUser.create_time:type_name -> google.protobuf.Timestamp
-	70, // 43: bcp.tenants.v1.MerchantUser.last_login_time:type_name -> google.protobuf.Timestamp
-	70, // 44: bcp.tenants.v1.MerchantUser.locked_until:type_name -> google.protobuf.Timestamp
+	72, // 42: bcp.tenants.v1.MerchantUser.create_time:type_name -> google.protobuf.Timestamp
+	72, // 43: bcp.tenants.v1.MerchantUser.last_login_time:type_name -> google.protobuf.Timestamp
+	72, // 44: bcp.tenants.v1.MerchantUser.locked_until:type_name -> google.protobuf.Timestamp
 	59, // 45: bcp.tenants.v1.InviteMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
 	59, // 46: bcp.tenants.v1.ListMerchantUsersResponse.users:type_name -> bcp.tenants.v1.MerchantUser
 	59, // 47: bcp.tenants.v1.SignInMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	70, // 48: bcp.tenants.v1.SignInMerchantUserResponse.expire_time:type_name -> google.protobuf.Timestamp
+	72, // 48: bcp.tenants.v1.SignInMerchantUserResponse.expire_time:type_name -> google.protobuf.Timestamp
 	59, // 49: bcp.tenants.v1.GetMerchantSessionResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	70, // 50: bcp.tenants.v1.GetMerchantSessionResponse.expire_time:type_name -> google.protobuf.Timestamp
-	5,  // 51: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
-	8,  // 52: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
-	10, // 53: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
-	12, // 54: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
-	14, // 55: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
-	16, // 56: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
-	18, // 57: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
-	21, // 58: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
-	23, // 59: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
-	25, // 60: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
-	28, // 61: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
-	30, // 62: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
-	40, // 63: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
-	42, // 64: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
-	32, // 65: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
-	34, // 66: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
-	36, // 67: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
-	44, // 68: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:input_type -> bcp.tenants.v1.SetAgentAuthPolicyRequest
-	46, // 69: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:input_type -> bcp.tenants.v1.GetAgentAuthPolicyRequest
-	48, // 70: bcp.tenants.v1.TenantService.AuthenticateAPIKey:input_type -> bcp.tenants.v1.AuthenticateAPIKeyRequest
-	51, // 71: bcp.tenants.v1.TenantService.ListSigningKeys:input_type -> bcp.tenants.v1.ListSigningKeysRequest
-	53, // 72: bcp.tenants.v1.TenantService.RotateSigningKey:input_type -> bcp.tenants.v1.RotateSigningKeyRequest
-	55, // 73: bcp.tenants.v1.TenantService.RevokeSigningKey:input_type -> bcp.tenants.v1.RevokeSigningKeyRequest
-	57, // 74: bcp.tenants.v1.TenantService.SignWithCurrentKey:input_type -> bcp.tenants.v1.SignWithCurrentKeyRequest
-	60, // 75: bcp.tenants.v1.TenantService.InviteMerchantUser:input_type -> bcp.tenants.v1.InviteMerchantUserRequest
-	62, // 76: bcp.tenants.v1.TenantService.ListMerchantUsers:input_type -> bcp.tenants.v1.ListMerchantUsersRequest
-	64, // 77: bcp.tenants.v1.TenantService.SignInMerchantUser:input_type -> bcp.tenants.v1.SignInMerchantUserRequest
-	66, // 78: bcp.tenants.v1.TenantService.GetMerchantSession:input_type -> bcp.tenants.v1.GetMerchantSessionRequest
-	68, // 79: bcp.tenants.v1.TenantService.EndMerchantSession:input_type -> bcp.tenants.v1.EndMerchantSessionRequest
-	6,  // 80: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
-	9,  // 81: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
-	11, // 82: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
-	13, // 83: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
-	15, // 84: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
-	17, // 85: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
-	19, // 86: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
-	22, // 87: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
-	24, // 88: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
-	26, // 89: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
-	29, // 90: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
-	31, // 91: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
-	41, // 92: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
-	43, // 93: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
-	33, // 94: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
-	35, // 95: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
-	37, // 96: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
-	45, // 97: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:output_type -> bcp.tenants.v1.SetAgentAuthPolicyResponse
-	47, // 98: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:output_type -> bcp.tenants.v1.GetAgentAuthPolicyResponse
-	49, // 99: bcp.tenants.v1.TenantService.AuthenticateAPIKey:output_type -> bcp.tenants.v1.AuthenticateAPIKeyResponse
-	52, // 100: bcp.tenants.v1.TenantService.ListSigningKeys:output_type -> bcp.tenants.v1.ListSigningKeysResponse
-	54, // 101: bcp.tenants.v1.TenantService.RotateSigningKey:output_type -> bcp.tenants.v1.RotateSigningKeyResponse
-	56, // 102: bcp.tenants.v1.TenantService.RevokeSigningKey:output_type -> bcp.tenants.v1.RevokeSigningKeyResponse
-	58, // 103: bcp.tenants.v1.TenantService.SignWithCurrentKey:output_type -> bcp.tenants.v1.SignWithCurrentKeyResponse
-	61, // 104: bcp.tenants.v1.TenantService.InviteMerchantUser:output_type -> bcp.tenants.v1.InviteMerchantUserResponse
-	63, // 105: bcp.tenants.v1.TenantService.ListMerchantUsers:output_type -> bcp.tenants.v1.ListMerchantUsersResponse
-	65, // 106: bcp.tenants.v1.TenantService.SignInMerchantUser:output_type -> bcp.tenants.v1.SignInMerchantUserResponse
-	67, // 107: bcp.tenants.v1.TenantService.GetMerchantSession:output_type -> bcp.tenants.v1.GetMerchantSessionResponse
-	69, // 108: bcp.tenants.v1.TenantService.EndMerchantSession:output_type -> bcp.tenants.v1.EndMerchantSessionResponse
-	80, // [80:109] is the sub-list for method output_type
-	51, // [51:80] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	72, // 50: bcp.tenants.v1.GetMerchantSessionResponse.expire_time:type_name -> google.protobuf.Timestamp
+	7,  // 51: bcp.tenants.v1.SetTenantNameResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	5,  // 52: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
+	8,  // 53: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
+	10, // 54: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
+	12, // 55: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
+	14, // 56: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
+	16, // 57: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
+	18, // 58: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
+	21, // 59: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
+	23, // 60: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
+	25, // 61: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
+	28, // 62: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
+	30, // 63: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
+	40, // 64: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
+	42, // 65: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
+	32, // 66: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
+	34, // 67: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
+	36, // 68: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
+	44, // 69: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:input_type -> bcp.tenants.v1.SetAgentAuthPolicyRequest
+	46, // 70: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:input_type -> bcp.tenants.v1.GetAgentAuthPolicyRequest
+	48, // 71: bcp.tenants.v1.TenantService.AuthenticateAPIKey:input_type -> bcp.tenants.v1.AuthenticateAPIKeyRequest
+	51, // 72: bcp.tenants.v1.TenantService.ListSigningKeys:input_type -> bcp.tenants.v1.ListSigningKeysRequest
+	53, // 73: bcp.tenants.v1.TenantService.RotateSigningKey:input_type -> bcp.tenants.v1.RotateSigningKeyRequest
+	55, // 74: bcp.tenants.v1.TenantService.RevokeSigningKey:input_type -> bcp.tenants.v1.RevokeSigningKeyRequest
+	57, // 75: bcp.tenants.v1.TenantService.SignWithCurrentKey:input_type -> bcp.tenants.v1.SignWithCurrentKeyRequest
+	60, // 76: bcp.tenants.v1.TenantService.InviteMerchantUser:input_type -> bcp.tenants.v1.InviteMerchantUserRequest
+	62, // 77: bcp.tenants.v1.TenantService.ListMerchantUsers:input_type -> bcp.tenants.v1.ListMerchantUsersRequest
+	64, // 78: bcp.tenants.v1.TenantService.SignInMerchantUser:input_type -> bcp.tenants.v1.SignInMerchantUserRequest
+	66, // 79: bcp.tenants.v1.TenantService.GetMerchantSession:input_type -> bcp.tenants.v1.GetMerchantSessionRequest
+	68, // 80: bcp.tenants.v1.TenantService.EndMerchantSession:input_type -> bcp.tenants.v1.EndMerchantSessionRequest
+	70, // 81: bcp.tenants.v1.TenantService.SetTenantName:input_type -> bcp.tenants.v1.SetTenantNameRequest
+	6,  // 82: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
+	9,  // 83: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
+	11, // 84: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
+	13, // 85: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
+	15, // 86: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
+	17, // 87: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
+	19, // 88: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
+	22, // 89: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
+	24, // 90: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
+	26, // 91: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
+	29, // 92: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
+	31, // 93: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
+	41, // 94: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
+	43, // 95: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
+	33, // 96: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
+	35, // 97: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
+	37, // 98: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
+	45, // 99: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:output_type -> bcp.tenants.v1.SetAgentAuthPolicyResponse
+	47, // 100: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:output_type -> bcp.tenants.v1.GetAgentAuthPolicyResponse
+	49, // 101: bcp.tenants.v1.TenantService.AuthenticateAPIKey:output_type -> bcp.tenants.v1.AuthenticateAPIKeyResponse
+	52, // 102: bcp.tenants.v1.TenantService.ListSigningKeys:output_type -> bcp.tenants.v1.ListSigningKeysResponse
+	54, // 103: bcp.tenants.v1.TenantService.RotateSigningKey:output_type -> bcp.tenants.v1.RotateSigningKeyResponse
+	56, // 104: bcp.tenants.v1.TenantService.RevokeSigningKey:output_type -> bcp.tenants.v1.RevokeSigningKeyResponse
+	58, // 105: bcp.tenants.v1.TenantService.SignWithCurrentKey:output_type -> bcp.tenants.v1.SignWithCurrentKeyResponse
+	61, // 106: bcp.tenants.v1.TenantService.InviteMerchantUser:output_type -> bcp.tenants.v1.InviteMerchantUserResponse
+	63, // 107: bcp.tenants.v1.TenantService.ListMerchantUsers:output_type -> bcp.tenants.v1.ListMerchantUsersResponse
+	65, // 108: bcp.tenants.v1.TenantService.SignInMerchantUser:output_type -> bcp.tenants.v1.SignInMerchantUserResponse
+	67, // 109: bcp.tenants.v1.TenantService.GetMerchantSession:output_type -> bcp.tenants.v1.GetMerchantSessionResponse
+	69, // 110: bcp.tenants.v1.TenantService.EndMerchantSession:output_type -> bcp.tenants.v1.EndMerchantSessionResponse
+	71, // 111: bcp.tenants.v1.TenantService.SetTenantName:output_type -> bcp.tenants.v1.SetTenantNameResponse
+	82, // [82:112] is the sub-list for method output_type
+	52, // [52:82] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_bcp_tenants_v1_tenants_proto_init() }
@@ -4399,7 +4506,7 @@ func file_bcp_tenants_v1_tenants_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_tenants_v1_tenants_proto_rawDesc), len(file_bcp_tenants_v1_tenants_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   65,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

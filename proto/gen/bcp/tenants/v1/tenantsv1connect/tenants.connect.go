@@ -117,6 +117,9 @@ const (
 	// TenantServiceEndMerchantSessionProcedure is the fully-qualified name of the TenantService's
 	// EndMerchantSession RPC.
 	TenantServiceEndMerchantSessionProcedure = "/bcp.tenants.v1.TenantService/EndMerchantSession"
+	// TenantServiceSetTenantNameProcedure is the fully-qualified name of the TenantService's
+	// SetTenantName RPC.
+	TenantServiceSetTenantNameProcedure = "/bcp.tenants.v1.TenantService/SetTenantName"
 )
 
 // TenantServiceClient is a client for the bcp.tenants.v1.TenantService service.
@@ -146,7 +149,8 @@ type TenantServiceClient interface {
 	// new subscriber to drop everything it holds.
 	WatchChanges(context.Context, *connect.Request[v1.WatchChangesRequest]) (*connect.ServerStreamForClient[v1.WatchChangesResponse], error)
 	// SetAgentAuthPolicy sets how agents must authenticate at the tenant's
-	// MCP endpoint and whether every tool response is signed (operator).
+	// MCP endpoint and whether every tool response is signed (internal: the
+	// operator, or a merchant admin through the admin web).
 	SetAgentAuthPolicy(context.Context, *connect.Request[v1.SetAgentAuthPolicyRequest]) (*connect.Response[v1.SetAgentAuthPolicyResponse], error)
 	// GetAgentAuthPolicy is the edge's fallback when it has no Tenant at hand
 	// (internal).
@@ -154,8 +158,9 @@ type TenantServiceClient interface {
 	// AuthenticateAPIKey looks an agent API key up in one tenant only
 	// (internal). Unknown and revoked keys are NOT_FOUND alike.
 	AuthenticateAPIKey(context.Context, *connect.Request[v1.AuthenticateAPIKeyRequest]) (*connect.Response[v1.AuthenticateAPIKeyResponse], error)
-	// Merchant signing keys (operator). Published keys are the profile's
-	// signing_keys; the private halves never leave this service.
+	// Merchant signing keys (internal: the operator, or a merchant admin
+	// through the admin web). Published keys are the profile's signing_keys;
+	// the private halves never leave this service.
 	ListSigningKeys(context.Context, *connect.Request[v1.ListSigningKeysRequest]) (*connect.Response[v1.ListSigningKeysResponse], error)
 	// RotateSigningKey publishes a new ES256 key at once and signs with it
 	// from now + delay; the keys it supersedes stay published for retention.
@@ -183,6 +188,10 @@ type TenantServiceClient interface {
 	GetMerchantSession(context.Context, *connect.Request[v1.GetMerchantSessionRequest]) (*connect.Response[v1.GetMerchantSessionResponse], error)
 	// EndMerchantSession deletes a session (logout; internal).
 	EndMerchantSession(context.Context, *connect.Request[v1.EndMerchantSessionRequest]) (*connect.Response[v1.EndMerchantSessionResponse], error)
+	// SetTenantName renames the merchant (the store name shown to buyers and
+	// agents). Internal: the operator, or a merchant admin through the admin
+	// web.
+	SetTenantName(context.Context, *connect.Request[v1.SetTenantNameRequest]) (*connect.Response[v1.SetTenantNameResponse], error)
 }
 
 // NewTenantServiceClient constructs a client for the bcp.tenants.v1.TenantService service. By
@@ -381,6 +390,12 @@ func NewTenantServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(tenantServiceMethods.ByName("EndMerchantSession")),
 			connect.WithClientOptions(opts...),
 		),
+		setTenantName: connect.NewClient[v1.SetTenantNameRequest, v1.SetTenantNameResponse](
+			httpClient,
+			baseURL+TenantServiceSetTenantNameProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("SetTenantName")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -415,6 +430,7 @@ type tenantServiceClient struct {
 	signInMerchantUser   *connect.Client[v1.SignInMerchantUserRequest, v1.SignInMerchantUserResponse]
 	getMerchantSession   *connect.Client[v1.GetMerchantSessionRequest, v1.GetMerchantSessionResponse]
 	endMerchantSession   *connect.Client[v1.EndMerchantSessionRequest, v1.EndMerchantSessionResponse]
+	setTenantName        *connect.Client[v1.SetTenantNameRequest, v1.SetTenantNameResponse]
 }
 
 // Ping calls bcp.tenants.v1.TenantService.Ping.
@@ -562,6 +578,11 @@ func (c *tenantServiceClient) EndMerchantSession(ctx context.Context, req *conne
 	return c.endMerchantSession.CallUnary(ctx, req)
 }
 
+// SetTenantName calls bcp.tenants.v1.TenantService.SetTenantName.
+func (c *tenantServiceClient) SetTenantName(ctx context.Context, req *connect.Request[v1.SetTenantNameRequest]) (*connect.Response[v1.SetTenantNameResponse], error) {
+	return c.setTenantName.CallUnary(ctx, req)
+}
+
 // TenantServiceHandler is an implementation of the bcp.tenants.v1.TenantService service.
 type TenantServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
@@ -589,7 +610,8 @@ type TenantServiceHandler interface {
 	// new subscriber to drop everything it holds.
 	WatchChanges(context.Context, *connect.Request[v1.WatchChangesRequest], *connect.ServerStream[v1.WatchChangesResponse]) error
 	// SetAgentAuthPolicy sets how agents must authenticate at the tenant's
-	// MCP endpoint and whether every tool response is signed (operator).
+	// MCP endpoint and whether every tool response is signed (internal: the
+	// operator, or a merchant admin through the admin web).
 	SetAgentAuthPolicy(context.Context, *connect.Request[v1.SetAgentAuthPolicyRequest]) (*connect.Response[v1.SetAgentAuthPolicyResponse], error)
 	// GetAgentAuthPolicy is the edge's fallback when it has no Tenant at hand
 	// (internal).
@@ -597,8 +619,9 @@ type TenantServiceHandler interface {
 	// AuthenticateAPIKey looks an agent API key up in one tenant only
 	// (internal). Unknown and revoked keys are NOT_FOUND alike.
 	AuthenticateAPIKey(context.Context, *connect.Request[v1.AuthenticateAPIKeyRequest]) (*connect.Response[v1.AuthenticateAPIKeyResponse], error)
-	// Merchant signing keys (operator). Published keys are the profile's
-	// signing_keys; the private halves never leave this service.
+	// Merchant signing keys (internal: the operator, or a merchant admin
+	// through the admin web). Published keys are the profile's signing_keys;
+	// the private halves never leave this service.
 	ListSigningKeys(context.Context, *connect.Request[v1.ListSigningKeysRequest]) (*connect.Response[v1.ListSigningKeysResponse], error)
 	// RotateSigningKey publishes a new ES256 key at once and signs with it
 	// from now + delay; the keys it supersedes stay published for retention.
@@ -626,6 +649,10 @@ type TenantServiceHandler interface {
 	GetMerchantSession(context.Context, *connect.Request[v1.GetMerchantSessionRequest]) (*connect.Response[v1.GetMerchantSessionResponse], error)
 	// EndMerchantSession deletes a session (logout; internal).
 	EndMerchantSession(context.Context, *connect.Request[v1.EndMerchantSessionRequest]) (*connect.Response[v1.EndMerchantSessionResponse], error)
+	// SetTenantName renames the merchant (the store name shown to buyers and
+	// agents). Internal: the operator, or a merchant admin through the admin
+	// web.
+	SetTenantName(context.Context, *connect.Request[v1.SetTenantNameRequest]) (*connect.Response[v1.SetTenantNameResponse], error)
 }
 
 // NewTenantServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -820,6 +847,12 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(tenantServiceMethods.ByName("EndMerchantSession")),
 		connect.WithHandlerOptions(opts...),
 	)
+	tenantServiceSetTenantNameHandler := connect.NewUnaryHandler(
+		TenantServiceSetTenantNameProcedure,
+		svc.SetTenantName,
+		connect.WithSchema(tenantServiceMethods.ByName("SetTenantName")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.tenants.v1.TenantService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TenantServicePingProcedure:
@@ -880,6 +913,8 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 			tenantServiceGetMerchantSessionHandler.ServeHTTP(w, r)
 		case TenantServiceEndMerchantSessionProcedure:
 			tenantServiceEndMerchantSessionHandler.ServeHTTP(w, r)
+		case TenantServiceSetTenantNameProcedure:
+			tenantServiceSetTenantNameHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1003,4 +1038,8 @@ func (UnimplementedTenantServiceHandler) GetMerchantSession(context.Context, *co
 
 func (UnimplementedTenantServiceHandler) EndMerchantSession(context.Context, *connect.Request[v1.EndMerchantSessionRequest]) (*connect.Response[v1.EndMerchantSessionResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.EndMerchantSession is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) SetTenantName(context.Context, *connect.Request[v1.SetTenantNameRequest]) (*connect.Response[v1.SetTenantNameResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.SetTenantName is not implemented"))
 }
