@@ -106,7 +106,7 @@ func New(opts Options) *Admin {
 		"pct": func(bp int64) string { return formatPercent(bp) + " %" },
 	}
 	a.pages = map[string]*template.Template{}
-	for _, p := range []string{"login", "products", "product", "orders", "order", "checkouts", "checkout", "shipping", "rate", "discounts", "discount", "users", "apikeys", "settings", "error", "dashboard"} {
+	for _, p := range append([]string{"login", "products", "product", "orders", "order", "checkouts", "checkout", "shipping", "rate", "discounts", "discount", "users", "apikeys", "settings", "error", "dashboard"}, merchantPages...) {
 		t := template.New("layout.html").Funcs(funcs)
 		a.pages[p] = template.Must(t.ParseFS(templateFS, "templates/layout.html", "templates/field.html", "templates/"+p+".html"))
 	}
@@ -126,7 +126,8 @@ func (a *Admin) Routes() map[string]http.Handler {
 	cop := http.NewCrossOriginProtection()
 	get := func(h http.HandlerFunc) http.Handler { return secure(a.signedIn(h)) }
 	post := func(h http.HandlerFunc) http.Handler { return secure(cop.Handler(a.signedIn(a.checkCSRF(h)))) }
-	return map[string]http.Handler{
+	routes := a.merchantRoutes(get, post, cop)
+	for pattern, h := range map[string]http.Handler{
 		"GET /admin":                           secure(http.RedirectHandler("/admin/", http.StatusSeeOther)),
 		"GET /admin/{$}":                       get(a.dashboard),
 		"GET /admin/entrar":                    secure(http.HandlerFunc(a.loginPage)),
@@ -161,7 +162,10 @@ func (a *Admin) Routes() map[string]http.Handler {
 		"GET /admin/configuracoes":             get(a.settings),
 		"POST /admin/configuracoes":            post(a.saveSettings),
 		"GET /admin/static/{file}":             http.HandlerFunc(a.static),
+	} {
+		routes[pattern] = h
 	}
+	return routes
 }
 
 const csp = "default-src 'none'; style-src 'self'; img-src 'self' data: https:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"

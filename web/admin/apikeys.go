@@ -17,6 +17,9 @@ type apiKeysData struct {
 	Errors  fieldErrors
 	// Secret is set right after creation: shown this once.
 	Secret string
+	// AuthPolicy is the tenant's agent authentication policy.
+	AuthPolicy agentPolicy
+	CanAdmin   bool
 }
 
 func (a *Admin) listKeys(r *http.Request, d *apiKeysData) error {
@@ -25,6 +28,12 @@ func (a *Admin) listKeys(r *http.Request, d *apiKeysData) error {
 		return err
 	}
 	d.Keys = resp.Msg.GetApiKeys()
+	d.CanAdmin = sessionFrom(r.Context()).user.GetRole() == "admin"
+	if d.AuthPolicy.Policy == "" {
+		if d.AuthPolicy, err = a.loadPolicy(r); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

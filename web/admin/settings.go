@@ -35,6 +35,8 @@ type settingsPurpose struct {
 }
 
 type settingsData struct {
+	Name     string
+	NameErr  string
 	Links    []settingsLink
 	Purposes []settingsPurpose
 	TTLHours string
@@ -76,13 +78,28 @@ func (a *Admin) loadSettings(r *http.Request) (*tenantsv1.Settings, error) {
 	return resp.Msg.GetSettings(), nil
 }
 
+// storeName is the tenant's name as agents and buyers see it (the
+// registry serves it with the discovery data).
+func (a *Admin) storeName(r *http.Request) (string, error) {
+	resp, err := a.opts.Tenants.GetDiscovery(r.Context(), connect.NewRequest(&tenantsv1.GetDiscoveryRequest{TenantId: sessionFrom(r.Context()).tenant.String()}))
+	if err != nil {
+		return "", err
+	}
+	return resp.Msg.GetTenant().GetName(), nil
+}
+
 func (a *Admin) settings(rw http.ResponseWriter, r *http.Request) {
 	s, err := a.loadSettings(r)
 	if err != nil {
 		a.serviceError(rw, r, err)
 		return
 	}
-	a.render(rw, r, http.StatusOK, "settings", a.newPage(r, "Configurações da loja", "config", settingsForm(s)))
+	d := settingsForm(s)
+	if d.Name, err = a.storeName(r); err != nil {
+		a.serviceError(rw, r, err)
+		return
+	}
+	a.render(rw, r, http.StatusOK, "settings", a.newPage(r, "Configurações da loja", "config", d))
 }
 
 func (a *Admin) saveSettings(rw http.ResponseWriter, r *http.Request) {
@@ -99,6 +116,15 @@ func (a *Admin) saveSettings(rw http.ResponseWriter, r *http.Request) {
 	d := settingsForm(cur)
 	out := &tenantsv1.Settings{Links: d.others}
 	bad := false
+	oldName, err := a.storeName(r)
+	if err != nil {
+		a.serviceError(rw, r, err)
+		return
+	}
+	d.Name = strings.TrimSpace(r.PostFormValue("name"))
+	if d.Name == "" || len(d.Name) > 200 {
+		d.NameErr, bad = "Informe o nome da loja (até 200 caracteres).", true
+	}
 	for i := range d.Links {
 		l := &d.Links[i]
 		l.URL = strings.TrimSpace(r.PostFormValue("link_" + l.Type))
@@ -123,6 +149,15 @@ func (a *Admin) saveSettings(rw http.ResponseWriter, r *http.Request) {
 		d.TTLErr, bad = "Entre 0,1 (6 minutos) e 720 horas (30 dias).", true
 	}
 	out.CheckoutTtlSeconds = int64(hours * 3600)
+	if !bad && d.Name != oldName {
+		if _, err := a.opts.Tenants.SetTenantName(r.Context(), connect.NewRequest(&tenantsv1.SetTenantNameRequest{Tenant: sess.tenant.String(), Name: d.Name})); err != nil {
+			if !isKind(err, apperr.KindInvalidArgument) {
+				a.serviceError(rw, r, err)
+				return
+			}
+			d.NameErr, bad = "Nome recusado: "+appErr(err).Message, true
+		}
+	}
 	if !bad {
 		_, err := a.opts.Tenants.SetSettings(r.Context(), connect.NewRequest(&tenantsv1.SetSettingsRequest{Tenant: sess.tenant.String(), Settings: out}))
 		if err == nil {

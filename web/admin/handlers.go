@@ -1,0 +1,456 @@
+package admin
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/bcpnames"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/services/payments/pix/brcode"
+)
+
+// Payment handlers: the built-in Pix handler and delegated card handlers.
+// Secrets (PSP / processor credentials) are write-only: the tenants
+// service seals them and only says whether some are stored.
+
+type handlerRow struct {
+	ID, Kind, Name, Environment, Summary string
+	HasSecrets                           bool
+}
+
+type handlersData struct {
+	Handlers []handlerRow
+}
+
+// loadHandlers reads the tenant's handlers (without secrets) from the
+// discovery data the registry serves.
+func (a *Admin) loadHandlers(r *http.Request) ([]*tenantsv1.PaymentHandler, error) {
+	resp, err := a.opts.Tenants.GetDiscovery(r.Context(), connect.NewRequest(&tenantsv1.GetDiscoveryRequest{TenantId: sessionFrom(r.Context()).tenant.String()}))
+	if err != nil {
+		return nil, err
+	}
+	return resp.Msg.GetPaymentHandlers(), nil
+}
+
+func (a *Admin) findHandler(r *http.Request, id string) (*tenantsv1.PaymentHandler, []*tenantsv1.PaymentHandler, error) {
+	all, err := a.loadHandlers(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, h := range all {
+		if h.GetId() == id {
+			return h, all, nil
+		}
+	}
+	return nil, all, apperr.NotFound("handler_not_found", "no handler %q", id)
+}
+
+func isPix(h *tenantsv1.PaymentHandler) bool { return h.GetName() == bcpnames.PixHandler }
+
+func (a *Admin) paymentHandlers(rw http.ResponseWriter, r *http.Request) {
+	all, err := a.loadHandlers(r)
+	if err != nil {
+		a.serviceError(rw, r, err)
+		return
+	}
+	d := handlersData{}
+	for _, h := range all {
+		row := handlerRow{ID: h.GetId(), Name: h.GetName(), Environment: envPT[h.GetEnvironment()], HasSecrets: h.GetHasSecrets()}
+		cfg := map[string]any{}
+		_ = json.Unmarshal([]byte(h.GetConfigJson()), &cfg)
+		if isPix(h) {
+			row.Kind = "Pix"
+			if k, _ := cfg["pix_key"].(string); k != "" {
+				row.Summary = "Chave " + k
+			} else {
+				row.Summary = "Chave aleatória do ambiente de testes"
+			}
+		} else {
+			row.Kind = "Cartão (token delegado)"
+			var ins []instrumentJSON
+			_ = json.Unmarshal([]byte(h.GetAvailableInstrumentsJson()), &ins)
+			for _, in := range ins {
+				if len(in.Constraints.Brands) > 0 {
+					row.Summary = "Bandeiras: " + strings.Join(in.Constraints.Brands, ", ")
+				}
+			}
+		}
+		d.Handlers = append(d.Handlers, row)
+	}
+	a.render(rw, r, http.StatusOK, "handlers", a.newPage(r, "Pagamentos", "pagamentos", d))
+}
+
+var envPT = map[string]string{"sandbox": "Testes (sandbox)", "production": "Produção"}
+
+type instrumentJSON struct {
+	Type        string `json:"type"`
+	Constraints struct {
+		Brands []string `json:"brands,omitempty"`
+	} `json:"constraints"`
+}
+
+// handlerForm is the Pix or card form as typed.
+type handlerForm struct {
+	New  bool
+	Kind string // "pix" | "card"
+	ID   string
+	// Pix.
+	KeyType, PixKey, MerchantName, MerchantCity, ExpirationMinutes string
+	// Card.
+	Name, Spec, Schema string
+	Brands             []string
+	CredentialTypes    []string
+	// Both.
+	Environment string
+	// Credentials: write-only, never filled from storage.
+	APIURL, ClientID   string
+	HasSecrets         bool
+	Errors             fieldErrors
+	Error              string
+	config             map[string]json.RawMessage // members the form does not manage, kept
+	instruments        string
+	position           int32
+	removeConfirmError string
+}
+
+var (
+	keyTypes        = []struct{ Value, Label string }{{"cpf", "CPF"}, {"cnpj", "CNPJ"}, {"email", "E-mail"}, {"phone", "Telefone"}, {"evp", "Chave aleatória (EVP)"}}
+	cardBrands      = []string{"visa", "mastercard", "elo", "amex", "hipercard"}
+	credentialTypes = []string{"token", "delegate_token"}
+	handlerIDRE     = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+)
+
+// The template needs the option lists.
+func (f handlerForm) KeyTypes() []struct{ Value, Label string } { return keyTypes }
+func (f handlerForm) AllBrands() []string                       { return cardBrands }
+func (f handlerForm) AllCredentialTypes() []string              { return credentialTypes }
+func (f handlerForm) Has(list []string, v string) bool          { return slices.Contains(list, v) }
+func (f handlerForm) RemoveError() string                       { return f.removeConfirmError }
+
+func formFromHandler(h *tenantsv1.PaymentHandler) handlerForm {
+	f := handlerForm{ID: h.GetId(), Environment: h.GetEnvironment(), HasSecrets: h.GetHasSecrets(), Errors: fieldErrors{},
+		instruments: h.GetAvailableInstrumentsJson(), position: h.GetPosition(), Name: h.GetName(), Spec: h.GetSpec(), Schema: h.GetSchema()}
+	_ = json.Unmarshal([]byte(h.GetConfigJson()), &f.config)
+	str := func(k string) string {
+		var s string
+		_ = json.Unmarshal(f.config[k], &s)
+		return s
+	}
+	if isPix(h) {
+		f.Kind, f.PixKey, f.MerchantName, f.MerchantCity = "pix", str("pix_key"), str("merchant_name"), str("merchant_city")
+		if f.PixKey != "" {
+			f.KeyType = brcode.ClassifyKey(f.PixKey).String()
+		}
+		var secs int64
+		if json.Unmarshal(f.config["expiration_seconds"], &secs) == nil && secs > 0 {
+			f.ExpirationMinutes = strconv.FormatInt(secs/60, 10)
+		}
+		return f
+	}
+	f.Kind = "card"
+	var ins []instrumentJSON
+	_ = json.Unmarshal([]byte(h.GetAvailableInstrumentsJson()), &ins)
+	for _, in := range ins {
+		f.Brands = append(f.Brands, in.Constraints.Brands...)
+	}
+	_ = json.Unmarshal(f.config["accepted_credential_types"], &f.CredentialTypes)
+	if len(f.CredentialTypes) == 0 {
+		f.CredentialTypes = credentialTypes
+	}
+	return f
+}
+
+func parseHandlerForm(r *http.Request, f *handlerForm) {
+	g := func(k string) string { return strings.TrimSpace(r.PostFormValue(k)) }
+	if f.New {
+		f.ID = g("id")
+	}
+	f.Environment, f.APIURL, f.ClientID = g("environment"), g("api_url"), g("client_id")
+	if f.Kind == "pix" {
+		f.KeyType, f.PixKey, f.MerchantName, f.MerchantCity, f.ExpirationMinutes = g("key_type"), g("pix_key"), g("merchant_name"), g("merchant_city"), g("expiration_minutes")
+		return
+	}
+	f.Name, f.Spec, f.Schema = g("name"), g("spec"), g("schema")
+	_ = r.ParseForm()
+	f.Brands, f.CredentialTypes = nil, nil
+	for _, b := range r.PostForm["brand"] {
+		if slices.Contains(cardBrands, b) {
+			f.Brands = append(f.Brands, b)
+		}
+	}
+	for _, c := range r.PostForm["credential_type"] {
+		if slices.Contains(credentialTypes, c) {
+			f.CredentialTypes = append(f.CredentialTypes, c)
+		}
+	}
+}
+
+var nonDigits = regexp.MustCompile(`[^0-9]`)
+
+// normalizePixKey turns a key typed the usual way (CPF with dots, phone
+// with parentheses) into the DICT form and checks it is of the chosen type.
+func normalizePixKey(kind, raw string) (string, string) {
+	k := strings.TrimSpace(raw)
+	switch kind {
+	case "cpf":
+		k = nonDigits.ReplaceAllString(k, "")
+	case "cnpj":
+		k = strings.ToUpper(strings.NewReplacer(".", "", "/", "", "-", "", " ", "").Replace(k))
+	case "phone":
+		plus := strings.HasPrefix(k, "+")
+		k = nonDigits.ReplaceAllString(k, "")
+		if !plus && !(strings.HasPrefix(k, "55") && len(k) >= 12) {
+			k = "55" + k // a Brazilian number typed without the country code
+		}
+		k = "+" + k
+	case "email":
+		k = strings.ToLower(k)
+	case "evp":
+		k = strings.ToLower(k)
+	default:
+		return "", "Escolha o tipo da chave Pix."
+	}
+	if k == "" || k == "+" {
+		return "", "Informe a chave Pix."
+	}
+	if got := brcode.ClassifyKey(k).String(); got != kind {
+		return "", map[string]string{
+			"cpf":   "CPF inválido: 11 dígitos com dígitos verificadores corretos.",
+			"cnpj":  "CNPJ inválido: 14 caracteres com dígitos verificadores corretos.",
+			"phone": "Telefone inválido: use DDD e número, como (11) 91234-5678.",
+			"email": "E-mail inválido.",
+			"evp":   "Chave aleatória inválida: 36 caracteres, como 123e4567-e89b-12d3-a456-426614174000.",
+		}[kind]
+	}
+	return k, ""
+}
+
+func httpsURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme == "https" && u.Host != ""
+}
+
+// toRequest validates the form and builds the SetPaymentHandler request.
+func (f *handlerForm) toRequest(tenant string, secret string, all []*tenantsv1.PaymentHandler) *tenantsv1.SetPaymentHandlerRequest {
+	f.Errors = fieldErrors{}
+	if f.New {
+		if !handlerIDRE.MatchString(f.ID) {
+			f.Errors.add("id", "De 1 a 64 letras, números, _ . ou -.")
+		} else if slices.ContainsFunc(all, func(h *tenantsv1.PaymentHandler) bool { return h.GetId() == f.ID }) {
+			f.Errors.add("id", "Já existe um meio de pagamento com este identificador.")
+		}
+		f.position = 0
+		for _, h := range all {
+			f.position = max(f.position, h.GetPosition()+1)
+		}
+	}
+	if f.Environment != "sandbox" && f.Environment != "production" {
+		f.Errors.add("environment", "Escolha testes (sandbox) ou produção.")
+	}
+	if f.config == nil {
+		f.config = map[string]json.RawMessage{}
+	}
+	set := func(k string, v any) {
+		if v == "" || v == 0 || v == nil {
+			delete(f.config, k)
+			return
+		}
+		f.config[k], _ = json.Marshal(v)
+	}
+	if _, ok := f.config["environment"]; ok {
+		set("environment", f.Environment)
+	}
+	h := &tenantsv1.PaymentHandler{Id: f.ID, Environment: f.Environment, Position: f.position}
+	if f.Kind == "pix" {
+		h.Name, h.Spec, h.Schema, h.AvailableInstrumentsJson = bcpnames.PixHandler, bcpnames.PixSpec, bcpnames.PixSchema, f.instruments
+		if h.AvailableInstrumentsJson == "" {
+			h.AvailableInstrumentsJson = `[{"type":"pix"}]`
+		}
+		key := ""
+		if f.PixKey != "" || f.KeyType != "" || f.Environment == "production" {
+			var msg string
+			if key, msg = normalizePixKey(f.KeyType, f.PixKey); msg != "" {
+				field := "pix_key"
+				if f.KeyType == "" {
+					field = "key_type"
+				}
+				f.Errors.add(field, msg)
+			}
+		}
+		set("pix_key", key)
+		if n := len([]rune(f.MerchantName)); n > 25 {
+			f.Errors.add("merchant_name", "No máximo 25 caracteres (limite do QR Code Pix).")
+		}
+		if n := len([]rune(f.MerchantCity)); n > 15 {
+			f.Errors.add("merchant_city", "No máximo 15 caracteres (limite do QR Code Pix).")
+		}
+		set("merchant_name", f.MerchantName)
+		set("merchant_city", f.MerchantCity)
+		var secs int
+		if f.ExpirationMinutes != "" {
+			m, err := strconv.Atoi(f.ExpirationMinutes)
+			if err != nil || m < 1 || m > 7*24*60 {
+				f.Errors.add("expiration_minutes", "Minutos entre 1 e 10080 (7 dias).")
+			}
+			secs = m * 60
+		}
+		set("expiration_seconds", secs)
+	} else {
+		h.Name, h.Spec, h.Schema = f.Name, f.Spec, f.Schema
+		if !reverseDomain.MatchString(f.Name) {
+			f.Errors.add("name", "Nome em domínio reverso, como com.exemplo.delegate_payment.")
+		}
+		if f.Spec != "" && !httpsURL(f.Spec) {
+			f.Errors.add("spec", "Use um endereço https completo.")
+		}
+		if f.Schema != "" && !httpsURL(f.Schema) {
+			f.Errors.add("schema", "Use um endereço https completo.")
+		}
+		if len(f.Brands) == 0 {
+			f.Errors.add("brand", "Escolha ao menos uma bandeira.")
+		}
+		if len(f.CredentialTypes) == 0 {
+			f.Errors.add("credential_type", "Escolha ao menos um tipo de credencial.")
+		}
+		in := []instrumentJSON{{Type: "card"}}
+		in[0].Constraints.Brands = f.Brands
+		b, _ := json.Marshal(in)
+		h.AvailableInstrumentsJson = string(b)
+		if slices.Equal(f.CredentialTypes, credentialTypes) {
+			set("accepted_credential_types", nil)
+		} else {
+			set("accepted_credential_types", f.CredentialTypes)
+		}
+	}
+	cfg, _ := json.Marshal(f.config)
+	h.ConfigJson = string(cfg)
+	// Credentials: all three or none (none keeps what is stored).
+	req := &tenantsv1.SetPaymentHandlerRequest{Tenant: tenant, Handler: h}
+	switch {
+	case f.APIURL == "" && f.ClientID == "" && secret == "":
+		if f.Environment == "production" && !f.HasSecrets {
+			f.Errors.add("client_secret", "Produção exige as credenciais do provedor.")
+		}
+	default:
+		if !httpsURL(f.APIURL) {
+			f.Errors.add("api_url", "Use o endereço https da API do provedor.")
+		}
+		if f.ClientID == "" {
+			f.Errors.add("client_id", "Informe o client_id.")
+		}
+		if secret == "" {
+			f.Errors.add("client_secret", "Informe o segredo (client_secret).")
+		}
+		b, _ := json.Marshal(map[string]string{"api_url": f.APIURL, "client_id": f.ClientID, "client_secret": secret})
+		req.SecretsJson = string(b)
+	}
+	return req
+}
+
+var reverseDomain = regexp.MustCompile(`^[a-z](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9_-]*[a-z0-9_])?)+$`)
+
+func (a *Admin) newHandler(rw http.ResponseWriter, r *http.Request) {
+	kind := r.PathValue("kind")
+	f := handlerForm{New: true, Environment: "sandbox", Errors: fieldErrors{}}
+	switch kind {
+	case "pix":
+		f.Kind, f.ID = "pix", "pix"
+	case "cartao":
+		f.Kind, f.ID, f.Brands, f.CredentialTypes = "card", "cartao", []string{"visa", "mastercard"}, credentialTypes
+	default:
+		a.errorPage(rw, r, http.StatusNotFound)
+		return
+	}
+	a.render(rw, r, http.StatusOK, "handler", a.newPage(r, "Meio de pagamento", "pagamentos", f))
+}
+
+func (a *Admin) editHandler(rw http.ResponseWriter, r *http.Request) {
+	h, _, err := a.findHandler(r, r.PathValue("id"))
+	if err != nil {
+		a.serviceError(rw, r, err)
+		return
+	}
+	a.render(rw, r, http.StatusOK, "handler", a.newPage(r, "Meio de pagamento", "pagamentos", formFromHandler(h)))
+}
+
+func (a *Admin) saveHandler(rw http.ResponseWriter, r *http.Request) {
+	s := sessionFrom(r.Context())
+	var f handlerForm
+	var all []*tenantsv1.PaymentHandler
+	if kind := r.PathValue("kind"); kind != "" {
+		var err error
+		if all, err = a.loadHandlers(r); err != nil {
+			a.serviceError(rw, r, err)
+			return
+		}
+		switch kind {
+		case "pix":
+			f = handlerForm{New: true, Kind: "pix"}
+		case "cartao":
+			f = handlerForm{New: true, Kind: "card"}
+		default:
+			a.errorPage(rw, r, http.StatusNotFound)
+			return
+		}
+	} else {
+		h, list, err := a.findHandler(r, r.PathValue("id"))
+		if err != nil {
+			a.serviceError(rw, r, err)
+			return
+		}
+		f, all = formFromHandler(h), list
+	}
+	parseHandlerForm(r, &f)
+	req := f.toRequest(s.tenant.String(), strings.TrimSpace(r.PostFormValue("client_secret")), all)
+	if len(f.Errors) == 0 {
+		_, err := a.opts.Tenants.SetPaymentHandler(r.Context(), connect.NewRequest(req))
+		if err == nil {
+			a.log.InfoContext(r.Context(), "admin: payment handler set", "tenant_id", s.tenant, "by", s.user.GetId(), "handler", f.ID, "secrets", req.GetSecretsJson() != "")
+			http.Redirect(rw, r, "/admin/pagamentos?ok=salvo", http.StatusSeeOther)
+			return
+		}
+		e := appErr(err)
+		if e.Kind != apperr.KindInvalidArgument {
+			a.serviceError(rw, r, err)
+			return
+		}
+		switch strings.TrimPrefix(e.Field, "handler.") {
+		case "id":
+			f.Errors.add("id", "Identificador recusado: "+e.Message)
+		case "name", "spec", "schema", "environment":
+			f.Errors.add(strings.TrimPrefix(e.Field, "handler."), "Valor recusado: "+e.Message)
+		default:
+			f.Error = "Configuração recusada: " + e.Message
+		}
+	}
+	a.render(rw, r, http.StatusUnprocessableEntity, "handler", a.newPage(r, "Meio de pagamento", "pagamentos", f))
+}
+
+func (a *Admin) removeHandler(rw http.ResponseWriter, r *http.Request) {
+	s := sessionFrom(r.Context())
+	h, _, err := a.findHandler(r, r.PathValue("id"))
+	if err != nil {
+		a.serviceError(rw, r, err)
+		return
+	}
+	if r.PostFormValue("confirm") != "on" {
+		f := formFromHandler(h)
+		f.removeConfirmError = "Marque a confirmação para remover."
+		a.render(rw, r, http.StatusUnprocessableEntity, "handler", a.newPage(r, "Meio de pagamento", "pagamentos", f))
+		return
+	}
+	if _, err := a.opts.Tenants.RemovePaymentHandler(r.Context(), connect.NewRequest(&tenantsv1.RemovePaymentHandlerRequest{Tenant: s.tenant.String(), HandlerId: h.GetId()})); err != nil {
+		a.serviceError(rw, r, err)
+		return
+	}
+	a.log.InfoContext(r.Context(), "admin: payment handler removed", "tenant_id", s.tenant, "by", s.user.GetId(), "handler", h.GetId())
+	http.Redirect(rw, r, "/admin/pagamentos?ok=removido", http.StatusSeeOther)
+}
