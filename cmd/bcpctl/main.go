@@ -53,8 +53,14 @@ commands:
   catalog list <tenant>
   merchant export <tenant> [--out FILE]
   merchant import <tenant> <file.json> [--dry-run]
+  user invite <tenant> <email> [--role admin|staff]
+  user list <tenant>
 
 <tenant> is a tenant id, slug or domain.
+
+user invite creates a user of the merchant admin web (https://<merchant host>/admin); the initial
+password is printed once and stored only as a hash. The default role is admin; staff users cannot
+invite users or change keys, payment handlers, agent access or store settings.
 
 catalog import creates or updates products, all or nothing: any error is listed (exit status 2) and
 nothing changes. Products match by id (without one, by their SKUs), variants by SKU; each listed
@@ -292,6 +298,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return c.merchantExport(ctx, sub)
 	case "merchant import":
 		return c.merchantImport(ctx, sub)
+	case "user invite":
+		return c.userInvite(ctx, sub)
+	case "user list":
+		return c.userList(ctx, sub)
 	}
 	return usageError{"unknown command " + cmd}
 }

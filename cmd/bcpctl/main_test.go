@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -98,6 +99,25 @@ func TestOperatorCommandsAndErrors(t *testing.T) {
 	wantErr(2, "invalid_instruments", "handler", "set", "loja-sao-joao", "--id", "h", "--name", "com.example.pay", "--instruments", `{"type":"card"}`)
 	mustOK("handler", "remove", "loja-sao-joao", "pix_1")
 	wantErr(2, "handler_not_found", "handler", "remove", "loja-sao-joao", "pix_1")
+
+	// Admin-web users: the initial password is printed once; list shows
+	// role and e-mail, never a password.
+	out = mustOK("user", "invite", "loja-sao-joao", "Dona@Loja.com.br")
+	pw := strings.TrimSpace(out[strings.LastIndex(out, ": ")+2:])
+	if !strings.Contains(out, "user dona@loja.com.br (admin) invited") || len(pw) < 16 {
+		t.Fatalf("user invite output: %s", out)
+	}
+	if out := mustOK("user", "invite", "loja.example.com.br", "caixa@loja.com.br", "--role", "staff"); !strings.Contains(out, "(staff)") {
+		t.Fatalf("staff invite output: %s", out)
+	}
+	wantErr(2, "--role must be admin or staff", "user", "invite", "loja-sao-joao", "x@loja.com.br", "--role", "owner")
+	wantErr(2, "duplicate_user", "user", "invite", "loja-sao-joao", "dona@loja.com.br")
+	wantErr(2, "tenant_not_found", "user", "list", "nope")
+	users := mustOK("user", "list", "loja-sao-joao")
+	if lines := strings.Split(strings.TrimSpace(users), "\n"); len(lines) != 3 || !regexp.MustCompile(`dona@loja\.com\.br\s+admin\s+never`).MatchString(users) ||
+		!regexp.MustCompile(`caixa@loja\.com\.br\s+staff\s+never`).MatchString(users) || strings.Contains(users, pw) {
+		t.Fatalf("user list:\n%s", users)
+	}
 
 	list = mustOK("tenant", "list")
 	if !strings.Contains(list, "loja-sao-joao") || !strings.Contains(list, "active") {

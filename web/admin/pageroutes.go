@@ -10,9 +10,9 @@ var merchantPages = []string{"keys", "keyrevoke", "handlers", "handler", "pickup
 
 func init() {
 	for k, v := range map[string]string{
-		"girada":    "Nova chave gerada e publicada.",
-		"removido":  "Meio de pagamento removido.",
-		"excluido":  "Ponto de retirada excluído.",
+		"girada":   "Nova chave gerada e publicada.",
+		"removido": "Meio de pagamento removido.",
+		"excluido": "Ponto de retirada excluído.",
 	} {
 		noticeText[k] = v
 	}
@@ -29,7 +29,7 @@ func (a *Admin) merchantRoutes(get, post func(http.HandlerFunc) http.Handler, co
 		"POST /admin/pagamentos/novo/{kind}":       post(a.adminOnly(a.saveHandler)),
 		"GET /admin/pagamentos/{id}":               get(a.adminOnly(a.editHandler)),
 		"POST /admin/pagamentos/{id}":              post(a.adminOnly(a.saveHandler)),
-		"POST /admin/pagamentos/{id}/remover":      post(a.adminOnly(a.removeHandler)),
+		"POST /admin/pagamentos/remover/{id}":      post(a.adminOnly(a.removeHandler)),
 		"GET /admin/frete/retirada/nova":           get(a.pickupEdit),
 		"POST /admin/frete/retirada/nova":          post(a.pickupSave),
 		"GET /admin/frete/retirada/{id}":           get(a.pickupEdit),
