@@ -165,7 +165,7 @@ func (a *Admin) revokeSigningKey(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, err = a.opts.Tenants.RevokeSigningKey(r.Context(), connect.NewRequest(&tenantsv1.RevokeSigningKeyRequest{Tenant: s.tenant.String(), Kid: k.Kid}))
-	if isKind(err, apperr.KindFailedPrecondition) {
+	if err != nil && isKind(err, apperr.KindFailedPrecondition) {
 		d.Error = "Esta é a única chave que pode assinar: gere uma nova chave antes de revogá-la."
 		a.render(rw, r, http.StatusConflict, "keyrevoke", a.newPage(r, "Revogar chave", "chaves", d))
 		return
