@@ -121,7 +121,11 @@ func (a *Admin) saveSettings(rw http.ResponseWriter, r *http.Request) {
 		a.serviceError(rw, r, err)
 		return
 	}
-	d.Name = strings.TrimSpace(r.PostFormValue("name"))
+	// A form without the field (an older page) keeps the name.
+	d.Name = oldName
+	if _, ok := r.PostForm["name"]; ok {
+		d.Name = strings.TrimSpace(r.PostFormValue("name"))
+	}
 	if d.Name == "" || len(d.Name) > 200 {
 		d.NameErr, bad = "Informe o nome da loja (até 200 caracteres).", true
 	}
