@@ -29,7 +29,7 @@ func (a *Admin) listKeys(r *http.Request, d *apiKeysData) error {
 	}
 	d.Keys = resp.Msg.GetApiKeys()
 	d.CanAdmin = sessionFrom(r.Context()).user.GetRole() == "admin"
-	if d.AuthPolicy.Policy == "" {
+	if d.AuthPolicy.Policy == "" && d.AuthPolicy.Err == "" {
 		if d.AuthPolicy, err = a.loadPolicy(r); err != nil {
 			return err
 		}
