@@ -118,6 +118,7 @@ type handlerForm struct {
 	config             map[string]json.RawMessage // members the form does not manage, kept
 	instruments        string
 	position           int32
+	version            string
 	removeConfirmError string
 }
 
@@ -137,7 +138,7 @@ func (f handlerForm) RemoveError() string                       { return f.remov
 
 func formFromHandler(h *tenantsv1.PaymentHandler) handlerForm {
 	f := handlerForm{ID: h.GetId(), Environment: h.GetEnvironment(), HasSecrets: h.GetHasSecrets(), Errors: fieldErrors{},
-		instruments: h.GetAvailableInstrumentsJson(), position: h.GetPosition(), Name: h.GetName(), Spec: h.GetSpec(), Schema: h.GetSchema()}
+		instruments: h.GetAvailableInstrumentsJson(), position: h.GetPosition(), version: h.GetVersion(), Name: h.GetName(), Spec: h.GetSpec(), Schema: h.GetSchema()}
 	_ = json.Unmarshal([]byte(h.GetConfigJson()), &f.config)
 	str := func(k string) string {
 		var s string
@@ -193,7 +194,10 @@ func parseHandlerForm(r *http.Request, f *handlerForm) {
 	}
 }
 
-var nonDigits = regexp.MustCompile(`[^0-9]`)
+var (
+	nonDigits = regexp.MustCompile(`[^0-9]`)
+	brPhone   = regexp.MustCompile(`^\+55[1-9][0-9]{9,10}$`)
+)
 
 // normalizePixKey turns a key typed the usual way (CPF with dots, phone
 // with parentheses) into the DICT form and checks it is of the chosen type.
@@ -206,11 +210,16 @@ func normalizePixKey(kind, raw string) (string, string) {
 		k = strings.ToUpper(strings.NewReplacer(".", "", "/", "", "-", "", " ", "").Replace(k))
 	case "phone":
 		plus := strings.HasPrefix(k, "+")
-		k = nonDigits.ReplaceAllString(k, "")
+		if k = nonDigits.ReplaceAllString(k, ""); k == "" {
+			return "", "Informe a chave Pix."
+		}
 		if !plus && !(strings.HasPrefix(k, "55") && len(k) >= 12) {
 			k = "55" + k // a Brazilian number typed without the country code
 		}
-		k = "+" + k
+		// Pix phone keys are Brazilian: +55, a two-digit DDD, 8 or 9 digits.
+		if k = "+" + k; !brPhone.MatchString(k) {
+			return "", "Telefone inválido: use DDD e número, como (11) 91234-5678."
+		}
 	case "email":
 		k = strings.ToLower(k)
 	case "evp":
@@ -268,7 +277,7 @@ func (f *handlerForm) toRequest(tenant string, secret string, all []*tenantsv1.P
 	if _, ok := f.config["environment"]; ok {
 		set("environment", f.Environment)
 	}
-	h := &tenantsv1.PaymentHandler{Id: f.ID, Environment: f.Environment, Position: f.position}
+	h := &tenantsv1.PaymentHandler{Id: f.ID, Environment: f.Environment, Position: f.position, Version: f.version}
 	if f.Kind == "pix" {
 		h.Name, h.Spec, h.Schema, h.AvailableInstrumentsJson = bcpnames.PixHandler, bcpnames.PixSpec, bcpnames.PixSchema, f.instruments
 		if h.AvailableInstrumentsJson == "" {
