@@ -18,8 +18,10 @@ import (
 	"github.com/bcpdev/bcp/httpsig"
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/sealer"
+	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/testdb"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 	"github.com/bcpdev/bcp/tenants"
 )
 
@@ -428,5 +430,37 @@ func TestRotationInputAndSigningOracleLimits(t *testing.T) {
 	}
 	if err := sign(good, `("@status");created=1`); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// SetTenantName renames (trimmed, 1 to 200 characters) and leaves the slug
+// and domains alone; the admin web reaches it, the signing keys, payment
+// handlers and the agent policy with the internal token.
+func TestSetTenantNameAndAdminAccess(t *testing.T) {
+	s, _ := newService(t)
+	ctx := context.Background()
+	tn := mustTenant(t, s, "Loja Nome", "nome.localhost")
+	r, err := s.SetTenantName(ctx, connect.NewRequest(&tenantsv1.SetTenantNameRequest{Tenant: "nome.localhost", Name: "  Nome Novo  "}))
+	if err != nil || r.Msg.GetTenant().GetName() != "Nome Novo" || r.Msg.GetTenant().GetSlug() != tn.GetSlug() || r.Msg.GetTenant().GetPrimaryDomain() != "nome.localhost" {
+		t.Fatalf("rename: %v %v", r, err)
+	}
+	_, err = s.SetTenantName(ctx, connect.NewRequest(&tenantsv1.SetTenantNameRequest{Tenant: tn.GetId(), Name: " "}))
+	wantCode(t, err, apperr.KindInvalidArgument, "invalid_name")
+	_, err = s.SetTenantName(ctx, connect.NewRequest(&tenantsv1.SetTenantNameRequest{Tenant: "nope.localhost", Name: "X"}))
+	wantCode(t, err, apperr.KindNotFound, "tenant_not_found")
+	for _, p := range []string{
+		tenantsv1connect.TenantServiceSetTenantNameProcedure, tenantsv1connect.TenantServiceListSigningKeysProcedure,
+		tenantsv1connect.TenantServiceRotateSigningKeyProcedure, tenantsv1connect.TenantServiceRevokeSigningKeyProcedure,
+		tenantsv1connect.TenantServiceSetPaymentHandlerProcedure, tenantsv1connect.TenantServiceRemovePaymentHandlerProcedure,
+		tenantsv1connect.TenantServiceSetAgentAuthPolicyProcedure,
+	} {
+		if tenants.Policy(p) != svcauth.Internal {
+			t.Errorf("%s needs the operator token", p)
+		}
+	}
+	for _, p := range []string{tenantsv1connect.TenantServiceCreateTenantProcedure, tenantsv1connect.TenantServiceGetTenantProcedure, tenantsv1connect.TenantServiceAddDomainProcedure} {
+		if tenants.Policy(p) != svcauth.Operator {
+			t.Errorf("%s is open to the internal token", p)
+		}
 	}
 }
