@@ -281,6 +281,22 @@ func TestAdminMerchantPages(t *testing.T) {
 			h := profileHandler(t, b, "com.example.vendor.delegate_payment", "cartao_x")
 			return h != nil && string(h.AvailableInstruments) == `[{"type":"card","constraints":{"brands":["visa","elo"]}}]` && string(h.Config) == `{"accepted_credential_types":["token"]}`
 		})
+		// A handler of another kind, set by the operator, is listed but
+		// not editable from the admin.
+		if _, err := ops.Tenants.SetPaymentHandler(context.Background(), connect.NewRequest(&tenantsv1.SetPaymentHandlerRequest{Tenant: "alfa.localhost",
+			Handler: &tenantsv1.PaymentHandler{Id: "carteira", Name: "com.example.wallet", AvailableInstrumentsJson: `[{"type":"wallet"}]`, ConfigJson: `{"merchant":"alfa"}`}})); err != nil {
+			t.Fatal(err)
+		}
+		if p := b.do("GET", "/admin/pagamentos", nil); !regexp.MustCompile(`data-handler="carteira"[\s\S]*?Outro \(configurado pelo operador\)`).MatchString(p.body) {
+			t.Fatalf("other handler not listed as such:\n%s", p.body)
+		}
+		if p := b.do("POST", "/admin/pagamentos/carteira", url.Values{"_csrf": {token}, "environment": {"sandbox"}, "name": {"com.example.vendor.delegate_payment"}, "brand": {"visa"}, "credential_type": {"token"}}); p.status != 409 {
+			t.Fatalf("edit of an operator-configured handler: %d", p.status)
+		}
+		eventually(t, 5*time.Second, "operator handler in /.well-known/bcp, untouched", func() bool {
+			h := profileHandler(t, b, "com.example.wallet", "carteira")
+			return h != nil && string(h.AvailableInstruments) == `[{"type":"wallet"}]` && string(h.Config) == `{"merchant":"alfa"}`
+		})
 		// Another merchant's handler id is not found; removal needs the box.
 		if p := ob.do("GET", "/admin/pagamentos/"+alfa.pixHandler, nil); p.status != 404 {
 			t.Fatalf("beta reads alfa's handler: %d", p.status)

@@ -55,6 +55,16 @@ func (a *Admin) findHandler(r *http.Request, id string) (*tenantsv1.PaymentHandl
 
 func isPix(h *tenantsv1.PaymentHandler) bool { return h.GetName() == bcpnames.PixHandler }
 
+// isCard: a handler whose only instruments are cards (delegated tokens).
+// Other handlers are listed but only the operator changes them.
+func isCard(h *tenantsv1.PaymentHandler) bool {
+	var ins []instrumentJSON
+	if json.Unmarshal([]byte(h.GetAvailableInstrumentsJson()), &ins) != nil || len(ins) == 0 {
+		return false
+	}
+	return !slices.ContainsFunc(ins, func(in instrumentJSON) bool { return in.Type != "card" })
+}
+
 func (a *Admin) paymentHandlers(rw http.ResponseWriter, r *http.Request) {
 	all, err := a.loadHandlers(r)
 	if err != nil {
@@ -73,6 +83,8 @@ func (a *Admin) paymentHandlers(rw http.ResponseWriter, r *http.Request) {
 			} else {
 				row.Summary = "Chave aleatória do ambiente de testes"
 			}
+		} else if !isCard(h) {
+			row.Kind = "Outro (configurado pelo operador)"
 		} else {
 			row.Kind = "Cartão (token delegado)"
 			var ins []instrumentJSON
@@ -156,7 +168,10 @@ func formFromHandler(h *tenantsv1.PaymentHandler) handlerForm {
 		}
 		return f
 	}
-	f.Kind = "card"
+	if f.Kind = "card"; !isCard(h) {
+		f.Kind = "other"
+		return f
+	}
 	var ins []instrumentJSON
 	_ = json.Unmarshal([]byte(h.GetAvailableInstrumentsJson()), &ins)
 	for _, in := range ins {
@@ -416,6 +431,11 @@ func (a *Admin) saveHandler(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f, all = formFromHandler(h), list
+	}
+	if f.Kind == "other" {
+		f.Error = "Este meio de pagamento só pode ser alterado pelo operador da plataforma."
+		a.render(rw, r, http.StatusConflict, "handler", a.newPage(r, "Meio de pagamento", "pagamentos", f))
+		return
 	}
 	parseHandlerForm(r, &f)
 	req := f.toRequest(s.tenant.String(), strings.TrimSpace(r.PostFormValue("client_secret")), all)
