@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bcpdev/bcp/internal/tenancy"
@@ -569,5 +570,61 @@ func TestAdminFormValidation(t *testing.T) {
 	}
 	if ds, _ := ops.Pricing.ListDiscounts(ctx, connect.NewRequest(&pricingv1.ListDiscountsRequest{})); len(ds.Msg.GetDiscounts()) != 1 {
 		t.Errorf("%d discounts, want 1", len(ds.Msg.GetDiscounts()))
+	}
+}
+
+// The merchant pages in a real browser, at desktop and phone width: each
+// renders, a pickup point is created by filling and submitting the form,
+// and a bad Pix key comes back next to its field.
+func TestBrowserAdminMerchantPages(t *testing.T) {
+	const host = "loja-a.localhost"
+	chromiumPath(t)
+	s := newShopper(t, 0, host)
+	c := newChrome(t, s.r)
+	adm := c.tab(true)
+	adm.open(host, "/admin/entrar")
+	adm.fill(`input[name=email]`, "dona@loja-a.com.br")
+	adm.fill(`input[name=password]`, invite(t, s.r, s.merchant[host].tenantID.String(), "dona@loja-a.com.br"))
+	if st := adm.submit(`form[action="/admin/entrar"] button[type=submit]`); st != 200 {
+		t.Fatalf("sign-in: %d", st)
+	}
+	for _, pg := range []struct{ path, h1, shot string }{
+		{"/admin/chaves", "Chaves de assinatura", "chaves"},
+		{"/admin/pagamentos", "Pagamentos", "pagamentos"},
+		{"/admin/pagamentos/" + s.merchant[host].pixHandler, "Pix · " + s.merchant[host].pixHandler, "pix"},
+		{"/admin/pagamentos/card", "Cartão (token delegado) · card", "cartao"},
+		{"/admin/produtos/importar", "Importar produtos", "importar"},
+		{"/admin/agentes", "Acesso de agentes", "agentes"},
+		{"/admin/configuracoes", "Configurações da loja", "loja"},
+	} {
+		if st := adm.open(host, pg.path); st != 200 || adm.text("h1") != pg.h1 {
+			t.Fatalf("%s: %d, h1 %q", pg.path, st, adm.text("h1"))
+		}
+		adm.screenshot(pg.shot)
+	}
+	adm.open(host, "/admin/pagamentos/"+s.merchant[host].pixHandler)
+	adm.step("choose a CPF key", chromedp.SetValue(chromedp.CSS(`select[name=key_type]`), "cpf"))
+	adm.fill(`input[name=pix_key]`, "111.111.111-11")
+	if st := adm.submit(`form[action="/admin/pagamentos/` + s.merchant[host].pixHandler + `"] button[type=submit]`); st != 422 ||
+		!strings.HasPrefix(adm.text(`[data-field=pix_key]`), "CPF inválido") || adm.value(`input[name=pix_key]`) != "111.111.111-11" {
+		t.Fatalf("bad CPF in the browser: %d %q %q", st, adm.text(`[data-field=pix_key]`), adm.value(`input[name=pix_key]`))
+	}
+	adm.screenshot("pix-erro")
+	adm.open(host, "/admin/frete/retirada/nova")
+	adm.fields("name", "Loja Centro", "street_address", "Rua Direita, 10", "address_locality", "São Paulo", "address_region", "SP",
+		"postal_code", "01002-000", "hours", "Seg. a sex., 9h às 18h")
+	adm.screenshot("retirada-nova")
+	if st := adm.submit(`form[action="/admin/frete/retirada/nova"] button[type=submit]`); st != 200 || adm.location() != adm.url(host, "/admin/frete?ok=salvo") ||
+		!strings.Contains(adm.text("body"), "Loja Centro") || !strings.Contains(adm.text("body"), "CEP 01002-000") {
+		t.Fatalf("pickup point in the browser: %d at %s", st, adm.location())
+	}
+	adm.screenshot("frete-com-retirada")
+	adm.step("phone width", chromedp.EmulateViewport(390, 844))
+	for _, pg := range []string{"/admin/chaves", "/admin/pagamentos", "/admin/produtos/importar"} {
+		adm.open(host, pg)
+		if w := eval[float64](adm, `document.documentElement.scrollWidth`); w > 390 {
+			t.Errorf("%s is %v px wide at phone width", pg, w)
+		}
+		adm.screenshot("celular" + strings.ReplaceAll(pg, "/", "-"))
 	}
 }
