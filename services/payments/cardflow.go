@@ -254,7 +254,7 @@ func looksLikePAN(s string) bool {
 // processor returns the card processor of a delegated handler.
 func (s *Service) processor(ctx context.Context, handlerID, env string) (card.Processor, error) {
 	if env == "sandbox" {
-		return s.simCards, nil
+		return s.faults.card(s.simCards), nil
 	}
 	if s.opts.CardProcessor == nil {
 		return nil, errors.New("payments: no card processor for production handlers")

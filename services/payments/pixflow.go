@@ -28,10 +28,10 @@ var errNoPixAdapter = errors.New("payments: no PSP adapter for production Pix ha
 // handlers, the configured adapter for production ones.
 func (s *Service) pixPSP(ctx context.Context, a PixAccount) (pix.PSP, error) {
 	if a.Environment == "sandbox" {
-		return s.sim.Client(simpsp.Receiver{
+		return s.faults.pix(s.sim.Client(simpsp.Receiver{
 			HandlerID: a.HandlerID, MerchantName: a.MerchantName, MerchantCity: a.MerchantCity,
 			LocationHost: a.LocationHost, Secret: a.WebhookSecret,
-		}), nil
+		})), nil
 	}
 	if s.opts.PixPSP == nil {
 		return nil, errNoPixAdapter

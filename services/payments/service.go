@@ -21,6 +21,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
 	"connectrpc.com/connect"
@@ -72,6 +73,9 @@ type Options struct {
 	CardProcessor func(ctx context.Context, handlerID string) (card.Processor, error)
 	// Metrics registers the service's counters (nil: not exported).
 	Metrics prometheus.Registerer
+	// SimFaults injects faults into the sandbox simulators (syntax of
+	// SimFaultsEnv); "" reads the environment variable.
+	SimFaults string
 }
 
 // Service implements paymentsv1connect.PaymentsServiceHandler.
@@ -86,6 +90,7 @@ type Service struct {
 	log      *slog.Logger
 	sim      *simpsp.Sim
 	simCards *simcard.Processor
+	faults   *simFaults // nil: none
 	opts     Options
 	metrics  *metrics
 }
@@ -98,12 +103,19 @@ func New(pool *pgxpool.Pool, tenants tenantsv1connect.TenantServiceClient, check
 	if err != nil {
 		return nil, err
 	}
+	if opts.SimFaults == "" {
+		opts.SimFaults = os.Getenv(SimFaultsEnv)
+	}
+	faults, err := parseSimFaults(opts.SimFaults)
+	if err != nil {
+		return nil, err
+	}
 	// A key of its own for request hashes: never the sealing key itself.
 	m := hmac.New(sha256.New, masterKey)
 	m.Write([]byte("bcp/payments/request-hash/v1"))
 	s := &Service{
 		pool: pool, tenants: tenants, checkout: checkout, seal: seal, hashKey: m.Sum(nil),
-		now: opts.Now, log: opts.Logger, simCards: simcard.New(pool), opts: opts, metrics: newMetrics(opts.Metrics),
+		now: opts.Now, log: opts.Logger, simCards: simcard.New(pool), faults: faults, opts: opts, metrics: newMetrics(opts.Metrics),
 	}
 	if s.now == nil {
 		s.now = time.Now
