@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/bcpdev/bcp/agentclient"
+	"github.com/bcpdev/bcp/internal/loadkit"
+	"github.com/bcpdev/bcp/internal/platform"
+	"github.com/bcpdev/bcp/internal/tenancy"
+	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+)
+
+// Status ranks: a checkout only moves forward, except that a payment in
+// progress may fail back to ready_for_complete.
+var rank = map[string]int{"incomplete": 1, "requires_escalation": 1, "ready_for_complete": 2, "complete_in_progress": 3, "completed": 4, "canceled": 4}
+
+// seen is what the agents were told about one checkout (success answers
+// only): what must be durable afterwards.
+type seen struct {
+	merchant int
+	status   string // the most advanced status any success answer showed
+	orderID  string // from a completed answer
+	paid     string // a Pix attempt the PSP confirmed paid
+}
+
+// ledger records every success answer the agents saw.
+type ledger struct {
+	mu        sync.Mutex
+	checkouts map[string]*seen
+}
+
+func (l *ledger) saw(merchant int, c *loadkit.CheckoutView) {
+	if c == nil || c.ID == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.checkouts[c.ID]
+	if s == nil {
+		s = &seen{merchant: merchant}
+		l.checkouts[c.ID] = s
+	}
+	if rank[c.Status] > rank[s.status] {
+		s.status = c.Status
+	}
+	if c.Status == "completed" && c.Order != nil && c.Order.ID != "" {
+		s.orderID = c.Order.ID
+	}
+}
+
+func (l *ledger) paidPix(checkoutID, attemptID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.checkouts[checkoutID]; s != nil {
+		s.paid = attemptID
+	}
+}
+
+// counters are the agents' figures.
+type counters struct {
+	purchases, completedCard, completedPix, abandoned atomic.Int64
+	calls, callErrors, retries                        atomic.Int64
+	mu                                                sync.Mutex
+	errs                                              map[string]int
+}
+
+func (c *counters) err(code string) {
+	c.mu.Lock()
+	c.errs[code]++
+	c.mu.Unlock()
+}
+
+type agents struct {
+	clients []*agentclient.Client
+	ms      []*loadkit.Merchant
+	ops     *platform.Clients
+	led     *ledger
+	cnt     *counters
+	pixRate float64
+}
+
+func newAgents(publicAddr, profile string, ms []*loadkit.Merchant, ops *platform.Clients, pixShare float64) *agents {
+	tr := &http.Transport{DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}
+	a := &agents{ms: ms, ops: ops, pixRate: pixShare, led: &ledger{checkouts: map[string]*seen{}}, cnt: &counters{errs: map[string]int{}}}
+	for _, m := range ms {
+		t := &agentclient.Transport{Base: tr, ProfileURL: profile, Host: m.Host, APIKey: m.APIKey}
+		a.clients = append(a.clients, &agentclient.Client{Endpoint: "http://" + publicAddr + "/bcp/mcp", Transport: t, Timeout: 10 * time.Second})
+	}
+	return a
+}
+
+// transient failures are retried with the same arguments (the same
+// idempotency key for complete_checkout): the platform being down, a
+// 5xx, -32000 (service unavailable), a timeout.
+func transient(code string) bool {
+	switch {
+	case code == "transport", code == "cancelled", strings.HasPrefix(code, "http_5"), code == "rpc_-32000",
+		code == "unavailable", code == "internal", code == "service_unavailable", code == "timeout", code == "concurrent_update":
+		return true
+	}
+	return false
+}
+
+// call runs one tool, retrying transient failures for up to 30 s. Success
+// answers go into the ledger.
+func (a *agents) call(ctx context.Context, mi int, tool string, args map[string]any) (*loadkit.CheckoutView, string) {
+	deadline := time.Now().Add(30 * time.Second)
+	backoff := 100 * time.Millisecond
+	for {
+		a.cnt.calls.Add(1)
+		resp, err := a.clients[mi].CallTool(ctx, tool, args)
+		c, code := loadkit.Decode(ctx, resp, err)
+		if code == "" {
+			a.led.saw(mi, c)
+			return c, ""
+		}
+		if ctx.Err() != nil {
+			return nil, "stopped"
+		}
+		a.cnt.callErrors.Add(1)
+		a.cnt.err(tool + ":" + code)
+		if !transient(code) || time.Now().After(deadline) {
+			return c, code
+		}
+		a.cnt.retries.Add(1)
+		select {
+		case <-ctx.Done():
+			return nil, "stopped"
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, time.Second)
+	}
+}
+
+// run drives whole purchases until ctx ends.
+func (a *agents) run(ctx context.Context, n int, seed uint64) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(i)+1))
+			for ctx.Err() == nil {
+				a.purchase(ctx, rng)
+			}
+		}()
+	}
+	return &wg
+}
+
+func (a *agents) purchase(ctx context.Context, rng *rand.Rand) {
+	a.cnt.purchases.Add(1)
+	mi := rng.IntN(len(a.ms))
+	m := a.ms[mi]
+	email := fmt.Sprintf("agente%d@example.com", rng.IntN(1000))
+	abandon := func() { a.cnt.abandoned.Add(1) }
+	c, code := a.call(ctx, mi, "create_checkout", loadkit.CreateArgs(email))
+	if code != "" || len(c.LineItems) != 1 {
+		abandon()
+		return
+	}
+	if c, code = a.call(ctx, mi, "update_checkout", loadkit.AddressArgs(c.ID, c.LineItems[0].ID, email)); code != "" {
+		abandon()
+		return
+	}
+	args, ok := loadkit.OptionArgs(c, m.PacRate, email)
+	if !ok {
+		abandon()
+		return
+	}
+	if c, code = a.call(ctx, mi, "update_checkout", args); code != "" || c.Status != "ready_for_complete" {
+		abandon()
+		return
+	}
+	id := c.ID
+	pix := rng.Float64() < a.pixRate
+	// A declined or failed payment is tried again with a new key (and a
+	// new single-use card token), as an agent would.
+	for try := 0; try < 3 && ctx.Err() == nil; try++ {
+		inst := loadkit.CardInstrument(fmt.Sprintf("tok_chaos_%016x_4242", rng.Uint64()))
+		if pix {
+			inst = loadkit.PixInstrument(m.Pix)
+		}
+		c, code = a.call(ctx, mi, "complete_checkout", loadkit.CompleteArgs(id, agentclient.NewIdempotencyKey(), inst))
+		if c == nil {
+			abandon()
+			return
+		}
+		switch {
+		case c.Status == "completed":
+			a.done(pix)
+			return
+		case c.Status == "complete_in_progress":
+			if a.follow(ctx, mi, id, c) {
+				a.done(pix)
+			} else {
+				abandon()
+			}
+			return
+		case c.Status != "ready_for_complete":
+			abandon()
+			return
+		}
+	}
+	abandon()
+}
+
+func (a *agents) done(pix bool) {
+	if pix {
+		a.cnt.completedPix.Add(1)
+	} else {
+		a.cnt.completedCard.Add(1)
+	}
+}
+
+// follow sees a payment in progress through: a Pix is paid at the
+// simulated PSP (the buyer), then the agent polls get_checkout until the
+// checkout completes (or 20 s pass: the platform's jobs finish it later,
+// which the final checks verify).
+func (a *agents) follow(ctx context.Context, mi int, id string, c *loadkit.CheckoutView) bool {
+	if att := c.PixAttemptID(); att != "" {
+		deadline := time.Now().Add(20 * time.Second)
+		tctx := tenancy.With(ctx, a.ms[mi].TenantID)
+		for {
+			_, err := a.ops.Payments.SimulatePixPayment(tctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: att}))
+			if err == nil {
+				a.led.paidPix(id, att)
+				break
+			}
+			if ctx.Err() != nil {
+				return false
+			}
+			a.cnt.err("psp_pay:" + connect.CodeOf(err).String())
+			if time.Now().After(deadline) {
+				return false
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(200 * time.Millisecond):
+		}
+		g, code := a.call(ctx, mi, "get_checkout", map[string]any{"id": id})
+		if code != "" {
+			continue
+		}
+		switch g.Status {
+		case "completed":
+			return true
+		case "complete_in_progress":
+		default:
+			return false // the payment failed; this purchase ends here
+		}
+	}
+	return false
+}
