@@ -6,6 +6,7 @@ package jobs
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,10 +19,20 @@ import (
 // Client is the job client every service uses.
 type Client = river.Client[pgx.Tx]
 
+// RescueStuckJobsAfter is how long a job may stay "running" before it is
+// handed to another worker. A process that dies (SIGKILL, OOM, lost host)
+// leaves its running jobs in that state, and river's default of one hour
+// meant that a Pix settlement, a checkout's safety-net settle or an order
+// webhook in flight at the crash waited an hour (found by cmd/bcpchaos).
+// The longest job bounds itself at one minute (river's JobTimeout and the
+// settle workers; order webhooks at 45 s), so two minutes does not hand
+// out a job that is still working; every job is idempotent anyway.
+const RescueStuckJobsAfter = 2 * time.Minute
+
 // NewClient returns a client that inserts jobs and, when workers is not
 // empty, works them.
 func NewClient(pool *pgxpool.Pool, workers *river.Workers, log *slog.Logger) (*Client, error) {
-	cfg := &river.Config{Schema: db.RiverSchema, Logger: log}
+	cfg := &river.Config{Schema: db.RiverSchema, Logger: log, RescueStuckJobsAfter: RescueStuckJobsAfter}
 	if workers != nil {
 		cfg.Workers = workers
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 8}}
