@@ -9,7 +9,7 @@ DATA_DIR ?= .bcp
 SQLC     := $(GO) tool -modfile=tools/sqlc/go.mod sqlc
 BUF      := $(GO) tool -modfile=tools/buf/go.mod buf
 
-.PHONY: run test generate check-generate build vet lint fuzz bench scale
+.PHONY: run test generate check-generate build vet lint fuzz bench scale chaos chaos-short
 .DEFAULT_GOAL := test
 
 ## run: start the whole platform on a private PostgreSQL with a demo merchant
@@ -68,3 +68,18 @@ scale:
 	@scripts/ensure-postgres.sh
 	@mkdir -p $(BENCH_OUT)
 	$(GO) run ./cmd/bcpbench scale $(SCALE_FLAGS) --out $(BENCH_OUT)/scale.json
+
+## chaos: fault injection (about 8 minutes): SIGKILLs of bcpd, PostgreSQL restarts, webhook receiver
+## and PSP failures under sustained purchases, then SQL/MCP invariant checks; exits 1 on a violation.
+## CHAOS_FLAGS="--seed N" replays a schedule. Results: docs/performance.md, "Fault injection".
+CHAOS_FLAGS ?=
+chaos:
+	@scripts/ensure-postgres.sh
+	$(GO) build -o bin/bcpd ./cmd/bcpd
+	$(GO) run ./cmd/bcpchaos --bcpd bin/bcpd $(CHAOS_FLAGS)
+
+## chaos-short: the CI form (3 kills, 1 PostgreSQL restart, recovery jobs fast-forwarded; under a minute)
+chaos-short:
+	@scripts/ensure-postgres.sh
+	$(GO) build -o bin/bcpd ./cmd/bcpd
+	$(GO) run ./cmd/bcpchaos --short --bcpd bin/bcpd $(CHAOS_FLAGS)
