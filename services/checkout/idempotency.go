@@ -21,6 +21,15 @@ import (
 // protocol asks for at least 24 h; 48 h is its recommendation).
 const IdempotencyTTL = 48 * time.Hour
 
+// inFlightLease is how long a claimed key may stay in flight before a
+// retry of the same request takes it over. A process that dies mid-request
+// (or loses the database before releasing the key) never finishes its
+// claim; without a lease the agent's retries with that key got
+// request_in_flight for 48 h (found by cmd/bcpchaos). No request runs this
+// long, and a re-execution is safe anyway: a checkout never starts a
+// second payment.
+const inFlightLease = 2 * time.Minute
+
 func validKeyArgs(scope, key string) error {
 	if scope == "" || len(scope) > 2300 {
 		return apperr.Invalid("scope", "invalid_scope", "scope is required")
@@ -46,6 +55,7 @@ func (s *Service) ClaimIdempotencyKey(ctx context.Context, r *connect.Request[ch
 		return nil, apperr.Invalid("request_hash", "invalid_hash", "request_hash must be a SHA-256 digest")
 	}
 	var row checkoutdb.ClaimIdempotencyKeyRow
+	now := s.now()
 	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
 		q := checkoutdb.New(tx)
 		// Keep the table small without a cross-tenant sweeper: now and then
@@ -56,7 +66,8 @@ func (s *Service) ClaimIdempotencyKey(ctx context.Context, r *connect.Request[ch
 			}
 		}
 		row, err = q.ClaimIdempotencyKey(ctx, checkoutdb.ClaimIdempotencyKeyParams{
-			TenantID: tid, Scope: m.GetScope(), Key: m.GetKey(), RequestHash: m.GetRequestHash(), ExpiresAt: s.now().Add(IdempotencyTTL),
+			TenantID: tid, Scope: m.GetScope(), Key: m.GetKey(), RequestHash: m.GetRequestHash(), ClaimedAt: now, ExpiresAt: now.Add(IdempotencyTTL),
+			StaleBefore: now.Add(-inFlightLease),
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			// A concurrent claim committed after this statement's snapshot:

@@ -1,10 +1,15 @@
 -- name: ClaimIdempotencyKey :one
--- Inserts an in-flight claim, or returns the existing row untouched.
+-- Inserts an in-flight claim, or returns the existing row untouched —
+-- except a claim of the same request still in flight since before
+-- @stale_before: the process that held it died mid-request (a crash, or
+-- the database went away before it could release the key), so this
+-- request takes it over (created_at becomes the new claim's time).
 WITH ins AS (
-  INSERT INTO checkout.idempotency_keys (tenant_id, scope, key, request_hash, state, expires_at)
-  VALUES (@tenant_id, @scope, @key, @request_hash, 'in_flight', @expires_at)
-  ON CONFLICT (tenant_id, scope, key) DO NOTHING
-  RETURNING request_hash, state, response, true AS claimed
+  INSERT INTO checkout.idempotency_keys AS k (tenant_id, scope, key, request_hash, state, created_at, expires_at)
+  VALUES (@tenant_id, @scope, @key, @request_hash, 'in_flight', @claimed_at, @expires_at)
+  ON CONFLICT (tenant_id, scope, key) DO UPDATE SET created_at = EXCLUDED.created_at
+    WHERE k.state = 'in_flight' AND k.created_at < @stale_before AND k.request_hash = EXCLUDED.request_hash
+  RETURNING k.request_hash, k.state, k.response, true AS claimed
 )
 SELECT request_hash, state, response, claimed FROM ins
 UNION ALL

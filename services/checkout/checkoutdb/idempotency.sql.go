@@ -14,10 +14,11 @@ import (
 
 const claimIdempotencyKey = `-- name: ClaimIdempotencyKey :one
 WITH ins AS (
-  INSERT INTO checkout.idempotency_keys (tenant_id, scope, key, request_hash, state, expires_at)
-  VALUES ($1, $2, $3, $4, 'in_flight', $5)
-  ON CONFLICT (tenant_id, scope, key) DO NOTHING
-  RETURNING request_hash, state, response, true AS claimed
+  INSERT INTO checkout.idempotency_keys AS k (tenant_id, scope, key, request_hash, state, created_at, expires_at)
+  VALUES ($1, $2, $3, $4, 'in_flight', $5, $6)
+  ON CONFLICT (tenant_id, scope, key) DO UPDATE SET created_at = EXCLUDED.created_at
+    WHERE k.state = 'in_flight' AND k.created_at < $7 AND k.request_hash = EXCLUDED.request_hash
+  RETURNING k.request_hash, k.state, k.response, true AS claimed
 )
 SELECT request_hash, state, response, claimed FROM ins
 UNION ALL
@@ -31,7 +32,9 @@ type ClaimIdempotencyKeyParams struct {
 	Scope       string
 	Key         string
 	RequestHash []byte
+	ClaimedAt   time.Time
 	ExpiresAt   time.Time
+	StaleBefore time.Time
 }
 
 type ClaimIdempotencyKeyRow struct {
@@ -41,14 +44,20 @@ type ClaimIdempotencyKeyRow struct {
 	Claimed     bool
 }
 
-// Inserts an in-flight claim, or returns the existing row untouched.
+// Inserts an in-flight claim, or returns the existing row untouched —
+// except a claim of the same request still in flight since before
+// @stale_before: the process that held it died mid-request (a crash, or
+// the database went away before it could release the key), so this
+// request takes it over (created_at becomes the new claim's time).
 func (q *Queries) ClaimIdempotencyKey(ctx context.Context, arg ClaimIdempotencyKeyParams) (ClaimIdempotencyKeyRow, error) {
 	row := q.db.QueryRow(ctx, claimIdempotencyKey,
 		arg.TenantID,
 		arg.Scope,
 		arg.Key,
 		arg.RequestHash,
+		arg.ClaimedAt,
 		arg.ExpiresAt,
+		arg.StaleBefore,
 	)
 	var i ClaimIdempotencyKeyRow
 	err := row.Scan(
