@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,7 +81,19 @@ func (c *counters) err(code string) {
 	c.mu.Unlock()
 }
 
+// stuckCall is a request answered request_in_flight: its first try was
+// cut short (a kill, PostgreSQL going away) and never finished. The drain
+// retries it with the same key; the platform must execute or replay it.
+type stuckCall struct {
+	merchant int
+	tool     string
+	args     map[string]any
+	resolved string // the retry's outcome once it is no longer in flight
+}
+
 type agents struct {
+	stuckMu sync.Mutex
+	stuck   []*stuckCall
 	clients []*agentclient.Client
 	ms      []*loadkit.Merchant
 	ops     *platform.Clients
@@ -191,7 +204,13 @@ func (a *agents) purchase(ctx context.Context, rng *rand.Rand) {
 		if pix {
 			inst = loadkit.PixInstrument(m.Pix)
 		}
-		c, code = a.call(ctx, mi, "complete_checkout", loadkit.CompleteArgs(id, agentclient.NewIdempotencyKey(), inst))
+		args := loadkit.CompleteArgs(id, agentclient.NewIdempotencyKey(), inst)
+		c, code = a.call(ctx, mi, "complete_checkout", args)
+		if strings.Contains(code, "request_in_flight") {
+			a.stuckMu.Lock()
+			a.stuck = append(a.stuck, &stuckCall{merchant: mi, tool: "complete_checkout", args: args})
+			a.stuckMu.Unlock()
+		}
 		if c == nil {
 			abandon()
 			return
@@ -267,4 +286,48 @@ func (a *agents) follow(ctx context.Context, mi int, id string, c *loadkit.Check
 		}
 	}
 	return false
+}
+
+// retryStuck retries, once each, the stuck requests not yet resolved, and
+// returns how many are still in flight.
+func (a *agents) retryStuck(ctx context.Context) (total, open int) {
+	a.stuckMu.Lock()
+	stuck := slices.Clone(a.stuck)
+	a.stuckMu.Unlock()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, s := range stuck {
+		mu.Lock()
+		done := s.resolved != ""
+		mu.Unlock()
+		if done {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, 40*time.Second)
+			defer cancel()
+			resp, err := a.clients[s.merchant].CallTool(cctx, s.tool, s.args)
+			c, code := loadkit.Decode(cctx, resp, err)
+			if code == "" {
+				a.led.saw(s.merchant, c)
+			}
+			mu.Lock()
+			if !strings.Contains(code, "request_in_flight") && code != "transport" && code != "cancelled" {
+				s.resolved = "ok"
+				if code != "" {
+					s.resolved = code
+				}
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, s := range stuck {
+		if s.resolved == "" {
+			open++
+		}
+	}
+	return len(stuck), open
 }

@@ -286,6 +286,7 @@ func run(ctx context.Context, cfg config, args []string) (bool, error) {
 	wg := a.run(loadCtx, cfg.agents, cfg.seed)
 	loadStart := time.Now()
 	var pgFaults []*pgFault
+	var lastPGStop time.Time
 	var killDowntime []time.Duration
 	for _, ev := range schedule(cfg, rng) {
 		if wait := time.Until(loadStart.Add(ev.at)); wait > 0 {
@@ -313,6 +314,7 @@ func run(ctx context.Context, cfg config, args []string) (bool, error) {
 			if ev.n%2 == 0 {
 				mode = "immediate"
 			}
+			lastPGStop = time.Now()
 			f, err := restartPG(ctx, pg, a, probe.ID, mode, cfg.pgDown)
 			if err != nil {
 				stopLoad()
@@ -365,7 +367,11 @@ func run(ctx context.Context, cfg config, args []string) (bool, error) {
 			b.mu.Lock()
 			lk := b.lastKill
 			b.mu.Unlock()
-			n, err := warp(ctx, superPool, lk)
+			lf := lk
+			if lastPGStop.After(lf) {
+				lf = lastPGStop
+			}
+			n, err := warp(ctx, superPool, lk, lf)
 			if err != nil {
 				return false, err
 			}
@@ -380,6 +386,12 @@ func run(ctx context.Context, cfg config, args []string) (bool, error) {
 			return false, err
 		}
 		checks = append(checks, d)
+		total, open := a.retryStuck(ctx)
+		st := check{name: "requests cut short can be retried with their key", checked: total}
+		if open > 0 {
+			st.violations = append(st.violations, fmt.Sprintf("%d still request_in_flight", open))
+		}
+		checks = append(checks, st)
 		if allOK(checks) || time.Since(drainStart) > cfg.drain || ctx.Err() != nil {
 			break
 		}
@@ -600,7 +612,7 @@ func topErrors(c *counters) string {
 	sort.Slice(all, func(i, j int) bool { return all[i].v > all[j].v })
 	var s []string
 	for i, e := range all {
-		if i == 8 {
+		if i == 14 {
 			s = append(s, "…")
 			break
 		}
@@ -626,4 +638,3 @@ func withoutSeed(args []string) []string {
 	}
 	return out
 }
-

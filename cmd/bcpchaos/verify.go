@@ -237,9 +237,11 @@ func pendingWork(ctx context.Context, pool *pgxpool.Pool) string {
 // for time passing: scheduled and retrying jobs that finish payments and
 // deliver webhooks run now, and jobs that were running in a process we
 // SIGKILLed (before lastKill; one bcpd runs at a time) are handed back
-// as river's rescuer would after RescueStuckJobsAfter. Expiry jobs are
-// left alone (they act on the clock, not on lost work).
-func warp(ctx context.Context, pool *pgxpool.Pool, lastKill time.Time) (int64, error) {
+// as river's rescuer would after RescueStuckJobsAfter, and idempotency
+// claims abandoned before the last fault (lastFault) are aged past their
+// lease. Expiry jobs are left alone (they act on the clock, not on lost
+// work).
+func warp(ctx context.Context, pool *pgxpool.Pool, lastKill, lastFault time.Time) (int64, error) {
 	kinds := []string{"checkout_settle", "payments_settle", "payments_card_resolve", "payments_pix_poll", "payments_pix_reconcile",
 		"payments_refund", "payments_simpsp_webhook", "order_webhook", "order_refund_settle"}
 	tag, err := pool.Exec(ctx, `UPDATE river.river_job SET scheduled_at = now()
@@ -251,6 +253,17 @@ func warp(ctx context.Context, pool *pgxpool.Pool, lastKill time.Time) (int64, e
 	if !lastKill.IsZero() {
 		tag, err = pool.Exec(ctx, `UPDATE river.river_job SET state = 'available', scheduled_at = now()
 			WHERE state = 'running' AND attempted_at < $1`, lastKill)
+		if err != nil {
+			return n, err
+		}
+		n += tag.RowsAffected()
+	}
+	// Idempotency claims from before the last fault are abandoned (their
+	// request died with the process or lost the database): age them past
+	// the lease so a retry may take them over.
+	if !lastFault.IsZero() {
+		tag, err = pool.Exec(ctx, `UPDATE checkout.idempotency_keys SET created_at = created_at - interval '1 hour'
+			WHERE state = 'in_flight' AND created_at < $1 AND created_at > $1 - interval '1 hour'`, lastFault)
 		if err != nil {
 			return n, err
 		}
