@@ -1,0 +1,613 @@
+// Package chaos is the platform's fault injector (issue 7): while
+// simulated agents run whole purchases over MCP (card and Pix, Pix paid
+// through the simulated PSP), it SIGKILLs and restarts `bcpd all` at
+// random points, restarts PostgreSQL (fast and crash-like shutdowns),
+// makes the agent's order webhook receiver fail, and makes a share of the
+// simulated PSP's calls time out (BCP_SIM_PSP_FAULTS). Afterwards it checks
+// the invariants with SQL (as the superuser, read-only) and over MCP:
+//
+//   - a completed checkout has exactly one order (and every order's
+//     checkout is completed);
+//   - no checkout kept two successful payments (attempts, card processor,
+//     Pix received);
+//   - every approved card charge and every Pix received belongs to an
+//     order or was refunded;
+//   - every order webhook was delivered (and the receiver got it);
+//   - every success answer an agent saw is durable: the checkout exists
+//     in at least that state, a completed one keeps its order, a Pix the
+//     PSP confirmed paid completed its checkout.
+//
+// While PostgreSQL is down a probe measures how fast the edge answers
+// (it must fail fast, not hang) and how long after PostgreSQL is back the
+// first request succeeds again.
+//
+// Everything random follows --seed (printed), so a failing run can be
+// replayed (timing still varies). It exits 1 on any violation.
+//
+//	go run ./cmd/bcpchaos                 # full run (make chaos)
+//	go run ./cmd/bcpchaos --short         # CI form (make chaos-short)
+//	BCP_CHAOS=1 go test ./e2e -run TestChaosShort   # the CI form as a Go test
+package chaos
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bcpdev/bcp/agentclient"
+	"github.com/bcpdev/bcp/db"
+	"github.com/bcpdev/bcp/internal/loadkit"
+	"github.com/bcpdev/bcp/services/payments"
+)
+
+const (
+	operatorToken = "chaos-operator-token"
+	internalToken = "chaos-internal-token"
+)
+
+// Config is one run. Defaults: FullConfig and ShortConfig.
+type Config struct {
+	Seed              uint64        // random seed (0: from the clock)
+	Duration          time.Duration // load phase; the fault schedule spreads over it
+	Kills             int           // SIGKILLs of bcpd
+	PGRestarts        int           // PostgreSQL restarts (alternately fast and immediate shutdowns)
+	Outages           int           // periods (2-6 s) when the webhook receiver refuses everything
+	Agents, Merchants int
+	PixShare          float64       // share of purchases paid with Pix
+	PSPTimeout        float64       // share of simulated PSP/processor calls that time out
+	WebhookFailFirst  float64       // share of webhooks whose first delivery is refused
+	PGDown            time.Duration // how long PostgreSQL stays down per restart
+	Drain             time.Duration // how long the invariants may take to hold after the load
+	Warp              bool          // fast-forward durable recovery work after the load
+	BcpdBin           string        // bcpd binary ("": go build ./cmd/bcpd, from the module root)
+	Keep              bool          // keep the run directory
+	MaxDownP99        time.Duration // bound on the edge's p99 while PostgreSQL is down
+	MaxRecovery       time.Duration // bound on the first success after PostgreSQL is back
+	// Out receives the summary (nil: os.Stdout); Log the progress lines
+	// (nil: os.Stderr).
+	Out, Log io.Writer
+}
+
+// FullConfig is `make chaos`: 20 kills and 3 PostgreSQL restarts over
+// 150 s of purchases, recovery on the platform's own clocks (≈ 5–8 min).
+func FullConfig() Config {
+	return Config{Duration: 150 * time.Second, Kills: 20, PGRestarts: 3, Outages: 4, Agents: 8, Merchants: 4,
+		PixShare: 0.4, PSPTimeout: 0.05, WebhookFailFirst: 0.2, PGDown: 3 * time.Second, Drain: 5 * time.Minute,
+		MaxDownP99: 2 * time.Second, MaxRecovery: 20 * time.Second}
+}
+
+// ShortConfig is the CI form: 3 kills and 1 PostgreSQL restart over 18 s,
+// recovery jobs fast-forwarded (≈ 40–70 s on a busy 2-core machine).
+func ShortConfig() Config {
+	c := FullConfig()
+	c.Duration, c.Kills, c.PGRestarts, c.Outages, c.Agents, c.Merchants = 18*time.Second, 3, 1, 1, 4, 2
+	c.PGDown, c.Drain, c.Warp = 2*time.Second, 40*time.Second, true
+	return c
+}
+
+var (
+	logMu   sync.Mutex
+	logOut  io.Writer = os.Stderr
+	started           = time.Now()
+)
+
+func logf(format string, args ...any) {
+	logMu.Lock()
+	defer logMu.Unlock()
+	fmt.Fprintf(logOut, "bcpchaos %6.1fs: "+format+"\n", append([]any{time.Since(started).Seconds()}, args...)...)
+}
+
+// event is one fault of the schedule.
+type event struct {
+	at   time.Duration
+	kind string // kill | pg | outage
+	n    int
+}
+
+func schedule(cfg Config, rng *rand.Rand) []event {
+	var ev []event
+	span := func() time.Duration {
+		return time.Duration(float64(cfg.Duration) * (0.1 + 0.8*rng.Float64()))
+	}
+	for i := range cfg.Kills {
+		ev = append(ev, event{span(), "kill", i + 1})
+	}
+	for i := range cfg.PGRestarts {
+		// Spread over the run: restart i in its own slice.
+		slice := cfg.Duration * 8 / 10 / time.Duration(cfg.PGRestarts)
+		ev = append(ev, event{cfg.Duration/10 + slice*time.Duration(i) + time.Duration(rng.Float64()*float64(slice)), "pg", i + 1})
+	}
+	for i := range cfg.Outages {
+		ev = append(ev, event{span(), "outage", i + 1})
+	}
+	sort.Slice(ev, func(i, j int) bool { return ev[i].at < ev[j].at })
+	n := map[string]int{}
+	for i := range ev {
+		n[ev[i].kind]++
+		ev[i].n = n[ev[i].kind]
+	}
+	return ev
+}
+
+// pgFault is one PostgreSQL restart's measurements.
+type pgFault struct {
+	mode      string
+	down      time.Duration // stop → PostgreSQL accepting connections again
+	answers   []time.Duration
+	codes     map[string]int
+	recovered time.Duration // PostgreSQL back → first successful probe (-1: never)
+}
+
+// Run runs the schedule and the checks; ok is false when an invariant was
+// violated. err is for runs that could not be carried out.
+func Run(ctx context.Context, cfg Config) (ok bool, err error) {
+	if cfg.Seed == 0 {
+		cfg.Seed = uint64(time.Now().UnixNano())
+	}
+	out := cfg.Out
+	if out == nil {
+		out = os.Stdout
+	}
+	if cfg.Log != nil {
+		logMu.Lock()
+		logOut = cfg.Log
+		logMu.Unlock()
+	}
+	started = time.Now()
+	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
+	logf("seed %d (replay with --seed %d)", cfg.Seed, cfg.Seed)
+	tmp, err := os.MkdirTemp("", "bcpchaos-")
+	if err != nil {
+		return false, err
+	}
+	_ = os.Chmod(tmp, 0o755)
+	if !cfg.Keep {
+		defer os.RemoveAll(tmp)
+	} else {
+		logf("run directory %s (kept)", tmp)
+	}
+
+	if cfg.BcpdBin == "" {
+		cfg.BcpdBin = filepath.Join(tmp, "bcpd")
+		logf("building bcpd")
+		b := exec.CommandContext(ctx, "go", "build", "-o", cfg.BcpdBin, "github.com/bcpdev/bcp/cmd/bcpd")
+		b.Stdout, b.Stderr = os.Stderr, os.Stderr
+		if err := b.Run(); err != nil {
+			return false, fmt.Errorf("go build bcpd: %w", err)
+		}
+	}
+
+	// PostgreSQL with fsync on: the durability checks must not be undone
+	// by the test's own shortcuts (an immediate shutdown with
+	// synchronous_commit off may lose acknowledged commits).
+	pg := &postgres{dataDir: filepath.Join(tmp, "pgdata")}
+	logf("starting PostgreSQL")
+	if err := pg.start(ctx); err != nil {
+		return false, err
+	}
+	defer func() { _ = pg.stop(false) }()
+	urls, err := db.Bootstrap(ctx, pg.server().URL("postgres"), "bcpchaos")
+	if err != nil {
+		return false, err
+	}
+	if _, err := db.MigrateUp(ctx, urls.Owner, nil); err != nil {
+		return false, err
+	}
+	// The checker's pool: the superuser, on the platform's database.
+	superPool, err := pgxpool.New(ctx, pg.server().URL("bcpchaos"))
+	if err != nil {
+		return false, err
+	}
+	defer superPool.Close()
+
+	rcv, err := newReceiver(cfg.Seed, cfg.WebhookFailFirst)
+	if err != nil {
+		return false, err
+	}
+	defer rcv.srv.Close()
+	profile, stopProfile, err := serveProfile(rcv.url)
+	if err != nil {
+		return false, err
+	}
+	defer stopProfile()
+
+	pub, err := freePort()
+	if err != nil {
+		return false, err
+	}
+	in, err := freePort()
+	if err != nil {
+		return false, err
+	}
+	faults := fmt.Sprintf("timeout=%g,hang=2s", cfg.PSPTimeout)
+	if cfg.PSPTimeout == 0 {
+		faults = ""
+	}
+	b := &bcpd{bin: cfg.BcpdBin, logPath: filepath.Join(tmp, "bcpd.log"),
+		publicAddr: "127.0.0.1:" + strconv.Itoa(pub), internal: "127.0.0.1:" + strconv.Itoa(in)}
+	b.env = append(os.Environ(),
+		"BCP_DATABASE_URL="+urls.App, "BCP_PUBLIC_ADDR="+b.publicAddr, "BCP_INTERNAL_ADDR="+b.internal,
+		"BCP_INTERNAL_TOKEN="+internalToken, "BCP_OPERATOR_TOKEN="+operatorToken,
+		"BCP_MASTER_KEY="+base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
+		"BCP_PUBLIC_SCHEME=http", "BCP_LOG_LEVEL=warn", payments.SimFaultsEnv+"="+faults)
+	logf("starting bcpd all (public %s, internal %s, %s=%q)", b.publicAddr, b.internal, payments.SimFaultsEnv, faults)
+	if err := b.start(ctx); err != nil {
+		return false, err
+	}
+	defer b.stop()
+
+	ops := loadkit.RemoteClients("http://"+b.internal, operatorToken)
+	var ms []*loadkit.Merchant
+	for i := range cfg.Merchants {
+		m, err := loadkit.SeedMerchant(ctx, ops, fmt.Sprintf("loja%02d.chaos.localhost", i), profile)
+		if err != nil {
+			return false, fmt.Errorf("seed merchant %d: %w", i, err)
+		}
+		ms = append(ms, m)
+	}
+	a := newAgents(b.publicAddr, profile, ms, ops, cfg.PixShare)
+	probe, code := a.call(ctx, 0, "create_checkout", loadkit.CreateArgs("sonda@example.com"))
+	if code != "" {
+		return false, fmt.Errorf("probe checkout: %s", code)
+	}
+	logf("seeded %d merchants; %d agents buying for %s; schedule: %d kills, %d PostgreSQL restarts, %d webhook outages",
+		len(ms), cfg.Agents, cfg.Duration, cfg.Kills, cfg.PGRestarts, cfg.Outages)
+
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	wg := a.run(loadCtx, cfg.Agents, cfg.Seed)
+	loadStart := time.Now()
+	var pgFaults []*pgFault
+	var lastPGStop time.Time
+	var killDowntime []time.Duration
+	for _, ev := range schedule(cfg, rng) {
+		if wait := time.Until(loadStart.Add(ev.at)); wait > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		switch ev.kind {
+		case "kill":
+			t0 := time.Now()
+			b.kill()
+			logf("kill %d/%d: SIGKILL bcpd", ev.n, cfg.Kills)
+			time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
+			if err := b.startRetrying(ctx); err != nil {
+				stopLoad()
+				return false, err
+			}
+			killDowntime = append(killDowntime, time.Since(t0))
+		case "pg":
+			mode := "fast"
+			if ev.n%2 == 0 {
+				mode = "immediate"
+			}
+			lastPGStop = time.Now()
+			f, err := restartPG(ctx, pg, a, probe.ID, mode, cfg.PGDown)
+			if err != nil {
+				stopLoad()
+				return false, err
+			}
+			pgFaults = append(pgFaults, f)
+			logf("PostgreSQL restart %d/%d (%s): edge p99 while down %s over %d answers %v; first success %s after PostgreSQL was back",
+				ev.n, cfg.PGRestarts, mode, ms2(pct(f.answers, .99)), len(f.answers), f.codes, ms2(f.recovered))
+			if !b.running() {
+				logf("bcpd is not running after the PostgreSQL restart: starting it")
+				if err := b.startRetrying(ctx); err != nil {
+					stopLoad()
+					return false, err
+				}
+			}
+		case "outage":
+			d := time.Duration(2+rng.IntN(5)) * time.Second
+			rcv.outage(d)
+			logf("webhook outage %d/%d: receiver refuses everything for %s", ev.n, cfg.Outages, d)
+		}
+	}
+	if rest := time.Until(loadStart.Add(cfg.Duration)); rest > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(rest):
+		}
+	}
+	stopLoad()
+	wg.Wait()
+	loadTime := time.Since(loadStart)
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if !b.running() {
+		logf("bcpd is not running at the end of the load: starting it")
+		if err := b.startRetrying(ctx); err != nil {
+			return false, err
+		}
+	}
+	logf("load done (%s): %d purchases started; draining (up to %s%s); %s", loadTime.Round(time.Second), a.cnt.purchases.Load(), cfg.Drain,
+		map[bool]string{true: ", recovery jobs fast-forwarded", false: ""}[cfg.Warp], pendingWork(ctx, superPool))
+
+	// Drain: the invariants must come to hold on their own (the platform's
+	// jobs settle payments and retry webhooks).
+	drainStart := time.Now()
+	var checks []check
+	var warped int64
+	for {
+		if cfg.Warp {
+			b.mu.Lock()
+			lk := b.lastKill
+			b.mu.Unlock()
+			lf := lk
+			if lastPGStop.After(lf) {
+				lf = lastPGStop
+			}
+			n, err := warp(ctx, superPool, lk, lf)
+			if err != nil {
+				return false, err
+			}
+			warped += n
+		}
+		checks, err = sqlChecks(ctx, superPool, rcv)
+		if err != nil {
+			return false, err
+		}
+		d, err := durability(ctx, superPool, a.led)
+		if err != nil {
+			return false, err
+		}
+		checks = append(checks, d)
+		total, open := a.retryStuck(ctx)
+		st := check{name: "requests cut short can be retried with their key", checked: total}
+		if open > 0 {
+			st.violations = append(st.violations, fmt.Sprintf("%d still request_in_flight", open))
+		}
+		checks = append(checks, st)
+		if allOK(checks) || time.Since(drainStart) > cfg.Drain || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
+	drained := time.Since(drainStart)
+	checks = append(checks, apiDurability(ctx, a))
+	b.mu.Lock()
+	unexpected := b.unexpect
+	b.mu.Unlock()
+	checks = append(checks, check{name: "bcpd never exited on its own", checked: b.starts,
+		violations: func() []string {
+			if unexpected > 0 {
+				return []string{fmt.Sprintf("%d unexpected exits (see bcpd.log)", unexpected)}
+			}
+			return nil
+		}()})
+
+	// PostgreSQL-down figures, over every restart.
+	var answers []time.Duration
+	codes := map[string]int{}
+	worstRecovery := time.Duration(0)
+	for _, f := range pgFaults {
+		answers = append(answers, f.answers...)
+		for k, v := range f.codes {
+			codes[k] += v
+		}
+		if f.recovered < 0 || (worstRecovery >= 0 && f.recovered > worstRecovery) {
+			worstRecovery = f.recovered
+		}
+	}
+	p99 := pct(answers, .99)
+	if len(pgFaults) > 0 {
+		c := check{name: fmt.Sprintf("edge fails fast while PostgreSQL is down (p99 ≤ %s)", cfg.MaxDownP99), checked: len(answers)}
+		if p99 > cfg.MaxDownP99 || len(answers) == 0 {
+			c.violations = append(c.violations, "p99 "+ms2(p99))
+		}
+		checks = append(checks, c)
+		c = check{name: fmt.Sprintf("edge recovers after PostgreSQL is back (≤ %s)", cfg.MaxRecovery), checked: len(pgFaults)}
+		if worstRecovery < 0 || worstRecovery > cfg.MaxRecovery {
+			c.violations = append(c.violations, "worst "+ms2(worstRecovery))
+		}
+		checks = append(checks, c)
+	}
+
+	// Summary.
+	acc, ref, ords := rcv.stats()
+	fmt.Fprintf(out, "\nbcpchaos: seed %d, %s load + %s drain, %d CPUs, %s\n", cfg.Seed, loadTime.Round(time.Second), drained.Round(time.Second), runtime.NumCPU(), runtime.Version())
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "faults\t%d bcpd SIGKILLs (restart p50 %s, max %s), %d PostgreSQL restarts (%s down each), %d webhook outages, PSP timeouts %g%s\n",
+		len(killDowntime), ms2(pct(killDowntime, .5)), ms2(pct(killDowntime, 1)), len(pgFaults), cfg.PGDown, cfg.Outages, cfg.PSPTimeout,
+		map[bool]string{true: fmt.Sprintf(", %d recovery jobs fast-forwarded", warped), false: ""}[cfg.Warp])
+	fmt.Fprintf(tw, "purchases\t%d started, %d completed by card, %d by Pix, %d abandoned (faults); %d calls, %d failed, %d retried\n",
+		a.cnt.purchases.Load(), a.cnt.completedCard.Load(), a.cnt.completedPix.Load(), a.cnt.abandoned.Load(), a.cnt.calls.Load(), a.cnt.callErrors.Load(), a.cnt.retries.Load())
+	fmt.Fprintf(tw, "agent errors\t%s\n", topErrors(a.cnt))
+	fmt.Fprintf(tw, "webhooks\t%d accepted by the receiver (%d orders), %d refused\n", acc, ords, ref)
+	if len(pgFaults) > 0 {
+		fmt.Fprintf(tw, "PostgreSQL down\tedge answers p50 %s, p99 %s, max %s over %d probes %v; first success after PostgreSQL back: %s\n",
+			ms2(pct(answers, .5)), ms2(p99), ms2(pct(answers, 1)), len(answers), codes, recoveries(pgFaults))
+	}
+	fmt.Fprintf(tw, "left open\t%s\n", pendingWork(ctx, superPool))
+	tw.Flush()
+	fmt.Fprintln(out)
+	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "INVARIANT\tCHECKED\tVIOLATIONS\tEXAMPLES")
+	ok = true
+	for _, c := range checks {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", c.name, c.checked, len(c.violations), examples(c.violations, 3))
+		ok = ok && c.ok()
+	}
+	tw.Flush()
+	if ok {
+		fmt.Fprintln(out, "\nPASS: no invariant violated")
+	} else {
+		fmt.Fprintf(out, "\nFAIL: invariants violated (seed %d; rerun with --keep for bcpd.log)\n", cfg.Seed)
+	}
+	return ok, nil
+}
+
+func allOK(cs []check) bool {
+	for _, c := range cs {
+		if !c.ok() {
+			return false
+		}
+	}
+	return true
+}
+
+// restartPG stops PostgreSQL, keeps it down for down, starts it on the
+// same port, and probes the edge throughout.
+func restartPG(ctx context.Context, pg *postgres, a *agents, probeID, mode string, down time.Duration) (*pgFault, error) {
+	f := &pgFault{mode: mode, codes: map[string]int{}, recovered: -1}
+	var mu sync.Mutex
+	var isDown bool
+	var backAt time.Time
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	defer stopProbe()
+	cl := &agentclient.Client{Endpoint: a.clients[0].Endpoint, Transport: a.clients[0].Transport, Timeout: 15 * time.Second}
+	probeDone := make(chan struct{})
+	go func() {
+		defer close(probeDone)
+		for i := 0; probeCtx.Err() == nil; i++ {
+			tool, args := "get_checkout", map[string]any{"id": probeID}
+			if i%2 == 1 {
+				tool, args = "create_checkout", loadkit.CreateArgs("sonda@example.com")
+			}
+			t0 := time.Now()
+			resp, err := cl.CallTool(probeCtx, tool, args)
+			d := time.Since(t0)
+			_, code := loadkit.Decode(probeCtx, resp, err)
+			if probeCtx.Err() != nil {
+				return
+			}
+			mu.Lock()
+			switch {
+			case isDown:
+				f.answers = append(f.answers, d)
+				if code == "" {
+					code = "ok"
+				}
+				f.codes[code]++
+			case !backAt.IsZero() && code == "":
+				f.recovered = time.Since(backAt)
+				mu.Unlock()
+				return
+			}
+			mu.Unlock()
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	t0 := time.Now()
+	mu.Lock()
+	isDown = true
+	mu.Unlock()
+	if err := pg.stop(mode == "immediate"); err != nil {
+		return nil, fmt.Errorf("stop PostgreSQL: %w", err)
+	}
+	time.Sleep(down)
+	if err := pg.start(ctx); err != nil {
+		return nil, fmt.Errorf("start PostgreSQL again: %w", err)
+	}
+	mu.Lock()
+	isDown = false
+	backAt = time.Now()
+	f.down = backAt.Sub(t0)
+	mu.Unlock()
+	select {
+	case <-probeDone:
+	case <-time.After(60 * time.Second):
+	case <-ctx.Done():
+	}
+	return f, nil
+}
+
+// serveProfile serves the agent's profile, with the order webhook.
+func serveProfile(webhookURL string) (string, func(), error) {
+	key, err := agentclient.GenerateES256()
+	if err != nil {
+		return "", nil, err
+	}
+	jwk, err := agentclient.PublicJWK(key, "")
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	doc := loadkit.AgentProfileJSON(string(jwk), webhookURL)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "max-age=3600")
+		_, _ = io.WriteString(w, doc)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String() + "/agent.json", func() { _ = srv.Close() }, nil
+}
+
+func pct(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(float64(len(s))*p+0.999999) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func ms2(d time.Duration) string {
+	if d < 0 {
+		return "never"
+	}
+	if d < time.Second {
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}
+
+func recoveries(fs []*pgFault) string {
+	var s []string
+	for _, f := range fs {
+		s = append(s, f.mode+" "+ms2(f.recovered))
+	}
+	return strings.Join(s, ", ")
+}
+
+func topErrors(c *counters) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	type kv struct {
+		k string
+		v int
+	}
+	var all []kv
+	for k, v := range c.errs {
+		all = append(all, kv{k, v})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].v > all[j].v })
+	var s []string
+	for i, e := range all {
+		if i == 14 {
+			s = append(s, "…")
+			break
+		}
+		s = append(s, fmt.Sprintf("%s %d", e.k, e.v))
+	}
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
