@@ -81,9 +81,10 @@ func (c *counters) err(code string) {
 	c.mu.Unlock()
 }
 
-// stuckCall is a request answered request_in_flight: its first try was
-// cut short (a kill, PostgreSQL going away) and never finished. The drain
-// retries it with the same key; the platform must execute or replay it.
+// stuckCall is a complete_checkout whose outcome the agent never learnt
+// (no answer, or request_in_flight: a first try cut short by a kill or
+// PostgreSQL going away still holds the key). The drain retries it with
+// the same key; the platform must execute or replay it.
 type stuckCall struct {
 	merchant int
 	tool     string
@@ -206,7 +207,10 @@ func (a *agents) purchase(ctx context.Context, rng *rand.Rand) {
 		}
 		args := loadkit.CompleteArgs(id, agentclient.NewIdempotencyKey(), inst)
 		c, code = a.call(ctx, mi, "complete_checkout", args)
-		if strings.Contains(code, "request_in_flight") {
+		// No answer, or request_in_flight (a first try cut short holds the
+		// key): the outcome is unknown. The drain retries it with the same
+		// key, as an agent would, and it must resolve.
+		if c == nil || strings.Contains(code, "request_in_flight") {
 			a.stuckMu.Lock()
 			a.stuck = append(a.stuck, &stuckCall{merchant: mi, tool: "complete_checkout", args: args})
 			a.stuckMu.Unlock()

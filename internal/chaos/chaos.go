@@ -375,7 +375,7 @@ func Run(ctx context.Context, cfg Config) (ok bool, err error) {
 		}
 		checks = append(checks, d)
 		total, open := a.retryStuck(ctx)
-		st := check{name: "requests cut short can be retried with their key", checked: total}
+		st := check{name: "complete requests cut short resolve on retry (same key)", checked: total}
 		if open > 0 {
 			st.violations = append(st.violations, fmt.Sprintf("%d still request_in_flight", open))
 		}
