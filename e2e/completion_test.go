@@ -24,6 +24,7 @@ import (
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
+	"github.com/bcpdev/bcp/services/payments"
 	"github.com/bcpdev/bcp/services/payments/pix/brcode"
 )
 
@@ -499,5 +500,29 @@ func TestSignedCompletionAndWebhookRetries(t *testing.T) {
 	s.hooks.mu.Unlock()
 	if len(ids) < 4 || ids[0] == "" || ids[0] != ids[3] {
 		t.Fatalf("webhook ids %v: want 4 tries of one delivery", ids)
+	}
+}
+
+// A card charge whose processor call times out leaves the checkout
+// complete_in_progress with a card message (the resolve job settles it
+// later), never the Pix "pay by" message with a zero date. Regression
+// found with the chaos tool's PSP timeouts (BCP_SIM_PSP_FAULTS).
+func TestCardProcessorTimeoutIsNotAPix(t *testing.T) {
+	t.Setenv(payments.SimFaultsEnv, "timeout=1,hang=10ms") // read when the platform starts
+	s := newShopper(t, 0, "lento.localhost")
+	host := "lento.localhost"
+	for _, inst := range []map[string]any{
+		cardInstrument("tok_test_4242"),
+		{"id": "pi_card", "handler_id": "card", "type": "card", "credential": map[string]any{"type": "token", "token": "tok_test_5_4242"}},
+	} {
+		c := s.ready(host)
+		got := s.complete(host, c.ID, uuid.NewString(), inst)
+		if got.Status != bcp.StatusCompleteInProgress || !hasMessage(got, "info", "payment_processing", "$.payment.instruments[0]") ||
+			hasMessage(got, "info", "pix_awaiting_payment", "$.payment.instruments[0]") {
+			t.Fatalf("card charge timed out: %s %+v", got.Status, got.Messages)
+		}
+		if n := s.sql(`SELECT count(*) FROM payments.attempts WHERE checkout_id = $1 AND status = 'pending'`, c.ID); n != 1 {
+			t.Fatalf("%d pending attempts, want 1 (the resolve job settles it)", n)
+		}
 	}
 }

@@ -258,6 +258,20 @@ func (s *Service) settleWith(ctx context.Context, id, attemptID string, startFai
 		keepAttempt := &attemptID
 		switch a.GetStatus() {
 		case paymentsv1.AttemptStatus_ATTEMPT_STATUS_PENDING:
+			if a.GetExpiresAt() == nil {
+				// A card charge the processor has not confirmed (the call
+				// timed out): its resolve job settles it. Not a Pix to pay —
+				// this used to say "Pague via Pix até 31/12 21:00" (found
+				// with cmd/bcpchaos' PSP timeouts).
+				if sess.Status == bcp.StatusCompleteInProgress && len(c.Messages) > 0 {
+					return result(c)
+				}
+				next = c
+				next.Status = bcp.StatusCompleteInProgress
+				next.Messages = []bcp.Message{bcp.Info("payment_processing", "$.payment.instruments[0]",
+					"O pagamento com cartão está sendo confirmado com o processador; consulte o resultado com get_checkout.")}
+				break
+			}
 			if sess.Status == bcp.StatusCompleteInProgress && hasDisplay(c) {
 				return result(c)
 			}
