@@ -69,7 +69,7 @@ scale:
 	@mkdir -p $(BENCH_OUT)
 	$(GO) run ./cmd/bcpbench scale $(SCALE_FLAGS) --out $(BENCH_OUT)/scale.json
 
-## chaos: fault injection (about 8 minutes): SIGKILLs of bcpd, PostgreSQL restarts, webhook receiver
+## chaos: fault injection (about 5–6 minutes): SIGKILLs of bcpd, PostgreSQL restarts, webhook receiver
 ## and PSP failures under sustained purchases, then SQL/MCP invariant checks; exits 1 on a violation.
 ## CHAOS_FLAGS="--seed N" replays a schedule. Results: docs/performance.md, "Fault injection".
 CHAOS_FLAGS ?=
@@ -78,7 +78,7 @@ chaos:
 	$(GO) build -o bin/bcpd ./cmd/bcpd
 	$(GO) run ./cmd/bcpchaos --bcpd bin/bcpd $(CHAOS_FLAGS)
 
-## chaos-short: the CI form (3 kills, 1 PostgreSQL restart, recovery jobs fast-forwarded; under a minute)
+## chaos-short: the CI form (3 kills, 1 PostgreSQL restart, recovery jobs fast-forwarded; about a minute)
 chaos-short:
 	@scripts/ensure-postgres.sh
 	$(GO) build -o bin/bcpd ./cmd/bcpd
