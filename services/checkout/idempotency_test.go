@@ -3,7 +3,6 @@ package checkout
 import (
 	"context"
 	"crypto/sha256"
-	"os"
 	"testing"
 	"time"
 
@@ -14,8 +13,6 @@ import (
 	"github.com/bcpdev/bcp/internal/testdb"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 )
-
-func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
 
 // A key claimed by a request that never finished (its process was killed,
 // or the database went away before the key could be released) is handed
