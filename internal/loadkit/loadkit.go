@@ -1,7 +1,10 @@
-// Package loadkit holds what the load generator (cmd/bcpbench) and the
-// fault injector (cmd/bcpchaos) share: seeding development merchants
-// through the operator APIs, the simulated agent's profile, and the
-// arguments and answers of a whole purchase over MCP.
+// Package loadkit is what simulated agents need to buy from seeded
+// merchants: seeding development merchants through the operator APIs,
+// the agent's profile, and the arguments and answers of a whole purchase
+// over MCP. The fault injector (internal/chaos) uses it; it was taken from
+// cmd/bcpbench, which still has its own copy (seedOne, agentProfileJSON,
+// checkoutView) while that tool is being reworked — switching it over is
+// mechanical.
 package loadkit
 
 import (
