@@ -19,10 +19,12 @@ run:
 	$(GO) build -o bin/bcpctl ./cmd/bcpctl
 	./bin/bcpd dev --data-dir $(DATA_DIR)
 
-## test: generated-code check, vet, every test (each package starts its own PostgreSQL), a short fuzz run
+## test: generated-code check, vet, every test (each package starts its own PostgreSQL, the e2e
+## package includes the short fault-injection run; BCP_CHAOS=0 skips it), a short fuzz run
+BCP_CHAOS ?= 1
 test: check-generate vet
 	@scripts/ensure-postgres.sh
-	$(GO) test -count=1 -timeout 20m ./...
+	BCP_CHAOS=$(BCP_CHAOS) $(GO) test -count=1 -timeout 20m ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 ## fuzz: the parsers agents and PSPs reach (FUZZTIME=10m for a long run)
