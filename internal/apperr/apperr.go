@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"strings"
 
 	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -97,6 +98,13 @@ func As(err error) *Error {
 		case "57P01", "57P02", "57P03", "53300":
 			return &Error{Kind: KindUnavailable, Code: "unavailable", Message: "database unavailable", Err: err}
 		}
+		// Class 08: connection exceptions (the server went away mid-request).
+		if strings.HasPrefix(pg.Code, "08") {
+			return &Error{Kind: KindUnavailable, Code: "unavailable", Message: "database unavailable", Err: err}
+		}
+	}
+	if pgconn.Timeout(err) {
+		return &Error{Kind: KindUnavailable, Code: "unavailable", Message: "a dependency is unavailable", Err: err}
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return &Error{Kind: KindUnavailable, Code: "unavailable", Message: "request cancelled or timed out", Err: err}

@@ -9,11 +9,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/tenancy"
 )
 
@@ -69,12 +72,27 @@ func InTenant(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) er
 	// BEGIN and set_config travel in one simple-protocol message: one
 	// round trip less per transaction (bcpbench: ~40 per purchase). The
 	// tenant id is a uuid.UUID, whose text form needs no quoting.
-	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{BeginQuery: "BEGIN; SELECT set_config('app.tenant_id', '" + tid.String() + "', true)"}, fn)
+	return connLost(pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{BeginQuery: "BEGIN; SELECT set_config('app.tenant_id', '" + tid.String() + "', true)"}, fn))
+}
+
+// connLost marks a connection cut mid-transaction (PostgreSQL restarting
+// or crashing) as unavailable: pgx reports it as a bare (unexpected) EOF
+// or "conn closed", which would otherwise read as an internal error. Like
+// any unavailable answer it tells the agent to retry with the same
+// idempotency key (a cut COMMIT may have landed; the key replays it).
+func connLost(err error) error {
+	if err == nil || apperr.As(err).Kind != apperr.KindInternal {
+		return err
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "conn closed") {
+		return &apperr.Error{Kind: apperr.KindUnavailable, Code: "unavailable", Message: "database connection lost", Err: err}
+	}
+	return err
 }
 
 // InRegistry runs fn in a transaction that may see every tenant's rows of
 // the registry tables that allow it (tenants.*). Only the tenant registry
 // (Host resolution, operator listing) uses it.
 func InRegistry(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
-	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{BeginQuery: "BEGIN; SELECT set_config('app.scope', 'registry', true)"}, fn)
+	return connLost(pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{BeginQuery: "BEGIN; SELECT set_config('app.scope', 'registry', true)"}, fn))
 }
