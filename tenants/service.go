@@ -24,6 +24,8 @@ type Service struct {
 	sealer sealer.Sealer
 	log    *slog.Logger
 	watch  *Broadcaster
+	// reserved hosts no tenant may own (ReserveHosts).
+	reserved []string
 }
 
 // New returns the service. watch may be nil when the process does not
@@ -69,7 +71,10 @@ func Policy(procedure string) svcauth.Access {
 		tenantsv1connect.TenantServiceRevokeSigningKeyProcedure,
 		tenantsv1connect.TenantServiceSetPaymentHandlerProcedure,
 		tenantsv1connect.TenantServiceRemovePaymentHandlerProcedure,
-		tenantsv1connect.TenantServiceSetAgentAuthPolicyProcedure:
+		tenantsv1connect.TenantServiceSetAgentAuthPolicyProcedure,
+		// The edges' usage flushes (RecordUsage also refuses the operator
+		// token itself); GetUsage stays operator-only.
+		tenantsv1connect.TenantServiceRecordUsageProcedure:
 		return svcauth.Internal
 	}
 	return svcauth.Operator
@@ -80,6 +85,9 @@ func (s *Service) Ping(ctx context.Context, _ *connect.Request[tenantsv1.PingReq
 }
 
 func (s *Service) CreateTenant(ctx context.Context, req *connect.Request[tenantsv1.CreateTenantRequest]) (*connect.Response[tenantsv1.CreateTenantResponse], error) {
+	if err := s.checkReserved("domains", req.Msg.GetDomains()...); err != nil {
+		return nil, err
+	}
 	t, err := s.createTenant(ctx, req.Msg)
 	if err != nil {
 		return nil, err
@@ -96,7 +104,14 @@ func (s *Service) GetTenant(ctx context.Context, req *connect.Request[tenantsv1.
 }
 
 func (s *Service) ListTenants(ctx context.Context, req *connect.Request[tenantsv1.ListTenantsRequest]) (*connect.Response[tenantsv1.ListTenantsResponse], error) {
-	list, next, err := s.listTenants(ctx, req.Msg.GetPageSize(), req.Msg.GetPageToken())
+	var list []*tenantsv1.Tenant
+	var next string
+	var err error
+	if req.Msg.GetQuery() != "" {
+		list, next, err = s.searchTenants(ctx, req.Msg.GetPageSize(), req.Msg.GetPageToken(), req.Msg.GetQuery())
+	} else {
+		list, next, err = s.listTenants(ctx, req.Msg.GetPageSize(), req.Msg.GetPageToken())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +127,9 @@ func (s *Service) SetTenantStatus(ctx context.Context, req *connect.Request[tena
 }
 
 func (s *Service) AddDomain(ctx context.Context, req *connect.Request[tenantsv1.AddDomainRequest]) (*connect.Response[tenantsv1.AddDomainResponse], error) {
+	if err := s.checkReserved("domain", req.Msg.GetDomain()); err != nil {
+		return nil, err
+	}
 	t, err := s.addDomain(ctx, req.Msg.GetTenant(), req.Msg.GetDomain(), req.Msg.GetPrimary())
 	if err != nil {
 		return nil, err

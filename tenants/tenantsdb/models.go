@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type TenantsApiKey struct {
@@ -65,6 +66,13 @@ type TenantsPaymentHandler struct {
 	Position             int32
 	CreatedAt            time.Time
 	UpdatedAt            time.Time
+}
+
+type TenantsRequestUsage struct {
+	TenantID uuid.UUID
+	Day      pgtype.Date
+	Requests int64
+	Errors   int64
 }
 
 type TenantsSetting struct {

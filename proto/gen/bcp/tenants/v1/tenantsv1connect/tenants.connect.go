@@ -120,6 +120,11 @@ const (
 	// TenantServiceSetTenantNameProcedure is the fully-qualified name of the TenantService's
 	// SetTenantName RPC.
 	TenantServiceSetTenantNameProcedure = "/bcp.tenants.v1.TenantService/SetTenantName"
+	// TenantServiceRecordUsageProcedure is the fully-qualified name of the TenantService's RecordUsage
+	// RPC.
+	TenantServiceRecordUsageProcedure = "/bcp.tenants.v1.TenantService/RecordUsage"
+	// TenantServiceGetUsageProcedure is the fully-qualified name of the TenantService's GetUsage RPC.
+	TenantServiceGetUsageProcedure = "/bcp.tenants.v1.TenantService/GetUsage"
 )
 
 // TenantServiceClient is a client for the bcp.tenants.v1.TenantService service.
@@ -192,6 +197,11 @@ type TenantServiceClient interface {
 	// agents). Internal: the operator, or a merchant admin through the admin
 	// web.
 	SetTenantName(context.Context, *connect.Request[v1.SetTenantNameRequest]) (*connect.Response[v1.SetTenantNameResponse], error)
+	// RecordUsage adds counts an edge gathered in memory (internal token
+	// only: the edges flush every few seconds and on shutdown).
+	RecordUsage(context.Context, *connect.Request[v1.RecordUsageRequest]) (*connect.Response[v1.RecordUsageResponse], error)
+	// GetUsage returns a tenant's daily request and error counts (operator).
+	GetUsage(context.Context, *connect.Request[v1.GetUsageRequest]) (*connect.Response[v1.GetUsageResponse], error)
 }
 
 // NewTenantServiceClient constructs a client for the bcp.tenants.v1.TenantService service. By
@@ -396,6 +406,19 @@ func NewTenantServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(tenantServiceMethods.ByName("SetTenantName")),
 			connect.WithClientOptions(opts...),
 		),
+		recordUsage: connect.NewClient[v1.RecordUsageRequest, v1.RecordUsageResponse](
+			httpClient,
+			baseURL+TenantServiceRecordUsageProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("RecordUsage")),
+			connect.WithClientOptions(opts...),
+		),
+		getUsage: connect.NewClient[v1.GetUsageRequest, v1.GetUsageResponse](
+			httpClient,
+			baseURL+TenantServiceGetUsageProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("GetUsage")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -431,6 +454,8 @@ type tenantServiceClient struct {
 	getMerchantSession   *connect.Client[v1.GetMerchantSessionRequest, v1.GetMerchantSessionResponse]
 	endMerchantSession   *connect.Client[v1.EndMerchantSessionRequest, v1.EndMerchantSessionResponse]
 	setTenantName        *connect.Client[v1.SetTenantNameRequest, v1.SetTenantNameResponse]
+	recordUsage          *connect.Client[v1.RecordUsageRequest, v1.RecordUsageResponse]
+	getUsage             *connect.Client[v1.GetUsageRequest, v1.GetUsageResponse]
 }
 
 // Ping calls bcp.tenants.v1.TenantService.Ping.
@@ -583,6 +608,16 @@ func (c *tenantServiceClient) SetTenantName(ctx context.Context, req *connect.Re
 	return c.setTenantName.CallUnary(ctx, req)
 }
 
+// RecordUsage calls bcp.tenants.v1.TenantService.RecordUsage.
+func (c *tenantServiceClient) RecordUsage(ctx context.Context, req *connect.Request[v1.RecordUsageRequest]) (*connect.Response[v1.RecordUsageResponse], error) {
+	return c.recordUsage.CallUnary(ctx, req)
+}
+
+// GetUsage calls bcp.tenants.v1.TenantService.GetUsage.
+func (c *tenantServiceClient) GetUsage(ctx context.Context, req *connect.Request[v1.GetUsageRequest]) (*connect.Response[v1.GetUsageResponse], error) {
+	return c.getUsage.CallUnary(ctx, req)
+}
+
 // TenantServiceHandler is an implementation of the bcp.tenants.v1.TenantService service.
 type TenantServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
@@ -653,6 +688,11 @@ type TenantServiceHandler interface {
 	// agents). Internal: the operator, or a merchant admin through the admin
 	// web.
 	SetTenantName(context.Context, *connect.Request[v1.SetTenantNameRequest]) (*connect.Response[v1.SetTenantNameResponse], error)
+	// RecordUsage adds counts an edge gathered in memory (internal token
+	// only: the edges flush every few seconds and on shutdown).
+	RecordUsage(context.Context, *connect.Request[v1.RecordUsageRequest]) (*connect.Response[v1.RecordUsageResponse], error)
+	// GetUsage returns a tenant's daily request and error counts (operator).
+	GetUsage(context.Context, *connect.Request[v1.GetUsageRequest]) (*connect.Response[v1.GetUsageResponse], error)
 }
 
 // NewTenantServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -853,6 +893,19 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(tenantServiceMethods.ByName("SetTenantName")),
 		connect.WithHandlerOptions(opts...),
 	)
+	tenantServiceRecordUsageHandler := connect.NewUnaryHandler(
+		TenantServiceRecordUsageProcedure,
+		svc.RecordUsage,
+		connect.WithSchema(tenantServiceMethods.ByName("RecordUsage")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceGetUsageHandler := connect.NewUnaryHandler(
+		TenantServiceGetUsageProcedure,
+		svc.GetUsage,
+		connect.WithSchema(tenantServiceMethods.ByName("GetUsage")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.tenants.v1.TenantService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TenantServicePingProcedure:
@@ -915,6 +968,10 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 			tenantServiceEndMerchantSessionHandler.ServeHTTP(w, r)
 		case TenantServiceSetTenantNameProcedure:
 			tenantServiceSetTenantNameHandler.ServeHTTP(w, r)
+		case TenantServiceRecordUsageProcedure:
+			tenantServiceRecordUsageHandler.ServeHTTP(w, r)
+		case TenantServiceGetUsageProcedure:
+			tenantServiceGetUsageHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1042,4 +1099,12 @@ func (UnimplementedTenantServiceHandler) EndMerchantSession(context.Context, *co
 
 func (UnimplementedTenantServiceHandler) SetTenantName(context.Context, *connect.Request[v1.SetTenantNameRequest]) (*connect.Response[v1.SetTenantNameResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.SetTenantName is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) RecordUsage(context.Context, *connect.Request[v1.RecordUsageRequest]) (*connect.Response[v1.RecordUsageResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.RecordUsage is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) GetUsage(context.Context, *connect.Request[v1.GetUsageRequest]) (*connect.Response[v1.GetUsageResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.GetUsage is not implemented"))
 }
