@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
@@ -38,6 +39,9 @@ type Config struct {
 	PublicPort string
 	// Profiles fetches agent profiles (nil: a fetcher with the defaults).
 	Profiles *agentprofile.Fetcher
+	// UsageFlush is how often request counts are sent to the tenant
+	// service (0: 10 s).
+	UsageFlush time.Duration
 }
 
 // Clients are the services the edge fronts.
@@ -58,6 +62,7 @@ type Edge struct {
 	rest  *restEdge
 	auth  *agentauth.Authenticator
 	feed  *changeFeed
+	usage *usageCounter
 	mux   *http.ServeMux
 }
 
@@ -76,7 +81,7 @@ func New(cfg Config, clients Clients, log *slog.Logger) (*Edge, error) {
 			return nil, err
 		}
 	}
-	e := &Edge{cfg: cfg, log: log, feed: &changeFeed{client: tenants, log: log}}
+	e := &Edge{cfg: cfg, log: log, feed: &changeFeed{client: tenants, log: log}, usage: newUsageCounter(tenants, cfg.UsageFlush, log)}
 	e.hosts = newHostCache(tenants, &e.feed.watched)
 	e.data = newTenantData(tenants)
 	e.disc = &discovery{data: e.data, baseURL: e.BaseURL, cache: map[string]renderedProfile{}}
@@ -91,21 +96,27 @@ func New(cfg Config, clients Clients, log *slog.Logger) (*Edge, error) {
 	e.mux = http.NewServeMux()
 	e.mux.Handle("GET /.well-known/bcp", e.disc)
 	e.mux.HandleFunc("/.well-known/bcp", methodNotAllowed("GET, HEAD"))
-	e.mux.Handle("/bcp/mcp", e.auth.Handler(e.mcp))
+	e.mux.Handle("/bcp/mcp", e.usage.httpHook(e.auth.Handler(e.mcp), false))
 	// The REST binding: same executor, same authentication (REST mode:
 	// credentials always, flat error bodies), complete responses signed.
 	// Its OpenAPI document is public, like the profile.
 	e.rest = newRESTEdge(e.mcp)
 	e.mux.Handle("GET "+restBase+"/openapi.json", openAPIHandler())
-	e.mux.Handle(restBase+"/", e.auth.RESTHandler(e.rest))
+	e.mux.Handle(restBase+"/", e.usage.httpHook(e.auth.RESTHandler(e.rest), true))
 	e.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusNotFound, "not_found", "no such resource on this merchant host")
 	})
 	return e, nil
 }
 
-// Run follows registry changes until ctx ends, keeping caches fresh.
-func (e *Edge) Run(ctx context.Context) { e.feed.run(ctx) }
+// Run follows registry changes until ctx ends, keeping caches fresh, and
+// flushes usage counts.
+func (e *Edge) Run(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { defer close(done); e.usage.run(ctx) }()
+	e.feed.run(ctx)
+	<-done
+}
 
 // BaseURL is the merchant's public origin as agents reach it, given the
 // request's Host header.

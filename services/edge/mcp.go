@@ -227,6 +227,7 @@ func (m *mcpEdge) buildServer(caps []string) (*mcp.Server, error) {
 	// (/.well-known/bcp), not in serverInfo.
 	s := mcp.NewServer(&mcp.Implementation{Name: "bcp-checkout", Title: "BCP checkout", Version: bcpnames.Version},
 		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
+	s.AddReceivingMiddleware(m.e.usage.mcpMiddleware())
 	for _, spec := range append(slices.Clone(checkoutTools), getOrderTool) {
 		in, out, err := m.toolSchemas(spec.name, caps)
 		if err != nil {
