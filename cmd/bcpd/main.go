@@ -55,6 +55,7 @@ type flags struct {
 	databaseURL, ownerURL                   *string
 	publicAddr, internalAddr                *string
 	internalToken, operatorToken            *string
+	operatorHost                            *string
 	masterKeyFile, publicScheme, publicPort *string
 	dataDir, logLevel                       *string
 	serviceURLs                             map[string]*string
@@ -77,6 +78,7 @@ func newFlags(role string) *flags {
 	f.internalAddr = fs.String("internal-addr", env("BCP_INTERNAL_ADDR", "127.0.0.1:9090"), "listen address for connect services, /metrics, /healthz, /readyz [BCP_INTERNAL_ADDR]")
 	f.internalToken = fs.String("internal-token", env("BCP_INTERNAL_TOKEN", ""), "token services use to call each other [BCP_INTERNAL_TOKEN]")
 	f.operatorToken = fs.String("operator-token", env("BCP_OPERATOR_TOKEN", ""), "token bcpctl uses for the operator API [BCP_OPERATOR_TOKEN]")
+	f.operatorHost = fs.String("operator-host", env("BCP_OPERATOR_HOST", ""), "host name serving the operator console on the public listener, e.g. operador.example.com (dev: operador.localhost; empty: no console) [BCP_OPERATOR_HOST]")
 	f.masterKeyFile = fs.String("master-key-file", env("BCP_MASTER_KEY_FILE", ""), "file with the base64 32-byte master key sealing secrets at rest (or BCP_MASTER_KEY) [BCP_MASTER_KEY_FILE]")
 	f.publicScheme = fs.String("public-scheme", env("BCP_PUBLIC_SCHEME", "https"), "scheme of the URLs advertised to agents [BCP_PUBLIC_SCHEME]")
 	f.publicPort = fs.String("public-port", env("BCP_PUBLIC_PORT", ""), "port of the URLs advertised to agents, when not the default [BCP_PUBLIC_PORT]")
@@ -132,7 +134,7 @@ func runServices(ctx context.Context, services []string, args []string) error {
 	log := f.logger()
 	cfg := platform.Config{
 		Services: services, DatabaseURL: *f.databaseURL, PublicAddr: *f.publicAddr, InternalAddr: *f.internalAddr,
-		InternalToken: *f.internalToken, OperatorToken: *f.operatorToken, ServiceURLs: map[string]string{},
+		InternalToken: *f.internalToken, OperatorToken: *f.operatorToken, OperatorHost: *f.operatorHost, ServiceURLs: map[string]string{},
 		Edge: edge.Config{PublicScheme: *f.publicScheme, PublicPort: *f.publicPort}, Logger: log,
 		AllowPrivileged: *f.allowPrivileged,
 	}
@@ -182,7 +184,7 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	e, err := devenv.Start(ctx, devenv.Options{
 		DataDir: *f.dataDir, DatabaseURL: *f.databaseURL, OwnerURL: *f.ownerURL,
-		PublicAddr: *f.publicAddr, InternalAddr: *f.internalAddr, Logger: f.logger(), Out: os.Stdout,
+		PublicAddr: *f.publicAddr, InternalAddr: *f.internalAddr, OperatorHost: *f.operatorHost, Logger: f.logger(), Out: os.Stdout,
 	})
 	if err != nil {
 		return err

@@ -31,9 +31,14 @@ type Options struct {
 	OwnerURL     string // migrations on DatabaseURL (defaults to DatabaseURL)
 	PublicAddr   string
 	InternalAddr string
+	// OperatorHost serves the operator console (default OperatorHost).
+	OperatorHost string
 	Logger       *slog.Logger
 	Out          io.Writer // the banner
 }
+
+// OperatorHost is where `bcpd dev` serves the operator console.
+const OperatorHost = "operador.localhost"
 
 // Env is a running dev platform.
 type Env struct {
@@ -82,6 +87,9 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		env.Stop()
 		return nil, err
 	}
+	if o.OperatorHost == "" {
+		o.OperatorHost = OperatorHost
+	}
 	_, publicPort, _ := net.SplitHostPort(o.PublicAddr)
 	agentPattern, agentHandler := DemoAgentHandler()
 	env.Platform, err = platform.Start(ctx, platform.Config{
@@ -92,6 +100,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		InternalAddr:   o.InternalAddr,
 		InternalToken:  randomToken("bcp_int_"),
 		OperatorToken:  opToken,
+		OperatorHost:   o.OperatorHost,
 		MasterKey:      masterKey,
 		Edge:           edge.Config{PublicScheme: "http", PublicPort: publicPort},
 		Logger:         o.Logger,
@@ -122,13 +131,14 @@ BCP platform running (bcpd all on a private PostgreSQL).
   admin URL         %s/admin/   (e-mail %s, password %s)
   demo agent        profile %s, API key %s
   operator API      http://%s   (token in %s; bcpctl finds it there)
+  operator console  http://%s:%s/   (sign in with the operator token)
 
   *.localhost names resolve to this machine in browsers; with curl send the Host header:
     curl -H 'Host: %s' http://127.0.0.1:%s/.well-known/bcp
 
 Ctrl-C stops the platform and PostgreSQL; data stays in %s.
 `, tenant.GetName(), DemoDomain, tenant.GetId(), base, base, base, adminEmail, adminPassword, agentProfile, apiKey,
-		env.Platform.InternalAddr, filepath.Join(dataDir, "operator-token"), DemoDomain, port, dataDir)
+		env.Platform.InternalAddr, filepath.Join(dataDir, "operator-token"), o.OperatorHost, port, DemoDomain, port, dataDir)
 	return env, nil
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/hostname"
 	"github.com/bcpdev/bcp/internal/inproc"
 	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/obs"
@@ -50,6 +51,7 @@ import (
 	"github.com/bcpdev/bcp/tenants"
 	"github.com/bcpdev/bcp/web"
 	"github.com/bcpdev/bcp/web/admin"
+	"github.com/bcpdev/bcp/web/operator"
 )
 
 // Service names, which are also the roles that host exactly one of them.
@@ -76,8 +78,12 @@ type Config struct {
 	ServiceURLs   map[string]string
 	InternalToken string
 	OperatorToken string
-	MasterKey     []byte // required when hosting tenants
-	Edge          edge.Config
+	// OperatorHost serves the operator console on the public listener
+	// (matched before Host → tenant routing; no tenant may own it).
+	// Empty: no console.
+	OperatorHost string
+	MasterKey    []byte // required when hosting tenants
+	Edge         edge.Config
 	// InternalRoutes adds handlers to the internal listener (bcpd dev
 	// serves the demo agent's profile there).
 	InternalRoutes map[string]http.Handler
@@ -95,6 +101,7 @@ type Running struct {
 	Pool         *pgxpool.Pool
 
 	cfg        Config
+	edge       *edge.Edge
 	local      *http.Client
 	publicAddr atomic.Pointer[string]
 	jobs       *jobs.Client
@@ -180,7 +187,11 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			}
 			b := tenants.NewBroadcaster(r.Pool, log)
 			r.goRun(func() { b.Run(ctx) })
-			internal.Handle(tenantsv1connect.NewTenantServiceHandler(tenants.New(r.Pool, seal, b, log), handlerOpts(tenants.Policy)))
+			svc := tenants.New(r.Pool, seal, b, log)
+			if cfg.OperatorHost != "" {
+				svc.ReserveHosts(cfg.OperatorHost)
+			}
+			internal.Handle(tenantsv1connect.NewTenantServiceHandler(svc, handlerOpts(tenants.Policy)))
 		case Catalog:
 			internal.Handle(catalogv1connect.NewCatalogServiceHandler(catalog.New(r.Pool), handlerOpts(catalog.Policy)))
 		case Pricing:
@@ -264,8 +275,24 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			e.Handle(pattern, h)
 		}
 		internal.Handle(edgev1connect.NewEdgeServiceHandler(e, handlerOpts(func(string) svcauth.Access { return svcauth.Internal })))
+		r.edge = e
 		r.goRun(func() { e.Run(ctx) })
-		addr, err := r.listen(ctx, cfg.PublicAddr, metrics.Middleware("public", log, e), log)
+		var public http.Handler = e
+		if cfg.OperatorHost != "" {
+			if cfg.OperatorToken == "" {
+				return fail(errors.New("the operator console (--operator-host) needs the operator token (BCP_OPERATOR_TOKEN)"))
+			}
+			ops, err := r.newClients(cfg.OperatorToken)
+			if err != nil {
+				return fail(err)
+			}
+			console := operator.New(operator.Options{
+				Tenants: ops.Tenants, Checkout: ops.Checkout, Orders: ops.Orders,
+				OperatorToken: cfg.OperatorToken, PublicScheme: cfg.Edge.PublicScheme, Logger: log,
+			})
+			public = byHost(hostname.Normalize(cfg.OperatorHost), console, e)
+		}
+		addr, err := r.listen(ctx, cfg.PublicAddr, metrics.Middleware("public", log, public), log)
 		if err != nil {
 			return fail(fmt.Errorf("public listener: %w", err))
 		}
@@ -326,6 +353,29 @@ func (r *Running) newClients(token string) (*Clients, error) {
 		}
 	}
 	return c, nil
+}
+
+// byHost sends requests for the operator console's host to the console
+// and everything else to the edge's Host → tenant routing, so the console
+// host never resolves to a tenant and merchant hosts never reach the
+// console.
+func byHost(host string, console, rest http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hostname.Normalize(r.Host) == host {
+			console.ServeHTTP(w, r)
+			return
+		}
+		rest.ServeHTTP(w, r)
+	})
+}
+
+// FlushUsage sends the edge's request counts to the tenant service now
+// (tests; the edge flushes every 10 s and on shutdown by itself).
+func (r *Running) FlushUsage(ctx context.Context) error {
+	if r.edge == nil {
+		return nil
+	}
+	return r.edge.FlushUsage(ctx)
 }
 
 // selfClient is an HTTP client that connects every request to this
@@ -391,6 +441,13 @@ func (r *Running) Stop() {
 		_ = s.Shutdown(sctx)
 	}
 	r.wg.Wait()
+	// Requests the drain let finish were counted after the edge's own
+	// final flush: send them too, while the tenant service is still up.
+	if r.edge != nil {
+		fctx, fcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = r.edge.FlushUsage(fctx)
+		fcancel()
+	}
 	if r.jobs != nil {
 		jctx, jcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_ = r.jobs.Stop(jctx)

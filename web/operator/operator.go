@@ -1,0 +1,293 @@
+// Package operator is the operator console: server-rendered pages, no
+// JavaScript, where the platform operator onboards and watches merchants
+// (tenants): list and search, create, suspend and resume, domains, and the
+// last 30 days of usage.
+//
+// It is served on the public listener for one operator-chosen host
+// (--operator-host), matched before Host → tenant routing, so that host
+// never resolves to a merchant; merchant hosts never reach it. Every read
+// and write goes through the services' connect APIs with the operator
+// token, which is also what signs in: the browser gets a stateless
+// HMAC-signed session cookie (12 h, HttpOnly, SameSite=Strict, Secure
+// unless the public scheme is http). Every POST carries a CSRF token and
+// passes net/http's CrossOriginProtection; failed sign-ins back off per
+// client IP.
+package operator
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
+	"github.com/bcpdev/bcp/web/admin"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Options are the clients the console uses (authenticated with the
+// operator token) and how browsers reach it.
+type Options struct {
+	Tenants  tenantsv1connect.TenantServiceClient
+	Checkout checkoutv1connect.CheckoutServiceClient
+	Orders   ordersv1connect.OrdersServiceClient
+	// OperatorToken is what operators type to sign in; the session and
+	// CSRF keys derive from it.
+	OperatorToken string
+	// PublicScheme "http" (local development) drops the Secure flag.
+	PublicScheme string
+	Logger       *slog.Logger
+	// Now is the clock (tests); nil: time.Now.
+	Now func() time.Time
+}
+
+// Console is the operator console's HTTP handler.
+type Console struct {
+	opts    Options
+	log     *slog.Logger
+	now     func() time.Time
+	keys    keys
+	limit   *limiter
+	pages   map[string]*template.Template
+	assets  map[string][]byte
+	assetOf map[string]string
+	mux     *http.ServeMux
+}
+
+// New parses the embedded templates (a parse failure is a programming
+// error and panics; the tests parse them).
+func New(opts Options) *Console {
+	c := &Console{opts: opts, log: opts.Logger, now: opts.Now, keys: deriveKeys(opts.OperatorToken)}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	c.limit = newLimiter(c.now)
+	c.assets, c.assetOf = map[string][]byte{}, map[string]string{}
+	entries, err := fs.ReadDir(staticFS, "static")
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range entries {
+		body, _ := staticFS.ReadFile("static/" + e.Name())
+		sum := sha256.Sum256(body)
+		ext := path.Ext(e.Name())
+		served := strings.TrimSuffix(e.Name(), ext) + "." + hex.EncodeToString(sum[:5]) + ext
+		c.assets[served] = body
+		c.assetOf[e.Name()] = "/static/" + served
+	}
+	funcs := template.FuncMap{
+		"asset": func(n string) string { return c.assetOf[n] },
+		"brl":   admin.FormatBRL,
+		"when":  func(t time.Time) string { return t.In(saoPaulo).Format("02/01/2006 15:04") },
+		"day":   formatDay,
+		"pct":   errorRate,
+		"int":   formatInt,
+	}
+	c.pages = map[string]*template.Template{}
+	for _, p := range []string{"login", "tenants", "new", "tenant", "error"} {
+		t := template.New("layout.html").Funcs(funcs)
+		c.pages[p] = template.Must(t.ParseFS(templateFS, "templates/layout.html", "templates/"+p+".html"))
+	}
+	c.mux = c.routes()
+	return c
+}
+
+var saoPaulo = func() *time.Location {
+	if l, err := time.LoadLocation("America/Sao_Paulo"); err == nil {
+		return l
+	}
+	return time.FixedZone("BRT", -3*3600)
+}()
+
+func (c *Console) routes() *http.ServeMux {
+	cop := http.NewCrossOriginProtection()
+	get := func(h http.HandlerFunc) http.Handler { return c.signedIn(h) }
+	post := func(h http.HandlerFunc) http.Handler { return cop.Handler(c.signedIn(c.checkCSRF(h))) }
+	mux := http.NewServeMux()
+	mux.Handle("GET /{$}", get(func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/lojas", http.StatusSeeOther) }))
+	mux.HandleFunc("GET /entrar", c.loginPage)
+	mux.Handle("POST /entrar", cop.Handler(http.HandlerFunc(c.login)))
+	mux.Handle("POST /sair", post(c.logout))
+	mux.Handle("GET /lojas", get(c.tenants))
+	mux.Handle("GET /lojas/nova", get(c.newTenant))
+	mux.Handle("POST /lojas/nova", post(c.createTenant))
+	mux.Handle("GET /lojas/{id}", get(c.tenant))
+	mux.Handle("POST /lojas/{id}/status", post(c.setStatus))
+	mux.Handle("POST /lojas/{id}/dominios", post(c.addDomain))
+	mux.Handle("POST /lojas/{id}/dominios/remover", post(c.removeDomain))
+	mux.HandleFunc("GET /static/{file}", c.static)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { c.errorPage(w, r, http.StatusNotFound) })
+	return mux
+}
+
+const csp = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// ServeHTTP serves the console with its security headers.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Robots-Tag", "noindex, nofollow")
+	if !strings.HasPrefix(r.URL.Path, "/static/") {
+		h.Set("Cache-Control", "no-store")
+	}
+	c.mux.ServeHTTP(w, r)
+}
+
+func (c *Console) static(w http.ResponseWriter, r *http.Request) {
+	body, ok := c.assets[r.PathValue("file")]
+	if !ok {
+		c.errorPage(w, r, http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+}
+
+type sessionKey struct{}
+
+func sessionFrom(ctx context.Context) (session, bool) {
+	s, ok := ctx.Value(sessionKey{}).(session)
+	return s, ok
+}
+
+// signedIn lets signed-in requests through; GETs without a session go to
+// the sign-in page, other methods are refused.
+func (c *Console) signedIn(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ck, err := r.Cookie(sessionCookie); err == nil {
+			if s, ok := c.keys.parseSession(ck.Value, c.now()); ok {
+				h(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+				return
+			}
+		}
+		if r.Method != http.MethodGet {
+			c.errorPage(w, r, http.StatusForbidden)
+			return
+		}
+		http.Redirect(w, r, "/entrar", http.StatusSeeOther)
+	})
+}
+
+// checkCSRF refuses a signed-in POST whose _csrf field does not match.
+func (c *Console) checkCSRF(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		s, ok := sessionFrom(r.Context())
+		if !ok || !validToken(r.PostFormValue("_csrf"), c.keys.csrfToken(s)) {
+			c.errorPage(w, r, http.StatusForbidden)
+			return
+		}
+		h(w, r)
+	}
+}
+
+func validToken(got, want string) bool {
+	return got != "" && len(got) == len(want) && tokenEqual(got, want)
+}
+
+func (c *Console) secureCookies(r *http.Request) bool {
+	return c.opts.PublicScheme != "http" || r.TLS != nil
+}
+
+// page is what every template receives.
+type page struct {
+	Title    string
+	SignedIn bool
+	CSRF     string
+	Notice   string
+	Data     any
+}
+
+func (c *Console) newPage(r *http.Request, title string, data any) page {
+	p := page{Title: title, Data: data, Notice: notices[r.URL.Query().Get("ok")]}
+	if s, ok := sessionFrom(r.Context()); ok {
+		p.SignedIn, p.CSRF = true, c.keys.csrfToken(s)
+	}
+	return p
+}
+
+var notices = map[string]string{
+	"criada":    "Loja criada.",
+	"suspensa":  "Loja suspensa: agentes e compradores recebem 403 até ela ser reativada.",
+	"reativada": "Loja reativada.",
+	"dominio":   "Domínio adicionado.",
+	"removido":  "Domínio removido.",
+}
+
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	var buf bytes.Buffer
+	if err := c.pages[name].Execute(&buf, p); err != nil {
+		c.log.ErrorContext(r.Context(), "operator console: render", "page", name, "err", err)
+		http.Error(w, "Erro interno.", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+type errorData struct {
+	Status  int
+	Message string
+}
+
+func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, status int) {
+	msg := map[int]string{
+		http.StatusBadRequest:          "Pedido inválido.",
+		http.StatusNotFound:            "Página não encontrada.",
+		http.StatusForbidden:           "Ação recusada: o formulário expirou ou não veio desta página. Recarregue e tente de novo.",
+		http.StatusServiceUnavailable:  "Serviço indisponível no momento. Tente de novo em instantes.",
+		http.StatusInternalServerError: "Erro interno.",
+	}[status]
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "2")
+	}
+	c.render(w, r, status, "error", c.newPage(r, "Erro", errorData{Status: status, Message: msg}))
+}
+
+// serviceError maps a connect error to a page.
+func (c *Console) serviceError(w http.ResponseWriter, r *http.Request, err error) {
+	switch appErr(err).Kind {
+	case apperr.KindNotFound:
+		c.errorPage(w, r, http.StatusNotFound)
+	case apperr.KindUnavailable:
+		c.errorPage(w, r, http.StatusServiceUnavailable)
+	default:
+		c.log.ErrorContext(r.Context(), "operator console: service call", "err", err)
+		c.errorPage(w, r, http.StatusInternalServerError)
+	}
+}
+
+func appErr(err error) *apperr.Error {
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return apperr.FromConnect(ce)
+	}
+	return apperr.As(err)
+}
