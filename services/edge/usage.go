@@ -25,7 +25,7 @@ import (
 // (including authentication failures, which never reach the MCP server)
 // or a BCP error_response payload (ucp.status "error": not found,
 // capabilities incompatible). Other MCP traffic (initialize, tools/list,
-// notifications) is not counted unless it fails at the HTTP level.
+// notifications) is not counted unless its POST fails at the HTTP level.
 //
 // The request path only bumps two atomics in a map entry; counts are
 // flushed every few seconds (and on shutdown) through the tenant service's
@@ -151,6 +151,13 @@ func (u *usageCounter) flush(ctx context.Context) error {
 func (u *usageCounter) mcpMiddleware() mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				// Counted here: the HTTP hook must not count it again when
+				// the SDK answers a JSON-RPC error with an HTTP 400/404.
+				if w, ok := ctx.Value(usageWriterKey{}).(*usageWriter); ok {
+					w.counted.Store(true)
+				}
+			}
 			res, err := next(ctx, method, req)
 			if method == "tools/call" {
 				failed := err != nil
@@ -165,19 +172,26 @@ func (u *usageCounter) mcpMiddleware() mcp.Middleware {
 	}
 }
 
-// httpHook counts requests answered by next: every one (all) or only
-// those failing at the HTTP level (MCP, whose tool calls the middleware
-// counts).
+// httpHook counts requests answered by next: every one (all: REST) or,
+// for MCP, only POSTs failing at the HTTP level before any tool call was
+// dispatched (authentication, malformed messages): tool calls are counted
+// by the middleware, which marks the request through its context.
 func (u *usageCounter) httpHook(next http.Handler, all bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uw := &usageWriter{ResponseWriter: w}
+		if !all {
+			r = r.WithContext(context.WithValue(r.Context(), usageWriterKey{}, uw))
+		}
 		next.ServeHTTP(uw, r)
 		status := uw.status
 		if status == 0 {
 			status = http.StatusOK
 		}
 		failed := status >= 400 || uw.errBody
-		if all || status >= 400 {
+		// MCP: only POSTs carry JSON-RPC messages; the GET (SSE stream) and
+		// DELETE a client may try are refused by the stateless server as a
+		// matter of course and say nothing about the agent's calls.
+		if all || status >= 400 && r.Method == http.MethodPost && !uw.counted.Load() {
 			u.record(tenantFrom(r.Context()).GetId(), failed)
 		}
 	})
@@ -190,7 +204,10 @@ type usageWriter struct {
 	status  int
 	wrote   bool
 	errBody bool
+	counted atomic.Bool // the MCP middleware counted this request
 }
+
+type usageWriterKey struct{}
 
 func (w *usageWriter) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
