@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/google/uuid"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/platform"
@@ -250,10 +251,13 @@ func TestOperatorConsole(t *testing.T) {
 		t.Fatalf("empty search:\n%s", res.body)
 	}
 
-	// --- Usage: exact agent request and error counts.
+	// --- Usage: exact agent request and error counts, and the checkout and
+	// order figures of one card purchase.
 	profiles := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(agentProfile("br.dev.bcp.shopping.checkout", "br.dev.bcp.shopping.fulfillment", "br.dev.bcp.shopping.discount", "br.dev.bcp.shopping.buyer_consent")))
+		doc := agentProfile("br.dev.bcp.shopping.checkout", "br.dev.bcp.shopping.fulfillment", "br.dev.bcp.shopping.discount")
+		doc = strings.Replace(doc, `"payment_handlers":{`, `"payment_handlers":{"com.example.vendor.delegate_payment":[{"id":"agent_card","version":"2026-07-28","spec":"https://example.vendor.com/specs/delegate-payment","schema":"https://example.vendor.com/schemas/delegate-payment-config.json"}],`, 1)
+		_, _ = w.Write([]byte(doc))
 	}))
 	t.Cleanup(profiles.Close)
 	profile := profiles.URL + "/agent.json"
@@ -261,9 +265,18 @@ func TestOperatorConsole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := ops.SetPaymentHandler(ctx, connect.NewRequest(&tenantsv1.SetPaymentHandlerRequest{Tenant: alfa.host,
+		Handler: &tenantsv1.PaymentHandler{Id: "card", Name: "com.example.vendor.delegate_payment", Position: 1,
+			AvailableInstrumentsJson: `[{"type":"card","constraints":{"brands":["visa","mastercard"]}}]`}})); err != nil {
+		t.Fatal(err)
+	}
 	A := &agent{t: t, s: agentSession(t, r, alfa.host, profile), profile: profile, v: v}
+	buyer := &shopper{t: t, r: r, db: d, v: v, profile: profile, agents: map[string]*agent{alfa.host: A}, merchant: map[string]merchant{alfa.host: alfa}}
+	ready := buyer.ready(alfa.host) // 2 calls, ok: 2 × R$ 59,90 + PAC R$ 15,00
+	if done := buyer.complete(alfa.host, ready.ID, uuid.NewString(), cardInstrument("tok_test_4242")); done.Status != "completed" {
+		t.Fatalf("card purchase: %s %+v", done.Status, done.Messages) // ok
+	}
 	line := map[string]any{"line_items": []any{map[string]any{"item": map[string]any{"id": "var_cam"}, "quantity": 1}}}
-	A.call("create_checkout", map[string]any{"checkout": line}) // ok
 	A.call("create_checkout", map[string]any{"checkout": line}) // ok
 	if out, err := A.callErr("get_checkout", map[string]any{"id": "chk_nao_existe"}); err != nil || !isErrorResponse(out) {
 		t.Fatalf("unknown checkout: %v %v", out, err) // error_response: an error
@@ -302,8 +315,8 @@ func TestOperatorConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &shopper{t: t, db: d}
-	if n := s.sql(`SELECT requests FROM tenants.request_usage WHERE tenant_id = $1 AND day = (now() AT TIME ZONE 'UTC')::date`, alfa.tenantID); n != 6 {
-		t.Fatalf("stored requests %d, want 6", n)
+	if n := s.sql(`SELECT requests FROM tenants.request_usage WHERE tenant_id = $1 AND day = (now() AT TIME ZONE 'UTC')::date`, alfa.tenantID); n != 8 {
+		t.Fatalf("stored requests %d, want 8", n)
 	}
 	if n := s.sql(`SELECT errors FROM tenants.request_usage WHERE tenant_id = $1`, alfa.tenantID); n != 3 {
 		t.Fatalf("stored errors %d, want 3", n)
@@ -317,11 +330,12 @@ func TestOperatorConsole(t *testing.T) {
 	}
 	ad := b.do("GET", "/lojas/"+alfa.tenantID.String(), nil)
 	st := consoleStats(ad.body)
-	if ad.status != 200 || st["requests"] != "7" || st["errors"] != "4" || st["error-rate"] != "57,1 %" {
-		t.Fatalf("usage on the console: %d %v\n%s", ad.status, st, ad.body)
+	want := map[string]string{"requests": "9", "errors": "4", "error-rate": "44,4 %", "checkouts": "3", "orders": "1", "gmv": "R$ 134,80"}
+	if ad.status != 200 || fmt.Sprint(st) != fmt.Sprint(want) || !strings.Contains(ad.body, "Checkouts por status: concluídos 1 · incompletos 2") {
+		t.Fatalf("usage on the console: %d %v, want %v\n%s", ad.status, st, want, ad.body)
 	}
 	u, err := ops.GetUsage(ctx, connect.NewRequest(&tenantsv1.GetUsageRequest{Tenant: "loja-alfa"}))
-	if err != nil || u.Msg.GetRequests() != 7 || u.Msg.GetErrors() != 4 || len(u.Msg.GetDays()) != 1 || u.Msg.GetDays()[0].GetDay() != time.Now().UTC().Format("2006-01-02") {
+	if err != nil || u.Msg.GetRequests() != 9 || u.Msg.GetErrors() != 4 || len(u.Msg.GetDays()) != 1 || u.Msg.GetDays()[0].GetDay() != time.Now().UTC().Format("2006-01-02") {
 		t.Fatalf("GetUsage: %v %v", u, err)
 	}
 	// Gama only ever saw MCP posts without credentials (401): each one an

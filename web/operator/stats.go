@@ -3,6 +3,13 @@ package operator
 import (
 	"context"
 	"time"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+
+	"github.com/bcpdev/bcp/internal/tenancy"
+	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
+	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 )
 
 // stats are the checkout and order figures of the usage window.
@@ -19,9 +26,41 @@ type statusCount struct {
 	Count  int64
 }
 
-// stats reads the tenant's checkout and order figures.
-// TODO(stats): GetCheckoutStats / GetOrderStats (branch stats) are not on
-// this branch yet; until they are, the console shows "—".
+// stats reads the tenant's checkout and order figures from the checkout
+// and orders services (operator token, the tenant in the request header).
+// Either failing leaves the figures unavailable ("—"), not the page.
 func (c *Console) stats(ctx context.Context, tenantID string, since, until time.Time) stats {
-	return stats{}
+	id, err := uuid.Parse(tenantID)
+	if err != nil || c.opts.Checkout == nil || c.opts.Orders == nil {
+		return stats{}
+	}
+	ctx = tenancy.With(ctx, id)
+	// The services' windows are [since, until) in whole seconds: round the
+	// end up so what happened in the current second counts.
+	until = until.Truncate(time.Second).Add(time.Second)
+	cs, err := c.opts.Checkout.GetCheckoutStats(ctx, connect.NewRequest(&checkoutv1.GetCheckoutStatsRequest{SinceUnix: since.Unix(), UntilUnix: until.Unix()}))
+	if err != nil {
+		c.log.WarnContext(ctx, "operator console: checkout stats unavailable", "tenant_id", tenantID, "err", err)
+		return stats{}
+	}
+	os, err := c.opts.Orders.GetOrderStats(ctx, connect.NewRequest(&ordersv1.GetOrderStatsRequest{SinceUnix: since.Unix(), UntilUnix: until.Unix()}))
+	if err != nil {
+		c.log.WarnContext(ctx, "operator console: order stats unavailable", "tenant_id", tenantID, "err", err)
+		return stats{}
+	}
+	s := stats{Available: true, Checkouts: cs.Msg.GetTotal(), Orders: os.Msg.GetOrders(), GMV: os.Msg.GetGmvMinor()}
+	for _, b := range cs.Msg.GetByStatus() {
+		s.ByStatus = append(s.ByStatus, statusCount{Status: checkoutStatusPT(b.GetStatus()), Count: b.GetCount()})
+	}
+	return s
+}
+
+func checkoutStatusPT(s string) string {
+	if t, ok := map[string]string{
+		"incomplete": "incompletos", "requires_escalation": "requerem comprador", "ready_for_complete": "prontos para concluir",
+		"complete_in_progress": "concluindo", "completed": "concluídos", "canceled": "cancelados",
+	}[s]; ok {
+		return t
+	}
+	return s
 }
