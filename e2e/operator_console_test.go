@@ -48,8 +48,8 @@ func startConsolePlatform(t *testing.T, dbURL string) *platform.Running {
 
 var (
 	consoleFieldError = regexp.MustCompile(`<span class="field-error" data-field="([a-z]+)">([^<]*)</span>`)
-	consoleStat  = regexp.MustCompile(`<dd id="stat-([a-z-]+)"[^>]*>([^<]*)</dd>`)
-	tenantLink = regexp.MustCompile(`<td data-label="Loja"><a href="/lojas/([0-9a-f-]{36})">`)
+	consoleStat       = regexp.MustCompile(`<dd id="stat-([a-z-]+)"[^>]*>([^<]*)</dd>`)
+	tenantLink        = regexp.MustCompile(`<td data-label="Loja"><a href="/lojas/([0-9a-f-]{36})">`)
 )
 
 func fieldErrors(body string) map[string]string {

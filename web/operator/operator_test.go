@@ -34,7 +34,7 @@ func TestSessionCookie(t *testing.T) {
 		t.Fatal("session accepted at its expiry")
 	}
 	// Another operator token (a rotation) ends every session.
-	if _, ok := deriveKeys(token + "x").parseSession(v, now); ok {
+	if _, ok := deriveKeys(token+"x").parseSession(v, now); ok {
 		t.Fatal("session accepted under another operator token")
 	}
 	// Any change to the signed part or the signature is refused, including
