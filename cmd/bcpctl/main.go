@@ -34,6 +34,7 @@ commands:
   tenant get <tenant>
   tenant suspend <tenant>
   tenant resume <tenant>
+  tenant usage <tenant> [--days 30]   agent requests, errors, checkouts, orders and GMV (as the console)
   domain add <tenant> <domain> [--primary]
   domain remove <tenant> <domain>
   apikey create <tenant> --agent-profile URL [--label TEXT]
@@ -186,6 +187,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return c.tenantCreate(ctx, sub)
 	case "tenant list":
 		return c.tenantList(ctx, sub)
+	case "tenant usage":
+		return c.tenantUsage(ctx, sub, *catalogServer, auth)
 	case "tenant get":
 		return c.withTenant(sub, 1, func(p []string) error {
 			r, err := c.client.GetTenant(ctx, connect.NewRequest(&tenantsv1.GetTenantRequest{Tenant: p[0]}))
