@@ -405,3 +405,73 @@ func atoi(s string) int {
 	}
 	return n
 }
+
+// An edge in its own process counts requests and sends them to the tenant
+// service over the wire (internal token), including at shutdown; its
+// console reaches the services by URL.
+func TestUsageFromASeparateEdgeProcess(t *testing.T) {
+	d := testdb.New(t)
+	services := startPlatform(t, []string{platform.Tenants, platform.Catalog, platform.Pricing, platform.Checkout, platform.Payments, platform.Orders}, d.AppURL, nil)
+	ctx := context.Background()
+	ops := operatorClient(services)
+	tr, err := ops.CreateTenant(ctx, connect.NewRequest(&tenantsv1.CreateTenantRequest{Name: "Loja Delta", Domains: []string{"delta.localhost"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	internal := "http://" + services.InternalAddr
+	edgeProc, err := platform.Start(ctx, platform.Config{
+		Services: []string{platform.Edge}, PublicAddr: "127.0.0.1:0", InternalAddr: "127.0.0.1:0",
+		ServiceURLs:   map[string]string{platform.Tenants: internal, platform.Checkout: internal, platform.Orders: internal, platform.Payments: internal},
+		InternalToken: internalToken, OperatorToken: operatorToken, OperatorHost: consoleHost,
+		Edge: edge.Config{PublicScheme: "http", UsageFlush: time.Hour},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			edgeProc.Stop()
+		}
+	})
+	rest := func() int {
+		return get(t, edgeProc, "POST", "delta.localhost", "/bcp/rest/checkout-sessions", http.Header{"X-Api-Key": {"bcp_sk_wrong"}}).status
+	}
+	for range 3 {
+		if s := rest(); s != 401 {
+			t.Fatalf("REST without a valid key: %d", s)
+		}
+	}
+	if err := edgeProc.FlushUsage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	usage := func() (int64, int64) {
+		u, err := ops.GetUsage(ctx, connect.NewRequest(&tenantsv1.GetUsageRequest{Tenant: "delta.localhost"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Msg.GetRequests(), u.Msg.GetErrors()
+	}
+	if n, e := usage(); n != 3 || e != 3 {
+		t.Fatalf("after the flush: %d requests, %d errors", n, e)
+	}
+	// The edge process's console works against the remote services.
+	b := newBrowser(t, edgeProc, consoleHost)
+	ltok := csrfOf(t, b.do("GET", "/entrar", nil))
+	if p := b.do("POST", "/entrar", url.Values{"_csrf": {ltok}, "token": {operatorToken}}); p.status != 303 {
+		t.Fatalf("sign-in: %d", p.status)
+	}
+	st := consoleStats(b.do("GET", "/lojas/"+tr.Msg.GetTenant().GetId(), nil).body)
+	if want := map[string]string{"requests": "3", "errors": "3", "error-rate": "100,0 %", "checkouts": "0", "orders": "0", "gmv": "R$ 0,00"}; fmt.Sprint(st) != fmt.Sprint(want) {
+		t.Fatalf("console on the edge process: %v, want %v", st, want)
+	}
+	// Counted but not yet flushed: shutdown sends it.
+	if s := rest(); s != 401 {
+		t.Fatalf("REST: %d", s)
+	}
+	edgeProc.Stop()
+	stopped = true
+	if n, e := usage(); n != 4 || e != 4 {
+		t.Fatalf("after the edge stopped: %d requests, %d errors", n, e)
+	}
+}
