@@ -134,6 +134,11 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	if cfg.InternalToken == "" {
 		return nil, errors.New("an internal service token is required (BCP_INTERNAL_TOKEN)")
 	}
+	if cfg.OperatorHost != "" {
+		if msg := hostname.Validate(hostname.Normalize(cfg.OperatorHost)); msg != "" {
+			return nil, fmt.Errorf("operator host %q: %s", cfg.OperatorHost, msg)
+		}
+	}
 	needDB := slices.ContainsFunc(cfg.Services, func(s string) bool { return s != Edge })
 	ctx, cancel := context.WithCancel(ctx)
 	r := &Running{cancel: cancel, errc: make(chan error, 4)}
