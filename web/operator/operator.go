@@ -35,7 +35,7 @@ import (
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
-	"github.com/bcpdev/bcp/web/admin"
+	"github.com/bcpdev/bcp/web/internal/money"
 )
 
 //go:embed templates/*.html
@@ -99,7 +99,7 @@ func New(opts Options) *Console {
 	}
 	funcs := template.FuncMap{
 		"asset": func(n string) string { return c.assetOf[n] },
-		"brl":   admin.FormatBRL,
+		"brl":   money.FormatBRL,
 		"when":  func(t time.Time) string { return t.In(saoPaulo).Format("02/01/2006 15:04") },
 		"day":   formatDay,
 		"pct":   errorRate,
