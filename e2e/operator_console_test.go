@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
 	"github.com/bcpdev/bcp/internal/apperr"
@@ -473,5 +474,58 @@ func TestUsageFromASeparateEdgeProcess(t *testing.T) {
 	stopped = true
 	if n, e := usage(); n != 4 || e != 4 {
 		t.Fatalf("after the edge stopped: %d requests, %d errors", n, e)
+	}
+}
+
+// The console in a real browser, on a laptop and on a phone: sign in,
+// create a merchant through the form, suspend it; every page fits a
+// 390 px screen.
+func TestBrowserOperatorConsole(t *testing.T) {
+	d := testdb.New(t)
+	r := startConsolePlatform(t, d.AppURL)
+	setupMerchant(t, r, "Loja Alfa", "alfa.localhost", 0)
+	c := newChrome(t, r)
+	op := c.tab(true)
+
+	if st := op.open(consoleHost, "/lojas"); st != 200 || !strings.HasSuffix(op.location(), "/entrar") {
+		t.Fatalf("signed out: %d at %s", st, op.location())
+	}
+	op.screenshot("entrar")
+	op.fill("input[name=token]", "errado")
+	if st := op.submit("button[type=submit]"); st != 401 || op.text("#login-error") != "Token incorreto." {
+		t.Fatalf("wrong token: %d", st)
+	}
+	op.fill("input[name=token]", operatorToken)
+	if st := op.submit("main button[type=submit]"); st != 200 || !strings.HasSuffix(op.location(), "/lojas") || !strings.Contains(op.text("main"), "Loja Alfa") {
+		t.Fatalf("sign-in: %d at %s", st, op.location())
+	}
+	op.screenshot("lojas")
+
+	op.open(consoleHost, "/lojas/nova")
+	op.fields("name", "Loja Beta", "domain", "operador.localhost")
+	if st := op.submit("main button[type=submit]"); st != 422 || op.text(`[data-field=domain]`) != "Este domínio é reservado ao console do operador." || op.value("input[name=name]") != "Loja Beta" {
+		t.Fatalf("reserved domain: %d", st)
+	}
+	op.screenshot("nova-loja-erro")
+	op.fill("input[name=domain]", "beta.localhost")
+	if st := op.submit("main button[type=submit]"); st != 200 || op.text(".notice") != "Loja criada." || op.text("#status") != "Ativa" {
+		t.Fatalf("create: %d at %s", st, op.location())
+	}
+	detail := strings.TrimPrefix(op.location(), op.url(consoleHost, ""))
+	detail = strings.TrimSuffix(detail, "?ok=criada")
+	if st := op.submit(".status-row button"); st != 200 || op.text("#status") != "Suspensa" {
+		t.Fatalf("suspend: %d", st)
+	}
+	op.screenshot("loja-suspensa")
+
+	op.step("phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile, chromedp.EmulatePortrait))
+	for _, path := range []string{"/lojas", "/lojas/nova", detail} {
+		if st := op.open(consoleHost, path); st != 200 {
+			t.Fatalf("%s on a phone: %d", path, st)
+		}
+		if w := eval[int](op, `document.documentElement.scrollWidth - window.innerWidth`); w > 0 {
+			t.Errorf("%s is %d px wider than a 390 px phone", path, w)
+		}
+		op.screenshot("celular" + strings.ReplaceAll(path, "/", "-"))
 	}
 }

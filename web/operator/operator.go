@@ -218,6 +218,7 @@ func (c *Console) secureCookies(r *http.Request) bool {
 // page is what every template receives.
 type page struct {
 	Title    string
+	Nav      string // the highlighted section
 	SignedIn bool
 	CSRF     string
 	Notice   string

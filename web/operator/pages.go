@@ -53,7 +53,9 @@ func (c *Console) tenants(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Next = "/lojas?" + v.Encode()
 	}
-	c.render(w, r, http.StatusOK, "tenants", c.newPage(r, "Lojas", d))
+	p := c.newPage(r, "Lojas", d)
+	p.Nav = "lojas"
+	c.render(w, r, http.StatusOK, "tenants", p)
 }
 
 func row(t *tenantsv1.Tenant) tenantRow {
@@ -72,7 +74,7 @@ type newData struct {
 }
 
 func (c *Console) newTenant(w http.ResponseWriter, r *http.Request) {
-	c.render(w, r, http.StatusOK, "new", c.newPage(r, "Nova loja", newData{Environment: field{Value: "production"}}))
+	c.renderNew(w, r, http.StatusOK, newData{Environment: field{Value: "production"}})
 }
 
 var environments = map[string]tenantsv1.Environment{
@@ -99,7 +101,7 @@ func (c *Console) createTenant(w http.ResponseWriter, r *http.Request) {
 		d.Domain.Err = "Informe o primeiro domínio da loja."
 	}
 	if d.Name.Err != "" || d.Domain.Err != "" || d.Environment.Err != "" {
-		c.render(w, r, http.StatusUnprocessableEntity, "new", c.newPage(r, "Nova loja", d))
+		c.renderNew(w, r, http.StatusUnprocessableEntity, d)
 		return
 	}
 	resp, err := c.opts.Tenants.CreateTenant(r.Context(), connect.NewRequest(&tenantsv1.CreateTenantRequest{
@@ -124,10 +126,16 @@ func (c *Console) createTenant(w http.ResponseWriter, r *http.Request) {
 		default:
 			d.Error = "Não foi possível criar a loja: " + e.Message
 		}
-		c.render(w, r, http.StatusUnprocessableEntity, "new", c.newPage(r, "Nova loja", d))
+		c.renderNew(w, r, http.StatusUnprocessableEntity, d)
 		return
 	}
 	http.Redirect(w, r, "/lojas/"+resp.Msg.GetTenant().GetId()+"?ok=criada", http.StatusSeeOther)
+}
+
+func (c *Console) renderNew(w http.ResponseWriter, r *http.Request, status int, d newData) {
+	p := c.newPage(r, "Nova loja", d)
+	p.Nav = "nova"
+	c.render(w, r, status, "new", p)
 }
 
 func domainMessage(e *apperr.Error) string {
