@@ -222,6 +222,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 				return fail(fmt.Errorf("payments (needs the master key): %w", err))
 			}
 			payments.AddWorkers(workers, svc)
+			r.goRun(func() { svc.Run(ctx, log) })
 			jobUsers = append(jobUsers, svc.UseJobs)
 			internal.Handle(paymentsv1connect.NewPaymentsServiceHandler(svc, handlerOpts(payments.Policy)))
 		case Orders:

@@ -56,8 +56,29 @@ const (
 
 func (h handler) isPix() bool { return h.Name == bcpnames.PixHandler }
 
-// loadHandlers asks the tenant registry for the tenant's handlers.
+// merchantHandlers is what loadHandlers reads from the registry; cached
+// per tenant and shared by concurrent payments, so never modified.
+type merchantHandlers struct {
+	handlers []handler
+	tenant   *tenantsv1.Tenant
+}
+
+// loadHandlers returns the tenant's handlers, from the cache that Run keeps
+// in line with the registry's change stream (handlers and tenants NOTIFY).
+// Callers must not modify the handlers (copy one before changing it).
 func (s *Service) loadHandlers(ctx context.Context, tenantID string) ([]handler, *tenantsv1.Tenant, error) {
+	m, err := s.handlerCache.Get(ctx, tenantID, func(ctx context.Context) (merchantHandlers, error) {
+		h, t, err := s.fetchHandlers(ctx, tenantID)
+		return merchantHandlers{handlers: h, tenant: t}, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return m.handlers, m.tenant, nil
+}
+
+// fetchHandlers asks the tenant registry for the tenant's handlers.
+func (s *Service) fetchHandlers(ctx context.Context, tenantID string) ([]handler, *tenantsv1.Tenant, error) {
 	resp, err := s.tenants.GetDiscovery(ctx, connect.NewRequest(&tenantsv1.GetDiscoveryRequest{TenantId: tenantID}))
 	if err != nil {
 		return nil, nil, err

@@ -40,6 +40,7 @@ import (
 	"github.com/bcpdev/bcp/services/payments/card/simcard"
 	"github.com/bcpdev/bcp/services/payments/pix"
 	"github.com/bcpdev/bcp/services/payments/pix/simpsp"
+	"github.com/bcpdev/bcp/tenants/tenantcache"
 )
 
 // PixAccount is what a PSP adapter needs to act for one merchant's Pix
@@ -93,6 +94,9 @@ type Service struct {
 	faults   *simFaults // nil: none
 	opts     Options
 	metrics  *metrics
+	// handlerCache holds each merchant's payment handlers (one registry
+	// GetDiscovery per payment otherwise); Run keeps it current.
+	handlerCache *tenantcache.Cache[merchantHandlers]
 }
 
 // New returns the service. masterKey (32 bytes) seals the Pix webhook
@@ -116,6 +120,7 @@ func New(pool *pgxpool.Pool, tenants tenantsv1connect.TenantServiceClient, check
 	s := &Service{
 		pool: pool, tenants: tenants, checkout: checkout, seal: seal, hashKey: m.Sum(nil),
 		now: opts.Now, log: opts.Logger, simCards: simcard.New(pool), faults: faults, opts: opts, metrics: newMetrics(opts.Metrics),
+		handlerCache: tenantcache.New[merchantHandlers](tenantcache.Options{}),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -128,6 +133,13 @@ func New(pool *pgxpool.Pool, tenants tenantsv1connect.TenantServiceClient, check
 }
 
 var _ paymentsv1connect.PaymentsServiceHandler = (*Service)(nil)
+
+// Run follows the tenant registry's changes so cached payment handlers are
+// dropped as soon as a merchant's handlers (or the tenant) change; without
+// it they live 2 s.
+func (s *Service) Run(ctx context.Context, log *slog.Logger) {
+	tenantcache.Follow(ctx, s.tenants, log, s.handlerCache)
+}
 
 // UseJobs gives the service its job client (set after construction because
 // the client's workers need the service).
