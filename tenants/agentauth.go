@@ -2,6 +2,7 @@ package tenants
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -333,6 +334,7 @@ func (s *Service) RotateSigningKey(ctx context.Context, req *connect.Request[ten
 	if err != nil {
 		return nil, err
 	}
+	s.signCache.Invalidate(id.String()) // at once here; other processes by NOTIFY
 	s.log.InfoContext(ctx, "signing key rotated", "tenant_id", id, "kid", gen.JWK.Kid, "delay", delay, "retention", retention)
 	out := &tenantsv1.RotateSigningKeyResponse{Keys: keysToProto(keys, now)}
 	for _, k := range out.Keys {
@@ -389,6 +391,7 @@ func (s *Service) RevokeSigningKey(ctx context.Context, req *connect.Request[ten
 	if err != nil {
 		return nil, err
 	}
+	s.signCache.Invalidate(id.String()) // at once here; other processes by NOTIFY
 	s.log.WarnContext(ctx, "signing key revoked", "tenant_id", id, "kid", kid)
 	return connect.NewResponse(&tenantsv1.RevokeSigningKeyResponse{Key: out}), nil
 }
@@ -408,24 +411,25 @@ func (s *Service) SignWithCurrentKey(ctx context.Context, req *connect.Request[t
 		return nil, err
 	}
 	ctx = tenancy.With(ctx, id)
-	var keys []signingKey
-	var now time.Time
-	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tenantsdb.New(tx).ListLiveSigningKeys(ctx, id)
-		for _, r := range rows {
-			keys = append(keys, signingKey{kid: r.Kid, alg: r.Alg, sealed: r.SealedPrivate, created: r.CreatedAt, signFrom: r.SignFrom, retireAt: r.RetireAt})
-			now = r.DbNow
-		}
-		return err
-	})
+	live, err := s.liveSigningKeys(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	i := pickCurrent(keys, now)
+	now := time.Now()
+	i := pickCurrent(live.keys, now)
+	if i < 0 && live.cached {
+		// Nothing usable in the cached set: read again rather than refuse
+		// on a set that may predate the key that signs now.
+		s.signCache.Invalidate(id.String())
+		if live, err = s.liveSigningKeys(ctx, id); err != nil {
+			return nil, err
+		}
+		i = pickCurrent(live.keys, now)
+	}
 	if i < 0 {
 		return nil, apperr.New(apperr.KindFailedPrecondition, "no_signing_key", "the tenant has no usable signing key; rotate to make one")
 	}
-	k := keys[i]
+	k := live.keys[i]
 	if k.alg != keyring.AlgES256 {
 		return nil, apperr.New(apperr.KindInternal, "internal", "signing key %s has unsupported algorithm %s", k.kid, k.alg)
 	}
@@ -433,13 +437,69 @@ func (s *Service) SignWithCurrentKey(ctx context.Context, req *connect.Request[t
 	if err != nil {
 		return nil, err
 	}
+	priv := live.priv[i]
+	if priv == nil {
+		if priv, err = keyring.OpenES256(s.sealer, id, k.kid, k.sealed); err != nil {
+			return nil, err // unseal failure: internal, logged by the interceptor without key material
+		}
+	}
 	full := make([]byte, 0, len(base)+len(params)+24)
 	full = append(append(append(full, base...), `"@signature-params": `...), params...)
-	sig, err := keyring.SignES256(s.sealer, id, k.kid, k.sealed, full)
+	sig, err := keyring.SignES256Key(priv, full)
 	if err != nil {
-		return nil, err // unseal failure: internal, logged by the interceptor without key material
+		return nil, err
 	}
 	return connect.NewResponse(&tenantsv1.SignWithCurrentKeyResponse{Kid: k.kid, Alg: k.alg, Signature: sig, SignatureParams: params}), nil
+}
+
+// liveKeys are a tenant's live signing keys (ListLiveSigningKeys), with
+// the ES256 private halves unsealed once; priv[i] is nil for a key of
+// another algorithm or one that failed to unseal (signing with it unseals
+// again and reports the error).
+type liveKeys struct {
+	keys   []signingKey
+	priv   []*ecdsa.PrivateKey
+	cached bool
+}
+
+// liveSigningKeys returns the tenant's live keys: from signCache, which the
+// registry's change notifications (signing_keys NOTIFYs on every write)
+// invalidate, while this process's change broadcaster is listening; from
+// the database otherwise, so a revocation elsewhere is never missed for
+// longer than a notification takes. The unsealed keys never leave this
+// process.
+func (s *Service) liveSigningKeys(ctx context.Context, id uuid.UUID) (*liveKeys, error) {
+	if s.watch == nil || !s.signCache.Stats().Watched {
+		return s.loadLiveSigningKeys(ctx, id)
+	}
+	lk, err := s.signCache.Get(ctx, id.String(), func(ctx context.Context) (*liveKeys, error) {
+		return s.loadLiveSigningKeys(tenancy.With(ctx, id), id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &liveKeys{keys: lk.keys, priv: lk.priv, cached: true}, nil
+}
+
+func (s *Service) loadLiveSigningKeys(ctx context.Context, id uuid.UUID) (*liveKeys, error) {
+	lk := &liveKeys{}
+	err := pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tenantsdb.New(tx).ListLiveSigningKeys(ctx, id)
+		for _, r := range rows {
+			lk.keys = append(lk.keys, signingKey{kid: r.Kid, alg: r.Alg, sealed: r.SealedPrivate, created: r.CreatedAt, signFrom: r.SignFrom, retireAt: r.RetireAt})
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	lk.priv = make([]*ecdsa.PrivateKey, len(lk.keys))
+	for i, k := range lk.keys {
+		if k.alg == keyring.AlgES256 {
+			lk.priv[i], _ = keyring.OpenES256(s.sealer, id, k.kid, k.sealed)
+		}
+	}
+	return lk, nil
 }
 
 // checkBaseLines accepts component lines as RFC 9421 §2.5 builds them:

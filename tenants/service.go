@@ -16,6 +16,7 @@ import (
 	"github.com/bcpdev/bcp/internal/svcauth"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
+	"github.com/bcpdev/bcp/tenants/tenantcache"
 )
 
 // Service implements tenantsv1connect.TenantServiceHandler.
@@ -26,12 +27,20 @@ type Service struct {
 	watch  *Broadcaster
 	// reserved hosts no tenant may own (ReserveHosts).
 	reserved []string
+	// signCache holds each tenant's live signing keys, unsealed, for
+	// SignWithCurrentKey (every complete_checkout response is signed);
+	// watch's notifications drop a tenant's entry on any key change.
+	signCache *tenantcache.Cache[*liveKeys]
 }
 
 // New returns the service. watch may be nil when the process does not
-// serve WatchChanges.
+// serve WatchChanges; signing keys are then read on every signature.
 func New(pool *pgxpool.Pool, s sealer.Sealer, watch *Broadcaster, log *slog.Logger) *Service {
-	return &Service{pool: pool, sealer: s, log: log, watch: watch}
+	svc := &Service{pool: pool, sealer: s, log: log, watch: watch, signCache: tenantcache.New[*liveKeys](tenantcache.Options{})}
+	if watch != nil {
+		watch.addLocal(svc.signCache)
+	}
+	return svc
 }
 
 var _ tenantsv1connect.TenantServiceHandler = (*Service)(nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/tenants/tenantcache"
 )
 
 // channel is the PostgreSQL notification channel the registry's triggers
@@ -25,6 +26,10 @@ type Broadcaster struct {
 
 	mu   sync.Mutex
 	subs map[chan *tenantsv1.WatchChangesResponse]struct{}
+	// local are this process's caches, driven directly (no stream);
+	// listening says whether LISTEN is in place (they are watched).
+	local     []tenantcache.Target
+	listening bool
 	// ready is closed once the first LISTEN is in place.
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -38,6 +43,26 @@ func NewBroadcaster(pool *pgxpool.Pool, log *slog.Logger) *Broadcaster {
 // Ready is closed once the first LISTEN is in place.
 func (b *Broadcaster) Ready() <-chan struct{} { return b.ready }
 
+// addLocal drives t from the notifications: watched while LISTEN is in
+// place, reset whenever it (re)connects or sees an unreadable payload,
+// tenant entries invalidated as their changes arrive.
+func (b *Broadcaster) addLocal(t tenantcache.Target) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t.SetWatched(b.listening)
+	b.local = append(b.local, t)
+}
+
+func (b *Broadcaster) setLocalWatched(w bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.listening = w
+	for _, t := range b.local {
+		t.SetWatched(w)
+		t.Reset()
+	}
+}
+
 // Run listens until ctx ends, reconnecting with backoff. When it returns,
 // every subscriber's stream ends.
 func (b *Broadcaster) Run(ctx context.Context) {
@@ -45,6 +70,7 @@ func (b *Broadcaster) Run(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := b.listen(ctx)
+		b.setLocalWatched(false)
 		if ctx.Err() != nil {
 			return
 		}
@@ -70,6 +96,7 @@ func (b *Broadcaster) listen(ctx context.Context) error {
 	if _, err := pc.Exec(ctx, "LISTEN "+channel); err != nil {
 		return err
 	}
+	b.setLocalWatched(true)
 	b.readyOnce.Do(func() { close(b.ready) })
 	// Anything may have changed between the last notification we saw and
 	// now: subscribers start over.
@@ -105,6 +132,13 @@ func (b *Broadcaster) closeAll() {
 func (b *Broadcaster) publish(ev *tenantsv1.WatchChangesResponse) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	for _, t := range b.local {
+		if ev.GetKind() == tenantsv1.WatchChangesResponse_KIND_TENANT {
+			t.Invalidate(ev.GetTenantId())
+		} else {
+			t.Reset()
+		}
+	}
 	for ch := range b.subs {
 		select {
 		case ch <- ev:

@@ -95,6 +95,12 @@ func SignES256(s sealer.Sealer, tenant uuid.UUID, kid string, sealed, message []
 	if err != nil {
 		return nil, err
 	}
+	return SignES256Key(priv, message)
+}
+
+// SignES256Key is SignES256 with a key already unsealed (the tenants
+// service keeps the live ones in memory).
+func SignES256Key(priv *ecdsa.PrivateKey, message []byte) ([]byte, error) {
 	digest := sha256.Sum256(message)
 	r, ss, err := ecdsa.Sign(rand.Reader, priv, digest[:])
 	if err != nil {
