@@ -71,11 +71,9 @@ func (s *Service) startPayment(ctx context.Context, m *paymentsv1.StartPaymentRe
 	}
 	m.BaseUrl = strings.TrimRight(m.GetBaseUrl(), "/")
 	hash := s.requestHash(m.GetCheckoutId(), m.GetAmount(), m.GetCurrency(), m.GetInstrumentJson())
-	if a, err := s.getAttempt(ctx, m.GetAttemptId()); err == nil {
-		return s.replay(ctx, a, m, hash)
-	} else if !apperr.IsKind(err, apperr.KindNotFound) {
-		return attempt{}, err
-	}
+	// No read first: a repeated StartPayment (same attempt id) fails its
+	// insert on the attempt's key, and insertAttempt's callers answer it
+	// with replay — one transaction fewer on every first call.
 	handlers, _, err := s.loadHandlers(ctx, tid.String())
 	if err != nil {
 		return attempt{}, err
@@ -196,6 +194,11 @@ func (s *Service) insertAttempt(ctx context.Context, p paymentsdb.InsertAttemptP
 		existing, gerr := s.getAttempt(ctx, p.ID)
 		return existing, true, gerr
 	case "attempts_one_live":
+		// Whichever unique index reports first, a repeat of this very
+		// attempt is a replay, not a second payment.
+		if existing, gerr := s.getAttempt(ctx, p.ID); gerr == nil {
+			return existing, true, nil
+		}
 		return attempt{}, false, apperr.New(apperr.KindFailedPrecondition, "payment_in_progress",
 			"checkout %s already has a payment attempt in flight or paid", p.CheckoutID)
 	}
