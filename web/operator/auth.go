@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/bcpdev/bcp/web/internal/pagesec"
 )
 
 type loginData struct {
@@ -11,17 +13,9 @@ type loginData struct {
 	Token string
 }
 
-// loginNonce returns the sign-in form's nonce, setting its cookie when
-// the browser has none (the visitor has no session to bind a token to).
-func (c *Console) loginNonce(w http.ResponseWriter, r *http.Request) string {
-	if ck, err := r.Cookie(loginCookie); err == nil && len(ck.Value) == 24 {
-		return ck.Value
-	}
-	nonce := randomID()
-	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: nonce, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: c.secureCookies(r)})
-	return nonce
-}
+// loginNonce is the sign-in form's nonce cookie (the visitor has no
+// session to bind a token to).
+var loginNonce = pagesec.NonceCookie{Name: loginCookie, Path: "/"}
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	if ck, err := r.Cookie(sessionCookie); err == nil {
@@ -30,14 +24,14 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	d := loginData{Token: c.keys.loginToken(c.loginNonce(w, r))}
+	d := loginData{Token: c.keys.loginToken(loginNonce.Get(w, r, c.secureCookies(r)))}
 	c.render(w, r, http.StatusOK, "login", c.newPage(r, "Entrar", d))
 }
 
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	ck, err := r.Cookie(loginCookie)
-	if err != nil || !validToken(r.PostFormValue("_csrf"), c.keys.loginToken(ck.Value)) {
+	if err != nil || !pagesec.Equal(r.PostFormValue("_csrf"), c.keys.loginToken(ck.Value)) {
 		c.errorPage(w, r, http.StatusForbidden)
 		return
 	}

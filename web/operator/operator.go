@@ -15,18 +15,12 @@
 package operator
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"html/template"
-	"io/fs"
 	"log/slog"
 	"net/http"
-	"path"
-	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -36,6 +30,8 @@ import (
 	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 	"github.com/bcpdev/bcp/web/internal/money"
+	"github.com/bcpdev/bcp/web/internal/pages"
+	"github.com/bcpdev/bcp/web/internal/pagesec"
 )
 
 //go:embed templates/*.html
@@ -68,9 +64,8 @@ type Console struct {
 	keys    keys
 	limit   *limiter
 	pages   map[string]*template.Template
-	assets  map[string][]byte
-	assetOf map[string]string
-	mux     *http.ServeMux
+	assets  *pages.Assets
+	handler http.Handler // the routes behind the security headers
 }
 
 // New parses the embedded templates (a parse failure is a programming
@@ -84,21 +79,9 @@ func New(opts Options) *Console {
 		c.now = time.Now
 	}
 	c.limit = newLimiter(c.now)
-	c.assets, c.assetOf = map[string][]byte{}, map[string]string{}
-	entries, err := fs.ReadDir(staticFS, "static")
-	if err != nil {
-		panic(err)
-	}
-	for _, e := range entries {
-		body, _ := staticFS.ReadFile("static/" + e.Name())
-		sum := sha256.Sum256(body)
-		ext := path.Ext(e.Name())
-		served := strings.TrimSuffix(e.Name(), ext) + "." + hex.EncodeToString(sum[:5]) + ext
-		c.assets[served] = body
-		c.assetOf[e.Name()] = "/static/" + served
-	}
+	c.assets = pages.LoadAssets(staticFS, "static", "/static/")
 	funcs := template.FuncMap{
-		"asset": func(n string) string { return c.assetOf[n] },
+		"asset": c.assets.URL,
 		"brl":   money.FormatBRL,
 		"when":  func(t time.Time) string { return t.In(saoPaulo).Format("02/01/2006 15:04") },
 		"day":   formatDay,
@@ -110,7 +93,7 @@ func New(opts Options) *Console {
 		t := template.New("layout.html").Funcs(funcs)
 		c.pages[p] = template.Must(t.ParseFS(templateFS, "templates/layout.html", "templates/"+p+".html"))
 	}
-	c.mux = c.routes()
+	c.handler = pagesec.Headers{CSP: csp, FrameDeny: true}.Wrap(c.routes())
 	return c
 }
 
@@ -144,29 +127,17 @@ func (c *Console) routes() *http.ServeMux {
 
 const csp = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
-// ServeHTTP serves the console with its security headers.
+// ServeHTTP serves the console with its security headers (no-store
+// except for the hashed static files) and keeps it out of search engines.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	h.Set("Content-Security-Policy", csp)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "same-origin")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("X-Robots-Tag", "noindex, nofollow")
-	if !strings.HasPrefix(r.URL.Path, "/static/") {
-		h.Set("Cache-Control", "no-store")
-	}
-	c.mux.ServeHTTP(w, r)
+	w.Header().Set("X-Robots-Tag", "noindex, nofollow")
+	c.handler.ServeHTTP(w, r)
 }
 
 func (c *Console) static(w http.ResponseWriter, r *http.Request) {
-	body, ok := c.assets[r.PathValue("file")]
-	if !ok {
+	if !c.assets.Serve(w, r, r.PathValue("file")) {
 		c.errorPage(w, r, http.StatusNotFound)
-		return
 	}
-	w.Header().Set("Content-Type", "text/css; charset=utf-8")
-	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 }
 
 type sessionKey struct{}
@@ -199,16 +170,12 @@ func (c *Console) checkCSRF(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 		s, ok := sessionFrom(r.Context())
-		if !ok || !validToken(r.PostFormValue("_csrf"), c.keys.csrfToken(s)) {
+		if !ok || !pagesec.Equal(r.PostFormValue("_csrf"), c.keys.csrfToken(s)) {
 			c.errorPage(w, r, http.StatusForbidden)
 			return
 		}
 		h(w, r)
 	}
-}
-
-func validToken(got, want string) bool {
-	return got != "" && len(got) == len(want) && tokenEqual(got, want)
 }
 
 func (c *Console) secureCookies(r *http.Request) bool {
@@ -242,15 +209,10 @@ var notices = map[string]string{
 }
 
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
-	var buf bytes.Buffer
-	if err := c.pages[name].Execute(&buf, p); err != nil {
+	if err := pages.Render(w, c.pages[name], status, p); err != nil {
 		c.log.ErrorContext(r.Context(), "operator console: render", "page", name, "err", err)
 		http.Error(w, "Erro interno.", http.StatusInternalServerError)
-		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = buf.WriteTo(w)
 }
 
 type errorData struct {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bcpdev/bcp/web/internal/pagesec"
 )
 
 // Sessions are stateless: the cookie holds "v1.<issued>.<expires>.<id>"
@@ -40,15 +42,6 @@ func deriveKeys(operatorToken string) keys {
 	return keys{session: derive("session"), csrf: derive("csrf")}
 }
 
-func mac(key []byte, parts ...string) string {
-	m := hmac.New(sha256.New, key)
-	for _, p := range parts {
-		m.Write([]byte(p))
-		m.Write([]byte{0})
-	}
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
 func randomID() string {
 	b := make([]byte, 18)
 	_, _ = rand.Read(b)
@@ -65,7 +58,7 @@ type session struct {
 func (k keys) newSession(now time.Time) (string, session) {
 	s := session{id: randomID(), expires: now.Add(SessionTTL)}
 	body := "v1." + strconv.FormatInt(now.Unix(), 10) + "." + strconv.FormatInt(s.expires.Unix(), 10) + "." + s.id
-	return body + "." + mac(k.session, body), s
+	return body + "." + k.sign(body), s
 }
 
 // parseSession verifies a cookie value: signature first (constant time),
@@ -76,7 +69,7 @@ func (k keys) parseSession(v string, now time.Time) (session, bool) {
 		return session{}, false
 	}
 	body, sig := v[:i], v[i+1:]
-	if !hmac.Equal([]byte(sig), []byte(mac(k.session, body))) {
+	if !pagesec.Equal(sig, k.sign(body)) {
 		return session{}, false
 	}
 	parts := strings.Split(body, ".")
@@ -90,11 +83,14 @@ func (k keys) parseSession(v string, now time.Time) (session, bool) {
 	return session{id: parts[3], expires: time.Unix(exp, 0)}, true
 }
 
+// sign is the session cookie's signature of body.
+func (k keys) sign(body string) string { return pagesec.MAC(k.session, "session", body) }
+
 // csrfToken is the form token of a signed-in session.
-func (k keys) csrfToken(s session) string { return mac(k.csrf, "session", s.id) }
+func (k keys) csrfToken(s session) string { return pagesec.MAC(k.csrf, "session", s.id) }
 
 // loginToken is the sign-in form's token, bound to the nonce cookie.
-func (k keys) loginToken(nonce string) string { return mac(k.csrf, "login", nonce) }
+func (k keys) loginToken(nonce string) string { return pagesec.MAC(k.csrf, "login", nonce) }
 
 // tokenEqual compares a typed token with the operator token in constant
 // time; hashing first hides the length too.

@@ -1,6 +1,7 @@
-// Package pages holds the page plumbing the buyer pages and the merchant
-// admin share: static files served under content-hashed names, and
-// rendering a template into a buffer before anything is written.
+// Package pages holds the page plumbing the buyer pages, the merchant
+// admin and the operator console share: static files served under
+// content-hashed names, and rendering a template into a buffer before
+// anything is written.
 package pages
 
 import (

@@ -1,7 +1,7 @@
-// Package pagesec holds the browser-facing protections the buyer pages
-// and the merchant admin share: the security headers every page carries
-// and the pieces of their CSRF tokens (a random nonce cookie and an HMAC
-// over a purpose and the values a token is bound to).
+// Package pagesec holds the browser-facing protections the buyer pages,
+// the merchant admin and the operator console share: the security headers
+// every page carries and the pieces of their CSRF tokens (a random nonce
+// cookie and an HMAC over a purpose and the values a token is bound to).
 package pagesec
 
 import (
