@@ -21,7 +21,9 @@ import (
 // Usage counting for the operator console (issue 6).
 //
 // Counted: every MCP tools/call and every request under the REST base, per
-// tenant and UTC day. An error is a JSON-RPC error, an HTTP status >= 400
+// tenant and São Paulo calendar day (America/Sao_Paulo, like the checkout,
+// order and payment stats and the admin dashboard, so the console's days
+// line up with theirs). An error is a JSON-RPC error, an HTTP status >= 400
 // (including authentication failures, which never reach the MCP server)
 // or a BCP error_response payload (ucp.status "error": not found,
 // capabilities incompatible). Other MCP traffic (initialize, tools/list,
@@ -36,8 +38,27 @@ const defaultUsageFlush = 10 * time.Second
 
 type usageKey struct {
 	tenant string
-	day    int64 // days since the Unix epoch, UTC
+	day    int64 // the São Paulo calendar date, as days since 1970-01-01
 }
+
+// saoPaulo is where usage days begin and end; without the time zone
+// database, Brasília time (UTC−3, no daylight saving since 2019).
+var saoPaulo = func() *time.Location {
+	if l, err := time.LoadLocation("America/Sao_Paulo"); err == nil {
+		return l
+	}
+	return time.FixedZone("BRT", -3*3600)
+}()
+
+// usageDay is t's São Paulo calendar date as days since 1970-01-01 (the
+// date read as a UTC midnight, so usageDate can format it back).
+func usageDay(t time.Time) int64 {
+	y, m, d := t.In(saoPaulo).Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix() / 86400
+}
+
+// usageDate is a usageDay as RecordUsage wants it: YYYY-MM-DD.
+func usageDate(day int64) string { return time.Unix(day*86400, 0).UTC().Format("2006-01-02") }
 
 type usageCount struct{ requests, errors atomic.Int64 }
 
@@ -65,7 +86,7 @@ func (u *usageCounter) record(tenantID string, failed bool) {
 	if tenantID == "" {
 		return
 	}
-	k := usageKey{tenant: tenantID, day: u.now().Unix() / 86400}
+	k := usageKey{tenant: tenantID, day: usageDay(u.now())}
 	u.mu.RLock()
 	c := u.counts[k]
 	if c != nil {
@@ -124,7 +145,7 @@ func (u *usageCounter) flush(ctx context.Context) error {
 	req := &tenantsv1.RecordUsageRequest{Counts: make([]*tenantsv1.UsageCount, 0, len(taken))}
 	for k, c := range taken {
 		req.Counts = append(req.Counts, &tenantsv1.UsageCount{
-			TenantId: k.tenant, Day: time.Unix(k.day*86400, 0).UTC().Format("2006-01-02"),
+			TenantId: k.tenant, Day: usageDate(k.day),
 			Requests: c.requests.Load(), Errors: c.errors.Load(),
 		})
 	}
