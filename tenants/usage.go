@@ -22,7 +22,8 @@ import (
 
 // Usage (issue 6, operator console): the edges count agent-facing requests
 // in memory and add them here in batches; the console reads them per
-// tenant. Days are UTC dates.
+// tenant. Days are São Paulo (America/Sao_Paulo) calendar dates, like the
+// stats RPCs' days.
 
 const dayLayout = "2006-01-02"
 
@@ -113,8 +114,8 @@ func (s *Service) GetUsage(ctx context.Context, req *connect.Request[tenantsv1.G
 	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tenantsdb.New(tx).ListRequestUsage(ctx, tenantsdb.ListRequestUsageParams{
 			TenantID: id,
-			SinceDay: pgtype.Date{Time: utcDay(since), Valid: true},
-			UntilDay: pgtype.Date{Time: utcDay(until), Valid: true},
+			Since:    since,
+			Until:    until,
 		})
 		if err != nil {
 			return err
@@ -130,11 +131,6 @@ func (s *Service) GetUsage(ctx context.Context, req *connect.Request[tenantsv1.G
 		return nil, err
 	}
 	return connect.NewResponse(out), nil
-}
-
-func utcDay(t time.Time) time.Time {
-	y, m, d := t.UTC().Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
 
 // searchTenants is ListTenants with a query: a case-insensitive substring

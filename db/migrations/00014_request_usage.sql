@@ -1,10 +1,11 @@
 -- +goose Up
--- Agent-facing request counts per tenant per UTC day (issue 6, operator
--- console): every MCP tool call and REST operation the edge answered, and
--- how many of them were errors (JSON-RPC/HTTP protocol errors and BCP
--- error_response payloads). Edges count in memory and flush batches every
--- few seconds through the tenants service's RecordUsage, which adds them
--- here; nothing is written on the request path.
+-- Agent-facing request counts per tenant per São Paulo (America/Sao_Paulo)
+-- calendar day (issue 6, operator console): every MCP tool call and REST
+-- operation the edge answered, and how many of them were errors
+-- (JSON-RPC/HTTP protocol errors and BCP error_response payloads). Edges
+-- count in memory and flush batches every few seconds through the tenants
+-- service's RecordUsage, which adds them here; nothing is written on the
+-- request path.
 --
 -- No change-notification trigger: usage is not registry data, and
 -- announcing every flush would empty the edges' caches.

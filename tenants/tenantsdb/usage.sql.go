@@ -7,6 +7,7 @@ package tenantsdb
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -46,14 +47,16 @@ func (q *Queries) AddRequestUsage(ctx context.Context, arg AddRequestUsageParams
 
 const listRequestUsage = `-- name: ListRequestUsage :many
 SELECT day, requests, errors FROM tenants.request_usage
-WHERE tenant_id = $1 AND day >= $2::date AND day <= $3::date
+WHERE tenant_id = $1
+  AND day >= timezone('America/Sao_Paulo', $2::timestamptz)::date
+  AND day <= timezone('America/Sao_Paulo', $3::timestamptz)::date
 ORDER BY day
 `
 
 type ListRequestUsageParams struct {
 	TenantID uuid.UUID
-	SinceDay pgtype.Date
-	UntilDay pgtype.Date
+	Since    time.Time
+	Until    time.Time
 }
 
 type ListRequestUsageRow struct {
@@ -62,8 +65,11 @@ type ListRequestUsageRow struct {
 	Errors   int64
 }
 
+// Days are São Paulo calendar dates (what the edges count in), like the
+// checkout, order and payment stats: the window [since, until] returns
+// every day it touches there.
 func (q *Queries) ListRequestUsage(ctx context.Context, arg ListRequestUsageParams) ([]ListRequestUsageRow, error) {
-	rows, err := q.db.Query(ctx, listRequestUsage, arg.TenantID, arg.SinceDay, arg.UntilDay)
+	rows, err := q.db.Query(ctx, listRequestUsage, arg.TenantID, arg.Since, arg.Until)
 	if err != nil {
 		return nil, err
 	}

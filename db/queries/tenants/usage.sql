@@ -10,8 +10,13 @@ ON CONFLICT (tenant_id, day) DO UPDATE
 SET requests = u.requests + excluded.requests, errors = u.errors + excluded.errors;
 
 -- name: ListRequestUsage :many
+-- Days are São Paulo calendar dates (what the edges count in), like the
+-- checkout, order and payment stats: the window [since, until] returns
+-- every day it touches there.
 SELECT day, requests, errors FROM tenants.request_usage
-WHERE tenant_id = @tenant_id AND day >= @since_day::date AND day <= @until_day::date
+WHERE tenant_id = @tenant_id
+  AND day >= timezone('America/Sao_Paulo', sqlc.arg(since)::timestamptz)::date
+  AND day <= timezone('America/Sao_Paulo', sqlc.arg(until)::timestamptz)::date
 ORDER BY day;
 
 -- name: SearchTenants :many

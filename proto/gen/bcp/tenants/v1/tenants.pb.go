@@ -3990,11 +3990,11 @@ func (x *SetTenantNameResponse) GetTenant() *Tenant {
 	return nil
 }
 
-// UsageCount is one tenant's agent-facing requests on one UTC day.
+// UsageCount is one tenant's agent-facing requests on one São Paulo day.
 type UsageCount struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	TenantId string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
-	// YYYY-MM-DD (UTC).
+	// YYYY-MM-DD in America/Sao_Paulo.
 	Day string `protobuf:"bytes,2,opt,name=day,proto3" json:"day,omitempty"`
 	// MCP tool calls and REST operations answered.
 	Requests int64 `protobuf:"varint,3,opt,name=requests,proto3" json:"requests,omitempty"`
@@ -4148,7 +4148,8 @@ type GetUsageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Tenant id, slug or domain.
 	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	// The window, as Unix seconds; the days (UTC) it touches are returned.
+	// The window, as Unix seconds; the days (America/Sao_Paulo) it touches
+	// are returned.
 	// Absent until: now; absent since: 30 days before until.
 	SinceUnix     int64 `protobuf:"varint,2,opt,name=since_unix,json=sinceUnix,proto3" json:"since_unix,omitempty"`
 	UntilUnix     int64 `protobuf:"varint,3,opt,name=until_unix,json=untilUnix,proto3" json:"until_unix,omitempty"`
