@@ -316,7 +316,7 @@ func TestOperatorConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &shopper{t: t, db: d}
-	if n := s.sql(`SELECT requests FROM tenants.request_usage WHERE tenant_id = $1 AND day = (now() AT TIME ZONE 'UTC')::date`, alfa.tenantID); n != 8 {
+	if n := s.sql(`SELECT requests FROM tenants.request_usage WHERE tenant_id = $1 AND day = (now() AT TIME ZONE 'America/Sao_Paulo')::date`, alfa.tenantID); n != 8 {
 		t.Fatalf("stored requests %d, want 8", n)
 	}
 	if n := s.sql(`SELECT errors FROM tenants.request_usage WHERE tenant_id = $1`, alfa.tenantID); n != 3 {
@@ -335,8 +335,13 @@ func TestOperatorConsole(t *testing.T) {
 	if ad.status != 200 || fmt.Sprint(st) != fmt.Sprint(want) || !strings.Contains(ad.body, "Checkouts por status: concluídos 1 · incompletos 2") {
 		t.Fatalf("usage on the console: %d %v, want %v\n%s", ad.status, st, want, ad.body)
 	}
+	// Usage days are São Paulo's, like the stats RPCs' days.
+	sp, err := time.LoadLocation("America/Sao_Paulo")
+	if err != nil {
+		t.Fatal(err)
+	}
 	u, err := ops.GetUsage(ctx, connect.NewRequest(&tenantsv1.GetUsageRequest{Tenant: "loja-alfa"}))
-	if err != nil || u.Msg.GetRequests() != 9 || u.Msg.GetErrors() != 4 || len(u.Msg.GetDays()) != 1 || u.Msg.GetDays()[0].GetDay() != time.Now().UTC().Format("2006-01-02") {
+	if err != nil || u.Msg.GetRequests() != 9 || u.Msg.GetErrors() != 4 || len(u.Msg.GetDays()) != 1 || u.Msg.GetDays()[0].GetDay() != time.Now().In(sp).Format("2006-01-02") {
 		t.Fatalf("GetUsage: %v %v", u, err)
 	}
 	// Gama only ever saw MCP posts without credentials (401): each one an

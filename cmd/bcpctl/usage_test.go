@@ -45,8 +45,14 @@ func TestTenantUsage(t *testing.T) {
 	}
 	id := tr.Msg.GetTenant().GetId()
 	edgeClient := tenantsv1connect.NewTenantServiceClient(http.DefaultClient, "http://"+r.InternalAddr, connect.WithInterceptors(svcauth.Client("int")))
-	today := time.Now().UTC().Format("2006-01-02")
-	old := time.Now().UTC().AddDate(0, 0, -40).Format("2006-01-02")
+	// Usage days are São Paulo dates: a UTC date would be tomorrow there
+	// between 21:00 and midnight, outside the window.
+	sp, err := time.LoadLocation("America/Sao_Paulo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	today := time.Now().In(sp).Format("2006-01-02")
+	old := time.Now().In(sp).AddDate(0, 0, -40).Format("2006-01-02")
 	for _, batch := range [][]*tenantsv1.UsageCount{
 		{{TenantId: id, Day: today, Requests: 3, Errors: 1}, {TenantId: id, Day: old, Requests: 10, Errors: 10}},
 		{{TenantId: id, Day: today, Requests: 1, Errors: 0}, {TenantId: id, Day: today, Requests: 1, Errors: 1}},
