@@ -3,13 +3,12 @@ package orders
 import (
 	"context"
 	"sort"
-	"time"
 
 	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/pgstore"
+	"github.com/bcpdev/bcp/internal/statswindow"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	"github.com/bcpdev/bcp/services/orders/ordersdb"
@@ -22,7 +21,7 @@ func (s *Service) GetOrderStats(ctx context.Context, r *connect.Request[ordersv1
 	if err != nil {
 		return nil, err
 	}
-	since, until, err := statsWindow(r.Msg.GetSinceUnix(), r.Msg.GetUntilUnix())
+	since, until, err := statswindow.Parse(r.Msg.GetSinceUnix(), r.Msg.GetUntilUnix())
 	if err != nil {
 		return nil, err
 	}
@@ -55,25 +54,4 @@ func (s *Service) GetOrderStats(ctx context.Context, r *connect.Request[ordersv1
 		return a.Agent < b.Agent
 	})
 	return connect.NewResponse(out), nil
-}
-
-// statsWindow turns [since, until) in Unix seconds into query bounds; 0 is
-// an open end.
-func statsWindow(since, until int64) (*time.Time, *time.Time, error) {
-	if since < 0 || until < 0 {
-		return nil, nil, apperr.Invalid("since_unix", "invalid_window", "since_unix and until_unix must not be negative")
-	}
-	if since != 0 && until != 0 && until <= since {
-		return nil, nil, apperr.Invalid("until_unix", "invalid_window", "until_unix must be after since_unix")
-	}
-	var a, b *time.Time
-	if since != 0 {
-		t := time.Unix(since, 0)
-		a = &t
-	}
-	if until != 0 {
-		t := time.Unix(until, 0)
-		b = &t
-	}
-	return a, b, nil
 }

@@ -2,14 +2,13 @@ package payments
 
 import (
 	"context"
-	"time"
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/bcpnames"
+	"github.com/bcpdev/bcp/internal/statswindow"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
 )
@@ -18,7 +17,7 @@ import (
 // by outcome and São Paulo day, cards by outcome, in one query. Any
 // handler other than the built-in Pix one is a card handler.
 func (s *Service) GetPaymentStats(ctx context.Context, r *connect.Request[paymentsv1.GetPaymentStatsRequest]) (*connect.Response[paymentsv1.GetPaymentStatsResponse], error) {
-	since, until, err := statsWindow(r.Msg.GetSinceUnix(), r.Msg.GetUntilUnix())
+	since, until, err := statswindow.Parse(r.Msg.GetSinceUnix(), r.Msg.GetUntilUnix())
 	if err != nil {
 		return nil, err
 	}
@@ -67,25 +66,4 @@ func (s *Service) GetPaymentStats(ctx context.Context, r *connect.Request[paymen
 		}
 	}
 	return connect.NewResponse(out), nil
-}
-
-// statsWindow turns [since, until) in Unix seconds into query bounds; 0 is
-// an open end.
-func statsWindow(since, until int64) (*time.Time, *time.Time, error) {
-	if since < 0 || until < 0 {
-		return nil, nil, apperr.Invalid("since_unix", "invalid_window", "since_unix and until_unix must not be negative")
-	}
-	if since != 0 && until != 0 && until <= since {
-		return nil, nil, apperr.Invalid("until_unix", "invalid_window", "until_unix must be after since_unix")
-	}
-	var a, b *time.Time
-	if since != 0 {
-		t := time.Unix(since, 0)
-		a = &t
-	}
-	if until != 0 {
-		t := time.Unix(until, 0)
-		b = &t
-	}
-	return a, b, nil
 }
