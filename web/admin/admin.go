@@ -17,7 +17,6 @@ package admin
 import (
 	"context"
 	"embed"
-	"errors"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -277,45 +276,20 @@ func (a *Admin) render(rw http.ResponseWriter, r *http.Request, status int, name
 	}
 }
 
-type errorData struct {
-	Status  int
-	Message string
-}
-
 func (a *Admin) errorPage(rw http.ResponseWriter, r *http.Request, status int) {
-	msg := map[int]string{
-		http.StatusNotFound:            "Página não encontrada.",
-		http.StatusForbidden:           "Ação recusada: o formulário expirou ou não veio desta página. Recarregue e tente de novo.",
-		http.StatusServiceUnavailable:  "Serviço indisponível no momento. Tente de novo em instantes.",
-		http.StatusInternalServerError: "Erro interno.",
-	}[status]
-	if status == http.StatusServiceUnavailable {
-		rw.Header().Set("Retry-After", "2")
-	}
-	a.render(rw, r, status, "error", a.newPage(r, "Erro", "", errorData{Status: status, Message: msg}))
+	a.render(rw, r, status, "error", a.newPage(r, "Erro", "", pages.Error(rw, status)))
 }
 
-// serviceError maps a connect error to a page: not found stays not found
-// (another merchant's ids included), the rest is unavailable or internal.
+// serviceError maps a connect error to a page (pages.ServiceErrorStatus).
 func (a *Admin) serviceError(rw http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case isKind(err, apperr.KindNotFound):
-		a.errorPage(rw, r, http.StatusNotFound)
-	case isKind(err, apperr.KindUnavailable):
-		a.errorPage(rw, r, http.StatusServiceUnavailable)
-	default:
+	status := pages.ServiceErrorStatus(err)
+	if status == http.StatusInternalServerError {
 		a.log.ErrorContext(r.Context(), "admin: service call", "err", err)
-		a.errorPage(rw, r, http.StatusInternalServerError)
 	}
+	a.errorPage(rw, r, status)
 }
 
-func appErr(err error) *apperr.Error {
-	var ce *connect.Error
-	if errors.As(err, &ce) {
-		return apperr.FromConnect(ce)
-	}
-	return apperr.As(err)
-}
+func appErr(err error) *apperr.Error { return pages.AppErr(err) }
 
 func isKind(err error, k apperr.Kind) bool { return appErr(err).Kind == k }
 

@@ -17,13 +17,10 @@ package operator
 import (
 	"context"
 	"embed"
-	"errors"
 	"html/template"
 	"log/slog"
 	"net/http"
 	"time"
-
-	"connectrpc.com/connect"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
@@ -215,42 +212,17 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	}
 }
 
-type errorData struct {
-	Status  int
-	Message string
-}
-
 func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, status int) {
-	msg := map[int]string{
-		http.StatusBadRequest:          "Pedido inválido.",
-		http.StatusNotFound:            "Página não encontrada.",
-		http.StatusForbidden:           "Ação recusada: o formulário expirou ou não veio desta página. Recarregue e tente de novo.",
-		http.StatusServiceUnavailable:  "Serviço indisponível no momento. Tente de novo em instantes.",
-		http.StatusInternalServerError: "Erro interno.",
-	}[status]
-	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "2")
-	}
-	c.render(w, r, status, "error", c.newPage(r, "Erro", errorData{Status: status, Message: msg}))
+	c.render(w, r, status, "error", c.newPage(r, "Erro", pages.Error(w, status)))
 }
 
-// serviceError maps a connect error to a page.
+// serviceError maps a connect error to a page (pages.ServiceErrorStatus).
 func (c *Console) serviceError(w http.ResponseWriter, r *http.Request, err error) {
-	switch appErr(err).Kind {
-	case apperr.KindNotFound:
-		c.errorPage(w, r, http.StatusNotFound)
-	case apperr.KindUnavailable:
-		c.errorPage(w, r, http.StatusServiceUnavailable)
-	default:
+	status := pages.ServiceErrorStatus(err)
+	if status == http.StatusInternalServerError {
 		c.log.ErrorContext(r.Context(), "operator console: service call", "err", err)
-		c.errorPage(w, r, http.StatusInternalServerError)
 	}
+	c.errorPage(w, r, status)
 }
 
-func appErr(err error) *apperr.Error {
-	var ce *connect.Error
-	if errors.As(err, &ce) {
-		return apperr.FromConnect(ce)
-	}
-	return apperr.As(err)
-}
+func appErr(err error) *apperr.Error { return pages.AppErr(err) }
