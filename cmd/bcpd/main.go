@@ -60,6 +60,7 @@ type flags struct {
 	dataDir, logLevel                       *string
 	serviceURLs                             map[string]*string
 	allowPrivileged                         *bool
+	noDemoHistory                           *bool
 }
 
 func env(name, def string) string {
@@ -84,6 +85,7 @@ func newFlags(role string) *flags {
 	f.publicPort = fs.String("public-port", env("BCP_PUBLIC_PORT", ""), "port of the URLs advertised to agents, when not the default [BCP_PUBLIC_PORT]")
 	f.dataDir = fs.String("data-dir", env("BCP_DATA_DIR", ".bcp"), "dev: directory for the private PostgreSQL and dev secrets [BCP_DATA_DIR]")
 	f.logLevel = fs.String("log-level", env("BCP_LOG_LEVEL", "info"), "debug|info|warn|error [BCP_LOG_LEVEL]")
+	f.noDemoHistory = fs.Bool("no-demo-history", env("BCP_NO_DEMO_HISTORY", "") != "", "dev: do not buy the demo merchant's first-day history when seeding it [BCP_NO_DEMO_HISTORY]")
 	f.allowPrivileged = fs.Bool("insecure-allow-privileged-db-role", false, "allow a superuser/BYPASSRLS database role (disables tenant isolation)")
 	for _, s := range platform.AllServices {
 		f.serviceURLs[s] = fs.String(s+"-url", env("BCP_"+strings.ToUpper(s)+"_URL", ""), "base URL of the "+s+" service when hosted elsewhere [BCP_"+strings.ToUpper(s)+"_URL]")
@@ -185,6 +187,7 @@ func runDev(ctx context.Context, args []string) error {
 	e, err := devenv.Start(ctx, devenv.Options{
 		DataDir: *f.dataDir, DatabaseURL: *f.databaseURL, OwnerURL: *f.ownerURL,
 		PublicAddr: *f.publicAddr, InternalAddr: *f.internalAddr, OperatorHost: *f.operatorHost, Logger: f.logger(), Out: os.Stdout,
+		NoDemoHistory: *f.noDemoHistory,
 	})
 	if err != nil {
 		return err

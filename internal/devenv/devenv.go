@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/bcpdev/bcp/db"
 	"github.com/bcpdev/bcp/internal/pgserver"
@@ -35,6 +36,8 @@ type Options struct {
 	OperatorHost string
 	Logger       *slog.Logger
 	Out          io.Writer // the banner
+	// NoDemoHistory: seed the demo merchant without its first-day history.
+	NoDemoHistory bool
 }
 
 // OperatorHost is where `bcpd dev` serves the operator console.
@@ -44,6 +47,7 @@ const OperatorHost = "operador.localhost"
 type Env struct {
 	Platform *platform.Running
 	pg       *pgserver.Server
+	dataDir  string
 }
 
 // Start brings everything up and prints the banner.
@@ -55,7 +59,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, err
 	}
-	env := &Env{}
+	env := &Env{dataDir: dataDir}
 	appURL, ownerURL := o.DatabaseURL, o.OwnerURL
 	if appURL == "" {
 		fmt.Fprintf(o.Out, "starting private PostgreSQL in %s ...\n", filepath.Join(dataDir, "pgdata"))
@@ -110,7 +114,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		return nil, err
 	}
 	agentProfile := DemoAgentProfileURL(env.Platform.InternalAddr)
-	tenant, apiKey, err := SeedDemo(ctx, env.Platform.ClientsWithToken(opToken), dataDir, agentProfile)
+	tenant, apiKey, created, err := SeedDemo(ctx, env.Platform.ClientsWithToken(opToken), dataDir, agentProfile)
 	if err != nil {
 		env.Stop()
 		return nil, fmt.Errorf("seed demo merchant: %w", err)
@@ -119,6 +123,15 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	if err != nil {
 		env.Stop()
 		return nil, fmt.Errorf("seed demo admin: %w", err)
+	}
+	// Only a freshly seeded merchant gets a history; later runs keep
+	// whatever the data directory holds.
+	history := ""
+	switch {
+	case created && o.NoDemoHistory:
+		history = "\n  demo history: skipped (--no-demo-history)\n"
+	case created:
+		history = "\n  " + seedHistory(ctx, env.Platform, opToken, tenant.GetId(), apiKey, agentProfile, o.Logger) + "\n"
 	}
 	_, port, _ := net.SplitHostPort(env.Platform.PublicAddr)
 	base := "http://" + DemoDomain + ":" + port
@@ -132,14 +145,32 @@ BCP platform running (bcpd all on a private PostgreSQL).
   demo agent        profile %s, API key %s
   operator API      http://%s   (token in %s; bcpctl finds it there)
   operator console  http://%s:%s/   (sign in with the operator token)
-
+%s
   *.localhost names resolve to this machine in browsers; with curl send the Host header:
     curl -H 'Host: %s' http://127.0.0.1:%s/.well-known/bcp
 
 Ctrl-C stops the platform and PostgreSQL; data stays in %s.
 `, tenant.GetName(), DemoDomain, tenant.GetId(), base, base, base, adminEmail, adminPassword, agentProfile, apiKey,
-		env.Platform.InternalAddr, filepath.Join(dataDir, "operator-token"), o.OperatorHost, port, DemoDomain, port, dataDir)
+		env.Platform.InternalAddr, filepath.Join(dataDir, "operator-token"), o.OperatorHost, port, history, DemoDomain, port, dataDir)
 	return env, nil
+}
+
+// seedHistory buys the demo history; a failure is a warning, not a reason
+// to stop the platform.
+func seedHistory(ctx context.Context, p *platform.Running, opToken, tenantID, apiKey, agentProfile string, log *slog.Logger) string {
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	h, err := SeedDemoHistory(ctx, p.ClientsWithToken(opToken), tenantID, p.PublicAddr, apiKey, agentProfile)
+	if err != nil {
+		log.Warn("demo history not seeded", "err", err)
+		return "demo history: failed, the platform runs without it (" + err.Error() + ")"
+	}
+	log.Info("demo history seeded", "orders", h.Orders, "checkouts", h.Checkouts, "took", time.Since(start).Round(time.Millisecond))
+	return h.String()
 }
 
 // Stop stops the platform, then PostgreSQL.

@@ -59,14 +59,24 @@ func DemoAgentHandler() (string, http.Handler) {
 }
 
 // SeedDemo creates the demo merchant through the services' APIs when it
-// does not exist yet, and returns its tenant and the demo agent API key
-// (kept in dataDir so every run can print it).
-func SeedDemo(ctx context.Context, c *platform.Clients, dataDir, agentProfile string) (*tenantsv1.Tenant, string, error) {
+// does not exist yet, and returns its tenant, the demo agent API key
+// (kept in dataDir so every run can print it) and whether it created it.
+func SeedDemo(ctx context.Context, c *platform.Clients, dataDir, agentProfile string) (*tenantsv1.Tenant, string, bool, error) {
+	t, key, err := seedDemo(ctx, c, dataDir, agentProfile)
+	if errors.Is(err, errExists) {
+		return t, key, false, nil
+	}
+	return t, key, err == nil, err
+}
+
+var errExists = errors.New("devenv: demo merchant exists")
+
+func seedDemo(ctx context.Context, c *platform.Clients, dataDir, agentProfile string) (*tenantsv1.Tenant, string, error) {
 	keyFile := filepath.Join(dataDir, "demo-api-key")
 	got, err := c.Tenants.GetTenant(ctx, connect.NewRequest(&tenantsv1.GetTenantRequest{Tenant: DemoSlug}))
 	if err == nil {
 		key, _ := os.ReadFile(keyFile)
-		return got.Msg.GetTenant(), strings.TrimSpace(string(key)), nil
+		return got.Msg.GetTenant(), strings.TrimSpace(string(key)), errExists
 	}
 	if !apperr.IsKind(err, apperr.KindNotFound) {
 		return nil, "", err

@@ -1,0 +1,154 @@
+package devenv
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+
+	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/internal/testdb"
+	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
+	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
+	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+)
+
+func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+
+type figures struct {
+	orders, gmv, refunded             int64
+	byStatus                          map[string]int64
+	checkouts                         int64
+	pixPaid, pixPending, cardApproved int64
+	agentOrders                       int64
+	agent                             string
+}
+
+func stats(t *testing.T, e *Env, tenantID string) figures {
+	t.Helper()
+	ctx := tenancy.With(context.Background(), uuid.MustParse(tenantID))
+	opToken, err := os.ReadFile(e.dataDir + "/operator-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.Platform.ClientsWithToken(strings.TrimSpace(string(opToken)))
+	since, until := time.Now().Add(-24*time.Hour).Unix(), time.Now().Add(time.Hour).Unix()
+	o, err := c.Orders.GetOrderStats(ctx, connect.NewRequest(&ordersv1.GetOrderStatsRequest{SinceUnix: since, UntilUnix: until}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := c.Checkout.GetCheckoutStats(ctx, connect.NewRequest(&checkoutv1.GetCheckoutStatsRequest{SinceUnix: since, UntilUnix: until}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := c.Payments.GetPaymentStats(ctx, connect.NewRequest(&paymentsv1.GetPaymentStatsRequest{SinceUnix: since, UntilUnix: until}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := figures{orders: o.Msg.GetOrders(), gmv: o.Msg.GetGmvMinor(), refunded: o.Msg.GetRefundedMinor(), checkouts: cs.Msg.GetTotal(),
+		byStatus: map[string]int64{}, pixPaid: ps.Msg.GetPixPaid(), pixPending: ps.Msg.GetPixPending(), cardApproved: ps.Msg.GetCardApproved()}
+	for _, s := range cs.Msg.GetByStatus() {
+		f.byStatus[s.GetStatus()] = s.GetCount()
+	}
+	if a := o.Msg.GetByAgent(); len(a) == 1 {
+		f.agent, f.agentOrders = a[0].GetAgent(), a[0].GetOrders()
+	}
+	return f
+}
+
+// bcpd dev on a fresh database seeds the demo merchant with a day of
+// history bought by the demo agent; a second run on the same data adds
+// nothing, and --no-demo-history seeds none.
+func TestDevSeedsDemoHistory(t *testing.T) {
+	d := testdb.New(t)
+	dir := t.TempDir()
+	start := func() (*Env, string) {
+		var out bytes.Buffer
+		e, err := Start(context.Background(), Options{DataDir: dir, DatabaseURL: d.AppURL, OwnerURL: d.OwnerURL,
+			PublicAddr: "127.0.0.1:0", InternalAddr: "127.0.0.1:0", Out: &out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, out.String()
+	}
+	e, banner := start()
+	const line = "demo history: 6 orders (R$ 799,94), 9 checkouts (1 Pix pending, 1 canceled, 1 incomplete), 1 shipped, R$ 39,90 refunded"
+	if !strings.Contains(banner, "\n  "+line+"\n") {
+		e.Stop()
+		t.Fatalf("banner lacks %q:\n%s", line, banner)
+	}
+	tenantID := tenantOf(t, banner)
+	want := func(f figures) {
+		t.Helper()
+		if f.orders != 6 || f.gmv != 79994 || f.refunded != 3990 || f.checkouts != 9 {
+			t.Errorf("orders %d, GMV %d, refunded %d, checkouts %d; want 6, 79994, 3990, 9", f.orders, f.gmv, f.refunded, f.checkouts)
+		}
+		wantStatus := map[string]int64{"completed": 6, "complete_in_progress": 1, "canceled": 1, "incomplete": 1}
+		if len(f.byStatus) != len(wantStatus) {
+			t.Errorf("checkouts by status %v, want %v", f.byStatus, wantStatus)
+		}
+		for s, n := range wantStatus {
+			if f.byStatus[s] != n {
+				t.Errorf("checkouts by status %v, want %v", f.byStatus, wantStatus)
+			}
+		}
+		if f.pixPaid != 2 || f.pixPending != 1 || f.cardApproved != 4 {
+			t.Errorf("Pix paid %d, pending %d, cards approved %d; want 2, 1, 4", f.pixPaid, f.pixPending, f.cardApproved)
+		}
+		if f.agentOrders != 6 || !strings.HasSuffix(f.agent, demoAgentPath) {
+			t.Errorf("by agent: %q with %d orders, want the demo agent with 6", f.agent, f.agentOrders)
+		}
+	}
+	want(stats(t, e, tenantID))
+	e.Stop()
+
+	e, banner = start()
+	defer e.Stop()
+	if strings.Contains(banner, "demo history") {
+		t.Errorf("second run mentions a demo history:\n%s", banner)
+	}
+	want(stats(t, e, tenantID))
+	// Called directly on a merchant with checkouts, it does nothing.
+	key, _ := os.ReadFile(dir + "/demo-api-key")
+	op, _ := os.ReadFile(dir + "/operator-token")
+	h, err := SeedDemoHistory(context.Background(), e.Platform.ClientsWithToken(strings.TrimSpace(string(op))), tenantID,
+		e.Platform.PublicAddr, strings.TrimSpace(string(key)), DemoAgentProfileURL(e.Platform.InternalAddr))
+	if err != nil || !h.Skipped {
+		t.Fatalf("again: %+v, %v", h, err)
+	}
+	want(stats(t, e, tenantID))
+}
+
+func TestDevNoDemoHistory(t *testing.T) {
+	d := testdb.New(t)
+	var out bytes.Buffer
+	e, err := Start(context.Background(), Options{DataDir: t.TempDir(), DatabaseURL: d.AppURL, OwnerURL: d.OwnerURL,
+		PublicAddr: "127.0.0.1:0", InternalAddr: "127.0.0.1:0", Out: &out, NoDemoHistory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	if !strings.Contains(out.String(), "\n  demo history: skipped (--no-demo-history)\n") {
+		t.Errorf("banner:\n%s", out.String())
+	}
+	f := stats(t, e, tenantOf(t, out.String()))
+	if f.orders != 0 || f.checkouts != 0 || f.pixPaid != 0 || f.cardApproved != 0 {
+		t.Errorf("figures %+v, want none", f)
+	}
+}
+
+// tenantOf reads the demo tenant id from the banner.
+func tenantOf(t *testing.T, banner string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(banner, "), tenant ")
+	if !ok {
+		t.Fatalf("no tenant in the banner:\n%s", banner)
+	}
+	id, _, _ := strings.Cut(rest, "\n")
+	return id
+}
