@@ -3,7 +3,9 @@ package devenv
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +29,7 @@ type figures struct {
 	pixPaid, pixPending, cardApproved int64
 	agentOrders                       int64
 	agent                             string
+	orderList                         []string // "total status", sorted
 }
 
 func stats(t *testing.T, e *Env, tenantID string) figures {
@@ -55,6 +58,14 @@ func stats(t *testing.T, e *Env, tenantID string) figures {
 	for _, s := range cs.Msg.GetByStatus() {
 		f.byStatus[s.GetStatus()] = s.GetCount()
 	}
+	lo, err := c.Orders.ListOrders(ctx, connect.NewRequest(&ordersv1.ListOrdersRequest{PageSize: 50}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range lo.Msg.GetOrders() {
+		f.orderList = append(f.orderList, fmt.Sprintf("%d %s", o.GetTotal(), o.GetStatus()))
+	}
+	slices.Sort(f.orderList)
 	if a := o.Msg.GetByAgent(); len(a) == 1 {
 		f.agent, f.agentOrders = a[0].GetAgent(), a[0].GetOrders()
 	}
@@ -87,6 +98,12 @@ func TestDevSeedsDemoHistory(t *testing.T) {
 		t.Helper()
 		if f.orders != 6 || f.gmv != 79994 || f.refunded != 3990 || f.checkouts != 9 {
 			t.Errorf("orders %d, GMV %d, refunded %d, checkouts %d; want 6, 79994, 3990, 9", f.orders, f.gmv, f.refunded, f.checkouts)
+		}
+		// 2×59,90 + 39,90 − 10 % + PAC 18,90 (shipped); 2×45,00 + SEDEX
+		// 34,90; 59,90 + 39,90 + PAC; 64,90 + SEDEX; Pix: 45,00 + 39,90 −
+		// 10 % + PAC, 3×59,90 + PAC.
+		if got, w := strings.Join(f.orderList, "|"), "11870 processing|12490 processing|16263 fulfilled|19860 processing|9531 processing|9980 processing"; got != w {
+			t.Errorf("orders %s, want %s", got, w)
 		}
 		wantStatus := map[string]int64{"completed": 6, "complete_in_progress": 1, "canceled": 1, "incomplete": 1}
 		if len(f.byStatus) != len(wantStatus) {
