@@ -169,7 +169,7 @@ func seedHistory(ctx context.Context, p *platform.Running, opToken, tenantID, ap
 		log.Warn("demo history not seeded", "err", err)
 		return "demo history: failed, the platform runs without it (" + err.Error() + ")"
 	}
-	log.Info("demo history seeded", "orders", h.Orders, "checkouts", h.Checkouts, "took", time.Since(start).Round(time.Millisecond))
+	log.Info("demo history seeded", "orders", h.Orders, "checkouts", h.Checkouts, "took_ms", time.Since(start).Milliseconds())
 	return h.String()
 }
 
