@@ -70,6 +70,13 @@ func env(name, def string) string {
 	return def
 }
 
+// envBool is a boolean environment variable: set to anything but "", 0
+// or false.
+func envBool(name string) bool {
+	v := strings.ToLower(os.Getenv(name))
+	return v != "" && v != "0" && v != "false"
+}
+
 func newFlags(role string) *flags {
 	fs := flag.NewFlagSet("bcpd "+role, flag.ContinueOnError)
 	f := &flags{fs: fs, serviceURLs: map[string]*string{}}
@@ -85,7 +92,7 @@ func newFlags(role string) *flags {
 	f.publicPort = fs.String("public-port", env("BCP_PUBLIC_PORT", ""), "port of the URLs advertised to agents, when not the default [BCP_PUBLIC_PORT]")
 	f.dataDir = fs.String("data-dir", env("BCP_DATA_DIR", ".bcp"), "dev: directory for the private PostgreSQL and dev secrets [BCP_DATA_DIR]")
 	f.logLevel = fs.String("log-level", env("BCP_LOG_LEVEL", "info"), "debug|info|warn|error [BCP_LOG_LEVEL]")
-	f.noDemoHistory = fs.Bool("no-demo-history", env("BCP_NO_DEMO_HISTORY", "") != "", "dev: do not buy the demo merchant's first-day history when seeding it [BCP_NO_DEMO_HISTORY]")
+	f.noDemoHistory = fs.Bool("no-demo-history", envBool("BCP_NO_DEMO_HISTORY"), "dev: do not buy the demo merchant's first-day history when seeding it [BCP_NO_DEMO_HISTORY]")
 	f.allowPrivileged = fs.Bool("insecure-allow-privileged-db-role", false, "allow a superuser/BYPASSRLS database role (disables tenant isolation)")
 	for _, s := range platform.AllServices {
 		f.serviceURLs[s] = fs.String(s+"-url", env("BCP_"+strings.ToUpper(s)+"_URL", ""), "base URL of the "+s+" service when hosted elsewhere [BCP_"+strings.ToUpper(s)+"_URL]")
