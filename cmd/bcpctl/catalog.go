@@ -4,15 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +20,7 @@ import (
 	"github.com/bcpdev/bcp/internal/tenancy"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/services/catalog/catalogcsv"
 )
 
 // inputError lists what is wrong with an input file; it exits with status 2
@@ -172,86 +169,25 @@ func formatBRL(c int64) string {
 	return fmt.Sprintf("%sR$ %s,%02d", sign, b.String(), u%100)
 }
 
-// parsePrice reads a CSV price into centavos with integer arithmetic only.
-// A bare integer ("5990") is centavos. An amount with a decimal comma
-// ("59,90", "R$ 1.234,56") is reais, dots being thousands separators only;
-// "59.90" and "1.234" are rejected as ambiguous instead of guessed.
+// parsePrice reads a CSV price into centavos (catalogcsv.ParsePrice),
+// with an English message when it does not parse.
 func parsePrice(s string) (int64, error) {
-	s = strings.TrimSpace(strings.ReplaceAll(s, "\u00a0", " ")) // spreadsheets put a no-break space after R$
-	neg := false
-	if rest, ok := strings.CutPrefix(s, "-"); ok {
-		neg, s = true, strings.TrimSpace(rest)
-	}
-	if rest, ok := strings.CutPrefix(s, "R$"); ok {
-		s = strings.TrimSpace(rest)
-	}
-	if rest, ok := strings.CutPrefix(s, "-"); ok && !neg {
-		neg, s = true, strings.TrimSpace(rest)
-	}
-	if s == "" {
-		return 0, errors.New("price is required")
-	}
-	whole, frac, hasComma := strings.Cut(s, ",")
-	var cents int64
-	if !hasComma {
-		if strings.Contains(s, ".") {
-			return 0, fmt.Errorf("%q is ambiguous: write reais with a decimal comma (59,90) or whole centavos (5990)", s)
-		}
-	} else {
-		if len(frac) == 0 || len(frac) > 2 || !allDigits(frac) {
-			return 0, fmt.Errorf("%q: write one or two digits of centavos after the comma (59,90)", s)
-		}
-		cents, _ = strconv.ParseInt(frac, 10, 64)
-		if len(frac) == 1 {
-			cents *= 10 // 59,9 is 59,90
-		}
-		groups := strings.Split(whole, ".")
-		for i, g := range groups {
-			if !allDigits(g) || (len(groups) > 1 && (i == 0 && len(g) > 3 || i > 0 && len(g) != 3)) {
-				return 0, fmt.Errorf("%q is not a price: use 59,90, 1.234,56 or whole centavos (5990)", s)
-			}
-		}
-		whole = strings.Join(groups, "")
-	}
-	if !allDigits(whole) {
-		return 0, fmt.Errorf("%q is not a price: use 59,90, 1.234,56 or whole centavos (5990)", s)
-	}
-	n, err := strconv.ParseInt(whole, 10, 64)
-	if err == nil && hasComma {
-		if n > (math.MaxInt64-cents)/100 {
-			err = strconv.ErrRange
-		}
-		n = n*100 + cents
-	}
-	if err != nil {
-		return 0, fmt.Errorf("%q is too large", s)
-	}
-	if neg {
-		n = -n
+	n, code, v := catalogcsv.ParsePrice(s)
+	if code != "" {
+		return 0, errors.New(csvProblemText(catalogcsv.Problem{Code: code, Value: v}))
 	}
 	return n, nil
-}
-
-func allDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // catalogInput is an import file read into a request, with what is needed
 // to point at the file's own lines and columns.
 type catalogInput struct {
 	products []*catalogv1.Product
-	fatal    []string      // the file could not be read as a whole
-	local    []fileProblem // values that did not parse (CSV)
-	csv      bool
-	// For CSV: the line of each product's first row and of each variant's row.
+	fatal    []string         // the file could not be read as a whole
+	local    []fileProblem    // values that did not parse (CSV)
+	csv      *catalogcsv.File // nil for JSON
+	// For CSV: the line of each product's first row and of each variant's
+	// row (csv.ProductLine, csv.VariantLine).
 	productLine []int
 	variantLine [][]int
 }
@@ -276,54 +212,18 @@ func (p fileProblem) String() string {
 	return fmt.Sprintf("line %d: %s: %s", p.line, p.column, p.msg)
 }
 
-var (
-	importPath = regexp.MustCompile(`^products\[(\d+)\](?:\.variants\[(\d+)\])?(?:\.([a-z_]+))?$`)
-	pathInText = regexp.MustCompile(`products\[\d+\](?:\.variants\[\d+\])?(?:\.[a-z_]+)?`)
-)
-
-// The CSV column of each product and variant field (the CSV has no variant
-// id or image and no currency: a variant is its SKU, prices are BRL).
-var (
-	productColumn = map[string]string{"id": "product_id", "title": "product_title", "description": "description", "image_url": "image_url", "variants": "sku"}
-	variantColumn = map[string]string{"id": "sku", "sku": "sku", "title": "variant_title", "price": "price", "currency": "price", "stock": "stock", "active": "active", "image_url": "image_url"}
-)
-
 // locate maps an ImportError path back to the file: a JSON file keeps the
 // path, a CSV file gets the line and column of the offending value.
 func (f *catalogInput) locate(e *catalogv1.ImportError) fileProblem {
-	if !f.csv {
+	if f.csv == nil {
 		return fileProblem{column: e.GetPath(), msg: e.GetMessage()}
 	}
-	msg := pathInText.ReplaceAllStringFunc(e.GetMessage(), func(p string) string {
-		if l, _ := f.csvLine(p); l > 0 {
-			return fmt.Sprintf("line %d", l)
-		}
-		return p
-	})
-	line, col := f.csvLine(e.GetPath())
+	msg := f.csv.ReplacePaths(e.GetMessage(), func(l int) string { return fmt.Sprintf("line %d", l) })
+	line, col := f.csv.Locate(e.GetPath())
 	if line == 0 {
 		return fileProblem{column: e.GetPath(), msg: msg}
 	}
-	return fileProblem{line: line, column: col, order: slices.Index(csvColumns, col), msg: msg}
-}
-
-func (f *catalogInput) csvLine(path string) (int, string) {
-	m := importPath.FindStringSubmatch(path)
-	if m == nil {
-		return 0, ""
-	}
-	i, _ := strconv.Atoi(m[1])
-	if i >= len(f.productLine) {
-		return 0, ""
-	}
-	if m[2] == "" {
-		return f.productLine[i], productColumn[m[3]]
-	}
-	j, _ := strconv.Atoi(m[2])
-	if j >= len(f.variantLine[i]) {
-		return 0, ""
-	}
-	return f.variantLine[i][j], variantColumn[m[3]]
+	return fileProblem{line: line, column: col, order: catalogcsv.ColumnOrder(col), msg: msg}
 }
 
 // jsonFile is the JSON import format. active defaults to true so that a
@@ -398,125 +298,63 @@ func parseCatalogJSON(b []byte) *catalogInput {
 	return f
 }
 
-// csvColumns are the CSV import columns, all required (an import replaces
-// each listed product, so a missing column would silently clear values).
-var csvColumns = []string{"product_id", "product_title", "description", "image_url", "sku", "variant_title", "price", "stock", "active"}
-
-// parseCatalogCSV reads one row per variant. Rows sharing a product_id
-// form one product whose fields come from its first row; a row with an
-// empty product_id is a product of its own. An empty variant_title is the
-// product_title, an empty active is true. Values that do not parse are
-// reported and replaced by harmless ones so the server can still check the
-// rest of the file.
+// parseCatalogCSV reads the CSV format (catalogcsv.Parse) and words its
+// problems in English.
 func parseCatalogCSV(b []byte) *catalogInput {
-	f := &catalogInput{csv: true}
-	b = bytes.TrimPrefix(b, []byte("\ufeff")) // spreadsheet exports start with a BOM
-	r := csv.NewReader(bytes.NewReader(b))
-	r.FieldsPerRecord = -1
-	// Spreadsheets in Brazil export with ';' because ',' is the decimal mark.
-	if first, _, _ := bytes.Cut(b, []byte("\n")); bytes.Count(first, []byte(";")) > bytes.Count(first, []byte(",")) {
-		r.Comma = ';'
-	}
-	header, err := r.Read()
-	if err != nil {
-		f.fatal = []string{"line 1: a header row is required: " + strings.Join(csvColumns, ",")}
-		return f
-	}
-	col := map[string]int{}
-	for i, h := range header {
-		h = strings.ToLower(strings.TrimSpace(h))
-		switch {
-		case !slices.Contains(csvColumns, h):
-			f.fatal = append(f.fatal, fmt.Sprintf("line 1: unknown column %q", h))
-		case col[h] != 0:
-			f.fatal = append(f.fatal, fmt.Sprintf("line 1: column %q appears twice", h))
+	cf := catalogcsv.Parse(b)
+	f := &catalogInput{products: cf.Products, csv: cf, productLine: cf.ProductLine, variantLine: cf.VariantLine}
+	header := false
+	for _, p := range cf.Fatal {
+		switch p.Code {
+		case catalogcsv.NoHeader:
+			f.fatal = append(f.fatal, "line 1: a header row is required: "+strings.Join(catalogcsv.Columns, ","))
+		case catalogcsv.NoRows:
+			f.fatal = append(f.fatal, "no product rows after the header")
 		default:
-			col[h] = i + 1
+			header = true
+			f.fatal = append(f.fatal, fmt.Sprintf("line %d: %s", p.Line, csvProblemText(p)))
 		}
 	}
-	for _, c := range csvColumns {
-		if col[c] == 0 {
-			f.fatal = append(f.fatal, fmt.Sprintf("line 1: missing column %q", c))
-		}
+	if header {
+		f.fatal = append(f.fatal, "the header must name the columns "+strings.Join(catalogcsv.Columns, ","))
 	}
-	if f.fatal != nil {
-		f.fatal = append(f.fatal, "the header must name the columns "+strings.Join(csvColumns, ","))
-		return f
-	}
-	byID := map[string]int{} // product_id -> index in f.products
-	for {
-		rec, err := r.Read()
-		if err == io.EOF {
-			break
-		}
-		line, _ := r.FieldPos(0)
-		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				line = pe.Line
-				err = pe.Err
-			}
-			// A broken quote can swallow the rest of the file: stop here.
-			f.local = append(f.local, fileProblem{line: line, msg: err.Error()})
-			break
-		}
-		if len(rec) != len(header) {
-			f.local = append(f.local, fileProblem{line: line, msg: fmt.Sprintf("expected %d fields, got %d", len(header), len(rec))})
-			continue
-		}
-		if strings.TrimSpace(strings.Join(rec, "")) == "" {
-			continue // a row of empty cells, as spreadsheets write
-		}
-		get := func(c string) string { return strings.TrimSpace(rec[col[c]-1]) }
-		bad := func(c string, err error) {
-			f.local = append(f.local, fileProblem{line: line, column: c, order: slices.Index(csvColumns, c), msg: err.Error()})
-		}
-		pid := get("product_id")
-		i, seen := byID[pid]
-		if !seen || pid == "" {
-			i = len(f.products)
-			if pid != "" {
-				byID[pid] = i
-			}
-			f.products = append(f.products, &catalogv1.Product{
-				Id: pid, Title: get("product_title"), Description: get("description"), ImageUrl: get("image_url"), Active: true,
-			})
-			f.productLine = append(f.productLine, line)
-			f.variantLine = append(f.variantLine, nil)
-		} else {
-			p := f.products[i]
-			for c, v := range map[string]string{"product_title": p.GetTitle(), "description": p.GetDescription(), "image_url": p.GetImageUrl()} {
-				if got := get(c); got != "" && got != v {
-					bad(c, fmt.Errorf("differs from line %d, the first row of product %s", f.productLine[i], pid))
-				}
-			}
-		}
-		p := f.products[i]
-		v := &catalogv1.Variant{Sku: get("sku"), Title: get("variant_title"), Active: true}
-		if v.Title == "" {
-			v.Title = p.GetTitle()
-		}
-		if v.Price, err = parsePrice(get("price")); err != nil {
-			bad("price", err)
-		}
-		if s := get("stock"); s == "" {
-			bad("stock", errors.New("stock is required (0 or more)"))
-		} else if v.Stock, err = strconv.ParseInt(s, 10, 64); err != nil {
-			v.Stock = 0
-			bad("stock", fmt.Errorf("%q is not a whole number", s))
-		}
-		switch strings.ToLower(get("active")) {
-		case "", "true", "1", "yes", "sim", "s", "y":
-		case "false", "0", "no", "não", "nao", "n":
-			v.Active = false
-		default:
-			bad("active", fmt.Errorf("%q is not true or false (sim/não)", get("active")))
-		}
-		p.Variants = append(p.Variants, v)
-		f.variantLine[i] = append(f.variantLine[i], line)
-	}
-	if len(f.products) == 0 && len(f.local) == 0 {
-		f.fatal = []string{"no product rows after the header"}
+	for _, p := range cf.Problems {
+		f.local = append(f.local, fileProblem{line: p.Line, column: p.Column, order: max(catalogcsv.ColumnOrder(p.Column), 0), msg: csvProblemText(p)})
 	}
 	return f
+}
+
+// csvProblemText words a CSV problem, without its line and column.
+func csvProblemText(p catalogcsv.Problem) string {
+	switch p.Code {
+	case catalogcsv.UnknownColumn:
+		return fmt.Sprintf("unknown column %q", p.Value)
+	case catalogcsv.DuplicateColumn:
+		return fmt.Sprintf("column %q appears twice", p.Value)
+	case catalogcsv.MissingColumn:
+		return fmt.Sprintf("missing column %q", p.Value)
+	case catalogcsv.MalformedCSV:
+		return p.Err.Error()
+	case catalogcsv.FieldCount:
+		return fmt.Sprintf("expected %d fields, got %d", p.Want, p.Got)
+	case catalogcsv.DiffersFirst:
+		return fmt.Sprintf("differs from line %d, the first row of product %s", p.FirstLine, p.ProductID)
+	case catalogcsv.MissingPrice:
+		return "price is required"
+	case catalogcsv.AmbiguousPrice:
+		return fmt.Sprintf("%q is ambiguous: write reais with a decimal comma (59,90) or whole centavos (5990)", p.Value)
+	case catalogcsv.BadCents:
+		return fmt.Sprintf("%q: write one or two digits of centavos after the comma (59,90)", p.Value)
+	case catalogcsv.BadPrice:
+		return fmt.Sprintf("%q is not a price: use 59,90, 1.234,56 or whole centavos (5990)", p.Value)
+	case catalogcsv.PriceTooLarge:
+		return fmt.Sprintf("%q is too large", p.Value)
+	case catalogcsv.MissingStock:
+		return "stock is required (0 or more)"
+	case catalogcsv.BadStock:
+		return fmt.Sprintf("%q is not a whole number", p.Value)
+	case catalogcsv.BadActive:
+		return fmt.Sprintf("%q is not true or false (sim/não)", p.Value)
+	}
+	return string(p.Code)
 }
