@@ -124,8 +124,10 @@ func Parse(b []byte) *File {
 		if err == io.EOF {
 			break
 		}
-		line, _ := rd.FieldPos(0)
 		if err != nil {
+			// Not FieldPos: it panics when the error came before the
+			// record's first field (a broken quote opening the row).
+			line := 0
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
 				line, err = pe.Line, pe.Err
@@ -134,6 +136,7 @@ func Parse(b []byte) *File {
 			f.Problems = append(f.Problems, Problem{Line: line, Code: MalformedCSV, Err: err})
 			break
 		}
+		line, _ := rd.FieldPos(0)
 		if len(rec) != len(header) {
 			f.Problems = append(f.Problems, Problem{Line: line, Code: FieldCount, Want: len(header), Got: len(rec)})
 			continue

@@ -140,6 +140,17 @@ func TestParseProblems(t *testing.T) {
 	}
 }
 
+// A broken quote opening the first row used to panic (csv.Reader.FieldPos
+// has no field to report after that error). The line is where encoding/csv
+// noticed the error.
+func TestParseBrokenFirstRow(t *testing.T) {
+	f := Parse([]byte("product_id,product_title,description,image_url,sku,variant_title,price,stock,active\n" +
+		"\"broken\np1,A,,,A-1,,1,1,\n"))
+	if len(f.Problems) != 1 || f.Problems[0].Line != 3 || f.Problems[0].Code != MalformedCSV || !errors.Is(f.Problems[0].Err, csv.ErrQuote) || f.Products != nil || f.Fatal != nil {
+		t.Fatalf("problems %+v products %v fatal %+v", f.Problems, f.Products, f.Fatal)
+	}
+}
+
 func TestParseFatal(t *testing.T) {
 	for _, tc := range []struct {
 		name, src string
