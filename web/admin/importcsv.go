@@ -168,6 +168,7 @@ func (in *importInput) locate(e *catalogv1.ImportError) importProblem {
 	return importProblem{Line: line, Column: col, Msg: msg, order: catalogcsv.ColumnOrder(col)}
 }
 
+// parseImportCSV reads the file and words its problems in Portuguese.
 func parseImportCSV(b []byte) *importInput {
 	f := catalogcsv.Parse(b)
 	in := &importInput{products: f.Products, file: f}
