@@ -213,6 +213,16 @@ func (s *Service) loadTenant(ctx context.Context, id uuid.UUID) (*tenantsv1.Tena
 }
 
 func (s *Service) listTenants(ctx context.Context, pageSize int32, token string) ([]*tenantsv1.Tenant, string, error) {
+	return s.tenantPage(ctx, pageSize, token, func(q *tenantsdb.Queries, after *string, size int32) ([]tenantsdb.TenantsTenant, error) {
+		return q.ListTenants(ctx, tenantsdb.ListTenantsParams{AfterSlug: after, PageSize: size})
+	})
+}
+
+// tenantPage reads one page of tenants (keyset by slug; the page token is
+// the last slug) and their domains in one registry transaction; fetch
+// picks the tenants (all, or those matching a search).
+func (s *Service) tenantPage(ctx context.Context, pageSize int32, token string,
+	fetch func(q *tenantsdb.Queries, after *string, size int32) ([]tenantsdb.TenantsTenant, error)) ([]*tenantsv1.Tenant, string, error) {
 	if pageSize <= 0 || pageSize > 500 {
 		pageSize = 100
 	}
@@ -228,15 +238,15 @@ func (s *Service) listTenants(ctx context.Context, pageSize int32, token string)
 	var out []*tenantsv1.Tenant
 	err := pgstore.InRegistry(ctx, s.pool, func(tx pgx.Tx) error {
 		q := tenantsdb.New(tx)
-		rows, err := q.ListTenants(ctx, tenantsdb.ListTenantsParams{AfterSlug: after, PageSize: pageSize})
+		rows, err := fetch(q, after, pageSize)
 		if err != nil {
 			return err
 		}
-		idList := make([]uuid.UUID, len(rows))
+		ids := make([]uuid.UUID, len(rows))
 		for i, r := range rows {
-			idList[i] = r.TenantID
+			ids[i] = r.TenantID
 		}
-		domains, err := q.ListDomainsForTenants(ctx, idList)
+		domains, err := q.ListDomainsForTenants(ctx, ids)
 		if err != nil {
 			return err
 		}

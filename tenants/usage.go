@@ -2,7 +2,6 @@ package tenants
 
 import (
 	"context"
-	"encoding/base64"
 	"strings"
 	"time"
 
@@ -136,55 +135,14 @@ func (s *Service) GetUsage(ctx context.Context, req *connect.Request[tenantsv1.G
 // searchTenants is ListTenants with a query: a case-insensitive substring
 // of the name, slug or a domain, paginated by slug like the plain list.
 func (s *Service) searchTenants(ctx context.Context, pageSize int32, token, query string) ([]*tenantsv1.Tenant, string, error) {
-	if pageSize <= 0 || pageSize > 500 {
-		pageSize = 100
-	}
 	query = strings.TrimSpace(query)
 	if len(query) > 253 {
 		return nil, "", apperr.Invalid("query", "invalid_query", "query is too long")
 	}
-	var after *string
-	if token != "" {
-		b, err := base64.RawURLEncoding.DecodeString(token)
-		if err != nil {
-			return nil, "", apperr.Invalid("page_token", "invalid_page_token", "malformed page token")
-		}
-		s := string(b)
-		after = &s
-	}
 	pattern := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(query)
-	var out []*tenantsv1.Tenant
-	err := pgstore.InRegistry(ctx, s.pool, func(tx pgx.Tx) error {
-		q := tenantsdb.New(tx)
-		rows, err := q.SearchTenants(ctx, tenantsdb.SearchTenantsParams{AfterSlug: after, Pattern: pattern, PageSize: pageSize})
-		if err != nil {
-			return err
-		}
-		ids := make([]uuid.UUID, len(rows))
-		for i, r := range rows {
-			ids[i] = r.TenantID
-		}
-		domains, err := q.ListDomainsForTenants(ctx, ids)
-		if err != nil {
-			return err
-		}
-		byTenant := map[uuid.UUID][]tenantsdb.TenantsDomain{}
-		for _, d := range domains {
-			byTenant[d.TenantID] = append(byTenant[d.TenantID], d)
-		}
-		for _, r := range rows {
-			out = append(out, toProto(r, byTenant[r.TenantID]))
-		}
-		return nil
+	return s.tenantPage(ctx, pageSize, token, func(q *tenantsdb.Queries, after *string, size int32) ([]tenantsdb.TenantsTenant, error) {
+		return q.SearchTenants(ctx, tenantsdb.SearchTenantsParams{AfterSlug: after, Pattern: pattern, PageSize: size})
 	})
-	if err != nil {
-		return nil, "", err
-	}
-	next := ""
-	if int32(len(out)) == pageSize {
-		next = base64.RawURLEncoding.EncodeToString([]byte(out[len(out)-1].Slug))
-	}
-	return out, next, nil
 }
 
 // ReserveHosts names hosts no tenant may own (the operator console's host):
