@@ -86,12 +86,7 @@ func (a *Admin) findPickup(r *http.Request, id string) (*pricingv1.PickupLocatio
 	if err != nil {
 		return nil, err
 	}
-	for _, l := range resp.Msg.GetLocations() {
-		if l.GetId() == id {
-			return l, nil
-		}
-	}
-	return nil, apperr.NotFound("pickup_not_found", "no pickup location %q", id)
+	return withID(resp.Msg.GetLocations(), id, "pickup_not_found")
 }
 
 func (a *Admin) pickupEdit(rw http.ResponseWriter, r *http.Request) {

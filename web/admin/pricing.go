@@ -154,17 +154,25 @@ func parseRateForm(r *http.Request) rateForm {
 		Price: g("price"), FreeAbove: g("free_above"), MinDays: g("min_days"), MaxDays: g("max_days"), Active: g("active") == "on"}
 }
 
+// withID picks the item with id from a list the pricing service returned
+// (it has list RPCs only; a merchant's lists are short). Another
+// merchant's id is simply not in the list: not found.
+func withID[T interface{ GetId() string }](list []T, id, code string) (T, error) {
+	var zero T
+	for _, it := range list {
+		if it.GetId() == id {
+			return it, nil
+		}
+	}
+	return zero, apperr.NotFound(code, "no %s", id)
+}
+
 func (a *Admin) findRate(r *http.Request, id string) (*pricingv1.ShippingRate, error) {
 	resp, err := a.opts.Pricing.ListShippingRates(r.Context(), connect.NewRequest(&pricingv1.ListShippingRatesRequest{}))
 	if err != nil {
 		return nil, err
 	}
-	for _, rt := range resp.Msg.GetRates() {
-		if rt.GetId() == id {
-			return rt, nil
-		}
-	}
-	return nil, apperr.NotFound("rate_not_found", "no rate %q", id)
+	return withID(resp.Msg.GetRates(), id, "rate_not_found")
 }
 
 func (a *Admin) rateEdit(rw http.ResponseWriter, r *http.Request) {
@@ -360,12 +368,7 @@ func (a *Admin) findDiscount(r *http.Request, id string) (*pricingv1.Discount, e
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range resp.Msg.GetDiscounts() {
-		if d.GetId() == id {
-			return d, nil
-		}
-	}
-	return nil, apperr.NotFound("discount_not_found", "no discount %q", id)
+	return withID(resp.Msg.GetDiscounts(), id, "discount_not_found")
 }
 
 func (a *Admin) discountEdit(rw http.ResponseWriter, r *http.Request) {
