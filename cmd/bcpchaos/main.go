@@ -46,12 +46,12 @@ func main() {
 	flag.Parse()
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	ok, err := chaos.Run(ctx, cfg)
+	violated, err := chaos.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bcpchaos:", err)
 		os.Exit(2)
 	}
-	if !ok {
+	if len(violated) > 0 {
 		os.Exit(1)
 	}
 }

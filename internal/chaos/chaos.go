@@ -155,9 +155,22 @@ type pgFault struct {
 	recovered time.Duration // PostgreSQL back → first successful probe (-1: never)
 }
 
-// Run runs the schedule and the checks; ok is false when an invariant was
-// violated. err is for runs that could not be carried out.
-func Run(ctx context.Context, cfg Config) (ok bool, err error) {
+// Violation is one invariant that did not hold: its name, how many rows or
+// records were checked and every offending id (with a short reason).
+type Violation struct {
+	Invariant string
+	Checked   int
+	IDs       []string
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s: %d of %d violate it: %s", v.Invariant, len(v.IDs), v.Checked, examples(v.IDs, 20))
+}
+
+// Run runs the schedule and the checks and returns the invariants that
+// were violated (none: the run passed). err is for runs that could not be
+// carried out.
+func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}
@@ -175,7 +188,7 @@ func Run(ctx context.Context, cfg Config) (ok bool, err error) {
 	logf("seed %d (replay with --seed %d)", cfg.Seed, cfg.Seed)
 	tmp, err := os.MkdirTemp("", "bcpchaos-")
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	_ = os.Chmod(tmp, 0o755)
 	if !cfg.Keep {
@@ -190,7 +203,7 @@ func Run(ctx context.Context, cfg Config) (ok bool, err error) {
 		b := exec.CommandContext(ctx, "go", "build", "-o", cfg.BcpdBin, "github.com/bcpdev/bcp/cmd/bcpd")
 		b.Stdout, b.Stderr = os.Stderr, os.Stderr
 		if err := b.Run(); err != nil {
-			return false, fmt.Errorf("go build bcpd: %w", err)
+			return nil, fmt.Errorf("go build bcpd: %w", err)
 		}
 	}
 
@@ -200,41 +213,41 @@ func Run(ctx context.Context, cfg Config) (ok bool, err error) {
 	pg := &postgres{dataDir: filepath.Join(tmp, "pgdata")}
 	logf("starting PostgreSQL")
 	if err := pg.start(ctx); err != nil {
-		return false, err
+		return nil, err
 	}
 	defer func() { _ = pg.stop(false) }()
 	urls, err := db.Bootstrap(ctx, pg.server().URL("postgres"), "bcpchaos")
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	if _, err := db.MigrateUp(ctx, urls.Owner, nil); err != nil {
-		return false, err
+		return nil, err
 	}
 	// The checker's pool: the superuser, on the platform's database.
 	superPool, err := pgxpool.New(ctx, pg.server().URL("bcpchaos"))
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	defer superPool.Close()
 
 	rcv, err := newReceiver(cfg.Seed, cfg.WebhookFailFirst)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	defer rcv.srv.Close()
 	profile, stopProfile, err := serveProfile(rcv.url)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	defer stopProfile()
 
 	pub, err := freePort()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	in, err := freePort()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	faults := fmt.Sprintf("timeout=%g,hang=2s", cfg.PSPTimeout)
 	if cfg.PSPTimeout == 0 {
@@ -249,7 +262,7 @@ func Run(ctx context.Context, cfg Config) (ok bool, err error) {
 		"BCP_PUBLIC_SCHEME=http", "BCP_LOG_LEVEL=warn", payments.SimFaultsEnv+"="+faults)
 	logf("starting bcpd all (public %s, internal %s, %s=%q)", b.publicAddr, b.internal, payments.SimFaultsEnv, faults)
 	if err := b.start(ctx); err != nil {
-		return false, err
+		return nil, err
 	}
 	defer b.stop()
 
@@ -258,14 +271,14 @@ func Run(ctx context.Context, cfg Config) (ok bool, err error) {
 	for i := range cfg.Merchants {
 		m, err := loadkit.SeedMerchant(ctx, ops, fmt.Sprintf("loja%02d.chaos.localhost", i), profile)
 		if err != nil {
-			return false, fmt.Errorf("seed merchant %d: %w", i, err)
+			return nil, fmt.Errorf("seed merchant %d: %w", i, err)
 		}
 		ms = append(ms, m)
 	}
 	a := newAgents(b.publicAddr, profile, ms, ops, cfg.PixShare)
 	probe, code := a.call(ctx, 0, "create_checkout", loadkit.CreateArgs("sonda@example.com"))
 	if code != "" {
-		return false, fmt.Errorf("probe checkout: %s", code)
+		return nil, fmt.Errorf("probe checkout: %s", code)
 	}
 	logf("seeded %d merchants; %d agents buying for %s; schedule: %d kills, %d PostgreSQL restarts, %d webhook outages",
 		len(ms), cfg.Agents, cfg.Duration, cfg.Kills, cfg.PGRestarts, cfg.Outages)
@@ -294,7 +307,7 @@ func Run(ctx context.Context, cfg Config) (ok bool, err error) {
 			time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
 			if err := b.startRetrying(ctx); err != nil {
 				stopLoad()
-				return false, err
+				return nil, err
 			}
 			killDowntime = append(killDowntime, time.Since(t0))
 		case "pg":
@@ -306,7 +319,7 @@ func Run(ctx context.Context, cfg Config) (ok bool, err error) {
 			f, err := restartPG(ctx, pg, a, probe.ID, mode, cfg.PGDown)
 			if err != nil {
 				stopLoad()
-				return false, err
+				return nil, err
 			}
 			pgFaults = append(pgFaults, f)
 			logf("PostgreSQL restart %d/%d (%s): edge p99 while down %s over %d answers %v; first success %s after PostgreSQL was back",
@@ -315,7 +328,7 @@ func Run(ctx context.Context, cfg Config) (ok bool, err error) {
 				logf("bcpd is not running after the PostgreSQL restart: starting it")
 				if err := b.startRetrying(ctx); err != nil {
 					stopLoad()
-					return false, err
+					return nil, err
 				}
 			}
 		case "outage":
@@ -334,12 +347,12 @@ func Run(ctx context.Context, cfg Config) (ok bool, err error) {
 	wg.Wait()
 	loadTime := time.Since(loadStart)
 	if ctx.Err() != nil {
-		return false, ctx.Err()
+		return nil, ctx.Err()
 	}
 	if !b.running() {
 		logf("bcpd is not running at the end of the load: starting it")
 		if err := b.startRetrying(ctx); err != nil {
-			return false, err
+			return nil, err
 		}
 	}
 	logf("load done (%s): %d purchases started; draining (up to %s%s); %s", loadTime.Round(time.Second), a.cnt.purchases.Load(), cfg.Drain,
@@ -361,17 +374,17 @@ func Run(ctx context.Context, cfg Config) (ok bool, err error) {
 			}
 			n, err := warp(ctx, superPool, lk, lf)
 			if err != nil {
-				return false, err
+				return nil, err
 			}
 			warped += n
 		}
 		checks, err = sqlChecks(ctx, superPool, rcv)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		d, err := durability(ctx, superPool, a.led)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		checks = append(checks, d)
 		total, open := a.retryStuck(ctx)
@@ -445,18 +458,45 @@ func Run(ctx context.Context, cfg Config) (ok bool, err error) {
 	fmt.Fprintln(out)
 	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "INVARIANT\tCHECKED\tVIOLATIONS\tEXAMPLES")
-	ok = true
 	for _, c := range checks {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", c.name, c.checked, len(c.violations), examples(c.violations, 3))
-		ok = ok && c.ok()
+		if !c.ok() {
+			violated = append(violated, Violation{Invariant: c.name, Checked: c.checked, IDs: c.violations})
+		}
 	}
 	tw.Flush()
-	if ok {
+	if len(violated) == 0 {
 		fmt.Fprintln(out, "\nPASS: no invariant violated")
-	} else {
-		fmt.Fprintf(out, "\nFAIL: invariants violated (seed %d; rerun with --keep for bcpd.log)\n", cfg.Seed)
+		return nil, nil
 	}
-	return ok, nil
+	// Everything the next person needs from a CI log alone: each violated
+	// invariant with its offending ids, and the end of bcpd's log (the run
+	// directory is gone unless --keep).
+	fmt.Fprintf(out, "\nFAIL: invariants violated (seed %d; rerun with --seed %d --keep for the run directory)\n", cfg.Seed, cfg.Seed)
+	for _, v := range violated {
+		fmt.Fprintf(out, "  VIOLATED %s: %d of %d: %s\n", v.Invariant, len(v.IDs), v.Checked, examples(v.IDs, 50))
+	}
+	fmt.Fprintf(out, "\nlast lines of bcpd.log (level warn and above):\n%s\n", tail(b.logPath, 60, 400))
+	return violated, nil
+}
+
+// tail is the last n lines of the file at path, each cut to width bytes.
+func tail(path string, n, width int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	for i, l := range lines {
+		if len(l) > width {
+			lines[i] = l[:width] + "…"
+		}
+		lines[i] = "    " + lines[i]
+	}
+	return strings.Join(lines, "\n")
 }
 
 func allOK(cs []check) bool {
