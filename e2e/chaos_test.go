@@ -36,7 +36,9 @@ func TestChaosShort(t *testing.T) {
 	cfg.Keep = os.Getenv("BCP_CHAOS_KEEP") == "1"
 	var out bytes.Buffer
 	cfg.Out, cfg.Log = &out, &out
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// A passing run takes about a minute; the drain alone may take 2 min
+	// before a failing run reports.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	violated, err := chaos.Run(ctx, cfg)
 	t.Log("\n" + out.String())

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -90,6 +91,7 @@ type stuckCall struct {
 	tool     string
 	args     map[string]any
 	resolved string // the retry's outcome once it is no longer in flight
+	last     string // the last retry's answer code
 }
 
 type agents struct {
@@ -293,8 +295,8 @@ func (a *agents) follow(ctx context.Context, mi int, id string, c *loadkit.Check
 }
 
 // retryStuck retries, once each, the stuck requests not yet resolved, and
-// returns how many are still in flight.
-func (a *agents) retryStuck(ctx context.Context) (total, open int) {
+// returns those still unresolved (checkout, key and last answer).
+func (a *agents) retryStuck(ctx context.Context) (total int, open []string) {
 	a.stuckMu.Lock()
 	stuck := slices.Clone(a.stuck)
 	a.stuckMu.Unlock()
@@ -318,6 +320,7 @@ func (a *agents) retryStuck(ctx context.Context) (total, open int) {
 				a.led.saw(s.merchant, c)
 			}
 			mu.Lock()
+			s.last = code
 			if !strings.Contains(code, "request_in_flight") && code != "transport" && code != "cancelled" {
 				s.resolved = "ok"
 				if code != "" {
@@ -330,8 +333,11 @@ func (a *agents) retryStuck(ctx context.Context) (total, open int) {
 	wg.Wait()
 	for _, s := range stuck {
 		if s.resolved == "" {
-			open++
+			meta, _ := s.args["meta"].(map[string]any)
+			key, _ := meta["idempotency-key"].(string)
+			open = append(open, fmt.Sprintf("%v (key %s: %s)", s.args["id"], key, s.last))
 		}
 	}
+	sort.Strings(open)
 	return len(stuck), open
 }

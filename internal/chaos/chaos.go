@@ -95,10 +95,24 @@ func FullConfig() Config {
 
 // ShortConfig is the CI form: 3 kills and 1 PostgreSQL restart over 18 s,
 // recovery jobs fast-forwarded (≈ 40–70 s on a busy 2-core machine).
+//
+// Its timing bounds are looser than the full run's, because CI runs it
+// inside `make test` on two cores next to other packages' tests (each
+// with its own PostgreSQL) and a flaky gate is worse than none; both still
+// catch what they are for. The drain polls and ends as soon as every
+// invariant holds (4–16 s in 17 runs here), so 2 min costs a passing run
+// nothing and only bounds how long lost work may take — jobs that never
+// run or claims never released stay broken forever (or for the 2-min
+// rescue/lease, which warp already stands in for). The edge's answers
+// while PostgreSQL is down measured p99 12–120 ms; 4 s tolerates a starved
+// scheduler and still fails an edge that waits for a connection (the
+// pool's connect timeout is 5 s, the probe's 15 s). `make chaos` keeps
+// the strict 2 s.
 func ShortConfig() Config {
 	c := FullConfig()
 	c.Duration, c.Kills, c.PGRestarts, c.Outages, c.Agents, c.Merchants = 18*time.Second, 3, 1, 1, 4, 2
-	c.PGDown, c.Drain, c.Warp = 2*time.Second, 40*time.Second, true
+	c.PGDown, c.Drain, c.Warp = 2*time.Second, 2*time.Minute, true
+	c.MaxDownP99 = 4 * time.Second
 	return c
 }
 
@@ -388,14 +402,17 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 		}
 		checks = append(checks, d)
 		total, open := a.retryStuck(ctx)
-		st := check{name: "complete requests cut short resolve on retry (same key)", checked: total}
-		if open > 0 {
-			st.violations = append(st.violations, fmt.Sprintf("%d still request_in_flight", open))
-		}
-		checks = append(checks, st)
+		checks = append(checks, check{name: "complete requests cut short resolve on retry (same key)", checked: total, violations: open})
 		if allOK(checks) || time.Since(drainStart) > cfg.Drain || ctx.Err() != nil {
 			break
 		}
+		var still []string
+		for _, c := range checks {
+			if !c.ok() {
+				still = append(still, fmt.Sprintf("%s (%d)", c.name, len(c.violations)))
+			}
+		}
+		logf("draining %s: not yet: %s", time.Since(drainStart).Round(time.Second), strings.Join(still, "; "))
 		time.Sleep(2 * time.Second)
 	}
 	drained := time.Since(drainStart)
@@ -476,6 +493,7 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	for _, v := range violated {
 		fmt.Fprintf(out, "  VIOLATED %s: %d of %d: %s\n", v.Invariant, len(v.IDs), v.Checked, examples(v.IDs, 50))
 	}
+	fmt.Fprintf(out, "\njobs not done at the end (now %s):\n    %s\n", time.Now().UTC().Format("15:04:05.000"), jobsLeft(ctx, superPool))
 	fmt.Fprintf(out, "\nlast lines of bcpd.log (level warn and above):\n%s\n", tail(b.logPath, 60, 400))
 	return violated, nil
 }

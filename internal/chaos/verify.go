@@ -233,6 +233,27 @@ func pendingWork(ctx context.Context, pool *pgxpool.Pool) string {
 	return fmt.Sprintf("%d checkouts complete_in_progress, %d payment attempts pending, %d jobs due within 5 min", inProgress, pending, jobs)
 }
 
+// jobsLeft lists, for a failed run's log, the platform's jobs that are not
+// done (and those river gave up on) by kind and state, with the latest
+// error: which recovery work did not finish in time. Expiries scheduled
+// hours ahead are left out.
+func jobsLeft(ctx context.Context, pool *pgxpool.Pool) string {
+	rows, err := runQuery(ctx, pool, `SELECT kind || ' ' || state || ': ' || count(*) || ' (max attempt ' || max(attempt)
+		    || ', oldest attempted ' || coalesce(to_char(min(attempted_at), 'HH24:MI:SS.MS'), '-')
+		    || ', next ' || to_char(min(scheduled_at), 'HH24:MI:SS.MS')
+		    || coalesce(', last error: ' || left((array_agg(errors[array_length(errors, 1)]->>'error' ORDER BY id DESC)
+		                 FILTER (WHERE array_length(errors, 1) > 0))[1], 120), '') || ')'
+		   FROM river.river_job WHERE state NOT IN ('completed', 'cancelled') AND NOT (state = 'scheduled' AND kind LIKE '%expire')
+		  GROUP BY kind, state ORDER BY kind, state`)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	if len(rows) == 0 {
+		return "none"
+	}
+	return strings.Join(rows, "\n    ")
+}
+
 // warp fast-forwards the platform's durable recovery work, standing in
 // for time passing: scheduled and retrying jobs that finish payments and
 // deliver webhooks run now, and jobs that were running in a process we
