@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/bcpdev/bcp/internal/loadkit"
 	"github.com/bcpdev/bcp/internal/obs"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
@@ -60,7 +61,7 @@ func startBaseline(ctx context.Context, e *env, log *slog.Logger) (addr string, 
 	auth := agentauth.New(agentauth.Options{Tenants: e.tenants, Keys: keys, MaxBodyBytes: 1 << 20, Scheme: "http", Logger: log})
 
 	servers := map[string]*mcp.Server{}
-	tenantsByHost := map[string]*merchant{}
+	tenantsByHost := map[string]*loadkit.Merchant{}
 	for _, m := range e.merchants {
 		s := mcp.NewServer(&mcp.Implementation{Name: "bcp-noop", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
 		s.AddTool(&mcp.Tool{Name: "noop", Description: "Does nothing.", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -68,8 +69,8 @@ func startBaseline(ctx context.Context, e *env, log *slog.Logger) (addr string, 
 				out := json.RawMessage(`{"ok":true}`)
 				return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil
 			})
-		servers[m.host] = s
-		tenantsByHost[m.host] = m
+		servers[m.Host] = s
+		tenantsByHost[m.Host] = m
 	}
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return servers[r.Host] },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true, MaxRequestBodyBytes: 1 << 20})
@@ -81,7 +82,7 @@ func startBaseline(ctx context.Context, e *env, log *slog.Logger) (addr string, 
 			http.NotFound(w, r)
 			return
 		}
-		ctx := tenancy.With(r.Context(), m.tenantID)
+		ctx := tenancy.With(r.Context(), m.TenantID)
 		ctx = agentauth.WithTenantPolicy(ctx, agentauth.TenantPolicy{Auth: agentauth.PolicyEither, Development: true})
 		inner := r.WithContext(ctx)
 		mux.ServeHTTP(w, inner)

@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +14,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/bcpdev/bcp/agentclient"
+	"github.com/bcpdev/bcp/internal/loadkit"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 )
@@ -95,95 +93,27 @@ type agents struct {
 func newAgents(endpoint string, e *env, signed bool, base http.RoundTripper) *agents {
 	a := &agents{endpoint: endpoint, base: base}
 	for _, m := range e.merchants {
-		t := &agentclient.Transport{Base: base, ProfileURL: e.profile, Host: m.host}
+		t := &agentclient.Transport{Base: base, ProfileURL: e.profile, Host: m.Host}
 		if signed {
 			t.Key = e.key
 		} else {
-			t.APIKey = m.apiKey
+			t.APIKey = m.APIKey
 		}
 		a.clients = append(a.clients, &agentclient.Client{Endpoint: endpoint, Transport: t, Timeout: 30 * time.Second})
 	}
 	return a
 }
 
-// checkoutView is the part of a checkout the load generator reads.
-type checkoutView struct {
-	UCP struct {
-		Status string `json:"status"`
-	} `json:"ucp"`
-	ID        string `json:"id"`
-	Status    string `json:"status"`
-	LineItems []struct {
-		ID string `json:"id"`
-	} `json:"line_items"`
-	Fulfillment struct {
-		Methods []struct {
-			ID                    string `json:"id"`
-			SelectedDestinationID string `json:"selected_destination_id"`
-			Groups                []struct {
-				ID string `json:"id"`
-			} `json:"groups"`
-		} `json:"methods"`
-	} `json:"fulfillment"`
-	Messages []struct {
-		Type string `json:"type"`
-		Code string `json:"code"`
-	} `json:"messages"`
-	Payment struct {
-		Instruments []struct {
-			Display json.RawMessage `json:"display"`
-		} `json:"instruments"`
-	} `json:"payment"`
-}
-
 // call runs one tool, records its latency under the tool's name and maps
 // every failure to a code.
-func (a *agents) call(ctx context.Context, merchant int, tool string, args map[string]any, op string) (*checkoutView, error) {
+func (a *agents) call(ctx context.Context, merchant int, tool string, args map[string]any, op string) (*loadkit.CheckoutView, error) {
 	if op == "" {
 		op = tool
 	}
 	start := time.Now()
 	resp, err := a.clients[merchant].CallTool(ctx, tool, args)
 	d := time.Since(start)
-	code := ""
-	var view checkoutView
-	switch {
-	case err != nil:
-		code = "transport"
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			code = "cancelled"
-		}
-	case resp.Status != http.StatusOK:
-		code = "http_" + strconv.Itoa(resp.Status)
-		if resp.Error != nil && resp.Error.DataCode() != "" {
-			code += ":" + resp.Error.DataCode()
-		}
-	case resp.Error != nil:
-		code = "rpc_" + strconv.Itoa(resp.Error.Code)
-		if c := resp.Error.DataCode(); c != "" {
-			code = c
-		}
-	default:
-		var res struct {
-			IsError           bool            `json:"isError"`
-			StructuredContent json.RawMessage `json:"structuredContent"`
-		}
-		if json.Unmarshal(resp.Result, &res) != nil {
-			code = "bad_result"
-		} else if res.IsError {
-			code = "tool_error"
-		} else if len(res.StructuredContent) > 0 && json.Unmarshal(res.StructuredContent, &view) != nil {
-			code = "bad_result"
-		} else if view.UCP.Status == "error" {
-			code = "bcp_error"
-			for _, m := range view.Messages {
-				if m.Type == "error" {
-					code = "bcp_error:" + m.Code
-					break
-				}
-			}
-		}
-	}
+	view, code := loadkit.Decode(ctx, resp, err)
 	if code != "" {
 		if ctx.Err() != nil {
 			return nil, ctx.Err() // the phase ended mid-call: not an error of the platform
@@ -195,17 +125,7 @@ func (a *agents) call(ctx context.Context, merchant int, tool string, args map[s
 		return nil, &callError{code}
 	}
 	a.rec.observe(op, d)
-	return &view, nil
-}
-
-var address = map[string]any{"street_address": "Rua Augusta, 500", "address_locality": "São Paulo", "address_region": "SP",
-	"postal_code": "01305-000", "address_country": "BR"}
-
-func createArgs() map[string]any {
-	return map[string]any{"checkout": map[string]any{
-		"line_items": []any{map[string]any{"item": map[string]any{"id": "var_cam"}, "quantity": 1}},
-		"buyer":      map[string]any{"email": "bench@example.com"},
-	}}
+	return view, nil
 }
 
 // workload is what a closed- or open-loop driver runs repeatedly.
@@ -220,36 +140,23 @@ func (b *bench) purchase(ctx context.Context, rng *rand.Rand) error {
 	mi := rng.IntN(len(b.env.merchants))
 	m := b.env.merchants[mi]
 	start := time.Now()
-	c, err := a.call(ctx, mi, "create_checkout", createArgs(), "")
+	email := "bench@example.com"
+	c, err := a.call(ctx, mi, "create_checkout", loadkit.CreateArgs(email), "")
 	if err != nil {
 		return err
 	}
 	if len(c.LineItems) != 1 {
 		return b.unexpected("create_checkout", "no_line_item")
 	}
-	li := c.LineItems[0].ID
-	base := func() map[string]any {
-		return map[string]any{
-			"line_items": []any{map[string]any{"id": li, "item": map[string]any{"id": "var_cam"}, "quantity": 1}},
-			"buyer":      map[string]any{"email": "bench@example.com"},
-		}
-	}
-	co := base()
-	co["fulfillment"] = map[string]any{"methods": []any{map[string]any{"type": "shipping", "line_item_ids": []any{li}, "destinations": []any{address}}}}
-	c, err = a.call(ctx, mi, "update_checkout", map[string]any{"id": c.ID, "checkout": co}, "update_checkout")
+	c, err = a.call(ctx, mi, "update_checkout", loadkit.AddressArgs(c.ID, c.LineItems[0].ID, email), "update_checkout")
 	if err != nil {
 		return err
 	}
-	if len(c.Fulfillment.Methods) == 0 || len(c.Fulfillment.Methods[0].Groups) == 0 {
+	args, ok := loadkit.OptionArgs(c, m.PacRate, email)
+	if !ok {
 		return b.unexpected("update_checkout", "no_shipping_options")
 	}
-	mth := c.Fulfillment.Methods[0]
-	co = base()
-	co["fulfillment"] = map[string]any{"methods": []any{map[string]any{"id": mth.ID, "type": "shipping", "line_item_ids": []any{li},
-		"selected_destination_id": mth.SelectedDestinationID,
-		"groups":                  []any{map[string]any{"id": mth.Groups[0].ID, "selected_option_id": m.pacRate}}}}}
-	co["discounts"] = map[string]any{"codes": []any{"BEMVINDO10"}}
-	c, err = a.call(ctx, mi, "update_checkout", map[string]any{"id": c.ID, "checkout": co}, "update_checkout")
+	c, err = a.call(ctx, mi, "update_checkout", args, "update_checkout")
 	if err != nil {
 		return err
 	}
@@ -258,15 +165,11 @@ func (b *bench) purchase(ctx context.Context, rng *rand.Rand) error {
 	}
 	id := c.ID
 	pix := rng.Float64() < b.cfg.pixShare
-	instrument := map[string]any{"id": "pi_card", "handler_id": "card", "type": "card",
-		"display":    map[string]any{"brand": "visa", "last_digits": "4242"},
-		"credential": map[string]any{"type": "token", "token": fmt.Sprintf("tok_bench_%016x_4242", rng.Uint64())}}
+	instrument := loadkit.CardInstrument(fmt.Sprintf("tok_bench_%016x_4242", rng.Uint64()))
 	if pix {
-		instrument = map[string]any{"id": "pi_pix", "handler_id": m.pix, "type": "pix"}
+		instrument = loadkit.PixInstrument(m.Pix)
 	}
-	c, err = a.call(ctx, mi, "complete_checkout", map[string]any{"id": id,
-		"meta":     map[string]any{"idempotency-key": agentclient.NewIdempotencyKey()},
-		"checkout": map[string]any{"payment": map[string]any{"instruments": []any{instrument}}}}, "")
+	c, err = a.call(ctx, mi, "complete_checkout", loadkit.CompleteArgs(id, agentclient.NewIdempotencyKey(), instrument), "")
 	if err != nil {
 		return err
 	}
@@ -284,18 +187,14 @@ func (b *bench) purchase(ctx context.Context, rng *rand.Rand) error {
 	if c.Status != "complete_in_progress" || len(c.Payment.Instruments) != 1 {
 		return b.unexpected("complete_checkout", "pix_not_in_progress:"+c.Status)
 	}
-	var d struct {
-		Pix struct {
-			AttemptID string `json:"attempt_id"`
-		} `json:"pix"`
-	}
-	if json.Unmarshal(c.Payment.Instruments[0].Display, &d) != nil || d.Pix.AttemptID == "" {
+	attemptID := c.PixAttemptID()
+	if attemptID == "" {
 		return b.unexpected("complete_checkout", "pix_no_attempt")
 	}
 	// The buyer pays: the simulated PSP confirms and sends its webhook to
 	// the platform's public listener.
 	t0 := time.Now()
-	_, err = b.ops.Payments.SimulatePixPayment(tenancy.With(ctx, m.tenantID), connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: d.Pix.AttemptID}))
+	_, err = b.ops.Payments.SimulatePixPayment(tenancy.With(ctx, m.TenantID), connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: attemptID}))
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -335,7 +234,7 @@ func (b *bench) unexpected(tool, what string) error {
 // createOnly is the create_checkout workload compared with the no-op.
 func (b *bench) createOnly(ctx context.Context, rng *rand.Rand) error {
 	mi := rng.IntN(len(b.env.merchants))
-	_, err := b.platformAgents.call(ctx, mi, "create_checkout", createArgs(), "")
+	_, err := b.platformAgents.call(ctx, mi, "create_checkout", loadkit.CreateArgs("bench@example.com"), "")
 	if err == nil {
 		b.platformAgents.rec.done.Add(1)
 	}
@@ -345,7 +244,7 @@ func (b *bench) createOnly(ctx context.Context, rng *rand.Rand) error {
 // noop calls the baseline's no-op tool with create_checkout's arguments.
 func (b *bench) noop(ctx context.Context, rng *rand.Rand) error {
 	mi := rng.IntN(len(b.env.merchants))
-	_, err := b.noopAgents.call(ctx, mi, "noop", createArgs(), "")
+	_, err := b.noopAgents.call(ctx, mi, "noop", loadkit.CreateArgs("bench@example.com"), "")
 	if err == nil {
 		b.noopAgents.rec.done.Add(1)
 	}

@@ -15,25 +15,15 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"connectrpc.com/connect"
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bcpdev/bcp/agentclient"
 	"github.com/bcpdev/bcp/db"
+	"github.com/bcpdev/bcp/internal/loadkit"
 	"github.com/bcpdev/bcp/internal/pgserver"
 	"github.com/bcpdev/bcp/internal/platform"
-	"github.com/bcpdev/bcp/internal/svcauth"
-	"github.com/bcpdev/bcp/internal/tenancy"
-	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
-	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
-	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"
-	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
-	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
-	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 	"github.com/bcpdev/bcp/services/edge"
 )
@@ -61,16 +51,8 @@ type env struct {
 	hostSuffix string    // makes the seeded hosts unique on a shared platform
 	profile    string    // agent profile URL
 	profSrv    *http.Server
-	merchants  []*merchant
+	merchants  []*loadkit.Merchant
 	key        crypto.Signer // agent signing key (signature mode)
-}
-
-type merchant struct {
-	host     string
-	tenantID uuid.UUID
-	pix      string // Pix handler id
-	pacRate  string // shipping rate id
-	apiKey   string
 }
 
 func (e *env) stop() {
@@ -172,7 +154,7 @@ func (e *env) serveProfile(addr string) error {
 	if err != nil {
 		return err
 	}
-	doc := agentProfileJSON(string(jwk))
+	doc := loadkit.AgentProfileJSON(string(jwk), "")
 	e.profSrv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "max-age=3600")
@@ -193,9 +175,9 @@ func startRemoteEnv(ctx context.Context, public, internal, operatorToken, intern
 	if !strings.Contains(internal, "://") {
 		internal = "http://" + internal
 	}
-	e.ops = remoteClients(internal, operatorToken)
+	e.ops = loadkit.RemoteClients(internal, operatorToken)
 	if internalToken != "" {
-		e.tenants = remoteClients(internal, internalToken).Tenants
+		e.tenants = loadkit.RemoteClients(internal, internalToken).Tenants
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -209,33 +191,6 @@ func startRemoteEnv(ctx context.Context, public, internal, operatorToken, intern
 		return nil, err
 	}
 	return e, nil
-}
-
-func remoteClients(base, token string) *platform.Clients {
-	opts := connect.WithInterceptors(svcauth.Client(token))
-	hc := &http.Client{Timeout: 30 * time.Second}
-	return &platform.Clients{
-		Tenants:  tenantsv1connect.NewTenantServiceClient(hc, base, opts),
-		Catalog:  catalogv1connect.NewCatalogServiceClient(hc, base, opts),
-		Pricing:  pricingv1connect.NewPricingServiceClient(hc, base, opts),
-		Payments: paymentsv1connect.NewPaymentsServiceClient(hc, base, opts),
-	}
-}
-
-func agentProfileJSON(jwk string) string {
-	cap := func(name, extends string) string {
-		s := fmt.Sprintf(`"br.dev.bcp.shopping.%s":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/%s","schema":"https://bcp.dev.br/draft/schemas/shopping/%s.json"`, name, name, name)
-		if extends != "" {
-			s += `,"extends":"` + extends + `"`
-		}
-		return s + `}]`
-	}
-	return `{"ucp":{"version":"2026-07-28",
-	"services":{"br.dev.bcp.shopping":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/overview","transport":"mcp","schema":"https://bcp.dev.br/draft/services/shopping/mcp.openrpc.json"}]},
-	"capabilities":{` + strings.Join([]string{cap("checkout", ""), cap("fulfillment", "br.dev.bcp.shopping.checkout"), cap("discount", "br.dev.bcp.shopping.checkout")}, ",") + `},
-	"payment_handlers":{"br.dev.bcp.pix":[{"id":"agent_pix","version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/pix","schema":"https://bcp.dev.br/draft/schemas/handlers/pix.json"}],
-	"com.example.vendor.delegate_payment":[{"id":"agent_card","version":"2026-07-28","spec":"https://example.vendor.com/specs/delegate-payment","schema":"https://example.vendor.com/schemas/delegate-payment-config.json"}]}},
-	"signing_keys":[` + jwk + `]}`
 }
 
 // seed onboards n development merchants, 4 at a time, each with a catalog
@@ -253,7 +208,7 @@ func (e *env) seedMore(ctx context.Context, n, conc int, progress func(done int)
 	if n <= from {
 		return nil
 	}
-	e.merchants = append(e.merchants, make([]*merchant, n-from)...)
+	e.merchants = append(e.merchants, make([]*loadkit.Merchant, n-from)...)
 	var wg sync.WaitGroup
 	errs := make(chan error, n-from)
 	sem := make(chan struct{}, conc)
@@ -267,7 +222,7 @@ func (e *env) seedMore(ctx context.Context, n, conc int, progress func(done int)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			m, err := seedOne(ctx, ops, fmt.Sprintf("loja%04d%s.bench.localhost", i, e.hostSuffix), e.profile)
+			m, err := loadkit.SeedMerchant(ctx, ops, fmt.Sprintf("loja%04d%s.bench.localhost", i, e.hostSuffix), e.profile)
 			if err != nil {
 				errs <- fmt.Errorf("seed merchant %d: %w", i, err)
 				return
@@ -284,60 +239,4 @@ func (e *env) seedMore(ctx context.Context, n, conc int, progress func(done int)
 		return err
 	}
 	return ctx.Err()
-}
-
-func seedOne(ctx context.Context, ops *platform.Clients, host, profile string) (*merchant, error) {
-	tr, err := ops.Tenants.CreateTenant(ctx, connect.NewRequest(&tenantsv1.CreateTenantRequest{
-		Name: "Loja " + host, Domains: []string{host}, Environment: tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT,
-	}))
-	if err != nil {
-		return nil, err
-	}
-	slug := tr.Msg.GetTenant().GetSlug()
-	m := &merchant{host: host, tenantID: uuid.MustParse(tr.Msg.GetTenant().GetId()), pix: "pix_" + slug}
-	tid := m.tenantID.String()
-	if _, err := ops.Tenants.SetPaymentHandler(ctx, connect.NewRequest(&tenantsv1.SetPaymentHandlerRequest{Tenant: tid,
-		Handler: &tenantsv1.PaymentHandler{Id: m.pix, Name: "br.dev.bcp.pix", AvailableInstrumentsJson: `[{"type":"pix"}]`}})); err != nil {
-		return nil, err
-	}
-	if _, err := ops.Tenants.SetPaymentHandler(ctx, connect.NewRequest(&tenantsv1.SetPaymentHandlerRequest{Tenant: tid,
-		Handler: &tenantsv1.PaymentHandler{Id: "card", Name: "com.example.vendor.delegate_payment", Position: 1,
-			AvailableInstrumentsJson: `[{"type":"card","constraints":{"brands":["visa","mastercard"]}}]`}})); err != nil {
-		return nil, err
-	}
-	if _, err := ops.Tenants.SetSettings(ctx, connect.NewRequest(&tenantsv1.SetSettingsRequest{Tenant: tid, Settings: &tenantsv1.Settings{
-		Links: []*tenantsv1.Link{{Type: "privacy_policy", Url: "https://" + host + "/privacidade"}, {Type: "terms_of_service", Url: "https://" + host + "/termos"}},
-	}})); err != nil {
-		return nil, err
-	}
-	tctx := tenancy.With(ctx, m.tenantID)
-	if _, err := ops.Catalog.CreateProduct(tctx, connect.NewRequest(&catalogv1.CreateProductRequest{Product: &catalogv1.Product{
-		Id: "prd_cam", Title: "Camiseta", Active: true,
-		Variants: []*catalogv1.Variant{{Id: "var_cam", Sku: "CAM", Title: "Camiseta M", Price: 5990, Stock: 100_000_000, Active: true}},
-	}})); err != nil {
-		return nil, err
-	}
-	for _, rate := range []*pricingv1.ShippingRate{
-		{Title: "SEDEX", Price: 3000, MinDays: 1, MaxDays: 3, Active: true, Carrier: "Correios"},
-		{Title: "PAC", Price: 1500, MinDays: 5, MaxDays: 9, Active: true, Carrier: "Correios"},
-	} {
-		resp, err := ops.Pricing.SetShippingRate(tctx, connect.NewRequest(&pricingv1.SetShippingRateRequest{Rate: rate}))
-		if err != nil {
-			return nil, err
-		}
-		if rate.GetTitle() == "PAC" {
-			m.pacRate = resp.Msg.GetRate().GetId()
-		}
-	}
-	if _, err := ops.Pricing.SetDiscount(tctx, connect.NewRequest(&pricingv1.SetDiscountRequest{Discount: &pricingv1.Discount{
-		Code: "BEMVINDO10", Title: "10% de boas-vindas", Kind: pricingv1.Discount_KIND_PERCENT, Value: 1000, Active: true, Combinable: true, Priority: 1,
-	}})); err != nil {
-		return nil, err
-	}
-	key, err := ops.Tenants.CreateAPIKey(ctx, connect.NewRequest(&tenantsv1.CreateAPIKeyRequest{Tenant: host, AgentProfileUrl: profile, Label: "bcpbench"}))
-	if err != nil {
-		return nil, err
-	}
-	m.apiKey = key.Msg.GetSecret()
-	return m, nil
 }

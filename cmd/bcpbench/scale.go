@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/bcpdev/bcp/agentclient"
+	"github.com/bcpdev/bcp/internal/loadkit"
 )
 
 // The scale check (issue 7, part 5): how memory and latency change when a
@@ -162,13 +163,13 @@ type scaler struct {
 func (s *scaler) agent(i int) *agentclient.Client {
 	m := s.e.merchants[i]
 	return &agentclient.Client{Endpoint: "http://" + s.e.publicAddr + "/bcp/mcp", Timeout: 30 * time.Second,
-		Transport: &agentclient.Transport{Base: s.http.Transport, ProfileURL: s.e.profile, Host: m.host, APIKey: m.apiKey}}
+		Transport: &agentclient.Transport{Base: s.http.Transport, ProfileURL: s.e.profile, Host: m.Host, APIKey: m.APIKey}}
 }
 
 // profile fetches the merchant's discovery document.
 func (s *scaler) profile(ctx context.Context, i int) (time.Duration, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.e.publicAddr+"/.well-known/bcp", nil)
-	req.Host = s.e.merchants[i].host
+	req.Host = s.e.merchants[i].Host
 	start := time.Now()
 	resp, err := s.http.Do(req)
 	if err != nil {
@@ -186,13 +187,13 @@ func (s *scaler) profile(ctx context.Context, i int) (time.Duration, error) {
 // create opens a checkout at the merchant.
 func (s *scaler) create(ctx context.Context, i int) (time.Duration, error) {
 	start := time.Now()
-	resp, err := s.agent(i).CallTool(ctx, "create_checkout", createArgs())
+	resp, err := s.agent(i).CallTool(ctx, "create_checkout", loadkit.CreateArgs("bench@example.com"))
 	d := time.Since(start)
 	if err != nil {
 		return 0, err
 	}
 	if resp.Status != http.StatusOK || resp.Error != nil || !strings.Contains(string(resp.Result), `"ready_for_complete"`) && !strings.Contains(string(resp.Result), `"incomplete"`) {
-		return 0, fmt.Errorf("create_checkout at %s: HTTP %d %s", s.e.merchants[i].host, resp.Status, resp.Body)
+		return 0, fmt.Errorf("create_checkout at %s: HTTP %d %s", s.e.merchants[i].Host, resp.Status, resp.Body)
 	}
 	return d, nil
 }

@@ -1,10 +1,8 @@
 // Package loadkit is what simulated agents need to buy from seeded
 // merchants: seeding development merchants through the operator APIs,
 // the agent's profile, and the arguments and answers of a whole purchase
-// over MCP. The fault injector (internal/chaos) uses it; it was taken from
-// cmd/bcpbench, which still has its own copy (seedOne, agentProfileJSON,
-// checkoutView) while that tool is being reworked — switching it over is
-// mechanical.
+// over MCP. The load generator (cmd/bcpbench) and the fault injector
+// (internal/chaos) both use it.
 package loadkit
 
 import (
