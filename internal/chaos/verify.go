@@ -256,7 +256,7 @@ func jobsLeft(ctx context.Context, pool *pgxpool.Pool) string {
 
 // warp fast-forwards the platform's durable recovery work, standing in
 // for time passing: scheduled and retrying jobs that finish payments and
-// deliver webhooks run now, and jobs that were running in a process we
+// deliver webhooks are made available now, and jobs that were running in a process we
 // SIGKILLed (before lastKill; one bcpd runs at a time) are handed back
 // as river's rescuer would after RescueStuckJobsAfter, and idempotency
 // claims abandoned before the last fault (lastFault) are aged past their
@@ -265,8 +265,14 @@ func jobsLeft(ctx context.Context, pool *pgxpool.Pool) string {
 func warp(ctx context.Context, pool *pgxpool.Pool, lastKill, lastFault time.Time) (int64, error) {
 	kinds := []string{"checkout_settle", "payments_settle", "payments_card_resolve", "payments_pix_poll", "payments_pix_reconcile",
 		"payments_refund", "payments_simpsp_webhook", "order_webhook", "order_refund_settle"}
-	tag, err := pool.Exec(ctx, `UPDATE river.river_job SET scheduled_at = now()
-		WHERE state IN ('scheduled', 'retryable') AND scheduled_at > now() AND kind = ANY($1)`, kinds)
+	// Made available directly, as river's scheduler would once their time
+	// came: the scheduler runs only on the leader, every 5 s, and a
+	// SIGKILLed leader's lease holds for 15 s, so after a late kill the
+	// drain otherwise waited up to 20 s per round of retries for nothing
+	// but river's own clocks (none of these jobs is unique, whose
+	// conflicts the scheduler would resolve).
+	tag, err := pool.Exec(ctx, `UPDATE river.river_job SET state = 'available', scheduled_at = least(scheduled_at, now())
+		WHERE state IN ('scheduled', 'retryable') AND unique_key IS NULL AND kind = ANY($1)`, kinds)
 	if err != nil {
 		return 0, err
 	}
