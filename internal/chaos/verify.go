@@ -199,8 +199,17 @@ func apiDurability(ctx context.Context, a *agents) check {
 			defer func() { <-sem }()
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			resp, err := a.clients[it.s.merchant].CallTool(cctx, "get_checkout", map[string]any{"id": it.id})
-			v, code := loadkit.Decode(cctx, resp, err)
+			// A transient failure (a slow answer on a loaded machine, a 503)
+			// says nothing about durability: try again, three times at most.
+			var v *loadkit.CheckoutView
+			var code string
+			for try := 0; try < 3; try++ {
+				resp, err := a.clients[it.s.merchant].CallTool(cctx, "get_checkout", map[string]any{"id": it.id})
+				if v, code = loadkit.Decode(cctx, resp, err); !transient(code) || cctx.Err() != nil {
+					break
+				}
+				time.Sleep(time.Second)
+			}
 			bad := ""
 			switch {
 			case code != "":
