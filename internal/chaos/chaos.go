@@ -445,12 +445,12 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	if len(pgFaults) > 0 {
 		c := check{name: fmt.Sprintf("edge fails fast while PostgreSQL is down (p99 ≤ %s)", cfg.MaxDownP99), checked: len(answers)}
 		if p99 > cfg.MaxDownP99 || len(answers) == 0 {
-			c.violations = append(c.violations, "p99 "+ms2(p99))
+			c.violations = append(c.violations, fmt.Sprintf("p99 %s (p50 %s, max %s over %d answers %v)", ms2(p99), ms2(pct(answers, .5)), ms2(pct(answers, 1)), len(answers), codes))
 		}
 		checks = append(checks, c)
 		c = check{name: fmt.Sprintf("edge recovers after PostgreSQL is back (≤ %s)", cfg.MaxRecovery), checked: len(pgFaults)}
 		if worstRecovery < 0 || worstRecovery > cfg.MaxRecovery {
-			c.violations = append(c.violations, "worst "+ms2(worstRecovery))
+			c.violations = append(c.violations, "worst "+ms2(worstRecovery)+" ("+recoveries(pgFaults)+")")
 		}
 		checks = append(checks, c)
 	}
