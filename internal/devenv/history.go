@@ -315,11 +315,5 @@ func pixAttempt(co *bcp.Checkout) string {
 	if co.Payment == nil || len(co.Payment.Instruments) != 1 {
 		return ""
 	}
-	var d struct {
-		Pix struct {
-			AttemptID string `json:"attempt_id"`
-		} `json:"pix"`
-	}
-	_ = json.Unmarshal(co.Payment.Instruments[0].Display, &d)
-	return d.Pix.AttemptID
+	return bcp.PixAttemptID(co.Payment.Instruments[0].Display)
 }

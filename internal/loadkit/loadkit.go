@@ -29,6 +29,7 @@ import (
 	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
+	"github.com/bcpdev/bcp/protocol/bcp"
 )
 
 // Merchant is one seeded development merchant.
@@ -179,13 +180,7 @@ func (v *CheckoutView) PixAttemptID() string {
 	if len(v.Payment.Instruments) != 1 {
 		return ""
 	}
-	var d struct {
-		Pix struct {
-			AttemptID string `json:"attempt_id"`
-		} `json:"pix"`
-	}
-	_ = json.Unmarshal(v.Payment.Instruments[0].Display, &d)
-	return d.Pix.AttemptID
+	return bcp.PixAttemptID(v.Payment.Instruments[0].Display)
 }
 
 // Decode reads a tools/call answer: the checkout, or a failure code —

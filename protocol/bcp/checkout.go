@@ -161,6 +161,19 @@ type PaymentInstrument struct {
 	Selected       *bool           `json:"selected,omitempty"`
 }
 
+// PixAttemptID reads the payment attempt a Pix instrument's display names
+// (display.pix.attempt_id, as the platform's Pix handler writes it); "" if
+// the display has none.
+func PixAttemptID(display json.RawMessage) string {
+	var d struct {
+		Pix struct {
+			AttemptID string `json:"attempt_id"`
+		} `json:"pix"`
+	}
+	_ = json.Unmarshal(display, &d)
+	return d.Pix.AttemptID
+}
+
 // PostalAddress is a postal address.
 type PostalAddress struct {
 	ExtendedAddress string `json:"extended_address,omitempty"`
