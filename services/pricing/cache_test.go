@@ -34,6 +34,15 @@ func TestQuoteConfigCache(t *testing.T) {
 		return pricingv1connect.NewPricingServiceClient(srv.Client(), srv.URL, connect.WithInterceptors(svcauth.Client(testToken)))
 	}
 	sa, sb := New(d.Pool), New(d.Pool)
+	a, b, ctx := serve(sa), serve(sb), tenant()
+
+	// The first rate is written before b listens, so its notification can
+	// never reach b after b has cached the configuration below.
+	rate, err := a.SetShippingRate(ctx, req(&pricingv1.SetShippingRateRequest{Rate: &pricingv1.ShippingRate{
+		Title: "PAC", Carrier: "Correios", Price: 1500, MinDays: 5, MaxDays: 8, Active: true}}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	runCtx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go sb.Run(runCtx, log)
@@ -42,13 +51,6 @@ func TestQuoteConfigCache(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for !sb.store.cache.Stats().Watched && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
-	}
-	a, b, ctx := serve(sa), serve(sb), tenant()
-
-	rate, err := a.SetShippingRate(ctx, req(&pricingv1.SetShippingRateRequest{Rate: &pricingv1.ShippingRate{
-		Title: "PAC", Carrier: "Correios", Price: 1500, MinDays: 5, MaxDays: 8, Active: true}}))
-	if err != nil {
-		t.Fatal(err)
 	}
 	co := &bcp.Checkout{ID: "chk_1", LineItems: lines(10000), Fulfillment: shipTo(sp()), Buyer: &bcp.Buyer{Email: "ana@example.com"}}
 	price := func(cl pricingv1connect.PricingServiceClient) int64 {
