@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bcpdev/bcp/internal/apperr"
@@ -95,4 +96,165 @@ func connLost(err error) error {
 // (Host resolution, operator listing) uses it.
 func InRegistry(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
 	return connLost(pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{BeginQuery: "BEGIN; SELECT set_config('app.scope', 'registry', true)"}, fn))
+}
+
+// errSecondStatement is a programming error: Single's callback ran more
+// than one statement.
+var errSecondStatement = errors.New("pgstore.Single: more than one statement (or a batch); use InTenant")
+
+// Single runs fn, which must issue exactly one statement, in the tenant's
+// scope in one round trip instead of three (BEGIN + set_config, the
+// statement, COMMIT): set_config and the statement are pipelined up to one
+// Sync, so PostgreSQL runs them in one implicit transaction and the local
+// setting ends with it, exactly as in InTenant. For a read that is all
+// there is to it. A write has committed when the statement returns: fn
+// must not need to roll it back (one statement is atomic on its own).
+// A second statement fails with an error instead of running outside the
+// transaction. It fails closed when ctx carries no tenant.
+func Single(ctx context.Context, pool *pgxpool.Pool, fn func(*SingleQuerier) error) error {
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return err
+	}
+	q := &SingleQuerier{pool: pool, tenant: tid.String()}
+	err = fn(q)
+	if cerr := q.close(); err == nil {
+		err = cerr
+	}
+	return connLost(err)
+}
+
+// SingleQuerier is what Single's callback runs its statement on; it has
+// the methods of sqlc's DBTX. The statement is sent behind set_config in
+// one batch; the connection goes back to the pool once the statement's
+// results are read.
+type SingleQuerier struct {
+	pool   *pgxpool.Pool
+	tenant string
+	used   bool
+	conn   *pgxpool.Conn
+	br     pgx.BatchResults
+	closed bool
+}
+
+// send pipelines set_config and the statement and reads set_config's
+// result; the statement's results are left to the caller.
+func (s *SingleQuerier) send(ctx context.Context, sql string, args []any) error {
+	if s.used {
+		return errSecondStatement
+	}
+	s.used = true
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	s.conn = conn
+	b := &pgx.Batch{}
+	b.Queue(`SELECT set_config('app.tenant_id', $1, true)`, s.tenant)
+	b.Queue(sql, args...)
+	s.br = conn.SendBatch(ctx, b)
+	_, err = s.br.Exec()
+	return err
+}
+
+// close reads what is left of the batch (its Sync) and releases the
+// connection; a connection whose batch failed to finish is closed by pgx
+// and dropped by the pool.
+func (s *SingleQuerier) close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var err error
+	if s.br != nil {
+		err = s.br.Close()
+	}
+	if s.conn != nil {
+		s.conn.Release()
+	}
+	return err
+}
+
+func (s *SingleQuerier) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := s.send(ctx, sql, args); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := s.br.Exec()
+	if cerr := s.close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+func (s *SingleQuerier) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := s.send(ctx, sql, args); err != nil {
+		return errRow{err}
+	}
+	return &singleRow{row: s.br.QueryRow(), s: s}
+}
+
+func (s *SingleQuerier) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := s.send(ctx, sql, args); err != nil {
+		return nil, err
+	}
+	rows, err := s.br.Query()
+	if err != nil {
+		return nil, err
+	}
+	return &singleRows{Rows: rows, s: s}, nil
+}
+
+// SendBatch is refused: a batch is more than one statement.
+func (s *SingleQuerier) SendBatch(context.Context, *pgx.Batch) pgx.BatchResults {
+	return errBatch{err: errSecondStatement}
+}
+
+// errBatch refuses every result (the embedded interface is nil: only
+// the overridden methods are ever called).
+type errBatch struct {
+	pgx.BatchResults
+	err error
+}
+
+func (b errBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, b.err }
+func (b errBatch) Query() (pgx.Rows, error)         { return nil, b.err }
+func (b errBatch) QueryRow() pgx.Row                { return errRow{b.err} }
+func (b errBatch) Close() error                     { return b.err }
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+type singleRow struct {
+	row pgx.Row
+	s   *SingleQuerier
+}
+
+func (r *singleRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if cerr := r.s.close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// singleRows releases the connection when the rows are closed.
+type singleRows struct {
+	pgx.Rows
+	s   *SingleQuerier
+	err error
+}
+
+func (r *singleRows) Close() {
+	r.Rows.Close()
+	if cerr := r.s.close(); cerr != nil && r.err == nil {
+		r.err = cerr
+	}
+}
+
+func (r *singleRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -56,5 +57,111 @@ func TestInTenantScope(t *testing.T) {
 	}
 	if err := pgstore.InTenant(ctx, d.Pool, func(pgx.Tx) error { t.Fatal("ran without a tenant"); return nil }); err == nil {
 		t.Fatal("InTenant without a tenant succeeded")
+	}
+}
+
+// Single pipelines set_config with its one statement: the statement runs
+// in the tenant's scope (forced RLS sees the tenant's rows and only
+// them), the setting never outlives it, a second statement is refused,
+// and a failed statement leaves the connection usable.
+func TestSingleScope(t *testing.T) {
+	d := testdb.New(t)
+	ctx := context.Background()
+	a, b := uuid.New(), uuid.New()
+	inA, inB := tenancy.With(ctx, a), tenancy.With(ctx, b)
+	const insert = `INSERT INTO orders.label_counters (tenant_id, last) VALUES ($1, $2)`
+	for _, c := range []struct {
+		ctx  context.Context
+		tid  uuid.UUID
+		last int64
+	}{{inA, a, 41}, {inB, b, 7}} {
+		err := pgstore.Single(c.ctx, d.Pool, func(q *pgstore.SingleQuerier) error {
+			tag, err := q.Exec(c.ctx, insert, c.tid, c.last)
+			if err == nil && tag.RowsAffected() != 1 {
+				t.Fatalf("inserted %d rows", tag.RowsAffected())
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Forced RLS: a write for another tenant is refused by WITH CHECK.
+	err := pgstore.Single(inA, d.Pool, func(q *pgstore.SingleQuerier) error {
+		_, err := q.Exec(inA, insert, uuid.New(), 1)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "row-level security") {
+		t.Fatalf("insert for another tenant: err = %v", err)
+	}
+
+	var last int64
+	if err := pgstore.Single(inA, d.Pool, func(q *pgstore.SingleQuerier) error {
+		return q.QueryRow(inA, `SELECT last FROM orders.label_counters`).Scan(&last)
+	}); err != nil || last != 41 {
+		t.Fatalf("tenant A reads last = %d, %v; want 41", last, err)
+	}
+	var seen []int64
+	if err := pgstore.Single(inB, d.Pool, func(q *pgstore.SingleQuerier) error {
+		rows, err := q.Query(inB, `SELECT last FROM orders.label_counters ORDER BY last`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var v int64
+			if err := rows.Scan(&v); err != nil {
+				return err
+			}
+			seen = append(seen, v)
+		}
+		return rows.Err()
+	}); err != nil || len(seen) != 1 || seen[0] != 7 {
+		t.Fatalf("tenant B sees %v, %v; want [7]", seen, err)
+	}
+	// No row of another tenant: ErrNoRows, as in a transaction.
+	if err := pgstore.Single(tenancy.With(ctx, uuid.New()), d.Pool, func(q *pgstore.SingleQuerier) error {
+		return q.QueryRow(ctx, `SELECT last FROM orders.label_counters`).Scan(&last)
+	}); !errors.Is(err, pgx.ErrNoRows) {
+		t.Fatalf("a third tenant: err = %v, want no rows", err)
+	}
+	// A second statement is refused, not run outside the scope.
+	ran := 0
+	err = pgstore.Single(inA, d.Pool, func(q *pgstore.SingleQuerier) error {
+		if err := q.QueryRow(inA, `SELECT last FROM orders.label_counters`).Scan(&last); err != nil {
+			return err
+		}
+		ran++
+		_, err := q.Exec(inA, `UPDATE orders.label_counters SET last = 0`)
+		return err
+	})
+	if err == nil || ran != 1 {
+		t.Fatalf("second statement: err = %v", err)
+	}
+	// A failed statement (duplicate key) comes back as itself and the
+	// pool's connections stay usable, with no setting left behind.
+	err = pgstore.Single(inA, d.Pool, func(q *pgstore.SingleQuerier) error {
+		_, err := q.Exec(inA, insert, a, 1)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "duplicate key") {
+		t.Fatalf("duplicate insert: err = %v", err)
+	}
+	for range 4 {
+		var v *string
+		if err := d.Pool.QueryRow(ctx, `SELECT current_setting('app.tenant_id', true)`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if v != nil && *v != "" {
+			t.Fatalf("app.tenant_id leaked to the pooled connection: %q", *v)
+		}
+	}
+	if err := pgstore.InTenant(inA, d.Pool, func(tx pgx.Tx) error {
+		return tx.QueryRow(inA, `SELECT last FROM orders.label_counters`).Scan(&last)
+	}); err != nil || last != 41 {
+		t.Fatalf("after the failures: last = %d, %v", last, err)
+	}
+	if err := pgstore.Single(ctx, d.Pool, func(*pgstore.SingleQuerier) error { t.Fatal("ran without a tenant"); return nil }); err == nil {
+		t.Fatal("Single without a tenant succeeded")
 	}
 }

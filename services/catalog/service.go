@@ -277,8 +277,8 @@ func (s *Service) GetVariants(ctx context.Context, req *connect.Request[catalogv
 	if len(want) == 0 {
 		return connect.NewResponse(resp), nil
 	}
-	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := catalogdb.New(tx).LookupVariants(ctx, catalogdb.LookupVariantsParams{TenantID: tid, Ids: want})
+	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+		rows, err := catalogdb.New(q).LookupVariants(ctx, catalogdb.LookupVariantsParams{TenantID: tid, Ids: want})
 		if err != nil {
 			return err
 		}

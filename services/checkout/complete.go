@@ -333,8 +333,8 @@ func (s *Service) settleWith(ctx context.Context, id, attemptID string, startFai
 			return nil, err
 		}
 		var n int64
-		err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-			n, err = checkoutdb.New(tx).FinishSession(ctx, checkoutdb.FinishSessionParams{
+		err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+			n, err = checkoutdb.New(q).FinishSession(ctx, checkoutdb.FinishSessionParams{
 				TenantID: sess.TenantID, ID: id, Version: sess.Version, Status: next.Status, PaymentAttemptID: keepAttempt,
 				OrderID: orderID, State: state,
 			})
@@ -382,8 +382,8 @@ func (s *Service) reopen(ctx context.Context, id, attemptID, status string, msg 
 			return nil, err
 		}
 		var n int64
-		err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-			n, err = checkoutdb.New(tx).FinishSession(ctx, checkoutdb.FinishSessionParams{
+		err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+			n, err = checkoutdb.New(q).FinishSession(ctx, checkoutdb.FinishSessionParams{
 				TenantID: sess.TenantID, ID: id, Version: sess.Version, Status: status, State: state,
 			})
 			return err
@@ -444,8 +444,8 @@ func (s *Service) save(ctx context.Context, sess checkoutdb.CheckoutSession, c, 
 	if err != nil {
 		return err
 	}
-	return pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		n, err := checkoutdb.New(tx).UpdateSession(ctx, checkoutdb.UpdateSessionParams{
+	return pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+		n, err := checkoutdb.New(q).UpdateSession(ctx, checkoutdb.UpdateSessionParams{
 			TenantID: sess.TenantID, ID: sess.ID, Version: sess.Version, Status: c.Status, Total: grandTotal(c), BuyerEmail: buyerEmail(c),
 			Capabilities: sess.Capabilities, Request: reqJSON, State: state,
 		})

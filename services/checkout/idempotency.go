@@ -104,8 +104,8 @@ func (s *Service) FinishIdempotencyKey(ctx context.Context, r *connect.Request[c
 	if err := validKeyArgs(r.Msg.GetScope(), r.Msg.GetKey()); err != nil {
 		return nil, err
 	}
-	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		n, err := checkoutdb.New(tx).FinishIdempotencyKey(ctx, checkoutdb.FinishIdempotencyKeyParams{
+	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+		n, err := checkoutdb.New(q).FinishIdempotencyKey(ctx, checkoutdb.FinishIdempotencyKeyParams{
 			TenantID: tid, Scope: r.Msg.GetScope(), Key: r.Msg.GetKey(), Response: r.Msg.GetResponse(),
 		})
 		if err == nil && n == 0 {

@@ -247,8 +247,8 @@ func (s *Service) UpdateCheckout(ctx context.Context, r *connect.Request[checkou
 	if err != nil {
 		return nil, err
 	}
-	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		n, err := checkoutdb.New(tx).UpdateSession(ctx, checkoutdb.UpdateSessionParams{
+	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+		n, err := checkoutdb.New(q).UpdateSession(ctx, checkoutdb.UpdateSessionParams{
 			TenantID: tid, ID: id, Version: sess.Version, Status: c.Status, Total: grandTotal(c), BuyerEmail: buyerEmail(c),
 			Capabilities: nonNil(agent.capabilities), Request: reqJSON, State: state,
 		})
@@ -318,8 +318,8 @@ func (s *Service) close(ctx context.Context, sess checkoutdb.CheckoutSession, c 
 		return nil, false, err
 	}
 	var n int64
-	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		n, err = checkoutdb.New(tx).UpdateSession(ctx, checkoutdb.UpdateSessionParams{
+	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+		n, err = checkoutdb.New(q).UpdateSession(ctx, checkoutdb.UpdateSessionParams{
 			TenantID: sess.TenantID, ID: sess.ID, Version: sess.Version, Status: c.Status, Total: sess.Total,
 			BuyerEmail: sess.BuyerEmail, Capabilities: sess.Capabilities, Request: sess.Request, State: state,
 		})
@@ -442,8 +442,8 @@ func (s *Service) load(ctx context.Context, id string) (checkoutdb.CheckoutSessi
 		return checkoutdb.CheckoutSession{}, err
 	}
 	var sess checkoutdb.CheckoutSession
-	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		sess, err = checkoutdb.New(tx).GetSession(ctx, checkoutdb.GetSessionParams{TenantID: tid, ID: id})
+	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+		sess, err = checkoutdb.New(q).GetSession(ctx, checkoutdb.GetSessionParams{TenantID: tid, ID: id})
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -111,9 +111,9 @@ func (s *Service) CreateOrder(ctx context.Context, r *connect.Request[ordersv1.C
 
 func (s *Service) byCheckout(ctx context.Context, tid uuid.UUID, checkoutID string) (ordersdb.OrdersOrder, error) {
 	var row ordersdb.OrdersOrder
-	err := pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
 		var err error
-		row, err = ordersdb.New(tx).GetOrderByCheckout(ctx, ordersdb.GetOrderByCheckoutParams{TenantID: tid, CheckoutID: checkoutID})
+		row, err = ordersdb.New(q).GetOrderByCheckout(ctx, ordersdb.GetOrderByCheckoutParams{TenantID: tid, CheckoutID: checkoutID})
 		return err
 	})
 	return row, err
