@@ -12,15 +12,20 @@ import (
 )
 
 // Statement counts come from pg_stat_statements in the private cluster:
-// the number of COMMITs per completed operation is the number of
-// transactions it took, exactly (pool acquires also count pings and job
-// polling; pg_stat_database is flushed lazily).
+// the number of COMMITs and ROLLBACKs, plus pgstore.Single's implicit
+// transactions, per completed operation is the number of transactions it
+// took, exactly (pool acquires also count pings and job polling;
+// pg_stat_database is flushed lazily). Round trips are the statements
+// less the set_config calls that travel with a BEGIN or a Single
+// statement: on a VM where every round trip costs a wake-up of both
+// processes, they are what to count.
 
 // StmtStats are the statements executed during a phase, per completed
 // operation.
 type StmtStats struct {
 	TransactionsPerOp float64    `json:"transactions_per_op"`
 	StatementsPerOp   float64    `json:"statements_per_op"`
+	RoundTripsPerOp   float64    `json:"round_trips_per_op"`
 	ExecMsPerOp       float64    `json:"exec_ms_per_op"`
 	Top               []StmtLine `json:"top,omitempty"`
 }
@@ -96,6 +101,12 @@ func (e *env) statements(ctx context.Context) stmtSnapshot {
 	return s
 }
 
+// singleScope is pgstore.Single's set_config as pg_stat_statements
+// normalises it: one per single-statement transaction (implicit, so it has
+// no COMMIT of its own). InTenant's (constants, after BEGIN) normalises
+// to "SELECT set_config($1, $2, $3)".
+const singleScope = "SELECT set_config($2, $1, $3)"
+
 // stmtDelta is what ran between two snapshots, per operation; the top
 // lines are the most frequent statements.
 func stmtDelta(before, after stmtSnapshot, ops int64, top int) *StmtStats {
@@ -113,10 +124,13 @@ func stmtDelta(before, after stmtSnapshot, ops int64, top int) *StmtStats {
 		}
 		ms := a.ms - b.ms
 		q := strings.Join(strings.Fields(a.query), " ")
-		if strings.EqualFold(q, "commit") || strings.EqualFold(q, "rollback") {
+		if strings.EqualFold(q, "commit") || strings.EqualFold(q, "rollback") || q == singleScope {
 			st.TransactionsPerOp += float64(calls) / n
 		}
 		st.StatementsPerOp += float64(calls) / n
+		if q != singleScope && q != "SELECT set_config($1, $2, $3)" {
+			st.RoundTripsPerOp += float64(calls) / n
+		}
 		st.ExecMsPerOp += ms / n
 		lines = append(lines, StmtLine{Query: q, CallsPerOp: float64(calls) / n, MeanMs: ms / float64(calls)})
 	}
@@ -129,5 +143,5 @@ func stmtDelta(before, after stmtSnapshot, ops int64, top int) *StmtStats {
 }
 
 func (s *StmtStats) String() string {
-	return fmt.Sprintf("SQL: %.1f transactions/op, %.1f statements/op, %.2f ms executing/op", s.TransactionsPerOp, s.StatementsPerOp, s.ExecMsPerOp)
+	return fmt.Sprintf("SQL: %.1f transactions/op, %.1f statements/op, %.1f round trips/op, %.2f ms executing/op", s.TransactionsPerOp, s.StatementsPerOp, s.RoundTripsPerOp, s.ExecMsPerOp)
 }
