@@ -7,7 +7,6 @@ package checkoutdb
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/google/uuid"
 )
@@ -23,7 +22,7 @@ type FinishSessionParams struct {
 	Status           string
 	PaymentAttemptID *string
 	OrderID          *string
-	State            json.RawMessage
+	State            []byte
 	TenantID         uuid.UUID
 	ID               string
 	Version          int32
@@ -58,7 +57,7 @@ type SetSessionPaymentParams struct {
 	PaymentAttemptID *string
 	OrderWebhookUrl  string
 	BaseUrl          string
-	State            json.RawMessage
+	State            []byte
 	TenantID         uuid.UUID
 	ID               string
 	Version          int32

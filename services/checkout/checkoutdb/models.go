@@ -5,7 +5,6 @@
 package checkoutdb
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,8 +30,8 @@ type CheckoutSession struct {
 	BuyerEmail       string
 	AgentProfileUrl  string
 	Capabilities     []string
-	Request          json.RawMessage
-	State            json.RawMessage
+	Request          []byte
+	State            []byte
 	Version          int32
 	ExpiresAt        time.Time
 	CreatedAt        time.Time

@@ -7,7 +7,6 @@ package checkoutdb
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -62,8 +61,8 @@ type InsertSessionParams struct {
 	BuyerEmail      string
 	AgentProfileUrl string
 	Capabilities    []string
-	Request         json.RawMessage
-	State           json.RawMessage
+	Request         []byte
+	State           []byte
 	ExpiresAt       time.Time
 }
 
@@ -190,8 +189,8 @@ type UpdateSessionParams struct {
 	Total        int64
 	BuyerEmail   string
 	Capabilities []string
-	Request      json.RawMessage
-	State        json.RawMessage
+	Request      []byte
+	State        []byte
 	TenantID     uuid.UUID
 	ID           string
 	Version      int32
