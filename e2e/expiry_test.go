@@ -9,19 +9,20 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/testdb"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
 )
 
-// A checkout's expiry is a durable job inserted with the session and
-// scheduled at expires_at; when it runs, the open session is canceled
-// without anyone reading it.
-func TestCheckoutExpiryJob(t *testing.T) {
+// Open checkouts past their expiry are closed by the periodic sweep, for
+// every merchant, without anyone reading them; a checkout not yet due
+// stays open, and no job is inserted per checkout. The sweep's
+// cross-tenant scope can read sessions but not change them.
+func TestCheckoutExpirySweep(t *testing.T) {
 	d := testdb.New(t)
 	r := startPlatform(t, platform.AllServices, d.AppURL, nil)
-	m := setupMerchant(t, r, "Loja Expira", "expira.localhost", 0)
 	profiles := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		_, _ = w.Write([]byte(agentProfile("br.dev.bcp.shopping.checkout", "br.dev.bcp.shopping.fulfillment")))
 	}))
@@ -30,8 +31,19 @@ func TestCheckoutExpiryJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &agent{t: t, s: agentSession(t, r, m.host, profiles.URL+"/agent.json"), profile: profiles.URL + "/agent.json", v: v}
-	_, c := a.call("create_checkout", map[string]any{"checkout": map[string]any{"line_items": []any{map[string]any{"item": map[string]any{"id": "var_cam"}, "quantity": 1}}}})
+	newAgent := func(host string) *agent {
+		return &agent{t: t, s: agentSession(t, r, host, profiles.URL+"/agent.json"), profile: profiles.URL + "/agent.json", v: v}
+	}
+	setupMerchant(t, r, "Loja Expira", "expira.localhost", 0)
+	setupMerchant(t, r, "Outra Expira", "outra-expira.localhost", 0)
+	a, b := newAgent("expira.localhost"), newAgent("outra-expira.localhost")
+	args := map[string]any{"checkout": map[string]any{"line_items": []any{map[string]any{"item": map[string]any{"id": "var_cam"}, "quantity": 1}}}}
+	_, due := a.call("create_checkout", args)
+	_, open := a.call("create_checkout", args)
+	_, otherDue := b.call("create_checkout", args)
+	if due.ExpiresAt.Sub(time.Now()) < 5*time.Hour {
+		t.Fatalf("default lifetime: expires_at %s is not ~6 h ahead", due.ExpiresAt)
+	}
 
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, d.SuperURL)
@@ -39,32 +51,43 @@ func TestCheckoutExpiryJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	var scheduled time.Time
-	var state string
-	err = conn.QueryRow(ctx, `SELECT scheduled_at, state FROM river.river_job WHERE kind = 'checkout_expire' AND args->>'checkout_id' = $1`, c.ID).Scan(&scheduled, &state)
-	if err != nil {
-		t.Fatalf("no expiry job for %s: %v", c.ID, err)
+	var perCheckoutJobs int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM river.river_job WHERE kind = 'checkout_expire'`).Scan(&perCheckoutJobs); err != nil || perCheckoutJobs != 0 {
+		t.Fatalf("checkout_expire jobs = %d, %v; want none", perCheckoutJobs, err)
 	}
-	if !scheduled.Equal(*c.ExpiresAt) || state != "scheduled" {
-		t.Fatalf("expiry job scheduled at %s (%s), want %s (scheduled)", scheduled, state, c.ExpiresAt)
+	// Move the clock of two sessions, one per merchant, into the past.
+	tag, err := conn.Exec(ctx, `UPDATE checkout.sessions SET expires_at = now() - interval '1 second' WHERE id = ANY($1)`, []string{due.ID, otherDue.ID})
+	if err != nil || tag.RowsAffected() != 2 {
+		t.Fatalf("backdate: %v, %d rows", err, tag.RowsAffected())
 	}
-	if c.ExpiresAt.Sub(time.Now()) < 5*time.Hour {
-		t.Fatalf("default lifetime: expires_at %s is not ~6 h ahead", c.ExpiresAt)
+	status := func(id string) string {
+		var s string
+		_ = conn.QueryRow(ctx, `SELECT status FROM checkout.sessions WHERE id = $1`, id).Scan(&s)
+		return s
 	}
-	// Move the clock of this one session and its job into the past.
-	if _, err := conn.Exec(ctx, `UPDATE checkout.sessions SET expires_at = now() - interval '1 second' WHERE id = $1`, c.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `UPDATE river.river_job SET scheduled_at = now() WHERE kind = 'checkout_expire' AND args->>'checkout_id' = $1`, c.ID); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, "the expiry job cancels the session", func() bool {
-		var status string
-		_ = conn.QueryRow(ctx, `SELECT status FROM checkout.sessions WHERE id = $1`, c.ID).Scan(&status)
-		return status == bcp.StatusCanceled
+	eventually(t, 30*time.Second, "the sweep cancels both merchants' due sessions", func() bool {
+		return status(due.ID) == bcp.StatusCanceled && status(otherDue.ID) == bcp.StatusCanceled
 	})
-	_, got := a.call("get_checkout", map[string]any{"id": c.ID})
-	if got.Status != bcp.StatusCanceled || got.ContinueURL != "" {
-		t.Fatalf("after expiry: %s, continue_url %q", got.Status, got.ContinueURL)
+	if got := status(open.ID); got != bcp.StatusIncomplete {
+		t.Fatalf("a session not yet due is %s, want incomplete", got)
+	}
+	_, got := a.call("get_checkout", map[string]any{"id": due.ID})
+	if got.Status != bcp.StatusCanceled || got.ContinueURL != "" || len(got.Messages) != 1 || got.Messages[0].Code != "expired" {
+		t.Fatalf("after expiry: %s, continue_url %q, messages %+v", got.Status, got.ContinueURL, got.Messages)
+	}
+
+	// The sweep's scope reads every tenant's sessions and changes none.
+	var seen int
+	var changed int64
+	err = pgstore.InCheckoutExpiry(ctx, r.Pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM checkout.sessions`).Scan(&seen); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE checkout.sessions SET total = 0`)
+		changed = tag.RowsAffected()
+		return err
+	})
+	if err != nil || seen != 3 || changed != 0 {
+		t.Fatalf("in the expiry scope: saw %d sessions (want 3), changed %d (want 0), %v", seen, changed, err)
 	}
 }

@@ -30,11 +30,13 @@ type Client = river.Client[pgx.Tx]
 const RescueStuckJobsAfter = 2 * time.Minute
 
 // NewClient returns a client that inserts jobs and, when workers is not
-// empty, works them.
-func NewClient(pool *pgxpool.Pool, workers *river.Workers, log *slog.Logger) (*Client, error) {
+// empty, works them; periodic jobs are inserted by whichever process's
+// client is the elected leader.
+func NewClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*river.PeriodicJob, log *slog.Logger) (*Client, error) {
 	cfg := &river.Config{Schema: db.RiverSchema, Logger: log, RescueStuckJobsAfter: RescueStuckJobsAfter}
 	if workers != nil {
 		cfg.Workers = workers
+		cfg.PeriodicJobs = periodic
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 8}}
 	}
 	return river.NewClient(riverpgxv5.New(pool), cfg)

@@ -95,7 +95,20 @@ func connLost(err error) error {
 // the registry tables that allow it (tenants.*). Only the tenant registry
 // (Host resolution, operator listing) uses it.
 func InRegistry(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
-	return connLost(pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{BeginQuery: "BEGIN; SELECT set_config('app.scope', 'registry', true)"}, fn))
+	return inScope(ctx, pool, "registry", fn)
+}
+
+// InCheckoutExpiry runs fn in a transaction that may read (only read) the
+// checkout sessions of every tenant: the expiry sweep lists due sessions
+// with it and closes each in its tenant's scope (migration 00016).
+func InCheckoutExpiry(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	return inScope(ctx, pool, "checkout_expiry", fn)
+}
+
+// inScope sets app.scope, transaction-local; scope is one of the constant
+// names above, never caller input.
+func inScope(ctx context.Context, pool *pgxpool.Pool, scope string, fn func(pgx.Tx) error) error {
+	return connLost(pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{BeginQuery: "BEGIN; SELECT set_config('app.scope', '" + scope + "', true)"}, fn))
 }
 
 // errSecondStatement is a programming error: Single's callback ran more

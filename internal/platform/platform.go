@@ -88,9 +88,12 @@ type Config struct {
 	// serves the demo agent's profile there).
 	InternalRoutes map[string]http.Handler
 	// WebhookBackoff overrides the order webhooks' retry delays (tests).
-	WebhookBackoff  func(attempt int) time.Duration
-	Logger          *slog.Logger
-	AllowPrivileged bool
+	WebhookBackoff func(attempt int) time.Duration
+	// CheckoutSweepEvery overrides how often expired checkouts are swept
+	// (checkout.SweepEvery; tests).
+	CheckoutSweepEvery time.Duration
+	Logger             *slog.Logger
+	AllowPrivileged    bool
 }
 
 // Running is a started process.
@@ -178,6 +181,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	// Durable jobs: services register workers, then one client per process
 	// works them all.
 	workers := river.NewWorkers()
+	var periodic []*river.PeriodicJob
 	var jobUsers []func(*jobs.Client)
 	checks := map[string]obs.Check{}
 	if r.Pool != nil {
@@ -206,6 +210,8 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		case Checkout:
 			svc := checkout.New(r.Pool, checkout.Clients{Catalog: clients.Catalog, Pricing: clients.Pricing, Tenants: clients.Tenants, Payments: clients.Payments, Orders: clients.Orders})
 			river.AddWorker(workers, &checkout.ExpireWorker{Service: svc})
+			river.AddWorker(workers, &checkout.SweepWorker{Service: svc})
+			periodic = append(periodic, checkout.SweepJob(cfg.CheckoutSweepEvery))
 			river.AddWorker(workers, &checkout.SettleWorker{Service: svc})
 			jobUsers = append(jobUsers, svc.UseJobs)
 			r.goRun(func() { svc.Run(ctx, log) })
@@ -237,7 +243,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		}
 	}
 	if len(jobUsers) > 0 {
-		jc, err := jobs.NewClient(r.Pool, workers, log)
+		jc, err := jobs.NewClient(r.Pool, workers, periodic, log)
 		if err != nil {
 			return fail(fmt.Errorf("job client: %w", err))
 		}

@@ -162,15 +162,12 @@ func (s *Service) CreateCheckout(ctx context.Context, r *connect.Request[checkou
 	if err != nil {
 		return nil, err
 	}
-	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		err := checkoutdb.New(tx).InsertSession(ctx, checkoutdb.InsertSessionParams{
+	// One statement (the expiry sweep closes it at expires_at).
+	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+		return checkoutdb.New(q).InsertSession(ctx, checkoutdb.InsertSessionParams{
 			TenantID: tid, ID: id, Status: c.Status, Currency: c.Currency, Total: grandTotal(c), BuyerEmail: buyerEmail(c),
 			AgentProfileUrl: agent.profileURL, Capabilities: nonNil(agent.capabilities), Request: reqJSON, State: state, ExpiresAt: expires,
 		})
-		if err != nil {
-			return err
-		}
-		return s.scheduleExpiry(ctx, tx, tid, id, expires)
 	})
 	if err != nil {
 		return nil, err
@@ -332,7 +329,7 @@ func (s *Service) close(ctx context.Context, sess checkoutdb.CheckoutSession, c 
 }
 
 // expire cancels a session past its expiry (from a read, an update or the
-// expiry job).
+// expiry sweep).
 func (s *Service) expire(ctx context.Context, id string) (*checkoutv1.CheckoutResult, error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		sess, err := s.load(ctx, id)

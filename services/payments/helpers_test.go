@@ -172,7 +172,7 @@ func newEnv(t testing.TB) *env {
 	}
 	workers := river.NewWorkers()
 	payments.AddWorkers(workers, e.svc)
-	e.jobs, err = jobs.NewClient(e.db.Pool, workers, log)
+	e.jobs, err = jobs.NewClient(e.db.Pool, workers, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}

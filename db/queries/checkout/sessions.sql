@@ -26,3 +26,12 @@ SELECT id FROM checkout.sessions
 WHERE tenant_id = @tenant_id AND status NOT IN ('completed', 'canceled') AND expires_at <= @now
 ORDER BY expires_at
 LIMIT 500;
+
+-- name: ListDueSessions :many
+-- Every tenant's open sessions past their expiry, oldest first (the
+-- expiry sweep, in the 'checkout_expiry' scope; a completion in flight is
+-- left to its payment).
+SELECT tenant_id, id FROM checkout.sessions
+WHERE status IN ('incomplete', 'requires_escalation', 'ready_for_complete') AND expires_at <= @now
+ORDER BY expires_at
+LIMIT @max_rows;

@@ -83,6 +83,46 @@ func (q *Queries) InsertSession(ctx context.Context, arg InsertSessionParams) er
 	return err
 }
 
+const listDueSessions = `-- name: ListDueSessions :many
+SELECT tenant_id, id FROM checkout.sessions
+WHERE status IN ('incomplete', 'requires_escalation', 'ready_for_complete') AND expires_at <= $1
+ORDER BY expires_at
+LIMIT $2
+`
+
+type ListDueSessionsParams struct {
+	Now     time.Time
+	MaxRows int32
+}
+
+type ListDueSessionsRow struct {
+	TenantID uuid.UUID
+	ID       string
+}
+
+// Every tenant's open sessions past their expiry, oldest first (the
+// expiry sweep, in the 'checkout_expiry' scope; a completion in flight is
+// left to its payment).
+func (q *Queries) ListDueSessions(ctx context.Context, arg ListDueSessionsParams) ([]ListDueSessionsRow, error) {
+	rows, err := q.db.Query(ctx, listDueSessions, arg.Now, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListDueSessionsRow
+	for rows.Next() {
+		var i ListDueSessionsRow
+		if err := rows.Scan(&i.TenantID, &i.ID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listExpiredOpenSessions = `-- name: ListExpiredOpenSessions :many
 SELECT id FROM checkout.sessions
 WHERE tenant_id = $1 AND status NOT IN ('completed', 'canceled') AND expires_at <= $2
