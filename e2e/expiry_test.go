@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bcpdev/bcp/internal/pgstore"
@@ -79,7 +80,7 @@ func TestCheckoutExpirySweep(t *testing.T) {
 	// The sweep's scope reads every tenant's sessions and changes none.
 	var seen int
 	var changed int64
-	err = pgstore.InCheckoutExpiry(ctx, r.Pool, func(tx pgx.Tx) error {
+	err = pgstore.InCheckoutSweep(ctx, r.Pool, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM checkout.sessions`).Scan(&seen); err != nil {
 			return err
 		}
@@ -89,5 +90,75 @@ func TestCheckoutExpirySweep(t *testing.T) {
 	})
 	if err != nil || seen != 3 || changed != 0 {
 		t.Fatalf("in the expiry scope: saw %d sessions (want 3), changed %d (want 0), %v", seen, changed, err)
+	}
+}
+
+// A completion nothing settled (the process died between charging and
+// recording the order) is settled by the sweep once its settle_after has
+// passed: the charge's order is found or created and the checkout
+// completes; a Pix still awaiting payment is looked at once and left to
+// its payment. A completion that settles normally has no settle_after
+// left to act on.
+func TestCheckoutSettleSweep(t *testing.T) {
+	s := newShopper(t, 0, "sweep.localhost")
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.db.SuperURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+
+	// A card purchase that completed; then put it back where a crash
+	// after the charge would have left it.
+	c := s.ready("sweep.localhost")
+	done := s.complete("sweep.localhost", c.ID, uuid.NewString(), cardInstrument("tok_sweep_4242"))
+	if done.Status != bcp.StatusCompleted || done.Order == nil {
+		t.Fatalf("card completion: %s %+v", done.Status, done.Messages)
+	}
+	var orders int
+	tag, err := conn.Exec(ctx, `UPDATE checkout.sessions SET status = 'complete_in_progress', order_id = NULL,
+		settle_after = now() - interval '1 second' WHERE id = $1`, c.ID)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("rewind: %v, %d rows", err, tag.RowsAffected())
+	}
+	// A Pix awaiting payment, due as well.
+	p := s.ready("sweep.localhost")
+	pending := s.complete("sweep.localhost", p.ID, uuid.NewString(), s.pixInstrument("sweep.localhost"))
+	if pending.Status != bcp.StatusCompleteInProgress {
+		t.Fatalf("pix completion: %s", pending.Status)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE checkout.sessions SET settle_after = now() - interval '1 second' WHERE id = $1`, p.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	type row struct {
+		status      string
+		orderID     *string
+		settleAfter *time.Time
+	}
+	get := func(id string) row {
+		var r row
+		_ = conn.QueryRow(ctx, `SELECT status, order_id, settle_after FROM checkout.sessions WHERE id = $1`, id).Scan(&r.status, &r.orderID, &r.settleAfter)
+		return r
+	}
+	eventually(t, 30*time.Second, "the sweep settles the card completion", func() bool {
+		r := get(c.ID)
+		return r.status == bcp.StatusCompleted && r.orderID != nil
+	})
+	if r := get(c.ID); *r.orderID != done.Order.ID {
+		t.Fatalf("settled with order %s, want the charge's order %s", *r.orderID, done.Order.ID)
+	}
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM orders.orders WHERE checkout_id = $1`, c.ID).Scan(&orders); err != nil || orders != 1 {
+		t.Fatalf("orders for the checkout = %d, %v; want exactly 1", orders, err)
+	}
+	eventually(t, 30*time.Second, "the sweep looks at the pending Pix once", func() bool {
+		return get(p.ID).settleAfter == nil
+	})
+	if r := get(p.ID); r.status != bcp.StatusCompleteInProgress {
+		t.Fatalf("pending Pix after the sweep: %s, want complete_in_progress", r.status)
+	}
+	var perCompletionJobs int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM river.river_job WHERE kind = 'checkout_settle'`).Scan(&perCompletionJobs); err != nil || perCompletionJobs != 0 {
+		t.Fatalf("checkout_settle jobs = %d, %v; want none", perCompletionJobs, err)
 	}
 }

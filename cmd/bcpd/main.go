@@ -20,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/bcpdev/bcp/db"
 	"github.com/bcpdev/bcp/internal/devenv"
@@ -27,6 +28,7 @@ import (
 	"github.com/bcpdev/bcp/internal/pgserver"
 	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/sealer"
+	"github.com/bcpdev/bcp/services/checkout"
 	"github.com/bcpdev/bcp/services/edge"
 )
 
@@ -61,6 +63,7 @@ type flags struct {
 	serviceURLs                             map[string]*string
 	allowPrivileged                         *bool
 	noDemoHistory                           *bool
+	checkoutSweepEvery                      *string
 }
 
 func env(name, def string) string {
@@ -92,6 +95,7 @@ func newFlags(role string) *flags {
 	f.publicPort = fs.String("public-port", env("BCP_PUBLIC_PORT", ""), "port of the URLs advertised to agents, when not the default [BCP_PUBLIC_PORT]")
 	f.dataDir = fs.String("data-dir", env("BCP_DATA_DIR", ".bcp"), "dev: directory for the private PostgreSQL and dev secrets [BCP_DATA_DIR]")
 	f.logLevel = fs.String("log-level", env("BCP_LOG_LEVEL", "info"), "debug|info|warn|error [BCP_LOG_LEVEL]")
+	f.checkoutSweepEvery = fs.String("checkout-sweep-every", env("BCP_CHECKOUT_SWEEP_EVERY", checkout.SweepEvery.String()), "how often expired checkouts are closed and completions nothing settled are settled, e.g. 15s [BCP_CHECKOUT_SWEEP_EVERY]")
 	f.noDemoHistory = fs.Bool("no-demo-history", envBool("BCP_NO_DEMO_HISTORY"), "dev: do not buy the demo merchant's first-day history when seeding it [BCP_NO_DEMO_HISTORY]")
 	f.allowPrivileged = fs.Bool("insecure-allow-privileged-db-role", false, "allow a superuser/BYPASSRLS database role (disables tenant isolation)")
 	for _, s := range platform.AllServices {
@@ -140,12 +144,16 @@ func runServices(ctx context.Context, services []string, args []string) error {
 	if err := f.fs.Parse(args); err != nil {
 		return err
 	}
+	sweepEvery, err := time.ParseDuration(*f.checkoutSweepEvery)
+	if err != nil || sweepEvery <= 0 {
+		return fmt.Errorf("--checkout-sweep-every (BCP_CHECKOUT_SWEEP_EVERY) %q: want a positive duration such as 15s", *f.checkoutSweepEvery)
+	}
 	log := f.logger()
 	cfg := platform.Config{
 		Services: services, DatabaseURL: *f.databaseURL, PublicAddr: *f.publicAddr, InternalAddr: *f.internalAddr,
 		InternalToken: *f.internalToken, OperatorToken: *f.operatorToken, OperatorHost: *f.operatorHost, ServiceURLs: map[string]string{},
 		Edge: edge.Config{PublicScheme: *f.publicScheme, PublicPort: *f.publicPort}, Logger: log,
-		AllowPrivileged: *f.allowPrivileged,
+		AllowPrivileged: *f.allowPrivileged, CheckoutSweepEvery: sweepEvery,
 	}
 	for s, u := range f.serviceURLs {
 		cfg.ServiceURLs[s] = *u

@@ -98,11 +98,12 @@ func InRegistry(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) 
 	return inScope(ctx, pool, "registry", fn)
 }
 
-// InCheckoutExpiry runs fn in a transaction that may read (only read) the
-// checkout sessions of every tenant: the expiry sweep lists due sessions
-// with it and closes each in its tenant's scope (migration 00016).
-func InCheckoutExpiry(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
-	return inScope(ctx, pool, "checkout_expiry", fn)
+// InCheckoutSweep runs fn in a transaction that may read (only read) the
+// checkout sessions of every tenant: the checkout sweeps list due
+// sessions with it and act on each in its tenant's scope (migration
+// 00016).
+func InCheckoutSweep(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	return inScope(ctx, pool, "checkout_sweep", fn)
 }
 
 // inScope sets app.scope, transaction-local; scope is one of the constant

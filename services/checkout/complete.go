@@ -9,7 +9,6 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/bcpdev/bcp/internal/apperr"
@@ -25,8 +24,8 @@ import (
 	"github.com/bcpdev/bcp/services/checkout/checkoutdb"
 )
 
-// settleSafetyNet is when a completion's safety-net job settles the
-// session if nothing else has (a crash between charging and recording).
+// settleSafetyNet is when the settle sweep settles a completion if nothing
+// else has (a crash between charging and recording).
 const settleSafetyNet = time.Minute
 
 // CompleteCheckout places the order of a ready checkout. It never starts a
@@ -110,8 +109,9 @@ func (s *Service) CompleteCheckout(ctx context.Context, r *connect.Request[check
 	}
 
 	// Claim the one payment attempt: the session moves to
-	// complete_in_progress with the attempt id (optimistic), together with
-	// a safety-net job that settles it if this process dies mid-way.
+	// complete_in_progress with the attempt id (optimistic), with a
+	// settle_after from which the settle sweep settles it if this process
+	// dies mid-way.
 	attemptID := ids.New("pay")
 	cur.Status = bcp.StatusCompleteInProgress
 	cur.Messages = nil
@@ -120,18 +120,16 @@ func (s *Service) CompleteCheckout(ctx context.Context, r *connect.Request[check
 	if err != nil {
 		return nil, err
 	}
-	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		n, err := checkoutdb.New(tx).SetSessionPayment(ctx, checkoutdb.SetSessionPaymentParams{
+	settleAfter := s.now().Add(settleSafetyNet)
+	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+		n, err := checkoutdb.New(q).SetSessionPayment(ctx, checkoutdb.SetSessionPaymentParams{
 			TenantID: tid, ID: id, Version: sess.Version, Status: cur.Status, PaymentAttemptID: &attemptID,
-			OrderWebhookUrl: r.Msg.GetOrderWebhookUrl(), BaseUrl: agent.baseURL, State: state,
+			OrderWebhookUrl: r.Msg.GetOrderWebhookUrl(), BaseUrl: agent.baseURL, State: state, SettleAfter: &settleAfter,
 		})
-		if err != nil {
-			return err
-		}
-		if n == 0 {
+		if err == nil && n == 0 {
 			return errRaced
 		}
-		return s.scheduleSettle(ctx, tx, tid, id, attemptID, s.now().Add(settleSafetyNet))
+		return err
 	})
 	if err == errRaced {
 		// Someone else completed or changed it first: show what won.
@@ -290,7 +288,7 @@ func (s *Service) settleWith(ctx context.Context, id, attemptID string, startFai
 				WebhookUrl: sess.OrderWebhookUrl, BaseUrl: sess.BaseUrl,
 			}))
 			if err != nil {
-				return nil, err // the safety-net job retries
+				return nil, err // the settle sweep retries
 			}
 			next.Order = &bcp.OrderRef{ID: o.Msg.GetOrderId(), PermalinkURL: o.Msg.GetPermalinkUrl()}
 			orderID = &next.Order.ID
@@ -504,8 +502,10 @@ func brl(c int64) string {
 	return out
 }
 
-// SettleArgs is the safety-net job that settles a completion if nothing
-// else did (for example, the process died after charging).
+// SettleArgs is the safety-net job that settled a completion if nothing
+// else did, inserted with every claim before the settle sweep existed.
+// New completions no longer get one (settle_after and SweepSettles); the
+// worker stays for the jobs already queued.
 type SettleArgs struct {
 	TenantID   uuid.UUID `json:"tenant_id"`
 	CheckoutID string    `json:"checkout_id"`
@@ -527,10 +527,3 @@ func (w *SettleWorker) Work(ctx context.Context, job *river.Job[SettleArgs]) err
 	return err
 }
 
-func (s *Service) scheduleSettle(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, id, attemptID string, at time.Time) error {
-	if s.jobs == nil {
-		return nil
-	}
-	_, err := s.jobs.InsertTx(ctx, tx, SettleArgs{TenantID: tenantID, CheckoutID: id, AttemptID: attemptID}, &river.InsertOpts{ScheduledAt: at, MaxAttempts: 25})
-	return err
-}

@@ -2,6 +2,7 @@ package checkout
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -16,17 +17,23 @@ import (
 	"github.com/bcpdev/bcp/services/checkout/checkoutdb"
 )
 
-// Sessions are closed at their expiry by a periodic sweep (SweepArgs):
-// the leader's job client inserts one every SweepEvery; it lists every
-// tenant's due open sessions (ids only, in the read-only checkout_expiry
-// scope) and closes each in its tenant's scope, exactly as a read after
-// the expiry would. Until the sweep comes round, any read, update or
-// completion of an expired session closes it first, so an agent never
-// sees one open past its expires_at. The sweep replaced a durable job per
-// checkout (one more statement in every create, and a job worked even for
-// the checkouts that completed).
+// Two sweeps, run together by one periodic job (SweepArgs; the leader's
+// job client inserts one every SweepEvery), keep sessions moving without
+// a job per checkout:
+//   - expiry: every tenant's open sessions past expires_at are closed,
+//     exactly as a read after the expiry would (until the sweep comes
+//     round, any read, update or completion of an expired session closes
+//     it first, so an agent never sees one open past its expires_at);
+//   - settle: every completion still in progress past its settle_after
+//     (set when the attempt is claimed, settleSafetyNet later) is settled
+//     from the payments service's record, e.g. after the process died
+//     between charging and writing the order.
+// Both list ids only, in the read-only checkout_sweep scope, and act in
+// each session's own tenant scope. They replaced two durable jobs per
+// checkout (a job insert in every create and every completion, and a job
+// worked later even for the checkouts that completed normally).
 
-// SweepEvery is how often the expiry sweep runs by default.
+// SweepEvery is how often the sweeps run by default.
 const SweepEvery = 15 * time.Second
 
 // sweepBatch bounds one listing; a sweep lists again while batches come
@@ -36,11 +43,14 @@ const (
 	sweepBatches = 20
 )
 
-// SweepArgs is the periodic expiry sweep.
+// settleRetry is when a settle sweep tries again after a failed settle.
+const settleRetry = time.Minute
+
+// SweepArgs is the periodic sweep.
 type SweepArgs struct{}
 
 // Kind names the job.
-func (SweepArgs) Kind() string { return "checkout_expiry_sweep" }
+func (SweepArgs) Kind() string { return "checkout_sweep" }
 
 // SweepWorker works SweepArgs jobs.
 type SweepWorker struct {
@@ -48,10 +58,12 @@ type SweepWorker struct {
 	Service *Service
 }
 
-// Work runs one sweep.
+// Work runs both sweeps; a listing that fails fails the job (the next one
+// comes round anyway).
 func (w *SweepWorker) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
-	_, err := w.Service.Sweep(ctx)
-	return err
+	_, expErr := w.Service.SweepExpired(ctx)
+	_, setErr := w.Service.SweepSettles(ctx)
+	return errors.Join(expErr, setErr)
 }
 
 // SweepJob is the periodic job that inserts a sweep every interval (river
@@ -62,42 +74,82 @@ func SweepJob(every time.Duration) *river.PeriodicJob {
 		every = SweepEvery
 	}
 	return river.NewPeriodicJob(river.PeriodicInterval(every), func() (river.JobArgs, *river.InsertOpts) {
-		return SweepArgs{}, &river.InsertOpts{MaxAttempts: 3}
+		return SweepArgs{}, &river.InsertOpts{MaxAttempts: 1}
 	}, &river.PeriodicJobOpts{RunOnStart: true})
 }
 
-// Sweep closes every tenant's open sessions past their expiry and says how
-// many it closed. A session that changed meanwhile is left to its own
-// path (expire re-reads it); one that fails is logged and retried by the
-// next sweep.
-func (s *Service) Sweep(ctx context.Context) (int, error) {
-	closed := 0
+// sweep lists due sessions in batches and acts on each; act reports
+// whether it did something and fails only for that session (logged; the
+// next sweep sees it again).
+func sweep[T any](ctx context.Context, s *Service, list func(checkoutdb.Queries, time.Time) ([]T, error), act func(T) (bool, error)) (int, error) {
+	done := 0
 	for range sweepBatches {
-		var due []checkoutdb.ListDueSessionsRow
-		err := pgstore.InCheckoutExpiry(ctx, s.pool, func(tx pgx.Tx) error {
+		var due []T
+		err := pgstore.InCheckoutSweep(ctx, s.pool, func(tx pgx.Tx) error {
 			var err error
-			due, err = checkoutdb.New(tx).ListDueSessions(ctx, checkoutdb.ListDueSessionsParams{Now: s.now(), MaxRows: sweepBatch})
+			due, err = list(*checkoutdb.New(tx), s.now())
 			return err
 		})
 		if err != nil {
-			return closed, err
+			return done, err
 		}
 		failed := 0
 		for _, d := range due {
-			res, err := s.expire(tenancy.With(ctx, d.TenantID), d.ID)
-			switch {
-			case err != nil:
+			ok, err := act(d)
+			if err != nil {
 				failed++
-				slog.WarnContext(ctx, "checkout: expiry sweep could not close a session", "tenant_id", d.TenantID, "checkout_id", d.ID, "err", err)
-			case res.GetStatus() == bcp.StatusCanceled:
-				closed++
+				slog.WarnContext(ctx, "checkout: sweep could not move a session", "session", d, "err", err)
+			} else if ok {
+				done++
 			}
 		}
 		if len(due) < sweepBatch || failed == len(due) {
 			break
 		}
 	}
-	return closed, nil
+	return done, nil
+}
+
+// SweepExpired closes every tenant's open sessions past their expiry and
+// says how many it closed.
+func (s *Service) SweepExpired(ctx context.Context) (int, error) {
+	return sweep(ctx, s, func(q checkoutdb.Queries, now time.Time) ([]checkoutdb.ListDueSessionsRow, error) {
+		return q.ListDueSessions(ctx, checkoutdb.ListDueSessionsParams{Now: now, MaxRows: sweepBatch})
+	}, func(d checkoutdb.ListDueSessionsRow) (bool, error) {
+		res, err := s.expire(tenancy.With(ctx, d.TenantID), d.ID)
+		return err == nil && res.GetStatus() == bcp.StatusCanceled, err
+	})
+}
+
+// SweepSettles settles every tenant's completions still in progress past
+// their settle_after and says how many it settled. After a settle that
+// went through, settle_after is cleared whatever the outcome (a Pix still
+// awaiting payment is the payments service's to report); after a failure
+// it is pushed settleRetry later.
+func (s *Service) SweepSettles(ctx context.Context) (int, error) {
+	return sweep(ctx, s, func(q checkoutdb.Queries, now time.Time) ([]checkoutdb.ListDueSettlesRow, error) {
+		return q.ListDueSettles(ctx, checkoutdb.ListDueSettlesParams{Now: now, MaxRows: sweepBatch})
+	}, func(d checkoutdb.ListDueSettlesRow) (bool, error) {
+		if d.PaymentAttemptID == nil {
+			return false, nil // not a claimed completion: nothing to settle
+		}
+		tctx := tenancy.With(ctx, d.TenantID)
+		_, err := s.settle(tctx, d.ID, *d.PaymentAttemptID, true)
+		var next *time.Time
+		if err != nil {
+			t := s.now().Add(settleRetry)
+			next = &t
+		}
+		if uerr := pgstore.Single(tctx, s.pool, func(q *pgstore.SingleQuerier) error {
+			_, err := checkoutdb.New(q).SetSettleAfter(tctx, checkoutdb.SetSettleAfterParams{
+				SettleAfter: next, TenantID: d.TenantID, ID: d.ID, PaymentAttemptID: d.PaymentAttemptID,
+			})
+			return err
+		}); uerr != nil && err == nil {
+			err = uerr
+		}
+		return err == nil, err
+	})
 }
 
 // ExpireArgs is the durable job that closed one session at its expiry,

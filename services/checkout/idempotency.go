@@ -56,28 +56,34 @@ func (s *Service) ClaimIdempotencyKey(ctx context.Context, r *connect.Request[ch
 	}
 	var row checkoutdb.ClaimIdempotencyKeyRow
 	now := s.now()
-	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		q := checkoutdb.New(tx)
-		// Keep the table small without a cross-tenant sweeper: now and then
-		// a claim clears this tenant's expired keys.
-		if rand.IntN(100) == 0 {
-			if _, err := q.DeleteExpiredIdempotencyKeys(ctx, tid); err != nil {
-				return err
-			}
+	// Keep the table small without a cross-tenant sweeper: now and then a
+	// claim clears this tenant's expired keys first.
+	if rand.IntN(100) == 0 {
+		err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+			_, err := checkoutdb.New(q).DeleteExpiredIdempotencyKeys(ctx, tid)
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
-		row, err = q.ClaimIdempotencyKey(ctx, checkoutdb.ClaimIdempotencyKeyParams{
+	}
+	// The claim is one statement (one round trip).
+	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+		row, err = checkoutdb.New(q).ClaimIdempotencyKey(ctx, checkoutdb.ClaimIdempotencyKeyParams{
 			TenantID: tid, Scope: m.GetScope(), Key: m.GetKey(), RequestHash: m.GetRequestHash(), ClaimedAt: now, ExpiresAt: now.Add(IdempotencyTTL),
 			StaleBefore: now.Add(-inFlightLease),
 		})
-		if errors.Is(err, pgx.ErrNoRows) {
-			// A concurrent claim committed after this statement's snapshot:
-			// read it with a fresh one.
-			got, gerr := q.GetIdempotencyKey(ctx, checkoutdb.GetIdempotencyKeyParams{TenantID: tid, Scope: m.GetScope(), Key: m.GetKey()})
-			row = checkoutdb.ClaimIdempotencyKeyRow{RequestHash: got.RequestHash, State: got.State, Response: got.Response}
-			return gerr
-		}
 		return err
 	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		// A concurrent claim committed after the statement's snapshot: read
+		// it with a fresh one.
+		err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+			got, err := checkoutdb.New(q).GetIdempotencyKey(ctx, checkoutdb.GetIdempotencyKeyParams{TenantID: tid, Scope: m.GetScope(), Key: m.GetKey()})
+			row = checkoutdb.ClaimIdempotencyKeyRow{RequestHash: got.RequestHash, State: got.State, Response: got.Response}
+			return err
+		})
+	}
 	if err != nil {
 		return nil, err
 	}

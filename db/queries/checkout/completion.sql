@@ -1,8 +1,9 @@
 -- name: SetSessionPayment :execrows
--- Optimistic: the one transition that starts a payment attempt.
+-- Optimistic: the one transition that starts a payment attempt; the
+-- settle sweep settles it at settle_after if nothing else has.
 UPDATE checkout.sessions SET
   status = @status, payment_attempt_id = @payment_attempt_id, order_webhook_url = @order_webhook_url,
-  base_url = @base_url, state = @state, version = version + 1, updated_at = now()
+  base_url = @base_url, state = @state, settle_after = @settle_after, version = version + 1, updated_at = now()
 WHERE tenant_id = @tenant_id AND id = @id AND version = @version;
 
 -- name: FinishSession :execrows
@@ -11,3 +12,18 @@ UPDATE checkout.sessions SET
   status = @status, payment_attempt_id = sqlc.narg(payment_attempt_id), order_id = sqlc.narg(order_id),
   state = @state, version = version + 1, updated_at = now()
 WHERE tenant_id = @tenant_id AND id = @id AND version = @version;
+
+-- name: ListDueSettles :many
+-- Every tenant's completions still in progress past their settle_after,
+-- oldest first (the settle sweep, in the 'checkout_sweep' scope).
+SELECT tenant_id, id, payment_attempt_id FROM checkout.sessions
+WHERE status = 'complete_in_progress' AND settle_after IS NOT NULL AND settle_after <= @now::timestamptz
+ORDER BY settle_after
+LIMIT @max_rows;
+
+-- name: SetSettleAfter :execrows
+-- After a sweep's settle: NULL when it went through (what happens next is
+-- the payment's to say), a later time when it failed. Only while the
+-- session is still on that attempt.
+UPDATE checkout.sessions SET settle_after = sqlc.narg(settle_after)
+WHERE tenant_id = @tenant_id AND id = @id AND payment_attempt_id = @payment_attempt_id;

@@ -29,7 +29,7 @@ LIMIT 500;
 
 -- name: ListDueSessions :many
 -- Every tenant's open sessions past their expiry, oldest first (the
--- expiry sweep, in the 'checkout_expiry' scope; a completion in flight is
+-- expiry sweep, in the 'checkout_sweep' scope; a completion in flight is
 -- left to its payment).
 SELECT tenant_id, id FROM checkout.sessions
 WHERE status IN ('incomplete', 'requires_escalation', 'ready_for_complete') AND expires_at <= @now

@@ -7,6 +7,7 @@ package checkoutdb
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -45,11 +46,51 @@ func (q *Queries) FinishSession(ctx context.Context, arg FinishSessionParams) (i
 	return result.RowsAffected(), nil
 }
 
+const listDueSettles = `-- name: ListDueSettles :many
+SELECT tenant_id, id, payment_attempt_id FROM checkout.sessions
+WHERE status = 'complete_in_progress' AND settle_after IS NOT NULL AND settle_after <= $1::timestamptz
+ORDER BY settle_after
+LIMIT $2
+`
+
+type ListDueSettlesParams struct {
+	Now     time.Time
+	MaxRows int32
+}
+
+type ListDueSettlesRow struct {
+	TenantID         uuid.UUID
+	ID               string
+	PaymentAttemptID *string
+}
+
+// Every tenant's completions still in progress past their settle_after,
+// oldest first (the settle sweep, in the 'checkout_sweep' scope).
+func (q *Queries) ListDueSettles(ctx context.Context, arg ListDueSettlesParams) ([]ListDueSettlesRow, error) {
+	rows, err := q.db.Query(ctx, listDueSettles, arg.Now, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListDueSettlesRow
+	for rows.Next() {
+		var i ListDueSettlesRow
+		if err := rows.Scan(&i.TenantID, &i.ID, &i.PaymentAttemptID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const setSessionPayment = `-- name: SetSessionPayment :execrows
 UPDATE checkout.sessions SET
   status = $1, payment_attempt_id = $2, order_webhook_url = $3,
-  base_url = $4, state = $5, version = version + 1, updated_at = now()
-WHERE tenant_id = $6 AND id = $7 AND version = $8
+  base_url = $4, state = $5, settle_after = $6, version = version + 1, updated_at = now()
+WHERE tenant_id = $7 AND id = $8 AND version = $9
 `
 
 type SetSessionPaymentParams struct {
@@ -58,12 +99,14 @@ type SetSessionPaymentParams struct {
 	OrderWebhookUrl  string
 	BaseUrl          string
 	State            []byte
+	SettleAfter      *time.Time
 	TenantID         uuid.UUID
 	ID               string
 	Version          int32
 }
 
-// Optimistic: the one transition that starts a payment attempt.
+// Optimistic: the one transition that starts a payment attempt; the
+// settle sweep settles it at settle_after if nothing else has.
 func (q *Queries) SetSessionPayment(ctx context.Context, arg SetSessionPaymentParams) (int64, error) {
 	result, err := q.db.Exec(ctx, setSessionPayment,
 		arg.Status,
@@ -71,9 +114,38 @@ func (q *Queries) SetSessionPayment(ctx context.Context, arg SetSessionPaymentPa
 		arg.OrderWebhookUrl,
 		arg.BaseUrl,
 		arg.State,
+		arg.SettleAfter,
 		arg.TenantID,
 		arg.ID,
 		arg.Version,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const setSettleAfter = `-- name: SetSettleAfter :execrows
+UPDATE checkout.sessions SET settle_after = $1
+WHERE tenant_id = $2 AND id = $3 AND payment_attempt_id = $4
+`
+
+type SetSettleAfterParams struct {
+	SettleAfter      *time.Time
+	TenantID         uuid.UUID
+	ID               string
+	PaymentAttemptID *string
+}
+
+// After a sweep's settle: NULL when it went through (what happens next is
+// the payment's to say), a later time when it failed. Only while the
+// session is still on that attempt.
+func (q *Queries) SetSettleAfter(ctx context.Context, arg SetSettleAfterParams) (int64, error) {
+	result, err := q.db.Exec(ctx, setSettleAfter,
+		arg.SettleAfter,
+		arg.TenantID,
+		arg.ID,
+		arg.PaymentAttemptID,
 	)
 	if err != nil {
 		return 0, err

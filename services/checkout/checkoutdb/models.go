@@ -40,4 +40,5 @@ type CheckoutSession struct {
 	OrderID          *string
 	OrderWebhookUrl  string
 	BaseUrl          string
+	SettleAfter      *time.Time
 }

@@ -13,7 +13,7 @@ import (
 )
 
 const getSession = `-- name: GetSession :one
-SELECT tenant_id, id, status, currency, total, buyer_email, agent_profile_url, capabilities, request, state, version, expires_at, created_at, updated_at, payment_attempt_id, order_id, order_webhook_url, base_url FROM checkout.sessions WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, status, currency, total, buyer_email, agent_profile_url, capabilities, request, state, version, expires_at, created_at, updated_at, payment_attempt_id, order_id, order_webhook_url, base_url, settle_after FROM checkout.sessions WHERE tenant_id = $1 AND id = $2
 `
 
 type GetSessionParams struct {
@@ -43,6 +43,7 @@ func (q *Queries) GetSession(ctx context.Context, arg GetSessionParams) (Checkou
 		&i.OrderID,
 		&i.OrderWebhookUrl,
 		&i.BaseUrl,
+		&i.SettleAfter,
 	)
 	return i, err
 }
@@ -101,7 +102,7 @@ type ListDueSessionsRow struct {
 }
 
 // Every tenant's open sessions past their expiry, oldest first (the
-// expiry sweep, in the 'checkout_expiry' scope; a completion in flight is
+// expiry sweep, in the 'checkout_sweep' scope; a completion in flight is
 // left to its payment).
 func (q *Queries) ListDueSessions(ctx context.Context, arg ListDueSessionsParams) ([]ListDueSessionsRow, error) {
 	rows, err := q.db.Query(ctx, listDueSessions, arg.Now, arg.MaxRows)
