@@ -162,3 +162,48 @@ func TestCheckoutSettleSweep(t *testing.T) {
 		t.Fatalf("checkout_settle jobs = %d, %v; want none", perCompletionJobs, err)
 	}
 }
+
+// A card attempt left pending (the process died after the processor
+// charged, before the answer was recorded) is resolved from the
+// processor's record by the resolve sweep once its resolve_after has
+// passed; card attempts get no per-attempt job any more.
+func TestCardResolveSweep(t *testing.T) {
+	s := newShopper(t, 0, "resolve.localhost")
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.db.SuperURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	c := s.ready("resolve.localhost")
+	done := s.complete("resolve.localhost", c.ID, uuid.NewString(), cardInstrument("tok_resolve_4242"))
+	if done.Status != bcp.StatusCompleted {
+		t.Fatalf("card completion: %s %+v", done.Status, done.Messages)
+	}
+	var attemptID string
+	var resolveAfter *time.Time
+	if err := conn.QueryRow(ctx, `SELECT id, resolve_after FROM payments.attempts WHERE checkout_id = $1`, c.ID).Scan(&attemptID, &resolveAfter); err != nil {
+		t.Fatal(err)
+	}
+	if resolveAfter == nil || resolveAfter.Before(time.Now().Add(time.Minute)) {
+		t.Fatalf("resolve_after = %v, want about 2 min after the start", resolveAfter)
+	}
+	tag, err := conn.Exec(ctx, `UPDATE payments.attempts SET status = 'pending', resolve_after = now() - interval '1 second' WHERE id = $1`, attemptID)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("rewind: %v", err)
+	}
+	eventually(t, 30*time.Second, "the sweep resolves the attempt from the processor's record", func() bool {
+		var status string
+		var after *time.Time
+		_ = conn.QueryRow(ctx, `SELECT status, resolve_after FROM payments.attempts WHERE id = $1`, attemptID).Scan(&status, &after)
+		return status == "succeeded" && after == nil
+	})
+	var jobs int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM river.river_job WHERE kind = 'payments_card_resolve'`).Scan(&jobs); err != nil || jobs != 0 {
+		t.Fatalf("payments_card_resolve jobs = %d, %v; want none", jobs, err)
+	}
+	var charges int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM payments.sim_card_charges WHERE idempotency_key = $1`, attemptID).Scan(&charges); err != nil || charges != 1 {
+		t.Fatalf("processor charges for the attempt = %d, %v; want exactly 1", charges, err)
+	}
+}

@@ -35,8 +35,8 @@ func startPlatform(t *testing.T, services []string, dbURL string, urls map[strin
 		Edge: edge.Config{PublicScheme: "http"},
 		// Webhook retries a second apart keep retry tests short.
 		WebhookBackoff: func(int) time.Duration { return time.Second },
-		// A sweep a second keeps the expiry test short.
-		CheckoutSweepEvery: time.Second,
+		// A sweep a second keeps the sweep tests short.
+		SweepEvery: time.Second,
 	})
 	if err != nil {
 		t.Fatalf("start platform %v: %v", services, err)

@@ -63,7 +63,7 @@ type flags struct {
 	serviceURLs                             map[string]*string
 	allowPrivileged                         *bool
 	noDemoHistory                           *bool
-	checkoutSweepEvery                      *string
+	sweepEvery                              *string
 }
 
 func env(name, def string) string {
@@ -95,7 +95,7 @@ func newFlags(role string) *flags {
 	f.publicPort = fs.String("public-port", env("BCP_PUBLIC_PORT", ""), "port of the URLs advertised to agents, when not the default [BCP_PUBLIC_PORT]")
 	f.dataDir = fs.String("data-dir", env("BCP_DATA_DIR", ".bcp"), "dev: directory for the private PostgreSQL and dev secrets [BCP_DATA_DIR]")
 	f.logLevel = fs.String("log-level", env("BCP_LOG_LEVEL", "info"), "debug|info|warn|error [BCP_LOG_LEVEL]")
-	f.checkoutSweepEvery = fs.String("checkout-sweep-every", env("BCP_CHECKOUT_SWEEP_EVERY", checkout.SweepEvery.String()), "how often expired checkouts are closed and completions nothing settled are settled, e.g. 15s [BCP_CHECKOUT_SWEEP_EVERY]")
+	f.sweepEvery = fs.String("sweep-every", env("BCP_SWEEP_EVERY", checkout.SweepEvery.String()), "how often the sweeps run: expired checkouts closed, completions nothing settled settled, unanswered card charges resolved; e.g. 15s [BCP_SWEEP_EVERY]")
 	f.noDemoHistory = fs.Bool("no-demo-history", envBool("BCP_NO_DEMO_HISTORY"), "dev: do not buy the demo merchant's first-day history when seeding it [BCP_NO_DEMO_HISTORY]")
 	f.allowPrivileged = fs.Bool("insecure-allow-privileged-db-role", false, "allow a superuser/BYPASSRLS database role (disables tenant isolation)")
 	for _, s := range platform.AllServices {
@@ -144,16 +144,16 @@ func runServices(ctx context.Context, services []string, args []string) error {
 	if err := f.fs.Parse(args); err != nil {
 		return err
 	}
-	sweepEvery, err := time.ParseDuration(*f.checkoutSweepEvery)
+	sweepEvery, err := time.ParseDuration(*f.sweepEvery)
 	if err != nil || sweepEvery <= 0 {
-		return fmt.Errorf("--checkout-sweep-every (BCP_CHECKOUT_SWEEP_EVERY) %q: want a positive duration such as 15s", *f.checkoutSweepEvery)
+		return fmt.Errorf("--sweep-every (BCP_SWEEP_EVERY) %q: want a positive duration such as 15s", *f.sweepEvery)
 	}
 	log := f.logger()
 	cfg := platform.Config{
 		Services: services, DatabaseURL: *f.databaseURL, PublicAddr: *f.publicAddr, InternalAddr: *f.internalAddr,
 		InternalToken: *f.internalToken, OperatorToken: *f.operatorToken, OperatorHost: *f.operatorHost, ServiceURLs: map[string]string{},
 		Edge: edge.Config{PublicScheme: *f.publicScheme, PublicPort: *f.publicPort}, Logger: log,
-		AllowPrivileged: *f.allowPrivileged, CheckoutSweepEvery: sweepEvery,
+		AllowPrivileged: *f.allowPrivileged, SweepEvery: sweepEvery,
 	}
 	for s, u := range f.serviceURLs {
 		cfg.ServiceURLs[s] = *u

@@ -273,9 +273,9 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 		"BCP_DATABASE_URL="+urls.App, "BCP_PUBLIC_ADDR="+b.publicAddr, "BCP_INTERNAL_ADDR="+b.internal,
 		"BCP_INTERNAL_TOKEN="+internalToken, "BCP_OPERATOR_TOKEN="+operatorToken,
 		"BCP_MASTER_KEY="+base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
-		// The checkout sweeps (expiry, settle) every 2 s instead of 15 s,
-		// so the drain does not wait on their clock.
-		"BCP_CHECKOUT_SWEEP_EVERY=2s",
+		// The sweeps (checkout expiry and settle, card resolve) every 2 s
+		// instead of 15 s, so the drain does not wait on their clock.
+		"BCP_SWEEP_EVERY=2s",
 		"BCP_PUBLIC_SCHEME=http", "BCP_LOG_LEVEL=warn", payments.SimFaultsEnv+"="+faults)
 	logf("starting bcpd all (public %s, internal %s, %s=%q)", b.publicAddr, b.internal, payments.SimFaultsEnv, faults)
 	if err := b.start(ctx); err != nil {

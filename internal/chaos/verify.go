@@ -267,8 +267,8 @@ func jobsLeft(ctx context.Context, pool *pgxpool.Pool) string {
 // for time passing: scheduled and retrying jobs that finish payments and
 // deliver webhooks are made available now, and jobs that were running in a process we
 // SIGKILLed (before lastKill; one bcpd runs at a time) are handed back
-// as river's rescuer would after RescueStuckJobsAfter, completions waiting
-// for the settle sweep are made due, and idempotency
+// as river's rescuer would after RescueStuckJobsAfter, completions and card
+// attempts waiting for the sweeps are made due, and idempotency
 // claims abandoned before the last fault (lastFault) are aged past their
 // lease. Expiry jobs are left alone (they act on the clock, not on lost
 // work).
@@ -287,13 +287,18 @@ func warp(ctx context.Context, pool *pgxpool.Pool, lastKill, lastFault time.Time
 		return 0, err
 	}
 	n := tag.RowsAffected()
-	// Completions the settle sweep would take up at settle_after: due now.
-	tag, err = pool.Exec(ctx, `UPDATE checkout.sessions SET settle_after = now()
-		WHERE status = 'complete_in_progress' AND settle_after > now()`)
-	if err != nil {
-		return n, err
+	// Completions and card attempts the sweeps would take up at
+	// settle_after / resolve_after: due now.
+	for _, q := range []string{
+		`UPDATE checkout.sessions SET settle_after = now() WHERE status = 'complete_in_progress' AND settle_after > now()`,
+		`UPDATE payments.attempts SET resolve_after = now() WHERE status = 'pending' AND resolve_after > now()`,
+	} {
+		tag, err = pool.Exec(ctx, q)
+		if err != nil {
+			return n, err
+		}
+		n += tag.RowsAffected()
 	}
-	n += tag.RowsAffected()
 	if !lastKill.IsZero() {
 		tag, err = pool.Exec(ctx, `UPDATE river.river_job SET state = 'available', scheduled_at = now()
 			WHERE state = 'running' AND attempted_at < $1`, lastKill)

@@ -106,6 +106,14 @@ func InCheckoutSweep(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) er
 	return inScope(ctx, pool, "checkout_sweep", fn)
 }
 
+// InPaymentsSweep runs fn in a transaction that may read (only read) the
+// payment attempts of every tenant: the resolve sweep lists due card
+// attempts with it and resolves each in its tenant's scope (migration
+// 00017).
+func InPaymentsSweep(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	return inScope(ctx, pool, "payments_sweep", fn)
+}
+
 // inScope sets app.scope, transaction-local; scope is one of the constant
 // names above, never caller input.
 func inScope(ctx context.Context, pool *pgxpool.Pool, scope string, fn func(pgx.Tx) error) error {

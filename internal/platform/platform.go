@@ -89,11 +89,11 @@ type Config struct {
 	InternalRoutes map[string]http.Handler
 	// WebhookBackoff overrides the order webhooks' retry delays (tests).
 	WebhookBackoff func(attempt int) time.Duration
-	// CheckoutSweepEvery overrides how often expired checkouts are swept
-	// (checkout.SweepEvery; tests).
-	CheckoutSweepEvery time.Duration
-	Logger             *slog.Logger
-	AllowPrivileged    bool
+	// SweepEvery overrides how often the periodic sweeps run (checkout
+	// expiry and settle, card resolve; 15 s by default; tests).
+	SweepEvery      time.Duration
+	Logger          *slog.Logger
+	AllowPrivileged bool
 }
 
 // Running is a started process.
@@ -211,7 +211,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			svc := checkout.New(r.Pool, checkout.Clients{Catalog: clients.Catalog, Pricing: clients.Pricing, Tenants: clients.Tenants, Payments: clients.Payments, Orders: clients.Orders})
 			river.AddWorker(workers, &checkout.ExpireWorker{Service: svc})
 			river.AddWorker(workers, &checkout.SweepWorker{Service: svc})
-			periodic = append(periodic, checkout.SweepJob(cfg.CheckoutSweepEvery))
+			periodic = append(periodic, checkout.SweepJob(cfg.SweepEvery))
 			river.AddWorker(workers, &checkout.SettleWorker{Service: svc})
 			jobUsers = append(jobUsers, svc.UseJobs)
 			r.goRun(func() { svc.Run(ctx, log) })
@@ -228,6 +228,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 				return fail(fmt.Errorf("payments (needs the master key): %w", err))
 			}
 			payments.AddWorkers(workers, svc)
+			periodic = append(periodic, payments.SweepJob(cfg.SweepEvery))
 			r.goRun(func() { svc.Run(ctx, log) })
 			jobUsers = append(jobUsers, svc.UseJobs)
 			internal.Handle(paymentsv1connect.NewPaymentsServiceHandler(svc, handlerOpts(payments.Policy)))

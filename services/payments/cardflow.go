@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 
 	"github.com/bcpdev/bcp/httpsig"
 	"github.com/bcpdev/bcp/internal/apperr"
@@ -306,10 +305,15 @@ func (s *Service) startCard(ctx context.Context, p paymentsdb.InsertAttemptParam
 	if existing == nil {
 		p.Status = stPending
 		var existed bool
-		a, existed, err = s.insertAttempt(ctx, p, func(q *paymentsdb.Queries) (*failure, error) { return useToken(q, p.ID) },
-			func(tx pgx.Tx, a attempt) error {
-				return s.insertJob(ctx, tx, cardResolveArgs{TenantID: a.TenantID, AttemptID: a.ID}, &river.InsertOpts{ScheduledAt: s.now().Add(cardResolveDelay)})
-			})
+		// If the charge call never answers, the resolve sweep asks the
+		// processor from resolve_after on.
+		resolveAfter := s.now().Add(cardResolveDelay)
+		p.ResolveAfter = &resolveAfter
+		var before func(q *paymentsdb.Queries) (*failure, error)
+		if v.jtiHash != nil {
+			before = func(q *paymentsdb.Queries) (*failure, error) { return useToken(q, p.ID) }
+		}
+		a, existed, err = s.insertAttempt(ctx, p, before, nil)
 		if err != nil {
 			return attempt{}, err
 		}

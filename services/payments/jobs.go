@@ -123,8 +123,10 @@ func (w *refundWorker) Work(ctx context.Context, job *river.Job[refundArgs]) err
 	return err
 }
 
-// cardResolveArgs settles a card attempt whose charge call never
-// returned (crash or processor timeout), by asking the processor.
+// cardResolveArgs settled a card attempt whose charge call never
+// returned (crash or processor timeout), by asking the processor; it was
+// inserted with every card attempt before the resolve sweep (sweep.go)
+// existed. The worker stays for the jobs already queued.
 type cardResolveArgs struct {
 	TenantID  uuid.UUID `json:"tenant_id"`
 	AttemptID string    `json:"attempt_id"`
@@ -141,7 +143,8 @@ func (w *cardResolveWorker) Work(ctx context.Context, job *river.Job[cardResolve
 	return w.s.resolveCard(tenancy.With(ctx, job.Args.TenantID), job.Args.AttemptID)
 }
 
-// cardResolveDelay leaves the synchronous charge call time to finish.
+// cardResolveDelay leaves the synchronous charge call time to finish
+// before the resolve sweep asks the processor.
 const cardResolveDelay = 2 * time.Minute
 
 // refundBackstop: a refund the synchronous call could not finish is

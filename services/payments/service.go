@@ -155,7 +155,8 @@ func AddWorkers(w *river.Workers, s *Service) {
 	river.AddWorker(w, &reconcileWorker{s: s})
 	river.AddWorker(w, &settleWorker{s: s})
 	river.AddWorker(w, &refundWorker{s: s})
-	river.AddWorker(w, &cardResolveWorker{s: s})
+	river.AddWorker(w, &cardResolveWorker{s: s}) // jobs queued before the resolve sweep
+	river.AddWorker(w, &resolveSweepWorker{s: s})
 	river.AddWorker(w, &simpsp.DeliverWorker{Sim: s.sim})
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
@@ -168,27 +169,39 @@ func (s *Service) insertAttempt(ctx context.Context, p paymentsdb.InsertAttemptP
 	before func(q *paymentsdb.Queries) (*failure, error), after func(tx pgx.Tx, a attempt) error,
 ) (attempt, bool, error) {
 	var a attempt
-	err := s.inTenant(ctx, func(q *paymentsdb.Queries, _ uuid.UUID, tx pgx.Tx) error {
-		if before != nil {
-			f, err := before(q)
-			if err != nil {
+	var err error
+	if before == nil && after == nil {
+		// The insert alone: one statement, one round trip.
+		err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+			var err error
+			a, err = paymentsdb.New(q).InsertAttempt(ctx, p)
+			return err
+		})
+	} else {
+		err = s.inTenant(ctx, func(q *paymentsdb.Queries, _ uuid.UUID, tx pgx.Tx) error {
+			if before != nil {
+				f, err := before(q)
+				if err != nil {
+					return err
+				}
+				if f != nil {
+					p.Status, p.FailureCode, p.FailureMessage = stFailed, f.code, f.msg
+					p.Txid, p.ExpiresAt, p.ResolveAfter, after = nil, nil, nil, nil
+				}
+			}
+			var err error
+			if a, err = q.InsertAttempt(ctx, p); err != nil {
 				return err
 			}
-			if f != nil {
-				p.Status, p.FailureCode, p.FailureMessage = stFailed, f.code, f.msg
-				p.Txid, p.ExpiresAt, after = nil, nil, nil
+			if after != nil {
+				return after(tx, a)
 			}
-		}
-		var err error
-		if a, err = q.InsertAttempt(ctx, p); err != nil {
-			return err
-		}
+			return nil
+		})
+	}
+	if err == nil {
 		s.metrics.attempts.WithLabelValues(kindOf(a), a.Status).Inc()
-		if after != nil {
-			return after(tx, a)
-		}
-		return nil
-	})
+	}
 	switch constraintOf(err) {
 	case "attempts_pkey":
 		existing, gerr := s.getAttempt(ctx, p.ID)
@@ -208,7 +221,7 @@ func (s *Service) insertAttempt(ctx context.Context, p paymentsdb.InsertAttemptP
 // insertFailed stores the attempt as FAILED with f.
 func (s *Service) insertFailed(ctx context.Context, p paymentsdb.InsertAttemptParams, f *failure, m *paymentsv1.StartPaymentRequest, hash []byte) (attempt, error) {
 	p.Status, p.FailureCode, p.FailureMessage = stFailed, f.code, f.msg
-	p.Txid, p.ExpiresAt = nil, nil
+	p.Txid, p.ExpiresAt, p.ResolveAfter = nil, nil, nil
 	a, existed, err := s.insertAttempt(ctx, p, nil, nil)
 	if err == nil && existed {
 		return s.replay(ctx, a, m, hash)

@@ -2,11 +2,11 @@
 INSERT INTO payments.attempts (
   tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type,
   amount, currency, status, failure_code, failure_message, display, action_url, expires_at,
-  request_hash, base_url, txid
+  request_hash, base_url, txid, resolve_after
 ) VALUES (
   @tenant_id, @id, @checkout_id, @handler_id, @handler_name, @environment, @instrument_id, @instrument_type,
   @amount, @currency, @status, @failure_code, @failure_message, @display, @action_url, sqlc.narg(expires_at),
-  @request_hash, @base_url, sqlc.narg(txid)
+  @request_hash, @base_url, sqlc.narg(txid), sqlc.narg(resolve_after)
 )
 RETURNING *;
 
@@ -40,3 +40,17 @@ SELECT count(*) FROM payments.attempts WHERE tenant_id = @tenant_id;
 
 -- name: GetAttemptByTxid :one
 SELECT * FROM payments.attempts WHERE tenant_id = @tenant_id AND txid = @txid;
+
+-- name: ListDueResolves :many
+-- Every tenant's card attempts still pending past their resolve_after,
+-- oldest first (the resolve sweep, in the 'payments_sweep' scope).
+SELECT tenant_id, id FROM payments.attempts
+WHERE status = 'pending' AND resolve_after IS NOT NULL AND resolve_after <= @now::timestamptz
+ORDER BY resolve_after
+LIMIT @max_rows;
+
+-- name: SetResolveAfter :execrows
+-- After a sweep's resolve: NULL when it went through, a later time when
+-- it failed.
+UPDATE payments.attempts SET resolve_after = sqlc.narg(resolve_after)
+WHERE tenant_id = @tenant_id AND id = @id;

@@ -25,7 +25,7 @@ func (q *Queries) CountAttempts(ctx context.Context, tenantID uuid.UUID) (int64,
 }
 
 const getAttempt = `-- name: GetAttempt :one
-SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at FROM payments.attempts WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after FROM payments.attempts WHERE tenant_id = $1 AND id = $2
 `
 
 type GetAttemptParams struct {
@@ -62,12 +62,13 @@ func (q *Queries) GetAttempt(ctx context.Context, arg GetAttemptParams) (Payment
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ResolveAfter,
 	)
 	return i, err
 }
 
 const getAttemptByTxid = `-- name: GetAttemptByTxid :one
-SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at FROM payments.attempts WHERE tenant_id = $1 AND txid = $2
+SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after FROM payments.attempts WHERE tenant_id = $1 AND txid = $2
 `
 
 type GetAttemptByTxidParams struct {
@@ -104,12 +105,13 @@ func (q *Queries) GetAttemptByTxid(ctx context.Context, arg GetAttemptByTxidPara
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ResolveAfter,
 	)
 	return i, err
 }
 
 const getLiveAttemptForCheckout = `-- name: GetLiveAttemptForCheckout :one
-SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at FROM payments.attempts
+SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after FROM payments.attempts
 WHERE tenant_id = $1 AND checkout_id = $2
   AND status IN ('pending', 'succeeded', 'requires_action', 'refunded', 'partially_refunded')
 `
@@ -148,6 +150,7 @@ func (q *Queries) GetLiveAttemptForCheckout(ctx context.Context, arg GetLiveAtte
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ResolveAfter,
 	)
 	return i, err
 }
@@ -156,13 +159,13 @@ const insertAttempt = `-- name: InsertAttempt :one
 INSERT INTO payments.attempts (
   tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type,
   amount, currency, status, failure_code, failure_message, display, action_url, expires_at,
-  request_hash, base_url, txid
+  request_hash, base_url, txid, resolve_after
 ) VALUES (
   $1, $2, $3, $4, $5, $6, $7, $8,
   $9, $10, $11, $12, $13, $14, $15, $16,
-  $17, $18, $19
+  $17, $18, $19, $20
 )
-RETURNING tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at
+RETURNING tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after
 `
 
 type InsertAttemptParams struct {
@@ -185,6 +188,7 @@ type InsertAttemptParams struct {
 	RequestHash    []byte
 	BaseUrl        string
 	Txid           *string
+	ResolveAfter   *time.Time
 }
 
 func (q *Queries) InsertAttempt(ctx context.Context, arg InsertAttemptParams) (PaymentsAttempt, error) {
@@ -208,6 +212,7 @@ func (q *Queries) InsertAttempt(ctx context.Context, arg InsertAttemptParams) (P
 		arg.RequestHash,
 		arg.BaseUrl,
 		arg.Txid,
+		arg.ResolveAfter,
 	)
 	var i PaymentsAttempt
 	err := row.Scan(
@@ -236,12 +241,52 @@ func (q *Queries) InsertAttempt(ctx context.Context, arg InsertAttemptParams) (P
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ResolveAfter,
 	)
 	return i, err
 }
 
+const listDueResolves = `-- name: ListDueResolves :many
+SELECT tenant_id, id FROM payments.attempts
+WHERE status = 'pending' AND resolve_after IS NOT NULL AND resolve_after <= $1::timestamptz
+ORDER BY resolve_after
+LIMIT $2
+`
+
+type ListDueResolvesParams struct {
+	Now     time.Time
+	MaxRows int32
+}
+
+type ListDueResolvesRow struct {
+	TenantID uuid.UUID
+	ID       string
+}
+
+// Every tenant's card attempts still pending past their resolve_after,
+// oldest first (the resolve sweep, in the 'payments_sweep' scope).
+func (q *Queries) ListDueResolves(ctx context.Context, arg ListDueResolvesParams) ([]ListDueResolvesRow, error) {
+	rows, err := q.db.Query(ctx, listDueResolves, arg.Now, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListDueResolvesRow
+	for rows.Next() {
+		var i ListDueResolvesRow
+		if err := rows.Scan(&i.TenantID, &i.ID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockAttempt = `-- name: LockAttempt :one
-SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at FROM payments.attempts WHERE tenant_id = $1 AND id = $2 FOR UPDATE
+SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after FROM payments.attempts WHERE tenant_id = $1 AND id = $2 FOR UPDATE
 `
 
 type LockAttemptParams struct {
@@ -278,12 +323,13 @@ func (q *Queries) LockAttempt(ctx context.Context, arg LockAttemptParams) (Payme
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ResolveAfter,
 	)
 	return i, err
 }
 
 const lockAttemptByTxid = `-- name: LockAttemptByTxid :one
-SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at FROM payments.attempts WHERE tenant_id = $1 AND txid = $2 FOR UPDATE
+SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after FROM payments.attempts WHERE tenant_id = $1 AND txid = $2 FOR UPDATE
 `
 
 type LockAttemptByTxidParams struct {
@@ -320,8 +366,30 @@ func (q *Queries) LockAttemptByTxid(ctx context.Context, arg LockAttemptByTxidPa
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ResolveAfter,
 	)
 	return i, err
+}
+
+const setResolveAfter = `-- name: SetResolveAfter :execrows
+UPDATE payments.attempts SET resolve_after = $1
+WHERE tenant_id = $2 AND id = $3
+`
+
+type SetResolveAfterParams struct {
+	ResolveAfter *time.Time
+	TenantID     uuid.UUID
+	ID           string
+}
+
+// After a sweep's resolve: NULL when it went through, a later time when
+// it failed.
+func (q *Queries) SetResolveAfter(ctx context.Context, arg SetResolveAfterParams) (int64, error) {
+	result, err := q.db.Exec(ctx, setResolveAfter, arg.ResolveAfter, arg.TenantID, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const updateAttempt = `-- name: UpdateAttempt :one
@@ -331,7 +399,7 @@ UPDATE payments.attempts SET
   e2e_id = $7, charge_id = $8,
   version = version + 1, updated_at = now()
 WHERE tenant_id = $9 AND id = $10 AND version = $11
-RETURNING tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at
+RETURNING tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after
 `
 
 type UpdateAttemptParams struct {
@@ -391,6 +459,7 @@ func (q *Queries) UpdateAttempt(ctx context.Context, arg UpdateAttemptParams) (P
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ResolveAfter,
 	)
 	return i, err
 }

@@ -47,6 +47,7 @@ type PaymentsAttempt struct {
 	Version        int32
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	ResolveAfter   *time.Time
 }
 
 type PaymentsHook struct {
