@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	segjson "github.com/segmentio/encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -69,7 +70,7 @@ func (e *RPCError) DataCode() string {
 	var d struct {
 		Code string `json:"code"`
 	}
-	_ = json.Unmarshal(e.Data, &d)
+	_ = segjson.Unmarshal(e.Data, &d)
 	return d.Code
 }
 
@@ -142,7 +143,7 @@ func (c *Client) do(req *http.Request) (*Response, error) {
 		Result json.RawMessage `json:"result"`
 		Error  *RPCError       `json:"error"`
 	}
-	if json.Unmarshal(b, &msg) == nil {
+	if segjson.Unmarshal(b, &msg) == nil {
 		out.ID, out.Result, out.Error = msg.ID, msg.Result, msg.Error
 	}
 	return out, nil
@@ -176,7 +177,7 @@ func (c *Client) BusinessSigningKeys(ctx context.Context) ([]json.RawMessage, er
 	var doc struct {
 		SigningKeys []json.RawMessage `json:"signing_keys"`
 	}
-	if err := json.Unmarshal(resp.Body, &doc); err != nil {
+	if err := segjson.Unmarshal(resp.Body, &doc); err != nil {
 		return nil, fmt.Errorf("agentclient: business profile: %w", err)
 	}
 	return doc.SigningKeys, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	segjson "github.com/segmentio/encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -138,11 +139,11 @@ func IdempotencyKeyOf(body []byte) string {
 			} `json:"arguments"`
 		} `json:"params"`
 	}
-	if json.Unmarshal(b, &m) != nil || m.Method != "tools/call" {
+	if segjson.Unmarshal(b, &m) != nil || m.Method != "tools/call" {
 		return ""
 	}
 	var k string
-	if json.Unmarshal(m.Params.Arguments.Meta["idempotency-key"], &k) != nil {
+	if segjson.Unmarshal(m.Params.Arguments.Meta["idempotency-key"], &k) != nil {
 		return ""
 	}
 	return strings.TrimSpace(k)

@@ -17,6 +17,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/bcpdev/bcp/agentclient"
 	"github.com/bcpdev/bcp/internal/platform"
@@ -211,13 +212,13 @@ func Decode(ctx context.Context, resp *agentclient.Response, err error) (*Checko
 		IsError           bool            `json:"isError"`
 		StructuredContent json.RawMessage `json:"structuredContent"`
 	}
-	if json.Unmarshal(resp.Result, &res) != nil {
+	if segjson.Unmarshal(resp.Result, &res) != nil {
 		return nil, "bad_result"
 	}
 	if res.IsError {
 		return nil, "tool_error"
 	}
-	if len(res.StructuredContent) > 0 && json.Unmarshal(res.StructuredContent, &view) != nil {
+	if len(res.StructuredContent) > 0 && segjson.Unmarshal(res.StructuredContent, &view) != nil {
 		return nil, "bad_result"
 	}
 	if view.UCP.Status == "error" {

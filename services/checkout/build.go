@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"connectrpc.com/connect"
+	segjson "github.com/segmentio/encoding/json"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/bcpdev/bcp/internal/bcpnames"
@@ -138,7 +139,7 @@ func (s *Service) build(ctx context.Context, agent agentInfo, id string, req *bc
 		return nil, err
 	}
 	priced := &bcp.Checkout{}
-	if err := json.Unmarshal(q.Msg.GetCheckoutJson(), priced); err != nil {
+	if err := segjson.Unmarshal(q.Msg.GetCheckoutJson(), priced); err != nil {
 		return nil, fmt.Errorf("pricing returned a malformed checkout: %w", err)
 	}
 	// Pricing owns totals, fulfillment and discounts; identity and the

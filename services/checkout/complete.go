@@ -10,6 +10,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/ids"
@@ -42,7 +43,7 @@ func (s *Service) CompleteCheckout(ctx context.Context, r *connect.Request[check
 	}
 	req := &bcp.Checkout{}
 	if len(r.Msg.GetCheckoutJson()) > 0 {
-		if err := json.Unmarshal(r.Msg.GetCheckoutJson(), req); err != nil {
+		if err := segjson.Unmarshal(r.Msg.GetCheckoutJson(), req); err != nil {
 			return nil, apperr.Invalid("checkout", "invalid_checkout", "checkout is not a valid BCP checkout: %v", err)
 		}
 	}
@@ -61,7 +62,7 @@ func (s *Service) CompleteCheckout(ctx context.Context, r *connect.Request[check
 		return respond(s.expire(ctx, id))
 	}
 	cur := &bcp.Checkout{}
-	if err := json.Unmarshal(sess.State, cur); err != nil {
+	if err := segjson.Unmarshal(sess.State, cur); err != nil {
 		return nil, err
 	}
 	switch sess.Status {
@@ -86,7 +87,7 @@ func (s *Service) CompleteCheckout(ctx context.Context, r *connect.Request[check
 
 	// Re-check stock and prices: what the buyer pays must be what is shown.
 	stored := &bcp.Checkout{}
-	if err := json.Unmarshal(sess.Request, stored); err != nil {
+	if err := segjson.Unmarshal(sess.Request, stored); err != nil {
 		return nil, err
 	}
 	b, err := s.build(ctx, agent, id, stored, cur, sess.State, tid.String())
@@ -138,7 +139,7 @@ func (s *Service) CompleteCheckout(ctx context.Context, r *connect.Request[check
 			return nil, lerr
 		}
 		c := &bcp.Checkout{}
-		if err := json.Unmarshal(latest.State, c); err != nil {
+		if err := segjson.Unmarshal(latest.State, c); err != nil {
 			return nil, err
 		}
 		return respond(unchanged(c, bcp.Error("payment_in_progress", bcp.SeverityRecoverable, "$.status",
@@ -226,7 +227,7 @@ func (s *Service) settleWith(ctx context.Context, id, attemptID string, startFai
 		var err error
 		if try == 0 && hint != nil {
 			sess = hint.sess
-			err = json.Unmarshal(sess.State, c)
+			err = segjson.Unmarshal(sess.State, c)
 		} else {
 			sess, c, err = s.loadState(ctx, id)
 		}
@@ -526,4 +527,3 @@ func (w *SettleWorker) Work(ctx context.Context, job *river.Job[SettleArgs]) err
 	_, err := w.Service.settle(tenancy.With(ctx, job.Args.TenantID), job.Args.CheckoutID, job.Args.AttemptID, true)
 	return err
 }
-

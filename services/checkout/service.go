@@ -23,6 +23,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/ids"
@@ -107,7 +108,7 @@ func decodeRequest(raw []byte) (*bcp.Checkout, error) {
 	if len(raw) == 0 {
 		return nil, apperr.Invalid("checkout", "checkout_required", "checkout is required")
 	}
-	if err := json.Unmarshal(raw, req); err != nil {
+	if err := segjson.Unmarshal(raw, req); err != nil {
 		return nil, apperr.Invalid("checkout", "invalid_checkout", "checkout is not a valid BCP checkout: %v", err)
 	}
 	if req.ID != "" {
@@ -222,7 +223,7 @@ func (s *Service) UpdateCheckout(ctx context.Context, r *connect.Request[checkou
 		}
 	}
 	prev := &bcp.Checkout{}
-	if err := json.Unmarshal(sess.State, prev); err != nil {
+	if err := segjson.Unmarshal(sess.State, prev); err != nil {
 		return nil, err
 	}
 	if !modifiable(sess.Status) {
@@ -344,7 +345,7 @@ func (s *Service) expire(ctx context.Context, id string) (*checkoutv1.CheckoutRe
 			return &checkoutv1.CheckoutResult{CheckoutJson: sess.State, Status: sess.Status}, nil
 		}
 		c := &bcp.Checkout{}
-		if err := json.Unmarshal(sess.State, c); err != nil {
+		if err := segjson.Unmarshal(sess.State, c); err != nil {
 			return nil, err
 		}
 		m := bcp.Info("expired", "", "Este checkout expirou; inicie um novo.")
@@ -456,7 +457,7 @@ func (s *Service) loadState(ctx context.Context, id string) (checkoutdb.Checkout
 		return sess, nil, err
 	}
 	c := &bcp.Checkout{}
-	if err := json.Unmarshal(sess.State, c); err != nil {
+	if err := segjson.Unmarshal(sess.State, c); err != nil {
 		return sess, nil, err
 	}
 	return sess, c, nil

@@ -14,6 +14,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/ids"
@@ -54,7 +55,7 @@ func (s *Service) CreateOrder(ctx context.Context, r *connect.Request[ordersv1.C
 		return nil, err
 	}
 	c := &bcp.Checkout{}
-	if err := json.Unmarshal(m.GetCheckoutJson(), c); err != nil {
+	if err := segjson.Unmarshal(m.GetCheckoutJson(), c); err != nil {
 		return nil, apperr.Invalid("checkout_json", "invalid_checkout", "checkout_json is not a BCP checkout: %v", err)
 	}
 	if c.ID != "" && c.ID != checkoutID {

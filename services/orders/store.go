@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/pgstore"
@@ -151,7 +152,7 @@ func notFound(id string) error {
 
 func decodeOrder(raw []byte) (*bcp.Order, error) {
 	o := &bcp.Order{}
-	if err := json.Unmarshal(raw, o); err != nil {
+	if err := segjson.Unmarshal(raw, o); err != nil {
 		return nil, err
 	}
 	return o, nil

@@ -1,8 +1,8 @@
 package pricing
 
 import (
-	"encoding/json"
 	"fmt"
+	segjson "github.com/segmentio/encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,12 +35,12 @@ func DecodeRequest(checkoutJSON, previousJSON []byte, capabilities []string, at 
 		return req, apperr.Invalid("checkout_json", "checkout_required", "checkout_json is required")
 	}
 	req.Checkout = &bcp.Checkout{}
-	if err := json.Unmarshal(checkoutJSON, req.Checkout); err != nil {
+	if err := segjson.Unmarshal(checkoutJSON, req.Checkout); err != nil {
 		return req, apperr.Invalid("checkout_json", "invalid_checkout", "checkout_json is not a BCP checkout: %v", err)
 	}
 	if len(previousJSON) > 0 {
 		req.Previous = &bcp.Checkout{}
-		if err := json.Unmarshal(previousJSON, req.Previous); err != nil {
+		if err := segjson.Unmarshal(previousJSON, req.Previous); err != nil {
 			return req, apperr.Invalid("previous_json", "invalid_checkout", "previous_json is not a BCP checkout: %v", err)
 		}
 	}
