@@ -29,11 +29,24 @@ type Client = river.Client[pgx.Tx]
 // out a job that is still working; every job is idempotent anyway.
 const RescueStuckJobsAfter = 2 * time.Minute
 
+// FetchCooldown and FetchPollInterval make a job inserted now start within
+// ~100 ms instead of river's defaults (100 ms, 1 s): a paid Pix goes
+// through two jobs (the PSP's webhook, then the settle) before the agent
+// sees its checkout completed. bcpbench, 20 merchants, 16 agents, 20 %
+// Pix, two pairs: PSP payment → completed seen by the agent p50 368/388 →
+// 210/209 ms, CPU per purchase unchanged (17.1/17.5 vs 15.9/15.9 ms). The
+// cost is one more cheap fetch query per process every 100 ms when idle.
+const (
+	FetchCooldown     = 10 * time.Millisecond
+	FetchPollInterval = 100 * time.Millisecond
+)
+
 // NewClient returns a client that inserts jobs and, when workers is not
 // empty, works them; periodic jobs are inserted by whichever process's
 // client is the elected leader.
 func NewClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*river.PeriodicJob, log *slog.Logger) (*Client, error) {
-	cfg := &river.Config{Schema: db.RiverSchema, Logger: log, RescueStuckJobsAfter: RescueStuckJobsAfter}
+	cfg := &river.Config{Schema: db.RiverSchema, Logger: log, RescueStuckJobsAfter: RescueStuckJobsAfter,
+		FetchCooldown: FetchCooldown, FetchPollInterval: FetchPollInterval}
 	if workers != nil {
 		cfg.Workers = workers
 		cfg.PeriodicJobs = periodic
