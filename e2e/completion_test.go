@@ -526,3 +526,41 @@ func TestCardProcessorTimeoutIsNotAPix(t *testing.T) {
 		}
 	}
 }
+
+// A card purchase with a discount code: the order is created and the
+// code's redemption recorded exactly once (the redemption runs beside the
+// order's creation once the money moved).
+func TestCompletionRedeemsDiscount(t *testing.T) {
+	s := newShopper(t, 0, "desconto.localhost")
+	ctx := context.Background()
+	a := s.agents["desconto.localhost"]
+	c := s.ready("desconto.localhost")
+	mth := c.Fulfillment.Methods[0]
+	_, c = a.call("update_checkout", map[string]any{"id": c.ID, "checkout": map[string]any{
+		"line_items": []any{map[string]any{"id": c.LineItems[0].ID, "item": map[string]any{"id": "var_cam"}, "quantity": 2}},
+		"buyer":      map[string]any{"email": "rui@example.com"},
+		"fulfillment": map[string]any{"methods": []any{map[string]any{"id": mth.ID, "type": "shipping", "line_item_ids": []any{c.LineItems[0].ID},
+			"selected_destination_id": *mth.SelectedDestinationID,
+			"groups":                  []any{map[string]any{"id": mth.Groups[0].ID, "selected_option_id": s.merchant["desconto.localhost"].rates["PAC"]}}}}},
+		"discounts": map[string]any{"codes": []any{"BEMVINDO10"}},
+	}})
+	if c.Status != bcp.StatusReadyForComplete || c.Discounts == nil || len(c.Discounts.Applied) != 1 {
+		t.Fatalf("with BEMVINDO10: %s, discounts %+v, messages %+v", c.Status, c.Discounts, c.Messages)
+	}
+	done := s.complete("desconto.localhost", c.ID, uuid.NewString(), cardInstrument("tok_desconto_4242"))
+	if done.Status != bcp.StatusCompleted || done.Order == nil {
+		t.Fatalf("completion: %s %+v", done.Status, done.Messages)
+	}
+	conn, err := pgx.Connect(ctx, s.db.SuperURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var redemptions, orders int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pricing.discount_redemptions WHERE checkout_id = $1`, c.ID).Scan(&redemptions); err != nil || redemptions != 1 {
+		t.Fatalf("redemptions = %d, %v; want 1", redemptions, err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM orders.orders WHERE checkout_id = $1`, c.ID).Scan(&orders); err != nil || orders != 1 {
+		t.Fatalf("orders = %d, %v; want 1", orders, err)
+	}
+}

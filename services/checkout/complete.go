@@ -284,16 +284,24 @@ func (s *Service) settleWith(ctx context.Context, id, attemptID string, startFai
 			next.Messages = nil
 			next.ContinueURL = ""
 			snapshot, _ := json.Marshal(next)
+			// The money moved: the discounts are used whatever happens to
+			// the order, so their redemption (bookkeeping, idempotent per
+			// checkout) runs beside the order's creation instead of after.
+			redeemed := make(chan struct{})
+			go func() {
+				defer close(redeemed)
+				s.redeemDiscounts(ctx, id, next)
+			}()
 			o, err := s.orders.CreateOrder(ctx, connect.NewRequest(&ordersv1.CreateOrderRequest{
 				CheckoutId: id, CheckoutJson: snapshot, PaymentAttemptId: attemptID, AgentProfileUrl: sess.AgentProfileUrl,
 				WebhookUrl: sess.OrderWebhookUrl, BaseUrl: sess.BaseUrl,
 			}))
+			<-redeemed // before next changes below
 			if err != nil {
 				return nil, err // the settle sweep retries
 			}
 			next.Order = &bcp.OrderRef{ID: o.Msg.GetOrderId(), PermalinkURL: o.Msg.GetPermalinkUrl()}
 			orderID = &next.Order.ID
-			s.redeemDiscounts(ctx, id, next)
 		case paymentsv1.AttemptStatus_ATTEMPT_STATUS_REQUIRES_ACTION:
 			next = withDisplay(c, a)
 			next.Status = bcp.StatusRequiresEscalation
