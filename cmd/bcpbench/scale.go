@@ -68,11 +68,34 @@ type ScaleStep struct {
 	ColdProfile   OpStats `json:"cold_profile_first_call"`
 	ColdCreate    OpStats `json:"cold_create_checkout_first_call"`
 	LoadAvg       string  `json:"loadavg"`
+	// SettleS is how long the measurement waited for the platform and its
+	// PostgreSQL to go idle (Settled: they did within --settle).
+	SettleS float64 `json:"settle_s"`
+	Settled bool    `json:"settled"`
+}
+
+// settle waits until this process and its PostgreSQL use under 5 % of one
+// CPU over a second (at most max): onboarding thousands of merchants
+// leaves autovacuum and other catch-up work running for a while, which
+// the hot-merchant figures would otherwise measure. It says how long it
+// waited and whether the platform went idle.
+func (s *scaler) settle(ctx context.Context, max time.Duration) (time.Duration, bool) {
+	t0 := time.Now()
+	for time.Since(t0) < max && ctx.Err() == nil {
+		a := s.e.cpu()
+		time.Sleep(time.Second)
+		b := s.e.cpu()
+		if (b.self-a.self)+(b.postgres-a.postgres) < 50*time.Millisecond {
+			return time.Since(t0), true
+		}
+	}
+	return time.Since(t0), false
 }
 
 type scaleConfig struct {
 	tenants, base, seedConc, touchConc, samples, cold int
 	out, memprofile                                   string
+	settle                                            time.Duration
 }
 
 func runScale(ctx context.Context, args []string) error {
@@ -82,6 +105,7 @@ func runScale(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.base, "base", 10, "merchants of the first measurement")
 	fs.IntVar(&cfg.seedConc, "seed-concurrency", 8, "merchants onboarded at once")
 	fs.IntVar(&cfg.touchConc, "touch-concurrency", 8, "merchants given their first requests at once")
+	fs.DurationVar(&cfg.settle, "settle", 2*time.Minute, "before each measurement, wait up to this long for the platform and its PostgreSQL to go idle (0: measure at once)")
 	fs.IntVar(&cfg.samples, "samples", 300, "sequential requests per hot-merchant figure")
 	fs.IntVar(&cfg.cold, "cold", 9, "untouched merchants whose first call is measured (at most --base - 1 for the first step)")
 	fs.StringVar(&cfg.out, "out", "bcpbench-scale.json", "JSON result file (\"\" for none)")
@@ -244,8 +268,9 @@ func (s *scaler) touch(ctx context.Context, from, to, conc int) error {
 
 func (s *scaler) measure(ctx context.Context, cfg scaleConfig, touched, cold int) ScaleStep {
 	n := len(s.e.merchants)
-	logf("measuring at %d merchants (%d touched, %d cold)", n, touched, cold)
-	st := ScaleStep{Tenants: n, Touched: touched, LoadAvg: machine().LoadAvg}
+	settled, idle := s.settle(ctx, cfg.settle)
+	logf("measuring at %d merchants (%d touched, %d cold; idle after %.1f s: %v)", n, touched, cold, settled.Seconds(), idle)
+	st := ScaleStep{Tenants: n, Touched: touched, LoadAvg: machine().LoadAvg, SettleS: settled.Seconds(), Settled: idle}
 	st.HeapMB, st.RSSMB = memory()
 	st.Goroutines = runtime.NumGoroutine()
 	// Sequential requests, each kind in its own loop so its CPU cost (this
@@ -345,6 +370,12 @@ func printScale(w io.Writer, r *ScaleResult) {
 			if s.HotProfileCPU != nil && s.HotCreateCPU != nil {
 				fmt.Fprintf(w, "%d merchants: CPU per hot request (process + PostgreSQL): profile %.2f + %.2f ms, create_checkout %.2f + %.2f ms\n", s.Tenants,
 					s.HotProfileCPU.ProcessMsPerOp, s.HotProfileCPU.PostgresMsPerOp, s.HotCreateCPU.ProcessMsPerOp, s.HotCreateCPU.PostgresMsPerOp)
+			}
+			switch {
+			case s.Settled:
+				fmt.Fprintf(w, "%d merchants: measured once idle (after %.1f s)\n", s.Tenants, s.SettleS)
+			case s.SettleS > 0:
+				fmt.Fprintf(w, "%d merchants: not idle after %.1f s; measured anyway\n", s.Tenants, s.SettleS)
 			}
 		}
 	}()
