@@ -5,6 +5,7 @@
 package jobs
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -45,7 +46,7 @@ const (
 // empty, works them; periodic jobs are inserted by whichever process's
 // client is the elected leader.
 func NewClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*river.PeriodicJob, log *slog.Logger) (*Client, error) {
-	cfg := &river.Config{Schema: db.RiverSchema, Logger: log, RescueStuckJobsAfter: RescueStuckJobsAfter,
+	cfg := &river.Config{Schema: db.RiverSchema, Logger: warnAndAbove(log), RescueStuckJobsAfter: RescueStuckJobsAfter,
 		FetchCooldown: FetchCooldown, FetchPollInterval: FetchPollInterval}
 	if workers != nil {
 		cfg.Workers = workers
@@ -53,4 +54,31 @@ func NewClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*river.Per
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 8}}
 	}
 	return river.NewClient(riverpgxv5.New(pool), cfg)
+}
+
+// warnAndAbove passes on river's warnings and errors only: at info level
+// it reports every producer's job counts and every maintenance run, which
+// with the periodic sweeps is a line every few seconds per process.
+func warnAndAbove(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return nil
+	}
+	return slog.New(minLevel{Handler: log.Handler(), min: slog.LevelWarn})
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(a), min: h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
 }
