@@ -104,8 +104,9 @@ func newShopper(t *testing.T, hookFailures int, hosts ...string) *shopper {
 }
 
 // ready takes a fresh checkout at host to ready_for_complete (2 shirts,
-// PAC): total = 2 × price + 1500.
-func (s *shopper) ready(host string) *bcp.Checkout {
+// PAC, the discount codes given): total = 2 × price + 1500 less the
+// discounts.
+func (s *shopper) ready(host string, codes ...string) *bcp.Checkout {
 	s.t.Helper()
 	a := s.agents[host]
 	address := map[string]any{"street_address": "Rua Augusta, 500", "address_locality": "São Paulo", "address_region": "SP", "postal_code": "01305-000", "address_country": "BR"}
@@ -115,13 +116,17 @@ func (s *shopper) ready(host string) *bcp.Checkout {
 		"fulfillment": map[string]any{"methods": []any{map[string]any{"type": "shipping", "destinations": []any{address}}}},
 	}})
 	mth := c.Fulfillment.Methods[0]
-	_, c = a.call("update_checkout", map[string]any{"id": c.ID, "checkout": map[string]any{
+	update := map[string]any{
 		"line_items": []any{map[string]any{"id": c.LineItems[0].ID, "item": map[string]any{"id": "var_cam"}, "quantity": 2}},
 		"buyer":      map[string]any{"email": "rui@example.com"},
 		"fulfillment": map[string]any{"methods": []any{map[string]any{"id": mth.ID, "type": "shipping", "line_item_ids": []any{c.LineItems[0].ID},
 			"selected_destination_id": *mth.SelectedDestinationID,
 			"groups":                  []any{map[string]any{"id": mth.Groups[0].ID, "selected_option_id": s.merchant[host].rates["PAC"]}}}}},
-	}})
+	}
+	if len(codes) > 0 {
+		update["discounts"] = map[string]any{"codes": codes}
+	}
+	_, c = a.call("update_checkout", map[string]any{"id": c.ID, "checkout": update})
 	if c.Status != bcp.StatusReadyForComplete {
 		s.t.Fatalf("not ready: %s %+v", c.Status, c.Messages)
 	}
@@ -533,19 +538,9 @@ func TestCardProcessorTimeoutIsNotAPix(t *testing.T) {
 func TestCompletionRedeemsDiscount(t *testing.T) {
 	s := newShopper(t, 0, "desconto.localhost")
 	ctx := context.Background()
-	a := s.agents["desconto.localhost"]
-	c := s.ready("desconto.localhost")
-	mth := c.Fulfillment.Methods[0]
-	_, c = a.call("update_checkout", map[string]any{"id": c.ID, "checkout": map[string]any{
-		"line_items": []any{map[string]any{"id": c.LineItems[0].ID, "item": map[string]any{"id": "var_cam"}, "quantity": 2}},
-		"buyer":      map[string]any{"email": "rui@example.com"},
-		"fulfillment": map[string]any{"methods": []any{map[string]any{"id": mth.ID, "type": "shipping", "line_item_ids": []any{c.LineItems[0].ID},
-			"selected_destination_id": *mth.SelectedDestinationID,
-			"groups":                  []any{map[string]any{"id": mth.Groups[0].ID, "selected_option_id": s.merchant["desconto.localhost"].rates["PAC"]}}}}},
-		"discounts": map[string]any{"codes": []any{"BEMVINDO10"}},
-	}})
-	if c.Status != bcp.StatusReadyForComplete || c.Discounts == nil || len(c.Discounts.Applied) != 1 {
-		t.Fatalf("with BEMVINDO10: %s, discounts %+v, messages %+v", c.Status, c.Discounts, c.Messages)
+	c := s.ready("desconto.localhost", "BEMVINDO10")
+	if c.Discounts == nil || len(c.Discounts.Applied) != 1 {
+		t.Fatalf("with BEMVINDO10: discounts %+v, messages %+v", c.Discounts, c.Messages)
 	}
 	done := s.complete("desconto.localhost", c.ID, uuid.NewString(), cardInstrument("tok_desconto_4242"))
 	if done.Status != bcp.StatusCompleted || done.Order == nil {

@@ -24,11 +24,11 @@ import (
 
 	"github.com/bcpdev/bcp/db"
 	"github.com/bcpdev/bcp/internal/devenv"
+	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/obs"
 	"github.com/bcpdev/bcp/internal/pgserver"
 	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/sealer"
-	"github.com/bcpdev/bcp/services/checkout"
 	"github.com/bcpdev/bcp/services/edge"
 )
 
@@ -95,7 +95,7 @@ func newFlags(role string) *flags {
 	f.publicPort = fs.String("public-port", env("BCP_PUBLIC_PORT", ""), "port of the URLs advertised to agents, when not the default [BCP_PUBLIC_PORT]")
 	f.dataDir = fs.String("data-dir", env("BCP_DATA_DIR", ".bcp"), "dev: directory for the private PostgreSQL and dev secrets [BCP_DATA_DIR]")
 	f.logLevel = fs.String("log-level", env("BCP_LOG_LEVEL", "info"), "debug|info|warn|error [BCP_LOG_LEVEL]")
-	f.sweepEvery = fs.String("sweep-every", env("BCP_SWEEP_EVERY", checkout.SweepEvery.String()), "how often the sweeps run: expired checkouts closed, completions nothing settled settled, unanswered card charges resolved; e.g. 15s [BCP_SWEEP_EVERY]")
+	f.sweepEvery = fs.String("sweep-every", env("BCP_SWEEP_EVERY", jobs.SweepEvery.String()), "how often the sweeps run: expired checkouts closed, completions nothing settled settled, unanswered card charges resolved; e.g. 15s [BCP_SWEEP_EVERY]")
 	f.noDemoHistory = fs.Bool("no-demo-history", envBool("BCP_NO_DEMO_HISTORY"), "dev: do not buy the demo merchant's first-day history when seeding it [BCP_NO_DEMO_HISTORY]")
 	f.allowPrivileged = fs.Bool("insecure-allow-privileged-db-role", false, "allow a superuser/BYPASSRLS database role (disables tenant isolation)")
 	for _, s := range platform.AllServices {

@@ -53,17 +53,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		pr.CloseWithError(ctx.Err())
 		return nil, ctx.Err()
 	}
-	return &http.Response{
-		Status:        fmt.Sprintf("%d %s", w.status, http.StatusText(w.status)),
-		StatusCode:    w.status,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        w.sent,
-		Body:          pr,
-		ContentLength: -1,
-		Request:       req,
-	}, nil
+	return response(req, w.status, w.sent, pr, -1), nil
 }
 
 // serverRequest is req as a server's handler sees it.
@@ -100,17 +90,22 @@ func (t *Transport) serveBuffered(req, in *http.Request) (res *http.Response, er
 	}()
 	t.Handler.ServeHTTP(w, in)
 	w.WriteHeader(http.StatusOK) // no-op if already written
+	return response(req, w.status, w.sent, io.NopCloser(bytes.NewReader(w.body.Bytes())), int64(w.body.Len())), nil
+}
+
+// response is what the client gets: an HTTP/1.1 answer to req.
+func response(req *http.Request, status int, header http.Header, body io.ReadCloser, length int64) *http.Response {
 	return &http.Response{
-		Status:        fmt.Sprintf("%d %s", w.status, http.StatusText(w.status)),
-		StatusCode:    w.status,
+		Status:        fmt.Sprintf("%d %s", status, http.StatusText(status)),
+		StatusCode:    status,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
-		Header:        w.sent,
-		Body:          io.NopCloser(bytes.NewReader(w.body.Bytes())),
-		ContentLength: int64(w.body.Len()),
+		Header:        header,
+		Body:          body,
+		ContentLength: length,
 		Request:       req,
-	}, nil
+	}
 }
 
 // bufferWriter is the ResponseWriter of a buffered call: like a server,

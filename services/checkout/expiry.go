@@ -18,7 +18,7 @@ import (
 )
 
 // Two sweeps, run together by one periodic job (SweepArgs; the leader's
-// job client inserts one every SweepEvery), keep sessions moving without
+// job client inserts one every jobs.SweepEvery), keep sessions moving without
 // a job per checkout:
 //   - expiry: every tenant's open sessions past expires_at are closed,
 //     exactly as a read after the expiry would (until the sweep comes
@@ -32,16 +32,6 @@ import (
 // each session's own tenant scope. They replaced two durable jobs per
 // checkout (a job insert in every create and every completion, and a job
 // worked later even for the checkouts that completed normally).
-
-// SweepEvery is how often the sweeps run by default.
-const SweepEvery = 15 * time.Second
-
-// sweepBatch bounds one listing; a sweep lists again while batches come
-// back full, up to sweepBatches of them (the next sweep takes the rest).
-const (
-	sweepBatch   = 500
-	sweepBatches = 20
-)
 
 // settleRetry is when a settle sweep tries again after a failed settle.
 const settleRetry = time.Minute
@@ -66,55 +56,31 @@ func (w *SweepWorker) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
 	return errors.Join(expErr, setErr)
 }
 
-// SweepJob is the periodic job that inserts a sweep every interval (river
-// runs periodic jobs on the elected leader only: one sweep at a time
-// across processes).
-func SweepJob(every time.Duration) *river.PeriodicJob {
-	if every <= 0 {
-		every = SweepEvery
-	}
-	return river.NewPeriodicJob(river.PeriodicInterval(every), func() (river.JobArgs, *river.InsertOpts) {
-		return SweepArgs{}, &river.InsertOpts{MaxAttempts: 1}
-	}, &river.PeriodicJobOpts{RunOnStart: true})
-}
+// SweepJob is the periodic job that inserts a sweep every interval.
+func SweepJob(every time.Duration) *river.PeriodicJob { return jobs.Periodic(every, SweepArgs{}) }
 
-// sweep lists due sessions in batches and acts on each; act reports
-// whether it did something and fails only for that session (logged; the
-// next sweep sees it again).
+// sweep lists due sessions with list in the read-only checkout_sweep
+// scope and acts on each (a failure is logged; the next sweep sees the
+// session again).
 func sweep[T any](ctx context.Context, s *Service, list func(checkoutdb.Queries, time.Time) ([]T, error), act func(T) (bool, error)) (int, error) {
-	done := 0
-	for range sweepBatches {
+	return jobs.Sweep(ctx, func(ctx context.Context) ([]T, error) {
 		var due []T
 		err := pgstore.InCheckoutSweep(ctx, s.pool, func(tx pgx.Tx) error {
 			var err error
 			due, err = list(*checkoutdb.New(tx), s.now())
 			return err
 		})
-		if err != nil {
-			return done, err
-		}
-		failed := 0
-		for _, d := range due {
-			ok, err := act(d)
-			if err != nil {
-				failed++
-				slog.WarnContext(ctx, "checkout: sweep could not move a session", "session", d, "err", err)
-			} else if ok {
-				done++
-			}
-		}
-		if len(due) < sweepBatch || failed == len(due) {
-			break
-		}
-	}
-	return done, nil
+		return due, err
+	}, act, func(d T, err error) {
+		slog.WarnContext(ctx, "checkout: sweep could not move a session", "session", d, "err", err)
+	})
 }
 
 // SweepExpired closes every tenant's open sessions past their expiry and
 // says how many it closed.
 func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 	return sweep(ctx, s, func(q checkoutdb.Queries, now time.Time) ([]checkoutdb.ListDueSessionsRow, error) {
-		return q.ListDueSessions(ctx, checkoutdb.ListDueSessionsParams{Now: now, MaxRows: sweepBatch})
+		return q.ListDueSessions(ctx, checkoutdb.ListDueSessionsParams{Now: now, MaxRows: jobs.SweepBatch})
 	}, func(d checkoutdb.ListDueSessionsRow) (bool, error) {
 		res, err := s.expire(tenancy.With(ctx, d.TenantID), d.ID)
 		return err == nil && res.GetStatus() == bcp.StatusCanceled, err
@@ -128,7 +94,7 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 // it is pushed settleRetry later.
 func (s *Service) SweepSettles(ctx context.Context) (int, error) {
 	return sweep(ctx, s, func(q checkoutdb.Queries, now time.Time) ([]checkoutdb.ListDueSettlesRow, error) {
-		return q.ListDueSettles(ctx, checkoutdb.ListDueSettlesParams{Now: now, MaxRows: sweepBatch})
+		return q.ListDueSettles(ctx, checkoutdb.ListDueSettlesParams{Now: now, MaxRows: jobs.SweepBatch})
 	}, func(d checkoutdb.ListDueSettlesRow) (bool, error) {
 		if d.PaymentAttemptID == nil {
 			return false, nil // not a claimed completion: nothing to settle

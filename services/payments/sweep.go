@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
@@ -21,14 +22,8 @@ import (
 // tenant's scope. It replaced a durable job inserted with every card
 // attempt.
 
-// SweepEvery is how often the resolve sweep runs by default.
-const SweepEvery = 15 * time.Second
-
-const (
-	sweepBatch   = 500
-	sweepBatches = 20
-	resolveRetry = time.Minute // after a resolve that failed
-)
+// resolveRetry is when the sweep tries again after a resolve that failed.
+const resolveRetry = time.Minute
 
 // ResolveSweepArgs is the periodic resolve sweep.
 type ResolveSweepArgs struct{}
@@ -47,54 +42,39 @@ func (w *resolveSweepWorker) Work(ctx context.Context, _ *river.Job[ResolveSweep
 }
 
 // SweepJob is the periodic job that inserts a resolve sweep every
-// interval (on the elected leader only).
+// interval.
 func SweepJob(every time.Duration) *river.PeriodicJob {
-	if every <= 0 {
-		every = SweepEvery
-	}
-	return river.NewPeriodicJob(river.PeriodicInterval(every), func() (river.JobArgs, *river.InsertOpts) {
-		return ResolveSweepArgs{}, &river.InsertOpts{MaxAttempts: 1}
-	}, &river.PeriodicJobOpts{RunOnStart: true})
+	return jobs.Periodic(every, ResolveSweepArgs{})
 }
 
 // SweepResolves resolves the due card attempts and says how many it
 // resolved. After a resolve that went through, resolve_after is cleared;
 // after a failure it is pushed resolveRetry later (logged).
 func (s *Service) SweepResolves(ctx context.Context) (int, error) {
-	done := 0
-	for range sweepBatches {
+	return jobs.Sweep(ctx, func(ctx context.Context) ([]paymentsdb.ListDueResolvesRow, error) {
 		var due []paymentsdb.ListDueResolvesRow
 		err := pgstore.InPaymentsSweep(ctx, s.pool, func(tx pgx.Tx) error {
 			var err error
-			due, err = paymentsdb.New(tx).ListDueResolves(ctx, paymentsdb.ListDueResolvesParams{Now: s.now(), MaxRows: sweepBatch})
+			due, err = paymentsdb.New(tx).ListDueResolves(ctx, paymentsdb.ListDueResolvesParams{Now: s.now(), MaxRows: jobs.SweepBatch})
 			return err
 		})
+		return due, err
+	}, func(d paymentsdb.ListDueResolvesRow) (bool, error) {
+		tctx := tenancy.With(ctx, d.TenantID)
+		err := s.resolveCard(tctx, d.ID)
+		var next *time.Time
 		if err != nil {
-			return done, err
+			t := s.now().Add(resolveRetry)
+			next = &t
 		}
-		failed := 0
-		for _, d := range due {
-			tctx := tenancy.With(ctx, d.TenantID)
-			err := s.resolveCard(tctx, d.ID)
-			var next *time.Time
-			if err != nil {
-				failed++
-				slog.WarnContext(ctx, "payments: resolve sweep could not resolve a card attempt", "tenant_id", d.TenantID, "attempt_id", d.ID, "err", err)
-				t := s.now().Add(resolveRetry)
-				next = &t
-			}
-			if uerr := pgstore.Single(tctx, s.pool, func(q *pgstore.SingleQuerier) error {
-				_, err := paymentsdb.New(q).SetResolveAfter(tctx, paymentsdb.SetResolveAfterParams{ResolveAfter: next, TenantID: d.TenantID, ID: d.ID})
-				return err
-			}); uerr != nil {
-				slog.WarnContext(ctx, "payments: resolve sweep could not record its result", "attempt_id", d.ID, "err", uerr)
-			} else if err == nil {
-				done++
-			}
+		if uerr := pgstore.Single(tctx, s.pool, func(q *pgstore.SingleQuerier) error {
+			_, err := paymentsdb.New(q).SetResolveAfter(tctx, paymentsdb.SetResolveAfterParams{ResolveAfter: next, TenantID: d.TenantID, ID: d.ID})
+			return err
+		}); uerr != nil && err == nil {
+			err = uerr
 		}
-		if len(due) < sweepBatch || failed == len(due) {
-			break
-		}
-	}
-	return done, nil
+		return err == nil, err
+	}, func(d paymentsdb.ListDueResolvesRow, err error) {
+		slog.WarnContext(ctx, "payments: resolve sweep could not resolve a card attempt", "tenant_id", d.TenantID, "attempt_id", d.ID, "err", err)
+	})
 }
