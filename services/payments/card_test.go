@@ -267,3 +267,22 @@ func TestRefunds(t *testing.T) {
 		t.Errorf("refund of a pending attempt: %s", codeOf(err))
 	}
 }
+
+// A write from a stale copy of an attempt (the one-statement path of a
+// charge's answer) never overwrites a change that came in between: the
+// version guard sends it to the locked path, which sees the current
+// status and decides on it.
+func TestStaleKnownTransitionDefersToTheCurrentRow(t *testing.T) {
+	e := newEnv(t)
+	a := e.start(e.a, startReq(e.a, "chk_stale", 5000, pixInstrument))
+	if a.GetStatus() != statusPending {
+		t.Fatalf("start: %v", a.GetStatus())
+	}
+	got, err := e.svc.StaleKnownTransition(e.a.ctx, a.GetId())
+	if err != nil || got != "canceled" {
+		t.Fatalf("after a concurrent cancel: %q, %v; want canceled", got, err)
+	}
+	if now := e.get(e.a, a.GetId()); now.GetStatus() != statusCanceled {
+		t.Fatalf("stored status %v, want canceled", now.GetStatus())
+	}
+}

@@ -348,7 +348,7 @@ func (s *Service) startCard(ctx context.Context, p paymentsdb.InsertAttemptParam
 		return attempt{}, apperr.New(apperr.KindUnavailable, "processor_unavailable", "the card processor did not answer; retry StartPayment with the same attempt id")
 	}
 	display, _ := json.Marshal(cardDisplayOut(v.brand, v.lastDigits))
-	return s.applyCardCharge(ctx, proc, a.ID, ch, display, false)
+	return s.applyCardCharge(ctx, proc, &a, a.ID, ch, display, false)
 }
 
 func cardDisplayOut(brand, last string) map[string]string {
@@ -372,9 +372,9 @@ var declineMessages = map[string]string{
 // applyCardCharge records the processor's answer on a pending attempt. An
 // approved charge for an attempt that is no longer pending (the resolve
 // job gave up on it meanwhile) is refunded at once and reported.
-func (s *Service) applyCardCharge(ctx context.Context, proc card.Processor, id string, ch card.Charge, display []byte, notify bool) (attempt, error) {
+func (s *Service) applyCardCharge(ctx context.Context, proc card.Processor, known *attempt, id string, ch card.Charge, display []byte, notify bool) (attempt, error) {
 	orphan := false
-	a, err := s.transition(ctx, id, notify, func(a *attempt) bool {
+	a, err := s.transitionKnown(ctx, known, id, notify, func(a *attempt) bool {
 		if a.Status != stPending {
 			orphan = ch.Status == card.StatusApproved && (a.ChargeID == nil || *a.ChargeID != ch.ID)
 			return false
@@ -440,7 +440,7 @@ func (s *Service) resolveCard(ctx context.Context, id string) error {
 	if look, ok := proc.(card.Lookuper); ok {
 		ch, err := look.Lookup(ctx, a.ID)
 		if err == nil {
-			_, err = s.applyCardCharge(ctx, proc, a.ID, ch, nil, true)
+			_, err = s.applyCardCharge(ctx, proc, nil, a.ID, ch, nil, true)
 			return err
 		}
 		if !errors.Is(err, card.ErrNotFound) {

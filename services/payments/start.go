@@ -244,6 +244,27 @@ func (s *Service) failPending(ctx context.Context, id string, f *failure, notify
 // transition locks the attempt, lets change edit it (false: leave it),
 // writes it and, when notify, queues SettlePayment in the same
 // transaction.
+// transitionKnown is transition for a caller that holds the attempt as it
+// just wrote or read it (known; nil: it does not): the change is applied
+// to that copy and written in one statement, guarded by its version. If
+// the attempt changed meanwhile (or notify needs a job in the same
+// transaction), the locked path decides on the current row, calling
+// change again.
+func (s *Service) transitionKnown(ctx context.Context, known *attempt, id string, notify bool, change func(a *attempt) bool) (attempt, error) {
+	if a := derefAttempt(known); known != nil && !notify && change(&a) {
+		var out attempt
+		err := pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+			var err error
+			out, err = s.update(ctx, paymentsdb.New(q), known.Status, a)
+			return err
+		})
+		if !apperr.IsKind(err, apperr.KindAborted) {
+			return out, err
+		}
+	}
+	return s.transition(ctx, id, notify, change)
+}
+
 func (s *Service) transition(ctx context.Context, id string, notify bool, change func(a *attempt) bool) (attempt, error) {
 	var out attempt
 	err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, tx pgx.Tx) error {
@@ -267,4 +288,11 @@ func (s *Service) transition(ctx context.Context, id string, notify bool, change
 		return out, errAttemptNotFound(id)
 	}
 	return out, err
+}
+
+func derefAttempt(a *attempt) attempt {
+	if a == nil {
+		return attempt{}
+	}
+	return *a
 }
