@@ -80,6 +80,9 @@ type ScaleStep struct {
 // the hot-merchant figures would otherwise measure. It says how long it
 // waited and whether the platform went idle.
 func (s *scaler) settle(ctx context.Context, max time.Duration) (time.Duration, bool) {
+	if max <= 0 {
+		return 0, false // --settle 0: measure at once
+	}
 	t0 := time.Now()
 	for time.Since(t0) < max && ctx.Err() == nil {
 		a := s.e.cpu()
