@@ -251,15 +251,17 @@ func (s *Service) failPending(ctx context.Context, id string, f *failure, notify
 // transaction), the locked path decides on the current row, calling
 // change again.
 func (s *Service) transitionKnown(ctx context.Context, known *attempt, id string, notify bool, change func(a *attempt) bool) (attempt, error) {
-	if a := derefAttempt(known); known != nil && !notify && change(&a) {
-		var out attempt
-		err := pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
-			var err error
-			out, err = s.update(ctx, paymentsdb.New(q), known.Status, a)
-			return err
-		})
-		if !apperr.IsKind(err, apperr.KindAborted) {
-			return out, err
+	if known != nil && !notify {
+		if a := *known; change(&a) {
+			var out attempt
+			err := pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+				var err error
+				out, err = s.update(ctx, paymentsdb.New(q), known.Status, a)
+				return err
+			})
+			if !apperr.IsKind(err, apperr.KindAborted) {
+				return out, err
+			}
 		}
 	}
 	return s.transition(ctx, id, notify, change)
@@ -288,11 +290,4 @@ func (s *Service) transition(ctx context.Context, id string, notify bool, change
 		return out, errAttemptNotFound(id)
 	}
 	return out, err
-}
-
-func derefAttempt(a *attempt) attempt {
-	if a == nil {
-		return attempt{}
-	}
-	return *a
 }
