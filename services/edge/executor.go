@@ -198,16 +198,12 @@ func (m *mcpEdge) run(ctx context.Context, req opRequest) (json.RawMessage, erro
 	if err := json.Unmarshal(raw, &args); err != nil {
 		return nil, invalidParams(err)
 	}
-	data, err := m.e.data.get(ctx, t.GetId())
-	if err != nil {
-		return nil, serviceError(err)
-	}
 	dev := t.GetEnvironment() == tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT
 	profile, err := m.profiles.Get(ctx, args.Meta.Agent.Profile, dev)
 	if err != nil {
 		return nil, discoveryError(err)
 	}
-	offer, err := m.offer(t.GetId(), data)
+	offer, err := m.offer(ctx, t.GetId())
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
-	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
 	"github.com/bcpdev/bcp/services/edge/agentprofile"
@@ -56,9 +55,11 @@ type mcpEdge struct {
 	log      *slog.Logger
 	handler  http.Handler
 
-	mu      sync.Mutex
-	servers map[string]*mcp.Server                // capability set → server
-	offers  map[string]agentprofile.BusinessOffer // tenant id → negotiation offer
+	mu       sync.Mutex
+	servers  map[string]*mcp.Server                // capability set → server
+	offers   map[string]agentprofile.BusinessOffer // tenant id → negotiation offer
+	offerGen uint64                                // bumped on invalidation; stale fills are dropped
+	shared   map[string]any                        // JSON → offer part shared by merchants (shareOffer)
 
 	vmu        sync.Mutex
 	validators map[string]*bcpschema.Validator // capability set → validator
@@ -69,7 +70,7 @@ type mcpEdge struct {
 
 func newMCPEdge(e *Edge, c Clients, profiles *agentprofile.Fetcher, log *slog.Logger) *mcpEdge {
 	m := &mcpEdge{e: e, checkout: c.Checkout, orders: c.Orders, profiles: profiles, log: log,
-		servers: map[string]*mcp.Server{}, offers: map[string]agentprofile.BusinessOffer{}, validators: map[string]*bcpschema.Validator{}, schemas: map[string][2]json.RawMessage{}}
+		servers: map[string]*mcp.Server{}, offers: map[string]agentprofile.BusinessOffer{}, shared: map[string]any{}, validators: map[string]*bcpschema.Validator{}, schemas: map[string][2]json.RawMessage{}}
 	m.handler = mcp.NewStreamableHTTPHandler(m.serverFor, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
 		JSONResponse: true,
@@ -86,12 +87,14 @@ func (m *mcpEdge) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.handler.
 
 func (m *mcpEdge) invalidate(tenantID string) {
 	m.mu.Lock()
+	m.offerGen++
 	delete(m.offers, tenantID)
 	m.mu.Unlock()
 }
 
 func (m *mcpEdge) reset() {
 	m.mu.Lock()
+	m.offerGen++
 	clear(m.offers)
 	m.mu.Unlock()
 }
@@ -421,13 +424,19 @@ func (m *mcpEdge) validator(caps []string) (*bcpschema.Validator, error) {
 }
 
 // offer is the merchant's side of the negotiation, derived from the same
-// data as its profile and kept until the tenant changes.
-func (m *mcpEdge) offer(tenantID string, d *tenantsv1.GetDiscoveryResponse) (agentprofile.BusinessOffer, error) {
+// data as its profile and kept until the tenant changes. The discovery data
+// is read only on a miss.
+func (m *mcpEdge) offer(ctx context.Context, tenantID string) (agentprofile.BusinessOffer, error) {
 	m.mu.Lock()
 	o, ok := m.offers[tenantID]
+	gen := m.offerGen
 	m.mu.Unlock()
 	if ok {
 		return o, nil
+	}
+	d, err := m.e.data.get(ctx, tenantID)
+	if err != nil {
+		return o, serviceError(err)
 	}
 	doc, err := json.Marshal(BuildProfile(d, "https://offer.invalid"))
 	if err != nil {
@@ -437,6 +446,11 @@ func (m *mcpEdge) offer(tenantID string, d *tenantsv1.GetDiscoveryResponse) (age
 		return o, err
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	o = m.shareOffer(o)
+	if m.offerGen != gen {
+		return o, nil // the tenant changed meanwhile: use it, do not keep it
+	}
 	// Bounded: an offer is ≈ 3 KB and cheap to rebuild; 10 000 merchants
 	// must not cost 30 MB (bcpbench scale). Arbitrary eviction.
 	for k := range m.offers {
@@ -446,9 +460,41 @@ func (m *mcpEdge) offer(tenantID string, d *tenantsv1.GetDiscoveryResponse) (age
 		delete(m.offers, k)
 	}
 	m.offers[tenantID] = o
-	m.mu.Unlock()
 	return o, nil
 }
+
+// shareOffer makes o use the parts other merchants' offers already hold
+// when they are equal: merchants with the same capabilities have the same
+// capability entries, and handler configurations repeat too. Offers are
+// read-only once built, so sharing is safe, and thousands of cached offers
+// then cost the garbage collector a few objects each instead of ≈ 50.
+// Called with m.mu held.
+func (m *mcpEdge) shareOffer(o agentprofile.BusinessOffer) agentprofile.BusinessOffer {
+	if len(m.shared) >= maxSharedParts {
+		clear(m.shared) // pathological variety: start over, still bounded
+	}
+	share := func(v any) any {
+		key, err := json.Marshal(v)
+		if err != nil {
+			return v
+		}
+		if s, ok := m.shared[string(key)]; ok {
+			return s
+		}
+		m.shared[string(key)] = v
+		return v
+	}
+	o.Capabilities = share(o.Capabilities).(map[string][]agentprofile.CapabilityEntry)
+	handlers := make(map[string][]agentprofile.HandlerEntry, len(o.PaymentHandlers))
+	for name, hs := range o.PaymentHandlers {
+		handlers[name] = share(hs).([]agentprofile.HandlerEntry)
+	}
+	o.PaymentHandlers = handlers
+	return o
+}
+
+// maxSharedParts bounds the distinct offer parts kept for sharing.
+const maxSharedParts = 4096
 
 func hostFrom(ctx context.Context) string {
 	h, _ := ctx.Value(hostKey{}).(string)
