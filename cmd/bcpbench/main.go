@@ -54,6 +54,7 @@ type config struct {
 	out, svg     string
 	maxInFlight  int
 	cpuprofile   string
+	memprofile   string
 	profilePhase string
 	statements   int
 	// --target: a running platform instead of one started here.
@@ -154,7 +155,8 @@ func main() {
 	flag.StringVar(&cfg.svg, "svg", "bcpbench-latency.svg", "SVG chart file (\"\" for none)")
 	flag.IntVar(&cfg.maxInFlight, "max-in-flight", 2000, "open loop: purchases in flight at most (more arrivals count as dropped)")
 	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the closed-loop purchase phase (platform and agents share the process)")
-	flag.StringVar(&cfg.profilePhase, "profile-phase", "purchase", "with --cpuprofile: the closed-loop phase to profile (create_checkout or purchase)")
+	flag.StringVar(&cfg.memprofile, "allocprofile", "", "write heap profiles before (FILE.before) and after the closed-loop --profile-phase: its allocations are go tool pprof -sample_index=alloc_space -diff_base FILE.before FILE")
+	flag.StringVar(&cfg.profilePhase, "profile-phase", "purchase", "with --cpuprofile or --allocprofile: the closed-loop phase to profile (create_checkout or purchase)")
 	flag.IntVar(&cfg.statements, "pg-statements", 0, "pg_stat_statements: print transactions and statements per operation, and the N most frequent statements of each closed-loop phase (-1: off)")
 	flag.StringVar(&cfg.target, "target", "", "host:port of a running bcpd's public listener (default: start a platform in process)")
 	flag.StringVar(&cfg.targetInternal, "target-internal", "127.0.0.1:9090", "with --target: its internal listener (seeding, simulated Pix payments)")
@@ -299,20 +301,37 @@ func run(ctx context.Context, cfg config) error {
 		// profiled runs one closed-loop phase, under the CPU profiler when
 		// it is --profile-phase.
 		profiled := func(name string, w workload) (Phase, error) {
-			if cfg.cpuprofile == "" || cfg.profilePhase != name {
+			if (cfg.cpuprofile == "" && cfg.memprofile == "") || cfg.profilePhase != name {
 				return phase(name, b.platformAgents, "closed", cfg.concurrency, 0, w), nil
 			}
-			f, err := os.Create(cfg.cpuprofile)
-			if err != nil {
-				return Phase{}, err
+			if cfg.cpuprofile != "" {
+				f, err := os.Create(cfg.cpuprofile)
+				if err != nil {
+					return Phase{}, err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return Phase{}, err
+				}
 			}
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
-				return Phase{}, err
+			// Allocation profiles count from the start of the process:
+			// one before and one after the phase, read with -diff_base.
+			if cfg.memprofile != "" {
+				if err := writeHeapProfile(cfg.memprofile + ".before"); err != nil {
+					return Phase{}, err
+				}
 			}
 			p := phase(name, b.platformAgents, "closed", cfg.concurrency, 0, w)
-			pprof.StopCPUProfile()
-			logf("wrote %s", cfg.cpuprofile)
+			if cfg.cpuprofile != "" {
+				pprof.StopCPUProfile()
+				logf("wrote %s", cfg.cpuprofile)
+			}
+			if cfg.memprofile != "" {
+				if err := writeHeapProfile(cfg.memprofile); err != nil {
+					return Phase{}, err
+				}
+				logf("wrote %s and %[1]s.before (go tool pprof -sample_index=alloc_space -diff_base %[1]s.before %[1]s)", cfg.memprofile)
+			}
 			return p, nil
 		}
 		create, err := profiled("create_checkout", b.createOnly)
@@ -503,4 +522,18 @@ func printReport(w io.Writer, res *Result) {
 			fmt.Fprintf(w, "target %-58s want %-8s measured %-22s %s\n", t.What, t.Want, t.Measured, mark)
 		}
 	}
+}
+
+// writeHeapProfile writes the heap profile (allocations since the start,
+// and live objects as of the last GC) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
