@@ -56,3 +56,5 @@ tool (
 	connectrpc.com/connect/cmd/protoc-gen-connect-go
 	google.golang.org/protobuf/cmd/protoc-gen-go
 )
+
+replace github.com/modelcontextprotocol/go-sdk => ./third_party/go-sdk
