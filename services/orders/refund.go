@@ -15,6 +15,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
@@ -110,7 +111,7 @@ func (s *Service) RefundOrder(ctx context.Context, r *connect.Request[ordersv1.R
 		if s.jobs == nil {
 			return apperr.New(apperr.KindInternal, "internal", "orders: no job client to settle refunds")
 		}
-		_, err = s.jobs.InsertTx(ctx, tx, RefundArgs{TenantID: tid, OrderID: row.ID, RefundID: refundID},
+		_, err = jobs.InsertTx(ctx, s.jobs, tx, RefundArgs{TenantID: tid, OrderID: row.ID, RefundID: refundID},
 			&river.InsertOpts{ScheduledAt: at.Add(s.cfg.RefundRecheck), MaxAttempts: 20})
 		return err
 	})

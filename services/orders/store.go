@@ -11,6 +11,7 @@ import (
 	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/protocol/bcp"
@@ -124,7 +125,7 @@ func (s *Service) queueWebhook(ctx context.Context, tx pgx.Tx, q *ordersdb.Queri
 	if err := q.InsertDelivery(ctx, ordersdb.InsertDeliveryParams{TenantID: tid, ID: id, OrderID: row.ID, OrderVersion: version}); err != nil {
 		return err
 	}
-	_, err = s.jobs.InsertTx(ctx, tx, WebhookArgs{TenantID: tid, OrderID: row.ID, DeliveryID: id}, &river.InsertOpts{MaxAttempts: WebhookMaxAttempts})
+	_, err = jobs.InsertTx(ctx, s.jobs, tx, WebhookArgs{TenantID: tid, OrderID: row.ID, DeliveryID: id}, &river.InsertOpts{MaxAttempts: WebhookMaxAttempts})
 	return err
 }
 

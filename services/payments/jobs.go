@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 )
@@ -155,7 +156,7 @@ func (s *Service) insertJob(ctx context.Context, tx pgx.Tx, args river.JobArgs, 
 	if s.jobs == nil {
 		return errNoJobs
 	}
-	_, err := s.jobs.InsertTx(ctx, tx, args, opts)
+	_, err := jobs.InsertTx(ctx, s.jobs, tx, args, opts)
 	return err
 }
 

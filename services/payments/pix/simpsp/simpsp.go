@@ -539,6 +539,6 @@ func (s *Sim) Notify(ctx context.Context, handlerID string, e2eids ...string) er
 }
 
 func (s *Sim) enqueue(ctx context.Context, tx pgx.Tx, tid uuid.UUID, handlerID, chave string, e2eids []string) error {
-	_, err := s.jobs.InsertTx(ctx, tx, DeliverArgs{TenantID: tid, HandlerID: handlerID, Chave: chave, E2EIDs: e2eids}, nil)
+	_, err := jobs.InsertTx(ctx, s.jobs, tx, DeliverArgs{TenantID: tid, HandlerID: handlerID, Chave: chave, E2EIDs: e2eids}, nil)
 	return err
 }

@@ -1,0 +1,78 @@
+package jobs_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/bcpdev/bcp/internal/jobs"
+	"github.com/bcpdev/bcp/internal/testdb"
+)
+
+type chainArgs struct{ N int }
+
+func (chainArgs) Kind() string { return "jobs_test_chain" }
+
+// Two jobs inserted back to back, in two transactions (as a job chain
+// does): each commit must announce itself. River alone notifies once per
+// FetchCooldown and dropped the second, which then waited for the next
+// poll; jobs.InsertTx sends the missing one.
+func TestEveryInsertIsAnnounced(t *testing.T) {
+	d := testdb.New(t)
+	ctx := context.Background()
+	c, err := jobs.NewClient(d.Pool, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listener, err := d.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Release()
+	if _, err := listener.Exec(ctx, `LISTEN "river.river_insert"`); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		tx, err := d.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := jobs.InsertTx(ctx, c, tx, chainArgs{N: i}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2 {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		n, err := listener.Conn().WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("insert %d of 2 was not announced: %v", i+1, err)
+		}
+		if n.Payload != `{"queue":"default"}` && n.Payload != `{"queue": "default"}` {
+			t.Fatalf("notification payload %q", n.Payload)
+		}
+	}
+	// A scheduled job is found by its schedule, not announced.
+	tx, err := d.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jobs.InsertTx(ctx, c, tx, chainArgs{N: 3}, &river.InsertOpts{ScheduledAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if n, err := listener.Conn().WaitForNotification(wctx); err == nil {
+		t.Fatalf("a scheduled job was announced: %q", n.Payload)
+	}
+}
