@@ -30,13 +30,16 @@ type Client = river.Client[pgx.Tx]
 // out a job that is still working; every job is idempotent anyway.
 const RescueStuckJobsAfter = 2 * time.Minute
 
-// FetchCooldown and FetchPollInterval make a job inserted now start within
-// ~100 ms instead of river's defaults (100 ms, 1 s): a paid Pix goes
-// through two jobs (the PSP's webhook, then the settle) before the agent
-// sees its checkout completed. bcpbench, 20 merchants, 16 agents, 20 %
-// Pix, two pairs: PSP payment → completed seen by the agent p50 368/388 →
-// 210/209 ms, CPU per purchase unchanged (17.1/17.5 vs 15.9/15.9 ms). The
-// cost is one more cheap fetch query per process every 100 ms when idle.
+// FetchCooldown and FetchPollInterval: an insert announced by NOTIFY
+// (InsertTx makes sure each one is) wakes a worker at once; the poll is
+// the backstop for a notification lost with its listener connection, so
+// a job never waits more than ~100 ms instead of river's default 1 s. A
+// paid Pix goes through three jobs (the PSP's webhook, the reconciliation,
+// the settle) before the agent sees its checkout completed. bcpbench, 20
+// merchants, 16 agents, 20 % Pix, two pairs, with a 1 s poll and no
+// InsertTx: PSP payment → completed seen by the agent p50 368/388 → 210/209
+// ms with this poll, CPU per purchase unchanged (17.1/17.5 vs 15.9/15.9
+// ms). The cost is one cheap fetch query per process every 100 ms.
 const (
 	FetchCooldown     = 10 * time.Millisecond
 	FetchPollInterval = 100 * time.Millisecond
