@@ -2,8 +2,10 @@ package catalog
 
 import (
 	"context"
+	"log/slog"
 	"sort"
 	"strconv"
+	"strings"
 
 	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5"
@@ -15,7 +17,7 @@ import (
 	"github.com/bcpdev/bcp/services/catalog/catalogdb"
 )
 
-// ReserveStock takes a checkout's stock in one transaction: every line or
+// ReserveStock takes a checkout's stock in one statement: every line or
 // none. It does not take the catalog write lock: stock updates are single
 // conditional UPDATEs, safe against concurrent reservations and edits.
 func (s *Service) ReserveStock(ctx context.Context, r *connect.Request[catalogv1.ReserveStockRequest]) (*connect.Response[catalogv1.ReserveStockResponse], error) {
@@ -41,31 +43,34 @@ func (s *Service) ReserveStock(ctx context.Context, r *connect.Request[catalogv1
 		variants = append(variants, v)
 	}
 	sort.Strings(variants)
-	reserved := false
-	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		q := catalogdb.New(tx)
-		n, err := q.CountReservations(ctx, catalogdb.CountReservationsParams{TenantID: tid, CheckoutID: id})
-		if err != nil || n > 0 {
-			return err // already reserved: nothing to do
-		}
-		for _, v := range variants {
-			took, err := q.TakeStock(ctx, catalogdb.TakeStockParams{TenantID: tid, ID: v, Quantity: want[v]})
-			if err != nil {
-				return err
-			}
-			if took == 0 {
-				return apperr.New(apperr.KindFailedPrecondition, "out_of_stock", "not enough stock of %s", v)
-			}
-			if err := q.InsertReservation(ctx, catalogdb.InsertReservationParams{TenantID: tid, CheckoutID: id, VariantID: v, Quantity: want[v]}); err != nil {
-				return err
-			}
-		}
-		reserved = true
-		return nil
+	quantities := make([]int64, len(variants))
+	for i, v := range variants {
+		quantities[i] = want[v]
+	}
+	// One statement (ReserveStock in db/queries/catalog/stock.sql): the
+	// check, the stock and the reservations, all or nothing.
+	var row catalogdb.ReserveStockRow
+	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+		var err error
+		row, err = catalogdb.New(q).ReserveStock(ctx, catalogdb.ReserveStockParams{TenantID: tid, CheckoutID: id, VariantIds: variants, Quantities: quantities})
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	switch {
+	case row.AlreadyHeld:
+		return connect.NewResponse(&catalogv1.ReserveStockResponse{}), nil // already reserved: nothing to do
+	case !row.StockOk:
+		return nil, apperr.New(apperr.KindFailedPrecondition, "out_of_stock", "not enough stock of %s", strings.Join(variants, ", "))
+	case row.LinesBooked != int64(len(variants)):
+		// A concurrent call for this checkout booked first; what this one
+		// booked (nothing, unless the two asked for different lines) took
+		// its own stock, so stock and reservations still agree.
+		slog.WarnContext(ctx, "catalog: concurrent stock reservations for one checkout", "checkout_id", id, "lines", len(variants), "booked_here", row.LinesBooked)
+		return connect.NewResponse(&catalogv1.ReserveStockResponse{}), nil
+	}
+	reserved := true
 	return connect.NewResponse(&catalogv1.ReserveStockResponse{Reserved: reserved}), nil
 }
 

@@ -1,6 +1,7 @@
 package catalog_test
 
 import (
+	"strconv"
 	"sync"
 	"testing"
 
@@ -72,5 +73,88 @@ func TestReserveAndReleaseStock(t *testing.T) {
 	wantErr(t, err, connect.CodeFailedPrecondition, "out_of_stock", "")
 	if r != nil || stock(can) != 2 {
 		t.Fatalf("cross-tenant reservation: stock %d", stock(can))
+	}
+}
+
+// Concurrent reservations of two variants listed in either order never
+// deadlock and never oversell; concurrent reservations for one checkout
+// (a retried completion racing its original) take its stock once.
+func TestConcurrentReservations(t *testing.T) {
+	e := start(t)
+	ctx := tenant()
+	p := e.create(ctx, &catalogv1.Product{Title: "Kit", Active: true, Variants: []*catalogv1.Variant{variant("AAA", 1000, 5), variant("BBB", 2000, 5)}})
+	a, b := bySKU(p)["AAA"].GetId(), bySKU(p)["BBB"].GetId()
+	stock := func() (int64, int64) {
+		v := bySKU(e.get(ctx, p.GetId()))
+		return v["AAA"].GetStock(), v["BBB"].GetStock()
+	}
+	reserve := func(checkout string, lines ...*catalogv1.StockLine) (bool, error) {
+		r, err := e.client.ReserveStock(ctx, connect.NewRequest(&catalogv1.ReserveStockRequest{CheckoutId: checkout, Lines: lines}))
+		if err != nil {
+			return false, err
+		}
+		return r.Msg.GetReserved(), nil
+	}
+	var wg sync.WaitGroup
+	wins := make(chan bool, 12)
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lines := []*catalogv1.StockLine{{VariantId: a, Quantity: 1}, {VariantId: b, Quantity: 1}}
+			if i%2 == 1 {
+				lines[0], lines[1] = lines[1], lines[0]
+			}
+			ok, err := reserve("kit_"+strconv.Itoa(i), lines...)
+			if err != nil && connect.CodeOf(err) != connect.CodeFailedPrecondition {
+				t.Errorf("reservation %d: %v", i, err)
+			}
+			wins <- ok
+		}()
+	}
+	wg.Wait()
+	close(wins)
+	won := 0
+	for ok := range wins {
+		if ok {
+			won++
+		}
+	}
+	if sa, sb := stock(); won != 5 || sa != 0 || sb != 0 {
+		t.Fatalf("12 kits for 5 in stock: %d reserved, stock left %d and %d", won, sa, sb)
+	}
+
+	// One checkout, eight concurrent calls: one reservation, one unit taken.
+	p2 := e.create(ctx, &catalogv1.Product{Title: "Copo", Active: true, Variants: []*catalogv1.Variant{variant("COP", 900, 5)}})
+	cop := bySKU(p2)["COP"].GetId()
+	won = 0
+	results := make(chan bool, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, err := reserve("chk_same", &catalogv1.StockLine{VariantId: cop, Quantity: 1})
+			if err != nil {
+				t.Errorf("same-checkout reservation: %v", err)
+			}
+			results <- ok
+		}()
+	}
+	wg.Wait()
+	close(results)
+	for ok := range results {
+		if ok {
+			won++
+		}
+	}
+	if left := bySKU(e.get(ctx, p2.GetId()))["COP"].GetStock(); won != 1 || left != 4 {
+		t.Fatalf("eight calls for one checkout: %d reported reserved, stock 5 → %d (want 1 and 4)", won, left)
+	}
+	rel, err := e.client.ReleaseStock(ctx, connect.NewRequest(&catalogv1.ReleaseStockRequest{CheckoutId: "chk_same"}))
+	if err != nil || rel.Msg.GetReleasedLines() != 1 {
+		t.Fatalf("release: %v %v", rel, err)
+	}
+	if left := bySKU(e.get(ctx, p2.GetId()))["COP"].GetStock(); left != 5 {
+		t.Fatalf("after release, stock %d, want 5", left)
 	}
 }

@@ -1,21 +1,48 @@
--- name: CountReservations :one
--- A checkout's live reservation (a released one from an earlier attempt
--- does not count).
-SELECT count(*) FROM catalog.stock_reservations
-WHERE tenant_id = @tenant_id AND checkout_id = @checkout_id AND state = 'reserved';
-
--- name: TakeStock :execrows
--- Decrements stock only if enough is left: never below zero.
-UPDATE catalog.variants SET stock = stock - @quantity, updated_at = now()
-WHERE tenant_id = @tenant_id AND id = @id AND stock >= @quantity;
-
--- name: InsertReservation :exec
--- A new attempt after a released one reserves again on the same row.
-INSERT INTO catalog.stock_reservations (tenant_id, checkout_id, variant_id, quantity)
-VALUES (@tenant_id, @checkout_id, @variant_id, @quantity)
-ON CONFLICT (tenant_id, checkout_id, variant_id) DO UPDATE
-  SET quantity = EXCLUDED.quantity, state = 'reserved', released_at = NULL, created_at = now()
-  WHERE catalog.stock_reservations.state = 'released';
+-- name: ReserveStock :one
+-- Records the checkout's reservations and takes their stock in one
+-- statement, all or nothing: nothing changes when the checkout already
+-- holds a live reservation (a released one from an earlier attempt does
+-- not count, and is reused), when a variant does not exist or when one has
+-- too little stock. The variants are locked in id order, as every
+-- reservation locks them, so concurrent reservations cannot deadlock, and
+-- stock is checked on the locked (latest) rows, so the last unit is never
+-- sold twice. Stock is taken only for the lines this statement booked: a
+-- concurrent call for the same checkout that booked first makes this one
+-- book and take nothing, so the stock taken always equals the lines
+-- reserved.
+WITH req AS (
+    SELECT unnest(@variant_ids::text[]) AS variant_id, unnest(@quantities::bigint[]) AS quantity
+), held AS (
+    SELECT EXISTS (
+        SELECT 1 FROM catalog.stock_reservations r
+        WHERE r.tenant_id = @tenant_id AND r.checkout_id = @checkout_id AND r.state = 'reserved'
+    ) AS yes
+), locked AS (
+    SELECT v.id, v.stock, req.quantity
+    FROM catalog.variants v JOIN req ON req.variant_id = v.id
+    WHERE v.tenant_id = @tenant_id AND NOT (SELECT yes FROM held)
+    ORDER BY v.id
+    FOR UPDATE OF v
+), verdict AS (
+    SELECT count(*) = (SELECT count(*) FROM req) AND coalesce(bool_and(locked.stock >= locked.quantity), false) AS ok
+    FROM locked
+), booked AS (
+    INSERT INTO catalog.stock_reservations (tenant_id, checkout_id, variant_id, quantity)
+    SELECT @tenant_id, @checkout_id, locked.id, locked.quantity FROM locked, verdict WHERE verdict.ok
+    ON CONFLICT (tenant_id, checkout_id, variant_id) DO UPDATE
+      SET quantity = EXCLUDED.quantity, state = 'reserved', released_at = NULL, created_at = now()
+      WHERE catalog.stock_reservations.state = 'released'
+    RETURNING variant_id, quantity
+), took AS (
+    UPDATE catalog.variants v SET stock = v.stock - booked.quantity, updated_at = now()
+    FROM booked
+    WHERE v.tenant_id = @tenant_id AND v.id = booked.variant_id
+    RETURNING v.id
+)
+SELECT (SELECT yes FROM held)::boolean AS already_held,
+       (SELECT ok FROM verdict)::boolean AS stock_ok,
+       (SELECT count(*) FROM booked)::bigint AS lines_booked,
+       (SELECT count(*) FROM took)::bigint AS variants_taken;
 
 -- name: ReleaseReservations :many
 UPDATE catalog.stock_reservations SET state = 'released', released_at = now()

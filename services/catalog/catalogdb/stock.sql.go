@@ -11,51 +11,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const countReservations = `-- name: CountReservations :one
-SELECT count(*) FROM catalog.stock_reservations
-WHERE tenant_id = $1 AND checkout_id = $2 AND state = 'reserved'
-`
-
-type CountReservationsParams struct {
-	TenantID   uuid.UUID
-	CheckoutID string
-}
-
-// A checkout's live reservation (a released one from an earlier attempt
-// does not count).
-func (q *Queries) CountReservations(ctx context.Context, arg CountReservationsParams) (int64, error) {
-	row := q.db.QueryRow(ctx, countReservations, arg.TenantID, arg.CheckoutID)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
-const insertReservation = `-- name: InsertReservation :exec
-INSERT INTO catalog.stock_reservations (tenant_id, checkout_id, variant_id, quantity)
-VALUES ($1, $2, $3, $4)
-ON CONFLICT (tenant_id, checkout_id, variant_id) DO UPDATE
-  SET quantity = EXCLUDED.quantity, state = 'reserved', released_at = NULL, created_at = now()
-  WHERE catalog.stock_reservations.state = 'released'
-`
-
-type InsertReservationParams struct {
-	TenantID   uuid.UUID
-	CheckoutID string
-	VariantID  string
-	Quantity   int64
-}
-
-// A new attempt after a released one reserves again on the same row.
-func (q *Queries) InsertReservation(ctx context.Context, arg InsertReservationParams) error {
-	_, err := q.db.Exec(ctx, insertReservation,
-		arg.TenantID,
-		arg.CheckoutID,
-		arg.VariantID,
-		arg.Quantity,
-	)
-	return err
-}
-
 const releaseReservations = `-- name: ReleaseReservations :many
 UPDATE catalog.stock_reservations SET state = 'released', released_at = now()
 WHERE tenant_id = $1 AND checkout_id = $2 AND state = 'reserved'
@@ -92,6 +47,84 @@ func (q *Queries) ReleaseReservations(ctx context.Context, arg ReleaseReservatio
 	return items, nil
 }
 
+const reserveStock = `-- name: ReserveStock :one
+WITH req AS (
+    SELECT unnest($1::text[]) AS variant_id, unnest($2::bigint[]) AS quantity
+), held AS (
+    SELECT EXISTS (
+        SELECT 1 FROM catalog.stock_reservations r
+        WHERE r.tenant_id = $3 AND r.checkout_id = $4 AND r.state = 'reserved'
+    ) AS yes
+), locked AS (
+    SELECT v.id, v.stock, req.quantity
+    FROM catalog.variants v JOIN req ON req.variant_id = v.id
+    WHERE v.tenant_id = $3 AND NOT (SELECT yes FROM held)
+    ORDER BY v.id
+    FOR UPDATE OF v
+), verdict AS (
+    SELECT count(*) = (SELECT count(*) FROM req) AND coalesce(bool_and(locked.stock >= locked.quantity), false) AS ok
+    FROM locked
+), booked AS (
+    INSERT INTO catalog.stock_reservations (tenant_id, checkout_id, variant_id, quantity)
+    SELECT $3, $4, locked.id, locked.quantity FROM locked, verdict WHERE verdict.ok
+    ON CONFLICT (tenant_id, checkout_id, variant_id) DO UPDATE
+      SET quantity = EXCLUDED.quantity, state = 'reserved', released_at = NULL, created_at = now()
+      WHERE catalog.stock_reservations.state = 'released'
+    RETURNING variant_id, quantity
+), took AS (
+    UPDATE catalog.variants v SET stock = v.stock - booked.quantity, updated_at = now()
+    FROM booked
+    WHERE v.tenant_id = $3 AND v.id = booked.variant_id
+    RETURNING v.id
+)
+SELECT (SELECT yes FROM held)::boolean AS already_held,
+       (SELECT ok FROM verdict)::boolean AS stock_ok,
+       (SELECT count(*) FROM booked)::bigint AS lines_booked,
+       (SELECT count(*) FROM took)::bigint AS variants_taken
+`
+
+type ReserveStockParams struct {
+	VariantIds []string
+	Quantities []int64
+	TenantID   uuid.UUID
+	CheckoutID string
+}
+
+type ReserveStockRow struct {
+	AlreadyHeld   bool
+	StockOk       bool
+	LinesBooked   int64
+	VariantsTaken int64
+}
+
+// Records the checkout's reservations and takes their stock in one
+// statement, all or nothing: nothing changes when the checkout already
+// holds a live reservation (a released one from an earlier attempt does
+// not count, and is reused), when a variant does not exist or when one has
+// too little stock. The variants are locked in id order, as every
+// reservation locks them, so concurrent reservations cannot deadlock, and
+// stock is checked on the locked (latest) rows, so the last unit is never
+// sold twice. Stock is taken only for the lines this statement booked: a
+// concurrent call for the same checkout that booked first makes this one
+// book and take nothing, so the stock taken always equals the lines
+// reserved.
+func (q *Queries) ReserveStock(ctx context.Context, arg ReserveStockParams) (ReserveStockRow, error) {
+	row := q.db.QueryRow(ctx, reserveStock,
+		arg.VariantIds,
+		arg.Quantities,
+		arg.TenantID,
+		arg.CheckoutID,
+	)
+	var i ReserveStockRow
+	err := row.Scan(
+		&i.AlreadyHeld,
+		&i.StockOk,
+		&i.LinesBooked,
+		&i.VariantsTaken,
+	)
+	return i, err
+}
+
 const returnStock = `-- name: ReturnStock :exec
 UPDATE catalog.variants SET stock = stock + $1, updated_at = now()
 WHERE tenant_id = $2 AND id = $3
@@ -106,24 +139,4 @@ type ReturnStockParams struct {
 func (q *Queries) ReturnStock(ctx context.Context, arg ReturnStockParams) error {
 	_, err := q.db.Exec(ctx, returnStock, arg.Quantity, arg.TenantID, arg.ID)
 	return err
-}
-
-const takeStock = `-- name: TakeStock :execrows
-UPDATE catalog.variants SET stock = stock - $1, updated_at = now()
-WHERE tenant_id = $2 AND id = $3 AND stock >= $1
-`
-
-type TakeStockParams struct {
-	Quantity int64
-	TenantID uuid.UUID
-	ID       string
-}
-
-// Decrements stock only if enough is left: never below zero.
-func (q *Queries) TakeStock(ctx context.Context, arg TakeStockParams) (int64, error) {
-	result, err := q.db.Exec(ctx, takeStock, arg.Quantity, arg.TenantID, arg.ID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
