@@ -8,12 +8,12 @@ import (
 	"math"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/bcpdev/bcp/internal/apperr"
@@ -28,6 +28,13 @@ import (
 // errLostRace rolls back a create whose checkout got its order from a
 // concurrent call meanwhile (and with it the label number it took).
 var errLostRace = errors.New("orders: the checkout already has an order")
+
+// isLostRace reports the unique violation InsertNumberedOrder raises when
+// the checkout already has its order.
+func isLostRace(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == "23505" && pg.ConstraintName == "orders_tenant_id_checkout_id_key"
+}
 
 var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
 
@@ -66,36 +73,45 @@ func (s *Service) CreateOrder(ctx context.Context, r *connect.Request[ordersv1.C
 	if err != nil {
 		return nil, err
 	}
-	var row ordersdb.OrdersOrder
-	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		q := ordersdb.New(tx)
-		n, err := q.NextLabel(ctx, tid)
-		if err != nil {
+	snap, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	row := ordersdb.OrdersOrder{
+		TenantID: tid, ID: id, CheckoutID: checkoutID, PaymentAttemptID: m.GetPaymentAttemptId(),
+		AgentProfileUrl: m.GetAgentProfileUrl(), WebhookUrl: strings.TrimSpace(m.GetWebhookUrl()), BaseUrl: base,
+		Currency: o.Currency, Total: total, Status: orderStatus(o), Version: 1,
+	}
+	params := ordersdb.InsertNumberedOrderParams{
+		TenantID: tid, ID: id, CheckoutID: checkoutID, PaymentAttemptID: row.PaymentAttemptID,
+		AgentProfileUrl: row.AgentProfileUrl, WebhookUrl: row.WebhookUrl, BaseUrl: base, Currency: row.Currency,
+		Total: total, Status: row.Status, Snapshot: snap,
+	}
+	if row.WebhookUrl == "" {
+		// Nothing else to write: the numbered insert is the whole
+		// transaction, one round trip.
+		err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+			var err error
+			row.Label, err = ordersdb.New(q).InsertNumberedOrder(ctx, params)
 			return err
-		}
-		o.Label = "#" + strconv.FormatInt(n, 10)
-		snap, err := json.Marshal(o)
-		if err != nil {
-			return err
-		}
-		row = ordersdb.OrdersOrder{
-			TenantID: tid, ID: id, CheckoutID: checkoutID, Label: o.Label, PaymentAttemptID: m.GetPaymentAttemptId(),
-			AgentProfileUrl: m.GetAgentProfileUrl(), WebhookUrl: strings.TrimSpace(m.GetWebhookUrl()), BaseUrl: base,
-			Currency: o.Currency, Total: total, Status: orderStatus(o), Snapshot: snap, Version: 1,
-		}
-		inserted, err := q.InsertOrder(ctx, ordersdb.InsertOrderParams{
-			TenantID: tid, ID: id, CheckoutID: checkoutID, Label: row.Label, PaymentAttemptID: row.PaymentAttemptID,
-			AgentProfileUrl: row.AgentProfileUrl, WebhookUrl: row.WebhookUrl, BaseUrl: base, Currency: row.Currency,
-			Total: total, Status: row.Status, Snapshot: snap,
 		})
-		if err != nil {
-			return err
-		}
-		if inserted == 0 {
-			return errLostRace
-		}
-		return s.queueWebhook(ctx, tx, q, tid, &row, 1)
-	})
+	} else {
+		err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
+			q := ordersdb.New(tx)
+			var err error
+			if row.Label, err = q.InsertNumberedOrder(ctx, params); err != nil {
+				return err
+			}
+			return s.queueWebhook(ctx, tx, q, tid, &row, 1)
+		})
+	}
+	if isLostRace(err) {
+		err = errLostRace
+	}
+	if err == nil {
+		o.Label = row.Label // as the statement wrote it into the stored snapshot
+		row.Snapshot, err = json.Marshal(o)
+	}
 	if errors.Is(err, errLostRace) {
 		existing, err := s.byCheckout(ctx, tid, checkoutID)
 		if err != nil {

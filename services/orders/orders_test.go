@@ -140,56 +140,71 @@ func TestCreateOrderRefusesBadInput(t *testing.T) {
 
 // Fifty concurrent completions of one checkout make one order, and every
 // caller gets it, byte for byte; one "order created" webhook is queued.
+// Without a webhook URL the order is one statement (no transaction around
+// it): the same holds, and the losers' label numbers roll back too.
 func TestCreateOrderConcurrentlyMakesExactlyOne(t *testing.T) {
 	e := start(t)
 	ctx, _ := e.tenant("Loja A", tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT)
 	rc := newReceiver(t, 0)
-	const n = 50
-	res := make([]*ordersv1.CreateOrderResponse, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			r, err := e.client.CreateOrder(ctx, connect.NewRequest(createRequest("chk_race", rc.url())))
-			if err == nil {
-				res[i] = r.Msg
+	race := func(checkout, webhookURL, wantLabel string) *ordersv1.CreateOrderResponse {
+		t.Helper()
+		const n = 50
+		res := make([]*ordersv1.CreateOrderResponse, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				r, err := e.client.CreateOrder(ctx, connect.NewRequest(createRequest(checkout, webhookURL)))
+				if err == nil {
+					res[i] = r.Msg
+				}
+				errs[i] = err
+			}()
+		}
+		close(start)
+		wg.Wait()
+		created := 0
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("%s, call %d: %v", checkout, i, errs[i])
 			}
-			errs[i] = err
-		}()
-	}
-	close(start)
-	wg.Wait()
-	created := 0
-	for i := range n {
-		if errs[i] != nil {
-			t.Fatalf("call %d: %v", i, errs[i])
+			if res[i].GetCreated() {
+				created++
+			}
+			if !bytes.Equal(res[i].GetOrderJson(), res[0].GetOrderJson()) || res[i].GetOrderId() != res[0].GetOrderId() || res[i].GetPermalinkUrl() != res[0].GetPermalinkUrl() {
+				t.Fatalf("%s, call %d got a different order:\n%s\n%s", checkout, i, res[i].GetOrderJson(), res[0].GetOrderJson())
+			}
 		}
-		if res[i].GetCreated() {
-			created++
+		if created != 1 {
+			t.Fatalf("%s: %d callers were told they created the order", checkout, created)
 		}
-		if !bytes.Equal(res[i].GetOrderJson(), res[0].GetOrderJson()) || res[i].GetOrderId() != res[0].GetOrderId() || res[i].GetPermalinkUrl() != res[0].GetPermalinkUrl() {
-			t.Fatalf("call %d got a different order:\n%s\n%s", i, res[i].GetOrderJson(), res[0].GetOrderJson())
+		if rows := e.superCount(`SELECT count(*) FROM orders.orders WHERE checkout_id = '` + checkout + `'`); rows != 1 {
+			t.Fatalf("%s: %d order rows for one checkout", checkout, rows)
 		}
+		if o := decode(t, res[0].GetOrderJson()); o.Label != wantLabel {
+			t.Fatalf("%s: label %q, want %q: the losers' numbers must roll back", checkout, o.Label, wantLabel)
+		}
+		return res[0]
 	}
-	if created != 1 {
-		t.Fatalf("%d callers were told they created the order", created)
-	}
-	if rows := e.superCount(`SELECT count(*) FROM orders.orders WHERE checkout_id = 'chk_race'`); rows != 1 {
-		t.Fatalf("%d order rows for one checkout", rows)
-	}
-	if o := decode(t, res[0].GetOrderJson()); o.Label != "#1001" {
-		t.Fatalf("label %q: the losers' numbers must roll back", o.Label)
-	}
-	if d := e.deliveries(ctx, res[0].GetOrderId()); len(d) != 1 {
+	first := race("chk_race", rc.url(), "#1001")
+	if d := e.deliveries(ctx, first.GetOrderId()); len(d) != 1 {
 		t.Fatalf("%d webhook messages for one creation", len(d))
 	}
 	eventually(t, waitFor, "the order created webhook", func() bool { return len(rc.got()) == 1 })
+	second := race("chk_race_nohook", "", "#1002")
+	if d := e.deliveries(ctx, second.GetOrderId()); len(d) != 0 {
+		t.Fatalf("%d webhook messages for an order without a webhook URL", len(d))
+	}
+	// The stored snapshot carries the label the statement assigned.
+	if n := e.superCount(`SELECT count(*) FROM orders.orders WHERE checkout_id = 'chk_race_nohook' AND snapshot->>'label' = '#1002' AND label = '#1002'`); n != 1 {
+		t.Fatalf("stored label and snapshot label disagree (%d rows match)", n)
+	}
 	// A later checkout still gets the next number.
-	if o := decode(t, e.create(ctx, "chk_next", "").GetOrderJson()); o.Label != "#1002" {
+	if o := decode(t, e.create(ctx, "chk_next", "").GetOrderJson()); o.Label != "#1003" {
 		t.Fatalf("next label %q", o.Label)
 	}
 }

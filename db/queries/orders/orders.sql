@@ -1,16 +1,20 @@
--- name: NextLabel :one
--- The row lock taken here is held to the end of the creating transaction,
--- which is what keeps the numbers in order and lets a losing create roll
--- its number back.
-INSERT INTO orders.label_counters (tenant_id, last) VALUES (@tenant_id, 1001)
-ON CONFLICT (tenant_id) DO UPDATE SET last = orders.label_counters.last + 1
-RETURNING last;
-
--- name: InsertOrder :execrows
--- Zero rows: the checkout already has its order.
+-- name: InsertNumberedOrder :one
+-- The order with the tenant's next label ("#1001", "#1002", …), also
+-- written into the snapshot, in one statement. The counter row's lock is
+-- held to the end of the statement's transaction (implicit or explicit),
+-- which keeps the numbers in order. There is no ON CONFLICT: when the
+-- checkout already has its order, the unique violation on (tenant_id,
+-- checkout_id) fails the statement and its number is rolled back with it.
+WITH n AS (
+    INSERT INTO orders.label_counters (tenant_id, last) VALUES (@tenant_id, 1001)
+    ON CONFLICT (tenant_id) DO UPDATE SET last = orders.label_counters.last + 1
+    RETURNING ('#' || last)::text AS label
+)
 INSERT INTO orders.orders (tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, status, snapshot)
-VALUES (@tenant_id, @id, @checkout_id, @label, @payment_attempt_id, @agent_profile_url, @webhook_url, @base_url, @currency, @total, @status, @snapshot)
-ON CONFLICT (tenant_id, checkout_id) DO NOTHING;
+SELECT @tenant_id, @id, @checkout_id, n.label, @payment_attempt_id, @agent_profile_url, @webhook_url, @base_url, @currency, @total, @status,
+       jsonb_set(@snapshot::jsonb, '{label}', to_jsonb(n.label))
+FROM n
+RETURNING label;
 
 -- name: GetOrder :one
 SELECT * FROM orders.orders WHERE tenant_id = @tenant_id AND id = @id;

@@ -222,17 +222,23 @@ func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) error 
 	return err
 }
 
-const insertOrder = `-- name: InsertOrder :execrows
+const insertNumberedOrder = `-- name: InsertNumberedOrder :one
+WITH n AS (
+    INSERT INTO orders.label_counters (tenant_id, last) VALUES ($1, 1001)
+    ON CONFLICT (tenant_id) DO UPDATE SET last = orders.label_counters.last + 1
+    RETURNING ('#' || last)::text AS label
+)
 INSERT INTO orders.orders (tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, status, snapshot)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-ON CONFLICT (tenant_id, checkout_id) DO NOTHING
+SELECT $1, $2, $3, n.label, $4, $5, $6, $7, $8, $9, $10,
+       jsonb_set($11::jsonb, '{label}', to_jsonb(n.label))
+FROM n
+RETURNING label
 `
 
-type InsertOrderParams struct {
+type InsertNumberedOrderParams struct {
 	TenantID         uuid.UUID
 	ID               string
 	CheckoutID       string
-	Label            string
 	PaymentAttemptID string
 	AgentProfileUrl  string
 	WebhookUrl       string
@@ -243,13 +249,17 @@ type InsertOrderParams struct {
 	Snapshot         json.RawMessage
 }
 
-// Zero rows: the checkout already has its order.
-func (q *Queries) InsertOrder(ctx context.Context, arg InsertOrderParams) (int64, error) {
-	result, err := q.db.Exec(ctx, insertOrder,
+// The order with the tenant's next label ("#1001", "#1002", …), also
+// written into the snapshot, in one statement. The counter row's lock is
+// held to the end of the statement's transaction (implicit or explicit),
+// which keeps the numbers in order. There is no ON CONFLICT: when the
+// checkout already has its order, the unique violation on (tenant_id,
+// checkout_id) fails the statement and its number is rolled back with it.
+func (q *Queries) InsertNumberedOrder(ctx context.Context, arg InsertNumberedOrderParams) (string, error) {
+	row := q.db.QueryRow(ctx, insertNumberedOrder,
 		arg.TenantID,
 		arg.ID,
 		arg.CheckoutID,
-		arg.Label,
 		arg.PaymentAttemptID,
 		arg.AgentProfileUrl,
 		arg.WebhookUrl,
@@ -259,10 +269,9 @@ func (q *Queries) InsertOrder(ctx context.Context, arg InsertOrderParams) (int64
 		arg.Status,
 		arg.Snapshot,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var label string
+	err := row.Scan(&label)
+	return label, err
 }
 
 const listDeliveries = `-- name: ListDeliveries :many
@@ -392,22 +401,6 @@ func (q *Queries) LockOrder(ctx context.Context, arg LockOrderParams) (OrdersOrd
 		&i.UpdatedAt,
 	)
 	return i, err
-}
-
-const nextLabel = `-- name: NextLabel :one
-INSERT INTO orders.label_counters (tenant_id, last) VALUES ($1, 1001)
-ON CONFLICT (tenant_id) DO UPDATE SET last = orders.label_counters.last + 1
-RETURNING last
-`
-
-// The row lock taken here is held to the end of the creating transaction,
-// which is what keeps the numbers in order and lets a losing create roll
-// its number back.
-func (q *Queries) NextLabel(ctx context.Context, tenantID uuid.UUID) (int64, error) {
-	row := q.db.QueryRow(ctx, nextLabel, tenantID)
-	var last int64
-	err := row.Scan(&last)
-	return last, err
 }
 
 const recordDeliveryAttempt = `-- name: RecordDeliveryAttempt :exec
