@@ -59,7 +59,7 @@ type mcpEdge struct {
 	servers  map[string]*mcp.Server                // capability set → server
 	offers   map[string]agentprofile.BusinessOffer // tenant id → negotiation offer
 	offerGen uint64                                // bumped on invalidation; stale fills are dropped
-	shared   map[string]any                        // JSON → offer part shared by merchants (shareOffer)
+	shared   map[string]any                        // kind + JSON → offer part shared by merchants (shareOffer)
 
 	vmu        sync.Mutex
 	validators map[string]*bcpschema.Validator // capability set → validator
@@ -473,21 +473,24 @@ func (m *mcpEdge) shareOffer(o agentprofile.BusinessOffer) agentprofile.Business
 	if len(m.shared) >= maxSharedParts {
 		clear(m.shared) // pathological variety: start over, still bounded
 	}
-	share := func(v any) any {
-		key, err := json.Marshal(v)
+	// The key names the part's type too: two parts of different types may
+	// marshal alike ("null").
+	share := func(kind string, v any) any {
+		b, err := json.Marshal(v)
 		if err != nil {
 			return v
 		}
-		if s, ok := m.shared[string(key)]; ok {
+		key := kind + string(b)
+		if s, ok := m.shared[key]; ok {
 			return s
 		}
-		m.shared[string(key)] = v
+		m.shared[key] = v
 		return v
 	}
-	o.Capabilities = share(o.Capabilities).(map[string][]agentprofile.CapabilityEntry)
+	o.Capabilities = share("capabilities:", o.Capabilities).(map[string][]agentprofile.CapabilityEntry)
 	handlers := make(map[string][]agentprofile.HandlerEntry, len(o.PaymentHandlers))
 	for name, hs := range o.PaymentHandlers {
-		handlers[name] = share(hs).([]agentprofile.HandlerEntry)
+		handlers[name] = share("handlers:", hs).([]agentprofile.HandlerEntry)
 	}
 	o.PaymentHandlers = handlers
 	return o
