@@ -18,8 +18,9 @@ import (
 )
 
 // ReserveStock takes a checkout's stock in one statement: every line or
-// none. It does not take the catalog write lock: stock updates are single
-// conditional UPDATEs, safe against concurrent reservations and edits.
+// none. It does not take the catalog write lock: the statement locks the
+// variant rows it checks and changes, which is safe against concurrent
+// reservations and edits.
 func (s *Service) ReserveStock(ctx context.Context, r *connect.Request[catalogv1.ReserveStockRequest]) (*connect.Response[catalogv1.ReserveStockResponse], error) {
 	tid, err := tenancy.From(ctx)
 	if err != nil {
@@ -70,8 +71,7 @@ func (s *Service) ReserveStock(ctx context.Context, r *connect.Request[catalogv1
 		slog.WarnContext(ctx, "catalog: concurrent stock reservations for one checkout", "checkout_id", id, "lines", len(variants), "booked_here", row.LinesBooked)
 		return connect.NewResponse(&catalogv1.ReserveStockResponse{}), nil
 	}
-	reserved := true
-	return connect.NewResponse(&catalogv1.ReserveStockResponse{Reserved: reserved}), nil
+	return connect.NewResponse(&catalogv1.ReserveStockResponse{Reserved: true}), nil
 }
 
 // ReleaseStock returns a checkout's reserved stock.
