@@ -323,6 +323,7 @@ func (f *fakePayments) refunds() []*paymentsv1.RefundPaymentRequest {
 type receiver struct {
 	srv       *httptest.Server
 	failFirst int
+	onReceive func() // when set, runs before each answer
 
 	mu   sync.Mutex
 	reqs []received
@@ -342,6 +343,9 @@ func newReceiver(t *testing.T, failFirst int) *receiver {
 		rc.reqs = append(rc.reqs, received{req: r.Clone(context.Background()), body: body})
 		n := len(rc.reqs)
 		rc.mu.Unlock()
+		if rc.onReceive != nil {
+			rc.onReceive()
+		}
 		if n <= rc.failFirst {
 			http.Error(w, "try later", http.StatusInternalServerError)
 			return

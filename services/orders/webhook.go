@@ -141,7 +141,7 @@ func (s *Service) deliver(ctx context.Context, a WebhookArgs, attempt int) error
 		log.WarnContext(ctx, "order webhook not delivered", "outcome", outcome, "err", err)
 	}
 	// Record even when the job's context is ending: the attempt happened.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	p := ordersdb.RecordDeliveryAttemptParams{TenantID: a.TenantID, ID: a.DeliveryID, Delivered: delivered}
 	if status > 0 {
@@ -151,15 +151,40 @@ func (s *Service) deliver(ctx context.Context, a WebhookArgs, attempt int) error
 	if err != nil {
 		p.LastError = truncate(err.Error(), 500)
 	}
-	if rerr := pgstore.InTenant(rctx, s.pool, func(tx pgx.Tx) error { return ordersdb.New(tx).RecordDeliveryAttempt(rctx, p) }); rerr != nil && delivered {
-		// The receiver has it; failing now would only send it again.
-		log.ErrorContext(ctx, "order webhook delivered but not recorded", "err", rerr)
+	record := func() error {
+		return pgstore.InTenant(rctx, s.pool, func(tx pgx.Tx) error { return ordersdb.New(tx).RecordDeliveryAttempt(rctx, p) })
+	}
+	rerr := record()
+	// A delivery left unrecorded would stay "not delivered" for ever (the
+	// job would end as done): wait out a short database outage, and if
+	// that is not enough, fail the job so river sends it again with the
+	// same Webhook-Id (receivers deduplicate on it) and records that one.
+	// Found by cmd/bcpchaos: PostgreSQL restarted between the POST and
+	// this write.
+	for i := 0; rerr != nil && delivered && i < recordRetries && rctx.Err() == nil; i++ {
+		select {
+		case <-rctx.Done():
+		case <-time.After(recordRetryEvery):
+		}
+		rerr = record()
+	}
+	if rerr != nil && delivered {
+		log.ErrorContext(ctx, "order webhook delivered but not recorded; it will be sent again", "err", rerr)
+		return fmt.Errorf("orders: webhook %s delivered but not recorded: %w", a.DeliveryID, rerr)
 	}
 	if errors.As(err, &perm) {
 		return river.JobCancel(err)
 	}
 	return err
 }
+
+// Recording a delivery attempt: how long it may take in all, and how often
+// it is retried while the database is unreachable.
+const (
+	recordTimeout    = 20 * time.Second
+	recordRetries    = 8
+	recordRetryEvery = 2 * time.Second
+)
 
 // post signs and sends one attempt. It returns the HTTP status (0 without
 // a response) and an error unless the receiver answered 2xx.

@@ -6,11 +6,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/bcpdev/bcp/httpsig"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
@@ -236,5 +238,51 @@ func TestDefaultWebhookBackoffGrowsToSixHours(t *testing.T) {
 	}
 	if total < 72*time.Hour || total > 96*time.Hour {
 		t.Fatalf("all retries span %s, want three to four days", total)
+	}
+}
+
+// A delivery whose attempt cannot be recorded at once (the database
+// refuses the write for a few seconds right after the receiver took the
+// message) is still recorded as delivered in the end, not left
+// "undelivered" with no attempt and no job. Found by cmd/bcpchaos: a
+// PostgreSQL restart between the POST and the write.
+func TestDeliveryRecordedAfterADatabaseHiccup(t *testing.T) {
+	e := start(t)
+	ctx, _ := e.tenant("Loja A", tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT)
+	super, err := pgx.Connect(context.Background(), e.db.SuperURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = super.Close(context.Background()) })
+	var once sync.Once
+	restored := make(chan struct{})
+	rc := newReceiver(t, 0)
+	rc.onReceive = func() {
+		once.Do(func() {
+			// While the receiver answers 200, take away the write the
+			// service records the attempt with; give it back 3 s later.
+			if _, err := super.Exec(context.Background(), `REVOKE UPDATE ON orders.webhook_deliveries FROM bcp_app`); err != nil {
+				t.Error(err)
+			}
+			go func() {
+				defer close(restored)
+				time.Sleep(3 * time.Second)
+				if _, err := super.Exec(context.Background(), `GRANT UPDATE ON orders.webhook_deliveries TO bcp_app`); err != nil {
+					t.Error(err)
+				}
+			}()
+		})
+	}
+	created := e.create(ctx, "chk_hiccup", rc.url())
+	<-restored
+	eventually(t, waitFor, "the delivery recorded as delivered", func() bool {
+		d := e.deliveries(ctx, created.GetOrderId())
+		return len(d) == 1 && d[0].GetDeliveredTimeUnix() > 0
+	})
+	if d := e.deliveries(ctx, created.GetOrderId()); d[0].GetAttempts() < 1 || d[0].GetLastStatus() != 200 {
+		t.Fatalf("delivery recorded as %d attempts, last status %d", d[0].GetAttempts(), d[0].GetLastStatus())
+	}
+	if got := rc.got(); len(got) < 1 || got[0].req.Header.Get("Webhook-Id") != got[len(got)-1].req.Header.Get("Webhook-Id") {
+		t.Fatalf("%d messages, all with one Webhook-Id expected", len(got))
 	}
 }
