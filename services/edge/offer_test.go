@@ -15,7 +15,9 @@ func TestShareOffer(t *testing.T) {
 	caps := func() map[string][]agentprofile.CapabilityEntry {
 		return map[string][]agentprofile.CapabilityEntry{"br.dev.bcp.shopping.checkout": {{Version: "2026-07-28"}}}
 	}
-	pix := func(id string) []agentprofile.HandlerEntry { return []agentprofile.HandlerEntry{{ID: id, Version: "2026-07-28"}} }
+	pix := func(id string) []agentprofile.HandlerEntry {
+		return []agentprofile.HandlerEntry{{ID: id, Version: "2026-07-28"}}
+	}
 	a := m.shareOffer(agentprofile.BusinessOffer{Version: "v", Capabilities: caps(), PaymentHandlers: map[string][]agentprofile.HandlerEntry{"br.dev.bcp.pix": pix("pix_a")}})
 	b := m.shareOffer(agentprofile.BusinessOffer{Version: "v", Capabilities: caps(), PaymentHandlers: map[string][]agentprofile.HandlerEntry{"br.dev.bcp.pix": pix("pix_b")}})
 	if reflect.ValueOf(a.Capabilities).Pointer() != reflect.ValueOf(b.Capabilities).Pointer() {
