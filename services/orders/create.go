@@ -108,10 +108,6 @@ func (s *Service) CreateOrder(ctx context.Context, r *connect.Request[ordersv1.C
 	if isLostRace(err) {
 		err = errLostRace
 	}
-	if err == nil {
-		o.Label = row.Label // as the statement wrote it into the stored snapshot
-		row.Snapshot, err = json.Marshal(o)
-	}
 	if errors.Is(err, errLostRace) {
 		existing, err := s.byCheckout(ctx, tid, checkoutID)
 		if err != nil {
@@ -123,7 +119,8 @@ func (s *Service) CreateOrder(ctx context.Context, r *connect.Request[ordersv1.C
 		return nil, err
 	}
 	s.log.InfoContext(ctx, "order created", "tenant_id", tid, "order_id", id, "checkout_id", checkoutID, "label", row.Label)
-	return createResponse(row, true)
+	o.Label = row.Label // as the statement wrote it into the stored snapshot
+	return orderResponse(id, o, true)
 }
 
 func (s *Service) byCheckout(ctx context.Context, tid uuid.UUID, checkoutID string) (ordersdb.OrdersOrder, error) {
@@ -136,16 +133,21 @@ func (s *Service) byCheckout(ctx context.Context, tid uuid.UUID, checkoutID stri
 	return row, err
 }
 
+// createResponse answers with a stored order.
 func createResponse(row ordersdb.OrdersOrder, created bool) (*connect.Response[ordersv1.CreateOrderResponse], error) {
 	o, err := decodeOrder(row.Snapshot)
 	if err != nil {
 		return nil, err
 	}
+	return orderResponse(row.ID, o, created)
+}
+
+func orderResponse(id string, o *bcp.Order, created bool) (*connect.Response[ordersv1.CreateOrderResponse], error) {
 	b, err := render(o)
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&ordersv1.CreateOrderResponse{OrderJson: b, OrderId: row.ID, PermalinkUrl: o.PermalinkURL, Created: created}), nil
+	return connect.NewResponse(&ordersv1.CreateOrderResponse{OrderJson: b, OrderId: id, PermalinkUrl: o.PermalinkURL, Created: created}), nil
 }
 
 // baseURL checks the merchant origin permalinks and the webhook BCP-Agent
