@@ -51,12 +51,10 @@ func (s *Service) CreateOrder(ctx context.Context, r *connect.Request[ordersv1.C
 	if checkoutID == "" || len(checkoutID) > 200 {
 		return nil, apperr.Invalid("checkout_id", "invalid_checkout_id", "checkout_id is required (at most 200 characters)")
 	}
-	// A retry finds the order without taking a label number.
-	if row, err := s.byCheckout(ctx, tid, checkoutID); err == nil {
-		return createResponse(row, false)
-	} else if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, err
-	}
+	// No look-up first: a retry (or a concurrent call) fails the numbered
+	// insert on the checkout's unique key, which rolls its label number
+	// back, and then reads the existing order. The first call, the common
+	// one, saves a round trip.
 	base, err := baseURL(m.GetBaseUrl())
 	if err != nil {
 		return nil, err

@@ -63,6 +63,12 @@ func TestCreateOrderBuildsTheBCPOrder(t *testing.T) {
 		t.Fatalf("expectation: %+v", x)
 	}
 
+	// A sequential retry is answered with the same order and bytes, and
+	// its failed insert gives its label number back.
+	if again := e.create(ctx, "chk_1", ""); again.GetCreated() || again.GetOrderId() != o.ID || !bytes.Equal(again.GetOrderJson(), res.GetOrderJson()) {
+		t.Fatalf("retry: created %v id %q\n%s", again.GetCreated(), again.GetOrderId(), again.GetOrderJson())
+	}
+
 	// Get serves the same bytes; the next order takes the next label.
 	g, err := e.client.GetOrder(ctx, connect.NewRequest(&ordersv1.GetOrderRequest{Id: o.ID}))
 	if err != nil || !bytes.Equal(g.Msg.GetOrderJson(), res.GetOrderJson()) || g.Msg.GetAgentProfileUrl() != "https://agent.example/profile.json" {
