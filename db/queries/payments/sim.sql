@@ -62,6 +62,32 @@ INSERT INTO payments.sim_card_charges (tenant_id, id, idempotency_key, token_has
 VALUES (@tenant_id, @id, @idempotency_key, @token_hash, @amount, @currency, @status, @decline_code)
 ON CONFLICT (tenant_id, idempotency_key) DO NOTHING;
 
+-- name: SimChargeCard :one
+-- A charge in one statement: a token that already paid under another key
+-- is declined (@token_used_code), a new key is inserted, and an existing
+-- key answers with its stored charge. When a concurrent call inserted the
+-- key after this statement's snapshot, no row comes back (pgx.ErrNoRows)
+-- and the caller reads it with SimGetCardChargeByKey.
+WITH used AS (
+  SELECT EXISTS (
+    SELECT 1 FROM payments.sim_card_charges p
+    WHERE p.tenant_id = @tenant_id AND p.token_hash = @token_hash AND p.idempotency_key <> @idempotency_key
+      AND p.status IN ('approved', 'requires_action')
+  ) AS used
+), ins AS (
+  INSERT INTO payments.sim_card_charges (tenant_id, id, idempotency_key, token_hash, amount, currency, status, decline_code)
+  SELECT @tenant_id, @id, @idempotency_key, @token_hash, @amount, @currency,
+         CASE WHEN used.used THEN 'declined' ELSE @status::text END,
+         CASE WHEN used.used THEN @token_used_code::text ELSE @decline_code::text END
+  FROM used
+  ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+  RETURNING id, token_hash, amount, status, decline_code
+)
+SELECT id, token_hash, amount, status, decline_code FROM ins
+UNION ALL
+SELECT c.id, c.token_hash, c.amount, c.status, c.decline_code FROM payments.sim_card_charges c
+WHERE c.tenant_id = @tenant_id AND c.idempotency_key = @idempotency_key AND NOT EXISTS (SELECT 1 FROM ins);
+
 -- name: SimGetCardChargeByKey :one
 SELECT * FROM payments.sim_card_charges WHERE tenant_id = @tenant_id AND idempotency_key = @idempotency_key;
 

@@ -27,6 +27,76 @@ func (q *Queries) SimAddCardRefunded(ctx context.Context, arg SimAddCardRefunded
 	return err
 }
 
+const simChargeCard = `-- name: SimChargeCard :one
+WITH used AS (
+  SELECT EXISTS (
+    SELECT 1 FROM payments.sim_card_charges p
+    WHERE p.tenant_id = $1 AND p.token_hash = $2 AND p.idempotency_key <> $3
+      AND p.status IN ('approved', 'requires_action')
+  ) AS used
+), ins AS (
+  INSERT INTO payments.sim_card_charges (tenant_id, id, idempotency_key, token_hash, amount, currency, status, decline_code)
+  SELECT $1, $4, $3, $2, $5, $6,
+         CASE WHEN used.used THEN 'declined' ELSE $7::text END,
+         CASE WHEN used.used THEN $8::text ELSE $9::text END
+  FROM used
+  ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+  RETURNING id, token_hash, amount, status, decline_code
+)
+SELECT id, token_hash, amount, status, decline_code FROM ins
+UNION ALL
+SELECT c.id, c.token_hash, c.amount, c.status, c.decline_code FROM payments.sim_card_charges c
+WHERE c.tenant_id = $1 AND c.idempotency_key = $3 AND NOT EXISTS (SELECT 1 FROM ins)
+`
+
+type SimChargeCardParams struct {
+	TenantID       uuid.UUID
+	TokenHash      []byte
+	IdempotencyKey string
+	ID             string
+	Amount         int64
+	Currency       string
+	Status         string
+	TokenUsedCode  string
+	DeclineCode    string
+}
+
+type SimChargeCardRow struct {
+	ID          string
+	TokenHash   []byte
+	Amount      int64
+	Status      string
+	DeclineCode string
+}
+
+// A charge in one statement: a token that already paid under another key
+// is declined (@token_used_code), a new key is inserted, and an existing
+// key answers with its stored charge. When a concurrent call inserted the
+// key after this statement's snapshot, no row comes back (pgx.ErrNoRows)
+// and the caller reads it with SimGetCardChargeByKey.
+func (q *Queries) SimChargeCard(ctx context.Context, arg SimChargeCardParams) (SimChargeCardRow, error) {
+	row := q.db.QueryRow(ctx, simChargeCard,
+		arg.TenantID,
+		arg.TokenHash,
+		arg.IdempotencyKey,
+		arg.ID,
+		arg.Amount,
+		arg.Currency,
+		arg.Status,
+		arg.TokenUsedCode,
+		arg.DeclineCode,
+	)
+	var i SimChargeCardRow
+	err := row.Scan(
+		&i.ID,
+		&i.TokenHash,
+		&i.Amount,
+		&i.Status,
+		&i.DeclineCode,
+	)
+	return i, err
+}
+
 const simCountCardCharges = `-- name: SimCountCardCharges :one
 SELECT count(*) FROM payments.sim_card_charges WHERE tenant_id = $1
 `

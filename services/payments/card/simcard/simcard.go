@@ -81,38 +81,42 @@ func outcome(req card.ChargeRequest) (status, decline string) {
 	return card.StatusApproved, ""
 }
 
-// Charge runs a sale once per idempotency key.
+// Charge runs a sale once per idempotency key, in one statement.
 func (p *Processor) Charge(ctx context.Context, req card.ChargeRequest) (card.Charge, error) {
 	if req.IdempotencyKey == "" || req.Amount <= 0 {
 		return card.Charge{}, errors.New("simcard: idempotency key and a positive amount are required")
 	}
-	var out card.Charge
-	err := p.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
-		status, decline := outcome(req)
-		used, err := q.SimTokenCharged(ctx, paymentsdb.SimTokenChargedParams{TenantID: tid, TokenHash: req.TokenHash[:], IdempotencyKey: req.IdempotencyKey})
-		if err != nil {
-			return err
-		}
-		if used {
-			status, decline = card.StatusDeclined, card.DeclineTokenUsed
-		}
-		if _, err := q.SimInsertCardCharge(ctx, paymentsdb.SimInsertCardChargeParams{
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return card.Charge{}, err
+	}
+	status, decline := outcome(req)
+	var row paymentsdb.SimChargeCardRow
+	err = pgstore.Single(ctx, p.pool, func(q *pgstore.SingleQuerier) error {
+		var err error
+		row, err = paymentsdb.New(q).SimChargeCard(ctx, paymentsdb.SimChargeCardParams{
 			TenantID: tid, ID: ids.New("ch"), IdempotencyKey: req.IdempotencyKey, TokenHash: req.TokenHash[:],
 			Amount: req.Amount, Currency: req.Currency, Status: status, DeclineCode: decline,
-		}); err != nil {
-			return err
-		}
-		row, err := q.SimGetCardChargeByKey(ctx, paymentsdb.SimGetCardChargeByKeyParams{TenantID: tid, IdempotencyKey: req.IdempotencyKey})
-		if err != nil {
-			return err
-		}
-		if row.Amount != req.Amount || string(row.TokenHash) != string(req.TokenHash[:]) {
-			return card.ErrConflict
-		}
-		out = card.Charge{ID: row.ID, Status: row.Status, DeclineCode: row.DeclineCode, Amount: row.Amount}
-		return nil
+			TokenUsedCode: card.DeclineTokenUsed,
+		})
+		return err
 	})
-	return out, err
+	if errors.Is(err, pgx.ErrNoRows) {
+		// A concurrent call with the same key committed its charge after
+		// the statement's snapshot; it is visible now.
+		err = pgstore.Single(ctx, p.pool, func(q *pgstore.SingleQuerier) error {
+			r, err := paymentsdb.New(q).SimGetCardChargeByKey(ctx, paymentsdb.SimGetCardChargeByKeyParams{TenantID: tid, IdempotencyKey: req.IdempotencyKey})
+			row = paymentsdb.SimChargeCardRow{ID: r.ID, TokenHash: r.TokenHash, Amount: r.Amount, Status: r.Status, DeclineCode: r.DeclineCode}
+			return err
+		})
+	}
+	if err != nil {
+		return card.Charge{}, err
+	}
+	if row.Amount != req.Amount || string(row.TokenHash) != string(req.TokenHash[:]) {
+		return card.Charge{}, card.ErrConflict
+	}
+	return card.Charge{ID: row.ID, Status: row.Status, DeclineCode: row.DeclineCode, Amount: row.Amount}, nil
 }
 
 // Refund refunds part or all of an approved charge, once per refund id.
