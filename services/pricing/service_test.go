@@ -409,6 +409,22 @@ func TestRedeemDiscounts(t *testing.T) {
 		t.Fatalf("times used %d %d %d, want 1 each", used(once), used(perBuyer), used(auto))
 	}
 
+	// Discounts without limits are redeemed in one statement: all or
+	// nothing, and idempotent too.
+	_, err := c.RedeemDiscounts(ctx, req(&pricingv1.RedeemDiscountsRequest{CheckoutId: "chk_u", DiscountIds: []string{auto, "NAOEXISTE"}}))
+	wantErr(t, err, apperr.KindNotFound, "discount_not_found", "")
+	if used(auto) != 1 {
+		t.Fatalf("a redemption with an unknown code recorded the automatic discount: used %d", used(auto))
+	}
+	for range 2 {
+		if _, err := c.RedeemDiscounts(ctx, req(&pricingv1.RedeemDiscountsRequest{CheckoutId: "chk_u", DiscountIds: []string{auto}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if used(auto) != 2 {
+		t.Fatalf("automatic discount used %d times, want 2", used(auto))
+	}
+
 	// Re-pricing the redeemed checkout still applies its discounts; another
 	// checkout and the same buyer are over the limits.
 	co := withCodes(&bcp.Checkout{ID: "chk_1", LineItems: lines(10000), Buyer: &bcp.Buyer{Email: "ana@example.com"}}, "UMAVEZ", "CPF")
@@ -425,7 +441,7 @@ func TestRedeemDiscounts(t *testing.T) {
 	wantMsgs(t, anon, "warning discount_code_user_ineligible $.discounts.codes[0]", "warning discount_code_user_not_logged_in $.discounts.codes[1]")
 
 	// Redeeming over the limit records nothing at all (one transaction).
-	_, err := c.RedeemDiscounts(ctx, req(&pricingv1.RedeemDiscountsRequest{CheckoutId: "chk_2", BuyerEmail: "bia@example.com",
+	_, err = c.RedeemDiscounts(ctx, req(&pricingv1.RedeemDiscountsRequest{CheckoutId: "chk_2", BuyerEmail: "bia@example.com",
 		DiscountIds: []string{"CPF", "UMAVEZ"}}))
 	wantErr(t, err, apperr.KindFailedPrecondition, "discount_usage_limit_reached", "")
 	if used(perBuyer) != 1 {

@@ -345,11 +345,46 @@ func (s store) deleteDiscount(ctx context.Context, id string) error {
 }
 
 // redeem records that checkoutID used the referenced discounts (ids or
-// codes), in one transaction. A discount already redeemed by this checkout
+// codes), all or nothing: in one statement when none has a usage limit,
+// else in one transaction. A discount already redeemed by this checkout
 // is skipped, so retries are harmless. Limits are enforced under a row
 // lock: if another checkout took the last use since the quote, nothing is
 // recorded and the caller gets FailedPrecondition, to re-price.
 func (s store) redeem(ctx context.Context, checkoutID, email string, refs []string) error {
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return err
+	}
+	// Discounts without usage limits need no lock: one statement records
+	// them. It writes nothing when a ref names no discount or a discount
+	// has a limit; the transaction below then decides.
+	var rows []pricingdb.RedeemUnlimitedRow
+	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+		var err error
+		rows, err = pricingdb.New(q).RedeemUnlimited(ctx, pricingdb.RedeemUnlimitedParams{
+			TenantID: tid, Refs: refs, CheckoutID: checkoutID, BuyerEmail: email,
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	limited := false
+	for _, r := range rows {
+		if r.DiscountID == "" {
+			return apperr.NotFound("discount_not_found", "no discount with id or code %q", r.Ref)
+		}
+		limited = limited || r.Limited
+	}
+	if !limited {
+		return nil
+	}
+	return s.redeemLimited(ctx, checkoutID, email, refs)
+}
+
+// redeemLimited redeems under each discount's row lock, so that usage
+// limits hold against concurrent checkouts.
+func (s store) redeemLimited(ctx context.Context, checkoutID, email string, refs []string) error {
 	return s.inTenant(ctx, func(q *pricingdb.Queries, tid uuid.UUID) error {
 		var discountIDs []string
 		for _, ref := range refs {

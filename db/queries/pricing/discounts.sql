@@ -51,6 +51,36 @@ WHERE tenant_id = @tenant_id AND (id = @ref OR (code <> '' AND lower(code) = low
 ORDER BY (id = @ref) DESC
 LIMIT 1;
 
+-- RedeemUnlimited records, in one statement, the redemption of discounts
+-- that have no usage limits, which need no lock: the primary key makes it
+-- idempotent. Each ref (an id, or a code in any case; an id wins) gives a
+-- row with the discount it names, an empty id when none. Nothing is written when
+-- a ref names nothing or a named discount has a limit: the caller then
+-- fails, or redeems under the discount's lock.
+-- name: RedeemUnlimited :many
+WITH r AS (
+  SELECT ref, n, (
+    SELECT d.id FROM pricing.discounts d
+    WHERE d.tenant_id = @tenant_id AND (d.id = ref OR (d.code <> '' AND lower(d.code) = lower(ref)))
+    ORDER BY (d.id = ref) DESC
+    LIMIT 1
+  ) AS discount_id
+  FROM unnest(@refs::text[]) WITH ORDINALITY AS u (ref, n)
+), named AS (
+  SELECT d.id, d.usage_limit, d.usage_limit_per_buyer FROM pricing.discounts d
+  WHERE d.tenant_id = @tenant_id AND d.id IN (SELECT r.discount_id FROM r)
+), ins AS (
+  INSERT INTO pricing.discount_redemptions (tenant_id, discount_id, checkout_id, buyer_email)
+  SELECT @tenant_id, named.id, @checkout_id, @buyer_email FROM named
+  WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.discount_id IS NULL)
+    AND NOT EXISTS (SELECT 1 FROM named l WHERE l.usage_limit > 0 OR l.usage_limit_per_buyer > 0)
+  ON CONFLICT (tenant_id, discount_id, checkout_id) DO NOTHING
+)
+SELECT r.ref::text AS ref, coalesce(r.discount_id, '')::text AS discount_id,
+       coalesce(n.usage_limit > 0 OR n.usage_limit_per_buyer > 0, false)::boolean AS limited
+FROM r LEFT JOIN named n ON n.id = r.discount_id
+ORDER BY r.n;
+
 -- LockDiscount locks a discount row so concurrent redemptions of a
 -- limited discount serialise on it.
 -- name: LockDiscount :one

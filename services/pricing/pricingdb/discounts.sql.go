@@ -316,6 +316,75 @@ func (q *Queries) QuoteDiscounts(ctx context.Context, arg QuoteDiscountsParams) 
 	return items, nil
 }
 
+const redeemUnlimited = `-- name: RedeemUnlimited :many
+WITH r AS (
+  SELECT ref, n, (
+    SELECT d.id FROM pricing.discounts d
+    WHERE d.tenant_id = $1 AND (d.id = ref OR (d.code <> '' AND lower(d.code) = lower(ref)))
+    ORDER BY (d.id = ref) DESC
+    LIMIT 1
+  ) AS discount_id
+  FROM unnest($2::text[]) WITH ORDINALITY AS u (ref, n)
+), named AS (
+  SELECT d.id, d.usage_limit, d.usage_limit_per_buyer FROM pricing.discounts d
+  WHERE d.tenant_id = $1 AND d.id IN (SELECT r.discount_id FROM r)
+), ins AS (
+  INSERT INTO pricing.discount_redemptions (tenant_id, discount_id, checkout_id, buyer_email)
+  SELECT $1, named.id, $3, $4 FROM named
+  WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.discount_id IS NULL)
+    AND NOT EXISTS (SELECT 1 FROM named l WHERE l.usage_limit > 0 OR l.usage_limit_per_buyer > 0)
+  ON CONFLICT (tenant_id, discount_id, checkout_id) DO NOTHING
+)
+SELECT r.ref::text AS ref, coalesce(r.discount_id, '')::text AS discount_id,
+       coalesce(n.usage_limit > 0 OR n.usage_limit_per_buyer > 0, false)::boolean AS limited
+FROM r LEFT JOIN named n ON n.id = r.discount_id
+ORDER BY r.n
+`
+
+type RedeemUnlimitedParams struct {
+	TenantID   uuid.UUID
+	Refs       []string
+	CheckoutID string
+	BuyerEmail string
+}
+
+type RedeemUnlimitedRow struct {
+	Ref        string
+	DiscountID string
+	Limited    bool
+}
+
+// RedeemUnlimited records, in one statement, the redemption of discounts
+// that have no usage limits, which need no lock: the primary key makes it
+// idempotent. Each ref (an id, or a code in any case; an id wins) gives a
+// row with the discount it names, an empty id when none. Nothing is written when
+// a ref names nothing or a named discount has a limit: the caller then
+// fails, or redeems under the discount's lock.
+func (q *Queries) RedeemUnlimited(ctx context.Context, arg RedeemUnlimitedParams) ([]RedeemUnlimitedRow, error) {
+	rows, err := q.db.Query(ctx, redeemUnlimited,
+		arg.TenantID,
+		arg.Refs,
+		arg.CheckoutID,
+		arg.BuyerEmail,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RedeemUnlimitedRow
+	for rows.Next() {
+		var i RedeemUnlimitedRow
+		if err := rows.Scan(&i.Ref, &i.DiscountID, &i.Limited); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const redemptionExists = `-- name: RedemptionExists :one
 SELECT EXISTS (SELECT 1 FROM pricing.discount_redemptions
   WHERE tenant_id = $1 AND discount_id = $2 AND checkout_id = $3)
