@@ -1,7 +1,10 @@
 package edge
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -24,16 +27,19 @@ func serveToolCall(t testing.TB, h http.Handler) {
 	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"structuredContent":{"ok":true}`) {
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"ok":true}`) {
 		t.Fatalf("tools/call: %d %s", rec.Code, rec.Body.String())
 	}
 }
 
-func sdkHandler() http.Handler {
+func sdkHandler() http.Handler { return sdkHandlerWith([]byte(`{"ok":true}`)) }
+
+// sdkHandlerWith serves a tool that answers with result.
+func sdkHandlerWith(result []byte) http.Handler {
 	s := mcp.NewServer(&mcp.Implementation{Name: "alloc-test", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return toolResult([]byte(`{"ok":true}`)), nil
+			return toolResult(result), nil
 		})
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true, MaxRequestBodyBytes: maxMCPBody})
@@ -59,11 +65,67 @@ func TestToolCallAllocations(t *testing.T) {
 }
 
 // BenchmarkToolCall is the SDK's share of every tool call (decode, dispatch,
-// encode), with a trivial tool.
+// encode), with a trivial tool ("ok") and with one answering a checkout of
+// realistic size ("checkout", about 4 KB, twice in the answer: as
+// structured content and as its text).
 func BenchmarkToolCall(b *testing.B) {
-	h := sdkHandler()
-	b.ReportAllocs()
-	for b.Loop() {
-		serveToolCall(b, h)
+	for _, c := range []struct {
+		name   string
+		result []byte
+	}{{"ok", []byte(`{"ok":true}`)}, {"checkout", checkoutSized()}} {
+		b.Run(c.name, func(b *testing.B) {
+			h := sdkHandlerWith(c.result)
+			b.ReportAllocs()
+			for b.Loop() {
+				serveToolCall(b, h)
+			}
+		})
+	}
+}
+
+// checkoutSized is a checkout-shaped JSON object of about 4 KB whose last
+// member is "ok":true (what serveToolCall looks for).
+func checkoutSized() []byte {
+	var sb strings.Builder
+	sb.WriteString(`{"id":"chk_01m8njgc3sfv3a8vk9a3tqa12a","status":"ready_for_complete","currency":"BRL","line_items":[`)
+	for i := range 8 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"id":"li_%d","item":{"id":"var_camiseta_%d","title":"Camiseta Básica Algodão <P> & Cia","price":5990,"image_url":"https://loja.example.com.br/img/camiseta-%d.jpg"},`+
+			`"quantity":2,"totals":[{"type":"subtotal","amount":11980},{"type":"discount","amount":-1198},{"type":"total","amount":10782}]}`, i, i, i)
+	}
+	sb.WriteString(`],"totals":[{"type":"subtotal","amount":95840},{"type":"fulfillment","amount":2590},{"type":"total","amount":98430}],`)
+	sb.WriteString(`"messages":[{"type":"info","code":"frete","content":"Entrega em até 3 dias úteis \"Sedex\""}],"ok":true}`)
+	return []byte(sb.String())
+}
+
+// The SDK's response encoding is patched (third_party/go-sdk/PATCHES.md,
+// patch 2): a tool's result is no longer checked and compacted again at
+// each level. The bytes on the wire must stay exactly what encoding/json
+// made of the same response.
+func TestToolCallResponseBytes(t *testing.T) {
+	result := checkoutSized()
+	req := httptest.NewRequest(http.MethodPost, "/bcp/mcp", strings.NewReader(toolCallBody))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	rec := httptest.NewRecorder()
+	sdkHandlerWith(result).ServeHTTP(rec, req)
+
+	inner, err := json.Marshal(toolResult(result))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(struct {
+		V  string          `json:"jsonrpc"`
+		ID int             `json:"id"`
+		R  json.RawMessage `json:"result"`
+	}{"2.0", 7, inner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bytes.TrimSpace(rec.Body.Bytes()); !bytes.Equal(got, want) {
+		t.Fatalf("tools/call answer differs from encoding/json's:\n got %s\nwant %s", got, want)
 	}
 }
