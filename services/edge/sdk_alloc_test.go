@@ -19,8 +19,9 @@ const toolCallBody = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"n
 	`"checkout":{"line_items":[{"item":{"id":"var_cam"},"quantity":2}],"buyer":{"email":"ana@example.com"}}}}}`
 
 // serveToolCall sends one tools/call through the SDK's stateless
-// streamable-HTTP handler, configured as the edge configures it.
-func serveToolCall(t testing.TB, h http.Handler) {
+// streamable-HTTP handler, configured as the edge configures it, and
+// returns the answer's body.
+func serveToolCall(t testing.TB, h http.Handler) []byte {
 	req := httptest.NewRequest(http.MethodPost, "/bcp/mcp", strings.NewReader(toolCallBody))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -30,6 +31,7 @@ func serveToolCall(t testing.TB, h http.Handler) {
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"ok":true}`) {
 		t.Fatalf("tools/call: %d %s", rec.Code, rec.Body.String())
 	}
+	return rec.Body.Bytes()
 }
 
 func sdkHandler() http.Handler { return sdkHandlerWith([]byte(`{"ok":true}`)) }
@@ -106,12 +108,7 @@ func checkoutSized() []byte {
 // made of the same response.
 func TestToolCallResponseBytes(t *testing.T) {
 	result := checkoutSized()
-	req := httptest.NewRequest(http.MethodPost, "/bcp/mcp", strings.NewReader(toolCallBody))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-	rec := httptest.NewRecorder()
-	sdkHandlerWith(result).ServeHTTP(rec, req)
+	body := serveToolCall(t, sdkHandlerWith(result))
 
 	inner, err := json.Marshal(toolResult(result))
 	if err != nil {
@@ -125,7 +122,7 @@ func TestToolCallResponseBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := bytes.TrimSpace(rec.Body.Bytes()); !bytes.Equal(got, want) {
+	if got := bytes.TrimSpace(body); !bytes.Equal(got, want) {
 		t.Fatalf("tools/call answer differs from encoding/json's:\n got %s\nwant %s", got, want)
 	}
 }

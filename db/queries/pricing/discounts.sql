@@ -54,9 +54,9 @@ LIMIT 1;
 -- RedeemUnlimited records, in one statement, the redemption of discounts
 -- that have no usage limits, which need no lock: the primary key makes it
 -- idempotent. Each ref (an id, or a code in any case; an id wins) gives a
--- row with the discount it names, an empty id when none. Nothing is written when
--- a ref names nothing or a named discount has a limit: the caller then
--- fails, or redeems under the discount's lock.
+-- row with the discount it names, an empty id when none. Nothing is
+-- written when a ref names nothing or a named discount has a limit: the
+-- caller then fails, or redeems under the discount's lock.
 -- name: RedeemUnlimited :many
 WITH r AS (
   SELECT ref, n, (

@@ -357,9 +357,9 @@ type RedeemUnlimitedRow struct {
 // RedeemUnlimited records, in one statement, the redemption of discounts
 // that have no usage limits, which need no lock: the primary key makes it
 // idempotent. Each ref (an id, or a code in any case; an id wins) gives a
-// row with the discount it names, an empty id when none. Nothing is written when
-// a ref names nothing or a named discount has a limit: the caller then
-// fails, or redeems under the discount's lock.
+// row with the discount it names, an empty id when none. Nothing is
+// written when a ref names nothing or a named discount has a limit: the
+// caller then fails, or redeems under the discount's lock.
 func (q *Queries) RedeemUnlimited(ctx context.Context, arg RedeemUnlimitedParams) ([]RedeemUnlimitedRow, error) {
 	rows, err := q.db.Query(ctx, redeemUnlimited,
 		arg.TenantID,
