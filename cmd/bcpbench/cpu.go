@@ -50,11 +50,19 @@ func (e *env) cpu() cpuTimes {
 			continue
 		}
 		f := strings.Fields(s[i+1:])
-		if len(f) < 13 || (d.Name() != postmaster && f[1] != postmaster) {
+		if len(f) < 15 || (d.Name() != postmaster && f[1] != postmaster) {
 			continue
 		}
 		ut, _ := strconv.ParseInt(f[11], 10, 64)
 		st, _ := strconv.ParseInt(f[12], 10, 64)
+		if d.Name() == postmaster {
+			// cutime and cstime: the backends and workers that have
+			// exited (the postmaster reaps them). Without them the sum
+			// shrank, even below zero, when connections closed.
+			cut, _ := strconv.ParseInt(f[13], 10, 64)
+			cst, _ := strconv.ParseInt(f[14], 10, 64)
+			ut, st = ut+cut, st+cst
+		}
 		t.postgres += time.Duration(ut+st) * (time.Second / 100) // USER_HZ
 	}
 	return t
