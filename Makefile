@@ -64,7 +64,8 @@ bench:
 	$(GO) run ./cmd/bcpbench $(BENCH_FLAGS) --out $(BENCH_OUT)/result.json --svg $(BENCH_OUT)/latency.svg
 
 ## scale: memory and latency of one `bcpd all` at 10 000 merchants vs 10 (onboarded through the operator
-## APIs; ≈ 10 minutes on 2 cores); prints the table and writes $(BENCH_OUT)/scale.json.
+## APIs; ≈ 2–3 minutes on 2 cores); prints the table and writes $(BENCH_OUT)/scale.json.
+## SCALE_FLAGS="--tenants 10000 --paired" measures the two side by side in time (two processes).
 SCALE_FLAGS ?= --tenants 10000
 scale:
 	@scripts/ensure-postgres.sh

@@ -39,6 +39,10 @@ import (
 // at the hot merchant (merchant 0, warm); and the first-call latency of
 // both at --cold merchants no request has reached yet. The process also
 // holds the load generator (a few hundred bytes per merchant).
+//
+// With --paired the two steps are two processes measured side by side in
+// time (paired.go): the figures of one process minutes apart drift more
+// than the 10 % the latency target allows.
 
 // ScaleResult is the JSON file of a scale run.
 type ScaleResult struct {
@@ -51,6 +55,9 @@ type ScaleResult struct {
 	TouchS    float64     `json:"touch_s"`
 	Verdicts  []Target    `json:"targets"`
 	LoadAfter string      `json:"loadavg_end"`
+	// Paired: the steps are two processes measured side by side in time
+	// (--paired), not one process before and after onboarding.
+	Paired bool `json:"paired,omitempty"`
 }
 
 // ScaleStep is one measurement.
@@ -99,6 +106,8 @@ type scaleConfig struct {
 	tenants, base, seedConc, touchConc, samples, cold int
 	out, memprofile                                   string
 	settle                                            time.Duration
+	paired                                            bool
+	hold                                              int // a --paired child: hold this many merchants
 }
 
 func runScale(ctx context.Context, args []string) error {
@@ -113,13 +122,24 @@ func runScale(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.cold, "cold", 9, "untouched merchants whose first call is measured (at most --base - 1 for the first step)")
 	fs.StringVar(&cfg.out, "out", "bcpbench-scale.json", "JSON result file (\"\" for none)")
 	fs.StringVar(&cfg.memprofile, "memprofile", "", "write a heap profile at the end (go tool pprof -sample_index=inuse_space)")
+	fs.BoolVar(&cfg.paired, "paired", false, "measure --base and --tenants merchants side by side in time: two processes, their hot requests interleaved (no cold figures, no --memprofile)")
+	fs.IntVar(&cfg.hold, "hold", 0, "internal: a --paired child holding this many merchants")
 	_ = fs.Parse(args)
+	if cfg.hold > 0 {
+		return runHolder(ctx, cfg, os.Stdin, os.Stdout)
+	}
 	if cfg.base < 2 || cfg.tenants < cfg.base+cfg.cold {
 		return fmt.Errorf("need --base ≥ 2 and --tenants ≥ --base + --cold")
 	}
-	res := &ScaleResult{Started: time.Now().UTC(), Machine: machine(), Config: map[string]any{
+	res := &ScaleResult{Started: time.Now().UTC(), Machine: machine(), Paired: cfg.paired, Config: map[string]any{
 		"tenants": cfg.tenants, "base": cfg.base, "seed_concurrency": cfg.seedConc, "touch_concurrency": cfg.touchConc,
-		"samples": cfg.samples, "cold": cfg.cold, "args": args}}
+		"samples": cfg.samples, "cold": cfg.cold, "paired": cfg.paired, "args": args}}
+	if cfg.paired {
+		if err := runPaired(ctx, cfg, res); err != nil {
+			return err
+		}
+		return finishScale(res, cfg)
+	}
 	e, err := startEnv(ctx, cfg.base, false, logf)
 	if err != nil {
 		return err
@@ -155,7 +175,6 @@ func runScale(ctx context.Context, args []string) error {
 	logf("first requests at %d merchants in %.0f s", cfg.tenants-cfg.cold-cold1-1, res.TouchS)
 	s.warm(ctx, 0)
 	res.Steps = append(res.Steps, s.measure(ctx, cfg, cfg.tenants-cfg.cold, cfg.cold))
-	res.LoadAfter = machine().LoadAvg
 	if cfg.memprofile != "" {
 		runtime.GC()
 		f, err := os.Create(cfg.memprofile)
@@ -169,6 +188,12 @@ func runScale(ctx context.Context, args []string) error {
 		}
 		logf("wrote %s", cfg.memprofile)
 	}
+	return finishScale(res, cfg)
+}
+
+// finishScale judges, prints and writes a scale result.
+func finishScale(res *ScaleResult, cfg scaleConfig) error {
+	res.LoadAfter = machine().LoadAvg
 	res.Verdicts = scaleTargets(res.Steps[0], res.Steps[len(res.Steps)-1])
 	printScale(os.Stdout, res)
 	if cfg.out != "" {
@@ -344,6 +369,14 @@ func memory() (heap, rss float64) {
 	return heap, rss
 }
 
+// pair prints "p50 / other" in ms, or "-" when nothing was measured.
+func pair(st OpStats, other int64) string {
+	if st.Count == 0 {
+		return "-"
+	}
+	return fmtMs(st.P50) + " / " + fmtMs(other)
+}
+
 func scaleTargets(a, b ScaleStep) []Target {
 	extra := max(b.RSSMB-a.RSSMB, b.HeapMB-a.HeapMB)
 	out := []Target{{What: fmt.Sprintf("extra memory at %d merchants vs %d (max of RSS and heap growth)", b.Tenants, a.Tenants), Want: "< 100 MB",
@@ -364,7 +397,11 @@ func scaleTargets(a, b ScaleStep) []Target {
 
 func printScale(w io.Writer, r *ScaleResult) {
 	fmt.Fprintf(w, "\nbcpbench scale — %d CPUs (%s), %s, %s\n", r.Machine.CPUs, r.Machine.CPUModel, r.Machine.GoVersion, r.Started.Format(time.RFC3339))
-	fmt.Fprintf(w, "onboarding: %.0f s (%.1f merchants/s); first requests at every merchant: %.0f s; loadavg at end %s\n\n", r.SeedS, r.SeedPerS, r.TouchS, r.LoadAfter)
+	if r.Paired {
+		fmt.Fprintf(w, "paired: two processes, one per row, their hot requests interleaved in turns of %d; loadavg at end %s\n\n", pairedBlock, r.LoadAfter)
+	} else {
+		fmt.Fprintf(w, "onboarding: %.0f s (%.1f merchants/s); first requests at every merchant: %.0f s; loadavg at end %s\n\n", r.SeedS, r.SeedPerS, r.TouchS, r.LoadAfter)
+	}
 	fmt.Fprintf(w, "%-9s %-8s %8s %8s %5s  %-22s %-22s %-22s %-22s  %s\n", "merchants", "touched", "heap MB", "RSS MB", "gor.",
 		"hot profile p50/p99", "hot create p50/p99", "cold profile p50/max", "cold create p50/max", "loadavg")
 	defer func() {
@@ -384,8 +421,8 @@ func printScale(w io.Writer, r *ScaleResult) {
 	}()
 	for _, s := range r.Steps {
 		fmt.Fprintf(w, "%-9d %-8d %8.1f %8.1f %5d  %-22s %-22s %-22s %-22s  %s\n", s.Tenants, s.Touched, s.HeapMB, s.RSSMB, s.Goroutines,
-			fmtMs(s.HotProfile.P50)+" / "+fmtMs(s.HotProfile.P99), fmtMs(s.HotCreate.P50)+" / "+fmtMs(s.HotCreate.P99),
-			fmtMs(s.ColdProfile.P50)+" / "+fmtMs(s.ColdProfile.Max), fmtMs(s.ColdCreate.P50)+" / "+fmtMs(s.ColdCreate.Max), s.LoadAvg)
+			pair(s.HotProfile, s.HotProfile.P99), pair(s.HotCreate, s.HotCreate.P99),
+			pair(s.ColdProfile, s.ColdProfile.Max), pair(s.ColdCreate, s.ColdCreate.Max), s.LoadAvg)
 	}
 	fmt.Fprintln(w)
 	for _, t := range r.Verdicts {
