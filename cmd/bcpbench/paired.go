@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -56,7 +57,9 @@ type holderBlock struct {
 // runHolder is the child's side: set up cfg.hold merchants, print
 // "ready {…}", then answer "measure N" lines on stdin until "quit" or EOF.
 func runHolder(ctx context.Context, cfg scaleConfig, in io.Reader, out io.Writer) error {
-	e, err := startEnv(ctx, cfg.base, false, logf)
+	// --cpuprofile is diagnosis: pg_stat_statements too (in both holders).
+	diag := cfg.cpuprofile != ""
+	e, err := startEnv(ctx, cfg.base, diag, logf)
 	if err != nil {
 		return err
 	}
@@ -84,6 +87,25 @@ func runHolder(ctx context.Context, cfg scaleConfig, in io.Reader, out io.Writer
 	r.Gor = runtime.NumGoroutine()
 	b, _ := json.Marshal(r)
 	fmt.Fprintf(out, "ready %s\n", b)
+	// With --cpuprofile, from the first turn on (the other holder may
+	// still be onboarding before that): the CPU profile, and what
+	// PostgreSQL executed, printed per request when the holder quits.
+	var st0 stmtSnapshot
+	var ops int64
+	var prof *os.File
+	defer func() {
+		if prof == nil {
+			return
+		}
+		pprof.StopCPUProfile()
+		_ = prof.Close()
+		if d := stmtDelta(st0, e.statements(ctx), ops, 12); d != nil {
+			logf("holder of %d merchants, per hot create_checkout (discovery is served from cache): %s", len(e.merchants), d)
+			for _, l := range d.Top {
+				logf("  %6.2f/op %8.3f ms  %.110s", l.CallsPerOp, l.MeanMs, l.Query)
+			}
+		}
+	}()
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		cmd, arg, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")
@@ -95,6 +117,18 @@ func runHolder(ctx context.Context, cfg scaleConfig, in io.Reader, out io.Writer
 			if err != nil || n <= 0 {
 				return fmt.Errorf("holder: bad command %q", sc.Text())
 			}
+			if diag && prof == nil {
+				f, err := os.Create(cfg.cpuprofile)
+				if err != nil {
+					return err
+				}
+				if err := pprof.StartCPUProfile(f); err != nil {
+					_ = f.Close()
+					return err
+				}
+				st0, prof = e.statements(ctx), f
+			}
+			ops += int64(n)
 			var blk holderBlock
 			for range n {
 				if d, err := s.profile(ctx, 0); err == nil {
@@ -131,6 +165,9 @@ func startHolder(ctx context.Context, cfg scaleConfig, merchants int) (*holder, 
 	cmd := exec.CommandContext(ctx, self, "scale", "--hold", strconv.Itoa(merchants), "--base", strconv.Itoa(cfg.base),
 		"--cold", strconv.Itoa(cfg.cold), "--seed-concurrency", strconv.Itoa(cfg.seedConc),
 		"--touch-concurrency", strconv.Itoa(cfg.touchConc), "--settle", cfg.settle.String())
+	if cfg.cpuprofile != "" {
+		cmd.Args = append(cmd.Args, "--cpuprofile", cfg.cpuprofile+"-"+strconv.Itoa(merchants))
+	}
 	cmd.Stderr = os.Stderr
 	// A holder (and, through pgserver, its PostgreSQL) ends with us.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}

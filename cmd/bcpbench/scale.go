@@ -107,7 +107,8 @@ type scaleConfig struct {
 	out, memprofile                                   string
 	settle                                            time.Duration
 	paired                                            bool
-	hold                                              int // a --paired child: hold this many merchants
+	hold                                              int    // a --paired child: hold this many merchants
+	cpuprofile                                        string // --paired: each child's CPU profile of its hot requests, FILE-<merchants>
 }
 
 func runScale(ctx context.Context, args []string) error {
@@ -124,6 +125,7 @@ func runScale(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.memprofile, "memprofile", "", "write a heap profile at the end (go tool pprof -sample_index=inuse_space)")
 	fs.BoolVar(&cfg.paired, "paired", false, "measure --base and --tenants merchants side by side in time: two processes, their hot requests interleaved (no cold figures, no --memprofile)")
 	fs.IntVar(&cfg.hold, "hold", 0, "internal: a --paired child holding this many merchants")
+	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "with --paired: CPU profiles of each process's hot requests, FILE-<merchants> (compare them with go tool pprof -diff_base)")
 	_ = fs.Parse(args)
 	if cfg.hold > 0 {
 		return runHolder(ctx, cfg, os.Stdin, os.Stdout)
