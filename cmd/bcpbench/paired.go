@@ -93,7 +93,14 @@ func runHolder(ctx context.Context, cfg scaleConfig, in io.Reader, out io.Writer
 	var st0 stmtSnapshot
 	var ops int64
 	var prof *os.File
+	var c0 cpuTimes
 	defer func() {
+		if ops > 0 {
+			// CPU per hot request pair (discovery + create), this process
+			// and its PostgreSQL, over the turns (idle gaps included).
+			u := cpuUse(c0, e.cpu(), ops)
+			logf("holder of %d merchants: CPU per hot discovery + create_checkout %.2f + %.2f ms", len(e.merchants), u.ProcessMsPerOp, u.PostgresMsPerOp)
+		}
 		if prof == nil {
 			return
 		}
@@ -127,6 +134,9 @@ func runHolder(ctx context.Context, cfg scaleConfig, in io.Reader, out io.Writer
 					return err
 				}
 				st0, prof = e.statements(ctx), f
+			}
+			if ops == 0 {
+				c0 = e.cpu()
 			}
 			ops += int64(n)
 			var blk holderBlock
