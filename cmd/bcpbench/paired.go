@@ -64,6 +64,11 @@ func runHolder(ctx context.Context, cfg scaleConfig, in io.Reader, out io.Writer
 		return err
 	}
 	defer e.stop()
+	if diag {
+		if err := e.trackPlanning(ctx); err != nil {
+			return err
+		}
+	}
 	s := &scaler{e: e, http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 		MaxIdleConns:        256,
@@ -109,7 +114,7 @@ func runHolder(ctx context.Context, cfg scaleConfig, in io.Reader, out io.Writer
 		if d := stmtDelta(st0, e.statements(ctx), ops, 12); d != nil {
 			logf("holder of %d merchants, per hot create_checkout (discovery is served from cache): %s", len(e.merchants), d)
 			for _, l := range d.Top {
-				logf("  %6.2f/op %8.3f ms  %.110s", l.CallsPerOp, l.MeanMs, l.Query)
+				logf("  %6.2f/op %8.3f ms executing %8.3f ms planning  %.90s", l.CallsPerOp, l.MeanMs, l.MeanPlanMs, l.Query)
 			}
 		}
 	}()

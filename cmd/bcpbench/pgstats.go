@@ -35,14 +35,18 @@ type StmtLine struct {
 	Query      string  `json:"query"`
 	CallsPerOp float64 `json:"calls_per_op"`
 	MeanMs     float64 `json:"mean_ms"`
+	// MeanPlanMs is planning per call; 0 unless track_planning is on
+	// (bcpbench scale --paired --cpuprofile turns it on).
+	MeanPlanMs float64 `json:"mean_plan_ms,omitempty"`
 }
 
 type stmtSnapshot map[string]stmtCount
 
 type stmtCount struct {
-	query string
-	calls int64
-	ms    float64
+	query  string
+	calls  int64
+	ms     float64
+	planMs float64
 }
 
 // enableStatements restarts the fresh cluster with pg_stat_statements
@@ -83,7 +87,7 @@ func (e *env) statements(ctx context.Context) stmtSnapshot {
 	if e.stats == nil {
 		return nil
 	}
-	rows, err := e.stats.Query(ctx, `SELECT queryid::text, query, calls, total_exec_time FROM pg_stat_statements
+	rows, err := e.stats.Query(ctx, `SELECT queryid::text, query, calls, total_exec_time, total_plan_time FROM pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`)
 	if err != nil {
 		logf("pg_stat_statements: %v", err)
@@ -94,7 +98,7 @@ func (e *env) statements(ctx context.Context) stmtSnapshot {
 	for rows.Next() {
 		var id string
 		var c stmtCount
-		if rows.Scan(&id, &c.query, &c.calls, &c.ms) == nil {
+		if rows.Scan(&id, &c.query, &c.calls, &c.ms, &c.planMs) == nil {
 			s[id] = c
 		}
 	}
@@ -132,7 +136,8 @@ func stmtDelta(before, after stmtSnapshot, ops int64, top int) *StmtStats {
 			st.RoundTripsPerOp += float64(calls) / n
 		}
 		st.ExecMsPerOp += ms / n
-		lines = append(lines, StmtLine{Query: q, CallsPerOp: float64(calls) / n, MeanMs: ms / float64(calls)})
+		lines = append(lines, StmtLine{Query: q, CallsPerOp: float64(calls) / n, MeanMs: ms / float64(calls),
+			MeanPlanMs: (a.planMs - b.planMs) / float64(calls)})
 	}
 	sort.Slice(lines, func(i, j int) bool { return lines[i].CallsPerOp > lines[j].CallsPerOp })
 	if len(lines) > top {
@@ -144,4 +149,17 @@ func stmtDelta(before, after stmtSnapshot, ops int64, top int) *StmtStats {
 
 func (s *StmtStats) String() string {
 	return fmt.Sprintf("SQL: %.1f transactions/op, %.1f statements/op, %.1f round trips/op, %.2f ms executing/op", s.TransactionsPerOp, s.StatementsPerOp, s.RoundTripsPerOp, s.ExecMsPerOp)
+}
+
+// trackPlanning makes pg_stat_statements time planning too (it costs a
+// little on every statement, so only diagnosis turns it on).
+func (e *env) trackPlanning(ctx context.Context) error {
+	if e.stats == nil {
+		return nil
+	}
+	if _, err := e.stats.Exec(ctx, `ALTER SYSTEM SET pg_stat_statements.track_planning = on`); err != nil {
+		return err
+	}
+	_, err := e.stats.Exec(ctx, `SELECT pg_reload_conf()`)
+	return err
 }
