@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
@@ -69,11 +67,7 @@ func runHolder(ctx context.Context, cfg scaleConfig, in io.Reader, out io.Writer
 			return err
 		}
 	}
-	s := &scaler{e: e, http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-		MaxIdleConns:        256,
-		MaxIdleConnsPerHost: 256,
-	}}}
+	s := newScaler(e)
 	s.warm(ctx, 0)
 	touched := 1
 	if cfg.hold > cfg.base {

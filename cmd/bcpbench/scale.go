@@ -147,11 +147,7 @@ func runScale(ctx context.Context, args []string) error {
 		return err
 	}
 	defer e.stop()
-	s := &scaler{e: e, http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-		MaxIdleConns:        256,
-		MaxIdleConnsPerHost: 256,
-	}}}
+	s := newScaler(e)
 
 	// Step 1: --base merchants; merchant 0 is hot, 1… are cold.
 	s.warm(ctx, 0)
@@ -212,6 +208,14 @@ type scaler struct {
 	e       *env
 	http    *http.Client
 	touched atomic.Int64
+}
+
+func newScaler(e *env) *scaler {
+	return &scaler{e: e, http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 256,
+	}}}
 }
 
 func (s *scaler) agent(i int) *agentclient.Client {
