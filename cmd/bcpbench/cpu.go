@@ -32,9 +32,30 @@ func (e *env) cpu() cpuTimes {
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		t.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
+	e.eachPGProc(func(_ string, postmaster bool, f []string) {
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		if postmaster {
+			// cutime and cstime: the backends and workers that have
+			// exited (the postmaster reaps them). Without them the sum
+			// shrank, even below zero, when connections closed.
+			cut, _ := strconv.ParseInt(f[13], 10, 64)
+			cst, _ := strconv.ParseInt(f[14], 10, 64)
+			ut, st = ut+cut, st+cst
+		}
+		t.postgres += time.Duration(ut+st) * (time.Second / 100) // USER_HZ
+	})
+	return t
+}
+
+// eachPGProc calls fn for the private cluster's postmaster and each of
+// its live children, with the fields of /proc/<pid>/stat after the
+// command (f[1] is the parent, f[11] and f[12] utime and stime, f[13] and
+// f[14] those of reaped children).
+func (e *env) eachPGProc(fn func(pid string, postmaster bool, f []string)) {
 	b, err := os.ReadFile(filepath.Join(e.tmp, "pgdata", "postmaster.pid"))
 	if err != nil {
-		return t
+		return
 	}
 	postmaster := strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
 	dirs, _ := os.ReadDir("/proc")
@@ -53,19 +74,8 @@ func (e *env) cpu() cpuTimes {
 		if len(f) < 15 || (d.Name() != postmaster && f[1] != postmaster) {
 			continue
 		}
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		if d.Name() == postmaster {
-			// cutime and cstime: the backends and workers that have
-			// exited (the postmaster reaps them). Without them the sum
-			// shrank, even below zero, when connections closed.
-			cut, _ := strconv.ParseInt(f[13], 10, 64)
-			cst, _ := strconv.ParseInt(f[14], 10, 64)
-			ut, st = ut+cut, st+cst
-		}
-		t.postgres += time.Duration(ut+st) * (time.Second / 100) // USER_HZ
+		fn(d.Name(), d.Name() == postmaster, f)
 	}
-	return t
 }
 
 func cpuUse(before, after cpuTimes, ops int64) *CPUUse {
@@ -75,4 +85,39 @@ func cpuUse(before, after cpuTimes, ops int64) *CPUUse {
 		u.PostgresMsPerOp = u.PostgresSeconds * 1000 / float64(ops)
 	}
 	return u
+}
+
+// pgProcs is the CPU used so far by each live process of the private
+// cluster, keyed by pid and described by its title ("postgres:
+// checkpointer", "postgres: bcp_app bcpbench [local] idle", …): which one
+// is busy, for diagnosis.
+func (e *env) pgProcs() map[string]pgProc {
+	out := map[string]pgProc{}
+	e.eachPGProc(func(pid string, _ bool, f []string) {
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		title, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+		t := strings.TrimSpace(strings.ReplaceAll(string(title), "\x00", " "))
+		// Backends change their title with their state; keep the role.
+		if j := strings.Index(t, "[local]"); j > 0 {
+			t = t[:j+len("[local]")]
+		}
+		out[pid] = pgProc{title: t, cpu: time.Duration(ut+st) * (time.Second / 100)}
+	})
+	return out
+}
+
+type pgProc struct {
+	title string
+	cpu   time.Duration
+}
+
+// pgProcDelta sums, per title, the CPU each live process used between two
+// snapshots (processes that exited in between are not in it).
+func pgProcDelta(before, after map[string]pgProc) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for pid, a := range after {
+		out[a.title] += a.cpu - before[pid].cpu
+	}
+	return out
 }

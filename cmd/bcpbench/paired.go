@@ -93,12 +93,20 @@ func runHolder(ctx context.Context, cfg scaleConfig, in io.Reader, out io.Writer
 	var ops int64
 	var prof *os.File
 	var c0 cpuTimes
+	var p0 map[string]pgProc
 	defer func() {
 		if ops > 0 {
 			// CPU per hot request pair (discovery + create), this process
 			// and its PostgreSQL, over the turns (idle gaps included).
 			u := cpuUse(c0, e.cpu(), ops)
 			logf("holder of %d merchants: CPU per hot discovery + create_checkout %.2f + %.2f ms", len(e.merchants), u.ProcessMsPerOp, u.PostgresMsPerOp)
+		}
+		if diag && ops > 0 {
+			for title, d := range pgProcDelta(p0, e.pgProcs()) {
+				if d > 0 {
+					logf("holder of %d merchants: %.3f ms per hot create in %s", len(e.merchants), float64(d.Microseconds())/1000/float64(ops), title)
+				}
+			}
 		}
 		if prof == nil {
 			return
@@ -135,7 +143,7 @@ func runHolder(ctx context.Context, cfg scaleConfig, in io.Reader, out io.Writer
 				st0, prof = e.statements(ctx), f
 			}
 			if ops == 0 {
-				c0 = e.cpu()
+				c0, p0 = e.cpu(), e.pgProcs()
 			}
 			ops += int64(n)
 			var blk holderBlock
