@@ -3,10 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/bcpdev/bcp/internal/procstat"
 )
 
 // cpuTimes is CPU time used so far by this process (the platform and the
@@ -32,27 +33,21 @@ func (e *env) cpu() cpuTimes {
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		t.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	e.eachPGProc(func(_ string, postmaster bool, f []string) {
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
+	e.eachPGProc(func(_ string, postmaster bool, st procstat.Stat) {
+		t.postgres += st.CPU
 		if postmaster {
-			// cutime and cstime: the backends and workers that have
-			// exited (the postmaster reaps them). Without them the sum
-			// shrank, even below zero, when connections closed.
-			cut, _ := strconv.ParseInt(f[13], 10, 64)
-			cst, _ := strconv.ParseInt(f[14], 10, 64)
-			ut, st = ut+cut, st+cst
+			// The backends and workers that have exited (the postmaster
+			// reaps them). Without them the sum shrank, even below zero,
+			// when connections closed.
+			t.postgres += st.Children
 		}
-		t.postgres += time.Duration(ut+st) * (time.Second / 100) // USER_HZ
 	})
 	return t
 }
 
 // eachPGProc calls fn for the private cluster's postmaster and each of
-// its live children, with the fields of /proc/<pid>/stat after the
-// command (f[1] is the parent, f[11] and f[12] utime and stime, f[13] and
-// f[14] those of reaped children).
-func (e *env) eachPGProc(fn func(pid string, postmaster bool, f []string)) {
+// its live children.
+func (e *env) eachPGProc(fn func(pid string, postmaster bool, st procstat.Stat)) {
 	b, err := os.ReadFile(filepath.Join(e.tmp, "pgdata", "postmaster.pid"))
 	if err != nil {
 		return
@@ -60,21 +55,11 @@ func (e *env) eachPGProc(fn func(pid string, postmaster bool, f []string)) {
 	postmaster := strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
 	dirs, _ := os.ReadDir("/proc")
 	for _, d := range dirs {
-		stat, err := os.ReadFile("/proc/" + d.Name() + "/stat")
-		if err != nil {
+		st, ok := procstat.Read(d.Name())
+		if !ok || (d.Name() != postmaster && st.PPID != postmaster) {
 			continue
 		}
-		// pid (comm) state ppid … utime(14) stime(15): split after the comm.
-		s := string(stat)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 15 || (d.Name() != postmaster && f[1] != postmaster) {
-			continue
-		}
-		fn(d.Name(), d.Name() == postmaster, f)
+		fn(d.Name(), d.Name() == postmaster, st)
 	}
 }
 
@@ -93,16 +78,14 @@ func cpuUse(before, after cpuTimes, ops int64) *CPUUse {
 // is busy, for diagnosis.
 func (e *env) pgProcs() map[string]pgProc {
 	out := map[string]pgProc{}
-	e.eachPGProc(func(pid string, _ bool, f []string) {
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
+	e.eachPGProc(func(pid string, _ bool, st procstat.Stat) {
 		title, _ := os.ReadFile("/proc/" + pid + "/cmdline")
 		t := strings.TrimSpace(strings.ReplaceAll(string(title), "\x00", " "))
 		// Backends change their title with their state; keep the role.
 		if j := strings.Index(t, "[local]"); j > 0 {
 			t = t[:j+len("[local]")]
 		}
-		out[pid] = pgProc{title: t, cpu: time.Duration(ut+st) * (time.Second / 100)}
+		out[pid] = pgProc{title: t, cpu: st.CPU}
 	})
 	return out
 }

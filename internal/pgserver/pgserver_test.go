@@ -1,7 +1,6 @@
 package pgserver
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/url"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/bcpdev/bcp/internal/procstat"
 )
 
 // tempDir is a directory PostgreSQL's user can enter when we are root
@@ -117,19 +118,8 @@ func cpuSelf() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// cpuOf is process pid's CPU time so far (utime + stime from /proc), 0 if
-// unreadable.
+// cpuOf is process pid's CPU time so far, 0 if unreadable.
 func cpuOf(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command (which may hold spaces) start after ")".
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+st) * time.Second / 100 // USER_HZ
+	st, _ := procstat.Read(strconv.Itoa(pid))
+	return st.CPU
 }
