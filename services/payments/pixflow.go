@@ -305,26 +305,28 @@ func (s *Service) removeCharge(ctx context.Context, a attempt, status string, no
 func (s *Service) reconcile(ctx context.Context, e2e string, jobAttempt int) error {
 	var rec paymentsdb.PaymentsPixReceipt
 	var a *attempt
-	err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
+	err := s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
 		var err error
-		if rec, err = q.GetReceipt(ctx, paymentsdb.GetReceiptParams{TenantID: tid, E2eID: e2e}); err != nil {
-			return err
-		}
-		if rec.Txid != "" {
-			x, err := q.GetAttemptByTxid(ctx, paymentsdb.GetAttemptByTxidParams{TenantID: tid, Txid: &rec.Txid})
-			if err == nil {
-				a = &x
-			} else if !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-		}
-		return nil
+		rec, err = q.GetReceipt(ctx, paymentsdb.GetReceiptParams{TenantID: tid, E2eID: e2e})
+		return err
 	})
 	if isNotFound(err) {
 		return nil
 	}
 	if err != nil || rec.Status != "received" {
 		return err
+	}
+	if rec.Txid != "" {
+		err := s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
+			x, err := q.GetAttemptByTxid(ctx, paymentsdb.GetAttemptByTxidParams{TenantID: tid, Txid: &rec.Txid})
+			if err == nil {
+				a = &x
+			}
+			return err
+		})
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
 	}
 	psp, _, err := s.pspForHandler(ctx, rec.HandlerID, "")
 	if err != nil {

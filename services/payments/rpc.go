@@ -124,7 +124,7 @@ func (s *Service) IngestPixWebhook(ctx context.Context, r *connect.Request[payme
 		return nil, notFound
 	}
 	var hook paymentsdb.PaymentsHook
-	err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
+	err := s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
 		var err error
 		hook, err = q.GetHook(ctx, paymentsdb.GetHookParams{TenantID: tid, ID: m.GetHookId()})
 		return err
