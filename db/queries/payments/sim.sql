@@ -11,6 +11,14 @@ INSERT INTO payments.sim_pix_charges (tenant_id, txid, handler_id, status, valor
 VALUES (@tenant_id, @txid, @handler_id, 'ATIVA', @valor, @expiracao, @chave, @solicitacao, @location, @copia_e_cola, @criacao, @criacao)
 ON CONFLICT (tenant_id, txid) DO NOTHING;
 
+-- name: SimCreateCharge :one
+-- A charge the simulator has not seen: the common PUT /cob/{txid}, in one
+-- statement. No row when the txid exists (a retry or a revision).
+INSERT INTO payments.sim_pix_charges (tenant_id, txid, handler_id, status, valor, expiracao, chave, solicitacao, location, copia_e_cola, criacao, updated_at)
+VALUES (@tenant_id, @txid, @handler_id, 'ATIVA', @valor, @expiracao, @chave, @solicitacao, @location, @copia_e_cola, @criacao, @criacao)
+ON CONFLICT (tenant_id, txid) DO NOTHING
+RETURNING *;
+
 -- name: SimReviseCharge :exec
 UPDATE payments.sim_pix_charges SET
   revisao = revisao + 1, valor = @valor, expiracao = @expiracao, chave = @chave, solicitacao = @solicitacao,

@@ -119,6 +119,60 @@ func (q *Queries) SimCountCharges(ctx context.Context, tenantID uuid.UUID) (int6
 	return count, err
 }
 
+const simCreateCharge = `-- name: SimCreateCharge :one
+INSERT INTO payments.sim_pix_charges (tenant_id, txid, handler_id, status, valor, expiracao, chave, solicitacao, location, copia_e_cola, criacao, updated_at)
+VALUES ($1, $2, $3, 'ATIVA', $4, $5, $6, $7, $8, $9, $10, $10)
+ON CONFLICT (tenant_id, txid) DO NOTHING
+RETURNING tenant_id, txid, handler_id, revisao, status, valor, expiracao, chave, solicitacao, location, copia_e_cola, criacao, updated_at
+`
+
+type SimCreateChargeParams struct {
+	TenantID    uuid.UUID
+	Txid        string
+	HandlerID   string
+	Valor       string
+	Expiracao   int32
+	Chave       string
+	Solicitacao string
+	Location    string
+	CopiaECola  string
+	Criacao     time.Time
+}
+
+// A charge the simulator has not seen: the common PUT /cob/{txid}, in one
+// statement. No row when the txid exists (a retry or a revision).
+func (q *Queries) SimCreateCharge(ctx context.Context, arg SimCreateChargeParams) (PaymentsSimPixCharge, error) {
+	row := q.db.QueryRow(ctx, simCreateCharge,
+		arg.TenantID,
+		arg.Txid,
+		arg.HandlerID,
+		arg.Valor,
+		arg.Expiracao,
+		arg.Chave,
+		arg.Solicitacao,
+		arg.Location,
+		arg.CopiaECola,
+		arg.Criacao,
+	)
+	var i PaymentsSimPixCharge
+	err := row.Scan(
+		&i.TenantID,
+		&i.Txid,
+		&i.HandlerID,
+		&i.Revisao,
+		&i.Status,
+		&i.Valor,
+		&i.Expiracao,
+		&i.Chave,
+		&i.Solicitacao,
+		&i.Location,
+		&i.CopiaECola,
+		&i.Criacao,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const simGetCardChargeByKey = `-- name: SimGetCardChargeByKey :one
 SELECT tenant_id, id, idempotency_key, token_hash, amount, currency, status, decline_code, refunded, created_at FROM payments.sim_card_charges WHERE tenant_id = $1 AND idempotency_key = $2
 `

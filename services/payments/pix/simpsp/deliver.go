@@ -45,21 +45,22 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	ctx = tenancy.With(ctx, a.TenantID)
 	var url string
 	var note pix.Notification
-	err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
+	// Reads only, one statement each (see Sim.single).
+	err := s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
 		hook, err := q.SimGetWebhook(ctx, paymentsdb.SimGetWebhookParams{TenantID: tid, HandlerID: a.HandlerID, Chave: a.Chave})
-		if err != nil {
-			return err
-		}
 		url = hook.Url
-		for _, id := range a.E2EIDs {
-			p, err := q.SimGetPix(ctx, paymentsdb.SimGetPixParams{TenantID: tid, E2eID: id})
-			if err != nil {
-				return err
-			}
-			note.Pix = append(note.Pix, pix.Pix{EndToEndID: p.E2eID, Txid: p.Txid, Valor: p.Valor, Horario: p.Horario.UTC(), InfoPagador: p.InfoPagador})
-		}
-		return nil
+		return err
 	})
+	for _, id := range a.E2EIDs {
+		if err != nil {
+			break
+		}
+		err = s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
+			p, err := q.SimGetPix(ctx, paymentsdb.SimGetPixParams{TenantID: tid, E2eID: id})
+			note.Pix = append(note.Pix, pix.Pix{EndToEndID: p.E2eID, Txid: p.Txid, Valor: p.Valor, Horario: p.Horario.UTC(), InfoPagador: p.InfoPagador})
+			return err
+		})
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Like a PSP, notify only receivers that registered a webhook.
 		s.log.WarnContext(ctx, "simpsp: no webhook registered; notification dropped", "tenant_id", a.TenantID, "handler_id", a.HandlerID)

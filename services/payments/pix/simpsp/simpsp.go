@@ -128,6 +128,32 @@ func (s *Sim) inTenant(ctx context.Context, fn func(q *paymentsdb.Queries, tid u
 	return pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error { return fn(paymentsdb.New(tx), tid, tx) })
 }
 
+// single runs fn, one statement, in the context tenant's scope in one
+// round trip (pgstore.Single). Reads of several statements use one each:
+// under READ COMMITTED a read-only transaction's statements see no more
+// of one snapshot than separate ones do.
+func (s *Sim) single(ctx context.Context, fn func(q *paymentsdb.Queries, tid uuid.UUID) error) error {
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return err
+	}
+	return pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error { return fn(paymentsdb.New(q), tid) })
+}
+
+// reader runs one statement with the queries: inside a transaction, or
+// in its own round trip (Sim.single).
+type reader func(fn func(q *paymentsdb.Queries) error) error
+
+func inTx(q *paymentsdb.Queries) reader {
+	return func(fn func(q *paymentsdb.Queries) error) error { return fn(q) }
+}
+
+func (s *Sim) singles(ctx context.Context) reader {
+	return func(fn func(q *paymentsdb.Queries) error) error {
+		return s.single(ctx, func(q *paymentsdb.Queries, _ uuid.UUID) error { return fn(q) })
+	}
+}
+
 func problem(base *pix.Problem, format string, args ...any) *pix.Problem {
 	return &pix.Problem{Status: base.Status, Type: base.Type, Detail: fmt.Sprintf(format, args...)}
 }
@@ -156,15 +182,33 @@ func (c *client) CreateCharge(ctx context.Context, txid string, req pix.CobSolic
 		return pix.Cob{}, problem(pix.ErrOperacaoInvalida, "solicitacaoPagador must have at most 140 characters")
 	}
 	now := c.sim.now().UTC()
+	location := c.location()
+	code, err := c.brCode(location, cents)
+	if err != nil {
+		return pix.Cob{}, err
+	}
+	// A new txid (the common case) is one statement; a charge just
+	// created has no Pix yet.
+	var created paymentsdb.PaymentsSimPixCharge
+	err = c.sim.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
+		var err error
+		created, err = q.SimCreateCharge(ctx, paymentsdb.SimCreateChargeParams{
+			TenantID: tid, Txid: txid, HandlerID: c.r.HandlerID, Valor: req.Valor.Original, Expiracao: int32(req.Calendario.Expiracao),
+			Chave: req.Chave, Solicitacao: req.SolicitacaoPagador, Location: location, CopiaECola: code, Criacao: now,
+		})
+		return err
+	})
+	if err == nil {
+		return toCob(created), nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return pix.Cob{}, err
+	}
+	// The txid exists: a retry, a revision, or a race with another PUT.
 	var out pix.Cob
 	err = c.sim.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
 		row, err := q.SimLockCharge(ctx, paymentsdb.SimLockChargeParams{TenantID: tid, Txid: txid})
 		if errors.Is(err, pgx.ErrNoRows) {
-			location := c.location()
-			code, err := c.brCode(location, cents)
-			if err != nil {
-				return err
-			}
 			if _, err := q.SimInsertCharge(ctx, paymentsdb.SimInsertChargeParams{
 				TenantID: tid, Txid: txid, HandlerID: c.r.HandlerID, Valor: req.Valor.Original, Expiracao: int32(req.Calendario.Expiracao),
 				Chave: req.Chave, Solicitacao: req.SolicitacaoPagador, Location: location, CopiaECola: code, Criacao: now,
@@ -197,7 +241,7 @@ func (c *client) CreateCharge(ctx context.Context, txid string, req pix.CobSolic
 				return err
 			}
 		}
-		out, err = loadCob(ctx, q, tid, txid)
+		out, err = loadCob(ctx, inTx(q), tid, txid)
 		return err
 	})
 	return out, err
@@ -226,25 +270,30 @@ func (c *client) brCode(location string, cents int64) (string, error) {
 	return brcode.Payload{URL: location, Amount: cents, MerchantName: name, MerchantCity: city}.Encode()
 }
 
-func loadCob(ctx context.Context, q *paymentsdb.Queries, tid uuid.UUID, txid string) (pix.Cob, error) {
-	row, err := q.SimGetCharge(ctx, paymentsdb.SimGetChargeParams{TenantID: tid, Txid: txid})
+func loadCob(ctx context.Context, read reader, tid uuid.UUID, txid string) (pix.Cob, error) {
+	var row paymentsdb.PaymentsSimPixCharge
+	err := read(func(q *paymentsdb.Queries) error {
+		var err error
+		row, err = q.SimGetCharge(ctx, paymentsdb.SimGetChargeParams{TenantID: tid, Txid: txid})
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return pix.Cob{}, problem(pix.ErrCobNaoEncontrado, "cobrança %s não encontrada", txid)
 	}
 	if err != nil {
 		return pix.Cob{}, err
 	}
-	cob := pix.Cob{Txid: row.Txid, Revisao: int(row.Revisao), Status: row.Status, Chave: row.Chave, SolicitacaoPagador: row.Solicitacao,
-		Location: row.Location, PixCopiaECola: row.CopiaECola}
-	cob.Calendario.Criacao = row.Criacao.UTC()
-	cob.Calendario.Expiracao = int(row.Expiracao)
-	cob.Valor.Original = row.Valor
-	pixRows, err := q.SimListPixForCharge(ctx, paymentsdb.SimListPixForChargeParams{TenantID: tid, Txid: txid})
-	if err != nil {
+	cob := toCob(row)
+	var pixRows []paymentsdb.PaymentsSimPix
+	if err := read(func(q *paymentsdb.Queries) error {
+		var err error
+		pixRows, err = q.SimListPixForCharge(ctx, paymentsdb.SimListPixForChargeParams{TenantID: tid, Txid: txid})
+		return err
+	}); err != nil {
 		return pix.Cob{}, err
 	}
 	for _, p := range pixRows {
-		px, err := loadPix(ctx, q, tid, p)
+		px, err := loadPix(ctx, read, tid, p)
 		if err != nil {
 			return pix.Cob{}, err
 		}
@@ -253,9 +302,24 @@ func loadCob(ctx context.Context, q *paymentsdb.Queries, tid uuid.UUID, txid str
 	return cob, nil
 }
 
-func loadPix(ctx context.Context, q *paymentsdb.Queries, tid uuid.UUID, p paymentsdb.PaymentsSimPix) (pix.Pix, error) {
+// toCob is a charge as the API Pix shows it, without its Pix.
+func toCob(row paymentsdb.PaymentsSimPixCharge) pix.Cob {
+	cob := pix.Cob{Txid: row.Txid, Revisao: int(row.Revisao), Status: row.Status, Chave: row.Chave, SolicitacaoPagador: row.Solicitacao,
+		Location: row.Location, PixCopiaECola: row.CopiaECola}
+	cob.Calendario.Criacao = row.Criacao.UTC()
+	cob.Calendario.Expiracao = int(row.Expiracao)
+	cob.Valor.Original = row.Valor
+	return cob
+}
+
+func loadPix(ctx context.Context, read reader, tid uuid.UUID, p paymentsdb.PaymentsSimPix) (pix.Pix, error) {
 	out := pix.Pix{EndToEndID: p.E2eID, Txid: p.Txid, Valor: p.Valor, Horario: p.Horario.UTC(), InfoPagador: p.InfoPagador}
-	refunds, err := q.SimListRefunds(ctx, paymentsdb.SimListRefundsParams{TenantID: tid, E2eID: p.E2eID})
+	var refunds []paymentsdb.PaymentsSimPixRefund
+	err := read(func(q *paymentsdb.Queries) error {
+		var err error
+		refunds, err = q.SimListRefunds(ctx, paymentsdb.SimListRefundsParams{TenantID: tid, E2eID: p.E2eID})
+		return err
+	})
 	if err != nil {
 		return pix.Pix{}, err
 	}
@@ -276,13 +340,11 @@ func toDevolucao(r paymentsdb.PaymentsSimPixRefund) pix.Devolucao {
 }
 
 func (c *client) GetCharge(ctx context.Context, txid string) (pix.Cob, error) {
-	var out pix.Cob
-	err := c.sim.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
-		var err error
-		out, err = loadCob(ctx, q, tid, txid)
-		return err
-	})
-	return out, err
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return pix.Cob{}, err
+	}
+	return loadCob(ctx, c.sim.singles(ctx), tid, txid)
 }
 
 func (c *client) RemoveCharge(ctx context.Context, txid string) (pix.Cob, error) {
@@ -302,7 +364,7 @@ func (c *client) RemoveCharge(ctx context.Context, txid string) (pix.Cob, error)
 				return err
 			}
 		}
-		out, err = loadCob(ctx, q, tid, txid)
+		out, err = loadCob(ctx, inTx(q), tid, txid)
 		return err
 	})
 	return out, err
@@ -318,7 +380,7 @@ func (c *client) GetPix(ctx context.Context, e2eid string) (pix.Pix, error) {
 		if err != nil {
 			return err
 		}
-		out, err = loadPix(ctx, q, tid, p)
+		out, err = loadPix(ctx, inTx(q), tid, p)
 		return err
 	})
 	return out, err
