@@ -188,7 +188,9 @@ func (s *Service) createCharge(ctx context.Context, a attempt, psp pix.PSP, h ha
 	if err != nil {
 		return attempt{}, err
 	}
-	out, err := s.transition(ctx, a.ID, false, func(x *attempt) bool {
+	// a is the attempt as inserted: unless it changed meanwhile (a
+	// cancel), the display is one compare-and-swap statement.
+	out, err := s.transitionKnown(ctx, &a, a.ID, false, func(x *attempt) bool {
 		if x.Status != stPending || compactJSON(x.Display) != "{}" {
 			return false
 		}
