@@ -120,7 +120,9 @@ func TestConcurrentCreateCharge(t *testing.T) {
 		got := make([]pix.Cob, n)
 		errs := make([]error, n)
 		for i := range n {
-			wg.Go(func() { got[i], errs[i] = psp.CreateCharge(ctx, txid, cobRequest("10.00", 600, "chave@example.com", "")) })
+			wg.Go(func() {
+				got[i], errs[i] = psp.CreateCharge(ctx, txid, cobRequest("10.00", 600, "chave@example.com", ""))
+			})
 		}
 		wg.Wait()
 		for i := range n {
