@@ -64,8 +64,8 @@ func TestAdminDashboard(t *testing.T) {
 	// A Pix that expires: the checkout goes back to ready_for_complete.
 	c := s.ready(host)
 	d := pixOf(t, s.complete(host, c.ID, uuid.NewString(), s.pixInstrument(host)))
-	s.exec(`UPDATE payments.attempts SET expires_at = now() - interval '1 second' WHERE id = $1`, d.Pix.AttemptID)
-	s.exec(`UPDATE river.river_job SET scheduled_at = now() WHERE kind = 'payments_pix_expire' AND args->>'attempt_id' = $1`, d.Pix.AttemptID)
+	// Expired a second ago: the resolve sweep (every second here) expires it.
+	s.exec(`UPDATE payments.attempts SET expires_at = now() - interval '1 second', resolve_after = now() - interval '1 second' WHERE id = $1`, d.Pix.AttemptID)
 	s.waitStatus(host, c.ID, bcp.StatusReadyForComplete)
 	// One left incomplete, one canceled.
 	a := s.agents[host]

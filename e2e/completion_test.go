@@ -344,8 +344,8 @@ func TestPixExpiry(t *testing.T) {
 	c := s.ready(host)
 	p := s.complete(host, c.ID, uuid.NewString(), s.pixInstrument(host))
 	d := pixOf(t, p)
-	s.exec(`UPDATE payments.attempts SET expires_at = now() - interval '1 second' WHERE id = $1`, d.Pix.AttemptID)
-	s.exec(`UPDATE river.river_job SET scheduled_at = now() WHERE kind = 'payments_pix_expire' AND args->>'attempt_id' = $1`, d.Pix.AttemptID)
+	// Expired a second ago: the resolve sweep (every second here) expires it.
+	s.exec(`UPDATE payments.attempts SET expires_at = now() - interval '1 second', resolve_after = now() - interval '1 second' WHERE id = $1`, d.Pix.AttemptID)
 	back := s.waitStatus(host, c.ID, bcp.StatusReadyForComplete)
 	if got := s.sql(`SELECT stock::int FROM catalog.variants WHERE tenant_id = $1 AND id = 'var_cam'`, s.merchant[host].tenantID); got != 10 {
 		t.Fatalf("stock after the Pix expired = %d, want 10", got)

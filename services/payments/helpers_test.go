@@ -356,6 +356,37 @@ func (e *env) jobCount(kind, key, value string) (total, completed int) {
 	return total, completed
 }
 
+// jobsFor counts river jobs of any kind whose args name attemptID.
+func (e *env) jobsFor(attemptID string) (n int) {
+	e.t.Helper()
+	if err := e.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job WHERE args->>'attempt_id' = $1`, attemptID).Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// resolveAfter reads an attempt's resolve_after (nil: NULL).
+func (e *env) resolveAfter(m merchant, attemptID string) (t *time.Time) {
+	e.t.Helper()
+	e.q(m, func(q *paymentsdb.Queries) error {
+		a, err := q.GetAttempt(context.Background(), paymentsdb.GetAttemptParams{TenantID: m.id, ID: attemptID})
+		t = a.ResolveAfter
+		return err
+	})
+	return t
+}
+
+// sweepResolves runs one resolve sweep and says how many attempts it
+// settled.
+func (e *env) sweepResolves() int {
+	e.t.Helper()
+	n, err := e.svc.SweepResolves(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
 // runJobNow makes a scheduled job of kind for attemptID available now.
 func (e *env) runJobNow(kind, attemptID string) {
 	e.t.Helper()

@@ -73,13 +73,13 @@ func TestPixStartIsPendingWithAValidBRCode(t *testing.T) {
 	if c.Status != pix.StatusAtiva || c.Valor != "123.45" || c.CopiaECola != d.CopiaECola || c.Expiracao != 1800 {
 		t.Errorf("sim charge = %+v", c)
 	}
-	// The expiry job was inserted with the attempt, scheduled at expires_at.
-	var scheduled time.Time
-	if err := e.db.Pool.QueryRow(context.Background(), `SELECT scheduled_at FROM river.river_job WHERE kind = 'payments_pix_expire' AND args->>'attempt_id' = $1`, a.GetId()).Scan(&scheduled); err != nil {
-		t.Fatal(err)
+	// The resolve sweep first polls the PSP two minutes after the start;
+	// no job was inserted with the attempt.
+	if got, want := e.resolveAfter(e.a, a.GetId()), e.clock.Now().Add(2*time.Minute); got == nil || got.Sub(want).Abs() > time.Microsecond {
+		t.Errorf("resolve_after = %v, want %v", got, want)
 	}
-	if !scheduled.Equal(a.GetExpiresAt().AsTime()) {
-		t.Errorf("expiry job at %v, want %v", scheduled, a.GetExpiresAt().AsTime())
+	if n := e.jobsFor(a.GetId()); n != 0 {
+		t.Errorf("%d jobs for the attempt, want none", n)
 	}
 
 	// The QR images, through the public routes.
@@ -129,8 +129,8 @@ func TestStartPaymentIsIdempotentByAttemptID(t *testing.T) {
 	if n := e.simCharges(e.a); n != 1 {
 		t.Errorf("sim PSP has %d charges, want 1", n)
 	}
-	if total, _ := e.jobCount("payments_pix_expire", "attempt_id", req.GetAttemptId()); total != 1 {
-		t.Errorf("%d expiry jobs, want 1", total)
+	if n := e.jobsFor(req.GetAttemptId()); n != 0 {
+		t.Errorf("%d jobs for the attempt, want none", n)
 	}
 	// Same id, different request.
 	other := proto.Clone(req).(*paymentsv1.StartPaymentRequest)
@@ -368,19 +368,36 @@ func TestPixExpiryRemovesTheCharge(t *testing.T) {
 	if !a.GetExpiresAt().AsTime().Equal(now.Add(600*time.Second)) || e.simCharge(e.a, txid).Expiracao != 600 {
 		t.Fatalf("expiration_seconds 600: expires_at %v (now %v), cob expiracao %d", a.GetExpiresAt().AsTime(), now, e.simCharge(e.a, txid).Expiracao)
 	}
-	// Run early, the job waits for expires_at.
-	e.runJobNow("payments_pix_expire", a.GetId())
-	e.eventually(10*time.Second, "early expiry job snoozed", func() bool {
-		var state string
-		_ = e.db.Pool.QueryRow(context.Background(), `SELECT state FROM river.river_job WHERE kind = 'payments_pix_expire' AND args->>'attempt_id' = $1`, a.GetId()).Scan(&state)
-		return state == "scheduled"
-	})
-	if got := e.get(e.a, a.GetId()); got.GetStatus() != statusPending {
+	// Before the first poll the sweep leaves it alone; each poll finds it
+	// unpaid and comes back two minutes later, and the last one at the
+	// expiry itself (10 minutes: at 2, 4, 6 and 8, then 10).
+	if n := e.sweepResolves(); n != 0 || e.resolveAfter(e.a, a.GetId()) == nil {
+		t.Fatalf("sweep before the first poll: %d settled", n)
+	}
+	for i := range 4 {
+		e.clock.Add(2 * time.Minute)
+		if n := e.sweepResolves(); n != 0 {
+			t.Fatalf("poll %d settled %d", i+1, n)
+		}
+		want := e.clock.Now().Add(2 * time.Minute)
+		if i == 3 {
+			want = a.GetExpiresAt().AsTime() // the last look is at the expiry itself
+		}
+		if got := e.resolveAfter(e.a, a.GetId()); got == nil || got.Sub(want).Abs() > time.Microsecond {
+			t.Fatalf("after poll %d: resolve_after %v, want %v", i+1, got, want)
+		}
+	}
+	if got := e.get(e.a, a.GetId()); got.GetStatus() != statusPending || e.simCharge(e.a, txid).Status != pix.StatusAtiva {
 		t.Fatalf("before expiry: %v", got.GetStatus())
 	}
-	e.clock.Add(10*time.Minute + time.Second)
-	e.runJobNow("payments_pix_expire", a.GetId())
+	e.clock.Add(2 * time.Minute)
+	if n := e.sweepResolves(); n != 1 {
+		t.Fatalf("sweep at expiry settled %d, want 1", n)
+	}
 	e.waitStatus(e.a, a.GetId(), statusExpired)
+	if got := e.resolveAfter(e.a, a.GetId()); got != nil {
+		t.Errorf("resolve_after after expiry = %v, want NULL", got)
+	}
 	if c := e.simCharge(e.a, txid); c.Status != pix.StatusRemovidaRecebedor {
 		t.Errorf("PSP charge %s, want removed", c.Status)
 	}
@@ -401,25 +418,38 @@ func TestLostWebhooksAreCaughtByPollingAndExpiry(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("deleted %d webhook registrations", n)
 	}
-	pay := func(checkout string) *paymentsv1.Attempt {
-		a := e.start(e.a, startReq(e.a, checkout, 4200, pixInstrument))
+	pay := func(a *paymentsv1.Attempt) {
 		if _, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()})); err != nil {
 			t.Fatal(err)
 		}
-		return a
 	}
-	polled, expired := pay("chk_lost_1"), pay("chk_lost_2")
-	e.eventually(10*time.Second, "webhooks dropped", func() bool { _, done := e.jobCount("payments_simpsp_webhook", "handler_id", "pix"); return done == 2 })
+	polled := e.start(e.a, startReq(e.a, "chk_lost_1", 4200, pixInstrument))
+	expired := e.start(e.a, startReq(e.a, "chk_lost_2", 4200, pixInstrument))
+	pay(polled)
+	e.eventually(10*time.Second, "webhook dropped", func() bool { _, done := e.jobCount("payments_simpsp_webhook", "handler_id", "pix"); return done == 1 })
 	if e.get(e.a, polled.GetId()).GetStatus() != statusPending || e.receipts(e.a) != 0 {
 		t.Fatalf("without webhooks: %v, %d receipts", e.get(e.a, polled.GetId()).GetStatus(), e.receipts(e.a))
 	}
-	// The poll (every 2 minutes while pending) asks the PSP.
-	e.runJobNow("payments_pix_poll", polled.GetId())
+	// The sweep's poll (two minutes after the start, then every two
+	// minutes while pending) asks the PSP: paid, so the payment is
+	// applied; the two unpaid attempts stay pending.
+	e.clock.Add(2*time.Minute + time.Second)
+	if n := e.sweepResolves(); n != 1 {
+		t.Fatalf("first poll settled %d, want 1", n)
+	}
 	e.waitStatus(e.a, polled.GetId(), statusSucceeded)
-	// The expiry removes the charge first: the PSP says CONCLUIDA, paid
-	// in time, so the payment wins.
+	if got := e.get(e.a, expired.GetId()).GetStatus(); got != statusPending {
+		t.Fatalf("unpaid attempt after the poll: %v", got)
+	}
+	// Paid later, and its webhook lost too. At the expiry the sweep
+	// removes the charge first: the PSP says CONCLUIDA, paid in time, so
+	// the payment wins; chk_setup's unpaid attempt expires.
+	pay(expired)
+	e.eventually(10*time.Second, "webhook dropped", func() bool { _, done := e.jobCount("payments_simpsp_webhook", "handler_id", "pix"); return done == 2 })
 	e.clock.Add(31 * time.Minute)
-	e.runJobNow("payments_pix_expire", expired.GetId())
+	if n := e.sweepResolves(); n != 2 {
+		t.Fatalf("sweep at expiry settled %d, want 2", n)
+	}
 	e.waitStatus(e.a, expired.GetId(), statusSucceeded)
 	if n := e.receipts(e.a); n != 2 {
 		t.Errorf("%d receipts, want 2 (recorded from the PSP's answers)", n)

@@ -116,13 +116,12 @@ func (s *Service) startPix(ctx context.Context, p paymentsdb.InsertAttemptParams
 	lifetime = min(lifetime, maxPixExpiration)
 	expires := s.now().UTC().Truncate(time.Second).Add(time.Duration(lifetime) * time.Second)
 	txid := newTxid() // stored before the PSP sees it: PUT /cob/{txid} is then retry-safe
-	p.Status, p.Txid, p.ExpiresAt = stPending, &txid, &expires
-	a, existed, err := s.insertAttempt(ctx, p, nil, func(tx pgx.Tx, a attempt) error {
-		if err := s.insertJob(ctx, tx, expireArgs{TenantID: a.TenantID, AttemptID: a.ID}, &river.InsertOpts{ScheduledAt: expires, MaxAttempts: 25}); err != nil {
-			return err
-		}
-		return s.insertJob(ctx, tx, pollArgs{TenantID: a.TenantID, AttemptID: a.ID}, &river.InsertOpts{ScheduledAt: s.now().Add(pollEvery)})
-	})
+	// The resolve sweep polls the PSP from resolve_after on, every
+	// pollEvery, and expires the attempt at expires_at (pixDue): the
+	// insert alone, one statement, instead of a transaction with two jobs.
+	due := earlier(s.now().Add(pollEvery), expires)
+	p.Status, p.Txid, p.ExpiresAt, p.ResolveAfter = stPending, &txid, &expires, &due
+	a, existed, err := s.insertAttempt(ctx, p, nil, nil)
 	if err != nil {
 		return attempt{}, err
 	}
@@ -204,8 +203,34 @@ func (s *Service) createCharge(ctx context.Context, a attempt, psp pix.PSP, h ha
 	return out, err
 }
 
-// expire runs at the attempt's expiry: remove the charge at the PSP first;
-// if the PSP says it was paid, the payment wins.
+// pixDue is the resolve sweep's turn at a pending Pix attempt (sweep.go),
+// its safety net for webhooks that never arrive: from expires_at on it
+// removes the charge (a payment the PSP reports wins), before that it
+// asks the PSP (poll). It says when to look again (nil: no more).
+func (s *Service) pixDue(ctx context.Context, a attempt) (*time.Time, error) {
+	if a.Status != stPending || a.Txid == nil || a.ExpiresAt == nil {
+		return nil, nil
+	}
+	if !s.now().Before(*a.ExpiresAt) {
+		return nil, s.removeCharge(ctx, a, stExpired, true)
+	}
+	if moved, err := s.pollOnce(ctx, a); err != nil || moved {
+		return nil, err
+	}
+	next := earlier(s.now().Add(pollEvery), *a.ExpiresAt)
+	return &next, nil
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// expire ran at the attempt's expiry (expireArgs, inserted with each Pix
+// attempt before the resolve sweep took that over): remove the charge at
+// the PSP first; if the PSP says it was paid, the payment wins.
 func (s *Service) expire(ctx context.Context, id string) error {
 	a, err := s.getAttempt(ctx, id)
 	if isNotFound(err) {
@@ -233,9 +258,9 @@ func (s *Service) expire(ctx context.Context, id string) error {
 	return s.removeCharge(ctx, a, stExpired, true)
 }
 
-// poll asks the PSP about a pending charge (GET /cob/{txid}): a payment
-// whose webhook was lost is applied like a notified one; a charge the PSP
-// removed fails the attempt. It repeats until the expiry job takes over.
+// poll was the job (pollArgs) that asked the PSP about a pending charge
+// every pollEvery until the expiry job took over, inserted with each Pix
+// attempt before the resolve sweep did both (pixDue).
 func (s *Service) poll(ctx context.Context, id string) error {
 	a, err := s.getAttempt(ctx, id)
 	if isNotFound(err) {
@@ -244,28 +269,39 @@ func (s *Service) poll(ctx context.Context, id string) error {
 	if err != nil || a.Status != stPending || a.Txid == nil || !s.now().Before(*a.ExpiresAt) {
 		return err
 	}
+	if _, err := s.pollOnce(ctx, a); err != nil {
+		return err
+	}
+	return river.JobSnooze(min(pollEvery, a.ExpiresAt.Sub(s.now())))
+}
+
+// pollOnce asks the PSP about a pending charge (GET /cob/{txid}): a
+// payment whose webhook was lost is applied like a notified one; a charge
+// the PSP removed fails the attempt; otherwise nothing changes. It says
+// whether the PSP's answer decided the attempt.
+func (s *Service) pollOnce(ctx context.Context, a attempt) (bool, error) {
 	psp, hook, err := s.pspForHandler(ctx, a.HandlerID, a.Environment)
 	if err != nil {
-		return err
+		return false, err
 	}
 	cob, err := psp.GetCharge(ctx, *a.Txid)
 	switch {
 	case errors.Is(err, pix.ErrCobNaoEncontrado):
 		// Not created yet (a retried StartPayment will): ask again later.
 	case err != nil:
-		return err
+		return false, err
 	case cob.Status == pix.StatusConcluida:
 		for _, p := range cob.Pix {
 			if err := s.decidePix(ctx, a.HandlerID, hook.ID, p, a.ID); err != nil {
-				return err
+				return false, err
 			}
 		}
-		return nil
+		return len(cob.Pix) > 0, nil
 	case cob.Status == pix.StatusRemovidaPSP:
 		_, err := s.failPending(ctx, a.ID, failed("A cobrança Pix foi cancelada pelo banco recebedor; tente novamente."), true)
-		return err
+		return err == nil, err
 	}
-	return river.JobSnooze(min(pollEvery, a.ExpiresAt.Sub(s.now())))
+	return false, nil
 }
 
 // removeCharge removes a pending attempt's charge and moves the attempt to

@@ -31,7 +31,9 @@ func TestPaymentStats(t *testing.T) {
 	}
 	expired := e.start(e.a, startReq(e.a, "chk_st_e1", 7000, pixInstrument))
 	e.clock.Add(31 * time.Minute)
-	e.runJobNow("payments_pix_expire", expired.GetId())
+	if n := e.sweepResolves(); n != 1 {
+		t.Fatalf("sweep at expiry settled %d, want 1", n)
+	}
 	e.waitStatus(e.a, expired.GetId(), statusExpired)
 	pending := e.start(e.a, startReq(e.a, "chk_st_n1", 3000, pixInstrument))
 	approved := e.start(e.a, startReq(e.a, "chk_st_c1", 25990, cardInstrument(tokenCred("tok_visa_4242"), "visa", "4242")))

@@ -14,13 +14,21 @@ import (
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
 )
 
-// The resolve sweep (one periodic job, ResolveSweepArgs) resolves every
-// tenant's card attempts still pending past their resolve_after (set at
-// the insert, cardResolveDelay later) from the processor's record: the
-// safety net for a charge call that never answered. It lists ids only, in
-// the read-only payments_sweep scope, and resolves each in its own
-// tenant's scope. It replaced a durable job inserted with every card
-// attempt.
+// The resolve sweep (one periodic job, ResolveSweepArgs) takes every
+// tenant's attempts still pending past their resolve_after (set at the
+// insert) and:
+//   - card (cardResolveDelay after the start): resolves it from the
+//     processor's record, the safety net for a charge call that never
+//     answered;
+//   - Pix (pollEvery after the start, or its expiry if sooner): asks the
+//     PSP whether it was paid, the safety net for a lost webhook, and
+//     from expires_at on removes the charge and expires the attempt; while
+//     it stays pending it is due again pollEvery later (pixDue).
+//
+// It lists ids only, in the read-only payments_sweep scope, and acts on
+// each in its own tenant's scope. It replaced durable jobs inserted with
+// every attempt (one per card attempt, two per Pix attempt: poll and
+// expire).
 
 // resolveRetry is when the sweep tries again after a resolve that failed.
 const resolveRetry = time.Minute
@@ -47,8 +55,9 @@ func SweepJob(every time.Duration) *river.PeriodicJob {
 	return jobs.Periodic(every, ResolveSweepArgs{})
 }
 
-// SweepResolves resolves the due card attempts and says how many it
-// resolved. After a resolve that went through, resolve_after is cleared;
+// SweepResolves acts on the due attempts and says how many it settled
+// (card resolved, Pix expired or found paid or removed). After that
+// resolve_after is cleared; for a Pix still pending it is the next poll;
 // after a failure it is pushed resolveRetry later (logged).
 func (s *Service) SweepResolves(ctx context.Context) (int, error) {
 	return jobs.Sweep(ctx, func(ctx context.Context) ([]paymentsdb.ListDueResolvesRow, error) {
@@ -61,8 +70,7 @@ func (s *Service) SweepResolves(ctx context.Context) (int, error) {
 		return due, err
 	}, func(d paymentsdb.ListDueResolvesRow) (bool, error) {
 		tctx := tenancy.With(ctx, d.TenantID)
-		err := s.resolveCard(tctx, d.ID)
-		var next *time.Time
+		next, err := s.resolveDue(tctx, d.ID)
 		if err != nil {
 			t := s.now().Add(resolveRetry)
 			next = &t
@@ -73,8 +81,24 @@ func (s *Service) SweepResolves(ctx context.Context) (int, error) {
 		}); uerr != nil && err == nil {
 			err = uerr
 		}
-		return err == nil, err
+		return err == nil && next == nil, err
 	}, func(d paymentsdb.ListDueResolvesRow, err error) {
-		slog.WarnContext(ctx, "payments: resolve sweep could not resolve a card attempt", "tenant_id", d.TenantID, "attempt_id", d.ID, "err", err)
+		slog.WarnContext(ctx, "payments: resolve sweep could not resolve an attempt", "tenant_id", d.TenantID, "attempt_id", d.ID, "err", err)
 	})
+}
+
+// resolveDue is the sweep's turn at one due attempt; it says when the
+// attempt is due again (nil: not any more).
+func (s *Service) resolveDue(ctx context.Context, id string) (*time.Time, error) {
+	a, err := s.getAttempt(ctx, id)
+	if isNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if a.Txid != nil {
+		return s.pixDue(ctx, a)
+	}
+	return nil, s.resolveCard(ctx, id)
 }

@@ -42,8 +42,9 @@ SELECT count(*) FROM payments.attempts WHERE tenant_id = @tenant_id;
 SELECT * FROM payments.attempts WHERE tenant_id = @tenant_id AND txid = @txid;
 
 -- name: ListDueResolves :many
--- Every tenant's card attempts still pending past their resolve_after,
--- oldest first (the resolve sweep, in the 'payments_sweep' scope).
+-- Every tenant's attempts still pending past their resolve_after (card:
+-- resolve from the processor; Pix: poll the PSP, or expire), oldest
+-- first (the resolve sweep, in the 'payments_sweep' scope).
 SELECT tenant_id, id FROM payments.attempts
 WHERE status = 'pending' AND resolve_after IS NOT NULL AND resolve_after <= @now::timestamptz
 ORDER BY resolve_after
@@ -51,6 +52,6 @@ LIMIT @max_rows;
 
 -- name: SetResolveAfter :execrows
 -- After a sweep's resolve: NULL when it went through, a later time when
--- it failed.
+-- it failed or (a pending Pix) when to poll again.
 UPDATE payments.attempts SET resolve_after = sqlc.narg(resolve_after)
 WHERE tenant_id = @tenant_id AND id = @id;

@@ -263,8 +263,9 @@ type ListDueResolvesRow struct {
 	ID       string
 }
 
-// Every tenant's card attempts still pending past their resolve_after,
-// oldest first (the resolve sweep, in the 'payments_sweep' scope).
+// Every tenant's attempts still pending past their resolve_after (card:
+// resolve from the processor; Pix: poll the PSP, or expire), oldest
+// first (the resolve sweep, in the 'payments_sweep' scope).
 func (q *Queries) ListDueResolves(ctx context.Context, arg ListDueResolvesParams) ([]ListDueResolvesRow, error) {
 	rows, err := q.db.Query(ctx, listDueResolves, arg.Now, arg.MaxRows)
 	if err != nil {
@@ -383,7 +384,7 @@ type SetResolveAfterParams struct {
 }
 
 // After a sweep's resolve: NULL when it went through, a later time when
-// it failed.
+// it failed or (a pending Pix) when to poll again.
 func (q *Queries) SetResolveAfter(ctx context.Context, arg SetResolveAfterParams) (int64, error) {
 	result, err := q.db.Exec(ctx, setResolveAfter, arg.ResolveAfter, arg.TenantID, arg.ID)
 	if err != nil {
