@@ -287,11 +287,12 @@ func warp(ctx context.Context, pool *pgxpool.Pool, lastKill, lastFault time.Time
 		return 0, err
 	}
 	n := tag.RowsAffected()
-	// Completions and card attempts the sweeps would take up at
-	// settle_after / resolve_after: due now.
+	// Completions, payment attempts and Pix receipts the sweeps would
+	// take up at settle_after / resolve_after / reconcile_after: due now.
 	for _, q := range []string{
 		`UPDATE checkout.sessions SET settle_after = now() WHERE status = 'complete_in_progress' AND settle_after > now()`,
 		`UPDATE payments.attempts SET resolve_after = now() WHERE status = 'pending' AND resolve_after > now()`,
+		`UPDATE payments.pix_receipts SET reconcile_after = now() WHERE status = 'received' AND reconcile_after > now()`,
 	} {
 		tag, err = pool.Exec(ctx, q)
 		if err != nil {

@@ -387,6 +387,38 @@ func (e *env) sweepResolves() int {
 	return n
 }
 
+// sweepReceipts runs the receipt half of the resolve sweep and says how
+// many receipts it decided.
+func (e *env) sweepReceipts() int {
+	e.t.Helper()
+	n, err := e.svc.SweepReceipts(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// receipt reads a Pix receipt.
+func (e *env) receipt(m merchant, e2e string) (r paymentsdb.PaymentsPixReceipt) {
+	e.t.Helper()
+	e.q(m, func(q *paymentsdb.Queries) (err error) {
+		r, err = q.GetReceipt(context.Background(), paymentsdb.GetReceiptParams{TenantID: m.id, E2eID: e2e})
+		return err
+	})
+	return r
+}
+
+// hook returns the id of a handler's Pix webhook hook.
+func (e *env) hook(m merchant, handlerID string) (id string) {
+	e.t.Helper()
+	e.q(m, func(q *paymentsdb.Queries) error {
+		h, err := q.GetHookByHandler(context.Background(), paymentsdb.GetHookByHandlerParams{TenantID: m.id, HandlerID: handlerID})
+		id = h.ID
+		return err
+	})
+	return id
+}
+
 // runJobNow makes a scheduled job of kind for attemptID available now.
 func (e *env) runJobNow(kind, attemptID string) {
 	e.t.Helper()

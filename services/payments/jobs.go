@@ -19,8 +19,9 @@ import (
 // Durable jobs. Each carries its tenant; workers run in its scope. Every
 // job is idempotent: it re-reads the state it acts on.
 
-// expireArgs removes a Pix charge at expires_at (inserted with the
-// attempt, scheduled at its expiry).
+// expireArgs removed a Pix charge at expires_at (inserted with the
+// attempt, scheduled at its expiry, until the resolve sweep took that
+// over: sweep.go). The worker stays for the jobs already queued.
 type expireArgs struct {
 	TenantID  uuid.UUID `json:"tenant_id"`
 	AttemptID string    `json:"attempt_id"`
@@ -37,8 +38,10 @@ func (w *expireWorker) Work(ctx context.Context, job *river.Job[expireArgs]) err
 	return w.s.expire(tenancy.With(ctx, job.Args.TenantID), job.Args.AttemptID)
 }
 
-// pollArgs asks the PSP about a pending Pix charge every pollEvery until
-// it expires: the safety net for webhooks that never arrive.
+// pollArgs asked the PSP about a pending Pix charge every pollEvery until
+// it expired: the safety net for webhooks that never arrive, now the
+// resolve sweep's (sweep.go). The worker stays for the jobs already
+// queued.
 type pollArgs struct {
 	TenantID  uuid.UUID `json:"tenant_id"`
 	AttemptID string    `json:"attempt_id"`
@@ -55,11 +58,13 @@ func (w *pollWorker) Work(ctx context.Context, job *river.Job[pollArgs]) error {
 	return w.s.poll(tenancy.With(ctx, job.Args.TenantID), job.Args.AttemptID)
 }
 
-// pollEvery spaces the polls of a pending Pix charge.
+// pollEvery spaces the polls of a pending Pix charge (the resolve sweep's).
 const pollEvery = 2 * time.Minute
 
-// reconcileArgs reconciles one stored Pix receipt against the PSP
-// (inserted with the receipt).
+// reconcileArgs reconciled one stored Pix receipt against the PSP
+// (inserted with the receipt, until the webhook's request did that with
+// the resolve sweep as its backstop: sweep.go). The worker stays for the
+// jobs already queued.
 type reconcileArgs struct {
 	TenantID uuid.UUID `json:"tenant_id"`
 	E2EID    string    `json:"e2e_id"`

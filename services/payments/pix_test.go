@@ -247,8 +247,13 @@ func TestPixPaidByWebhookSettlesOnce(t *testing.T) {
 	if n := e.receipts(e.a); n != 1 {
 		t.Errorf("%d receipts after a duplicate, want 1", n)
 	}
-	if total, _ := e.jobCount("payments_pix_reconcile", "e2e_id", rec.E2eID); total != 1 {
-		t.Errorf("%d reconcile jobs, want 1", total)
+	// Reconciled in the webhook's request: no job, nothing left for the
+	// sweep.
+	if total, _ := e.jobCount("payments_pix_reconcile", "e2e_id", rec.E2eID); total != 0 {
+		t.Errorf("%d reconcile jobs, want none", total)
+	}
+	if n := e.sweepReceipts(); n != 0 {
+		t.Errorf("the receipt sweep decided %d receipts, want none", n)
 	}
 	if total, _ := e.jobCount("payments_settle", "attempt_id", a.GetId()); total != 1 {
 		t.Errorf("%d settle jobs, want 1", total)
@@ -575,19 +580,78 @@ func TestWebhookAuthentication(t *testing.T) {
 		t.Errorf("%d receipts, want 1", n)
 	}
 	// It names a Pix the PSP never saw: the reconciler trusts the PSP and
-	// leaves the attempt alone.
-	e.eventually(20*time.Second, "forged receipt left unconfirmed", func() bool {
-		return e.get(e.a, a.GetId()).GetStatus() == statusPending && e.jobDone("payments_pix_reconcile", "E99999999202601011200ABCDEFGHIJK")
-	})
+	// leaves the attempt alone. The webhook's request tried once; the
+	// sweep tries again 1, 2, 4 and 8 minutes later, and the fifth try
+	// leaves the receipt unconfirmed and alerts the merchant.
+	const forged = "E99999999202601011200ABCDEFGHIJK"
+	for try := 1; try <= 4; try++ {
+		rec := e.receipt(e.a, forged)
+		if rec.Status != "received" || rec.ReconcileTries != int32(try) || rec.ReconcileAfter == nil ||
+			rec.ReconcileAfter.Sub(e.clock.Now().Add(time.Minute<<(try-1))).Abs() > time.Microsecond {
+			t.Fatalf("after try %d: %s, %d tries, next %v (now %v)", try, rec.Status, rec.ReconcileTries, rec.ReconcileAfter, e.clock.Now())
+		}
+		if n := e.sweepReceipts(); n != 0 {
+			t.Fatalf("sweep before it is due decided %d", n)
+		}
+		e.clock.Add(time.Minute << (try - 1))
+		n := e.sweepReceipts()
+		if want := map[bool]int{true: 1, false: 0}[try == 4]; n != want {
+			t.Fatalf("sweep for try %d decided %d, want %d", try+1, n, want)
+		}
+	}
+	if rec := e.receipt(e.a, forged); rec.Status != "unconfirmed" || rec.ReconcileTries != 4 {
+		t.Fatalf("after five tries: %s, %d failed tries", rec.Status, rec.ReconcileTries)
+	}
+	if got := e.get(e.a, a.GetId()).GetStatus(); got != statusPending {
+		t.Errorf("attempt after a forged notification: %v", got)
+	}
+	alerts, err := e.client.ListAlerts(e.a.ctx, connect.NewRequest(&paymentsv1.ListAlertsRequest{}))
+	if err != nil || len(alerts.Msg.GetAlerts()) != 1 || alerts.Msg.GetAlerts()[0].GetKind() != "pix_unconfirmed" {
+		t.Fatalf("alerts: %v %v", alerts.Msg.GetAlerts(), err)
+	}
 }
 
-// jobDone reports whether the job of kind for e2e finished or keeps
-// retrying (the PSP does not confirm the Pix).
-func (e *env) jobDone(kind, e2e string) bool {
-	var state string
-	var attempt int
-	_ = e.db.Pool.QueryRow(context.Background(), `SELECT state, attempt FROM river.river_job WHERE kind = $1 AND args->>'e2e_id' = $2`, kind, e2e).Scan(&state, &attempt)
-	return state == "completed" || (state == "retryable" && attempt >= 1)
+// A receipt stored by a process that died before reconciling it (or
+// whose PSP did not answer) is reconciled by the resolve sweep once due.
+func TestReceiptSweepReconcilesWhatTheWebhookDidNot(t *testing.T) {
+	e := newEnv(t)
+	a := e.start(e.a, startReq(e.a, "chk_rec_sweep", 4200, pixInstrument))
+	// The PSP's notification is lost (its registration forgotten) ...
+	var n int
+	e.scalar(e.a, &n, `WITH d AS (DELETE FROM payments.sim_pix_webhooks RETURNING 1) SELECT count(*) FROM d`)
+	if _, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()})); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(10*time.Second, "webhook dropped", func() bool { _, done := e.jobCount("payments_simpsp_webhook", "handler_id", "pix"); return done == 1 })
+	// ... after the receipt was stored, as a webhook request cut short
+	// after its insert leaves it.
+	var p paymentsdb.PaymentsSimPix
+	e.q(e.a, func(q *paymentsdb.Queries) (err error) {
+		rows, err := q.SimListPixForCharge(context.Background(), paymentsdb.SimListPixForChargeParams{TenantID: e.a.id, Txid: pixDisplayOf(t, a).Txid})
+		if err == nil && len(rows) == 1 {
+			p = rows[0]
+		}
+		return err
+	})
+	hook := e.hook(e.a, "pix")
+	due := e.clock.Now().Add(time.Minute)
+	e.q(e.a, func(q *paymentsdb.Queries) error {
+		_, err := q.InsertReceipt(context.Background(), paymentsdb.InsertReceiptParams{TenantID: e.a.id, E2eID: p.E2eID, HookID: hook,
+			HandlerID: "pix", Txid: p.Txid, Amount: 4200, Horario: p.Horario, Raw: []byte(`{}`), ReconcileAfter: &due})
+		return err
+	})
+	if n := e.sweepReceipts(); n != 0 || e.get(e.a, a.GetId()).GetStatus() != statusPending {
+		t.Fatalf("before it is due: %d decided", n)
+	}
+	e.clock.Add(time.Minute)
+	if n := e.sweepReceipts(); n != 1 {
+		t.Fatalf("due: %d decided, want 1", n)
+	}
+	e.waitStatus(e.a, a.GetId(), statusSucceeded)
+	if rec := e.receipt(e.a, p.E2eID); rec.Status != "matched" || rec.AttemptID == nil || *rec.AttemptID != a.GetId() {
+		t.Errorf("receipt %s for %v", rec.Status, rec.AttemptID)
+	}
+	e.eventually(10*time.Second, "SettlePayment called", func() bool { return len(e.checkout.settled(a.GetId())) == 1 })
 }
 
 func TestCrossTenantAccessIsNotFound(t *testing.T) {

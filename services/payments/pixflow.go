@@ -340,6 +340,8 @@ func (s *Service) removeCharge(ctx context.Context, a attempt, status string, no
 
 // reconcile decides what a stored Pix receipt does, from the PSP's answer
 // only: GET /cob/{txid} must show the charge CONCLUIDA with this Pix.
+// jobAttempt numbers the tries from 1 (the webhook's request, then the
+// resolve sweep's; or a reconcile job queued before the sweep did this).
 func (s *Service) reconcile(ctx context.Context, e2e string, jobAttempt int) error {
 	var rec paymentsdb.PaymentsPixReceipt
 	var a *attempt
@@ -392,7 +394,7 @@ func (s *Service) reconcile(ctx context.Context, e2e string, jobAttempt int) err
 	}
 	// The notification names a payment the PSP does not show (yet): retry
 	// a few times for PSPs that notify before their API catches up.
-	if jobAttempt < 5 {
+	if jobAttempt < reconcileTries {
 		return fmt.Errorf("payments: PSP does not confirm Pix %s on charge %s yet", e2e, rec.Txid)
 	}
 	return s.unconfirmed(ctx, rec, "o PSP não confirma este Pix na cobrança "+rec.Txid)

@@ -158,32 +158,40 @@ func (s *Service) IngestPixWebhook(ctx context.Context, r *connect.Request[payme
 		s.metrics.webhooks.WithLabelValues("invalid").Inc()
 		return nil, err
 	}
+	// Each Pix is stored on its own (one statement; a notification that
+	// fails half way is delivered again, and what was stored is then a
+	// duplicate), due for the resolve sweep a minute later, then
+	// reconciled here: the sweep is only the backstop.
 	out := &paymentsv1.IngestPixWebhookResponse{}
-	err = s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, tx pgx.Tx) error {
-		out.Stored, out.Duplicates = 0, 0
-		for _, it := range items {
-			n, err := q.InsertReceipt(ctx, paymentsdb.InsertReceiptParams{TenantID: tid, E2eID: it.p.EndToEndID, HookID: hook.ID,
-				HandlerID: hook.HandlerID, Txid: it.p.Txid, Amount: it.amount, Horario: it.p.Horario, Raw: it.raw})
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				out.Duplicates++
-				continue
-			}
-			out.Stored++
-			if err := s.insertJob(ctx, tx, reconcileArgs{TenantID: tid, E2EID: it.p.EndToEndID}, nil); err != nil {
-				return err
-			}
+	var stored []string
+	due := s.now().Add(reconcileBackstop)
+	for _, it := range items {
+		var n int64
+		err := s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
+			var err error
+			n, err = q.InsertReceipt(ctx, paymentsdb.InsertReceiptParams{TenantID: tid, E2eID: it.p.EndToEndID, HookID: hook.ID,
+				HandlerID: hook.HandlerID, Txid: it.p.Txid, Amount: it.amount, Horario: it.p.Horario, Raw: it.raw, ReconcileAfter: &due})
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		if n == 0 {
+			out.Duplicates++
+			continue
+		}
+		out.Stored++
+		stored = append(stored, it.p.EndToEndID)
 	}
 	s.metrics.webhooks.WithLabelValues("stored").Add(float64(out.Stored))
 	s.metrics.webhooks.WithLabelValues("duplicate").Add(float64(out.Duplicates))
 	s.log.InfoContext(ctx, "payments: Pix webhook stored", "hook_id", hook.ID, "stored", out.Stored, "duplicates", out.Duplicates)
+	// Once begun, a reconciliation finishes even if the PSP hangs up.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reconcileTimeout)
+	defer cancel()
+	for _, e2e := range stored {
+		_ = s.reconcileOrRetry(rctx, e2e, 1) // logged; the sweep tries again
+	}
 	return connect.NewResponse(out), nil
 }
 

@@ -2,9 +2,11 @@ package payments
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
@@ -25,10 +27,17 @@ import (
 //     from expires_at on removes the charge and expires the attempt; while
 //     it stays pending it is due again pollEvery later (pixDue).
 //
+// It also reconciles the stored Pix notifications still undecided past
+// their reconcile_after: the webhook's request reconciles each receipt it
+// stores (reconcileOrRetry), so these are the ones whose process died
+// first, or whose PSP did not answer or does not confirm the Pix yet
+// (tried again with a growing delay, left unconfirmed after
+// reconcileTries).
+//
 // It lists ids only, in the read-only payments_sweep scope, and acts on
 // each in its own tenant's scope. It replaced durable jobs inserted with
 // every attempt (one per card attempt, two per Pix attempt: poll and
-// expire).
+// expire) and every Pix receipt (reconcile).
 
 // resolveRetry is when the sweep tries again after a resolve that failed.
 const resolveRetry = time.Minute
@@ -46,7 +55,8 @@ type resolveSweepWorker struct {
 
 func (w *resolveSweepWorker) Work(ctx context.Context, _ *river.Job[ResolveSweepArgs]) error {
 	_, err := w.s.SweepResolves(ctx)
-	return err
+	_, rerr := w.s.SweepReceipts(ctx)
+	return errors.Join(err, rerr)
 }
 
 // SweepJob is the periodic job that inserts a resolve sweep every
@@ -101,4 +111,55 @@ func (s *Service) resolveDue(ctx context.Context, id string) (*time.Time, error)
 		return s.pixDue(ctx, a)
 	}
 	return nil, s.resolveCard(ctx, id)
+}
+
+// Reconciling a stored Pix receipt: reconcileBackstop after it is stored
+// the sweep takes it if the webhook's request did not decide it; a failed
+// try is tried again reconcileRetry << (tries - 1) later (1, 2, 4, 8
+// minutes), and reconcile leaves it unconfirmed at try reconcileTries.
+const (
+	reconcileBackstop = time.Minute
+	reconcileRetry    = time.Minute
+	reconcileTries    = 5
+	reconcileTimeout  = 30 * time.Second
+)
+
+// reconcileOrRetry reconciles receipt e2e (try is this try's number,
+// from 1); when that fails, it counts the try and sets when the sweep
+// tries again.
+func (s *Service) reconcileOrRetry(ctx context.Context, e2e string, try int) error {
+	err := s.reconcile(ctx, e2e, try)
+	if err == nil {
+		return nil
+	}
+	s.log.WarnContext(ctx, "payments: Pix receipt not reconciled; the resolve sweep tries again", "e2e_id", e2e, "try", try, "err", err.Error())
+	next := s.now().Add(reconcileRetry << min(try-1, 10))
+	if rerr := s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
+		_, err := q.RetryReconcile(ctx, paymentsdb.RetryReconcileParams{ReconcileAfter: &next, TenantID: tid, E2eID: e2e})
+		return err
+	}); rerr != nil {
+		s.log.WarnContext(ctx, "payments: could not delay a Pix receipt's next reconciliation", "e2e_id", e2e, "err", rerr.Error())
+	}
+	return err
+}
+
+// SweepReceipts reconciles the due Pix receipts and says how many it
+// decided.
+func (s *Service) SweepReceipts(ctx context.Context) (int, error) {
+	return jobs.Sweep(ctx, func(ctx context.Context) ([]paymentsdb.ListDueReceiptsRow, error) {
+		var due []paymentsdb.ListDueReceiptsRow
+		err := pgstore.InPaymentsSweep(ctx, s.pool, func(tx pgx.Tx) error {
+			var err error
+			due, err = paymentsdb.New(tx).ListDueReceipts(ctx, paymentsdb.ListDueReceiptsParams{Now: s.now(), MaxRows: jobs.SweepBatch})
+			return err
+		})
+		return due, err
+	}, func(d paymentsdb.ListDueReceiptsRow) (bool, error) {
+		rctx, cancel := context.WithTimeout(tenancy.With(ctx, d.TenantID), reconcileTimeout)
+		defer cancel()
+		err := s.reconcileOrRetry(rctx, d.E2eID, int(d.ReconcileTries)+1)
+		return err == nil, err
+	}, func(paymentsdb.ListDueReceiptsRow, error) {
+		// reconcileOrRetry logged it.
+	})
 }

@@ -17,9 +17,24 @@ UPDATE payments.hooks SET registered_url = @registered_url WHERE tenant_id = @te
 
 -- name: InsertReceipt :execrows
 -- A duplicate notification of the same Pix is a no-op (0 rows).
-INSERT INTO payments.pix_receipts (tenant_id, e2e_id, hook_id, handler_id, txid, amount, horario, raw)
-VALUES (@tenant_id, @e2e_id, @hook_id, @handler_id, @txid, @amount, @horario, @raw)
+-- reconcile_after: when the resolve sweep reconciles it if nothing has
+-- (NULL when it is decided in the same transaction).
+INSERT INTO payments.pix_receipts (tenant_id, e2e_id, hook_id, handler_id, txid, amount, horario, raw, reconcile_after)
+VALUES (@tenant_id, @e2e_id, @hook_id, @handler_id, @txid, @amount, @horario, @raw, sqlc.narg(reconcile_after))
 ON CONFLICT (tenant_id, e2e_id) DO NOTHING;
+
+-- name: ListDueReceipts :many
+-- Every tenant's receipts still undecided past their reconcile_after,
+-- oldest first (the resolve sweep, in the 'payments_sweep' scope).
+SELECT tenant_id, e2e_id, reconcile_tries FROM payments.pix_receipts
+WHERE status = 'received' AND reconcile_after IS NOT NULL AND reconcile_after <= @now::timestamptz
+ORDER BY reconcile_after
+LIMIT @max_rows;
+
+-- name: RetryReconcile :execrows
+-- A reconciliation that failed: one try more, the next at reconcile_after.
+UPDATE payments.pix_receipts SET reconcile_after = @reconcile_after, reconcile_tries = reconcile_tries + 1, updated_at = now()
+WHERE tenant_id = @tenant_id AND e2e_id = @e2e_id AND status = 'received';
 
 -- name: GetReceipt :one
 SELECT * FROM payments.pix_receipts WHERE tenant_id = @tenant_id AND e2e_id = @e2e_id;

@@ -61,19 +61,21 @@ type PaymentsHook struct {
 }
 
 type PaymentsPixReceipt struct {
-	TenantID  uuid.UUID
-	E2eID     string
-	HookID    string
-	HandlerID string
-	Txid      string
-	Amount    int64
-	Horario   time.Time
-	Raw       json.RawMessage
-	Status    string
-	AttemptID *string
-	Note      string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	TenantID       uuid.UUID
+	E2eID          string
+	HookID         string
+	HandlerID      string
+	Txid           string
+	Amount         int64
+	Horario        time.Time
+	Raw            json.RawMessage
+	Status         string
+	AttemptID      *string
+	Note           string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ReconcileAfter *time.Time
+	ReconcileTries int32
 }
 
 type PaymentsRefund struct {

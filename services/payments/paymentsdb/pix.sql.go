@@ -73,7 +73,7 @@ func (q *Queries) GetHookByHandler(ctx context.Context, arg GetHookByHandlerPara
 }
 
 const getReceipt = `-- name: GetReceipt :one
-SELECT tenant_id, e2e_id, hook_id, handler_id, txid, amount, horario, raw, status, attempt_id, note, created_at, updated_at FROM payments.pix_receipts WHERE tenant_id = $1 AND e2e_id = $2
+SELECT tenant_id, e2e_id, hook_id, handler_id, txid, amount, horario, raw, status, attempt_id, note, created_at, updated_at, reconcile_after, reconcile_tries FROM payments.pix_receipts WHERE tenant_id = $1 AND e2e_id = $2
 `
 
 type GetReceiptParams struct {
@@ -98,6 +98,8 @@ func (q *Queries) GetReceipt(ctx context.Context, arg GetReceiptParams) (Payment
 		&i.Note,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ReconcileAfter,
+		&i.ReconcileTries,
 	)
 	return i, err
 }
@@ -154,23 +156,26 @@ func (q *Queries) InsertHook(ctx context.Context, arg InsertHookParams) error {
 }
 
 const insertReceipt = `-- name: InsertReceipt :execrows
-INSERT INTO payments.pix_receipts (tenant_id, e2e_id, hook_id, handler_id, txid, amount, horario, raw)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+INSERT INTO payments.pix_receipts (tenant_id, e2e_id, hook_id, handler_id, txid, amount, horario, raw, reconcile_after)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (tenant_id, e2e_id) DO NOTHING
 `
 
 type InsertReceiptParams struct {
-	TenantID  uuid.UUID
-	E2eID     string
-	HookID    string
-	HandlerID string
-	Txid      string
-	Amount    int64
-	Horario   time.Time
-	Raw       json.RawMessage
+	TenantID       uuid.UUID
+	E2eID          string
+	HookID         string
+	HandlerID      string
+	Txid           string
+	Amount         int64
+	Horario        time.Time
+	Raw            json.RawMessage
+	ReconcileAfter *time.Time
 }
 
 // A duplicate notification of the same Pix is a no-op (0 rows).
+// reconcile_after: when the resolve sweep reconciles it if nothing has
+// (NULL when it is decided in the same transaction).
 func (q *Queries) InsertReceipt(ctx context.Context, arg InsertReceiptParams) (int64, error) {
 	result, err := q.db.Exec(ctx, insertReceipt,
 		arg.TenantID,
@@ -181,6 +186,7 @@ func (q *Queries) InsertReceipt(ctx context.Context, arg InsertReceiptParams) (i
 		arg.Amount,
 		arg.Horario,
 		arg.Raw,
+		arg.ReconcileAfter,
 	)
 	if err != nil {
 		return 0, err
@@ -220,8 +226,48 @@ func (q *Queries) ListAlerts(ctx context.Context, tenantID uuid.UUID) ([]Payment
 	return items, nil
 }
 
+const listDueReceipts = `-- name: ListDueReceipts :many
+SELECT tenant_id, e2e_id, reconcile_tries FROM payments.pix_receipts
+WHERE status = 'received' AND reconcile_after IS NOT NULL AND reconcile_after <= $1::timestamptz
+ORDER BY reconcile_after
+LIMIT $2
+`
+
+type ListDueReceiptsParams struct {
+	Now     time.Time
+	MaxRows int32
+}
+
+type ListDueReceiptsRow struct {
+	TenantID       uuid.UUID
+	E2eID          string
+	ReconcileTries int32
+}
+
+// Every tenant's receipts still undecided past their reconcile_after,
+// oldest first (the resolve sweep, in the 'payments_sweep' scope).
+func (q *Queries) ListDueReceipts(ctx context.Context, arg ListDueReceiptsParams) ([]ListDueReceiptsRow, error) {
+	rows, err := q.db.Query(ctx, listDueReceipts, arg.Now, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListDueReceiptsRow
+	for rows.Next() {
+		var i ListDueReceiptsRow
+		if err := rows.Scan(&i.TenantID, &i.E2eID, &i.ReconcileTries); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockReceipt = `-- name: LockReceipt :one
-SELECT tenant_id, e2e_id, hook_id, handler_id, txid, amount, horario, raw, status, attempt_id, note, created_at, updated_at FROM payments.pix_receipts WHERE tenant_id = $1 AND e2e_id = $2 FOR UPDATE
+SELECT tenant_id, e2e_id, hook_id, handler_id, txid, amount, horario, raw, status, attempt_id, note, created_at, updated_at, reconcile_after, reconcile_tries FROM payments.pix_receipts WHERE tenant_id = $1 AND e2e_id = $2 FOR UPDATE
 `
 
 type LockReceiptParams struct {
@@ -246,8 +292,30 @@ func (q *Queries) LockReceipt(ctx context.Context, arg LockReceiptParams) (Payme
 		&i.Note,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ReconcileAfter,
+		&i.ReconcileTries,
 	)
 	return i, err
+}
+
+const retryReconcile = `-- name: RetryReconcile :execrows
+UPDATE payments.pix_receipts SET reconcile_after = $1, reconcile_tries = reconcile_tries + 1, updated_at = now()
+WHERE tenant_id = $2 AND e2e_id = $3 AND status = 'received'
+`
+
+type RetryReconcileParams struct {
+	ReconcileAfter *time.Time
+	TenantID       uuid.UUID
+	E2eID          string
+}
+
+// A reconciliation that failed: one try more, the next at reconcile_after.
+func (q *Queries) RetryReconcile(ctx context.Context, arg RetryReconcileParams) (int64, error) {
+	result, err := q.db.Exec(ctx, retryReconcile, arg.ReconcileAfter, arg.TenantID, arg.E2eID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const setHookEnvironment = `-- name: SetHookEnvironment :exec
