@@ -65,19 +65,28 @@ func SweepJob(every time.Duration) *river.PeriodicJob {
 	return jobs.Periodic(every, ResolveSweepArgs{})
 }
 
+// sweep lists due rows of every tenant in the read-only payments_sweep
+// scope, in batches, and acts on each (jobs.Sweep); failed logs what act
+// could not do.
+func sweep[T any](ctx context.Context, s *Service, list func(q *paymentsdb.Queries, now time.Time) ([]T, error), act func(T) (bool, error), failed func(T, error)) (int, error) {
+	return jobs.Sweep(ctx, func(ctx context.Context) ([]T, error) {
+		var due []T
+		err := pgstore.InPaymentsSweep(ctx, s.pool, func(tx pgx.Tx) error {
+			var err error
+			due, err = list(paymentsdb.New(tx), s.now())
+			return err
+		})
+		return due, err
+	}, act, failed)
+}
+
 // SweepResolves acts on the due attempts and says how many it settled
 // (card resolved, Pix expired or found paid or removed). After that
 // resolve_after is cleared; for a Pix still pending it is the next poll;
 // after a failure it is pushed resolveRetry later (logged).
 func (s *Service) SweepResolves(ctx context.Context) (int, error) {
-	return jobs.Sweep(ctx, func(ctx context.Context) ([]paymentsdb.ListDueResolvesRow, error) {
-		var due []paymentsdb.ListDueResolvesRow
-		err := pgstore.InPaymentsSweep(ctx, s.pool, func(tx pgx.Tx) error {
-			var err error
-			due, err = paymentsdb.New(tx).ListDueResolves(ctx, paymentsdb.ListDueResolvesParams{Now: s.now(), MaxRows: jobs.SweepBatch})
-			return err
-		})
-		return due, err
+	return sweep(ctx, s, func(q *paymentsdb.Queries, now time.Time) ([]paymentsdb.ListDueResolvesRow, error) {
+		return q.ListDueResolves(ctx, paymentsdb.ListDueResolvesParams{Now: now, MaxRows: jobs.SweepBatch})
 	}, func(d paymentsdb.ListDueResolvesRow) (bool, error) {
 		tctx := tenancy.With(ctx, d.TenantID)
 		next, err := s.resolveDue(tctx, d.ID)
@@ -146,14 +155,8 @@ func (s *Service) reconcileOrRetry(ctx context.Context, e2e string, try int) err
 // SweepReceipts reconciles the due Pix receipts and says how many it
 // decided.
 func (s *Service) SweepReceipts(ctx context.Context) (int, error) {
-	return jobs.Sweep(ctx, func(ctx context.Context) ([]paymentsdb.ListDueReceiptsRow, error) {
-		var due []paymentsdb.ListDueReceiptsRow
-		err := pgstore.InPaymentsSweep(ctx, s.pool, func(tx pgx.Tx) error {
-			var err error
-			due, err = paymentsdb.New(tx).ListDueReceipts(ctx, paymentsdb.ListDueReceiptsParams{Now: s.now(), MaxRows: jobs.SweepBatch})
-			return err
-		})
-		return due, err
+	return sweep(ctx, s, func(q *paymentsdb.Queries, now time.Time) ([]paymentsdb.ListDueReceiptsRow, error) {
+		return q.ListDueReceipts(ctx, paymentsdb.ListDueReceiptsParams{Now: now, MaxRows: jobs.SweepBatch})
 	}, func(d paymentsdb.ListDueReceiptsRow) (bool, error) {
 		rctx, cancel := context.WithTimeout(tenancy.With(ctx, d.TenantID), reconcileTimeout)
 		defer cancel()

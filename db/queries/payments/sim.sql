@@ -6,11 +6,6 @@ SELECT * FROM payments.sim_pix_charges WHERE tenant_id = @tenant_id AND txid = @
 -- name: SimLockCharge :one
 SELECT * FROM payments.sim_pix_charges WHERE tenant_id = @tenant_id AND txid = @txid FOR UPDATE;
 
--- name: SimInsertCharge :execrows
-INSERT INTO payments.sim_pix_charges (tenant_id, txid, handler_id, status, valor, expiracao, chave, solicitacao, location, copia_e_cola, criacao, updated_at)
-VALUES (@tenant_id, @txid, @handler_id, 'ATIVA', @valor, @expiracao, @chave, @solicitacao, @location, @copia_e_cola, @criacao, @criacao)
-ON CONFLICT (tenant_id, txid) DO NOTHING;
-
 -- name: SimCreateCharge :one
 -- A charge the simulator has not seen: the common PUT /cob/{txid}, in one
 -- statement. No row when the txid exists (a retry or a revision).

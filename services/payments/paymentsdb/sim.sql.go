@@ -391,44 +391,6 @@ func (q *Queries) SimInsertCardRefund(ctx context.Context, arg SimInsertCardRefu
 	return err
 }
 
-const simInsertCharge = `-- name: SimInsertCharge :execrows
-INSERT INTO payments.sim_pix_charges (tenant_id, txid, handler_id, status, valor, expiracao, chave, solicitacao, location, copia_e_cola, criacao, updated_at)
-VALUES ($1, $2, $3, 'ATIVA', $4, $5, $6, $7, $8, $9, $10, $10)
-ON CONFLICT (tenant_id, txid) DO NOTHING
-`
-
-type SimInsertChargeParams struct {
-	TenantID    uuid.UUID
-	Txid        string
-	HandlerID   string
-	Valor       string
-	Expiracao   int32
-	Chave       string
-	Solicitacao string
-	Location    string
-	CopiaECola  string
-	Criacao     time.Time
-}
-
-func (q *Queries) SimInsertCharge(ctx context.Context, arg SimInsertChargeParams) (int64, error) {
-	result, err := q.db.Exec(ctx, simInsertCharge,
-		arg.TenantID,
-		arg.Txid,
-		arg.HandlerID,
-		arg.Valor,
-		arg.Expiracao,
-		arg.Chave,
-		arg.Solicitacao,
-		arg.Location,
-		arg.CopiaECola,
-		arg.Criacao,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const simInsertPix = `-- name: SimInsertPix :exec
 INSERT INTO payments.sim_pix (tenant_id, e2e_id, txid, handler_id, valor, horario, info_pagador)
 VALUES ($1, $2, $3, $4, $5, $6, $7)

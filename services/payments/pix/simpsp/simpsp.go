@@ -207,19 +207,10 @@ func (c *client) CreateCharge(ctx context.Context, txid string, req pix.CobSolic
 	// The txid exists: a retry, a revision, or a race with another PUT.
 	var out pix.Cob
 	err = c.sim.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
+		// It exists (the insert above met a committed row; charges are
+		// never deleted).
 		row, err := q.SimLockCharge(ctx, paymentsdb.SimLockChargeParams{TenantID: tid, Txid: txid})
-		if errors.Is(err, pgx.ErrNoRows) {
-			if _, err := q.SimInsertCharge(ctx, paymentsdb.SimInsertChargeParams{
-				TenantID: tid, Txid: txid, HandlerID: c.r.HandlerID, Valor: req.Valor.Original, Expiracao: int32(req.Calendario.Expiracao),
-				Chave: req.Chave, Solicitacao: req.SolicitacaoPagador, Location: location, CopiaECola: code, Criacao: now,
-			}); err != nil {
-				return err
-			}
-			row, err = q.SimLockCharge(ctx, paymentsdb.SimLockChargeParams{TenantID: tid, Txid: txid})
-			if err != nil {
-				return err
-			}
-		} else if err != nil {
+		if err != nil {
 			return err
 		}
 		if row.HandlerID != c.r.HandlerID {
