@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/pgstore"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
@@ -685,5 +687,48 @@ func TestCrossTenantAccessIsNotFound(t *testing.T) {
 	}
 	if got := e.get(e.a, a.GetId()); got.GetStatus() != statusSucceeded || got.GetRefundedAmount() != 0 {
 		t.Errorf("A's attempt changed: %v", got)
+	}
+}
+
+// The resolve sweep's scope reads every tenant's attempts and Pix
+// receipts (ids to act on) and can change none; a tenant's own scope
+// sees only its rows.
+func TestPaymentsSweepScopeReadsOnly(t *testing.T) {
+	e := newEnv(t)
+	for _, m := range []merchant{e.a, e.b} {
+		a := e.start(m, startReq(m, "chk_scope", 1500, pixInstrument))
+		if _, err := e.client.SimulatePixPayment(m.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()})); err != nil {
+			t.Fatal(err)
+		}
+		e.waitStatus(m, a.GetId(), statusSucceeded)
+	}
+	ctx := context.Background()
+	var attempts, receipts int
+	var changed int64
+	err := pgstore.InPaymentsSweep(ctx, e.db.Pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM payments.attempts), (SELECT count(*) FROM payments.pix_receipts)`).Scan(&attempts, &receipts); err != nil {
+			return err
+		}
+		for _, q := range []string{
+			`UPDATE payments.attempts SET resolve_after = now()`,
+			`UPDATE payments.pix_receipts SET reconcile_after = now()`,
+			`DELETE FROM payments.pix_receipts`,
+		} {
+			tag, err := tx.Exec(ctx, q)
+			if err != nil {
+				return err
+			}
+			changed += tag.RowsAffected()
+		}
+		return nil
+	})
+	if err != nil || attempts != 2 || receipts != 2 || changed != 0 {
+		t.Fatalf("in the sweep scope: %d attempts, %d receipts (want 2 and 2), %d rows changed (want 0), %v", attempts, receipts, changed, err)
+	}
+	err = pgstore.InTenant(e.a.ctx, e.db.Pool, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM payments.attempts), (SELECT count(*) FROM payments.pix_receipts)`).Scan(&attempts, &receipts)
+	})
+	if err != nil || attempts != 1 || receipts != 1 {
+		t.Fatalf("in tenant A's scope: %d attempts, %d receipts (want 1 and 1), %v", attempts, receipts, err)
 	}
 }
