@@ -4,9 +4,11 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/bcpdev/bcp/internal/jobs"
@@ -20,7 +22,12 @@ func (chainArgs) Kind() string { return "jobs_test_chain" }
 // Two jobs inserted back to back, in two transactions (as a job chain
 // does): each commit must announce itself. River alone notifies once per
 // FetchCooldown and dropped the second, which then waited for the next
-// poll; jobs.InsertTx sends the missing one.
+// poll; jobs.InsertTx sends the missing one. The two inserts run
+// concurrently (both transactions are open first), so they reach the
+// limiters within the cooldown; on a machine slow enough to space them
+// further river announces both itself. When the two limiters (river's and
+// InsertTx's mirror of it) judge the gap differently, a third
+// announcement is sent: harmless (one more fetch), and drained here.
 func TestEveryInsertIsAnnounced(t *testing.T) {
 	d := testdb.New(t)
 	ctx := context.Background()
@@ -36,14 +43,28 @@ func TestEveryInsertIsAnnounced(t *testing.T) {
 	if _, err := listener.Exec(ctx, `LISTEN "river.river_insert"`); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 2 {
+	var txs []pgx.Tx
+	for range 2 {
 		tx, err := d.Pool.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := jobs.InsertTx(ctx, c, tx, chainArgs{N: i}, nil); err != nil {
+		defer func() { _ = tx.Rollback(ctx) }()
+		txs = append(txs, tx)
+	}
+	// Concurrently, so that both reach the limiters within the cooldown.
+	var wg sync.WaitGroup
+	errs := make([]error, len(txs))
+	for i, tx := range txs {
+		wg.Go(func() { _, errs[i] = jobs.InsertTx(ctx, c, tx, chainArgs{N: i}, nil) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	for _, tx := range txs {
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -57,6 +78,17 @@ func TestEveryInsertIsAnnounced(t *testing.T) {
 		}
 		if n.Payload != `{"queue":"default"}` && n.Payload != `{"queue": "default"}` {
 			t.Fatalf("notification payload %q", n.Payload)
+		}
+	}
+	for extra := 0; ; extra++ {
+		wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		_, err := listener.Conn().WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		if extra == 2 {
+			t.Fatal("more than one extra announcement for two inserts")
 		}
 	}
 	// A scheduled job is found by its schedule, not announced.
