@@ -376,22 +376,11 @@ func (e *env) resolveAfter(m merchant, attemptID string) (t *time.Time) {
 	return t
 }
 
-// sweepResolves runs one resolve sweep and says how many attempts it
-// settled.
-func (e *env) sweepResolves() int {
+// sweep runs one of the resolve sweep's halves (e.svc.SweepResolves or
+// e.svc.SweepReceipts) and says how many rows it settled.
+func (e *env) sweep(half func(context.Context) (int, error)) int {
 	e.t.Helper()
-	n, err := e.svc.SweepResolves(context.Background())
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return n
-}
-
-// sweepReceipts runs the receipt half of the resolve sweep and says how
-// many receipts it decided.
-func (e *env) sweepReceipts() int {
-	e.t.Helper()
-	n, err := e.svc.SweepReceipts(context.Background())
+	n, err := half(context.Background())
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -254,7 +254,7 @@ func TestPixPaidByWebhookSettlesOnce(t *testing.T) {
 	if total, _ := e.jobCount("payments_pix_reconcile", "e2e_id", rec.E2eID); total != 0 {
 		t.Errorf("%d reconcile jobs, want none", total)
 	}
-	if n := e.sweepReceipts(); n != 0 {
+	if n := e.sweep(e.svc.SweepReceipts); n != 0 {
 		t.Errorf("the receipt sweep decided %d receipts, want none", n)
 	}
 	if total, _ := e.jobCount("payments_settle", "attempt_id", a.GetId()); total != 1 {
@@ -378,12 +378,12 @@ func TestPixExpiryRemovesTheCharge(t *testing.T) {
 	// Before the first poll the sweep leaves it alone; each poll finds it
 	// unpaid and comes back two minutes later, and the last one at the
 	// expiry itself (10 minutes: at 2, 4, 6 and 8, then 10).
-	if n := e.sweepResolves(); n != 0 || e.resolveAfter(e.a, a.GetId()) == nil {
+	if n := e.sweep(e.svc.SweepResolves); n != 0 || e.resolveAfter(e.a, a.GetId()) == nil {
 		t.Fatalf("sweep before the first poll: %d settled", n)
 	}
 	for i := range 4 {
 		e.clock.Add(2 * time.Minute)
-		if n := e.sweepResolves(); n != 0 {
+		if n := e.sweep(e.svc.SweepResolves); n != 0 {
 			t.Fatalf("poll %d settled %d", i+1, n)
 		}
 		want := e.clock.Now().Add(2 * time.Minute)
@@ -398,7 +398,7 @@ func TestPixExpiryRemovesTheCharge(t *testing.T) {
 		t.Fatalf("before expiry: %v", got.GetStatus())
 	}
 	e.clock.Add(2 * time.Minute)
-	if n := e.sweepResolves(); n != 1 {
+	if n := e.sweep(e.svc.SweepResolves); n != 1 {
 		t.Fatalf("sweep at expiry settled %d, want 1", n)
 	}
 	e.waitStatus(e.a, a.GetId(), statusExpired)
@@ -441,7 +441,7 @@ func TestLostWebhooksAreCaughtByPollingAndExpiry(t *testing.T) {
 	// minutes while pending) asks the PSP: paid, so the payment is
 	// applied; the two unpaid attempts stay pending.
 	e.clock.Add(2*time.Minute + time.Second)
-	if n := e.sweepResolves(); n != 1 {
+	if n := e.sweep(e.svc.SweepResolves); n != 1 {
 		t.Fatalf("first poll settled %d, want 1", n)
 	}
 	e.waitStatus(e.a, polled.GetId(), statusSucceeded)
@@ -454,7 +454,7 @@ func TestLostWebhooksAreCaughtByPollingAndExpiry(t *testing.T) {
 	pay(expired)
 	e.eventually(10*time.Second, "webhook dropped", func() bool { _, done := e.jobCount("payments_simpsp_webhook", "handler_id", "pix"); return done == 2 })
 	e.clock.Add(31 * time.Minute)
-	if n := e.sweepResolves(); n != 2 {
+	if n := e.sweep(e.svc.SweepResolves); n != 2 {
 		t.Fatalf("sweep at expiry settled %d, want 2", n)
 	}
 	e.waitStatus(e.a, expired.GetId(), statusSucceeded)
@@ -592,11 +592,11 @@ func TestWebhookAuthentication(t *testing.T) {
 			rec.ReconcileAfter.Sub(e.clock.Now().Add(time.Minute<<(try-1))).Abs() > time.Microsecond {
 			t.Fatalf("after try %d: %s, %d tries, next %v (now %v)", try, rec.Status, rec.ReconcileTries, rec.ReconcileAfter, e.clock.Now())
 		}
-		if n := e.sweepReceipts(); n != 0 {
+		if n := e.sweep(e.svc.SweepReceipts); n != 0 {
 			t.Fatalf("sweep before it is due decided %d", n)
 		}
 		e.clock.Add(time.Minute << (try - 1))
-		n := e.sweepReceipts()
+		n := e.sweep(e.svc.SweepReceipts)
 		if want := map[bool]int{true: 1, false: 0}[try == 4]; n != want {
 			t.Fatalf("sweep for try %d decided %d, want %d", try+1, n, want)
 		}
@@ -642,11 +642,11 @@ func TestReceiptSweepReconcilesWhatTheWebhookDidNot(t *testing.T) {
 			HandlerID: "pix", Txid: p.Txid, Amount: 4200, Horario: p.Horario, Raw: []byte(`{}`), ReconcileAfter: &due})
 		return err
 	})
-	if n := e.sweepReceipts(); n != 0 || e.get(e.a, a.GetId()).GetStatus() != statusPending {
+	if n := e.sweep(e.svc.SweepReceipts); n != 0 || e.get(e.a, a.GetId()).GetStatus() != statusPending {
 		t.Fatalf("before it is due: %d decided", n)
 	}
 	e.clock.Add(time.Minute)
-	if n := e.sweepReceipts(); n != 1 {
+	if n := e.sweep(e.svc.SweepReceipts); n != 1 {
 		t.Fatalf("due: %d decided, want 1", n)
 	}
 	e.waitStatus(e.a, a.GetId(), statusSucceeded)

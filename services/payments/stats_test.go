@@ -31,7 +31,7 @@ func TestPaymentStats(t *testing.T) {
 	}
 	expired := e.start(e.a, startReq(e.a, "chk_st_e1", 7000, pixInstrument))
 	e.clock.Add(31 * time.Minute)
-	if n := e.sweepResolves(); n != 1 {
+	if n := e.sweep(e.svc.SweepResolves); n != 1 {
 		t.Fatalf("sweep at expiry settled %d, want 1", n)
 	}
 	e.waitStatus(e.a, expired.GetId(), statusExpired)

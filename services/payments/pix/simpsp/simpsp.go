@@ -362,19 +362,20 @@ func (c *client) RemoveCharge(ctx context.Context, txid string) (pix.Cob, error)
 }
 
 func (c *client) GetPix(ctx context.Context, e2eid string) (pix.Pix, error) {
-	var out pix.Pix
-	err := c.sim.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
-		p, err := q.SimGetPix(ctx, paymentsdb.SimGetPixParams{TenantID: tid, E2eID: e2eid})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return problem(pix.ErrPixNaoEncontrado, "Pix %s não encontrado", e2eid)
-		}
-		if err != nil {
-			return err
-		}
-		out, err = loadPix(ctx, inTx(q), tid, p)
+	// Reads only, one statement each, as GetCharge.
+	var p paymentsdb.PaymentsSimPix
+	err := c.sim.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
+		var err error
+		p, err = q.SimGetPix(ctx, paymentsdb.SimGetPixParams{TenantID: tid, E2eID: e2eid})
 		return err
 	})
-	return out, err
+	if errors.Is(err, pgx.ErrNoRows) {
+		return pix.Pix{}, problem(pix.ErrPixNaoEncontrado, "Pix %s não encontrado", e2eid)
+	}
+	if err != nil {
+		return pix.Pix{}, err
+	}
+	return loadPix(ctx, c.sim.singles(ctx), p.TenantID, p)
 }
 
 func (c *client) Refund(ctx context.Context, e2eid, id string, req pix.DevolucaoSolicitada) (pix.Devolucao, error) {
