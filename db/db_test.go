@@ -248,3 +248,73 @@ func TestOpenRefusesPrivilegedRole(t *testing.T) {
 		t.Fatal("pgstore.Open accepted a superuser role")
 	}
 }
+
+// The documents written on every purchase are compressed with lz4 (00020),
+// and the migration goes down and up again.
+func TestDocumentsCompressWithLZ4(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.NewEmpty(t)
+	if _, err := db.MigrateUp(ctx, d.OwnerURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, d.SuperURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	methods := func() map[string]string {
+		t.Helper()
+		rows, err := conn.Query(ctx, `SELECT c.relnamespace::regnamespace || '.' || c.relname || '.' || a.attname, a.attcompression::text
+			FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+			WHERE c.relnamespace::regnamespace::text IN ('checkout', 'orders', 'payments') AND c.relkind = 'r'
+			  AND a.atttypid IN ('json'::regtype, 'jsonb'::regtype, 'bytea'::regtype) AND NOT a.attisdropped`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (kv [2]string, err error) {
+			err = r.Scan(&kv[0], &kv[1])
+			return kv, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, kv := range got {
+			m[kv[0]] = kv[1]
+		}
+		return m
+	}
+	docs := []string{"checkout.sessions.request", "checkout.sessions.state", "checkout.idempotency_keys.response",
+		"orders.orders.snapshot", "orders.events.line_items", "orders.adjustments.line_items",
+		"payments.attempts.display", "payments.pix_receipts.raw"}
+	up := methods()
+	for _, col := range docs {
+		if up[col] != "l" {
+			t.Errorf("%s compression = %q, want l (lz4)", col, up[col])
+		}
+	}
+	if up["payments.attempts.request_hash"] != "" {
+		t.Errorf("payments.attempts.request_hash compression = %q, want the default", up["payments.attempts.request_hash"])
+	}
+
+	p, closeFn, err := db.Provider(d.OwnerURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if _, err := p.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	down := methods()
+	for _, col := range docs {
+		if down[col] != "" {
+			t.Errorf("after down, %s compression = %q, want the default", col, down[col])
+		}
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if again := methods(); again["checkout.sessions.state"] != "l" {
+		t.Errorf("after up again, checkout.sessions.state compression = %q", again["checkout.sessions.state"])
+	}
+}
