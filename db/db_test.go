@@ -302,7 +302,7 @@ func TestDocumentsCompressWithLZ4(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeFn()
-	if _, err := p.Down(ctx); err != nil {
+	if _, err := p.DownTo(ctx, 19); err != nil {
 		t.Fatal(err)
 	}
 	down := methods()
@@ -318,3 +318,77 @@ func TestDocumentsCompressWithLZ4(t *testing.T) {
 		t.Errorf("after up again, checkout.sessions.state compression = %q", again["checkout.sessions.state"])
 	}
 }
+
+// Completions the old settle sweep left in progress without a settle_after
+// get one again (00021), in every tenant, and row security stays forced.
+func TestPendingSettlesAreArmedAgain(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.NewEmpty(t)
+	p, closeFn, err := db.Provider(d.OwnerURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if _, err := p.UpTo(ctx, 20); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, d.SuperURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	t1, t2 := uuid.New(), uuid.New()
+	for _, s := range []struct {
+		tenant      uuid.UUID
+		id, status  string
+		attempt     *string
+		settleAfter string
+	}{
+		{t1, "chk_pending", "complete_in_progress", ptr("pay_1"), "NULL"},
+		{t2, "chk_pending_other_tenant", "complete_in_progress", ptr("pay_2"), "NULL"},
+		{t1, "chk_armed", "complete_in_progress", ptr("pay_3"), "'2030-01-01'"},
+		{t1, "chk_done", "completed", ptr("pay_4"), "NULL"},
+		{t1, "chk_open", "ready_for_complete", nil, "NULL"},
+	} {
+		if _, err := conn.Exec(ctx, `INSERT INTO checkout.sessions (tenant_id, id, status, currency, total, agent_profile_url, capabilities,
+			request, state, expires_at, payment_attempt_id, settle_after)
+			VALUES ($1, $2, $3, 'BRL', 100, 'https://agent.example/profile', '{}', '{}', '{}', now() + interval '1 hour', $4, `+s.settleAfter+`)`,
+			s.tenant, s.id, s.status, s.attempt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.Query(ctx, `SELECT id, settle_after IS NOT NULL AND settle_after <= now(), settle_after IS NULL FROM checkout.sessions ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]bool{}
+	for rows.Next() {
+		var id string
+		var due, null bool
+		if err := rows.Scan(&id, &due, &null); err != nil {
+			t.Fatal(err)
+		}
+		got[id] = [2]bool{due, null}
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	want := map[string][2]bool{
+		"chk_pending": {true, false}, "chk_pending_other_tenant": {true, false},
+		"chk_armed": {false, false}, "chk_done": {false, true}, "chk_open": {false, true},
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s: (due, null) = %v, want %v", id, got[id], w)
+		}
+	}
+	var forced bool
+	if err := conn.QueryRow(ctx, `SELECT relforcerowsecurity FROM pg_class WHERE oid = 'checkout.sessions'::regclass`).Scan(&forced); err != nil || !forced {
+		t.Fatalf("checkout.sessions row security forced = %v (%v), want true", forced, err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

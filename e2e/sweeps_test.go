@@ -96,9 +96,10 @@ func TestCheckoutExpirySweep(t *testing.T) {
 // A completion nothing settled (the process died between charging and
 // recording the order) is settled by the sweep once its settle_after has
 // passed: the charge's order is found or created and the checkout
-// completes; a Pix still awaiting payment is looked at once and left to
-// its payment. A completion that settles normally has no settle_after
-// left to act on.
+// completes. A Pix still awaiting payment is looked at and looked at
+// again a minute later, until it is decided: when the payments service's
+// call after deciding it is lost, the sweep finds it paid and places the
+// order.
 func TestCheckoutSettleSweep(t *testing.T) {
 	s := newShopper(t, 0, "sweep.localhost")
 	ctx := context.Background()
@@ -151,11 +152,29 @@ func TestCheckoutSettleSweep(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM orders.orders WHERE checkout_id = $1`, c.ID).Scan(&orders); err != nil || orders != 1 {
 		t.Fatalf("orders for the checkout = %d, %v; want exactly 1", orders, err)
 	}
-	eventually(t, 30*time.Second, "the sweep looks at the pending Pix once", func() bool {
-		return get(p.ID).settleAfter == nil
+	eventually(t, 30*time.Second, "the sweep looks at the pending Pix and again later", func() bool {
+		r := get(p.ID)
+		return r.settleAfter != nil && r.settleAfter.After(time.Now().Add(30*time.Second))
 	})
-	if r := get(p.ID); r.status != bcp.StatusCompleteInProgress {
-		t.Fatalf("pending Pix after the sweep: %s, want complete_in_progress", r.status)
+	if r := get(p.ID); r.status != bcp.StatusCompleteInProgress || r.orderID != nil {
+		t.Fatalf("pending Pix after the sweep: %s, order %v; want complete_in_progress without one", r.status, r.orderID)
+	}
+	// The Pix is paid and decided, and the call telling checkout is lost
+	// (written here as the decision would, without the call): at the next
+	// look the sweep finds it paid and places the order.
+	tag, err = conn.Exec(ctx, `UPDATE payments.attempts SET status = 'succeeded', version = version + 1 WHERE checkout_id = $1 AND status = 'pending'`, p.ID)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("decide the Pix: %v, %d rows", err, tag.RowsAffected())
+	}
+	if _, err := conn.Exec(ctx, `UPDATE checkout.sessions SET settle_after = now() - interval '1 second' WHERE id = $1`, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the sweep settles the paid Pix", func() bool {
+		r := get(p.ID)
+		return r.status == bcp.StatusCompleted && r.orderID != nil
+	})
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM orders.orders WHERE checkout_id = $1`, p.ID).Scan(&orders); err != nil || orders != 1 {
+		t.Fatalf("orders for the Pix checkout = %d, %v; want exactly 1", orders, err)
 	}
 	var perCompletionJobs int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM river.river_job WHERE kind = 'checkout_settle'`).Scan(&perCompletionJobs); err != nil || perCompletionJobs != 0 {

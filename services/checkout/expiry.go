@@ -88,10 +88,13 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 }
 
 // SweepSettles settles every tenant's completions still in progress past
-// their settle_after and says how many it settled. After a settle that
-// went through, settle_after is cleared whatever the outcome (a Pix still
-// awaiting payment is the payments service's to report); after a failure
-// it is pushed settleRetry later.
+// their settle_after and says how many it settled. A settle that leaves
+// the session in progress (a Pix not paid yet, a card charge the
+// processor has not confirmed) or that failed is looked at again
+// settleRetry later: the payments service tells checkout of a decided
+// Pix with a call, not a durable job, so this sweep is what makes sure a
+// paid Pix gets its order if that call was lost. Once the session has
+// left complete_in_progress, settle_after is cleared.
 func (s *Service) SweepSettles(ctx context.Context) (int, error) {
 	return sweep(ctx, s, func(q checkoutdb.Queries, now time.Time) ([]checkoutdb.ListDueSettlesRow, error) {
 		return q.ListDueSettles(ctx, checkoutdb.ListDueSettlesParams{Now: now, MaxRows: jobs.SweepBatch})
@@ -100,9 +103,9 @@ func (s *Service) SweepSettles(ctx context.Context) (int, error) {
 			return false, nil // not a claimed completion: nothing to settle
 		}
 		tctx := tenancy.With(ctx, d.TenantID)
-		_, err := s.settle(tctx, d.ID, *d.PaymentAttemptID, true)
+		res, err := s.settle(tctx, d.ID, *d.PaymentAttemptID, true)
 		var next *time.Time
-		if err != nil {
+		if err != nil || res.GetStatus() == bcp.StatusCompleteInProgress {
 			t := s.now().Add(settleRetry)
 			next = &t
 		}

@@ -109,7 +109,7 @@ func (w *settleWorker) Work(ctx context.Context, job *river.Job[settleArgs]) err
 }
 
 // Timeout bounds one SettlePayment call (it may create the order).
-func (w *settleWorker) Timeout(*river.Job[settleArgs]) time.Duration { return time.Minute }
+func (w *settleWorker) Timeout(*river.Job[settleArgs]) time.Duration { return settleTimeout }
 
 // refundArgs executes (or follows up) one refund at the PSP/processor.
 type refundArgs struct {
@@ -164,6 +164,27 @@ func (s *Service) insertJob(ctx context.Context, tx pgx.Tx, args river.JobArgs, 
 	_, err := jobs.InsertTx(ctx, s.jobs, tx, args, opts)
 	return err
 }
+
+// settleNow tells the checkout service, once the decision on a Pix has
+// committed, that its attempt changed. That attempt's checkout is
+// complete_in_progress with a settle_after, and checkout's settle sweep
+// looks at it every settleRetry until it has left that state, so a call
+// lost here (a crash, checkout unavailable) delays the order by at most
+// about a minute; a job in the decision's transaction would cost three
+// more round trips and a queue hop on every paid Pix.
+func (s *Service) settleNow(ctx context.Context, a attempt) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	if _, err := s.checkout.SettlePayment(ctx, connect.NewRequest(&checkoutv1.SettlePaymentRequest{
+		CheckoutId: a.CheckoutID, AttemptId: a.ID,
+	})); err != nil {
+		s.log.WarnContext(ctx, "payments: SettlePayment failed; checkout's settle sweep will settle it", "tenant_id", a.TenantID,
+			"checkout_id", a.CheckoutID, "attempt_id", a.ID, "err", err.Error())
+	}
+}
+
+// settleTimeout bounds one SettlePayment call (it may create the order).
+const settleTimeout = time.Minute
 
 // settleLater queues SettlePayment for a in the caller's transaction.
 func (s *Service) settleLater(ctx context.Context, tx pgx.Tx, a attempt) error {

@@ -431,7 +431,9 @@ func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix
 	if err != nil {
 		return err
 	}
-	return s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, tx pgx.Tx) error {
+	var tell *attempt // the attempt this decision changed, for checkout
+	err = s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, tx pgx.Tx) error {
+		tell = nil // a retried transaction decides again
 		var a attempt
 		if attemptID != "" {
 			// Lock order: attempt, then receipt (as everywhere).
@@ -468,7 +470,8 @@ func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix
 			if err := matched(); err != nil {
 				return err
 			}
-			return s.settleLater(ctx, tx, a)
+			tell = &a
+			return nil
 		case a.E2eID != nil && *a.E2eID == p.EndToEndID:
 			return matched()
 		}
@@ -495,12 +498,14 @@ func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix
 			if a, err = s.update(ctx, q, stPending, a); err != nil {
 				return err
 			}
-			if err := s.settleLater(ctx, tx, a); err != nil {
-				return err
-			}
+			tell = &a
 		}
 		return s.refundOrphan(ctx, q, tx, tid, handlerID, p, paid, &a.ID, kind, msg)
 	})
+	if err == nil && tell != nil {
+		s.settleNow(ctx, *tell)
+	}
+	return err
 }
 
 var statusPT = map[string]string{

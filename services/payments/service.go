@@ -6,10 +6,13 @@
 // charged through a card processor). It owns the PostgreSQL schema
 // "payments" and is reached only through its connect API.
 //
-// Every change that needs later work (expiry, reconciliation, refunds,
-// telling the checkout service) inserts a durable job in the same
-// transaction, so nothing is lost and nothing runs for a change that
-// rolled back. Every id the PSP or processor sees (txid, devolução id,
+// Every change that needs later work is durable before it is acted on:
+// refunds and most notices to the checkout service are jobs inserted in
+// the change's transaction; polls, expiries and reconciliations are due
+// times the resolve sweep acts on (sweep.go); a decided Pix is told to
+// checkout by a call after the commit, checkout's settle sweep being the
+// backstop. Nothing is lost and nothing runs for a change that rolled
+// back. Every id the PSP or processor sees (txid, devolução id,
 // idempotency key) is chosen and stored before the call, so any call can
 // be retried.
 package payments

@@ -22,8 +22,8 @@ ORDER BY settle_after
 LIMIT @max_rows;
 
 -- name: SetSettleAfter :execrows
--- After a sweep's settle: NULL when it went through (what happens next is
--- the payment's to say), a later time when it failed. Only while the
--- session is still on that attempt.
+-- After a sweep's settle: NULL when the session left complete_in_progress,
+-- a later time when it is still in progress or the settle failed. Only
+-- while the session is still on that attempt.
 UPDATE checkout.sessions SET settle_after = sqlc.narg(settle_after)
 WHERE tenant_id = @tenant_id AND id = @id AND payment_attempt_id = @payment_attempt_id;

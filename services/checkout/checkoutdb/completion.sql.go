@@ -137,9 +137,9 @@ type SetSettleAfterParams struct {
 	PaymentAttemptID *string
 }
 
-// After a sweep's settle: NULL when it went through (what happens next is
-// the payment's to say), a later time when it failed. Only while the
-// session is still on that attempt.
+// After a sweep's settle: NULL when the session left complete_in_progress,
+// a later time when it is still in progress or the settle failed. Only
+// while the session is still on that attempt.
 func (q *Queries) SetSettleAfter(ctx context.Context, arg SetSettleAfterParams) (int64, error) {
 	result, err := q.db.Exec(ctx, setSettleAfter,
 		arg.SettleAfter,
