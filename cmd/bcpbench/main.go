@@ -154,7 +154,7 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "bcpbench-result.json", "JSON result file (\"\" for none)")
 	flag.StringVar(&cfg.svg, "svg", "bcpbench-latency.svg", "SVG chart file (\"\" for none)")
 	flag.IntVar(&cfg.maxInFlight, "max-in-flight", 2000, "open loop: purchases in flight at most (more arrivals count as dropped)")
-	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the closed-loop purchase phase (platform and agents share the process)")
+	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the closed-loop --profile-phase, or with --rate of the open-loop phase (platform and agents share the process)")
 	flag.StringVar(&cfg.memprofile, "allocprofile", "", "write heap profiles before (FILE.before) and after the closed-loop --profile-phase: its allocations are go tool pprof -sample_index=alloc_space -diff_base FILE.before FILE")
 	flag.StringVar(&cfg.profilePhase, "profile-phase", "purchase", "with --cpuprofile or --allocprofile: the closed-loop phase to profile (create_checkout or purchase)")
 	flag.IntVar(&cfg.statements, "pg-statements", 0, "pg_stat_statements: print transactions and statements per operation, and the N most frequent statements of each closed-loop phase (-1: off)")
@@ -292,7 +292,24 @@ func run(ctx context.Context, cfg config) error {
 
 	var peak float64
 	if cfg.rate > 0 {
+		// --cpuprofile profiles the one open-loop phase: where the CPU of
+		// a purchase goes below the peak (it costs more per purchase than
+		// in the closed loop).
+		if cfg.cpuprofile != "" {
+			f, err := os.Create(cfg.cpuprofile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+		}
 		phase("purchase", b.platformAgents, "open", 0, cfg.rate, b.purchase)
+		if cfg.cpuprofile != "" {
+			pprof.StopCPUProfile()
+			logf("wrote %s", cfg.cpuprofile)
+		}
 	} else {
 		var noop Phase
 		if b.noopAgents != nil {
