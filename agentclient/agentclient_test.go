@@ -101,3 +101,48 @@ func TestKeysPEMRoundTrip(t *testing.T) {
 		t.Fatal("garbage parsed as a key")
 	}
 }
+
+// A response is read whole with or without Content-Length, and its id,
+// result and error are decoded only from a body that is one JSON value.
+func TestResponseDecoding(t *testing.T) {
+	bodies := map[string]string{
+		"/result":   `{"jsonrpc":"2.0","id":7,"result":{"structuredContent":{"id":"chk_1"}}}`,
+		"/error":    `{"jsonrpc":"2.0","id":"a","error":{"code":-32602,"message":"bad","data":{"code":"invalid_params"}}}`,
+		"/trailing": `{"jsonrpc":"2.0","id":7,"result":{}} {"x":1}`,
+		"/big":      `{"jsonrpc":"2.0","id":8,"result":{"text":"` + strings.Repeat("x", 100_000) + `"}}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := bodies[strings.TrimSuffix(r.URL.Path, "/chunked")]
+		if strings.HasSuffix(r.URL.Path, "/chunked") {
+			w.(http.Flusher).Flush() // no Content-Length
+		}
+		_, _ = io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	for _, chunked := range []bool{false, true} {
+		call := func(path string) *agentclient.Response {
+			t.Helper()
+			if chunked {
+				path += "/chunked"
+			}
+			c := &agentclient.Client{Endpoint: srv.URL + path}
+			resp, err := c.Call(context.Background(), "tools/call", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp
+		}
+		if r := call("/result"); string(r.ID) != "7" || string(r.Result) != `{"structuredContent":{"id":"chk_1"}}` || r.Error != nil {
+			t.Errorf("chunked=%v result: id %s result %s error %v", chunked, r.ID, r.Result, r.Error)
+		}
+		if r := call("/error"); string(r.ID) != `"a"` || r.Result != nil || r.Error == nil || r.Error.Code != -32602 || r.Error.DataCode() != "invalid_params" {
+			t.Errorf("chunked=%v error: id %s result %s error %+v", chunked, r.ID, r.Result, r.Error)
+		}
+		if r := call("/trailing"); r.ID != nil || r.Result != nil || len(r.Body) != len(bodies["/trailing"]) {
+			t.Errorf("chunked=%v trailing value: id %s result %s, body %d bytes", chunked, r.ID, r.Result, len(r.Body))
+		}
+		if r := call("/big"); len(r.Body) != len(bodies["/big"]) || len(r.Result) != len(bodies["/big"])-len(`{"jsonrpc":"2.0","id":8,"result":}`) {
+			t.Errorf("chunked=%v big: body %d, result %d bytes", chunked, len(r.Body), len(r.Result))
+		}
+	}
+}

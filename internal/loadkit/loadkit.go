@@ -208,18 +208,17 @@ func Decode(ctx context.Context, resp *agentclient.Response, err error) (*Checko
 		}
 		return nil, "rpc_" + strconv.Itoa(resp.Error.Code)
 	}
+	// One pass: the result's structured content straight into the view.
 	var res struct {
-		IsError           bool            `json:"isError"`
-		StructuredContent json.RawMessage `json:"structuredContent"`
+		IsError           bool          `json:"isError"`
+		StructuredContent *CheckoutView `json:"structuredContent"`
 	}
+	res.StructuredContent = &view
 	if segjson.Unmarshal(resp.Result, &res) != nil {
 		return nil, "bad_result"
 	}
 	if res.IsError {
 		return nil, "tool_error"
-	}
-	if len(res.StructuredContent) > 0 && segjson.Unmarshal(res.StructuredContent, &view) != nil {
-		return nil, "bad_result"
 	}
 	if view.UCP.Status == "error" {
 		for _, m := range view.Messages {
