@@ -98,7 +98,7 @@ func checkoutSized() []byte {
 			`"quantity":2,"totals":[{"type":"subtotal","amount":11980},{"type":"discount","amount":-1198},{"type":"total","amount":10782}]}`, i, i, i)
 	}
 	sb.WriteString(`],"totals":[{"type":"subtotal","amount":95840},{"type":"fulfillment","amount":2590},{"type":"total","amount":98430}],`)
-	sb.WriteString(`"messages":[{"type":"info","code":"frete","content":"Entrega em até 3 dias úteis \"Sedex\"\u0001    <b>&amp;</b> \\ \/ 🛒"}],"ok":true}`)
+	sb.WriteString(`"messages":[{"type":"info","code":"frete","content":"Entrega em até 3 dias úteis \"Sedex\"\u0001 ` + "\u2028\u2029" + ` <b>&amp;</b> \\ \/ 🛒"}],"ok":true}`)
 	return []byte(sb.String())
 }
 
