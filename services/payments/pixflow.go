@@ -433,7 +433,6 @@ func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix
 	}
 	var tell *attempt // the attempt this decision changed, for checkout
 	err = s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, tx pgx.Tx) error {
-		tell = nil // a retried transaction decides again
 		var a attempt
 		if attemptID != "" {
 			// Lock order: attempt, then receipt (as everywhere).
