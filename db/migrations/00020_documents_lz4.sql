@@ -28,17 +28,16 @@ END $$;
 -- +goose StatementEnd
 
 -- +goose Down
+-- Every column of these schemas set to lz4 goes back to the server's
+-- default method.
 -- +goose StatementBegin
 DO $$
-DECLARE c text[];
+DECLARE r record;
 BEGIN
-  FOREACH c SLICE 1 IN ARRAY ARRAY[
-    ['checkout.sessions', 'request'], ['checkout.sessions', 'state'],
-    ['checkout.idempotency_keys', 'response'],
-    ['orders.orders', 'snapshot'], ['orders.events', 'line_items'], ['orders.adjustments', 'line_items'],
-    ['payments.attempts', 'display'], ['payments.pix_receipts', 'raw']
-  ] LOOP
-    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET COMPRESSION default', c[1], c[2]);
+  FOR r IN SELECT a.attrelid::regclass AS rel, a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+    WHERE c.relnamespace::regnamespace::text IN ('checkout', 'orders', 'payments') AND a.attcompression = 'l' AND NOT a.attisdropped
+  LOOP
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET COMPRESSION default', r.rel, r.attname);
   END LOOP;
 END $$;
 -- +goose StatementEnd
