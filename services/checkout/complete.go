@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/bcpdev/bcp/internal/growstack"
 	"log/slog"
 	"time"
 
@@ -289,6 +290,7 @@ func (s *Service) settleWith(ctx context.Context, id, attemptID string, startFai
 			// checkout) runs beside the order's creation instead of after.
 			redeemed := make(chan struct{})
 			go func() {
+				growstack.Grow()
 				defer close(redeemed)
 				s.redeemDiscounts(ctx, id, next)
 			}()

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"runtime/metrics"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -125,4 +128,52 @@ func TestToolCallResponseBytes(t *testing.T) {
 	if got := bytes.TrimSpace(body); !bytes.Equal(got, want) {
 		t.Fatalf("tools/call answer differs from encoding/json's:\n got %s\nwant %s", got, want)
 	}
+}
+
+// The SDK runs every tool call on a new goroutine, and a tool call here
+// reaches a stack of about 128 KB (JSON Schema validation, connect calls
+// served in process, pgx); stepwise growth from the small starting stack
+// cost ≈ 6 % of the platform's CPU. third_party/go-sdk's patch 3 grows the
+// goroutine's stack to 128 KB in one step when it starts. This holds
+// calls inside the tool and checks the stack memory their goroutines
+// hold; it fails without the patch.
+func TestToolCallGoroutineStartsWithLargeStack(t *testing.T) {
+	const calls = 16
+	entered := make(chan struct{}, calls)
+	release := make(chan struct{})
+	s := mcp.NewServer(&mcp.Implementation{Name: "stack-test", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			entered <- struct{}{}
+			<-release
+			return toolResult([]byte(`{"ok":true}`)), nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true, MaxRequestBodyBytes: maxMCPBody})
+
+	runtime.GC()
+	before := stackBytes()
+	var wg sync.WaitGroup
+	for range calls {
+		wg.Go(func() { serveToolCall(t, h) })
+	}
+	for range calls {
+		<-entered
+	}
+	held := stackBytes() - before
+	close(release)
+	wg.Wait()
+
+	// Each call also holds the test's goroutine that sent it (a few KB).
+	const want = calls * 120 << 10
+	if held < want {
+		t.Fatalf("%d tool calls in progress hold %d bytes of goroutine stack, want ≥ %d (is third_party/go-sdk's patch 3 in use?)", calls, held, want)
+	}
+	t.Logf("%d tool calls in progress hold %d KB of goroutine stack", calls, held>>10)
+}
+
+func stackBytes() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/stacks:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
