@@ -44,6 +44,7 @@ func Open(ctx context.Context, url string, opts Options) (*pgxpool.Pool, error) 
 	}
 	cfg.MaxConnIdleTime = 5 * time.Minute
 	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	cfg.AfterConnect = registerUUID
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
