@@ -31,7 +31,7 @@ func serveToolCall(t testing.TB, h http.Handler) []byte {
 	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"ok":true}`) {
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"ok":true`) {
 		t.Fatalf("tools/call: %d %s", rec.Code, rec.Body.String())
 	}
 	return rec.Body.Bytes()
@@ -77,7 +77,7 @@ func BenchmarkToolCall(b *testing.B) {
 	for _, c := range []struct {
 		name   string
 		result []byte
-	}{{"ok", []byte(`{"ok":true}`)}, {"checkout", checkoutSized()}} {
+	}{{"ok", []byte(`{"ok":true}`)}, {"checkout", checkoutMarshalled()}} {
 		b.Run(c.name, func(b *testing.B) {
 			h := sdkHandlerWith(c.result)
 			b.ReportAllocs()
@@ -105,28 +105,85 @@ func checkoutSized() []byte {
 	return []byte(sb.String())
 }
 
-// The SDK's response encoding is patched (third_party/go-sdk/PATCHES.md,
-// patch 2): a tool's result is no longer checked and compacted again at
-// each level. The bytes on the wire must stay exactly what encoding/json
-// made of the same response.
-func TestToolCallResponseBytes(t *testing.T) {
-	result := checkoutSized()
-	body := serveToolCall(t, sdkHandlerWith(result))
+// checkoutMarshalled is checkoutSized as the platform's answers come:
+// written by json.Marshal (keys sorted, HTML characters escaped).
+func checkoutMarshalled() []byte {
+	var v any
+	if err := json.Unmarshal(checkoutSized(), &v); err != nil {
+		panic(err)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
 
-	inner, err := json.Marshal(toolResult(result))
+// The SDK's response encoding is patched (third_party/go-sdk/PATCHES.md,
+// patches 2 and 4): a tool's result is no longer checked and compacted
+// again at each level, and the usual result (one text content, raw
+// structured content) is written directly. The bytes on the wire must stay
+// exactly what encoding/json makes of the same response, for results the
+// direct path writes and for those it leaves to the general one.
+func TestToolCallResponseBytes(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		result []byte
+	}{
+		{"as json.Marshal writes it", checkoutMarshalled()},
+		{"raw HTML characters and U+2028", checkoutSized()},
+		{"spaces between tokens", []byte(`{"id": "chk_1", "totals": [ {"type":"total","amount":100} ], "ok":true}`)},
+		{"strings with spaces and escapes", []byte(`{"note":"a \"quoted\" b\\","x":"tab\tnew\nline","ok":true}`)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body := serveToolCall(t, sdkHandlerWith(c.result))
+			// The reference: encoding/json on a plain struct of the same shape,
+			// without the SDK's types.
+			type text struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}
+			inner, err := json.Marshal(struct {
+				Content           []text          `json:"content"`
+				StructuredContent json.RawMessage `json:"structuredContent"`
+			}{[]text{{"text", string(c.result)}}, c.result})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(struct {
+				V  string          `json:"jsonrpc"`
+				ID int             `json:"id"`
+				R  json.RawMessage `json:"result"`
+			}{"2.0", 7, inner})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := bytes.TrimSpace(body); !bytes.Equal(got, want) {
+				t.Fatalf("tools/call answer differs from encoding/json's:\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+// Patch 4 writes the usual result without encoding/json's reflection and
+// compaction; this fails if the general path is taken for it.
+func TestToolResultDirectEncoding(t *testing.T) {
+	res := toolResult(checkoutMarshalled())
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := res.MarshalJSON(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 3 {
+		t.Fatalf("CallToolResult.MarshalJSON: %.0f allocations, want ≤ 3 (is third_party/go-sdk's patch 4 in use?)", allocs)
+	}
+	isErr := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "no"}}, StructuredContent: json.RawMessage(`{"a":1}`), IsError: true}
+	got, err := isErr.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := json.Marshal(struct {
-		V  string          `json:"jsonrpc"`
-		ID int             `json:"id"`
-		R  json.RawMessage `json:"result"`
-	}{"2.0", 7, inner})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := bytes.TrimSpace(body); !bytes.Equal(got, want) {
-		t.Fatalf("tools/call answer differs from encoding/json's:\n got %s\nwant %s", got, want)
+	if want := `{"content":[{"type":"text","text":"no"}],"structuredContent":{"a":1},"isError":true}`; string(got) != want {
+		t.Fatalf("error result: %s, want %s", got, want)
 	}
 }
 
