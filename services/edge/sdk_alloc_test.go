@@ -234,3 +234,33 @@ func stackBytes() uint64 {
 	metrics.Read(s)
 	return s[0].Value.Uint64()
 }
+
+// Patch 5 skips the SDK's batch decode for bodies that cannot be a batch;
+// what each kind of body gets must not change: single messages (with
+// leading whitespace too) are served, and arrays, null and empty bodies
+// are refused as before.
+func TestSDKBodyKinds(t *testing.T) {
+	h := sdkHandler()
+	for _, c := range []struct {
+		body   string
+		status int
+		answer string
+	}{
+		{" \n\t" + toolCallBody, http.StatusOK, `"structuredContent":{"ok":true}`},
+		{"[" + toolCallBody + "]", http.StatusBadRequest, "JSON-RPC batching is not supported"},
+		{"null", http.StatusBadRequest, "malformed payload: empty batch"},
+		{" []", http.StatusBadRequest, "malformed payload: empty batch"},
+		{`"text"`, http.StatusBadRequest, "malformed payload"},
+		{"", http.StatusBadRequest, "POST requires a non-empty body"},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/bcp/mcp", strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.answer) {
+			t.Errorf("body %.30q: %d %q, want %d containing %q", c.body, rec.Code, rec.Body.String(), c.status, c.answer)
+		}
+	}
+}

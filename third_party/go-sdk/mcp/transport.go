@@ -739,6 +739,10 @@ func (t *ioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 func readBatch(data []byte) (msgs []jsonrpc.Message, isBatch bool, _ error) {
 	// Try to read an array of messages first.
 	var rawBatch []json.RawMessage
+	if !mayBeBatch(data) { // bcp patch 5, see PATCHES.md
+		msg, err := jsonrpc2.DecodeMessage(data)
+		return []jsonrpc.Message{msg}, false, err
+	}
 	if err := internaljson.Unmarshal(data, &rawBatch); err == nil {
 		if len(rawBatch) == 0 {
 			return nil, true, fmt.Errorf("empty batch")
@@ -755,6 +759,21 @@ func readBatch(data []byte) (msgs []jsonrpc.Message, isBatch bool, _ error) {
 	// Try again with a single message.
 	msg, err := jsonrpc2.DecodeMessage(data)
 	return []jsonrpc.Message{msg}, false, err
+}
+
+// mayBeBatch reports whether data could decode as a batch: only JSON
+// starting with '[' (an array) or 'n' (null, which decodes to an empty
+// batch) can. bcp patch 5: the failed array decode of every single message
+// built an error. Leading whitespace is skipped as the decoder does.
+func mayBeBatch(data []byte) bool {
+	for _, c := range data {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c == '[' || c == 'n'
+	}
+	return true // empty: let the decoder report it
 }
 
 func (t *ioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
