@@ -9,7 +9,7 @@ DATA_DIR ?= .bcp
 SQLC     := $(GO) tool -modfile=tools/sqlc/go.mod sqlc
 BUF      := $(GO) tool -modfile=tools/buf/go.mod buf
 
-.PHONY: run test generate check-generate build vet lint fuzz fuzz-short bench scale chaos chaos-short
+.PHONY: run test generate check-generate build vet lint fuzz fuzz-short bench bench-ab scale chaos chaos-short
 .DEFAULT_GOAL := test
 
 ## run: start the whole platform on a private PostgreSQL with a demo merchant
@@ -70,6 +70,15 @@ bench:
 	@scripts/ensure-postgres.sh
 	@mkdir -p $(BENCH_OUT)
 	$(GO) run ./cmd/bcpbench $(BENCH_FLAGS) --out $(BENCH_OUT)/result.json --svg $(BENCH_OUT)/latency.svg
+
+## bench-ab: two revisions' closed-loop rates measured at the same time, so both see the same machine
+## (whole runs drift ±20 % between minutes here); prints each round and B/A.
+## make bench-ab AB="67920f8 HEAD" [AB_ROUNDS=3]
+AB        ?= HEAD~1 HEAD
+AB_ROUNDS ?= 3
+bench-ab:
+	@scripts/ensure-postgres.sh
+	@scripts/bench-ab.sh $(AB) $(AB_ROUNDS)
 
 ## scale: memory and latency of one `bcpd all` at 10 000 merchants vs 10 (onboarded through the operator
 ## APIs; ≈ 2–3 minutes on 2 cores); prints the table and writes $(BENCH_OUT)/scale.json.

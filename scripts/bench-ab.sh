@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# bench-ab.sh: compares two revisions' throughput by running their load
+# generators AT THE SAME TIME, so that both see the same machine.
+#
+#   scripts/bench-ab.sh REV_A REV_B [ROUNDS] [bcpbench flags...]
+#
+# On a shared VM whole runs drift by ±20 % from one minute to the next, so
+# a before/after pair of sequential runs cannot see a 5–10 % change. Here
+# each round starts both builds' `bcpbench` (each with its own platform and
+# private PostgreSQL, identical flags) together, alternating which starts
+# first, and prints each side's closed-loop rates and B/A. Both share the
+# two vCPUs, so the absolute rates are about half a solo run's; the ratio
+# is what this measures. Default flags: 20 merchants, 16 agents, 10 s
+# phases, no open-loop sweep.
+set -euo pipefail
+a=${1:?usage: bench-ab.sh REV_A REV_B [ROUNDS] [bcpbench flags...]}
+b=${2:?usage: bench-ab.sh REV_A REV_B [ROUNDS] [bcpbench flags...]}
+rounds=${3:-3}
+shift $(( $# < 3 ? $# : 3 ))
+flags=(--tenants 20 --concurrency 16 --duration 10s --warmup 3s --sweep '' --out '' --svg '' "$@")
+
+root=$(git rev-parse --show-toplevel)
+work=$(mktemp -d)
+trap 'for w in "$work"/wt-*; do git -C "$root" worktree remove --force "$w" >/dev/null 2>&1 || true; done; rm -rf "$work"' EXIT
+for side in a b; do
+  rev=${!side}
+  git -C "$root" worktree add --detach "$work/wt-$side" "$rev" >/dev/null 2>&1
+  (cd "$work/wt-$side" && go build -o "$work/bcpbench-$side" ./cmd/bcpbench)
+done
+
+rates() { # phase rates (done/s) from a bcpbench report: noop create purchase
+  sed -E 's/ +/ /g' "$1" | grep -oE '^(noop|create_checkout|purchase) closed [0-9]+ [0-9.]+' | awk '{printf "%s ", $4}'
+}
+printf '%-6s %-28s %-28s %s\n' round "A: noop create purchase" "B: noop create purchase" "B/A: create purchase"
+for r in $(seq 1 "$rounds"); do
+  first=a second=b
+  if (( r % 2 == 0 )); then first=b second=a; fi
+  "$work/bcpbench-$first" "${flags[@]}" >"$work/$first.txt" 2>&1 &
+  pid=$!
+  "$work/bcpbench-$second" "${flags[@]}" >"$work/$second.txt" 2>&1 || { cat "$work/$second.txt" >&2; exit 1; }
+  wait "$pid" || { cat "$work/$first.txt" >&2; exit 1; }
+  ra=($(rates "$work/a.txt")) rb=($(rates "$work/b.txt"))
+  printf '%-6s %-28s %-28s %s\n' "$r" "${ra[*]}" "${rb[*]}" \
+    "$(awk -v ca="${ra[1]}" -v cb="${rb[1]}" -v pa="${ra[2]}" -v pb="${rb[2]}" 'BEGIN{printf "%.2f %.2f", cb/ca, pb/pa}')"
+done
