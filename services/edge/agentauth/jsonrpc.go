@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+
+	"github.com/bcpdev/bcp/internal/jsonmembers"
 )
 
 // rpcMessage is what authentication needs from one JSON-RPC message.
@@ -27,7 +29,7 @@ type rpcRequest struct {
 
 // errDuplicateMember rejects bodies whose inspected objects repeat a
 // member: authentication and the MCP SDK might read different copies.
-var errDuplicateMember = errors.New("duplicate member")
+var errDuplicateMember = jsonmembers.ErrDuplicate
 
 // errBadProfile is a meta["ucp-agent"] that is not {"profile": "<string>"}.
 var errBadProfile = errors.New(`meta["ucp-agent"].profile must be a string`)
@@ -66,7 +68,7 @@ func parseRPC(body []byte) (rpcRequest, error) {
 
 func parseMessage(raw json.RawMessage) (rpcMessage, bool, error) {
 	var m rpcMessage
-	obj, err := members(raw)
+	obj, err := jsonmembers.Of(raw)
 	if err != nil {
 		return m, false, dupOnly(err)
 	}
@@ -79,20 +81,20 @@ func parseMessage(raw json.RawMessage) (rpcMessage, bool, error) {
 	if m.method != "tools/call" {
 		return m, true, nil
 	}
-	params, err := members(obj["params"])
+	params, err := jsonmembers.OfChecked(obj["params"])
 	if err != nil {
 		return m, false, dupOnly(err)
 	}
 	if json.Unmarshal(params["name"], &m.tool) != nil {
 		return m, false, nil
 	}
-	args, err := members(params["arguments"])
+	args, err := jsonmembers.OfChecked(params["arguments"])
 	if err != nil {
 		// Missing or non-object arguments: the SDK rejects the call; there
 		// is no meta to read.
 		return m, true, dupOnly(err)
 	}
-	meta, err := members(args["meta"])
+	meta, err := jsonmembers.OfChecked(args["meta"])
 	if err != nil {
 		return m, true, dupOnly(err)
 	}
@@ -100,7 +102,7 @@ func parseMessage(raw json.RawMessage) (rpcMessage, bool, error) {
 	if !ok {
 		return m, true, nil
 	}
-	ua, err := members(agent)
+	ua, err := jsonmembers.OfChecked(agent)
 	if err != nil {
 		if errors.Is(err, errDuplicateMember) {
 			return m, false, err
@@ -121,41 +123,6 @@ func dupOnly(err error) error {
 		return err
 	}
 	return nil
-}
-
-// members decodes a JSON object into its members, refusing repeats.
-func members(raw json.RawMessage) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("not an object")
-	}
-	out := map[string]json.RawMessage{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, ok := tok.(string)
-		if !ok {
-			return nil, errors.New("bad member name")
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		if _, seen := out[key]; seen {
-			return nil, errDuplicateMember
-		}
-		out[key] = v
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // responseID is the id to answer with: the message's own when it is a
