@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/bcpdev/bcp/internal/growstack"
 	"log/slog"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/growstack"
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
