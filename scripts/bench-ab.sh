@@ -10,7 +10,9 @@
 # private PostgreSQL, identical flags) together, alternating which starts
 # first, and prints each side's closed-loop rates and B/A. Both share the
 # two vCPUs, so the absolute rates are about half a solo run's; the ratio
-# is what this measures. Default flags: 20 merchants, 16 agents, 10 s
+# is what this measures. One round still spreads by about ±10 % (the same
+# build on both sides: B/A 0.94–1.16), so run several and look for a side
+# that leads in all of them. Default flags: 20 merchants, 16 agents, 10 s
 # phases, no open-loop sweep.
 set -euo pipefail
 a=${1:?usage: bench-ab.sh REV_A REV_B [ROUNDS] [bcpbench flags...]}
