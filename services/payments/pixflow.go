@@ -292,7 +292,7 @@ func (s *Service) pollOnce(ctx context.Context, a attempt) (bool, error) {
 		return false, err
 	case cob.Status == pix.StatusConcluida:
 		for _, p := range cob.Pix {
-			if err := s.decidePix(ctx, a.HandlerID, hook.ID, p, a.ID); err != nil {
+			if err := s.decidePix(ctx, a.HandlerID, hook.ID, p, a.ID, false); err != nil {
 				return false, err
 			}
 		}
@@ -320,7 +320,7 @@ func (s *Service) removeCharge(ctx context.Context, a attempt, status string, no
 	}
 	if cob.Status == pix.StatusConcluida {
 		for _, p := range cob.Pix {
-			if err := s.decidePix(ctx, a.HandlerID, hook.ID, p, a.ID); err != nil {
+			if err := s.decidePix(ctx, a.HandlerID, hook.ID, p, a.ID, false); err != nil {
 				return err
 			}
 		}
@@ -343,6 +343,17 @@ func (s *Service) removeCharge(ctx context.Context, a attempt, status string, no
 // jobAttempt numbers the tries from 1 (the webhook's request, then the
 // resolve sweep's; or a reconcile job queued before the sweep did this).
 func (s *Service) reconcile(ctx context.Context, e2e string, jobAttempt int) error {
+	return s.reconcileWith(ctx, e2e, jobAttempt, nil)
+}
+
+// webhookPSP is the PSP client a webhook was authenticated with, for the
+// reconciliation of what it stored (one hook read fewer).
+type webhookPSP struct {
+	handlerID string
+	psp       pix.PSP
+}
+
+func (s *Service) reconcileWith(ctx context.Context, e2e string, jobAttempt int, known *webhookPSP) error {
 	var rec paymentsdb.PaymentsPixReceipt
 	var a *attempt
 	err := s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
@@ -368,8 +379,10 @@ func (s *Service) reconcile(ctx context.Context, e2e string, jobAttempt int) err
 			return err
 		}
 	}
-	psp, _, err := s.pspForHandler(ctx, rec.HandlerID, "")
-	if err != nil {
+	var psp pix.PSP
+	if known != nil && known.handlerID == rec.HandlerID {
+		psp = known.psp
+	} else if psp, _, err = s.pspForHandler(ctx, rec.HandlerID, ""); err != nil {
 		return err
 	}
 	if a == nil {
@@ -381,7 +394,7 @@ func (s *Service) reconcile(ctx context.Context, e2e string, jobAttempt int) err
 		if err != nil {
 			return err
 		}
-		return s.decidePix(ctx, rec.HandlerID, rec.HookID, p, "")
+		return s.decidePix(ctx, rec.HandlerID, rec.HookID, p, "", true)
 	}
 	cob, err := psp.GetCharge(ctx, rec.Txid)
 	if err != nil && !errors.Is(err, pix.ErrCobNaoEncontrado) {
@@ -389,7 +402,7 @@ func (s *Service) reconcile(ctx context.Context, e2e string, jobAttempt int) err
 	}
 	for _, p := range cob.Pix {
 		if p.EndToEndID == e2e && cob.Status == pix.StatusConcluida {
-			return s.decidePix(ctx, rec.HandlerID, rec.HookID, p, a.ID)
+			return s.decidePix(ctx, rec.HandlerID, rec.HookID, p, a.ID, true)
 		}
 	}
 	// The notification names a payment the PSP does not show (yet): retry
@@ -412,7 +425,7 @@ func (s *Service) unconfirmed(ctx context.Context, rec paymentsdb.PaymentsPixRec
 
 // decidePix applies one Pix the PSP confirmed (p comes from the PSP, not
 // from a notification) to its attempt (attemptID "" for a Pix that matches
-// none). In one transaction holding the attempt's row lock, exactly once
+// none). receiptStored says the caller read p's receipt row, so it exists. In one transaction holding the attempt's row lock, exactly once
 // per endToEndId (the receipt row records the decision):
 //   - pending attempt, same amount, paid by expires_at → SUCCEEDED, and
 //     the checkout service is told;
@@ -422,7 +435,7 @@ func (s *Service) unconfirmed(ctx context.Context, rec paymentsdb.PaymentsPixRec
 //     ORIGINAL, devolução id derived from the endToEndId so it is minted
 //     once) and the merchant gets an alert; a pending attempt becomes
 //     FAILED (wrong amount) or EXPIRED (late), and the checkout is told.
-func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix.Pix, attemptID string) error {
+func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix.Pix, attemptID string, receiptStored bool) error {
 	paid, err := pix.ParseValor(p.Valor)
 	if err != nil {
 		return fmt.Errorf("payments: PSP value for Pix %s: %w", p.EndToEndID, err)
@@ -440,10 +453,13 @@ func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix
 				return err
 			}
 		}
-		// The PSP may tell us (expiry, cancel) before its webhook does.
-		if _, err := q.InsertReceipt(ctx, paymentsdb.InsertReceiptParams{TenantID: tid, E2eID: p.EndToEndID, HookID: hookID,
-			HandlerID: handlerID, Txid: p.Txid, Amount: paid, Horario: p.Horario, Raw: raw}); err != nil {
-			return err
+		// The PSP may tell us (a poll) before its webhook does; a
+		// reconciliation starts from the stored receipt and skips this.
+		if !receiptStored {
+			if _, err := q.InsertReceipt(ctx, paymentsdb.InsertReceiptParams{TenantID: tid, E2eID: p.EndToEndID, HookID: hookID,
+				HandlerID: handlerID, Txid: p.Txid, Amount: paid, Horario: p.Horario, Raw: raw}); err != nil {
+				return err
+			}
 		}
 		rec, err := q.LockReceipt(ctx, paymentsdb.LockReceiptParams{TenantID: tid, E2eID: p.EndToEndID})
 		if err != nil {

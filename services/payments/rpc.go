@@ -190,7 +190,7 @@ func (s *Service) IngestPixWebhook(ctx context.Context, r *connect.Request[payme
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reconcileTimeout)
 	defer cancel()
 	for _, e2e := range stored {
-		_ = s.reconcileOrRetry(rctx, e2e, 1) // logged; the sweep tries again
+		_ = s.reconcileOrRetry(rctx, e2e, 1, &webhookPSP{handlerID: hook.HandlerID, psp: psp}) // logged; the sweep tries again
 	}
 	return connect.NewResponse(out), nil
 }

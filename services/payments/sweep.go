@@ -136,8 +136,8 @@ const (
 // reconcileOrRetry reconciles receipt e2e (try is this try's number,
 // from 1); when that fails, it counts the try and sets when the sweep
 // tries again.
-func (s *Service) reconcileOrRetry(ctx context.Context, e2e string, try int) error {
-	err := s.reconcile(ctx, e2e, try)
+func (s *Service) reconcileOrRetry(ctx context.Context, e2e string, try int, known *webhookPSP) error {
+	err := s.reconcileWith(ctx, e2e, try, known)
 	if err == nil {
 		return nil
 	}
@@ -160,7 +160,7 @@ func (s *Service) SweepReceipts(ctx context.Context) (int, error) {
 	}, func(d paymentsdb.ListDueReceiptsRow) (bool, error) {
 		rctx, cancel := context.WithTimeout(tenancy.With(ctx, d.TenantID), reconcileTimeout)
 		defer cancel()
-		err := s.reconcileOrRetry(rctx, d.E2eID, int(d.ReconcileTries)+1)
+		err := s.reconcileOrRetry(rctx, d.E2eID, int(d.ReconcileTries)+1, nil)
 		return err == nil, err
 	}, func(paymentsdb.ListDueReceiptsRow, error) {
 		// reconcileOrRetry logged it.
