@@ -57,7 +57,9 @@ commands:
   user invite <tenant> <email> [--role admin|staff]
   user list <tenant>
 
-<tenant> is a tenant id, slug or domain.
+<tenant> is a tenant id, slug or domain. Flags may come before, between or after the arguments; a
+word that starts with "-" but is not one of the command's flags (a kid such as -a3aYY7R...) is an
+argument, and so is everything after "--".
 
 user invite creates a user of the merchant admin web (https://<merchant host>/admin); the initial
 password is printed once and stored only as a hash. The default role is admin; staff users cannot
@@ -460,23 +462,65 @@ func newFS(name string) *flag.FlagSet {
 }
 
 // parse accepts flags before, between and after positional arguments and
-// requires exactly n positional ones.
+// requires exactly n positional ones. A word that starts with "-" but names
+// none of fs's flags is positional: signing-key ids are base64url thumbprints
+// and one in 64 starts with "-", and an operator pastes them as listed.
+// Everything after "--" is positional too.
 func parse(fs *flag.FlagSet, args []string, n int, what string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, usageError{fs.Name() + ": " + err.Error()}
-		}
-		if fs.NArg() == 0 {
+	var flags, pos, strays []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
 			break
 		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+		name, hasValue := flagName(a)
+		if name == "" {
+			pos = append(pos, a)
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil && name != "h" && name != "help" {
+			pos = append(pos, a)
+			strays = append(strays, a)
+			continue
+		}
+		flags = append(flags, a)
+		if f != nil && !hasValue && !isBool(f) && i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	if err := fs.Parse(flags); err != nil {
+		return nil, usageError{fs.Name() + ": " + err.Error()}
 	}
 	if len(pos) != n {
-		return nil, usageError{fmt.Sprintf("%s expects %d argument(s) %s, got %d", fs.Name(), n, what, len(pos))}
+		msg := fmt.Sprintf("%s expects %d argument(s) %s, got %d", fs.Name(), n, what, len(pos))
+		if len(strays) > 0 {
+			msg += fmt.Sprintf(" (%s is not one of its flags)", strings.Join(strays, ", "))
+		}
+		return nil, usageError{msg}
 	}
 	return pos, nil
+}
+
+// flagName is the name in "-name", "--name" or "--name=value"; "" when a
+// is not written as a flag.
+func flagName(a string) (name string, hasValue bool) {
+	if len(a) < 2 || a[0] != '-' {
+		return "", false
+	}
+	name = strings.TrimPrefix(a[1:], "-")
+	if name == "" || name[0] == '-' {
+		return "", false
+	}
+	name, _, hasValue = strings.Cut(name, "=")
+	return name, hasValue
+}
+
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 func envOr(k, def string) string {
