@@ -559,3 +559,100 @@ func TestCompletionRedeemsDiscount(t *testing.T) {
 		t.Fatalf("orders = %d, %v; want 1", orders, err)
 	}
 }
+
+// What the buyer pays is what the checkout showed: when the catalog
+// changes between the last update and complete_checkout (a new price, less
+// stock, a withdrawn item), no money moves and no stock is taken; the
+// checkout comes back updated, with checkout_changed, and the agent
+// confirms the new total with an update before completing.
+func TestCompleteSeesCatalogChanges(t *testing.T) {
+	host := "muda.localhost"
+	s := newShopper(t, 0, host)
+	tid := s.merchant[host].tenantID
+	stock := func() int {
+		return s.sql(`SELECT stock::int FROM catalog.variants WHERE tenant_id = $1 AND id = 'var_cam'`, tid)
+	}
+	reset := func() {
+		s.exec(`UPDATE catalog.variants SET price = 5990, stock = 10, active = true WHERE tenant_id = $1 AND id = 'var_cam'`, tid)
+	}
+	untouched := func(what string, c *bcp.Checkout, wantStock int) {
+		t.Helper()
+		if n := s.sql(`SELECT count(*) FROM payments.attempts WHERE checkout_id = $1`, c.ID); n != 0 {
+			t.Errorf("%s: %d payment attempts, want 0", what, n)
+		}
+		if n := s.sql(`SELECT count(*) FROM catalog.stock_reservations WHERE checkout_id = $1 AND state = 'reserved'`, c.ID); n != 0 {
+			t.Errorf("%s: %d live stock reservations, want 0", what, n)
+		}
+		if got := stock(); got != wantStock {
+			t.Errorf("%s: stock %d, want %d", what, got, wantStock)
+		}
+		if n := s.sql(`SELECT count(*) FROM checkout.sessions WHERE id = $1 AND payment_attempt_id IS NULL AND status = 'incomplete'`, c.ID); n != 1 {
+			t.Errorf("%s: the session is not back to incomplete without an attempt", what)
+		}
+	}
+	// A checkout that would be ready again says so with an error the agent
+	// clears by updating; one with errors of its own carries only the warning.
+	changed := func(what string, c *bcp.Checkout, confirm bool) {
+		t.Helper()
+		if c.Status != bcp.StatusIncomplete || c.Order != nil || c.Payment != nil ||
+			!hasMessage(c, "warning", "checkout_changed", "$.totals") || hasMessage(c, "error", "checkout_changed", "$.totals") != confirm {
+			t.Fatalf("%s: %s, payment %+v, messages %+v", what, c.Status, c.Payment, c.Messages)
+		}
+	}
+
+	// A new price: 2 × 6490 + PAC 1500.
+	c := s.ready(host)
+	if got := totals(c)["total"]; got != 2*5990+1500 {
+		t.Fatalf("ready total %d", got)
+	}
+	s.exec(`UPDATE catalog.variants SET price = 6490 WHERE tenant_id = $1 AND id = 'var_cam'`, tid)
+	got := s.complete(host, c.ID, uuid.NewString(), cardInstrument("tok_test_4242"))
+	changed("price", got, true)
+	if totals(got)["total"] != 2*6490+1500 || got.LineItems[0].Item.Price != 6490 || got.LineItems[0].Quantity != 2 {
+		t.Errorf("price: total %d, line %+v", totals(got)["total"], got.LineItems[0])
+	}
+	untouched("price", c, 10)
+	// The agent looks again and confirms: the next complete pays 14 480.
+	_, again := s.agents[host].call("update_checkout", map[string]any{"id": c.ID, "checkout": map[string]any{
+		"line_items": []any{map[string]any{"id": got.LineItems[0].ID, "item": map[string]any{"id": "var_cam"}, "quantity": 2}},
+		"buyer":      map[string]any{"email": "rui@example.com"},
+		"fulfillment": map[string]any{"methods": []any{map[string]any{"id": got.Fulfillment.Methods[0].ID, "type": "shipping",
+			"line_item_ids": []any{got.LineItems[0].ID}, "selected_destination_id": *got.Fulfillment.Methods[0].SelectedDestinationID,
+			"groups": []any{map[string]any{"id": got.Fulfillment.Methods[0].Groups[0].ID, "selected_option_id": s.merchant[host].rates["PAC"]}}}}},
+	}})
+	if again.Status != bcp.StatusReadyForComplete {
+		t.Fatalf("after the update: %s %+v", again.Status, again.Messages)
+	}
+	done := s.complete(host, c.ID, uuid.NewString(), cardInstrument("tok_test_4242"))
+	if done.Status != bcp.StatusCompleted || done.Order == nil || totals(done)["total"] != 2*6490+1500 {
+		t.Fatalf("confirmed: %s total %d %+v", done.Status, totals(done)["total"], done.Messages)
+	}
+	if n := s.sql(`SELECT count(*) FROM payments.attempts WHERE checkout_id = $1 AND status = 'succeeded' AND amount = $2`, c.ID, 2*6490+1500); n != 1 {
+		t.Errorf("confirmed: %d succeeded attempts of 14480", n)
+	}
+	if got := stock(); got != 8 {
+		t.Errorf("confirmed: stock %d, want 8", got)
+	}
+
+	// Less stock than the checkout holds: the quantity is adjusted.
+	reset()
+	c = s.ready(host)
+	s.exec(`UPDATE catalog.variants SET stock = 1 WHERE tenant_id = $1 AND id = 'var_cam'`, tid)
+	got = s.complete(host, c.ID, uuid.NewString(), cardInstrument("tok_test_4242"))
+	changed("stock", got, true)
+	if got.LineItems[0].Quantity != 1 || totals(got)["total"] != 5990+1500 || !hasMessage(got, "warning", "quantity_adjusted", "$.line_items[0].quantity") {
+		t.Errorf("stock: total %d, lines %+v, messages %+v", totals(got)["total"], got.LineItems, got.Messages)
+	}
+	untouched("stock", c, 1)
+
+	// The item was withdrawn.
+	reset()
+	c = s.ready(host)
+	s.exec(`UPDATE catalog.variants SET active = false WHERE tenant_id = $1 AND id = 'var_cam'`, tid)
+	got = s.complete(host, c.ID, uuid.NewString(), cardInstrument("tok_test_4242"))
+	changed("withdrawn", got, false)
+	if len(got.LineItems) != 0 || !hasMessage(got, "error", "item_unavailable", "$.line_items") {
+		t.Errorf("withdrawn: lines %+v, messages %+v", got.LineItems, got.Messages)
+	}
+	untouched("withdrawn", c, 10)
+}
