@@ -21,6 +21,7 @@ import (
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
@@ -655,4 +656,20 @@ func TestCompleteSeesCatalogChanges(t *testing.T) {
 		t.Errorf("withdrawn: lines %+v, messages %+v", got.LineItems, got.Messages)
 	}
 	untouched("withdrawn", c, 10)
+
+	// The merchant raised PAC to 1 900: pricing's change is seen before the
+	// attempt is claimed.
+	reset()
+	c = s.ready(host)
+	tctx := tenancy.With(context.Background(), tid)
+	if _, err := s.r.ClientsWithToken(operatorToken).Pricing.SetShippingRate(tctx, connect.NewRequest(&pricingv1.SetShippingRateRequest{Rate: &pricingv1.ShippingRate{
+		Id: s.merchant[host].rates["PAC"], Title: "PAC", Price: 1900, MinDays: 5, MaxDays: 9, Active: true, Carrier: "Correios"}})); err != nil {
+		t.Fatal(err)
+	}
+	got = s.complete(host, c.ID, uuid.NewString(), cardInstrument("tok_test_4242"))
+	changed("shipping", got, true)
+	if totals(got)["total"] != 2*5990+1900 || got.LineItems[0].Quantity != 2 {
+		t.Errorf("shipping: total %d, lines %+v", totals(got)["total"], got.LineItems)
+	}
+	untouched("shipping", c, 10)
 }

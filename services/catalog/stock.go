@@ -18,7 +18,7 @@ import (
 )
 
 // ReserveStock takes a checkout's stock in one statement: every line or
-// none. It does not take the catalog write lock: the statement locks the
+// none, and with check_prices only at the prices the buyer saw. It does not take the catalog write lock: the statement locks the
 // variant rows it checks and changes, which is safe against concurrent
 // reservations and edits.
 func (s *Service) ReserveStock(ctx context.Context, r *connect.Request[catalogv1.ReserveStockRequest]) (*connect.Response[catalogv1.ReserveStockResponse], error) {
@@ -30,14 +30,21 @@ func (s *Service) ReserveStock(ctx context.Context, r *connect.Request[catalogv1
 	if id == "" {
 		return nil, apperr.Invalid("checkout_id", "checkout_id_required", "checkout_id is required")
 	}
-	// One row per variant; lines for the same variant add up. Sorted, so
+	// One row per variant; lines for the same variant add up (and, when
+	// prices are checked, must expect the same price). Sorted, so
 	// concurrent reservations lock variants in the same order.
+	check := r.Msg.GetCheckPrices()
 	want := map[string]int64{}
+	price := map[string]int64{}
 	for i, l := range r.Msg.GetLines() {
 		if l.GetVariantId() == "" || l.GetQuantity() <= 0 {
 			return nil, apperr.Invalid("lines["+strconv.Itoa(i)+"]", "invalid_line", "each line needs a variant and a positive quantity")
 		}
+		if p, seen := price[l.GetVariantId()]; check && (l.GetUnitPrice() < 0 || seen && p != l.GetUnitPrice()) {
+			return nil, apperr.Invalid("lines["+strconv.Itoa(i)+"].unit_price", "invalid_line", "a variant's lines must expect one non-negative price")
+		}
 		want[l.GetVariantId()] += l.GetQuantity()
+		price[l.GetVariantId()] = l.GetUnitPrice()
 	}
 	variants := make([]string, 0, len(want))
 	for v := range want {
@@ -45,15 +52,17 @@ func (s *Service) ReserveStock(ctx context.Context, r *connect.Request[catalogv1
 	}
 	sort.Strings(variants)
 	quantities := make([]int64, len(variants))
+	prices := make([]int64, len(variants))
 	for i, v := range variants {
-		quantities[i] = want[v]
+		quantities[i], prices[i] = want[v], price[v]
 	}
 	// One statement (ReserveStock in db/queries/catalog/stock.sql): the
-	// check, the stock and the reservations, all or nothing.
+	// checks, the stock and the reservations, all or nothing.
 	var row catalogdb.ReserveStockRow
 	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
 		var err error
-		row, err = catalogdb.New(q).ReserveStock(ctx, catalogdb.ReserveStockParams{TenantID: tid, CheckoutID: id, VariantIds: variants, Quantities: quantities})
+		row, err = catalogdb.New(q).ReserveStock(ctx, catalogdb.ReserveStockParams{TenantID: tid, CheckoutID: id,
+			VariantIds: variants, Quantities: quantities, Prices: prices, CheckPrices: check})
 		return err
 	})
 	if err != nil {
@@ -62,7 +71,11 @@ func (s *Service) ReserveStock(ctx context.Context, r *connect.Request[catalogv1
 	switch {
 	case row.AlreadyHeld:
 		return connect.NewResponse(&catalogv1.ReserveStockResponse{}), nil // already reserved: nothing to do
-	case !row.StockOk:
+	case !row.ReservedOk && check && !row.Available:
+		return nil, apperr.New(apperr.KindFailedPrecondition, "item_unavailable", "an item of %s is not for sale", strings.Join(variants, ", "))
+	case !row.ReservedOk && check && !row.PricesOk:
+		return nil, apperr.New(apperr.KindFailedPrecondition, "price_changed", "a price of %s changed", strings.Join(variants, ", "))
+	case !row.ReservedOk:
 		return nil, apperr.New(apperr.KindFailedPrecondition, "out_of_stock", "not enough stock of %s", strings.Join(variants, ", "))
 	case row.LinesBooked != int64(len(variants)):
 		// A concurrent call for this checkout booked first; what this one

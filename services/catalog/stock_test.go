@@ -158,3 +158,73 @@ func TestConcurrentReservations(t *testing.T) {
 		t.Fatalf("after release, stock %d, want 5", left)
 	}
 }
+
+// With check_prices a reservation takes stock only at the prices the buyer
+// saw and only for items still for sale, and says which rule refused it.
+func TestReserveStockAtShownPrices(t *testing.T) {
+	e := start(t)
+	ctx := tenant()
+	p := e.create(ctx, &catalogv1.Product{Title: "Caneca", Active: true, Variants: []*catalogv1.Variant{variant("CAN", 3990, 3), variant("XIC", 1990, 5)}})
+	can, xic := bySKU(p)["CAN"].GetId(), bySKU(p)["XIC"].GetId()
+	stocks := func() [2]int64 {
+		v := bySKU(e.get(ctx, p.GetId()))
+		return [2]int64{v["CAN"].GetStock(), v["XIC"].GetStock()}
+	}
+	reserve := func(checkout string, lines ...*catalogv1.StockLine) (*catalogv1.ReserveStockResponse, error) {
+		r, err := e.client.ReserveStock(ctx, connect.NewRequest(&catalogv1.ReserveStockRequest{CheckoutId: checkout, Lines: lines, CheckPrices: true}))
+		if err != nil {
+			return nil, err
+		}
+		return r.Msg, nil
+	}
+	line := func(id string, qty, price int64) *catalogv1.StockLine {
+		return &catalogv1.StockLine{VariantId: id, Quantity: qty, UnitPrice: price}
+	}
+	refused := func(what string, err error, code connect.Code, appCode, field string) {
+		t.Helper()
+		wantErr(t, err, code, appCode, field)
+		if got := stocks(); got != [2]int64{3, 5} {
+			t.Fatalf("%s took stock: %v", what, got)
+		}
+	}
+
+	_, err := reserve("chk_a", line(xic, 1, 1990), line(can, 1, 3890))
+	refused("a changed price", err, connect.CodeFailedPrecondition, "price_changed", "")
+	_, err = reserve("chk_a", line(can, 4, 3990))
+	refused("too little stock", err, connect.CodeFailedPrecondition, "out_of_stock", "")
+	_, err = reserve("chk_a", line(can, 4, 3890))
+	refused("a changed price and too little stock", err, connect.CodeFailedPrecondition, "price_changed", "")
+	_, err = reserve("chk_a", line("var_nope", 1, 100))
+	refused("an unknown variant", err, connect.CodeFailedPrecondition, "item_unavailable", "")
+	_, err = reserve("chk_a", line(can, 1, 3990), line(can, 1, 3890))
+	refused("one variant at two prices", err, connect.CodeInvalidArgument, "invalid_line", "lines[1].unit_price")
+	_, err = reserve("chk_a", line(can, 1, -1))
+	refused("a negative price", err, connect.CodeInvalidArgument, "invalid_line", "lines[0].unit_price")
+
+	// The shown prices: two lines of CAN add up.
+	if r, err := reserve("chk_a", line(can, 1, 3990), line(xic, 2, 1990), line(can, 1, 3990)); err != nil || !r.GetReserved() || stocks() != [2]int64{1, 3} {
+		t.Fatalf("at the shown prices: %v %v, stock %v", r, err, stocks())
+	}
+
+	// A withdrawn variant, then a withdrawn product (edited as read now:
+	// an update writes the stock it is given).
+	p = e.get(ctx, p.GetId())
+	bySKU(p)["XIC"].Active = false
+	if p, err = e.update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	_, err = reserve("chk_b", line(can, 1, 3990), line(xic, 1, 1990))
+	wantErr(t, err, connect.CodeFailedPrecondition, "item_unavailable", "")
+	bySKU(p)["XIC"].Active, p.Active = true, false
+	if _, err = e.update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	_, err = reserve("chk_b", line(can, 1, 3990))
+	wantErr(t, err, connect.CodeFailedPrecondition, "item_unavailable", "")
+	// Without check_prices (the old contract) an inactive item is still
+	// reserved: prices and activity were checked by the caller.
+	r, err := e.client.ReserveStock(ctx, connect.NewRequest(&catalogv1.ReserveStockRequest{CheckoutId: "chk_b", Lines: []*catalogv1.StockLine{{VariantId: can, Quantity: 1}}}))
+	if err != nil || !r.Msg.GetReserved() || stocks() != [2]int64{0, 3} {
+		t.Fatalf("without check_prices: %v %v, stock %v", r, err, stocks())
+	}
+}

@@ -41,7 +41,10 @@ type built struct {
 // previous state on update (nil on create). It calls the catalog, pricing
 // and the tenant settings; it writes nothing.
 // prevJSON is prev as stored (pricing reads it; no need to encode it again).
-func (s *Service) build(ctx context.Context, agent agentInfo, id string, req *bcp.Checkout, prev *bcp.Checkout, prevJSON []byte, tenantID string) (*built, error) {
+// With asShown, items are priced as prev shows them instead of as the
+// catalog has them now (complete_checkout's re-check: the stock
+// reservation verifies those prices on the locked rows).
+func (s *Service) build(ctx context.Context, agent agentInfo, id string, req *bcp.Checkout, prev *bcp.Checkout, prevJSON []byte, tenantID string, asShown bool) (*built, error) {
 	out := &bcp.Checkout{ID: id, Currency: Currency, Links: []bcp.Link{}}
 	var msgs []bcp.Message
 
@@ -55,7 +58,9 @@ func (s *Service) build(ctx context.Context, agent agentInfo, id string, req *bc
 		itemIDs = append(itemIDs, l.Item.ID)
 	}
 	variants := map[string]*catalogv1.VariantInfo{}
-	if len(itemIDs) > 0 {
+	if asShown {
+		variants = shownVariants(prev)
+	} else if len(itemIDs) > 0 {
 		resp, err := s.catalog.GetVariants(ctx, connect.NewRequest(&catalogv1.GetVariantsRequest{Ids: itemIDs}))
 		if err != nil {
 			return nil, err
@@ -153,6 +158,23 @@ func (s *Service) build(ctx context.Context, agent agentInfo, id string, req *bc
 	}
 	sortMessages(out.Messages)
 	return &built{checkout: out, request: normalisedRequest(req, out), settings: settings}, nil
+}
+
+// shownVariants describes the items of c as c shows them: active, at the
+// shown price, with the largest shown quantity in stock (a stored request's
+// quantities are the shown ones, so none is adjusted again).
+func shownVariants(c *bcp.Checkout) map[string]*catalogv1.VariantInfo {
+	out := make(map[string]*catalogv1.VariantInfo, len(c.LineItems))
+	for _, l := range c.LineItems {
+		if v := out[l.Item.ID]; v != nil {
+			v.Variant.Stock = max(v.Variant.Stock, l.Quantity)
+			continue
+		}
+		out[l.Item.ID] = &catalogv1.VariantInfo{ProductActive: true, Variant: &catalogv1.Variant{
+			Id: l.Item.ID, Title: l.Item.Title, Price: l.Item.Price, ImageUrl: l.Item.ImageURL, Stock: l.Quantity, Active: true,
+		}}
+	}
+	return out
 }
 
 // assignLineIDs gives every line its id: on update an echoed id that

@@ -86,25 +86,24 @@ func (s *Service) CompleteCheckout(ctx context.Context, r *connect.Request[check
 	}
 	inst := req.Payment.Instruments[0]
 
-	// Re-check stock and prices: what the buyer pays must be what is shown.
+	// What the buyer pays must be what is shown. Pricing (shipping rates,
+	// discounts, settings) is checked here with the items as shown; the
+	// items' prices, availability and stock are checked by the stock
+	// reservation below, on the locked rows, in the same statement.
 	stored := &bcp.Checkout{}
 	if err := segjson.Unmarshal(sess.Request, stored); err != nil {
 		return nil, err
 	}
-	b, err := s.build(ctx, agent, id, stored, cur, sess.State, tid.String())
+	b, err := s.build(ctx, agent, id, stored, cur, sess.State, tid.String(), true)
 	if err != nil {
 		return nil, err
 	}
-	fresh := b.checkout
-	fresh.Status, fresh.ExpiresAt, fresh.ContinueURL = statusFor(fresh.Messages), cur.ExpiresAt, cur.ContinueURL
-	if fresh.Status != bcp.StatusReadyForComplete || grandTotal(fresh) != grandTotal(cur) {
-		fresh.Messages = append([]bcp.Message{bcp.Warning("checkout_changed", "$.totals",
-			"O checkout mudou (estoque ou preços) e foi atualizado; revise antes de concluir.")}, fresh.Messages...)
-		if fresh.Status == bcp.StatusReadyForComplete {
-			fresh.Status = bcp.StatusIncomplete // the agent must look again
-			fresh.Messages = append(fresh.Messages, bcp.Error("checkout_changed", bcp.SeverityRecoverable, "$.totals", "Confirme o novo total antes de concluir."))
+	if b.checkout.Status = statusFor(b.checkout.Messages); b.checkout.Status != bcp.StatusReadyForComplete || grandTotal(b.checkout) != grandTotal(cur) {
+		fresh, req, err := s.rebuilt(ctx, agent, id, sess)
+		if err != nil {
+			return nil, err
 		}
-		if err := s.save(ctx, sess, fresh, b.request); err != nil {
+		if err := s.save(ctx, sess, fresh, req); err != nil {
 			return nil, err
 		}
 		return respond(result(fresh))
@@ -149,18 +148,21 @@ func (s *Service) CompleteCheckout(ctx context.Context, r *connect.Request[check
 	if err != nil {
 		return nil, err
 	}
-	// The stock this order needs is taken now, before any money moves; it
-	// goes back if the payment fails, expires or is canceled.
+	// The stock this order needs is taken now, at the shown prices, before
+	// any money moves; it goes back if the payment fails, expires or is
+	// canceled. When the catalog changed meanwhile, nothing is taken and
+	// the checkout comes back as the catalog has it now.
 	if err := s.reserveStock(ctx, id, cur); err != nil {
-		msg := bcp.Error(bcp.CodePaymentFailed, bcp.SeverityRecoverable, "$.payment.instruments[0]",
-			"Não foi possível reservar o estoque agora; tente novamente com uma nova chave de idempotência.")
-		status := bcp.StatusReadyForComplete
-		if apperr.As(err).Code == bcp.CodeOutOfStock {
-			msg = bcp.Error(bcp.CodeOutOfStock, bcp.SeverityRecoverable, "$.line_items",
-				"Um item acabou de esgotar; atualize o checkout para ver as quantidades disponíveis.")
-			status = bcp.StatusIncomplete
+		switch apperr.As(err).Code {
+		case bcp.CodeOutOfStock, bcp.CodeItemUnavailable, codePriceChanged:
+			fresh, _, rerr := s.rebuilt(ctx, agent, id, sess)
+			if rerr != nil {
+				return nil, rerr
+			}
+			return respond(s.reopenAs(ctx, id, attemptID, func(*bcp.Checkout) *bcp.Checkout { return fresh }))
 		}
-		return respond(s.reopen(ctx, id, attemptID, status, msg))
+		return respond(s.reopen(ctx, id, attemptID, bcp.StatusReadyForComplete, bcp.Error(bcp.CodePaymentFailed, bcp.SeverityRecoverable,
+			"$.payment.instruments[0]", "Não foi possível reservar o estoque agora; tente novamente com uma nova chave de idempotência.")))
 	}
 	instJSON, err := json.Marshal(inst)
 	if err != nil {
@@ -360,10 +362,41 @@ func (s *Service) settleWith(ctx context.Context, id, attemptID string, startFai
 	return nil, apperr.New(apperr.KindAborted, "concurrent_update", "the checkout kept changing; retry")
 }
 
+// codePriceChanged is the catalog's refusal to reserve at a price it no
+// longer has (never shown to agents: the checkout comes back updated).
+const codePriceChanged = "price_changed"
+
+// rebuilt is sess's checkout priced as the catalog and pricing have it now,
+// for a complete_checkout that found it out of date: it says so, and a
+// checkout that would still be ready waits for the agent to confirm the
+// new total with an update.
+func (s *Service) rebuilt(ctx context.Context, agent agentInfo, id string, sess checkoutdb.CheckoutSession) (*bcp.Checkout, *bcp.Checkout, error) {
+	stored, shown := &bcp.Checkout{}, &bcp.Checkout{}
+	if err := segjson.Unmarshal(sess.Request, stored); err != nil {
+		return nil, nil, err
+	}
+	if err := segjson.Unmarshal(sess.State, shown); err != nil {
+		return nil, nil, err
+	}
+	b, err := s.build(ctx, agent, id, stored, shown, sess.State, sess.TenantID.String(), false)
+	if err != nil {
+		return nil, nil, err
+	}
+	fresh := b.checkout
+	fresh.Status, fresh.ExpiresAt, fresh.ContinueURL = statusFor(fresh.Messages), shown.ExpiresAt, shown.ContinueURL
+	fresh.Messages = append([]bcp.Message{bcp.Warning("checkout_changed", "$.totals",
+		"O checkout mudou (estoque ou preços) e foi atualizado; revise antes de concluir.")}, fresh.Messages...)
+	if fresh.Status == bcp.StatusReadyForComplete {
+		fresh.Status = bcp.StatusIncomplete // the agent must look again
+		fresh.Messages = append(fresh.Messages, bcp.Error("checkout_changed", bcp.SeverityRecoverable, "$.totals", "Confirme o novo total antes de concluir."))
+	}
+	return fresh, b.request, nil
+}
+
 func (s *Service) reserveStock(ctx context.Context, id string, c *bcp.Checkout) error {
-	req := &catalogv1.ReserveStockRequest{CheckoutId: id}
+	req := &catalogv1.ReserveStockRequest{CheckoutId: id, CheckPrices: true}
 	for _, l := range c.LineItems {
-		req.Lines = append(req.Lines, &catalogv1.StockLine{VariantId: l.Item.ID, Quantity: l.Quantity})
+		req.Lines = append(req.Lines, &catalogv1.StockLine{VariantId: l.Item.ID, Quantity: l.Quantity, UnitPrice: l.Item.Price})
 	}
 	_, err := s.catalog.ReserveStock(ctx, connect.NewRequest(req))
 	return err
@@ -377,6 +410,15 @@ func (s *Service) releaseStock(ctx context.Context, id string) error {
 // reopen gives up an attempt that never reached the payments service: the
 // session goes back to status with msg.
 func (s *Service) reopen(ctx context.Context, id, attemptID, status string, msg bcp.Message) (*checkoutv1.CheckoutResult, error) {
+	return s.reopenAs(ctx, id, attemptID, func(c *bcp.Checkout) *bcp.Checkout {
+		c.Status, c.Payment, c.Messages = status, nil, []bcp.Message{msg}
+		return c
+	})
+}
+
+// reopenAs gives up an attempt that never reached the payments service:
+// the session becomes next(its checkout), which has no payment.
+func (s *Service) reopenAs(ctx context.Context, id, attemptID string, next func(*bcp.Checkout) *bcp.Checkout) (*checkoutv1.CheckoutResult, error) {
 	for try := 0; try < 5; try++ {
 		sess, c, err := s.loadState(ctx, id)
 		if err != nil {
@@ -385,7 +427,8 @@ func (s *Service) reopen(ctx context.Context, id, attemptID, status string, msg 
 		if sess.PaymentAttemptID == nil || *sess.PaymentAttemptID != attemptID {
 			return result(c)
 		}
-		c.Status, c.Payment, c.Messages = status, nil, []bcp.Message{msg}
+		c = next(c)
+		status := c.Status
 		state, err := json.Marshal(c)
 		if err != nil {
 			return nil, err

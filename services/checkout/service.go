@@ -141,7 +141,7 @@ func (s *Service) CreateCheckout(ctx context.Context, r *connect.Request[checkou
 		return nil, apperr.Invalid("checkout.line_items", "line_items_required", "a checkout needs at least one line item")
 	}
 	id := ids.New("chk")
-	b, err := s.build(ctx, agent, id, req, nil, nil, tid.String())
+	b, err := s.build(ctx, agent, id, req, nil, nil, tid.String(), false)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +230,7 @@ func (s *Service) UpdateCheckout(ctx context.Context, r *connect.Request[checkou
 		res, err := unchanged(prev, notModifiable(sess.Status))
 		return connect.NewResponse(&checkoutv1.UpdateCheckoutResponse{Result: res}), err
 	}
-	b, err := s.build(ctx, agent, id, req, prev, sess.State, tid.String())
+	b, err := s.build(ctx, agent, id, req, prev, sess.State, tid.String(), false)
 	if err != nil {
 		return nil, err
 	}

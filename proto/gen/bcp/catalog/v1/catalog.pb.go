@@ -1003,9 +1003,11 @@ func (x *GetVariantsResponse) GetVariants() []*VariantInfo {
 }
 
 type StockLine struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	VariantId     string                 `protobuf:"bytes,1,opt,name=variant_id,json=variantId,proto3" json:"variant_id,omitempty"`
-	Quantity      int64                  `protobuf:"varint,2,opt,name=quantity,proto3" json:"quantity,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	VariantId string                 `protobuf:"bytes,1,opt,name=variant_id,json=variantId,proto3" json:"variant_id,omitempty"`
+	Quantity  int64                  `protobuf:"varint,2,opt,name=quantity,proto3" json:"quantity,omitempty"`
+	// The price in centavos the buyer was shown; read with check_prices.
+	UnitPrice     int64 `protobuf:"varint,3,opt,name=unit_price,json=unitPrice,proto3" json:"unit_price,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1054,10 +1056,18 @@ func (x *StockLine) GetQuantity() int64 {
 	return 0
 }
 
+func (x *StockLine) GetUnitPrice() int64 {
+	if x != nil {
+		return x.UnitPrice
+	}
+	return 0
+}
+
 type ReserveStockRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	CheckoutId    string                 `protobuf:"bytes,1,opt,name=checkout_id,json=checkoutId,proto3" json:"checkout_id,omitempty"`
 	Lines         []*StockLine           `protobuf:"bytes,2,rep,name=lines,proto3" json:"lines,omitempty"`
+	CheckPrices   bool                   `protobuf:"varint,3,opt,name=check_prices,json=checkPrices,proto3" json:"check_prices,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1104,6 +1114,13 @@ func (x *ReserveStockRequest) GetLines() []*StockLine {
 		return x.Lines
 	}
 	return nil
+}
+
+func (x *ReserveStockRequest) GetCheckPrices() bool {
+	if x != nil {
+		return x.CheckPrices
+	}
+	return false
 }
 
 type ReserveStockResponse struct {
@@ -1305,15 +1322,18 @@ const file_bcp_catalog_v1_catalog_proto_rawDesc = "" +
 	"\rproduct_title\x18\x03 \x01(\tR\fproductTitle\x12%\n" +
 	"\x0eproduct_active\x18\x04 \x01(\bR\rproductActive\"N\n" +
 	"\x13GetVariantsResponse\x127\n" +
-	"\bvariants\x18\x01 \x03(\v2\x1b.bcp.catalog.v1.VariantInfoR\bvariants\"F\n" +
+	"\bvariants\x18\x01 \x03(\v2\x1b.bcp.catalog.v1.VariantInfoR\bvariants\"e\n" +
 	"\tStockLine\x12\x1d\n" +
 	"\n" +
 	"variant_id\x18\x01 \x01(\tR\tvariantId\x12\x1a\n" +
-	"\bquantity\x18\x02 \x01(\x03R\bquantity\"g\n" +
+	"\bquantity\x18\x02 \x01(\x03R\bquantity\x12\x1d\n" +
+	"\n" +
+	"unit_price\x18\x03 \x01(\x03R\tunitPrice\"\x8a\x01\n" +
 	"\x13ReserveStockRequest\x12\x1f\n" +
 	"\vcheckout_id\x18\x01 \x01(\tR\n" +
 	"checkoutId\x12/\n" +
-	"\x05lines\x18\x02 \x03(\v2\x19.bcp.catalog.v1.StockLineR\x05lines\"2\n" +
+	"\x05lines\x18\x02 \x03(\v2\x19.bcp.catalog.v1.StockLineR\x05lines\x12!\n" +
+	"\fcheck_prices\x18\x03 \x01(\bR\vcheckPrices\"2\n" +
 	"\x14ReserveStockResponse\x12\x1a\n" +
 	"\breserved\x18\x01 \x01(\bR\breserved\"6\n" +
 	"\x13ReleaseStockRequest\x12\x1f\n" +

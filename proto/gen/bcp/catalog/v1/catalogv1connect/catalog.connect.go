@@ -76,8 +76,12 @@ type CatalogServiceClient interface {
 	// nothing.
 	ImportProducts(context.Context, *connect.Request[v1.ImportProductsRequest]) (*connect.Response[v1.ImportProductsResponse], error)
 	// ReserveStock takes the stock a checkout's payment needs, all lines or
-	// none (FailedPrecondition out_of_stock naming the variant). Idempotent
-	// per checkout: a second call for the same checkout changes nothing.
+	// none (FailedPrecondition out_of_stock naming the variant). With
+	// check_prices it also takes nothing when a variant or its product is
+	// inactive (item_unavailable) or a variant's price is not the line's
+	// unit_price (price_changed): checkout reserves what the buyer saw, on
+	// the locked rows, in the same statement. Idempotent per checkout: a
+	// second call for the same checkout changes nothing.
 	ReserveStock(context.Context, *connect.Request[v1.ReserveStockRequest]) (*connect.Response[v1.ReserveStockResponse], error)
 	// ReleaseStock gives a checkout's reserved stock back (payment failed,
 	// expired or canceled). Idempotent.
@@ -232,8 +236,12 @@ type CatalogServiceHandler interface {
 	// nothing.
 	ImportProducts(context.Context, *connect.Request[v1.ImportProductsRequest]) (*connect.Response[v1.ImportProductsResponse], error)
 	// ReserveStock takes the stock a checkout's payment needs, all lines or
-	// none (FailedPrecondition out_of_stock naming the variant). Idempotent
-	// per checkout: a second call for the same checkout changes nothing.
+	// none (FailedPrecondition out_of_stock naming the variant). With
+	// check_prices it also takes nothing when a variant or its product is
+	// inactive (item_unavailable) or a variant's price is not the line's
+	// unit_price (price_changed): checkout reserves what the buyer saw, on
+	// the locked rows, in the same statement. Idempotent per checkout: a
+	// second call for the same checkout changes nothing.
 	ReserveStock(context.Context, *connect.Request[v1.ReserveStockRequest]) (*connect.Response[v1.ReserveStockResponse], error)
 	// ReleaseStock gives a checkout's reserved stock back (payment failed,
 	// expired or canceled). Idempotent.
