@@ -617,6 +617,30 @@ func TestWebhookAuthentication(t *testing.T) {
 	if err != nil || len(alerts.Msg.GetAlerts()) != 1 || alerts.Msg.GetAlerts()[0].GetKind() != "pix_unconfirmed" {
 		t.Fatalf("alerts: %v %v", alerts.Msg.GetAlerts(), err)
 	}
+
+	// A Pix naming no charge of ours (its txid matches no attempt) that
+	// the PSP does not know either: unconfirmed at the first try, with an
+	// alert, and nothing refunded.
+	const stranger = "E99999999202601011200ZZZZZZZZZZZ"
+	strange := []byte(`{"pix":[{"endToEndId":"` + stranger + `","txid":"naoehnosso0000000000000000000","valor":"9.99","horario":"2026-01-01T12:00:00Z"}]}`)
+	if got := post(e.a.host, hook.ID, simpsp.Sign(secret, e.clock.Now(), strange), strange); got != 200 {
+		t.Fatalf("signed webhook for a stranger: %d", got)
+	}
+	if rec := e.receipt(e.a, stranger); rec.Status != "unconfirmed" || rec.Note != "o PSP não conhece este Pix" || rec.AttemptID != nil {
+		t.Fatalf("stranger: %s %q, attempt %v", rec.Status, rec.Note, rec.AttemptID)
+	}
+	alerts, err = e.client.ListAlerts(e.a.ctx, connect.NewRequest(&paymentsv1.ListAlertsRequest{}))
+	if err != nil || len(alerts.Msg.GetAlerts()) != 2 {
+		t.Fatalf("alerts after the stranger: %v %v", alerts.Msg.GetAlerts(), err)
+	}
+	e.q(e.a, func(q *paymentsdb.Queries) error {
+		e2e := stranger
+		refunds, err := q.ListRefundsByE2E(context.Background(), paymentsdb.ListRefundsByE2EParams{TenantID: e.a.id, E2eID: &e2e})
+		if err != nil || len(refunds) != 0 {
+			t.Errorf("refunds for a Pix the PSP does not know: %v %v", refunds, err)
+		}
+		return nil
+	})
 }
 
 // A receipt stored by a process that died before reconciling it (or

@@ -354,30 +354,19 @@ type webhookPSP struct {
 }
 
 func (s *Service) reconcileWith(ctx context.Context, e2e string, jobAttempt int, known *webhookPSP) error {
-	var rec paymentsdb.PaymentsPixReceipt
-	var a *attempt
+	// The receipt and the attempt its txid names, in one read.
+	var row paymentsdb.GetReceiptForReconcileRow
 	err := s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
 		var err error
-		rec, err = q.GetReceipt(ctx, paymentsdb.GetReceiptParams{TenantID: tid, E2eID: e2e})
+		row, err = q.GetReceiptForReconcile(ctx, paymentsdb.GetReceiptForReconcileParams{TenantID: tid, E2eID: e2e})
 		return err
 	})
 	if isNotFound(err) {
 		return nil
 	}
+	rec := row.PaymentsPixReceipt
 	if err != nil || rec.Status != "received" {
 		return err
-	}
-	if rec.Txid != "" {
-		err := s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
-			x, err := q.GetAttemptByTxid(ctx, paymentsdb.GetAttemptByTxidParams{TenantID: tid, Txid: &rec.Txid})
-			if err == nil {
-				a = &x
-			}
-			return err
-		})
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
 	}
 	var psp pix.PSP
 	if known != nil && known.handlerID == rec.HandlerID {
@@ -385,7 +374,7 @@ func (s *Service) reconcileWith(ctx context.Context, e2e string, jobAttempt int,
 	} else if psp, _, err = s.pspForHandler(ctx, rec.HandlerID, ""); err != nil {
 		return err
 	}
-	if a == nil {
+	if row.ChargeAttemptID == nil {
 		// Not one of our charges: confirm the Pix exists, then return it.
 		p, err := psp.GetPix(ctx, e2e)
 		if errors.Is(err, pix.ErrPixNaoEncontrado) {
@@ -402,7 +391,7 @@ func (s *Service) reconcileWith(ctx context.Context, e2e string, jobAttempt int,
 	}
 	for _, p := range cob.Pix {
 		if p.EndToEndID == e2e && cob.Status == pix.StatusConcluida {
-			return s.decidePix(ctx, rec.HandlerID, rec.HookID, p, a.ID, true)
+			return s.decidePix(ctx, rec.HandlerID, rec.HookID, p, *row.ChargeAttemptID, true)
 		}
 	}
 	// The notification names a payment the PSP does not show (yet): retry

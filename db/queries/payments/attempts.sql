@@ -38,9 +38,6 @@ RETURNING *;
 -- name: CountAttempts :one
 SELECT count(*) FROM payments.attempts WHERE tenant_id = @tenant_id;
 
--- name: GetAttemptByTxid :one
-SELECT * FROM payments.attempts WHERE tenant_id = @tenant_id AND txid = @txid;
-
 -- name: ListDueResolves :many
 -- Every tenant's attempts still pending past their resolve_after (card:
 -- resolve from the processor; Pix: poll the PSP, or expire), oldest

@@ -39,6 +39,14 @@ WHERE tenant_id = @tenant_id AND e2e_id = @e2e_id AND status = 'received';
 -- name: GetReceipt :one
 SELECT * FROM payments.pix_receipts WHERE tenant_id = @tenant_id AND e2e_id = @e2e_id;
 
+-- name: GetReceiptForReconcile :one
+-- A receipt and the id of the attempt whose charge its txid names (NULL
+-- when none does), for a reconciliation: one round trip.
+SELECT sqlc.embed(r), a.id AS charge_attempt_id
+FROM payments.pix_receipts r
+LEFT JOIN payments.attempts a ON a.tenant_id = r.tenant_id AND a.txid = r.txid AND a.txid IS NOT NULL AND r.txid <> ''
+WHERE r.tenant_id = @tenant_id AND r.e2e_id = @e2e_id;
+
 -- name: LockReceipt :one
 SELECT * FROM payments.pix_receipts WHERE tenant_id = @tenant_id AND e2e_id = @e2e_id FOR UPDATE;
 

@@ -67,49 +67,6 @@ func (q *Queries) GetAttempt(ctx context.Context, arg GetAttemptParams) (Payment
 	return i, err
 }
 
-const getAttemptByTxid = `-- name: GetAttemptByTxid :one
-SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after FROM payments.attempts WHERE tenant_id = $1 AND txid = $2
-`
-
-type GetAttemptByTxidParams struct {
-	TenantID uuid.UUID
-	Txid     *string
-}
-
-func (q *Queries) GetAttemptByTxid(ctx context.Context, arg GetAttemptByTxidParams) (PaymentsAttempt, error) {
-	row := q.db.QueryRow(ctx, getAttemptByTxid, arg.TenantID, arg.Txid)
-	var i PaymentsAttempt
-	err := row.Scan(
-		&i.TenantID,
-		&i.ID,
-		&i.CheckoutID,
-		&i.HandlerID,
-		&i.HandlerName,
-		&i.Environment,
-		&i.InstrumentID,
-		&i.InstrumentType,
-		&i.Amount,
-		&i.Currency,
-		&i.Status,
-		&i.FailureCode,
-		&i.FailureMessage,
-		&i.Display,
-		&i.ActionUrl,
-		&i.ExpiresAt,
-		&i.RefundedAmount,
-		&i.RequestHash,
-		&i.BaseUrl,
-		&i.Txid,
-		&i.E2eID,
-		&i.ChargeID,
-		&i.Version,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.ResolveAfter,
-	)
-	return i, err
-}
-
 const getLiveAttemptForCheckout = `-- name: GetLiveAttemptForCheckout :one
 SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after FROM payments.attempts
 WHERE tenant_id = $1 AND checkout_id = $2

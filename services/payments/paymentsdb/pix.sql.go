@@ -104,6 +104,49 @@ func (q *Queries) GetReceipt(ctx context.Context, arg GetReceiptParams) (Payment
 	return i, err
 }
 
+const getReceiptForReconcile = `-- name: GetReceiptForReconcile :one
+SELECT r.tenant_id, r.e2e_id, r.hook_id, r.handler_id, r.txid, r.amount, r.horario, r.raw, r.status, r.attempt_id, r.note, r.created_at, r.updated_at, r.reconcile_after, r.reconcile_tries, a.id AS charge_attempt_id
+FROM payments.pix_receipts r
+LEFT JOIN payments.attempts a ON a.tenant_id = r.tenant_id AND a.txid = r.txid AND a.txid IS NOT NULL AND r.txid <> ''
+WHERE r.tenant_id = $1 AND r.e2e_id = $2
+`
+
+type GetReceiptForReconcileParams struct {
+	TenantID uuid.UUID
+	E2eID    string
+}
+
+type GetReceiptForReconcileRow struct {
+	PaymentsPixReceipt PaymentsPixReceipt
+	ChargeAttemptID    *string
+}
+
+// A receipt and the id of the attempt whose charge its txid names (NULL
+// when none does), for a reconciliation: one round trip.
+func (q *Queries) GetReceiptForReconcile(ctx context.Context, arg GetReceiptForReconcileParams) (GetReceiptForReconcileRow, error) {
+	row := q.db.QueryRow(ctx, getReceiptForReconcile, arg.TenantID, arg.E2eID)
+	var i GetReceiptForReconcileRow
+	err := row.Scan(
+		&i.PaymentsPixReceipt.TenantID,
+		&i.PaymentsPixReceipt.E2eID,
+		&i.PaymentsPixReceipt.HookID,
+		&i.PaymentsPixReceipt.HandlerID,
+		&i.PaymentsPixReceipt.Txid,
+		&i.PaymentsPixReceipt.Amount,
+		&i.PaymentsPixReceipt.Horario,
+		&i.PaymentsPixReceipt.Raw,
+		&i.PaymentsPixReceipt.Status,
+		&i.PaymentsPixReceipt.AttemptID,
+		&i.PaymentsPixReceipt.Note,
+		&i.PaymentsPixReceipt.CreatedAt,
+		&i.PaymentsPixReceipt.UpdatedAt,
+		&i.PaymentsPixReceipt.ReconcileAfter,
+		&i.PaymentsPixReceipt.ReconcileTries,
+		&i.ChargeAttemptID,
+	)
+	return i, err
+}
+
 const insertAlert = `-- name: InsertAlert :exec
 INSERT INTO payments.alerts (tenant_id, id, kind, message, attempt_id, e2e_id)
 VALUES ($1, $2, $3, $4, $5, $6)
