@@ -40,6 +40,28 @@ SELECT * FROM payments.sim_pix WHERE tenant_id = @tenant_id AND e2e_id = @e2e_id
 -- name: SimListPixForCharge :many
 SELECT * FROM payments.sim_pix WHERE tenant_id = @tenant_id AND txid = @txid ORDER BY horario;
 
+-- name: SimGetChargeWithPix :one
+-- A charge with its Pix and their refunds (as JSON: to_jsonb of the rows,
+-- each Pix with a "refunds" array), as GET /cob/{txid} shows them: one
+-- statement.
+SELECT sqlc.embed(c), coalesce((
+    SELECT jsonb_agg(to_jsonb(p) || jsonb_build_object('refunds', (
+        SELECT coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.solicitacao, r.id), '[]'::jsonb)
+        FROM payments.sim_pix_refunds r WHERE r.tenant_id = p.tenant_id AND r.e2e_id = p.e2e_id
+    )) ORDER BY p.horario)
+    FROM payments.sim_pix p WHERE p.tenant_id = c.tenant_id AND p.txid = c.txid
+), '[]'::jsonb)::jsonb AS pix
+FROM payments.sim_pix_charges c WHERE c.tenant_id = @tenant_id AND c.txid = @txid;
+
+-- name: SimGetPixWithRefunds :one
+-- A Pix with its refunds (as JSON, to_jsonb of the rows), as GET
+-- /pix/{e2eid} shows them: one statement.
+SELECT sqlc.embed(p), (
+    SELECT coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.solicitacao, r.id), '[]'::jsonb)
+    FROM payments.sim_pix_refunds r WHERE r.tenant_id = p.tenant_id AND r.e2e_id = p.e2e_id
+)::jsonb AS refunds
+FROM payments.sim_pix p WHERE p.tenant_id = @tenant_id AND p.e2e_id = @e2e_id;
+
 -- name: SimInsertRefund :exec
 INSERT INTO payments.sim_pix_refunds (tenant_id, e2e_id, id, rtr_id, valor, natureza, descricao, status, motivo, solicitacao, liquidacao)
 VALUES (@tenant_id, @e2e_id, @id, @rtr_id, @valor, @natureza, @descricao, @status, @motivo, @solicitacao, sqlc.narg(liquidacao));

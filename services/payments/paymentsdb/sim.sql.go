@@ -7,6 +7,7 @@ package paymentsdb
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -255,6 +256,52 @@ func (q *Queries) SimGetCharge(ctx context.Context, arg SimGetChargeParams) (Pay
 	return i, err
 }
 
+const simGetChargeWithPix = `-- name: SimGetChargeWithPix :one
+SELECT c.tenant_id, c.txid, c.handler_id, c.revisao, c.status, c.valor, c.expiracao, c.chave, c.solicitacao, c.location, c.copia_e_cola, c.criacao, c.updated_at, coalesce((
+    SELECT jsonb_agg(to_jsonb(p) || jsonb_build_object('refunds', (
+        SELECT coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.solicitacao, r.id), '[]'::jsonb)
+        FROM payments.sim_pix_refunds r WHERE r.tenant_id = p.tenant_id AND r.e2e_id = p.e2e_id
+    )) ORDER BY p.horario)
+    FROM payments.sim_pix p WHERE p.tenant_id = c.tenant_id AND p.txid = c.txid
+), '[]'::jsonb)::jsonb AS pix
+FROM payments.sim_pix_charges c WHERE c.tenant_id = $1 AND c.txid = $2
+`
+
+type SimGetChargeWithPixParams struct {
+	TenantID uuid.UUID
+	Txid     string
+}
+
+type SimGetChargeWithPixRow struct {
+	PaymentsSimPixCharge PaymentsSimPixCharge
+	Pix                  json.RawMessage
+}
+
+// A charge with its Pix and their refunds (as JSON: to_jsonb of the rows,
+// each Pix with a "refunds" array), as GET /cob/{txid} shows them: one
+// statement.
+func (q *Queries) SimGetChargeWithPix(ctx context.Context, arg SimGetChargeWithPixParams) (SimGetChargeWithPixRow, error) {
+	row := q.db.QueryRow(ctx, simGetChargeWithPix, arg.TenantID, arg.Txid)
+	var i SimGetChargeWithPixRow
+	err := row.Scan(
+		&i.PaymentsSimPixCharge.TenantID,
+		&i.PaymentsSimPixCharge.Txid,
+		&i.PaymentsSimPixCharge.HandlerID,
+		&i.PaymentsSimPixCharge.Revisao,
+		&i.PaymentsSimPixCharge.Status,
+		&i.PaymentsSimPixCharge.Valor,
+		&i.PaymentsSimPixCharge.Expiracao,
+		&i.PaymentsSimPixCharge.Chave,
+		&i.PaymentsSimPixCharge.Solicitacao,
+		&i.PaymentsSimPixCharge.Location,
+		&i.PaymentsSimPixCharge.CopiaECola,
+		&i.PaymentsSimPixCharge.Criacao,
+		&i.PaymentsSimPixCharge.UpdatedAt,
+		&i.Pix,
+	)
+	return i, err
+}
+
 const simGetPix = `-- name: SimGetPix :one
 SELECT tenant_id, e2e_id, txid, handler_id, valor, horario, info_pagador FROM payments.sim_pix WHERE tenant_id = $1 AND e2e_id = $2
 `
@@ -275,6 +322,42 @@ func (q *Queries) SimGetPix(ctx context.Context, arg SimGetPixParams) (PaymentsS
 		&i.Valor,
 		&i.Horario,
 		&i.InfoPagador,
+	)
+	return i, err
+}
+
+const simGetPixWithRefunds = `-- name: SimGetPixWithRefunds :one
+SELECT p.tenant_id, p.e2e_id, p.txid, p.handler_id, p.valor, p.horario, p.info_pagador, (
+    SELECT coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.solicitacao, r.id), '[]'::jsonb)
+    FROM payments.sim_pix_refunds r WHERE r.tenant_id = p.tenant_id AND r.e2e_id = p.e2e_id
+)::jsonb AS refunds
+FROM payments.sim_pix p WHERE p.tenant_id = $1 AND p.e2e_id = $2
+`
+
+type SimGetPixWithRefundsParams struct {
+	TenantID uuid.UUID
+	E2eID    string
+}
+
+type SimGetPixWithRefundsRow struct {
+	PaymentsSimPix PaymentsSimPix
+	Refunds        json.RawMessage
+}
+
+// A Pix with its refunds (as JSON, to_jsonb of the rows), as GET
+// /pix/{e2eid} shows them: one statement.
+func (q *Queries) SimGetPixWithRefunds(ctx context.Context, arg SimGetPixWithRefundsParams) (SimGetPixWithRefundsRow, error) {
+	row := q.db.QueryRow(ctx, simGetPixWithRefunds, arg.TenantID, arg.E2eID)
+	var i SimGetPixWithRefundsRow
+	err := row.Scan(
+		&i.PaymentsSimPix.TenantID,
+		&i.PaymentsSimPix.E2eID,
+		&i.PaymentsSimPix.Txid,
+		&i.PaymentsSimPix.HandlerID,
+		&i.PaymentsSimPix.Valor,
+		&i.PaymentsSimPix.Horario,
+		&i.PaymentsSimPix.InfoPagador,
+		&i.Refunds,
 	)
 	return i, err
 }

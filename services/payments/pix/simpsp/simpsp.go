@@ -21,6 +21,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -262,10 +263,10 @@ func (c *client) brCode(location string, cents int64) (string, error) {
 }
 
 func loadCob(ctx context.Context, read reader, tid uuid.UUID, txid string) (pix.Cob, error) {
-	var row paymentsdb.PaymentsSimPixCharge
+	var row paymentsdb.SimGetChargeWithPixRow
 	err := read(func(q *paymentsdb.Queries) error {
 		var err error
-		row, err = q.SimGetCharge(ctx, paymentsdb.SimGetChargeParams{TenantID: tid, Txid: txid})
+		row, err = q.SimGetChargeWithPix(ctx, paymentsdb.SimGetChargeWithPixParams{TenantID: tid, Txid: txid})
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -274,23 +275,46 @@ func loadCob(ctx context.Context, read reader, tid uuid.UUID, txid string) (pix.
 	if err != nil {
 		return pix.Cob{}, err
 	}
-	cob := toCob(row)
-	var pixRows []paymentsdb.PaymentsSimPix
-	if err := read(func(q *paymentsdb.Queries) error {
-		var err error
-		pixRows, err = q.SimListPixForCharge(ctx, paymentsdb.SimListPixForChargeParams{TenantID: tid, Txid: txid})
-		return err
-	}); err != nil {
-		return pix.Cob{}, err
+	cob := toCob(row.PaymentsSimPixCharge)
+	var pixRows []pixJSON
+	if err := json.Unmarshal(row.Pix, &pixRows); err != nil {
+		return pix.Cob{}, fmt.Errorf("simpsp: charge %s: %w", txid, err)
 	}
 	for _, p := range pixRows {
-		px, err := loadPix(ctx, read, tid, p)
-		if err != nil {
-			return pix.Cob{}, err
-		}
-		cob.Pix = append(cob.Pix, px)
+		cob.Pix = append(cob.Pix, p.pix())
 	}
 	return cob, nil
+}
+
+// pixJSON and refundJSON are sim_pix and sim_pix_refunds rows as to_jsonb
+// writes them (SimGetChargeWithPix, SimGetPixWithRefunds).
+type pixJSON struct {
+	E2eID       string       `json:"e2e_id"`
+	Txid        string       `json:"txid"`
+	Valor       string       `json:"valor"`
+	Horario     time.Time    `json:"horario"`
+	InfoPagador string       `json:"info_pagador"`
+	Refunds     []refundJSON `json:"refunds"`
+}
+
+type refundJSON struct {
+	ID          string     `json:"id"`
+	RtrID       string     `json:"rtr_id"`
+	Valor       string     `json:"valor"`
+	Natureza    string     `json:"natureza"`
+	Status      string     `json:"status"`
+	Motivo      string     `json:"motivo"`
+	Solicitacao time.Time  `json:"solicitacao"`
+	Liquidacao  *time.Time `json:"liquidacao"`
+}
+
+func (p pixJSON) pix() pix.Pix {
+	out := pix.Pix{EndToEndID: p.E2eID, Txid: p.Txid, Valor: p.Valor, Horario: p.Horario.UTC(), InfoPagador: p.InfoPagador}
+	for _, r := range p.Refunds {
+		out.Devolucoes = append(out.Devolucoes, toDevolucao(paymentsdb.PaymentsSimPixRefund{ID: r.ID, RtrID: r.RtrID, Valor: r.Valor,
+			Natureza: r.Natureza, Status: r.Status, Motivo: r.Motivo, Solicitacao: r.Solicitacao, Liquidacao: r.Liquidacao}))
+	}
+	return out
 }
 
 // toCob is a charge as the API Pix shows it, without its Pix.
@@ -301,23 +325,6 @@ func toCob(row paymentsdb.PaymentsSimPixCharge) pix.Cob {
 	cob.Calendario.Expiracao = int(row.Expiracao)
 	cob.Valor.Original = row.Valor
 	return cob
-}
-
-func loadPix(ctx context.Context, read reader, tid uuid.UUID, p paymentsdb.PaymentsSimPix) (pix.Pix, error) {
-	out := pix.Pix{EndToEndID: p.E2eID, Txid: p.Txid, Valor: p.Valor, Horario: p.Horario.UTC(), InfoPagador: p.InfoPagador}
-	var refunds []paymentsdb.PaymentsSimPixRefund
-	err := read(func(q *paymentsdb.Queries) error {
-		var err error
-		refunds, err = q.SimListRefunds(ctx, paymentsdb.SimListRefundsParams{TenantID: tid, E2eID: p.E2eID})
-		return err
-	})
-	if err != nil {
-		return pix.Pix{}, err
-	}
-	for _, r := range refunds {
-		out.Devolucoes = append(out.Devolucoes, toDevolucao(r))
-	}
-	return out, nil
 }
 
 func toDevolucao(r paymentsdb.PaymentsSimPixRefund) pix.Devolucao {
@@ -362,11 +369,11 @@ func (c *client) RemoveCharge(ctx context.Context, txid string) (pix.Cob, error)
 }
 
 func (c *client) GetPix(ctx context.Context, e2eid string) (pix.Pix, error) {
-	// Reads only, one statement each, as GetCharge.
-	var p paymentsdb.PaymentsSimPix
+	// One read, as GetCharge.
+	var row paymentsdb.SimGetPixWithRefundsRow
 	err := c.sim.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
 		var err error
-		p, err = q.SimGetPix(ctx, paymentsdb.SimGetPixParams{TenantID: tid, E2eID: e2eid})
+		row, err = q.SimGetPixWithRefunds(ctx, paymentsdb.SimGetPixWithRefundsParams{TenantID: tid, E2eID: e2eid})
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -375,7 +382,12 @@ func (c *client) GetPix(ctx context.Context, e2eid string) (pix.Pix, error) {
 	if err != nil {
 		return pix.Pix{}, err
 	}
-	return loadPix(ctx, c.sim.singles(ctx), p.TenantID, p)
+	p := row.PaymentsSimPix
+	out := pixJSON{E2eID: p.E2eID, Txid: p.Txid, Valor: p.Valor, Horario: p.Horario, InfoPagador: p.InfoPagador}
+	if err := json.Unmarshal(row.Refunds, &out.Refunds); err != nil {
+		return pix.Pix{}, fmt.Errorf("simpsp: Pix %s: %w", e2eid, err)
+	}
+	return out.pix(), nil
 }
 
 func (c *client) Refund(ctx context.Context, e2eid, id string, req pix.DevolucaoSolicitada) (pix.Devolucao, error) {

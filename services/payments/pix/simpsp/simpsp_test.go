@@ -5,11 +5,13 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
@@ -130,5 +132,69 @@ func TestConcurrentCreateCharge(t *testing.T) {
 				t.Fatalf("round %d call %d: %+v %v (first %+v)", round, i, got[i], errs[i], got[0])
 			}
 		}
+	}
+}
+
+// GET /cob/{txid} and GET /pix/{e2eid} show a paid charge's Pix with its
+// refunds (devoluções) in order, exactly as the refund calls answered them,
+// each read in one statement.
+func TestReadsShowPixAndRefunds(t *testing.T) {
+	db := testdb.New(t)
+	now := time.Date(2026, 3, 9, 14, 0, 0, 0, time.UTC)
+	sim := simpsp.New(db.Pool, func() time.Time { return now }, nil, nil, nil)
+	tid := uuid.New()
+	ctx := tenancy.With(context.Background(), tid)
+	psp := sim.Client(simpsp.Receiver{HandlerID: "pix_a", MerchantName: "Loja", MerchantCity: "Recife", LocationHost: "loja.example"})
+	const txid = "TXIDreadsshowpix0000000000001"
+	const e2e = "E12345678202603091400abcdefghijk"
+	if _, err := psp.CreateCharge(ctx, txid, cobRequest("123.45", 1800, "5b2e3e35-2f5e-4b34-9d1a-0d5a2c2b6f10", "")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := psp.GetPix(ctx, e2e); !errors.Is(err, pix.ErrPixNaoEncontrado) {
+		t.Fatalf("GetPix before the payment: %v", err)
+	}
+	// The payment as the simulated buyer makes it (Pay also queues its
+	// webhook, which needs the job queue this test does not start).
+	conn, err := pgx.Connect(context.Background(), db.SuperURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	paidAt := now.Add(90*time.Second + 123456*time.Microsecond)
+	if _, err := conn.Exec(context.Background(), `INSERT INTO payments.sim_pix (tenant_id, e2e_id, txid, handler_id, valor, horario, info_pagador)
+		VALUES ($1, $2, $3, 'pix_a', '123.45', $4, 'Pagamento simulado')`, tid, e2e, txid, paidAt); err != nil {
+		t.Fatal(err)
+	}
+	paid := pix.Pix{EndToEndID: e2e, Txid: txid, Valor: "123.45", Horario: paidAt, InfoPagador: "Pagamento simulado"}
+	cob, err := psp.GetCharge(ctx, txid)
+	if err != nil || len(cob.Pix) != 1 || !reflect.DeepEqual(cob.Pix[0], paid) {
+		t.Fatalf("charge: %+v %v, want its Pix %+v", cob.Pix, err, paid)
+	}
+	if got, err := psp.GetPix(ctx, e2e); err != nil || !reflect.DeepEqual(got, paid) {
+		t.Fatalf("Pix: %+v %v, want %+v", got, err, paid)
+	}
+
+	// Two refunds, a minute apart.
+	var want []pix.Devolucao
+	for i, valor := range []string{"10.00", "3.45"} {
+		now = now.Add(time.Minute)
+		d, err := psp.Refund(ctx, e2e, "dev"+strconv.Itoa(i), pix.DevolucaoSolicitada{Valor: valor, Descricao: "parcial"})
+		if err != nil || d.Valor != valor || d.Status != pix.DevolucaoDevolvido || d.Horario.Liquidacao == nil {
+			t.Fatalf("refund %s: %+v %v", valor, d, err)
+		}
+		want = append(want, d)
+	}
+	paid.Devolucoes = want
+	got, err := psp.GetPix(ctx, e2e)
+	if err != nil || !reflect.DeepEqual(got, paid) {
+		t.Fatalf("Pix with refunds: %+v %v, want %+v", got, err, paid)
+	}
+	if cob, err := psp.GetCharge(ctx, txid); err != nil || len(cob.Pix) != 1 || !reflect.DeepEqual(cob.Pix[0], paid) {
+		t.Fatalf("charge with refunds: %+v %v, want %+v", cob.Pix, err, paid)
+	}
+	// Another tenant sees neither.
+	other := tenancy.With(context.Background(), uuid.New())
+	if _, err := psp.GetPix(other, e2e); !errors.Is(err, pix.ErrPixNaoEncontrado) {
+		t.Fatalf("other tenant's GetPix: %v", err)
 	}
 }
