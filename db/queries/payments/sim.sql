@@ -77,8 +77,15 @@ INSERT INTO payments.sim_pix_webhooks (tenant_id, handler_id, chave, url)
 VALUES (@tenant_id, @handler_id, @chave, @url)
 ON CONFLICT (tenant_id, handler_id, chave) DO UPDATE SET url = EXCLUDED.url, updated_at = now();
 
--- name: SimGetWebhook :one
-SELECT * FROM payments.sim_pix_webhooks WHERE tenant_id = @tenant_id AND handler_id = @handler_id AND chave = @chave;
+-- name: SimGetDelivery :one
+-- What a webhook delivery posts: the registered URL and the Pix named (as
+-- to_jsonb of their rows, in the order asked), in one statement.
+SELECT w.url, coalesce((
+    SELECT jsonb_agg(to_jsonb(p) ORDER BY array_position(@e2e_ids::text[], p.e2e_id))
+    FROM payments.sim_pix p WHERE p.tenant_id = w.tenant_id AND p.e2e_id = ANY(@e2e_ids::text[])
+), '[]'::jsonb)::jsonb AS pix
+FROM payments.sim_pix_webhooks w
+WHERE w.tenant_id = @tenant_id AND w.handler_id = @handler_id AND w.chave = @chave;
 
 -- Simulated card processor.
 

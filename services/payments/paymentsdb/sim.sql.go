@@ -302,6 +302,41 @@ func (q *Queries) SimGetChargeWithPix(ctx context.Context, arg SimGetChargeWithP
 	return i, err
 }
 
+const simGetDelivery = `-- name: SimGetDelivery :one
+SELECT w.url, coalesce((
+    SELECT jsonb_agg(to_jsonb(p) ORDER BY array_position($1::text[], p.e2e_id))
+    FROM payments.sim_pix p WHERE p.tenant_id = w.tenant_id AND p.e2e_id = ANY($1::text[])
+), '[]'::jsonb)::jsonb AS pix
+FROM payments.sim_pix_webhooks w
+WHERE w.tenant_id = $2 AND w.handler_id = $3 AND w.chave = $4
+`
+
+type SimGetDeliveryParams struct {
+	E2eIds    []string
+	TenantID  uuid.UUID
+	HandlerID string
+	Chave     string
+}
+
+type SimGetDeliveryRow struct {
+	Url string
+	Pix json.RawMessage
+}
+
+// What a webhook delivery posts: the registered URL and the Pix named (as
+// to_jsonb of their rows, in the order asked), in one statement.
+func (q *Queries) SimGetDelivery(ctx context.Context, arg SimGetDeliveryParams) (SimGetDeliveryRow, error) {
+	row := q.db.QueryRow(ctx, simGetDelivery,
+		arg.E2eIds,
+		arg.TenantID,
+		arg.HandlerID,
+		arg.Chave,
+	)
+	var i SimGetDeliveryRow
+	err := row.Scan(&i.Url, &i.Pix)
+	return i, err
+}
+
 const simGetPix = `-- name: SimGetPix :one
 SELECT tenant_id, e2e_id, txid, handler_id, valor, horario, info_pagador FROM payments.sim_pix WHERE tenant_id = $1 AND e2e_id = $2
 `
@@ -387,29 +422,6 @@ func (q *Queries) SimGetRefund(ctx context.Context, arg SimGetRefundParams) (Pay
 		&i.Motivo,
 		&i.Solicitacao,
 		&i.Liquidacao,
-	)
-	return i, err
-}
-
-const simGetWebhook = `-- name: SimGetWebhook :one
-SELECT tenant_id, handler_id, chave, url, updated_at FROM payments.sim_pix_webhooks WHERE tenant_id = $1 AND handler_id = $2 AND chave = $3
-`
-
-type SimGetWebhookParams struct {
-	TenantID  uuid.UUID
-	HandlerID string
-	Chave     string
-}
-
-func (q *Queries) SimGetWebhook(ctx context.Context, arg SimGetWebhookParams) (PaymentsSimPixWebhook, error) {
-	row := q.db.QueryRow(ctx, simGetWebhook, arg.TenantID, arg.HandlerID, arg.Chave)
-	var i PaymentsSimPixWebhook
-	err := row.Scan(
-		&i.TenantID,
-		&i.HandlerID,
-		&i.Chave,
-		&i.Url,
-		&i.UpdatedAt,
 	)
 	return i, err
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // DeliverArgs is one webhook delivery of the simulated PSP: the Pix are
-// read again when the job runs and signed with a fresh timestamp, so a
+// read again (with the URL, in one statement) when the job runs and signed with a fresh timestamp, so a
 // retry hours later still passes the receiver's freshness check.
 type DeliverArgs struct {
 	TenantID  uuid.UUID `json:"tenant_id"`
@@ -43,24 +43,12 @@ type DeliverWorker struct {
 func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	s, a := w.Sim, job.Args
 	ctx = tenancy.With(ctx, a.TenantID)
-	var url string
-	var note pix.Notification
-	// Reads only, one statement each (see Sim.single).
+	var d paymentsdb.SimGetDeliveryRow
 	err := s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
-		hook, err := q.SimGetWebhook(ctx, paymentsdb.SimGetWebhookParams{TenantID: tid, HandlerID: a.HandlerID, Chave: a.Chave})
-		url = hook.Url
+		var err error
+		d, err = q.SimGetDelivery(ctx, paymentsdb.SimGetDeliveryParams{TenantID: tid, HandlerID: a.HandlerID, Chave: a.Chave, E2eIds: a.E2EIDs})
 		return err
 	})
-	for _, id := range a.E2EIDs {
-		if err != nil {
-			break
-		}
-		err = s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
-			p, err := q.SimGetPix(ctx, paymentsdb.SimGetPixParams{TenantID: tid, E2eID: id})
-			note.Pix = append(note.Pix, pix.Pix{EndToEndID: p.E2eID, Txid: p.Txid, Valor: p.Valor, Horario: p.Horario.UTC(), InfoPagador: p.InfoPagador})
-			return err
-		})
-	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Like a PSP, notify only receivers that registered a webhook.
 		s.log.WarnContext(ctx, "simpsp: no webhook registered; notification dropped", "tenant_id", a.TenantID, "handler_id", a.HandlerID)
@@ -69,6 +57,18 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	if err != nil {
 		return err
 	}
+	var rows []pixJSON
+	if err := json.Unmarshal(d.Pix, &rows); err != nil {
+		return err
+	}
+	if len(rows) != len(a.E2EIDs) {
+		return fmt.Errorf("simpsp: %d of the %d Pix to notify exist", len(rows), len(a.E2EIDs))
+	}
+	var note pix.Notification
+	for _, p := range rows {
+		note.Pix = append(note.Pix, p.pix())
+	}
+	url := d.Url
 	body, err := json.Marshal(note)
 	if err != nil {
 		return err
