@@ -71,10 +71,8 @@ func InTenant(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) er
 	if err != nil {
 		return err
 	}
-	// BEGIN and set_config travel in one simple-protocol message: one
-	// round trip less per transaction (bcpbench: ~40 per purchase). The
-	// tenant id is a uuid.UUID, whose text form needs no quoting.
-	return connLost(pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{BeginQuery: "BEGIN; SELECT set_config('app.tenant_id', '" + tid.String() + "', true)"}, fn))
+	// BEGIN and set_config travel with fn's first statement (inTx).
+	return inTx(ctx, pool, "app.tenant_id", tid.String(), fn)
 }
 
 // connLost marks a connection cut mid-transaction (PostgreSQL restarting
@@ -118,7 +116,7 @@ func InPaymentsSweep(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) er
 // inScope sets app.scope, transaction-local; scope is one of the constant
 // names above, never caller input.
 func inScope(ctx context.Context, pool *pgxpool.Pool, scope string, fn func(pgx.Tx) error) error {
-	return connLost(pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{BeginQuery: "BEGIN; SELECT set_config('app.scope', '" + scope + "', true)"}, fn))
+	return inTx(ctx, pool, "app.scope", scope, fn)
 }
 
 // errSecondStatement is a programming error: Single's callback ran more
