@@ -204,8 +204,13 @@ func TestInstrumentChecksFailTheAttempt(t *testing.T) {
 func TestPixPaidByWebhookSettlesOnce(t *testing.T) {
 	e := newEnv(t)
 	a := e.start(e.a, startReq(e.a, "chk_paid", 12345, pixInstrument))
-	if _, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()})); err != nil {
+	paid, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()}))
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The answer is the attempt as it was paid: the webhook settles it.
+	if p := paid.Msg.GetAttempt(); p.GetId() != a.GetId() || p.GetStatus() != statusPending || p.GetAmount() != 12345 {
+		t.Errorf("SimulatePixPayment answered %v", p)
 	}
 	got := e.waitStatus(e.a, a.GetId(), statusSucceeded)
 	if got.GetAmount() != 12345 || got.GetRefundedAmount() != 0 {
