@@ -106,7 +106,7 @@ func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 	if err != nil {
 		return errRow{err}
 	}
-	return &batchRow{row: br.QueryRow(), br: br}
+	return &closingRow{row: br.QueryRow(), close: br.Close}
 }
 
 func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
@@ -125,7 +125,7 @@ func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 		_ = br.Close()
 		return nil, err
 	}
-	return &batchRows{Rows: rows, br: br}, nil
+	return &closingRows{Rows: rows, close: br.Close}, nil
 }
 
 // Commit commits what ran; with nothing run there is nothing to commit.
@@ -184,38 +184,3 @@ func (t *lazyTx) Prepare(ctx context.Context, name, sql string) (*pgconn.Stateme
 }
 
 func (t *lazyTx) Conn() *pgx.Conn { return t.conn.Conn() }
-
-// batchRow and batchRows close the first statement's batch once its
-// results are read, which frees the connection for the next statement.
-type batchRow struct {
-	row pgx.Row
-	br  pgx.BatchResults
-}
-
-func (r *batchRow) Scan(dest ...any) error {
-	err := r.row.Scan(dest...)
-	if cerr := r.br.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-type batchRows struct {
-	pgx.Rows
-	br  pgx.BatchResults
-	err error
-}
-
-func (r *batchRows) Close() {
-	r.Rows.Close()
-	if cerr := r.br.Close(); cerr != nil && r.err == nil {
-		r.err = cerr
-	}
-}
-
-func (r *batchRows) Err() error {
-	if err := r.Rows.Err(); err != nil {
-		return err
-	}
-	return r.err
-}

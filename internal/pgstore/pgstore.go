@@ -211,7 +211,7 @@ func (s *SingleQuerier) QueryRow(ctx context.Context, sql string, args ...any) p
 	if err := s.send(ctx, sql, args); err != nil {
 		return errRow{err}
 	}
-	return &singleRow{row: s.br.QueryRow(), s: s}
+	return &closingRow{row: s.br.QueryRow(), close: s.close}
 }
 
 func (s *SingleQuerier) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
@@ -222,7 +222,7 @@ func (s *SingleQuerier) Query(ctx context.Context, sql string, args ...any) (pgx
 	if err != nil {
 		return nil, err
 	}
-	return &singleRows{Rows: rows, s: s}, nil
+	return &closingRows{Rows: rows, close: s.close}, nil
 }
 
 // SendBatch is refused: a batch is more than one statement.
@@ -246,34 +246,36 @@ type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
 
-type singleRow struct {
-	row pgx.Row
-	s   *SingleQuerier
+// closingRow and closingRows run close once a statement's results are
+// read: Single releases its connection, a lazy transaction closes the
+// batch its first statement went in.
+type closingRow struct {
+	row   pgx.Row
+	close func() error
 }
 
-func (r *singleRow) Scan(dest ...any) error {
+func (r *closingRow) Scan(dest ...any) error {
 	err := r.row.Scan(dest...)
-	if cerr := r.s.close(); err == nil {
+	if cerr := r.close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
-// singleRows releases the connection when the rows are closed.
-type singleRows struct {
+type closingRows struct {
 	pgx.Rows
-	s   *SingleQuerier
-	err error
+	close func() error
+	err   error
 }
 
-func (r *singleRows) Close() {
+func (r *closingRows) Close() {
 	r.Rows.Close()
-	if cerr := r.s.close(); cerr != nil && r.err == nil {
+	if cerr := r.close(); cerr != nil && r.err == nil {
 		r.err = cerr
 	}
 }
 
-func (r *singleRows) Err() error {
+func (r *closingRows) Err() error {
 	if err := r.Rows.Err(); err != nil {
 		return err
 	}
