@@ -129,26 +129,21 @@ func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 }
 
 // Commit commits what ran; with nothing run there is nothing to commit.
-func (t *lazyTx) Commit(ctx context.Context) error {
-	if t.tx == nil {
-		if t.done {
-			return pgx.ErrTxClosed
-		}
-		t.done = true
-		return nil
-	}
-	return t.tx.Commit(ctx)
-}
+func (t *lazyTx) Commit(ctx context.Context) error { return t.end(ctx, pgx.Tx.Commit) }
 
-func (t *lazyTx) Rollback(ctx context.Context) error {
-	if t.tx == nil {
-		if t.done {
-			return pgx.ErrTxClosed
-		}
-		t.done = true
-		return nil
+func (t *lazyTx) Rollback(ctx context.Context) error { return t.end(ctx, pgx.Tx.Rollback) }
+
+// end commits or rolls back the begun transaction; one never begun just
+// ends (once: after that, like pgx's, it is closed).
+func (t *lazyTx) end(ctx context.Context, f func(pgx.Tx, context.Context) error) error {
+	if t.tx != nil {
+		return f(t.tx, ctx)
 	}
-	return t.tx.Rollback(ctx)
+	if t.done {
+		return pgx.ErrTxClosed
+	}
+	t.done = true
+	return nil
 }
 
 func (t *lazyTx) Begin(ctx context.Context) (pgx.Tx, error) {
