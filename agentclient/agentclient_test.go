@@ -146,3 +146,30 @@ func TestResponseDecoding(t *testing.T) {
 		}
 	}
 }
+
+// The key is read from a tools/call body without building more than the
+// members on the way: decoding meta into a map must not cost a 64-slot map
+// per call (patch 2 of third_party/segmentio-encoding).
+func TestIdempotencyKeyOfAllocations(t *testing.T) {
+	body := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"complete_checkout","arguments":{"id":"chk_1",` +
+		`"meta":{"ucp-agent":{"profile":"https://agent.example/profile.json"},"idempotency-key":" k-123 "},` +
+		`"checkout":{"payment":{"instruments":[{"id":"pi_1","handler_id":"card","type":"card"}]}}}}}`)
+	if got := agentclient.IdempotencyKeyOf(body); got != "k-123" {
+		t.Fatalf("key %q, want k-123", got)
+	}
+	for _, b := range [][]byte{[]byte(`{"method":"tools/list"}`), []byte(`[]`), []byte(`{"method":"tools/call","params":{"arguments":{"meta":{"idempotency-key":5}}}}`)} {
+		if got := agentclient.IdempotencyKeyOf(b); got != "" {
+			t.Errorf("IdempotencyKeyOf(%s) = %q, want none", b, got)
+		}
+	}
+	res := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			agentclient.IdempotencyKeyOf(body)
+		}
+	})
+	t.Logf("%d bytes, %d allocations per call", res.AllocedBytesPerOp(), res.AllocsPerOp())
+	if bytes := res.AllocedBytesPerOp(); bytes > 1024 {
+		t.Errorf("IdempotencyKeyOf allocates %d bytes per call, want at most 1024", bytes)
+	}
+}

@@ -738,7 +738,7 @@ func (d decoder) decodeMapStringInterface(b []byte, p unsafe.Pointer) ([]byte, e
 	m := *(*map[string]any)(p)
 
 	if m == nil {
-		m = make(map[string]any, 64)
+		m = make(map[string]any) // bcp patch 2: no 64-slot start
 	}
 
 	var (
@@ -821,7 +821,7 @@ func (d decoder) decodeMapStringRawMessage(b []byte, p unsafe.Pointer) ([]byte, 
 	m := *(*map[string]RawMessage)(p)
 
 	if m == nil {
-		m = make(map[string]RawMessage, 64)
+		m = make(map[string]RawMessage) // bcp patch 2: no 64-slot start
 	}
 
 	var err error
@@ -902,7 +902,7 @@ func (d decoder) decodeMapStringString(b []byte, p unsafe.Pointer) ([]byte, erro
 	m := *(*map[string]string)(p)
 
 	if m == nil {
-		m = make(map[string]string, 64)
+		m = make(map[string]string) // bcp patch 2: no 64-slot start
 	}
 
 	var err error
@@ -983,7 +983,7 @@ func (d decoder) decodeMapStringStringSlice(b []byte, p unsafe.Pointer) ([]byte,
 	m := *(*map[string][]string)(p)
 
 	if m == nil {
-		m = make(map[string][]string, 64)
+		m = make(map[string][]string) // bcp patch 2: no 64-slot start
 	}
 
 	var err error
@@ -1068,7 +1068,7 @@ func (d decoder) decodeMapStringBool(b []byte, p unsafe.Pointer) ([]byte, error)
 	m := *(*map[string]bool)(p)
 
 	if m == nil {
-		m = make(map[string]bool, 64)
+		m = make(map[string]bool) // bcp patch 2: no 64-slot start
 	}
 
 	var err error
