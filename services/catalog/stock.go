@@ -69,12 +69,12 @@ func (s *Service) ReserveStock(ctx context.Context, r *connect.Request[catalogv1
 		return nil, err
 	}
 	switch {
+	case check && !row.Available:
+		return nil, apperr.New(apperr.KindFailedPrecondition, "item_unavailable", "an item of %s is not for sale", strings.Join(variants, ", "))
+	case check && !row.PricesOk:
+		return nil, apperr.New(apperr.KindFailedPrecondition, "price_changed", "a price of %s changed", strings.Join(variants, ", "))
 	case row.AlreadyHeld:
 		return connect.NewResponse(&catalogv1.ReserveStockResponse{}), nil // already reserved: nothing to do
-	case !row.ReservedOk && check && !row.Available:
-		return nil, apperr.New(apperr.KindFailedPrecondition, "item_unavailable", "an item of %s is not for sale", strings.Join(variants, ", "))
-	case !row.ReservedOk && check && !row.PricesOk:
-		return nil, apperr.New(apperr.KindFailedPrecondition, "price_changed", "a price of %s changed", strings.Join(variants, ", "))
 	case !row.ReservedOk:
 		return nil, apperr.New(apperr.KindFailedPrecondition, "out_of_stock", "not enough stock of %s", strings.Join(variants, ", "))
 	case row.LinesBooked != int64(len(variants)):

@@ -206,6 +206,15 @@ func TestReserveStockAtShownPrices(t *testing.T) {
 		t.Fatalf("at the shown prices: %v %v, stock %v", r, err, stocks())
 	}
 
+	// Held already: nothing more is taken, but the prices are still checked
+	// (a reservation left by an earlier attempt must not let a changed price
+	// through).
+	if r, err := reserve("chk_a", line(can, 2, 3990), line(xic, 2, 1990)); err != nil || r.GetReserved() || stocks() != [2]int64{1, 3} {
+		t.Fatalf("again at the shown prices: %v %v, stock %v", r, err, stocks())
+	}
+	_, err = reserve("chk_a", line(can, 2, 3890), line(xic, 2, 1990))
+	wantErr(t, err, connect.CodeFailedPrecondition, "price_changed", "")
+
 	// A withdrawn variant, then a withdrawn product (edited as read now:
 	// an update writes the stock it is given).
 	p = e.get(ctx, p.GetId())

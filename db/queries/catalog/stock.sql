@@ -5,7 +5,8 @@
 -- not count, and is reused), when a variant does not exist or when one has
 -- too little stock; with @check_prices also when a variant or its product
 -- is inactive or a variant's price is not the one the buyer was shown
--- (@prices, per variant). The variants are locked in id order, as every
+-- (@prices, per variant); those two are checked even when the checkout
+-- already holds its reservation. The variants are locked in id order, as every
 -- reservation locks them, so concurrent reservations cannot deadlock, and
 -- stock and price are checked on the locked (latest) rows, so the last unit
 -- is never sold twice and never at a price the buyer did not see. Stock is
@@ -25,7 +26,7 @@ WITH req AS (
     FROM catalog.variants v
     JOIN req ON req.variant_id = v.id
     JOIN catalog.products p ON p.tenant_id = v.tenant_id AND p.id = v.product_id
-    WHERE v.tenant_id = @tenant_id AND NOT (SELECT yes FROM held)
+    WHERE v.tenant_id = @tenant_id
     ORDER BY v.id
     FOR UPDATE OF v
 ), verdict AS (
@@ -34,7 +35,8 @@ WITH req AS (
            coalesce(bool_and(locked.stock >= locked.quantity), false) AS enough
     FROM locked
 ), ok AS (
-    SELECT CASE WHEN @check_prices::boolean THEN available AND prices_ok AND enough
+    SELECT NOT (SELECT yes FROM held) AND
+           CASE WHEN @check_prices::boolean THEN available AND prices_ok AND enough
                 ELSE (SELECT count(*) FROM locked) = (SELECT count(*) FROM req) AND enough END AS yes
     FROM verdict
 ), booked AS (
