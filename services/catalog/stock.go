@@ -18,9 +18,10 @@ import (
 )
 
 // ReserveStock takes a checkout's stock in one statement: every line or
-// none, and with check_prices only at the prices the buyer saw. It does not take the catalog write lock: the statement locks the
-// variant rows it checks and changes, which is safe against concurrent
-// reservations and edits.
+// none, and with check_prices only at the prices the buyer saw. It does
+// not take the catalog write lock: the statement locks the variant rows it
+// checks and changes, which is safe against concurrent reservations and
+// edits.
 func (s *Service) ReserveStock(ctx context.Context, r *connect.Request[catalogv1.ReserveStockRequest]) (*connect.Response[catalogv1.ReserveStockResponse], error) {
 	tid, err := tenancy.From(ctx)
 	if err != nil {

@@ -414,7 +414,8 @@ func (s *Service) unconfirmed(ctx context.Context, rec paymentsdb.PaymentsPixRec
 
 // decidePix applies one Pix the PSP confirmed (p comes from the PSP, not
 // from a notification) to its attempt (attemptID "" for a Pix that matches
-// none). receiptStored says the caller read p's receipt row, so it exists. In one transaction holding the attempt's row lock, exactly once
+// none). receiptStored says the caller read p's receipt row, so it
+// exists. In one transaction holding the attempt's row lock, exactly once
 // per endToEndId (the receipt row records the decision):
 //   - pending attempt, same amount, paid by expires_at → SUCCEEDED, and
 //     the checkout service is told;
@@ -429,10 +430,6 @@ func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix
 	if err != nil {
 		return fmt.Errorf("payments: PSP value for Pix %s: %w", p.EndToEndID, err)
 	}
-	raw, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
 	var tell *attempt // the attempt this decision changed, for checkout
 	err = s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, tx pgx.Tx) error {
 		var a attempt
@@ -445,6 +442,10 @@ func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix
 		// The PSP may tell us (a poll) before its webhook does; a
 		// reconciliation starts from the stored receipt and skips this.
 		if !receiptStored {
+			raw, err := json.Marshal(p)
+			if err != nil {
+				return err
+			}
 			if _, err := q.InsertReceipt(ctx, paymentsdb.InsertReceiptParams{TenantID: tid, E2eID: p.EndToEndID, HookID: hookID,
 				HandlerID: handlerID, Txid: p.Txid, Amount: paid, Horario: p.Horario, Raw: raw}); err != nil {
 				return err

@@ -20,8 +20,9 @@ import (
 )
 
 // DeliverArgs is one webhook delivery of the simulated PSP: the Pix are
-// read again (with the URL, in one statement) when the job runs and signed with a fresh timestamp, so a
-// retry hours later still passes the receiver's freshness check.
+// read again (with the URL, in one statement) when the job runs and
+// signed with a fresh timestamp, so a retry hours later still passes the
+// receiver's freshness check.
 type DeliverArgs struct {
 	TenantID  uuid.UUID `json:"tenant_id"`
 	HandlerID string    `json:"handler_id"`
@@ -68,7 +69,6 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	for _, p := range rows {
 		note.Pix = append(note.Pix, p.pix())
 	}
-	url := d.Url
 	body, err := json.Marshal(note)
 	if err != nil {
 		return err
@@ -77,7 +77,7 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(url, "/")+"/pix", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(d.Url, "/")+"/pix", bytes.NewReader(body))
 	if err != nil {
 		return river.JobCancel(fmt.Errorf("simpsp: bad webhook url: %w", err))
 	}
