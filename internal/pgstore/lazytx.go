@@ -44,6 +44,9 @@ type lazyTx struct {
 // reads the first two results; the statement's are left to the caller,
 // who must close the batch once it has read them.
 func (t *lazyTx) first(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	if t.done {
+		return nil, pgx.ErrTxClosed
+	}
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{})
 	b.Queue(`SELECT set_config($1, $2, true)`, t.key, t.value)
@@ -67,9 +70,6 @@ func (t *lazyTx) begin(ctx context.Context) error {
 	if t.tx != nil {
 		return nil
 	}
-	if t.done {
-		return pgx.ErrTxClosed
-	}
 	br, err := t.first(ctx, "", nil)
 	if err != nil {
 		return err
@@ -80,9 +80,6 @@ func (t *lazyTx) begin(ctx context.Context) error {
 func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if t.tx != nil {
 		return t.tx.Exec(ctx, sql, args...)
-	}
-	if t.done {
-		return pgconn.CommandTag{}, pgx.ErrTxClosed
 	}
 	br, err := t.first(ctx, sql, args)
 	if err != nil {
@@ -99,9 +96,6 @@ func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 	if t.tx != nil {
 		return t.tx.QueryRow(ctx, sql, args...)
 	}
-	if t.done {
-		return errRow{pgx.ErrTxClosed}
-	}
 	br, err := t.first(ctx, sql, args)
 	if err != nil {
 		return errRow{err}
@@ -112,9 +106,6 @@ func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if t.tx != nil {
 		return t.tx.Query(ctx, sql, args...)
-	}
-	if t.done {
-		return nil, pgx.ErrTxClosed
 	}
 	br, err := t.first(ctx, sql, args)
 	if err != nil {
