@@ -44,7 +44,11 @@ type Options struct {
 	Port int
 	// Log receives PostgreSQL's server log. Nil discards it.
 	Log io.Writer
-	// Fsync off trades durability for speed; only tests should set it.
+	// Fsync off trades durability for speed; only tests and the load
+	// generator should set it. Commits stay synchronous: with fsync off a
+	// synchronous commit costs one write(), while an asynchronous one
+	// wakes the WAL writer with a signal on nearly every commit, a cost
+	// the durable configuration never pays (docs/performance.md, round 10).
 	NoFsync bool
 }
 
@@ -147,7 +151,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		"-c", "log_min_messages=warning",
 	}
 	if opts.NoFsync {
-		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+		args = append(args, "-c", "fsync=off", "-c", "full_page_writes=off")
 	}
 	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
 	cmd.Stdout, cmd.Stderr = logOrDiscard(opts.Log), logOrDiscard(opts.Log)
