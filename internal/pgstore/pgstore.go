@@ -133,11 +133,33 @@ var errSecondStatement = errors.New("pgstore.Single: more than one statement (or
 // A second statement fails with an error instead of running outside the
 // transaction. It fails closed when ctx carries no tenant.
 func Single(ctx context.Context, pool *pgxpool.Pool, fn func(*SingleQuerier) error) error {
+	return single(ctx, pool, setTenant, fn)
+}
+
+// SingleGenericPlan is Single for a statement that PostgreSQL would plan
+// again on every call although its plan never depends on the values:
+// one whose array parameter feeds unnest. A custom plan sees the array's
+// length, the generic plan guesses ten elements, so the generic one always
+// looks costlier and is never chosen (plan_cache_mode auto). Forcing it,
+// for this statement only (the setting is local to its implicit
+// transaction), skips a planning that costs more than the execution.
+// Statements with optional filters (x IS NULL OR ...) must keep custom
+// plans: use Single for them.
+func SingleGenericPlan(ctx context.Context, pool *pgxpool.Pool, fn func(*SingleQuerier) error) error {
+	return single(ctx, pool, setTenantGenericPlan, fn)
+}
+
+const (
+	setTenant            = `SELECT set_config('app.tenant_id', $1, true)`
+	setTenantGenericPlan = `SELECT set_config('app.tenant_id', $1, true), set_config('plan_cache_mode', 'force_generic_plan', true)`
+)
+
+func single(ctx context.Context, pool *pgxpool.Pool, setup string, fn func(*SingleQuerier) error) error {
 	tid, err := tenancy.From(ctx)
 	if err != nil {
 		return err
 	}
-	q := &SingleQuerier{pool: pool, tenant: tid.String()}
+	q := &SingleQuerier{pool: pool, setup: setup, tenant: tid.String()}
 	err = fn(q)
 	if cerr := q.close(); err == nil {
 		err = cerr
@@ -151,6 +173,7 @@ func Single(ctx context.Context, pool *pgxpool.Pool, fn func(*SingleQuerier) err
 // results are read.
 type SingleQuerier struct {
 	pool   *pgxpool.Pool
+	setup  string // the set_config statement sent before the statement
 	tenant string
 	used   bool
 	conn   *pgxpool.Conn
@@ -171,7 +194,7 @@ func (s *SingleQuerier) send(ctx context.Context, sql string, args []any) error 
 	}
 	s.conn = conn
 	b := &pgx.Batch{}
-	b.Queue(`SELECT set_config('app.tenant_id', $1, true)`, s.tenant)
+	b.Queue(s.setup, s.tenant)
 	b.Queue(sql, args...)
 	s.br = conn.SendBatch(ctx, b)
 	_, err = s.br.Exec()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
@@ -163,5 +164,57 @@ func TestSingleScope(t *testing.T) {
 	}
 	if err := pgstore.Single(ctx, d.Pool, func(*pgstore.SingleQuerier) error { t.Fatal("ran without a tenant"); return nil }); err == nil {
 		t.Fatal("Single without a tenant succeeded")
+	}
+}
+
+// SingleGenericPlan plans its statement once where Single, for a
+// statement whose array parameter feeds unnest, lets PostgreSQL plan it
+// on every call; the forced setting ends with the statement.
+func TestSingleGenericPlan(t *testing.T) {
+	d := testdb.New(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(d.AppURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1 // pg_prepared_statements is per connection
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	inA := tenancy.With(ctx, uuid.New())
+	// One indexed lookup per element: a custom plan counts one element,
+	// the generic plan ten, so in auto mode the generic one never wins.
+	const stmt = `SELECT (SELECT l.last FROM orders.label_counters l WHERE l.tenant_id = u.x::uuid LIMIT 1) FROM unnest($1::text[]) AS u (x)`
+	run := func(single func(context.Context, *pgxpool.Pool, func(*pgstore.SingleQuerier) error) error) {
+		t.Helper()
+		for range 8 {
+			if err := single(inA, pool, func(q *pgstore.SingleQuerier) error {
+				_, err := q.Exec(inA, stmt, []string{uuid.NewString()})
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	plans := func() (custom, generic int64) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, `SELECT custom_plans, generic_plans FROM pg_prepared_statements WHERE statement = $1`, stmt).Scan(&custom, &generic); err != nil {
+			t.Fatal(err)
+		}
+		return custom, generic
+	}
+	run(pgstore.Single)
+	if c, g := plans(); c != 8 || g != 0 {
+		t.Fatalf("Single: %d custom and %d generic plans, want 8 and 0 (the statement no longer shows the problem)", c, g)
+	}
+	run(pgstore.SingleGenericPlan)
+	if c, g := plans(); c != 8 || g != 8 {
+		t.Fatalf("SingleGenericPlan: %d custom and %d generic plans in all, want 8 and 8", c, g)
+	}
+	var mode string
+	if err := pool.QueryRow(ctx, `SHOW plan_cache_mode`).Scan(&mode); err != nil || mode != "auto" {
+		t.Fatalf("plan_cache_mode after SingleGenericPlan = %q (%v), want auto", mode, err)
 	}
 }

@@ -3,6 +3,7 @@ package pricing
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/bcpdev/bcp/internal/apperr"
@@ -493,5 +495,41 @@ func TestRedeemDiscountsConcurrentLimit(t *testing.T) {
 	}
 	if ok != 1 {
 		t.Fatalf("%d redemptions succeeded, want exactly 1", ok)
+	}
+}
+
+// A redemption of discounts without limits is planned once per
+// connection, not on every call (pgstore.SingleGenericPlan): its refs
+// array would otherwise make PostgreSQL prefer a custom plan each time,
+// and planning it costs more than running it.
+func TestRedeemUnlimitedPlansOnce(t *testing.T) {
+	d := testdb.New(t)
+	ctx := tenant()
+	cfg, err := pgxpool.ParseConfig(d.AppURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1 // pg_prepared_statements is per connection
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s := New(pool)
+	if _, err := s.SetDiscount(ctx, req(&pricingv1.SetDiscountRequest{Discount: &pricingv1.Discount{
+		Code: "SEMLIMITE", Title: "Sem limite", Kind: pricingv1.Discount_KIND_FIXED, Value: 500, Combinable: true, Active: true}})); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		if _, err := s.RedeemDiscounts(ctx, req(&pricingv1.RedeemDiscountsRequest{CheckoutId: fmt.Sprintf("chk_%d", i), DiscountIds: []string{"semlimite"}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var custom, generic int64
+	if err := pool.QueryRow(ctx, `SELECT custom_plans, generic_plans FROM pg_prepared_statements WHERE statement LIKE '-- name: RedeemUnlimited %'`).Scan(&custom, &generic); err != nil {
+		t.Fatal(err)
+	}
+	if custom != 0 || generic != 8 {
+		t.Fatalf("RedeemUnlimited: %d custom and %d generic plans in 8 calls, want 0 and 8", custom, generic)
 	}
 }
