@@ -392,3 +392,56 @@ func TestPendingSettlesAreArmedAgain(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Every column of checkout.sessions keeps a statistics target of 10
+// (00022): ANALYZE samples 300 rows per point of the largest target, so a
+// column added later at the default would bring back the 30 000-row
+// sample on its own.
+func TestSessionsStatisticsTarget(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.NewEmpty(t)
+	if _, err := db.MigrateUp(ctx, d.OwnerURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, d.SuperURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	targets := func() map[string]int32 {
+		t.Helper()
+		rows, err := conn.Query(ctx, `SELECT attname::text, attstattarget::int4 FROM pg_attribute
+			WHERE attrelid = 'checkout.sessions'::regclass AND attnum > 0 AND NOT attisdropped`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]int32{}
+		var name string
+		var target int32
+		if _, err := pgx.ForEachRow(rows, []any{&name, &target}, func() error { m[name] = target; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(m) < 19 {
+			t.Fatalf("checkout.sessions has %d columns, want at least 19", len(m))
+		}
+		return m
+	}
+	for col, target := range targets() {
+		if target != 10 {
+			t.Errorf("checkout.sessions.%s statistics target = %d, want 10", col, target)
+		}
+	}
+	p, closeFn, err := db.Provider(d.OwnerURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if _, err := p.DownTo(ctx, 21); err != nil {
+		t.Fatal(err)
+	}
+	for col, target := range targets() {
+		if target != -1 {
+			t.Errorf("after down, checkout.sessions.%s statistics target = %d, want -1 (the default)", col, target)
+		}
+	}
+}
