@@ -42,3 +42,28 @@ func TestRecorderAndChart(t *testing.T) {
 		t.Fatalf("targets %+v", ts)
 	}
 }
+
+// stmtDelta counts a transaction and no round trip for the tenant setting
+// that travels with a Single or SingleGenericPlan statement, and a round
+// trip for each other statement except InTenant's setting (it rides with
+// the first statement).
+func TestStmtDeltaCountsPipelinedSettings(t *testing.T) {
+	before := stmtSnapshot{"9": {query: "SELECT 1", calls: 5}}
+	after := stmtSnapshot{
+		"9": {query: "SELECT 1", calls: 5}, // ran before the phase only
+		"1": {query: "SELECT set_config($1, $2, $3)", calls: 2},
+		"2": {query: "-- name: GetSession :one SELECT a FROM t", calls: 2, ms: 1},
+		"3": {query: "COMMIT", calls: 2},
+		"4": {query: "SELECT set_config($2, $1, $3)", calls: 4},
+		"5": {query: "-- name: LookupVariants :many SELECT b FROM u", calls: 4, ms: 2},
+		"6": {query: "SELECT set_config($2, $1, $3), set_config($4, $5, $6)", calls: 2},
+		"7": {query: "-- name: RedeemUnlimited :many WITH r AS (SELECT 1) SELECT 2", calls: 2, ms: 1},
+	}
+	st := stmtDelta(before, after, 2, 0)
+	// Per operation: one InTenant transaction (setting, statement, COMMIT:
+	// two round trips), two Single statements, one SingleGenericPlan one.
+	if st.TransactionsPerOp != 4 || st.StatementsPerOp != 9 || st.RoundTripsPerOp != 5 || st.ExecMsPerOp != 2 {
+		t.Fatalf("got %.1f transactions, %.1f statements, %.1f round trips, %.1f ms per op; want 4, 9, 5, 2",
+			st.TransactionsPerOp, st.StatementsPerOp, st.RoundTripsPerOp, st.ExecMsPerOp)
+	}
+}

@@ -111,6 +111,10 @@ func (e *env) statements(ctx context.Context) stmtSnapshot {
 // to "SELECT set_config($1, $2, $3)".
 const singleScope = "SELECT set_config($2, $1, $3)"
 
+// singleScopeGenericPlan is pgstore.SingleGenericPlan's, which also
+// forces a generic plan for its statement.
+const singleScopeGenericPlan = "SELECT set_config($2, $1, $3), set_config($4, $5, $6)"
+
 // stmtDelta is what ran between two snapshots, per operation; the top
 // lines are the most frequent statements.
 func stmtDelta(before, after stmtSnapshot, ops int64, top int) *StmtStats {
@@ -128,11 +132,12 @@ func stmtDelta(before, after stmtSnapshot, ops int64, top int) *StmtStats {
 		}
 		ms := a.ms - b.ms
 		q := strings.Join(strings.Fields(a.query), " ")
-		if strings.EqualFold(q, "commit") || strings.EqualFold(q, "rollback") || q == singleScope {
+		single := q == singleScope || q == singleScopeGenericPlan
+		if strings.EqualFold(q, "commit") || strings.EqualFold(q, "rollback") || single {
 			st.TransactionsPerOp += float64(calls) / n
 		}
 		st.StatementsPerOp += float64(calls) / n
-		if q != singleScope && q != "SELECT set_config($1, $2, $3)" {
+		if !single && q != "SELECT set_config($1, $2, $3)" {
 			st.RoundTripsPerOp += float64(calls) / n
 		}
 		st.ExecMsPerOp += ms / n
