@@ -67,3 +67,14 @@ func TestStmtDeltaCountsPipelinedSettings(t *testing.T) {
 			st.TransactionsPerOp, st.StatementsPerOp, st.RoundTripsPerOp, st.ExecMsPerOp)
 	}
 }
+
+// The report names what autovacuum did during a phase, shortened to the
+// first four tables, each table once.
+func TestAutovacuumSummary(t *testing.T) {
+	got := autovacuumSummary([]string{"VACUUM checkout.sessions", "ANALYZE checkout.sessions", "ANALYZE pg_catalog.pg_attribute",
+		"VACUUM payments.attempts", "ANALYZE payments.attempts", "ANALYZE orders.orders", "VACUUM river.river_job", "ANALYZE river.river_job"})
+	want := "autovacuum during the phase: 3 vacuums, 5 analyzes (checkout.sessions, pg_catalog.pg_attribute, payments.attempts, orders.orders and 1 more)"
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}

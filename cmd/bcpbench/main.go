@@ -83,6 +83,9 @@ type Phase struct {
 	Pool        *PoolStats         `json:"db_pool,omitempty"`
 	CPU         *CPUUse            `json:"cpu,omitempty"`
 	SQL         *StmtStats         `json:"sql,omitempty"`
+	// Autovacuum is what autovacuum finished during the phase ("VACUUM
+	// schema.table", "ANALYZE schema.table"), when statistics are on.
+	Autovacuum []string `json:"autovacuum,omitempty"`
 }
 
 // PoolStats is pgxpool's Stat at the end of a phase (counters as deltas
@@ -268,6 +271,7 @@ func run(ctx context.Context, cfg config) error {
 		}
 		cpu0 := e.cpu()
 		stmts0 := e.statements(ctx)
+		started := time.Now()
 		logf("phase %s (%s, concurrency %d, rate %.0f/s) for %s", name, mode, conc, rate, cfg.duration)
 		var el time.Duration
 		if mode == "closed" {
@@ -286,6 +290,7 @@ func run(ctx context.Context, cfg config) error {
 			top = cfg.statements
 		}
 		p.SQL = stmtDelta(stmts0, e.statements(ctx), p.Completed, top)
+		p.Autovacuum = e.autovacuumSince(ctx, started)
 		res.Phases = append(res.Phases, p)
 		return p
 	}
@@ -450,8 +455,12 @@ func targets(res *Result) []Target {
 				worst, worstOp = s.P99, op
 			}
 		}
+		measured := fmtMs(worst) + " ms (" + worstOp + ")"
+		if len(p.Autovacuum) > 0 {
+			measured += ", autovacuum ran"
+		}
 		out = append(out, Target{What: "p99 of every tool at 60 % of peak (" + fmt.Sprintf("%.0f/s", p.OfferedRate) + ")", Want: "< 50 ms",
-			Measured: fmtMs(worst) + " ms (" + worstOp + ")", Met: worst > 0 && worst < 50e6})
+			Measured: measured, Met: worst > 0 && worst < 50e6})
 	}
 	return out
 }
@@ -511,6 +520,9 @@ func printReport(w io.Writer, res *Result) {
 				}
 				fmt.Fprintf(w, "%-16s   %6.2f/op %7.3f ms  %s\n", "", l.CallsPerOp, l.MeanMs, q)
 			}
+		}
+		if len(p.Autovacuum) > 0 {
+			fmt.Fprintf(w, "%-16s %s\n", "", autovacuumSummary(p.Autovacuum))
 		}
 		if len(p.Errors) > 0 {
 			keys := make([]string, 0, len(p.Errors))

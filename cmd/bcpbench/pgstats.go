@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -167,4 +169,56 @@ func (e *env) trackPlanning(ctx context.Context) error {
 	}
 	_, err := e.stats.Exec(ctx, `SELECT pg_reload_conf()`)
 	return err
+}
+
+// Autovacuum work finished during a phase. On two cores an autovacuum
+// worker holds one of them while it runs, so a phase it lands in shows a
+// longer tail that is not the platform's request path. Its first pass of
+// the fresh database, about half a minute after PostgreSQL starts
+// (autovacuum_naptime divided among the databases), vacuums and analyzes
+// every table the earlier phases filled: docs/performance.md, round 10.
+
+// autovacuumSince lists the tables whose last autovacuum or autoanalyze
+// finished at or after since, as "VACUUM schema.table" and "ANALYZE
+// schema.table" in the order they finished; nil when statistics are off.
+func (e *env) autovacuumSince(ctx context.Context, since time.Time) []string {
+	if e.stats == nil {
+		return nil
+	}
+	rows, err := e.stats.Query(ctx, `SELECT w.what || ' ' || t.schemaname || '.' || t.relname
+		FROM pg_stat_all_tables t, LATERAL (VALUES ('VACUUM', t.last_autovacuum), ('ANALYZE', t.last_autoanalyze)) AS w (what, at)
+		WHERE w.at >= $1 ORDER BY w.at`, since)
+	if err != nil {
+		logf("pg_stat_all_tables: %v", err)
+		return nil
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		logf("pg_stat_all_tables: %v", err)
+		return nil
+	}
+	return out
+}
+
+// autovacuumSummary is one line for the report: how many tables were
+// vacuumed and analyzed, and the first few.
+func autovacuumSummary(done []string) string {
+	var vacuums, analyzes int
+	var names []string
+	for _, d := range done {
+		what, table, _ := strings.Cut(d, " ")
+		if what == "VACUUM" {
+			vacuums++
+		} else {
+			analyzes++
+		}
+		if !slices.Contains(names, table) {
+			names = append(names, table)
+		}
+	}
+	list := strings.Join(names, ", ")
+	if len(names) > 4 {
+		list = strings.Join(names[:4], ", ") + fmt.Sprintf(" and %d more", len(names)-4)
+	}
+	return fmt.Sprintf("autovacuum during the phase: %d vacuums, %d analyzes (%s)", vacuums, analyzes, list)
 }
