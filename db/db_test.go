@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pressly/goose/v3"
 
 	"github.com/bcpdev/bcp/db"
 	"github.com/bcpdev/bcp/internal/pgstore"
@@ -253,15 +254,7 @@ func TestOpenRefusesPrivilegedRole(t *testing.T) {
 // and the migration goes down and up again.
 func TestDocumentsCompressWithLZ4(t *testing.T) {
 	ctx := context.Background()
-	d := testdb.NewEmpty(t)
-	if _, err := db.MigrateUp(ctx, d.OwnerURL, nil); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, d.SuperURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn, p := migrated(t)
 	methods := func() map[string]string {
 		t.Helper()
 		rows, err := conn.Query(ctx, `SELECT c.relnamespace::regnamespace || '.' || c.relname || '.' || a.attname, a.attcompression::text
@@ -297,11 +290,6 @@ func TestDocumentsCompressWithLZ4(t *testing.T) {
 		t.Errorf("payments.attempts.request_hash compression = %q, want the default", up["payments.attempts.request_hash"])
 	}
 
-	p, closeFn, err := db.Provider(d.OwnerURL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeFn()
 	if _, err := p.DownTo(ctx, 19); err != nil {
 		t.Fatal(err)
 	}
@@ -399,15 +387,7 @@ func ptr[T any](v T) *T { return &v }
 // sample on its own.
 func TestSessionsStatisticsTarget(t *testing.T) {
 	ctx := context.Background()
-	d := testdb.NewEmpty(t)
-	if _, err := db.MigrateUp(ctx, d.OwnerURL, nil); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, d.SuperURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn, p := migrated(t)
 	targets := func() map[string]int32 {
 		t.Helper()
 		rows, err := conn.Query(ctx, `SELECT attname::text, attstattarget::int4 FROM pg_attribute
@@ -431,11 +411,6 @@ func TestSessionsStatisticsTarget(t *testing.T) {
 			t.Errorf("checkout.sessions.%s statistics target = %d, want 10", col, target)
 		}
 	}
-	p, closeFn, err := db.Provider(d.OwnerURL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeFn()
 	if _, err := p.DownTo(ctx, 21); err != nil {
 		t.Fatal(err)
 	}
@@ -444,4 +419,27 @@ func TestSessionsStatisticsTarget(t *testing.T) {
 			t.Errorf("after down, checkout.sessions.%s statistics target = %d, want -1 (the default)", col, target)
 		}
 	}
+}
+
+// migrated is a fresh database migrated all the way up, a superuser
+// connection to read its catalog, and a goose provider to move it down
+// and up again; all closed when the test ends.
+func migrated(t *testing.T) (*pgx.Conn, *goose.Provider) {
+	t.Helper()
+	ctx := context.Background()
+	d := testdb.NewEmpty(t)
+	if _, err := db.MigrateUp(ctx, d.OwnerURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, d.SuperURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(ctx) })
+	p, closeFn, err := db.Provider(d.OwnerURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = closeFn() })
+	return conn, p
 }

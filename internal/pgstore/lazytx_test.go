@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
@@ -48,20 +47,10 @@ func (s *sends) roundTrips() int64 {
 // the transaction is one: in the tenant's scope, all or nothing, and the
 // connection goes back to the pool clean.
 func TestInTenantBeginsWithTheFirstStatement(t *testing.T) {
-	d := testdb.New(t)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(d.AppURL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tr := &sends{}
-	cfg.ConnConfig.Tracer = tr
-	cfg.MaxConns = 1 // every transaction on the same connection: a leak shows in the next one
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	// Every transaction on the same connection: a leak shows in the next one.
+	pool := testdb.New(t).OneConnPool(t, tr)
 	if err := pool.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +71,7 @@ func TestInTenantBeginsWithTheFirstStatement(t *testing.T) {
 	// Three statements, the first an Exec: four round trips.
 	var setting string
 	var rows int
-	err = pgstore.InTenant(inA, pool, func(tx pgx.Tx) error {
+	err := pgstore.InTenant(inA, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, insert, a, 1); err != nil {
 			return err
 		}

@@ -171,18 +171,8 @@ func TestSingleScope(t *testing.T) {
 // statement whose array parameter feeds unnest, lets PostgreSQL plan it
 // on every call; the forced setting ends with the statement.
 func TestSingleGenericPlan(t *testing.T) {
-	d := testdb.New(t)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(d.AppURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // pg_prepared_statements is per connection
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := testdb.New(t).OneConnPool(t, nil) // pg_prepared_statements is per connection
 	inA := tenancy.With(ctx, uuid.New())
 	// One indexed lookup per element: a custom plan counts one element,
 	// the generic plan ten, so in auto mode the generic one never wins.

@@ -73,6 +73,26 @@ type DB struct {
 	Pool     *pgxpool.Pool
 }
 
+// OneConnPool is a pool of the application role that holds at most one
+// connection, closed when the test ends: what a statement leaves on its
+// connection (prepared statements and their plans, settings) shows to the
+// next borrower. tracer, when not nil, sees everything sent.
+func (d *DB) OneConnPool(t testing.TB, tracer pgx.QueryTracer) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(d.AppURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	cfg.ConnConfig.Tracer = tracer
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 // New returns a fresh migrated database, dropped when the test ends.
 func New(t testing.TB) *DB {
 	t.Helper()

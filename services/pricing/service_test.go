@@ -15,7 +15,6 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/bcpdev/bcp/internal/apperr"
@@ -503,18 +502,8 @@ func TestRedeemDiscountsConcurrentLimit(t *testing.T) {
 // array would otherwise make PostgreSQL prefer a custom plan each time,
 // and planning it costs more than running it.
 func TestRedeemUnlimitedPlansOnce(t *testing.T) {
-	d := testdb.New(t)
 	ctx := tenant()
-	cfg, err := pgxpool.ParseConfig(d.AppURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // pg_prepared_statements is per connection
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := testdb.New(t).OneConnPool(t, nil) // pg_prepared_statements is per connection
 	s := New(pool)
 	if _, err := s.SetDiscount(ctx, req(&pricingv1.SetDiscountRequest{Discount: &pricingv1.Discount{
 		Code: "SEMLIMITE", Title: "Sem limite", Kind: pricingv1.Discount_KIND_FIXED, Value: 500, Combinable: true, Active: true}})); err != nil {
