@@ -73,7 +73,7 @@ bench:
 	@mkdir -p $(BENCH_OUT)
 	$(GO) run ./cmd/bcpbench $(BENCH_FLAGS) --out $(BENCH_OUT)/result.json --svg $(BENCH_OUT)/latency.svg
 
-## bench-ab: two revisions' closed-loop rates measured at the same time, so both see the same machine
+## bench-ab: two revisions' closed-loop rates and CPU per purchase measured at the same time, so both see the same machine
 ## (whole runs drift ±20 % between minutes here); prints each round and B/A. One round spreads about
 ## ±10 % (AB="HEAD HEAD" gives 0.94–1.16): run several.
 ## make bench-ab AB="67920f8 HEAD" [AB_ROUNDS=3]

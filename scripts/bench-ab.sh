@@ -33,7 +33,14 @@ done
 rates() { # phase rates (done/s) from a bcpbench report: noop create purchase
   sed -E 's/ +/ /g' "$1" | grep -oE '^(noop|create_checkout|purchase) closed [0-9]+ [0-9.]+' | awk '{printf "%s ", $4}'
 }
-printf '%-6s %-28s %-28s %s\n' round "A: noop create purchase" "B: noop create purchase" "B/A: create purchase"
+cpu() { # the purchase phase's CPU per purchase (ms): process + PostgreSQL
+  grep -oE 'CPU: process [0-9.]+ s \([0-9.]+ ms/op\), PostgreSQL [0-9.]+ s \([0-9.]+ ms/op\)' "$1" | tail -1 |
+    sed -E 's/.*\(([0-9.]+) ms\/op\).*\(([0-9.]+) ms\/op\)/\1+\2/'
+}
+# Both sides run in the same minutes, so their CPU per purchase is measured
+# on the same machine too: a change too small for the rates' spread can
+# show there (round 10).
+printf '%-6s %-28s %-28s %-22s %s\n' round "A: noop create purchase" "B: noop create purchase" "B/A: create purchase" "CPU/purchase ms A | B (B/A)"
 for r in $(seq 1 "$rounds"); do
   first=a second=b
   if (( r % 2 == 0 )); then first=b second=a; fi
@@ -42,6 +49,8 @@ for r in $(seq 1 "$rounds"); do
   "$work/bcpbench-$second" "${flags[@]}" >"$work/$second.txt" 2>&1 || { cat "$work/$second.txt" >&2; exit 1; }
   wait "$pid" || { cat "$work/$first.txt" >&2; exit 1; }
   ra=($(rates "$work/a.txt")) rb=($(rates "$work/b.txt"))
-  printf '%-6s %-28s %-28s %s\n' "$r" "${ra[*]}" "${rb[*]}" \
-    "$(awk -v ca="${ra[1]}" -v cb="${rb[1]}" -v pa="${ra[2]}" -v pb="${rb[2]}" 'BEGIN{printf "%.2f %.2f", cb/ca, pb/pa}')"
+  ca=$(cpu "$work/a.txt") cb=$(cpu "$work/b.txt")
+  printf '%-6s %-28s %-28s %-22s %s\n' "$r" "${ra[*]}" "${rb[*]}" \
+    "$(awk -v ca="${ra[1]}" -v cb="${rb[1]}" -v pa="${ra[2]}" -v pb="${rb[2]}" 'BEGIN{printf "%.2f %.2f", cb/ca, pb/pa}')" \
+    "$ca | $cb ($(awk -v a="$ca" -v b="$cb" 'BEGIN{split(a, x, "+"); split(b, y, "+"); printf "%.2f", (y[1]+y[2])/(x[1]+x[2])}'))"
 done
