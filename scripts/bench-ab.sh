@@ -8,7 +8,8 @@
 # a before/after pair of sequential runs cannot see a 5–10 % change. Here
 # each round starts both builds' `bcpbench` (each with its own platform and
 # private PostgreSQL, identical flags) together, alternating which starts
-# first, and prints each side's closed-loop rates and B/A. Both share the
+# first, and prints each side's closed-loop rates, its CPU per purchase
+# (process + PostgreSQL) and B/A. Both share the
 # two vCPUs, so the absolute rates are about half a solo run's; the ratio
 # is what this measures. One round still spreads by about ±10 % (the same
 # build on both sides: B/A 0.94–1.16), so run several and look for a side
@@ -52,5 +53,5 @@ for r in $(seq 1 "$rounds"); do
   ca=$(cpu "$work/a.txt") cb=$(cpu "$work/b.txt")
   printf '%-6s %-28s %-28s %-22s %s\n' "$r" "${ra[*]}" "${rb[*]}" \
     "$(awk -v ca="${ra[1]}" -v cb="${rb[1]}" -v pa="${ra[2]}" -v pb="${rb[2]}" 'BEGIN{printf "%.2f %.2f", cb/ca, pb/pa}')" \
-    "$ca | $cb ($(awk -v a="$ca" -v b="$cb" 'BEGIN{split(a, x, "+"); split(b, y, "+"); printf "%.2f", (y[1]+y[2])/(x[1]+x[2])}'))"
+    "${ca:--} | ${cb:--} ($(awk -v a="$ca" -v b="$cb" 'BEGIN{split(a, x, "+"); split(b, y, "+"); s = x[1]+x[2]; if (s > 0 && b != "") printf "%.2f", (y[1]+y[2])/s; else printf "-"}'))"
 done
