@@ -23,11 +23,15 @@ func (chainArgs) Kind() string { return "jobs_test_chain" }
 // does): each commit must announce itself. River alone notifies once per
 // FetchCooldown and dropped the second, which then waited for the next
 // poll; jobs.InsertTx sends the missing one. The two inserts run
-// concurrently (both transactions are open first), so they reach the
-// limiters within the cooldown; on a machine slow enough to space them
-// further river announces both itself. When the two limiters (river's and
-// InsertTx's mirror of it) judge the gap differently, a third
-// announcement is sent: harmless (one more fetch), and drained here.
+// concurrently (both transactions are open first), so they usually reach
+// the limiters within the cooldown. Exactly two announcements arrive
+// whatever the timing: when both river and InsertTx announce one insert,
+// they send the same payload in the same transaction, which PostgreSQL
+// delivers once.
+//
+// Regression (CI, 2026-11-30): "insert 2 of 2 was not announced" on a
+// loaded machine, where river's NOTIFY round trip for the first insert
+// outlasted the window InsertTx judged by (TestLimiterOverlappingCalls).
 func TestEveryInsertIsAnnounced(t *testing.T) {
 	d := testdb.New(t)
 	ctx := context.Background()
@@ -76,20 +80,15 @@ func TestEveryInsertIsAnnounced(t *testing.T) {
 		if err != nil {
 			t.Fatalf("insert %d of 2 was not announced: %v", i+1, err)
 		}
-		if n.Payload != `{"queue":"default"}` && n.Payload != `{"queue": "default"}` {
-			t.Fatalf("notification payload %q", n.Payload)
+		if n.Payload != `{"queue": "default"}` {
+			t.Fatalf("notification payload %q, want river's own", n.Payload)
 		}
 	}
-	for extra := 0; ; extra++ {
-		wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-		_, err := listener.Conn().WaitForNotification(wctx)
-		cancel()
-		if err != nil {
-			break
-		}
-		if extra == 2 {
-			t.Fatal("more than one extra announcement for two inserts")
-		}
+	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	n, err := listener.Conn().WaitForNotification(wctx)
+	cancel()
+	if err == nil {
+		t.Fatalf("a third announcement for two inserts: %q", n.Payload)
 	}
 	// A scheduled job is found by its schedule, not announced.
 	tx, err := d.Pool.Begin(ctx)
@@ -102,7 +101,7 @@ func TestEveryInsertIsAnnounced(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	wctx, cancel = context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	if n, err := listener.Conn().WaitForNotification(wctx); err == nil {
 		t.Fatalf("a scheduled job was announced: %q", n.Payload)
