@@ -41,6 +41,13 @@ func TestRecorderAndChart(t *testing.T) {
 	if ts := targets(res); len(ts) != 1 || ts[0].Met { // no noop phase: no ratio target
 		t.Fatalf("targets %+v", ts)
 	}
+	// The p99 target names the tool and how many calls its p99 is of.
+	res.Phases[0].Name = "purchase@60%"
+	res.Phases[0].Autovacuum = []string{"ANALYZE checkout.sessions"}
+	ts := targets(res)
+	if len(ts) != 2 || ts[1].Met || ts[1].Measured != "99.0 ms (create_checkout, 100 calls), autovacuum ran" {
+		t.Fatalf("targets %+v", ts)
+	}
 }
 
 // stmtDelta counts a transaction and no round trip for the tenant setting
