@@ -277,7 +277,10 @@ func (s *Service) GetVariants(ctx context.Context, req *connect.Request[catalogv
 	if len(want) == 0 {
 		return connect.NewResponse(resp), nil
 	}
-	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+	// A generic plan: PostgreSQL planned this lookup on every call once a
+	// cluster held thousands of merchants (0.05–0.1 ms, more than the
+	// lookup itself; docs/performance.md, round 11).
+	err = pgstore.SingleGenericPlan(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
 		rows, err := catalogdb.New(q).LookupVariants(ctx, catalogdb.LookupVariantsParams{TenantID: tid, Ids: want})
 		if err != nil {
 			return err

@@ -544,3 +544,39 @@ func TestConcurrentImportsSerialize(t *testing.T) {
 		t.Fatalf("created %d, unchanged %d; want 3 and 9", created, unchanged)
 	}
 }
+
+// GetVariants keeps one generic plan per connection: with thousands of
+// merchants in the cluster PostgreSQL judged the generic plan costlier
+// (it guesses ten ids) and planned the lookup again on every call.
+func TestLookupVariantsPlansOnce(t *testing.T) {
+	ctx := tenant()
+	pool := testdb.New(t).OneConnPool(t, nil) // pg_prepared_statements is per connection
+	s := catalog.New(pool)
+	if _, err := s.CreateProduct(ctx, connect.NewRequest(&catalogv1.CreateProductRequest{Product: &catalogv1.Product{
+		Id: "prd_cam", Title: "Camiseta", Active: true, Variants: []*catalogv1.Variant{
+			{Id: "var_p", Sku: "CAM-P", Title: "P", Price: 5990, Stock: 4, Active: true},
+			{Id: "var_m", Sku: "CAM-M", Title: "M", Price: 5990, Stock: 2, Active: true},
+		}}})); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		ids := []string{"var_p"}
+		if i%2 == 1 {
+			ids = []string{"var_m", "var_p", "nope"}
+		}
+		r, err := s.GetVariants(ctx, connect.NewRequest(&catalogv1.GetVariantsRequest{Ids: ids}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := len(r.Msg.GetVariants()), len(ids)-i%2; got != want {
+			t.Fatalf("call %d: %d variants, want %d", i, got, want)
+		}
+	}
+	var custom, generic int64
+	if err := pool.QueryRow(ctx, `SELECT custom_plans, generic_plans FROM pg_prepared_statements WHERE statement LIKE '-- name: LookupVariants %'`).Scan(&custom, &generic); err != nil {
+		t.Fatal(err)
+	}
+	if custom != 0 || generic != 8 {
+		t.Fatalf("LookupVariants: %d custom and %d generic plans in 8 calls, want 0 and 8", custom, generic)
+	}
+}

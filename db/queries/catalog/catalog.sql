@@ -31,11 +31,13 @@ SELECT * FROM catalog.variants WHERE tenant_id = @tenant_id AND id = ANY(@ids::t
 SELECT * FROM catalog.variants WHERE tenant_id = @tenant_id AND sku = ANY(@skus::text[]);
 
 -- name: LookupVariants :many
--- Variants with what checkout needs from their product.
+-- Variants with what checkout needs from their product. Each id is one
+-- primary-key probe (ids come deduplicated), whatever the statistics say,
+-- so the generic plan is always right (pgstore.SingleGenericPlan).
 SELECT sqlc.embed(v), p.title AS product_title, p.active AS product_active
-FROM catalog.variants v
-JOIN catalog.products p ON p.tenant_id = v.tenant_id AND p.id = v.product_id
-WHERE v.tenant_id = @tenant_id AND v.id = ANY(@ids::text[]);
+FROM unnest(@ids::text[]) AS want (id)
+JOIN catalog.variants v ON v.tenant_id = @tenant_id AND v.id = want.id
+JOIN catalog.products p ON p.tenant_id = v.tenant_id AND p.id = v.product_id;
 
 -- name: UpdateProduct :execrows
 UPDATE catalog.products

@@ -287,14 +287,14 @@ func (q *Queries) LockCatalogWrites(ctx context.Context, tenantID uuid.UUID) err
 
 const lookupVariants = `-- name: LookupVariants :many
 SELECT v.tenant_id, v.id, v.product_id, v.sku, v.title, v.price, v.currency, v.stock, v.active, v.image_url, v.created_at, v.updated_at, p.title AS product_title, p.active AS product_active
-FROM catalog.variants v
+FROM unnest($1::text[]) AS want (id)
+JOIN catalog.variants v ON v.tenant_id = $2 AND v.id = want.id
 JOIN catalog.products p ON p.tenant_id = v.tenant_id AND p.id = v.product_id
-WHERE v.tenant_id = $1 AND v.id = ANY($2::text[])
 `
 
 type LookupVariantsParams struct {
-	TenantID uuid.UUID
 	Ids      []string
+	TenantID uuid.UUID
 }
 
 type LookupVariantsRow struct {
@@ -303,9 +303,11 @@ type LookupVariantsRow struct {
 	ProductActive  bool
 }
 
-// Variants with what checkout needs from their product.
+// Variants with what checkout needs from their product. Each id is one
+// primary-key probe (ids come deduplicated), whatever the statistics say,
+// so the generic plan is always right (pgstore.SingleGenericPlan).
 func (q *Queries) LookupVariants(ctx context.Context, arg LookupVariantsParams) ([]LookupVariantsRow, error) {
-	rows, err := q.db.Query(ctx, lookupVariants, arg.TenantID, arg.Ids)
+	rows, err := q.db.Query(ctx, lookupVariants, arg.Ids, arg.TenantID)
 	if err != nil {
 		return nil, err
 	}
