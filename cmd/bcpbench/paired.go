@@ -94,12 +94,16 @@ func runHolder(ctx context.Context, cfg scaleConfig, in io.Reader, out io.Writer
 	var prof *os.File
 	var c0 cpuTimes
 	var p0 map[string]pgProc
+	var firstTurn time.Time
 	defer func() {
 		if ops > 0 {
 			// CPU per hot request pair (discovery + create), this process
 			// and its PostgreSQL, over the turns (idle gaps included).
 			u := cpuUse(c0, e.cpu(), ops)
 			logf("holder of %d merchants: CPU per hot discovery + create_checkout %.2f + %.2f ms", len(e.merchants), u.ProcessMsPerOp, u.PostgresMsPerOp)
+			if av := e.autovacuumSince(ctx, firstTurn); len(av) > 0 {
+				logf("holder of %d merchants, over its turns: %s", len(e.merchants), autovacuumSummary(av))
+			}
 		}
 		if diag && ops > 0 {
 			for title, d := range pgProcDelta(p0, e.pgProcs()) {
@@ -143,7 +147,7 @@ func runHolder(ctx context.Context, cfg scaleConfig, in io.Reader, out io.Writer
 				st0, prof = e.statements(ctx), f
 			}
 			if ops == 0 {
-				c0, p0 = e.cpu(), e.pgProcs()
+				c0, p0, firstTurn = e.cpu(), e.pgProcs(), time.Now()
 			}
 			ops += int64(n)
 			var blk holderBlock

@@ -180,12 +180,14 @@ func (e *env) trackPlanning(ctx context.Context) error {
 
 // autovacuumSince lists the tables whose last autovacuum or autoanalyze
 // finished at or after since, as "VACUUM schema.table" and "ANALYZE
-// schema.table" in the order they finished; nil when statistics are off.
+// schema.table" in the order they finished; nil with --target.
 func (e *env) autovacuumSince(ctx context.Context, since time.Time) []string {
-	if e.stats == nil {
+	conn, done, err := e.superuser(ctx)
+	if err != nil || conn == nil {
 		return nil
 	}
-	rows, err := e.stats.Query(ctx, `SELECT w.what || ' ' || t.schemaname || '.' || t.relname
+	defer done()
+	rows, err := conn.Query(ctx, `SELECT w.what || ' ' || t.schemaname || '.' || t.relname
 		FROM pg_stat_all_tables t, LATERAL (VALUES ('VACUUM', t.last_autovacuum), ('ANALYZE', t.last_autoanalyze)) AS w (what, at)
 		WHERE w.at >= $1 ORDER BY w.at`, since)
 	if err != nil {
@@ -198,6 +200,24 @@ func (e *env) autovacuumSince(ctx context.Context, since time.Time) []string {
 		return nil
 	}
 	return out
+}
+
+// superuser is a superuser connection to the application database: the
+// statistics connection when there is one, else a new one that done
+// closes; nil with --target (no superuser there).
+func (e *env) superuser(ctx context.Context) (conn *pgx.Conn, done func(), err error) {
+	if e.stats != nil {
+		return e.stats, func() {}, nil
+	}
+	if e.pg == nil {
+		return nil, nil, nil
+	}
+	conn, err = pgx.Connect(ctx, e.pg.URL(benchDB))
+	if err != nil {
+		logf("superuser connection: %v", err)
+		return nil, nil, err
+	}
+	return conn, func() { _ = conn.Close(context.Background()) }, nil
 }
 
 // autovacuumSummary is one line for the report: how many tables were

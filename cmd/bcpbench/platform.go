@@ -28,6 +28,9 @@ import (
 	"github.com/bcpdev/bcp/services/edge"
 )
 
+// benchDB is the application database's name in the private PostgreSQL.
+const benchDB = "bcpbench"
+
 const (
 	benchOperatorToken = "bench-operator-token"
 	benchInternalToken = "bench-internal-token"
@@ -100,12 +103,12 @@ func startEnv(ctx context.Context, tenants int, statements bool, logf func(strin
 			return nil, fmt.Errorf("pg_stat_statements: %w", err)
 		}
 	}
-	urls, err := db.Bootstrap(ctx, e.pg.URL("postgres"), "bcpbench")
+	urls, err := db.Bootstrap(ctx, e.pg.URL("postgres"), benchDB)
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
 	if statements {
-		if err := e.openStats(ctx, "bcpbench"); err != nil {
+		if err := e.openStats(ctx, benchDB); err != nil {
 			return nil, fmt.Errorf("pg_stat_statements: %w", err)
 		}
 	}
