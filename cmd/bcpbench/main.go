@@ -84,7 +84,7 @@ type Phase struct {
 	CPU         *CPUUse            `json:"cpu,omitempty"`
 	SQL         *StmtStats         `json:"sql,omitempty"`
 	// Autovacuum is what autovacuum finished during the phase ("VACUUM
-	// schema.table", "ANALYZE schema.table"), when statistics are on.
+	// schema.table", "ANALYZE schema.table"); none with --target.
 	Autovacuum []string `json:"autovacuum,omitempty"`
 }
 

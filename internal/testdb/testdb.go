@@ -73,6 +73,18 @@ type DB struct {
 	Pool     *pgxpool.Pool
 }
 
+// Plans is how many custom and generic plans the prepared statement
+// named by sqlc (its "-- name: NAME" line) has had on pool's connection:
+// with OneConnPool, every call the test made.
+func Plans(t testing.TB, pool *pgxpool.Pool, name string) (custom, generic int64) {
+	t.Helper()
+	if err := pool.QueryRow(context.Background(), `SELECT custom_plans, generic_plans FROM pg_prepared_statements
+		WHERE statement LIKE '-- name: ' || $1 || ' %'`, name).Scan(&custom, &generic); err != nil {
+		t.Fatalf("plans of %s: %v", name, err)
+	}
+	return custom, generic
+}
+
 // OneConnPool is a pool of the application role that holds at most one
 // connection, closed when the test ends: what a statement leaves on its
 // connection (prepared statements and their plans, settings) shows to the

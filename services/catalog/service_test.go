@@ -572,11 +572,7 @@ func TestLookupVariantsPlansOnce(t *testing.T) {
 			t.Fatalf("call %d: %d variants, want %d", i, got, want)
 		}
 	}
-	var custom, generic int64
-	if err := pool.QueryRow(ctx, `SELECT custom_plans, generic_plans FROM pg_prepared_statements WHERE statement LIKE '-- name: LookupVariants %'`).Scan(&custom, &generic); err != nil {
-		t.Fatal(err)
-	}
-	if custom != 0 || generic != 8 {
+	if custom, generic := testdb.Plans(t, pool, "LookupVariants"); custom != 0 || generic != 8 {
 		t.Fatalf("LookupVariants: %d custom and %d generic plans in 8 calls, want 0 and 8", custom, generic)
 	}
 }

@@ -514,11 +514,7 @@ func TestRedeemUnlimitedPlansOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var custom, generic int64
-	if err := pool.QueryRow(ctx, `SELECT custom_plans, generic_plans FROM pg_prepared_statements WHERE statement LIKE '-- name: RedeemUnlimited %'`).Scan(&custom, &generic); err != nil {
-		t.Fatal(err)
-	}
-	if custom != 0 || generic != 8 {
+	if custom, generic := testdb.Plans(t, pool, "RedeemUnlimited"); custom != 0 || generic != 8 {
 		t.Fatalf("RedeemUnlimited: %d custom and %d generic plans in 8 calls, want 0 and 8", custom, generic)
 	}
 }
