@@ -63,8 +63,8 @@ generate:
 check-generate:
 	@scripts/check-generate.sh
 
-## bench: a short load run (under 2 minutes): no-op MCP baseline, create_checkout, whole purchases
-## (closed loop), then an open-loop sweep; prints the table, writes JSON and SVG to $(BENCH_OUT).
+## bench: a short load run (under 2 minutes): no-op MCP baseline, the no-op plus one durable insert
+## (create_checkout's ceiling), create_checkout, whole purchases (closed loop), then an open-loop sweep; prints the table, writes JSON and SVG to $(BENCH_OUT).
 ## The Go micro-benchmarks: scripts/gobench.sh. Full runs and figures: docs/performance.md.
 BENCH_OUT   ?= $(DATA_DIR)/bench
 BENCH_FLAGS ?= --tenants 20 --duration 5s --concurrency 16

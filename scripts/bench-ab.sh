@@ -30,6 +30,14 @@ for side in a b; do
   git -C "$root" worktree add --detach "$work/wt-$side" "$rev" >/dev/null 2>&1
   (cd "$work/wt-$side" && go build -o "$work/bcpbench-$side" ./cmd/bcpbench)
 done
+# Builds that have the noop_durable phase skip it, so both sides' phases
+# start at the same times whatever the revisions.
+side_flags() {
+  if "$work/bcpbench-$1" --help 2>&1 | grep -q -- '-durable-noop'; then
+    echo --durable-noop=false
+  fi
+}
+extra_a=$(side_flags a) extra_b=$(side_flags b)
 
 rates() { # phase rates (done/s) from a bcpbench report: noop create purchase
   sed -E 's/ +/ /g' "$1" | grep -oE '^(noop|create_checkout|purchase) closed [0-9]+ [0-9.]+' | awk '{printf "%s ", $4}'
@@ -45,9 +53,10 @@ printf '%-6s %-28s %-28s %-22s %s\n' round "A: noop create purchase" "B: noop cr
 for r in $(seq 1 "$rounds"); do
   first=a second=b
   if (( r % 2 == 0 )); then first=b second=a; fi
-  "$work/bcpbench-$first" "${flags[@]}" >"$work/$first.txt" 2>&1 &
+  ef=extra_$first es=extra_$second
+  "$work/bcpbench-$first" "${flags[@]}" ${!ef} >"$work/$first.txt" 2>&1 &
   pid=$!
-  "$work/bcpbench-$second" "${flags[@]}" >"$work/$second.txt" 2>&1 || { cat "$work/$second.txt" >&2; exit 1; }
+  "$work/bcpbench-$second" "${flags[@]}" ${!es} >"$work/$second.txt" 2>&1 || { cat "$work/$second.txt" >&2; exit 1; }
   wait "$pid" || { cat "$work/$first.txt" >&2; exit 1; }
   ra=($(rates "$work/a.txt")) rb=($(rates "$work/b.txt"))
   ca=$(cpu "$work/a.txt") cb=$(cpu "$work/b.txt")

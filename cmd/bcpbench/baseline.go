@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -38,7 +40,16 @@ import (
 // service call and the envelope splice. The tool's input schema is
 // {"type":"object"}; it answers {"ok":true} as structured and text
 // content.
-func startBaseline(ctx context.Context, e *env, log *slog.Logger) (addr string, stop func(), err error) {
+//
+// With a database (the bench's own PostgreSQL), a second tool,
+// noop_durable, is the no-op plus the one thing no create_checkout can
+// skip: its checkout is durable before the answer ("success means
+// durable"). It inserts one small row (tenant, new UUIDv7) in an
+// autocommit statement, one round trip, into a table of its own
+// (floorTable) — less than any real create writes, so its throughput is
+// a ceiling for create_checkout's on this machine, measured in the same
+// run as the no-op.
+func startBaseline(ctx context.Context, e *env, floor *pgxpool.Pool, log *slog.Logger) (addr string, stop func(), err error) {
 	v, err := bcpschema.NewValidator()
 	if err != nil {
 		return "", nil, err
@@ -69,6 +80,10 @@ func startBaseline(ctx context.Context, e *env, log *slog.Logger) (addr string, 
 				out := json.RawMessage(`{"ok":true}`)
 				return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil
 			})
+		if floor != nil {
+			s.AddTool(&mcp.Tool{Name: "noop_durable", Description: "Stores one row, then does nothing.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+				durableNoop(floor))
+		}
 		servers[m.Host] = s
 		tenantsByHost[m.Host] = m
 	}
@@ -96,4 +111,68 @@ func startBaseline(ctx context.Context, e *env, log *slog.Logger) (addr string, 
 	srv := &http.Server{Handler: metrics.Middleware("public", log, route), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	go func() { _ = srv.Serve(ln) }()
 	return ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// floorTable is noop_durable's table, in the bench's database only;
+// floorInsert its one statement (an implicit transaction, which
+// stmtDelta counts as one).
+const (
+	floorTable  = "bench_floor.writes"
+	floorInsert = "INSERT INTO " + floorTable + " (tenant_id, id) VALUES ($1, $2)"
+)
+
+// durableNoop is noop_durable: the no-op's answer after one durable
+// insert for the request's tenant (fail-closed without one).
+func durableNoop(floor *pgxpool.Pool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		tenant, err := tenancy.From(ctx)
+		if err != nil {
+			return nil, err
+		}
+		id, err := uuid.NewV7()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := floor.Exec(ctx, floorInsert, tenant, id); err != nil {
+			return nil, err
+		}
+		out := json.RawMessage(`{"ok":true}`)
+		return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil
+	}
+}
+
+// openFloor creates floorTable in the database at url (a superuser's) and
+// returns a pool of maxConns connections for noop_durable, all dialled
+// (the platform's pool is warm when its phases start; so is this one).
+func openFloor(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS bench_floor;
+		CREATE TABLE IF NOT EXISTS `+floorTable+` (tenant_id uuid NOT NULL, id uuid NOT NULL, PRIMARY KEY (tenant_id, id))`); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	conns := make([]*pgxpool.Conn, 0, maxConns)
+	for range maxConns {
+		var c *pgxpool.Conn
+		if c, err = pool.Acquire(ctx); err != nil {
+			break
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Release()
+	}
+	if err != nil {
+		pool.Close() // after the releases: Close waits for them
+		return nil, err
+	}
+	return pool, nil
 }

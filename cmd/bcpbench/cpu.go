@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,6 +62,16 @@ func (e *env) eachPGProc(fn func(pid string, postmaster bool, st procstat.Stat))
 		}
 		fn(d.Name(), d.Name() == postmaster, st)
 	}
+}
+
+// String is the report's CPU line; below a millisecond per operation (the
+// no-op's) it keeps two decimals.
+func (u *CPUUse) String() string {
+	f := "%.1f"
+	if u.ProcessMsPerOp < 1 && u.PostgresMsPerOp < 1 {
+		f = "%.2f"
+	}
+	return fmt.Sprintf("CPU: process %.1f s ("+f+" ms/op), PostgreSQL %.1f s ("+f+" ms/op)", u.ProcessSeconds, u.ProcessMsPerOp, u.PostgresSeconds, u.PostgresMsPerOp)
 }
 
 func cpuUse(before, after cpuTimes, ops int64) *CPUUse {

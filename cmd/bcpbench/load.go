@@ -251,6 +251,17 @@ func (b *bench) noop(ctx context.Context, rng *rand.Rand) error {
 	return err
 }
 
+// noopDurable calls the baseline's noop_durable tool: the no-op plus one
+// durable insert.
+func (b *bench) noopDurable(ctx context.Context, rng *rand.Rand) error {
+	mi := rng.IntN(len(b.env.merchants))
+	_, err := b.noopAgents.call(ctx, mi, "noop_durable", loadkit.CreateArgs("bench@example.com"), "")
+	if err == nil {
+		b.noopAgents.rec.done.Add(1)
+	}
+	return err
+}
+
 // closedLoop runs w with n workers for d, each starting its next
 // operation when the previous one ends.
 func closedLoop(ctx context.Context, n int, d time.Duration, w workload) time.Duration {

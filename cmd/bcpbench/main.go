@@ -7,6 +7,8 @@
 // Phases, each for --duration:
 //
 //  1. noop, closed loop at --concurrency: the baseline,
+//     then noop_durable, the no-op plus one durable insert (baseline.go):
+//     the most create_checkout can reach beside the no-op on this machine,
 //  2. create_checkout only, closed loop at --concurrency,
 //  3. whole purchases, closed loop at --concurrency: the peak,
 //  4. whole purchases, open loop at --sweep fractions of the peak
@@ -38,6 +40,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/bcpdev/bcp/internal/platform"
 )
 
@@ -57,6 +61,7 @@ type config struct {
 	memprofile   string
 	profilePhase string
 	statements   int
+	durableNoop  bool
 	// --target: a running platform instead of one started here.
 	target, targetInternal, operatorToken, internalToken, profileAddr string
 }
@@ -125,6 +130,10 @@ type Machine struct {
 type Ratios struct {
 	CreateOverNoopThroughput float64 `json:"create_over_noop_throughput"`
 	CreateOverNoopP99        float64 `json:"create_over_noop_p99"`
+	// DurableNoopOverNoopThroughput is noop_durable's throughput over the
+	// no-op's: the ceiling for CreateOverNoopThroughput on this machine,
+	// since every create stores its checkout before answering.
+	DurableNoopOverNoopThroughput float64 `json:"durable_noop_over_noop_throughput,omitempty"`
 }
 
 type Target struct {
@@ -160,6 +169,7 @@ func main() {
 	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the closed-loop --profile-phase, or with --rate of the open-loop phase (platform and agents share the process)")
 	flag.StringVar(&cfg.memprofile, "allocprofile", "", "write heap profiles before (FILE.before) and after the closed-loop --profile-phase: its allocations are go tool pprof -sample_index=alloc_space -diff_base FILE.before FILE")
 	flag.StringVar(&cfg.profilePhase, "profile-phase", "purchase", "with --cpuprofile or --allocprofile: the closed-loop phase to profile (create_checkout or purchase)")
+	flag.BoolVar(&cfg.durableNoop, "durable-noop", true, "after the no-op, run noop_durable (the no-op plus one durable insert: create_checkout's ceiling); needs the bench's own PostgreSQL")
 	flag.IntVar(&cfg.statements, "pg-statements", 0, "pg_stat_statements: print transactions and statements per operation, and the N most frequent statements of each closed-loop phase (-1: off)")
 	flag.StringVar(&cfg.target, "target", "", "host:port of a running bcpd's public listener (default: start a platform in process)")
 	flag.StringVar(&cfg.targetInternal, "target-internal", "127.0.0.1:9090", "with --target: its internal listener (seeding, simulated Pix payments)")
@@ -219,8 +229,17 @@ func run(ctx context.Context, cfg config) error {
 	// the internal token; without it (e.g. against `bcpd dev`, whose
 	// internal token is random) there is no baseline.
 	noopAddr := ""
+	// noop_durable needs the bench's own database (none with --target);
+	// its pool is as large as the platform's.
+	var floor *pgxpool.Pool
+	if cfg.durableNoop && e.pg != nil && e.pool != nil {
+		if floor, err = openFloor(ctx, e.pg.URL(benchDB), e.pool.Config().MaxConns); err != nil {
+			return fmt.Errorf("noop_durable's table: %w", err)
+		}
+		defer floor.Close()
+	}
 	if e.tenants != nil {
-		addr, stopNoop, err := startBaseline(ctx, e, quiet)
+		addr, stopNoop, err := startBaseline(ctx, e, floor, quiet)
 		if err != nil {
 			return err
 		}
@@ -265,9 +284,15 @@ func run(ctx context.Context, cfg config) error {
 	}
 	phase := func(name string, a *agents, mode string, conc int, rate float64, w workload) Phase {
 		a.rec = newRecorder()
+		// The pool whose waits the phase reports: noop_durable's own, or
+		// the platform's.
+		pool := e.pool
+		if name == "noop_durable" {
+			pool = floor
+		}
 		var before *PoolStats
-		if e.pool != nil {
-			before = poolStats(e, nil)
+		if pool != nil {
+			before = poolStats(pool, nil)
 		}
 		cpu0 := e.cpu()
 		stmts0 := e.statements(ctx)
@@ -282,7 +307,7 @@ func run(ctx context.Context, cfg config) error {
 		p := Phase{Name: name, Mode: mode, Concurrency: conc, OfferedRate: rate, Seconds: el.Seconds(),
 			Completed: a.rec.done.Load(), Throughput: float64(a.rec.done.Load()) / el.Seconds(), Ops: a.rec.stats(el), Errors: a.rec.errs}
 		if before != nil {
-			p.Pool = poolStats(e, before)
+			p.Pool = poolStats(pool, before)
 		}
 		p.CPU = cpuUse(cpu0, e.cpu(), p.Completed)
 		top := 0
@@ -316,9 +341,12 @@ func run(ctx context.Context, cfg config) error {
 			logf("wrote %s", cfg.cpuprofile)
 		}
 	} else {
-		var noop Phase
+		var noop, durable Phase
 		if b.noopAgents != nil {
 			noop = phase("noop", b.noopAgents, "closed", cfg.concurrency, 0, b.noop)
+			if floor != nil {
+				durable = phase("noop_durable", b.noopAgents, "closed", cfg.concurrency, 0, b.noopDurable)
+			}
 		}
 		// profiled runs one closed-loop phase, under the CPU profiler when
 		// it is --profile-phase.
@@ -369,6 +397,9 @@ func run(ctx context.Context, cfg config) error {
 		if noop.Throughput > 0 {
 			res.Ratios.CreateOverNoopThroughput = create.Throughput / noop.Throughput
 		}
+		if noop.Throughput > 0 && durable.Throughput > 0 {
+			res.Ratios.DurableNoopOverNoopThroughput = durable.Throughput / noop.Throughput
+		}
 		if p := noop.Ops["noop"].P99; p > 0 {
 			res.Ratios.CreateOverNoopP99 = float64(create.Ops["create_checkout"].P99) / float64(p)
 		}
@@ -400,8 +431,8 @@ func run(ctx context.Context, cfg config) error {
 	return nil
 }
 
-func poolStats(e *env, before *PoolStats) *PoolStats {
-	s := e.pool.Stat()
+func poolStats(pool *pgxpool.Pool, before *PoolStats) *PoolStats {
+	s := pool.Stat()
 	p := &PoolStats{MaxConns: s.MaxConns(), TotalConns: s.TotalConns(), AcquiredConns: s.AcquiredConns(), IdleConns: s.IdleConns(),
 		Acquires: s.AcquireCount(), EmptyAcquires: s.EmptyAcquireCount(),
 		AcquireWaitMeanUs: float64(s.AcquireDuration().Microseconds()), EmptyWaitTotalMs: float64(s.EmptyAcquireWaitTime().Microseconds()) / 1000}
@@ -502,7 +533,7 @@ func printReport(w io.Writer, res *Result) {
 					float64(p.Pool.Acquires)/max(1, float64(p.Completed)), p.Pool.EmptyAcquires, p.Pool.EmptyWaitTotalMs, p.Pool.AcquireWaitMeanUs)
 			}
 			if i == 1 && p.CPU != nil {
-				pool = fmt.Sprintf("CPU: process %.1f s (%.1f ms/op), PostgreSQL %.1f s (%.1f ms/op)", p.CPU.ProcessSeconds, p.CPU.ProcessMsPerOp, p.CPU.PostgresSeconds, p.CPU.PostgresMsPerOp)
+				pool = p.CPU.String()
 			}
 			if i == 2 && p.SQL != nil {
 				pool = p.SQL.String()
@@ -511,6 +542,9 @@ func printReport(w io.Writer, res *Result) {
 				head = fmt.Sprintf("%-16s %-6s %8s %10s", "", "", "", "")
 			}
 			fmt.Fprintf(w, "%s  %-18s %7d %9.1f %8s %8s %8s  %s\n", head, op, s.Count, s.Throughput, fmtMs(s.P50), fmtMs(s.P95), fmtMs(s.P99), pool)
+		}
+		if len(ops) < 2 && p.CPU != nil {
+			fmt.Fprintf(w, "%-16s %s\n", "", p.CPU)
 		}
 		if len(ops) < 3 && p.SQL != nil {
 			fmt.Fprintf(w, "%-16s %s\n", "", p.SQL)
@@ -543,6 +577,9 @@ func printReport(w io.Writer, res *Result) {
 	if res.Ratios.CreateOverNoopThroughput > 0 {
 		fmt.Fprintf(w, "\ncreate_checkout throughput / no-op throughput = %.2f; create_checkout p99 / no-op p99 = %.2f\n",
 			res.Ratios.CreateOverNoopThroughput, res.Ratios.CreateOverNoopP99)
+	}
+	if r := res.Ratios.DurableNoopOverNoopThroughput; r > 0 {
+		fmt.Fprintf(w, "noop_durable throughput / no-op throughput = %.2f (the no-op plus one durable insert: the most a create_checkout, which stores its checkout before answering, can reach here)\n", r)
 	}
 	if len(res.Targets) > 0 {
 		fmt.Fprintln(w)

@@ -135,7 +135,7 @@ func stmtDelta(before, after stmtSnapshot, ops int64, top int) *StmtStats {
 		ms := a.ms - b.ms
 		q := strings.Join(strings.Fields(a.query), " ")
 		single := q == singleScope || q == singleScopeGenericPlan
-		if strings.EqualFold(q, "commit") || strings.EqualFold(q, "rollback") || single {
+		if strings.EqualFold(q, "commit") || strings.EqualFold(q, "rollback") || single || q == floorInsert {
 			st.TransactionsPerOp += float64(calls) / n
 		}
 		st.StatementsPerOp += float64(calls) / n
