@@ -48,6 +48,17 @@ func TestRecorderAndChart(t *testing.T) {
 	if len(ts) != 2 || ts[1].Met || ts[1].Measured != "99.0 ms (create_checkout, 100 calls), autovacuum ran" {
 		t.Fatalf("targets %+v", ts)
 	}
+	// With a no-op phase the ratio comes first, with noop_durable's
+	// ceiling when that phase ran.
+	res.Phases = append(res.Phases, Phase{Name: "noop"})
+	res.Ratios = Ratios{CreateOverNoopThroughput: 0.184, DurableNoopOverNoopThroughput: 0.537}
+	if ts := targets(res); len(ts) != 3 || ts[0].Met || ts[0].Measured != "0.18 (ceiling 0.54)" {
+		t.Fatalf("targets %+v", ts)
+	}
+	res.Ratios.DurableNoopOverNoopThroughput = 0
+	if ts := targets(res); ts[0].Measured != "0.18" {
+		t.Fatalf("without noop_durable: %+v", ts[0])
+	}
 }
 
 // stmtDelta counts a transaction and no round trip for the tenant setting

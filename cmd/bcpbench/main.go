@@ -471,8 +471,14 @@ func machine() Machine {
 func targets(res *Result) []Target {
 	var out []Target
 	if slices.ContainsFunc(res.Phases, func(p Phase) bool { return p.Name == "noop" }) {
+		// With noop_durable, the line also says how far this machine lets
+		// any create go.
+		measured := fmt.Sprintf("%.2f", res.Ratios.CreateOverNoopThroughput)
+		if c := res.Ratios.DurableNoopOverNoopThroughput; c > 0 {
+			measured += fmt.Sprintf(" (ceiling %.2f)", c)
+		}
 		out = append(out, Target{What: "create_checkout throughput / no-op throughput", Want: "≥ 0.40",
-			Measured: fmt.Sprintf("%.2f", res.Ratios.CreateOverNoopThroughput), Met: res.Ratios.CreateOverNoopThroughput >= 0.4})
+			Measured: measured, Met: res.Ratios.CreateOverNoopThroughput >= 0.4})
 	}
 	out = append(out, Target{What: "whole purchases per second (closed-loop peak)", Want: "≥ 150",
 		Measured: fmt.Sprintf("%.1f", res.PeakPerSec), Met: res.PeakPerSec >= 150})
