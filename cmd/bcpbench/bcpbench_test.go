@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/xml"
+	"math"
 	"testing"
 	"time"
 )
@@ -96,5 +97,42 @@ func TestAutovacuumSummary(t *testing.T) {
 	want := "autovacuum during the phase: 3 vacuums, 5 analyzes (checkout.sessions, pg_catalog.pg_attribute, payments.attempts, orders.orders and 1 more)"
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+// schedDelta reads the scheduler-latency histogram between two snapshots:
+// quantiles are bucket upper bounds, in µs; only the phase's wake-ups count.
+func TestSchedDelta(t *testing.T) {
+	buckets := []float64{0, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1} // six buckets
+	before := schedSnapshot{created: 100, buckets: buckets, counts: []uint64{5, 5, 5, 5, 5, 5}, total: 1000, idle: 300, steal: 10}
+	// Bucket i is [buckets[i], buckets[i+1]). During the phase: 900
+	// wake-ups under 1 µs, 80 under 10 µs, 10 under 100 µs, 4 under 1 ms,
+	// 1 at 1–10 ms, none slower.
+	after := schedSnapshot{created: 400, buckets: buckets, counts: []uint64{5 + 900, 5 + 80, 5 + 10, 5 + 4, 5 + 1, 5}, total: 1400, idle: 400, steal: 16}
+	st := schedDelta(before, after, 100)
+	if st == nil {
+		t.Fatal("nil")
+	}
+	if st.GoroutinesPerOp != 3 {
+		t.Errorf("goroutines per op %.1f, want 3", st.GoroutinesPerOp)
+	}
+	// 995 wake-ups: the 498th is under 1 µs, the 986th under 100 µs, the
+	// 995th under 10 ms.
+	if st.LatencyP50Us != 1 || st.LatencyP99Us != 100 || st.LatencyP999Us != 1e4 {
+		t.Errorf("p50 %.0f, p99 %.0f, p99.9 %.0f µs; want 1, 100, 10000", st.LatencyP50Us, st.LatencyP99Us, st.LatencyP999Us)
+	}
+	if want := 1.0 / 995; st.LatencyOver1ms != want {
+		t.Errorf("over 1 ms %.5f, want %.5f", st.LatencyOver1ms, want)
+	}
+	if got := st.String(); got != "Go scheduler: 3.0 goroutines/op; runnable → running p50 1 µs, p99 100 µs, p99.9 10.0 ms; 0.10 % over 1 ms; machine idle 25 %, stolen 1.5 %" {
+		t.Errorf("line %q", got)
+	}
+	// The runtime's last bucket is open-ended: its lower bound stands in.
+	inf := schedSnapshot{buckets: []float64{0, 1e-3, math.Inf(1)}, counts: []uint64{0, 0}}
+	if st := schedDelta(inf, schedSnapshot{buckets: inf.buckets, counts: []uint64{1, 1}}, 1); st.LatencyP99Us != 1000 {
+		t.Errorf("open-ended bucket: p99 %.0f µs, want 1000", st.LatencyP99Us)
+	}
+	if schedDelta(schedSnapshot{}, after, 100) != nil {
+		t.Error("a snapshot without the histogram gives a line")
 	}
 }

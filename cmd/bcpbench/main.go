@@ -87,6 +87,7 @@ type Phase struct {
 	Errors      map[string]int     `json:"errors"`
 	Pool        *PoolStats         `json:"db_pool,omitempty"`
 	CPU         *CPUUse            `json:"cpu,omitempty"`
+	Sched       *SchedStats        `json:"sched,omitempty"`
 	SQL         *StmtStats         `json:"sql,omitempty"`
 	// Autovacuum is what autovacuum finished during the phase ("VACUUM
 	// schema.table", "ANALYZE schema.table"); none with --target.
@@ -295,6 +296,7 @@ func run(ctx context.Context, cfg config) error {
 			before = poolStats(pool, nil)
 		}
 		cpu0 := e.cpu()
+		sched0 := readSched()
 		stmts0 := e.statements(ctx)
 		started := time.Now()
 		logf("phase %s (%s, concurrency %d, rate %.0f/s) for %s", name, mode, conc, rate, cfg.duration)
@@ -310,6 +312,7 @@ func run(ctx context.Context, cfg config) error {
 			p.Pool = poolStats(pool, before)
 		}
 		p.CPU = cpuUse(cpu0, e.cpu(), p.Completed)
+		p.Sched = schedDelta(sched0, readSched(), p.Completed)
 		top := 0
 		if mode == "closed" {
 			top = cfg.statements
@@ -563,6 +566,9 @@ func printReport(w io.Writer, res *Result) {
 				}
 				fmt.Fprintf(w, "%-16s   %6.2f/op %7.3f ms  %s\n", "", l.CallsPerOp, l.MeanMs, q)
 			}
+		}
+		if p.Sched != nil {
+			fmt.Fprintf(w, "%-16s %s\n", "", p.Sched)
 		}
 		if len(p.Autovacuum) > 0 {
 			fmt.Fprintf(w, "%-16s %s\n", "", autovacuumSummary(p.Autovacuum))
