@@ -132,6 +132,9 @@ func TestSchedDelta(t *testing.T) {
 	if st := schedDelta(inf, schedSnapshot{buckets: inf.buckets, counts: []uint64{1, 1}}, 1); st.LatencyP99Us != 1000 {
 		t.Errorf("open-ended bucket: p99 %.0f µs, want 1000", st.LatencyP99Us)
 	}
+	if got := fmtUs(0.4); got != "< 1 µs" {
+		t.Errorf("sub-µs: %q", got)
+	}
 	if schedDelta(schedSnapshot{}, after, 100) != nil {
 		t.Error("a snapshot without the histogram gives a line")
 	}

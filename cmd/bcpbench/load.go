@@ -233,31 +233,27 @@ func (b *bench) unexpected(tool, what string) error {
 
 // createOnly is the create_checkout workload compared with the no-op.
 func (b *bench) createOnly(ctx context.Context, rng *rand.Rand) error {
-	mi := rng.IntN(len(b.env.merchants))
-	_, err := b.platformAgents.call(ctx, mi, "create_checkout", loadkit.CreateArgs("bench@example.com"), "")
-	if err == nil {
-		b.platformAgents.rec.done.Add(1)
-	}
-	return err
+	return b.oneCall(ctx, rng, b.platformAgents, "create_checkout")
 }
 
 // noop calls the baseline's no-op tool with create_checkout's arguments.
 func (b *bench) noop(ctx context.Context, rng *rand.Rand) error {
-	mi := rng.IntN(len(b.env.merchants))
-	_, err := b.noopAgents.call(ctx, mi, "noop", loadkit.CreateArgs("bench@example.com"), "")
-	if err == nil {
-		b.noopAgents.rec.done.Add(1)
-	}
-	return err
+	return b.oneCall(ctx, rng, b.noopAgents, "noop")
 }
 
 // noopDurable calls the baseline's noop_durable tool: the no-op plus one
 // durable insert.
 func (b *bench) noopDurable(ctx context.Context, rng *rand.Rand) error {
+	return b.oneCall(ctx, rng, b.noopAgents, "noop_durable")
+}
+
+// oneCall is one call of tool with create_checkout's arguments at a random
+// merchant, counted as an operation when it succeeds.
+func (b *bench) oneCall(ctx context.Context, rng *rand.Rand, a *agents, tool string) error {
 	mi := rng.IntN(len(b.env.merchants))
-	_, err := b.noopAgents.call(ctx, mi, "noop_durable", loadkit.CreateArgs("bench@example.com"), "")
+	_, err := a.call(ctx, mi, tool, loadkit.CreateArgs("bench@example.com"), "")
 	if err == nil {
-		b.noopAgents.rec.done.Add(1)
+		a.rec.done.Add(1)
 	}
 	return err
 }

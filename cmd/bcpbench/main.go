@@ -230,10 +230,11 @@ func run(ctx context.Context, cfg config) error {
 	// the internal token; without it (e.g. against `bcpd dev`, whose
 	// internal token is random) there is no baseline.
 	noopAddr := ""
-	// noop_durable needs the bench's own database (none with --target);
-	// its pool is as large as the platform's.
+	// noop_durable runs with the closed-loop phases (not with --rate) and
+	// needs the bench's own database (none with --target); its pool is as
+	// large as the platform's.
 	var floor *pgxpool.Pool
-	if cfg.durableNoop && e.pg != nil && e.pool != nil {
+	if cfg.durableNoop && cfg.rate <= 0 && e.pg != nil && e.pool != nil {
 		if floor, err = openFloor(ctx, e.pg.URL(benchDB), e.pool.Config().MaxConns); err != nil {
 			return fmt.Errorf("noop_durable's table: %w", err)
 		}

@@ -134,6 +134,9 @@ func (s *SchedStats) String() string {
 }
 
 func fmtUs(us float64) string {
+	if us < 1 {
+		return "< 1 µs"
+	}
 	if us >= 1000 {
 		return fmt.Sprintf("%.1f ms", us/1000)
 	}
