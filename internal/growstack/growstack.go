@@ -13,6 +13,8 @@
 // call goroutines (third_party/go-sdk/PATCHES.md, patch 3).
 package growstack
 
+import "sync/atomic"
+
 // Size is the stack Grow guarantees: the room request paths use.
 const Size = 128 << 10
 
@@ -20,8 +22,10 @@ const Size = 128 << 10
 // with a small stack grows to Size in one step (stacks double).
 const frame = Size/2 - 512
 
-// sink keeps the frame from being optimised away.
-var sink byte
+// sink keeps the frame from being optimised away. It is atomic because
+// goroutines call Grow at once: a plain byte was a data race (harmless,
+// but go test -race reported it).
+var sink atomic.Uint32
 
 // Grow makes sure the calling goroutine's stack has room for a frame of
 // about Size/2 below the caller, growing it in one step if it has not.
@@ -31,6 +35,7 @@ var sink byte
 //go:noinline
 func Grow() {
 	var buf [frame]byte
-	buf[int(sink)%frame] = 1
-	sink = buf[(int(sink)+1)%frame]
+	i := int(sink.Load() % frame)
+	buf[i] = 1
+	sink.Store(uint32(buf[(i+1)%frame]))
 }

@@ -3,12 +3,17 @@
 
 package jsonrpc2
 
+import "sync/atomic"
+
 // growStackFrame is half the stack a tool call's goroutine reaches on the
 // bcp platform (128 KB), less room for the frames above: a new goroutine
 // grows to that size in one step instead of doubling several times.
 const growStackFrame = 64<<10 - 512
 
-var growStackSink byte
+// growStackSink keeps the frame from being optimised away. It is atomic
+// because every request's goroutine writes it: a plain byte was a data race
+// (harmless, but go test -race reported it).
+var growStackSink atomic.Uint32
 
 // growStack makes the calling goroutine's stack grow once, while it is
 // still shallow, to the size the handler will need.
@@ -16,6 +21,7 @@ var growStackSink byte
 //go:noinline
 func growStack() {
 	var buf [growStackFrame]byte
-	buf[int(growStackSink)%growStackFrame] = 1
-	growStackSink = buf[(int(growStackSink)+1)%growStackFrame]
+	i := int(growStackSink.Load() % growStackFrame)
+	buf[i] = 1
+	growStackSink.Store(uint32(buf[(i+1)%growStackFrame]))
 }
