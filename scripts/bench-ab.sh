@@ -33,7 +33,11 @@ done
 # Builds that have the noop_durable phase skip it, so both sides' phases
 # start at the same times whatever the revisions.
 side_flags() {
-  if "$work/bcpbench-$1" --help 2>&1 | grep -q -- '-durable-noop'; then
+  # (the help is read whole first: under pipefail, grep -q stopping early
+  # could fail the pipeline with the writer's SIGPIPE)
+  local help
+  help=$("$work/bcpbench-$1" --help 2>&1 || true)
+  if [[ $help == *-durable-noop* ]]; then
     echo --durable-noop=false
   fi
 }
