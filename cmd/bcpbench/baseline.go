@@ -77,8 +77,7 @@ func startBaseline(ctx context.Context, e *env, floor *pgxpool.Pool, log *slog.L
 		s := mcp.NewServer(&mcp.Implementation{Name: "bcp-noop", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
 		s.AddTool(&mcp.Tool{Name: "noop", Description: "Does nothing.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				out := json.RawMessage(`{"ok":true}`)
-				return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil
+				return okResult(), nil
 			})
 		if floor != nil {
 			s.AddTool(&mcp.Tool{Name: "noop_durable", Description: "Stores one row, then does nothing.", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -136,9 +135,15 @@ func durableNoop(floor *pgxpool.Pool) mcp.ToolHandler {
 		if _, err := floor.Exec(ctx, floorInsert, tenant, id); err != nil {
 			return nil, err
 		}
-		out := json.RawMessage(`{"ok":true}`)
-		return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil
+		return okResult(), nil
 	}
+}
+
+// okResult is both baseline tools' answer: {"ok":true} as structured and
+// as text content.
+func okResult() *mcp.CallToolResult {
+	out := json.RawMessage(`{"ok":true}`)
+	return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}
 }
 
 // openFloor creates floorTable in the database at url (a superuser's) and

@@ -284,14 +284,10 @@ func run(ctx context.Context, cfg config) error {
 			return fmt.Errorf("no purchase completed during the warm-up; errors: %v", b.platformAgents.rec.errs)
 		}
 	}
-	phase := func(name string, a *agents, mode string, conc int, rate float64, w workload) Phase {
+	// phaseOn runs one phase and reports the waits of pool (noop_durable's
+	// own for that phase); phase reports the platform's.
+	phaseOn := func(pool *pgxpool.Pool, name string, a *agents, mode string, conc int, rate float64, w workload) Phase {
 		a.rec = newRecorder()
-		// The pool whose waits the phase reports: noop_durable's own, or
-		// the platform's.
-		pool := e.pool
-		if name == "noop_durable" {
-			pool = floor
-		}
 		var before *PoolStats
 		if pool != nil {
 			before = poolStats(pool, nil)
@@ -323,6 +319,9 @@ func run(ctx context.Context, cfg config) error {
 		res.Phases = append(res.Phases, p)
 		return p
 	}
+	phase := func(name string, a *agents, mode string, conc int, rate float64, w workload) Phase {
+		return phaseOn(e.pool, name, a, mode, conc, rate, w)
+	}
 
 	var peak float64
 	if cfg.rate > 0 {
@@ -349,7 +348,7 @@ func run(ctx context.Context, cfg config) error {
 		if b.noopAgents != nil {
 			noop = phase("noop", b.noopAgents, "closed", cfg.concurrency, 0, b.noop)
 			if floor != nil {
-				durable = phase("noop_durable", b.noopAgents, "closed", cfg.concurrency, 0, b.noopDurable)
+				durable = phaseOn(floor, "noop_durable", b.noopAgents, "closed", cfg.concurrency, 0, b.noopDurable)
 			}
 		}
 		// profiled runs one closed-loop phase, under the CPU profiler when
