@@ -54,15 +54,23 @@ const (
 )
 
 // NewClient returns a client that inserts jobs and, when workers is not
-// empty, works them; periodic jobs are inserted by whichever process's
-// client is the elected leader.
-func NewClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*river.PeriodicJob, log *slog.Logger) (*Client, error) {
+// empty, works them: the default queue, and the named queues of jobs only
+// the processes hosting one service may work (a job whose kind this
+// process has no worker for would fail here). Periodic jobs are inserted
+// by whichever process's client is the elected leader.
+func NewClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*river.PeriodicJob, queues []string, log *slog.Logger) (*Client, error) {
+	// A service inserts jobs another service works (paymentevents: the
+	// payments service announces to checkout's queue), so an insert is not
+	// refused for a kind this process has no worker for.
 	cfg := &river.Config{Schema: db.RiverSchema, Logger: warnAndAbove(log), RescueStuckJobsAfter: RescueStuckJobsAfter,
-		FetchCooldown: FetchCooldown, FetchPollInterval: FetchPollInterval}
+		FetchCooldown: FetchCooldown, FetchPollInterval: FetchPollInterval, SkipUnknownJobCheck: true}
 	if workers != nil {
 		cfg.Workers = workers
 		cfg.PeriodicJobs = periodic
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 8}}
+		for _, q := range queues {
+			cfg.Queues[q] = river.QueueConfig{MaxWorkers: 8}
+		}
 	}
 	return river.NewClient(riverpgxv5.New(pool), cfg)
 }

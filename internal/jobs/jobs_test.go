@@ -40,7 +40,7 @@ func TestJobOfDeadProcessIsRescued(t *testing.T) {
 	d := testdb.New(t)
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	inserter, err := jobs.NewClient(d.Pool, nil, nil, log)
+	inserter, err := jobs.NewClient(d.Pool, nil, nil, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestJobOfDeadProcessIsRescued(t *testing.T) {
 	w := &crashWorker{done: make(chan struct{})}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, w)
-	c, err := jobs.NewClient(d.Pool, workers, nil, log)
+	c, err := jobs.NewClient(d.Pool, workers, nil, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}

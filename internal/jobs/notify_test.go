@@ -35,7 +35,7 @@ func (chainArgs) Kind() string { return "jobs_test_chain" }
 func TestEveryInsertIsAnnounced(t *testing.T) {
 	d := testdb.New(t)
 	ctx := context.Background()
-	c, err := jobs.NewClient(d.Pool, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := jobs.NewClient(d.Pool, nil, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

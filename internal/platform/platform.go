@@ -46,6 +46,7 @@ import (
 	"github.com/bcpdev/bcp/services/edge"
 	"github.com/bcpdev/bcp/services/orders"
 	"github.com/bcpdev/bcp/services/payments"
+	"github.com/bcpdev/bcp/services/payments/paymentevents"
 	"github.com/bcpdev/bcp/services/payments/paymentshttp"
 	"github.com/bcpdev/bcp/services/pricing"
 	"github.com/bcpdev/bcp/tenants"
@@ -182,6 +183,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	// works them all.
 	workers := river.NewWorkers()
 	var periodic []*river.PeriodicJob
+	var queues []string
 	var jobUsers []func(*jobs.Client)
 	checks := map[string]obs.Check{}
 	if r.Pool != nil {
@@ -213,6 +215,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			river.AddWorker(workers, &checkout.SweepWorker{Service: svc})
 			periodic = append(periodic, checkout.SweepJob(cfg.SweepEvery))
 			river.AddWorker(workers, &checkout.SettleWorker{Service: svc})
+			queues = append(queues, paymentevents.CheckoutQueue)
 			jobUsers = append(jobUsers, svc.UseJobs)
 			r.goRun(func() { svc.Run(ctx, log) })
 			internal.Handle(checkoutv1connect.NewCheckoutServiceHandler(svc, handlerOpts(checkout.Policy)))
@@ -223,7 +226,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 				// public listener, whatever the merchant host resolves to.
 				popts.HTTPClient = selfClient(&r.publicAddr)
 			}
-			svc, err := payments.New(r.Pool, clients.Tenants, clients.Checkout, cfg.MasterKey, popts)
+			svc, err := payments.New(r.Pool, clients.Tenants, cfg.MasterKey, popts)
 			if err != nil {
 				return fail(fmt.Errorf("payments (needs the master key): %w", err))
 			}
@@ -244,7 +247,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		}
 	}
 	if len(jobUsers) > 0 {
-		jc, err := jobs.NewClient(r.Pool, workers, periodic, log)
+		jc, err := jobs.NewClient(r.Pool, workers, periodic, queues, log)
 		if err != nil {
 			return fail(fmt.Errorf("job client: %w", err))
 		}

@@ -70,6 +70,8 @@ func (s *Service) ReserveStock(ctx context.Context, r *connect.Request[catalogv1
 		return nil, err
 	}
 	switch {
+	case row.Closed:
+		return nil, apperr.New(apperr.KindFailedPrecondition, codeCheckoutClosed, "checkout %s ended without an order; it cannot reserve stock", id)
 	case check && !row.Available:
 		return nil, apperr.New(apperr.KindFailedPrecondition, "item_unavailable", "an item of %s is not for sale", strings.Join(variants, ", "))
 	case check && !row.PricesOk:
@@ -88,7 +90,12 @@ func (s *Service) ReserveStock(ctx context.Context, r *connect.Request[catalogv1
 	return connect.NewResponse(&catalogv1.ReserveStockResponse{Reserved: true}), nil
 }
 
-// ReleaseStock returns a checkout's reserved stock.
+// codeCheckoutClosed refuses a reservation for a checkout that ended
+// without an order (ReleaseStock with close).
+const codeCheckoutClosed = "checkout_closed"
+
+// ReleaseStock returns a checkout's reserved stock; with close it also
+// fences the checkout against any later reservation.
 func (s *Service) ReleaseStock(ctx context.Context, r *connect.Request[catalogv1.ReleaseStockRequest]) (*connect.Response[catalogv1.ReleaseStockResponse], error) {
 	tid, err := tenancy.From(ctx)
 	if err != nil {
@@ -97,6 +104,13 @@ func (s *Service) ReleaseStock(ctx context.Context, r *connect.Request[catalogv1
 	var released int32
 	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
 		q := catalogdb.New(tx)
+		if r.Msg.GetClose() {
+			// Own statement first: it waits for a reservation in flight,
+			// and the release below (a new snapshot) sees what it booked.
+			if err := q.CloseCheckoutStock(ctx, catalogdb.CloseCheckoutStockParams{TenantID: tid, CheckoutID: r.Msg.GetCheckoutId()}); err != nil {
+				return err
+			}
+		}
 		rows, err := q.ReleaseReservations(ctx, catalogdb.ReleaseReservationsParams{TenantID: tid, CheckoutID: r.Msg.GetCheckoutId()})
 		if err != nil {
 			return err

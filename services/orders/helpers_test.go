@@ -93,7 +93,7 @@ func start(t *testing.T) *env {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &orders.WebhookWorker{Service: svc})
 	river.AddWorker(workers, &orders.RefundWorker{Service: svc})
-	jc, err := jobs.NewClient(d.Pool, workers, nil, log)
+	jc, err := jobs.NewClient(d.Pool, workers, nil, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"github.com/bcpdev/bcp/httpsig"
 	"github.com/bcpdev/bcp/internal/apperr"
@@ -375,8 +376,8 @@ var declineMessages = map[string]string{
 func (s *Service) applyCardCharge(ctx context.Context, proc card.Processor, known *attempt, id string, ch card.Charge, display []byte, notify bool) (attempt, error) {
 	orphan := false
 	a, err := s.transitionKnown(ctx, known, id, notify, func(a *attempt) bool {
-		if a.Status != stPending {
-			orphan = ch.Status == card.StatusApproved && (a.ChargeID == nil || *a.ChargeID != ch.ID)
+		if a.Status != stPending && (a.Status != stRequiresAction || ch.Status == card.StatusRequiresAction) {
+			orphan = ch.Status == card.StatusApproved && (a.ChargeID == nil || *a.ChargeID != ch.ID || !movedMoney(a.Status))
 			return false
 		}
 		a.ChargeID = &ch.ID
@@ -403,23 +404,40 @@ func (s *Service) applyCardCharge(ctx context.Context, proc card.Processor, know
 		return true
 	})
 	if err == nil && orphan {
-		s.refundStrayCharge(ctx, proc, a, ch)
+		s.refundStrayCharge(ctx, a, ch)
 	}
 	return a, err
 }
 
 // refundStrayCharge returns money a processor took for an attempt that
-// had already been given up, and tells the merchant.
-func (s *Service) refundStrayCharge(ctx context.Context, proc card.Processor, a attempt, ch card.Charge) {
-	_, err := proc.Refund(ctx, ch.ID, "stray_"+a.ID, ch.Amount)
-	msg := "Cobrança de cartão " + ch.ID + " (" + brl(ch.Amount) + ") confirmada depois que o pagamento " + a.ID + " foi encerrado; estornada automaticamente."
-	if err != nil {
-		msg = "Cobrança de cartão " + ch.ID + " (" + brl(ch.Amount) + ") confirmada depois que o pagamento " + a.ID + " foi encerrado; o estorno automático falhou — estorne manualmente."
-		s.log.ErrorContext(ctx, "payments: stray card charge not refunded", "attempt_id", a.ID, "charge_id", ch.ID, "err", err.Error())
-	}
-	_ = s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
-		return q.InsertAlert(ctx, paymentsdb.InsertAlertParams{TenantID: tid, ID: ids.New("alr"), Kind: "card_stray_charge", Message: msg, AttemptID: a.ID})
+// had already been given up (its key was canceled too late, or a charge
+// call answered after the attempt was failed): an automatic refund,
+// recorded with its job in one transaction, a merchant alert and a
+// metric, then executed at once (its job retries it otherwise).
+func (s *Service) refundStrayCharge(ctx context.Context, a attempt, ch card.Charge) {
+	id := "stray_" + ch.ID
+	msg := "Cobrança de cartão " + ch.ID + " (" + brl(ch.Amount) + ") aprovada depois que o pagamento " + a.ID + " foi encerrado (" + statusPT[a.Status] + "); estornada automaticamente."
+	err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, tx pgx.Tx) error {
+		n, err := q.InsertRefundIfAbsent(ctx, paymentsdb.InsertRefundIfAbsentParams{TenantID: tid, ID: id, AttemptID: &a.ID, Kind: "automatic",
+			HandlerID: a.HandlerID, ChargeID: &ch.ID, PspRefundID: id, Amount: ch.Amount, Reason: "Devolução automática: card_stray_charge"})
+		if err != nil || n == 0 {
+			return err // n == 0: recorded before
+		}
+		if err := q.InsertAlert(ctx, paymentsdb.InsertAlertParams{TenantID: tid, ID: ids.New("alr"), Kind: "card_stray_charge", Message: msg, AttemptID: a.ID}); err != nil {
+			return err
+		}
+		s.metrics.alerts.WithLabelValues("card_stray_charge").Inc()
+		s.metrics.autoRefunds.WithLabelValues("card_stray_charge").Inc()
+		return s.insertJob(ctx, tx, refundArgs{TenantID: tid, RefundID: id}, &river.InsertOpts{ScheduledAt: s.now().Add(refundBackstop)})
 	})
+	if err != nil {
+		s.log.ErrorContext(ctx, "payments: stray card charge not recorded for refund", "attempt_id", a.ID, "charge_id", ch.ID, "err", err.Error())
+		return
+	}
+	s.log.WarnContext(ctx, "payments: stray card charge refunded automatically", "attempt_id", a.ID, "charge_id", ch.ID, "amount", ch.Amount)
+	if _, err := s.executeRefund(ctx, id); err != nil {
+		s.log.WarnContext(ctx, "payments: stray card refund not finished now; its job will retry", "refund_id", id, "err", err.Error())
+	}
 }
 
 // resolveCard settles a card attempt still pending after its charge call

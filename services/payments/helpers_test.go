@@ -25,6 +25,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
 	"github.com/bcpdev/bcp/httpsig"
@@ -36,8 +37,6 @@ import (
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
-	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
-	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
@@ -71,39 +70,35 @@ func (c *clock) Add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// fakeCheckout stands for the checkout service: the outside world from the
-// payments service's point of view. It records SettlePayment calls and can
-// fail the first ones.
-type fakeCheckout struct {
-	checkoutv1connect.UnimplementedCheckoutServiceHandler
-	mu       sync.Mutex
-	calls    []settleCall
-	failNext atomic.Int32
-}
+// settleCall is one announcement to the checkout service: a durable
+// checkout_settle job in the checkout queue (nobody works that queue in
+// these tests, so every announcement stays visible).
+type settleCall struct{ tenant, checkoutID, attemptID, queue string }
 
-type settleCall struct{ tenant, checkoutID, attemptID, auth string }
-
-func (f *fakeCheckout) SettlePayment(_ context.Context, r *connect.Request[checkoutv1.SettlePaymentRequest]) (*connect.Response[checkoutv1.SettlePaymentResponse], error) {
-	if f.failNext.Add(-1) >= 0 {
-		return nil, connect.NewError(connect.CodeUnavailable, io.ErrUnexpectedEOF)
+// announced lists the checkout_settle jobs for attemptID.
+func announced(t testing.TB, pool *pgxpool.Pool, attemptID string) []settleCall {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT args->>'tenant_id', args->>'checkout_id', args->>'attempt_id', queue
+		FROM river.river_job WHERE kind = 'checkout_settle' AND args->>'attempt_id' = $1 ORDER BY id`, attemptID)
+	if err != nil {
+		t.Fatal(err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, settleCall{tenant: r.Header().Get(tenancy.Header), checkoutID: r.Msg.GetCheckoutId(), attemptID: r.Msg.GetAttemptId(), auth: r.Header().Get("Authorization")})
-	return connect.NewResponse(&checkoutv1.SettlePaymentResponse{Status: "completed"}), nil
-}
-
-func (f *fakeCheckout) settled(attemptID string) []settleCall {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer rows.Close()
 	var out []settleCall
-	for _, c := range f.calls {
-		if c.attemptID == attemptID {
-			out = append(out, c)
+	for rows.Next() {
+		var c settleCall
+		if err := rows.Scan(&c.tenant, &c.checkoutID, &c.attemptID, &c.queue); err != nil {
+			t.Fatal(err)
 		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
+
+func (e *env) settled(attemptID string) []settleCall { return announced(e.t, e.db.Pool, attemptID) }
 
 type merchant struct {
 	id      uuid.UUID
@@ -124,7 +119,6 @@ type env struct {
 	client   paymentsv1connect.PaymentsServiceClient
 	jobs     *jobs.Client
 	clock    *clock
-	checkout *fakeCheckout
 	ops      *platform.Clients
 	port     string
 	hosts    sync.Map // host → tenant id
@@ -150,7 +144,7 @@ var web = func() *http.Client {
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{t: t, db: testdb.New(t), clock: &clock{t: time.Now().UTC()}, checkout: &fakeCheckout{}}
+	e := &env{t: t, db: testdb.New(t), clock: &clock{t: time.Now().UTC()}}
 	log := quietLog()
 	plat, err := platform.Start(ctx, platform.Config{
 		Services: []string{platform.Tenants}, DatabaseURL: e.db.AppURL, InternalAddr: "127.0.0.1:0",
@@ -162,17 +156,13 @@ func newEnv(t testing.TB) *env {
 	t.Cleanup(plat.Stop)
 	e.ops = plat.ClientsWithToken(operatorToken)
 
-	co := httptest.NewServer(mux(checkoutv1connect.NewCheckoutServiceHandler(e.checkout)))
-	t.Cleanup(co.Close)
-	checkoutClient := checkoutv1connect.NewCheckoutServiceClient(http.DefaultClient, co.URL, connect.WithInterceptors(svcauth.Client(internalToken)))
-
-	e.svc, err = payments.New(e.db.Pool, plat.Clients.Tenants, checkoutClient, masterKey, payments.Options{Logger: log, Now: e.clock.Now})
+	e.svc, err = payments.New(e.db.Pool, plat.Clients.Tenants, masterKey, payments.Options{Logger: log, Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	workers := river.NewWorkers()
 	payments.AddWorkers(workers, e.svc)
-	e.jobs, err = jobs.NewClient(e.db.Pool, workers, nil, log)
+	e.jobs, err = jobs.NewClient(e.db.Pool, workers, nil, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}

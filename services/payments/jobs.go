@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"connectrpc.com/connect"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -13,7 +12,7 @@ import (
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/tenancy"
-	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
+	"github.com/bcpdev/bcp/services/payments/paymentevents"
 )
 
 // Durable jobs. Each carries its tenant; workers run in its scope. Every
@@ -81,8 +80,10 @@ func (w *reconcileWorker) Work(ctx context.Context, job *river.Job[reconcileArgs
 	return w.s.reconcile(tenancy.With(ctx, job.Args.TenantID), job.Args.E2EID, job.Attempt)
 }
 
-// settleArgs tells the checkout service that an attempt changed
-// asynchronously; retried until the checkout service answers.
+// settleArgs asked this service to call the checkout service's
+// SettlePayment for an attempt that changed on its own. Those changes are
+// now announced with a checkout job (announce); the worker stays for jobs
+// queued before, and hands each one on the same way.
 type settleArgs struct {
 	TenantID   uuid.UUID `json:"tenant_id"`
 	CheckoutID string    `json:"checkout_id"`
@@ -97,19 +98,12 @@ type settleWorker struct {
 }
 
 func (w *settleWorker) Work(ctx context.Context, job *river.Job[settleArgs]) error {
-	ctx = tenancy.With(ctx, job.Args.TenantID)
-	_, err := w.s.checkout.SettlePayment(ctx, connect.NewRequest(&checkoutv1.SettlePaymentRequest{
-		CheckoutId: job.Args.CheckoutID, AttemptId: job.Args.AttemptID,
-	}))
-	if err != nil {
-		w.s.log.WarnContext(ctx, "payments: SettlePayment failed; will retry", "tenant_id", job.Args.TenantID,
-			"checkout_id", job.Args.CheckoutID, "attempt_id", job.Args.AttemptID, "attempt", job.Attempt, "err", err.Error())
+	if w.s.jobs == nil {
+		return errNoJobs
 	}
+	_, err := w.s.jobs.Insert(ctx, paymentevents.AttemptChanged{TenantID: job.Args.TenantID, CheckoutID: job.Args.CheckoutID, AttemptID: job.Args.AttemptID}, nil)
 	return err
 }
-
-// Timeout bounds one SettlePayment call (it may create the order).
-func (w *settleWorker) Timeout(*river.Job[settleArgs]) time.Duration { return settleTimeout }
 
 // refundArgs executes (or follows up) one refund at the PSP/processor.
 type refundArgs struct {
@@ -165,30 +159,13 @@ func (s *Service) insertJob(ctx context.Context, tx pgx.Tx, args river.JobArgs, 
 	return err
 }
 
-// settleNow tells the checkout service, once the decision on a Pix has
-// committed, that its attempt changed. That attempt's checkout is
-// complete_in_progress with a settle_after, and checkout's settle sweep
-// looks at it every settleRetry until it has left that state, so a call
-// lost here (a crash, checkout unavailable) delays the order by at most
-// about a minute; a job in the decision's transaction would cost three
-// more round trips and a queue hop on every paid Pix.
-func (s *Service) settleNow(ctx context.Context, a attempt) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
-	defer cancel()
-	if _, err := s.checkout.SettlePayment(ctx, connect.NewRequest(&checkoutv1.SettlePaymentRequest{
-		CheckoutId: a.CheckoutID, AttemptId: a.ID,
-	})); err != nil {
-		s.log.WarnContext(ctx, "payments: SettlePayment failed; checkout's settle sweep will settle it", "tenant_id", a.TenantID,
-			"checkout_id", a.CheckoutID, "attempt_id", a.ID, "err", err.Error())
-	}
-}
-
-// settleTimeout bounds one SettlePayment call (it may create the order).
-const settleTimeout = time.Minute
-
-// settleLater queues SettlePayment for a in the caller's transaction.
-func (s *Service) settleLater(ctx context.Context, tx pgx.Tx, a attempt) error {
-	return s.insertJob(ctx, tx, settleArgs{TenantID: a.TenantID, CheckoutID: a.CheckoutID, AttemptID: a.ID}, nil)
+// announce tells the checkout service, in the caller's transaction, that
+// attempt a changed on its own (a Pix decided, a card charge resolved or
+// stopped): a durable checkout job (paymentevents), so the news is never
+// lost and never sent for a change that rolled back, and this service
+// never calls the checkout service.
+func (s *Service) announce(ctx context.Context, tx pgx.Tx, a attempt) error {
+	return s.insertJob(ctx, tx, paymentevents.AttemptChanged{TenantID: a.TenantID, CheckoutID: a.CheckoutID, AttemptID: a.ID}, nil)
 }
 
 // isNotFound matches a missing row however it surfaced.

@@ -9,6 +9,11 @@ type metrics struct {
 	webhooks *prometheus.CounterVec
 	refunds  *prometheus.CounterVec
 	alerts   *prometheus.CounterVec
+	// autoRefunds counts money that reached a payment no longer able to
+	// keep it (a Pix paid late or to a removed charge, a card approved
+	// after its attempt ended, a paid attempt of a checkout that ended
+	// without an order), refunded automatically.
+	autoRefunds *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -29,9 +34,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "bcp_payment_alerts_total",
 			Help: "Merchant payment alerts by kind (pix_wrong_amount, pix_paid_after_expiry, ...).",
 		}, []string{"kind"}),
+		autoRefunds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bcp_payment_automatic_refunds_total",
+			Help: "Money refunded automatically because its payment could not keep it, by reason (pix_paid_after_expiry, pix_attempt_not_pending, card_stray_charge, checkout_closed, ...).",
+		}, []string{"reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.attempts, m.webhooks, m.refunds, m.alerts)
+		reg.MustRegister(m.attempts, m.webhooks, m.refunds, m.alerts, m.autoRefunds)
 	}
 	return m
 }

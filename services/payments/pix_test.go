@@ -219,10 +219,11 @@ func TestPixPaidByWebhookSettlesOnce(t *testing.T) {
 	if n := e.receipts(e.a); n != 1 {
 		t.Errorf("%d receipts, want 1", n)
 	}
-	e.eventually(10*time.Second, "SettlePayment called", func() bool { return len(e.checkout.settled(a.GetId())) == 1 })
-	c := e.checkout.settled(a.GetId())[0]
-	if c.tenant != e.a.id.String() || c.checkoutID != "chk_paid" || c.auth != "Bearer "+internalToken {
-		t.Errorf("SettlePayment call = %+v", c)
+	// Announced to checkout in the decision's transaction: exactly one job.
+	e.eventually(10*time.Second, "the paid Pix announced", func() bool { return len(e.settled(a.GetId())) == 1 })
+	c := e.settled(a.GetId())[0]
+	if c.tenant != e.a.id.String() || c.checkoutID != "chk_paid" || c.queue != "checkout" {
+		t.Errorf("announcement = %+v", c)
 	}
 	// The PSP, not the notification, is the truth: the receipt matched.
 	var rec paymentsdb.PaymentsPixReceipt
@@ -266,7 +267,7 @@ func TestPixPaidByWebhookSettlesOnce(t *testing.T) {
 	if total, _ := e.jobCount("payments_settle", "attempt_id", a.GetId()); total != 0 {
 		t.Errorf("%d settle jobs, want none", total)
 	}
-	if n := len(e.checkout.settled(a.GetId())); n != 1 {
+	if n := len(e.settled(a.GetId())); n != 1 {
 		t.Errorf("checkout told %d times, want once", n)
 	}
 	if got := e.get(e.a, a.GetId()); got.GetStatus() != statusSucceeded {
@@ -283,27 +284,6 @@ func TestPixPaidByWebhookSettlesOnce(t *testing.T) {
 	}
 }
 
-// A paid Pix is told to checkout by one call after the decision commits.
-// When that call fails nothing is queued here: the checkout stays
-// complete_in_progress with a settle_after, and checkout's settle sweep
-// settles it (e2e TestCheckoutSettleSweep).
-func TestLostSettleCallQueuesNothing(t *testing.T) {
-	e := newEnv(t)
-	e.checkout.failNext.Store(1)
-	a := e.start(e.a, startReq(e.a, "chk_retry", 990, pixInstrument))
-	if _, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()})); err != nil {
-		t.Fatal(err)
-	}
-	e.waitStatus(e.a, a.GetId(), statusSucceeded)
-	e.eventually(15*time.Second, "SettlePayment called (and failed)", func() bool { return e.checkout.failNext.Load() < 1 })
-	if total, _ := e.jobCount("payments_settle", "attempt_id", a.GetId()); total != 0 {
-		t.Errorf("%d settle jobs, want none", total)
-	}
-	if n := len(e.checkout.settled(a.GetId())); n != 0 {
-		t.Errorf("checkout settled %d times, want 0 (the one call failed)", n)
-	}
-}
-
 func TestPixWrongAmountIsRefundedWithAlert(t *testing.T) {
 	e := newEnv(t)
 	a := e.start(e.a, startReq(e.a, "chk_wrong", 12345, pixInstrument))
@@ -315,7 +295,7 @@ func TestPixWrongAmountIsRefundedWithAlert(t *testing.T) {
 		t.Errorf("failure %q %q", got.GetFailureCode(), got.GetFailureMessage())
 	}
 	e.expectAutoRefund(e.a, a.GetId(), "pix_wrong_amount", "1.00")
-	e.eventually(10*time.Second, "SettlePayment called", func() bool { return len(e.checkout.settled(a.GetId())) == 1 })
+	e.eventually(10*time.Second, "announced to checkout", func() bool { return len(e.settled(a.GetId())) == 1 })
 }
 
 func TestPixPaidAfterExpiryIsRefundedWithAlert(t *testing.T) {
@@ -329,7 +309,7 @@ func TestPixPaidAfterExpiryIsRefundedWithAlert(t *testing.T) {
 	}
 	e.waitStatus(e.a, a.GetId(), statusExpired)
 	e.expectAutoRefund(e.a, a.GetId(), "pix_paid_after_expiry", "123.45")
-	e.eventually(10*time.Second, "SettlePayment called", func() bool { return len(e.checkout.settled(a.GetId())) == 1 })
+	e.eventually(10*time.Second, "announced to checkout", func() bool { return len(e.settled(a.GetId())) == 1 })
 }
 
 // expectAutoRefund waits for the automatic full refund of attemptID's Pix
@@ -419,7 +399,7 @@ func TestPixExpiryRemovesTheCharge(t *testing.T) {
 	if c := e.simCharge(e.a, txid); c.Status != pix.StatusRemovidaRecebedor {
 		t.Errorf("PSP charge %s, want removed", c.Status)
 	}
-	e.eventually(10*time.Second, "SettlePayment called", func() bool { return len(e.checkout.settled(a.GetId())) == 1 })
+	e.eventually(10*time.Second, "announced to checkout", func() bool { return len(e.settled(a.GetId())) == 1 })
 	// The removed charge can no longer be paid.
 	_, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()}))
 	if got := codeOf(err); got != "failed_precondition/charge_not_active" {
@@ -473,7 +453,7 @@ func TestLostWebhooksAreCaughtByPollingAndExpiry(t *testing.T) {
 		t.Errorf("%d receipts, want 2 (recorded from the PSP's answers)", n)
 	}
 	for _, a := range []*paymentsv1.Attempt{polled, expired} {
-		e.eventually(10*time.Second, "SettlePayment called", func() bool { return len(e.checkout.settled(a.GetId())) == 1 })
+		e.eventually(10*time.Second, "announced to checkout", func() bool { return len(e.settled(a.GetId())) == 1 })
 	}
 }
 
@@ -688,7 +668,7 @@ func TestReceiptSweepReconcilesWhatTheWebhookDidNot(t *testing.T) {
 	if rec := e.receipt(e.a, p.E2eID); rec.Status != "matched" || rec.AttemptID == nil || *rec.AttemptID != a.GetId() {
 		t.Errorf("receipt %s for %v", rec.Status, rec.AttemptID)
 	}
-	e.eventually(10*time.Second, "SettlePayment called", func() bool { return len(e.checkout.settled(a.GetId())) == 1 })
+	e.eventually(10*time.Second, "announced to checkout", func() bool { return len(e.settled(a.GetId())) == 1 })
 }
 
 func TestCrossTenantAccessIsNotFound(t *testing.T) {

@@ -418,7 +418,7 @@ func (s *Service) unconfirmed(ctx context.Context, rec paymentsdb.PaymentsPixRec
 // exists. In one transaction holding the attempt's row lock, exactly once
 // per endToEndId (the receipt row records the decision):
 //   - pending attempt, same amount, paid by expires_at → SUCCEEDED, and
-//     the checkout service is told;
+//     the checkout service is told (announce, in the same transaction);
 //   - the attempt's own Pix seen again → nothing;
 //   - anything else (wrong amount, paid after expiry, attempt no longer
 //     pending, no attempt) → the Pix is refunded in full (natureza
@@ -430,7 +430,6 @@ func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix
 	if err != nil {
 		return fmt.Errorf("payments: PSP value for Pix %s: %w", p.EndToEndID, err)
 	}
-	var tell *attempt // the attempt this decision changed, for checkout
 	err = s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, tx pgx.Tx) error {
 		var a attempt
 		if attemptID != "" {
@@ -475,8 +474,7 @@ func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix
 			if err := matched(); err != nil {
 				return err
 			}
-			tell = &a
-			return nil
+			return s.announce(ctx, tx, a)
 		case a.E2eID != nil && *a.E2eID == p.EndToEndID:
 			return matched()
 		}
@@ -503,13 +501,12 @@ func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix
 			if a, err = s.update(ctx, q, stPending, a); err != nil {
 				return err
 			}
-			tell = &a
+			if err := s.announce(ctx, tx, a); err != nil {
+				return err
+			}
 		}
 		return s.refundOrphan(ctx, q, tx, tid, handlerID, p, paid, &a.ID, kind, msg)
 	})
-	if err == nil && tell != nil {
-		s.settleNow(ctx, *tell)
-	}
 	return err
 }
 
@@ -538,6 +535,7 @@ func (s *Service) refundOrphan(ctx context.Context, q *paymentsdb.Queries, tx pg
 		return err
 	}
 	s.metrics.alerts.WithLabelValues(kind).Inc()
+	s.metrics.autoRefunds.WithLabelValues(kind).Inc()
 	s.log.WarnContext(ctx, "payments: Pix refunded automatically", "tenant_id", tid, "e2e_id", e2e, "attempt_id", aid, "kind", kind)
 	return s.insertJob(ctx, tx, refundArgs{TenantID: tid, RefundID: refundID}, nil)
 }

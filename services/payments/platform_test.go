@@ -16,7 +16,6 @@ import (
 	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
-	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/services/payments/paymentshttp"
@@ -25,15 +24,13 @@ import (
 // TestPlatformWiring runs the service as bcpd hosts it (its job client,
 // workers and clients from the platform), with the checkout service
 // elsewhere: a Pix paid through the simulated PSP's real webhook ends in
-// a SettlePayment call to the checkout service's URL.
+// a checkout_settle job in the checkout's queue, which this process (not
+// hosting checkout) leaves for a checkout process.
 func TestPlatformWiring(t *testing.T) {
 	d := testdb.New(t)
-	fake := &fakeCheckout{}
-	co := httptest.NewServer(mux(checkoutv1connect.NewCheckoutServiceHandler(fake)))
-	t.Cleanup(co.Close)
 	r, err := platform.Start(context.Background(), platform.Config{
 		Services: []string{platform.Tenants, platform.Payments}, DatabaseURL: d.AppURL, InternalAddr: "127.0.0.1:0",
-		ServiceURLs: map[string]string{platform.Checkout: co.URL}, InternalToken: internalToken, OperatorToken: operatorToken,
+		InternalToken: internalToken, OperatorToken: operatorToken,
 		MasterKey: masterKey, Logger: quietLog(),
 	})
 	if err != nil {
@@ -77,9 +74,9 @@ func TestPlatformWiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(15 * time.Second)
-	for len(fake.settled(a.GetId())) == 0 {
+	for len(announced(t, d.Pool, a.GetId())) == 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("SettlePayment was not called")
+			t.Fatal("the paid Pix was not announced to checkout")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -87,8 +84,8 @@ func TestPlatformWiring(t *testing.T) {
 	if err != nil || got.Msg.GetAttempt().GetStatus() != statusSucceeded {
 		t.Fatalf("after webhook: %v %v", got, err)
 	}
-	if c := fake.settled(a.GetId())[0]; c.tenant != tid.String() || c.checkoutID != "chk_platform" {
-		t.Errorf("SettlePayment call %+v", c)
+	if c := announced(t, d.Pool, a.GetId()); len(c) != 1 || c[0].tenant != tid.String() || c[0].checkoutID != "chk_platform" || c[0].queue != "checkout" {
+		t.Errorf("announcements %+v, want one checkout_settle job in the checkout queue", c)
 	}
 	// The counters are on the internal listener's /metrics.
 	mresp, err := http.Get("http://" + r.InternalAddr + "/metrics")

@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/ids"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/services/payments/card"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
@@ -45,6 +46,10 @@ func (s *Service) refund(ctx context.Context, m *paymentsv1.RefundPaymentRequest
 	if r := []rune(reason); len(r) > 140 {
 		reason = string(r[:140]) // the API Pix descricao limit
 	}
+	kind := "requested"
+	if m.GetAutomaticReason() != "" {
+		kind = "automatic"
+	}
 	var row refundRow
 	err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, tx pgx.Tx) error {
 		a, err := q.LockAttempt(ctx, paymentsdb.LockAttemptParams{TenantID: tid, ID: m.GetAttemptId()})
@@ -55,7 +60,7 @@ func (s *Service) refund(ctx context.Context, m *paymentsv1.RefundPaymentRequest
 			return err
 		}
 		if existing, err := q.GetRefund(ctx, paymentsdb.GetRefundParams{TenantID: tid, ID: m.GetRefundId()}); err == nil {
-			if existing.AttemptID == nil || *existing.AttemptID != a.ID || existing.Amount != m.GetAmount() || existing.Kind != "requested" {
+			if existing.AttemptID == nil || *existing.AttemptID != a.ID || existing.Amount != m.GetAmount() || existing.Kind != kind {
 				return apperr.New(apperr.KindFailedPrecondition, "refund_conflict", "refund %s exists with a different request", m.GetRefundId())
 			}
 			row = existing
@@ -66,7 +71,7 @@ func (s *Service) refund(ctx context.Context, m *paymentsv1.RefundPaymentRequest
 		if a.Status != stSucceeded && a.Status != stPartRefunded && a.Status != stRefunded {
 			return apperr.New(apperr.KindFailedPrecondition, "not_refundable", "payment attempt %s is %s; only paid attempts can be refunded", a.ID, a.Status)
 		}
-		promised, err := q.SumRequestedRefunds(ctx, paymentsdb.SumRequestedRefundsParams{TenantID: tid, AttemptID: &a.ID})
+		promised, err := q.SumRequestedRefunds(ctx, paymentsdb.SumRequestedRefundsParams{TenantID: tid, AttemptID: &a.ID, OwnE2eID: a.E2eID, OwnChargeID: a.ChargeID})
 		if err != nil {
 			return err
 		}
@@ -74,7 +79,7 @@ func (s *Service) refund(ctx context.Context, m *paymentsv1.RefundPaymentRequest
 			return apperr.New(apperr.KindFailedPrecondition, "refund_exceeds_payment",
 				"refunds would total %d of a %d payment (%d already refunded or in progress)", promised+m.GetAmount(), a.Amount, promised)
 		}
-		p := paymentsdb.InsertRefundParams{TenantID: tid, ID: m.GetRefundId(), AttemptID: &a.ID, Kind: "requested", HandlerID: a.HandlerID,
+		p := paymentsdb.InsertRefundParams{TenantID: tid, ID: m.GetRefundId(), AttemptID: &a.ID, Kind: kind, HandlerID: a.HandlerID,
 			Amount: m.GetAmount(), Reason: reason}
 		switch {
 		case a.Txid != nil && a.E2eID != nil:
@@ -86,6 +91,15 @@ func (s *Service) refund(ctx context.Context, m *paymentsv1.RefundPaymentRequest
 		}
 		if row, err = q.InsertRefund(ctx, p); err != nil {
 			return err
+		}
+		if kind == "automatic" {
+			why := m.GetAutomaticReason()
+			if err := q.InsertAlert(ctx, paymentsdb.InsertAlertParams{TenantID: tid, ID: ids.New("alr"), Kind: why, AttemptID: a.ID,
+				Message: fmt.Sprintf("Pagamento %s de %s devolvido automaticamente (%s): %s", a.ID, brl(m.GetAmount()), why, reason)}); err != nil {
+				return err
+			}
+			s.metrics.alerts.WithLabelValues(why).Inc()
+			s.metrics.autoRefunds.WithLabelValues(why).Inc()
 		}
 		return s.insertJob(ctx, tx, refundArgs{TenantID: tid, RefundID: row.ID}, &river.InsertOpts{ScheduledAt: s.now().Add(refundBackstop)})
 	})
@@ -196,7 +210,7 @@ func (s *Service) finishRefund(ctx context.Context, id, status, failure string) 
 			return err
 		}
 		var a attempt
-		if r.Kind == "requested" && r.AttemptID != nil {
+		if r.AttemptID != nil {
 			// Lock order: attempt, then refund.
 			if a, err = q.LockAttempt(ctx, paymentsdb.LockAttemptParams{TenantID: tid, ID: *r.AttemptID}); err != nil {
 				return err
@@ -214,10 +228,13 @@ func (s *Service) finishRefund(ctx context.Context, id, status, failure string) 
 		}
 		out.Status, out.FailureMessage = status, failure
 		s.metrics.refunds.WithLabelValues(r.Kind, status).Inc()
-		if r.Kind != "requested" || r.AttemptID == nil || status != "succeeded" {
+		// Only a refund of the attempt's own money changes the attempt.
+		own := r.Kind == "requested" || (r.E2eID != nil && a.E2eID != nil && *r.E2eID == *a.E2eID) ||
+			(r.ChargeID != nil && a.ChargeID != nil && *r.ChargeID == *a.ChargeID)
+		if !own || r.AttemptID == nil || status != "succeeded" || !movedMoney(a.Status) {
 			return nil
 		}
-		sum, err := q.SumSucceededRefunds(ctx, paymentsdb.SumSucceededRefundsParams{TenantID: tid, AttemptID: r.AttemptID})
+		sum, err := q.SumSucceededRefunds(ctx, paymentsdb.SumSucceededRefundsParams{TenantID: tid, AttemptID: r.AttemptID, OwnE2eID: a.E2eID, OwnChargeID: a.ChargeID})
 		if err != nil {
 			return err
 		}

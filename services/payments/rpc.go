@@ -28,47 +28,10 @@ func (s *Service) GetPayment(ctx context.Context, r *connect.Request[paymentsv1.
 	return connect.NewResponse(&paymentsv1.GetPaymentResponse{Attempt: toProto(a)}), nil
 }
 
-// CancelPayment stops an attempt that is not settled: a pending Pix
-// charge is removed at the PSP first, and if the PSP says it was already
-// paid the attempt is SUCCEEDED (completion wins); a card attempt waiting
-// for 3-D Secure is voided. Settled attempts are returned as they are.
+// CancelPayment stops an attempt for good, or reports that its money
+// moved (stop).
 func (s *Service) CancelPayment(ctx context.Context, r *connect.Request[paymentsv1.CancelPaymentRequest]) (*connect.Response[paymentsv1.CancelPaymentResponse], error) {
-	a, err := s.getAttempt(ctx, r.Msg.GetAttemptId())
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case a.Status == stPending && a.Txid != nil:
-		// The checkout service asked, so it is not told again — unless
-		// the money arrived first, which it learns from the answer and
-		// from the settle job the payment queues.
-		if err := s.removeCharge(ctx, a, stCanceled, false); err != nil {
-			return nil, err
-		}
-	case a.Status == stRequiresAction && a.ChargeID != nil:
-		proc, err := s.processor(ctx, a.HandlerID, a.Environment)
-		if err != nil {
-			return nil, err
-		}
-		if err := proc.Void(ctx, *a.ChargeID); err != nil {
-			return nil, err
-		}
-		if _, err := s.transition(ctx, a.ID, false, func(x *attempt) bool {
-			if x.Status != stRequiresAction {
-				return false
-			}
-			x.Status = stCanceled
-			return true
-		}); err != nil {
-			return nil, err
-		}
-	case a.Status == stPending:
-		// A card charge in flight: let the processor's record decide.
-		if err := s.resolveCard(ctx, a.ID); err != nil {
-			return nil, err
-		}
-	}
-	a, err = s.getAttempt(ctx, a.ID)
+	a, err := s.stop(ctx, r.Msg)
 	if err != nil {
 		return nil, err
 	}

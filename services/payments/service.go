@@ -7,12 +7,13 @@
 // "payments" and is reached only through its connect API.
 //
 // Every change that needs later work is durable before it is acted on:
-// refunds and most notices to the checkout service are jobs inserted in
-// the change's transaction; polls, expiries and reconciliations are due
-// times the resolve sweep acts on (sweep.go); a decided Pix is told to
-// checkout by a call after the commit, checkout's settle sweep being the
-// backstop. Nothing is lost and nothing runs for a change that rolled
-// back. Every id the PSP or processor sees (txid, devolução id,
+// refunds and every notice to the checkout service are jobs inserted in
+// the change's transaction (notices are checkout jobs, package
+// paymentevents: this service never calls the checkout service, which
+// calls it); polls, expiries and reconciliations are due times the
+// resolve sweep acts on (sweep.go). Nothing is lost and nothing runs for
+// a change that rolled back. The attempt's statuses and transitions are
+// in machine.go. Every id the PSP or processor sees (txid, devolução id,
 // idempotency key) is chosen and stored before the call, so any call can
 // be retried.
 package payments
@@ -35,7 +36,6 @@ import (
 	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/sealer"
 	"github.com/bcpdev/bcp/internal/svcauth"
-	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
@@ -86,7 +86,6 @@ type Options struct {
 type Service struct {
 	pool     *pgxpool.Pool
 	tenants  tenantsv1connect.TenantServiceClient
-	checkout checkoutv1connect.CheckoutServiceClient
 	seal     sealer.Sealer
 	hashKey  []byte
 	jobs     *jobs.Client
@@ -104,8 +103,9 @@ type Service struct {
 
 // New returns the service. masterKey (32 bytes) seals the Pix webhook
 // secrets and keys the request hashes; tenants resolves the merchant's
-// handlers; checkout is told when an attempt changes asynchronously.
-func New(pool *pgxpool.Pool, tenants tenantsv1connect.TenantServiceClient, checkout checkoutv1connect.CheckoutServiceClient, masterKey []byte, opts Options) (*Service, error) {
+// handlers. It calls no other service: the checkout service learns of
+// asynchronous changes from the jobs announce inserts.
+func New(pool *pgxpool.Pool, tenants tenantsv1connect.TenantServiceClient, masterKey []byte, opts Options) (*Service, error) {
 	seal, err := sealer.NewAESGCM(masterKey)
 	if err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func New(pool *pgxpool.Pool, tenants tenantsv1connect.TenantServiceClient, check
 	m := hmac.New(sha256.New, masterKey)
 	m.Write([]byte("bcp/payments/request-hash/v1"))
 	s := &Service{
-		pool: pool, tenants: tenants, checkout: checkout, seal: seal, hashKey: m.Sum(nil),
+		pool: pool, tenants: tenants, seal: seal, hashKey: m.Sum(nil),
 		now: opts.Now, log: opts.Logger, simCards: simcard.New(pool), faults: faults, opts: opts, metrics: newMetrics(opts.Metrics),
 		handlerCache: tenantcache.New[merchantHandlers](tenantcache.Options{}),
 	}

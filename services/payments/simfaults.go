@@ -166,8 +166,9 @@ func (x faultyProcessor) Refund(ctx context.Context, chargeID, refundID string, 
 	return out, err
 }
 
-func (x faultyProcessor) Void(ctx context.Context, chargeID string) error {
-	return x.f.call(ctx, func() error { return x.p.Void(ctx, chargeID) })
+func (x faultyProcessor) Cancel(ctx context.Context, req card.CancelRequest) (out card.Charge, err error) {
+	err = x.f.call(ctx, func() error { out, err = x.p.Cancel(ctx, req); return err })
+	return out, err
 }
 
 func (x faultyProcessor) Lookup(ctx context.Context, key string) (out card.Charge, err error) {

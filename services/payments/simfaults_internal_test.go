@@ -34,7 +34,9 @@ func (p *countingProcessor) Charge(context.Context, card.ChargeRequest) (card.Ch
 func (p *countingProcessor) Refund(context.Context, string, string, int64) (card.Refund, error) {
 	return card.Refund{}, nil
 }
-func (p *countingProcessor) Void(context.Context, string) error { return nil }
+func (p *countingProcessor) Cancel(context.Context, card.CancelRequest) (card.Charge, error) {
+	return card.Charge{}, nil
+}
 
 // Every faulted call fails after the hang; about half of them reached the
 // processor first (the answer was lost), and a nil knob changes nothing.

@@ -107,6 +107,9 @@ func (s *Service) startPayment(ctx context.Context, m *paymentsv1.StartPaymentRe
 
 // replay answers a repeated StartPayment.
 func (s *Service) replay(ctx context.Context, a attempt, m *paymentsv1.StartPaymentRequest, hash []byte) (attempt, error) {
+	if a.Status == stCanceled && a.FailureCode == codeCanceledBeforeStart {
+		return a, nil // stopped before it started: nothing is charged
+	}
 	if !hmac.Equal(a.RequestHash, hash) {
 		return attempt{}, apperr.New(apperr.KindFailedPrecondition, "attempt_conflict",
 			"payment attempt %s was started with a different request", a.ID)
@@ -230,7 +233,7 @@ func (s *Service) insertFailed(ctx context.Context, p paymentsdb.InsertAttemptPa
 }
 
 // failPending moves a still-pending attempt to FAILED (a no-op on any
-// other status). notify queues SettlePayment (asynchronous changes only).
+// other status). notify announces the change to the checkout service (asynchronous changes only).
 func (s *Service) failPending(ctx context.Context, id string, f *failure, notify bool) (attempt, error) {
 	return s.transition(ctx, id, notify, func(a *attempt) bool {
 		if a.Status != stPending {
@@ -242,8 +245,8 @@ func (s *Service) failPending(ctx context.Context, id string, f *failure, notify
 }
 
 // transition locks the attempt, lets change edit it (false: leave it),
-// writes it and, when notify, queues SettlePayment in the same
-// transaction.
+// writes it and, when notify, announces it to the checkout service in the
+// same transaction.
 // transitionKnown is transition for a caller that holds the attempt as it
 // just wrote or read it (known; nil: it does not): the change is applied
 // to that copy and written in one statement, guarded by its version. If
@@ -282,7 +285,7 @@ func (s *Service) transition(ctx context.Context, id string, notify bool, change
 			return err
 		}
 		if notify {
-			return s.settleLater(ctx, tx, out)
+			return s.announce(ctx, tx, out)
 		}
 		return nil
 	})

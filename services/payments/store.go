@@ -83,6 +83,9 @@ func (s *Service) getAttempt(ctx context.Context, id string) (attempt, error) {
 // update writes a's mutable fields, compare-and-swap on a.Version; from
 // is the status a had when read (for the transition counter).
 func (s *Service) update(ctx context.Context, q *paymentsdb.Queries, from string, a attempt) (attempt, error) {
+	if !canMove(from, a.Status) {
+		return a, errIllegalMove(a.ID, from, a.Status)
+	}
 	out, err := q.UpdateAttempt(ctx, paymentsdb.UpdateAttemptParams{
 		TenantID: a.TenantID, ID: a.ID, Version: a.Version, Status: a.Status, FailureCode: a.FailureCode,
 		FailureMessage: a.FailureMessage, Display: a.Display, ActionUrl: a.ActionUrl, RefundedAmount: a.RefundedAmount,

@@ -12,8 +12,15 @@
 -- is never sold twice and never at a price the buyer did not see. Stock is
 -- taken only for the lines this statement booked: a concurrent call for the
 -- same checkout that booked first makes this one book and take nothing, so
--- the stock taken always equals the lines reserved.
-WITH req AS (
+-- the stock taken always equals the lines reserved. A closed checkout
+-- (ReleaseStock with close) reserves nothing: its checkout_stock row is
+-- upserted here first, which waits for a close in flight and then sees it
+-- committed (migration 00023); a close waits for this statement likewise.
+WITH gate AS (
+    INSERT INTO catalog.checkout_stock (tenant_id, checkout_id) VALUES (@tenant_id, @checkout_id)
+    ON CONFLICT (tenant_id, checkout_id) DO UPDATE SET updated_at = now() WHERE NOT catalog.checkout_stock.closed
+    RETURNING true AS open
+), req AS (
     SELECT unnest(@variant_ids::text[]) AS variant_id, unnest(@quantities::bigint[]) AS quantity,
            unnest(@prices::bigint[]) AS price
 ), held AS (
@@ -35,10 +42,10 @@ WITH req AS (
            coalesce(bool_and(locked.stock >= locked.quantity), false) AS enough
     FROM locked
 ), ok AS (
-    SELECT NOT (SELECT yes FROM held) AND
+    SELECT coalesce(gate.open, false) AND NOT (SELECT yes FROM held) AND
            CASE WHEN @check_prices::boolean THEN available AND prices_ok AND enough
                 ELSE (SELECT count(*) FROM locked) = (SELECT count(*) FROM req) AND enough END AS yes
-    FROM verdict
+    FROM verdict LEFT JOIN gate ON true
 ), booked AS (
     INSERT INTO catalog.stock_reservations (tenant_id, checkout_id, variant_id, quantity)
     SELECT @tenant_id, @checkout_id, locked.id, locked.quantity FROM locked, ok WHERE ok.yes
@@ -53,11 +60,19 @@ WITH req AS (
     RETURNING v.id
 )
 SELECT (SELECT yes FROM held)::boolean AS already_held,
+       (SELECT count(*) FROM gate) = 0 AS closed,
        (SELECT yes FROM ok)::boolean AS reserved_ok,
        (SELECT available FROM verdict)::boolean AS available,
        (SELECT prices_ok FROM verdict)::boolean AS prices_ok,
        (SELECT count(*) FROM booked)::bigint AS lines_booked,
        (SELECT count(*) FROM took)::bigint AS variants_taken;
+
+-- name: CloseCheckoutStock :exec
+-- Marks a checkout that ended without an order closed, waiting for a
+-- ReserveStock in flight (same row); the release that follows in the
+-- same transaction then sees what it booked.
+INSERT INTO catalog.checkout_stock (tenant_id, checkout_id, closed) VALUES (@tenant_id, @checkout_id, true)
+ON CONFLICT (tenant_id, checkout_id) DO UPDATE SET closed = true, updated_at = now();
 
 -- name: ReleaseReservations :many
 UPDATE catalog.stock_reservations SET state = 'released', released_at = now()

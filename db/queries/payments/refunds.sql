@@ -3,6 +3,13 @@ INSERT INTO payments.refunds (tenant_id, id, attempt_id, kind, handler_id, e2e_i
 VALUES (@tenant_id, @id, sqlc.narg(attempt_id), @kind, @handler_id, sqlc.narg(e2e_id), sqlc.narg(charge_id), @psp_refund_id, @amount, @reason)
 RETURNING *;
 
+-- name: InsertRefundIfAbsent :execrows
+-- An automatic refund decided more than once (a stray charge seen by two
+-- answers) is recorded once.
+INSERT INTO payments.refunds (tenant_id, id, attempt_id, kind, handler_id, e2e_id, charge_id, psp_refund_id, amount, reason)
+VALUES (@tenant_id, @id, sqlc.narg(attempt_id), @kind, @handler_id, sqlc.narg(e2e_id), sqlc.narg(charge_id), @psp_refund_id, @amount, @reason)
+ON CONFLICT DO NOTHING;
+
 -- name: GetRefund :one
 SELECT * FROM payments.refunds WHERE tenant_id = @tenant_id AND id = @id;
 
@@ -10,14 +17,20 @@ SELECT * FROM payments.refunds WHERE tenant_id = @tenant_id AND id = @id;
 SELECT * FROM payments.refunds WHERE tenant_id = @tenant_id AND id = @id FOR UPDATE;
 
 -- name: SumRequestedRefunds :one
--- What is already promised back to the buyer: pending and succeeded
--- merchant refunds of the attempt.
+-- What is already promised back of the attempt's own money (its Pix
+-- @own_e2e_id or card charge @own_charge_id): pending and succeeded
+-- refunds, the merchant's and automatic ones (a checkout that ended
+-- without an order). Automatic refunds of other money that reached the
+-- attempt (a second Pix, a stray charge) are not its own.
 SELECT coalesce(sum(amount), 0)::bigint FROM payments.refunds
-WHERE tenant_id = @tenant_id AND attempt_id = @attempt_id AND kind = 'requested' AND status <> 'failed';
+WHERE tenant_id = @tenant_id AND attempt_id = @attempt_id AND status <> 'failed'
+  AND (kind = 'requested' OR e2e_id = sqlc.narg(own_e2e_id)::text OR charge_id = sqlc.narg(own_charge_id)::text);
 
 -- name: SumSucceededRefunds :one
+-- The attempt's own money refunded so far (as SumRequestedRefunds).
 SELECT coalesce(sum(amount), 0)::bigint FROM payments.refunds
-WHERE tenant_id = @tenant_id AND attempt_id = @attempt_id AND kind = 'requested' AND status = 'succeeded';
+WHERE tenant_id = @tenant_id AND attempt_id = @attempt_id AND status = 'succeeded'
+  AND (kind = 'requested' OR e2e_id = sqlc.narg(own_e2e_id)::text OR charge_id = sqlc.narg(own_charge_id)::text);
 
 -- name: FinishRefund :execrows
 UPDATE payments.refunds SET status = @status, failure_message = @failure_message, updated_at = now()

@@ -120,6 +120,25 @@ UNION ALL
 SELECT c.id, c.token_hash, c.amount, c.status, c.decline_code FROM payments.sim_card_charges c
 WHERE c.tenant_id = @tenant_id AND c.idempotency_key = @idempotency_key AND NOT EXISTS (SELECT 1 FROM ins);
 
+-- name: SimCancelCardByKey :one
+-- Stops the sale under an idempotency key in one statement: a key that
+-- never charged is recorded voided (SimChargeCard then answers with that
+-- row, so it can never charge), a charge waiting for 3-D Secure is voided,
+-- any other charge comes back as it is. As in SimChargeCard, a key a
+-- concurrent call inserted after this statement's snapshot comes back as
+-- no row (the caller reads it again).
+WITH ins AS (
+  INSERT INTO payments.sim_card_charges (tenant_id, id, idempotency_key, token_hash, amount, currency, status)
+  VALUES (@tenant_id, @id, @idempotency_key, @token_hash, @amount, @currency, 'voided')
+  ON CONFLICT (tenant_id, idempotency_key) DO UPDATE SET status = 'voided'
+    WHERE payments.sim_card_charges.status = 'requires_action'
+  RETURNING id, amount, status, decline_code
+)
+SELECT id, amount, status, decline_code FROM ins
+UNION ALL
+SELECT c.id, c.amount, c.status, c.decline_code FROM payments.sim_card_charges c
+WHERE c.tenant_id = @tenant_id AND c.idempotency_key = @idempotency_key AND NOT EXISTS (SELECT 1 FROM ins);
+
 -- name: SimGetCardChargeByKey :one
 SELECT * FROM payments.sim_card_charges WHERE tenant_id = @tenant_id AND idempotency_key = @idempotency_key;
 

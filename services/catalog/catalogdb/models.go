@@ -10,6 +10,13 @@ import (
 	"github.com/google/uuid"
 )
 
+type CatalogCheckoutStock struct {
+	TenantID   uuid.UUID
+	CheckoutID string
+	Closed     bool
+	UpdatedAt  time.Time
+}
+
 type CatalogProduct struct {
 	TenantID    uuid.UUID
 	ID          string

@@ -11,6 +11,24 @@ import (
 	"github.com/google/uuid"
 )
 
+const closeCheckoutStock = `-- name: CloseCheckoutStock :exec
+INSERT INTO catalog.checkout_stock (tenant_id, checkout_id, closed) VALUES ($1, $2, true)
+ON CONFLICT (tenant_id, checkout_id) DO UPDATE SET closed = true, updated_at = now()
+`
+
+type CloseCheckoutStockParams struct {
+	TenantID   uuid.UUID
+	CheckoutID string
+}
+
+// Marks a checkout that ended without an order closed, waiting for a
+// ReserveStock in flight (same row); the release that follows in the
+// same transaction then sees what it booked.
+func (q *Queries) CloseCheckoutStock(ctx context.Context, arg CloseCheckoutStockParams) error {
+	_, err := q.db.Exec(ctx, closeCheckoutStock, arg.TenantID, arg.CheckoutID)
+	return err
+}
+
 const releaseReservations = `-- name: ReleaseReservations :many
 UPDATE catalog.stock_reservations SET state = 'released', released_at = now()
 WHERE tenant_id = $1 AND checkout_id = $2 AND state = 'reserved'
@@ -48,20 +66,24 @@ func (q *Queries) ReleaseReservations(ctx context.Context, arg ReleaseReservatio
 }
 
 const reserveStock = `-- name: ReserveStock :one
-WITH req AS (
-    SELECT unnest($1::text[]) AS variant_id, unnest($2::bigint[]) AS quantity,
-           unnest($3::bigint[]) AS price
+WITH gate AS (
+    INSERT INTO catalog.checkout_stock (tenant_id, checkout_id) VALUES ($1, $2)
+    ON CONFLICT (tenant_id, checkout_id) DO UPDATE SET updated_at = now() WHERE NOT catalog.checkout_stock.closed
+    RETURNING true AS open
+), req AS (
+    SELECT unnest($3::text[]) AS variant_id, unnest($4::bigint[]) AS quantity,
+           unnest($5::bigint[]) AS price
 ), held AS (
     SELECT EXISTS (
         SELECT 1 FROM catalog.stock_reservations r
-        WHERE r.tenant_id = $4 AND r.checkout_id = $5 AND r.state = 'reserved'
+        WHERE r.tenant_id = $1 AND r.checkout_id = $2 AND r.state = 'reserved'
     ) AS yes
 ), locked AS (
     SELECT v.id, v.stock, req.quantity, v.price = req.price AS price_ok, v.active AND p.active AS active
     FROM catalog.variants v
     JOIN req ON req.variant_id = v.id
     JOIN catalog.products p ON p.tenant_id = v.tenant_id AND p.id = v.product_id
-    WHERE v.tenant_id = $4
+    WHERE v.tenant_id = $1
     ORDER BY v.id
     FOR UPDATE OF v
 ), verdict AS (
@@ -70,13 +92,13 @@ WITH req AS (
            coalesce(bool_and(locked.stock >= locked.quantity), false) AS enough
     FROM locked
 ), ok AS (
-    SELECT NOT (SELECT yes FROM held) AND
+    SELECT coalesce(gate.open, false) AND NOT (SELECT yes FROM held) AND
            CASE WHEN $6::boolean THEN available AND prices_ok AND enough
                 ELSE (SELECT count(*) FROM locked) = (SELECT count(*) FROM req) AND enough END AS yes
-    FROM verdict
+    FROM verdict LEFT JOIN gate ON true
 ), booked AS (
     INSERT INTO catalog.stock_reservations (tenant_id, checkout_id, variant_id, quantity)
-    SELECT $4, $5, locked.id, locked.quantity FROM locked, ok WHERE ok.yes
+    SELECT $1, $2, locked.id, locked.quantity FROM locked, ok WHERE ok.yes
     ON CONFLICT (tenant_id, checkout_id, variant_id) DO UPDATE
       SET quantity = EXCLUDED.quantity, state = 'reserved', released_at = NULL, created_at = now()
       WHERE catalog.stock_reservations.state = 'released'
@@ -84,10 +106,11 @@ WITH req AS (
 ), took AS (
     UPDATE catalog.variants v SET stock = v.stock - booked.quantity, updated_at = now()
     FROM booked
-    WHERE v.tenant_id = $4 AND v.id = booked.variant_id
+    WHERE v.tenant_id = $1 AND v.id = booked.variant_id
     RETURNING v.id
 )
 SELECT (SELECT yes FROM held)::boolean AS already_held,
+       (SELECT count(*) FROM gate) = 0 AS closed,
        (SELECT yes FROM ok)::boolean AS reserved_ok,
        (SELECT available FROM verdict)::boolean AS available,
        (SELECT prices_ok FROM verdict)::boolean AS prices_ok,
@@ -96,16 +119,17 @@ SELECT (SELECT yes FROM held)::boolean AS already_held,
 `
 
 type ReserveStockParams struct {
+	TenantID    uuid.UUID
+	CheckoutID  string
 	VariantIds  []string
 	Quantities  []int64
 	Prices      []int64
-	TenantID    uuid.UUID
-	CheckoutID  string
 	CheckPrices bool
 }
 
 type ReserveStockRow struct {
 	AlreadyHeld   bool
+	Closed        bool
 	ReservedOk    bool
 	Available     bool
 	PricesOk      bool
@@ -126,19 +150,23 @@ type ReserveStockRow struct {
 // is never sold twice and never at a price the buyer did not see. Stock is
 // taken only for the lines this statement booked: a concurrent call for the
 // same checkout that booked first makes this one book and take nothing, so
-// the stock taken always equals the lines reserved.
+// the stock taken always equals the lines reserved. A closed checkout
+// (ReleaseStock with close) reserves nothing: its checkout_stock row is
+// upserted here first, which waits for a close in flight and then sees it
+// committed (migration 00023); a close waits for this statement likewise.
 func (q *Queries) ReserveStock(ctx context.Context, arg ReserveStockParams) (ReserveStockRow, error) {
 	row := q.db.QueryRow(ctx, reserveStock,
+		arg.TenantID,
+		arg.CheckoutID,
 		arg.VariantIds,
 		arg.Quantities,
 		arg.Prices,
-		arg.TenantID,
-		arg.CheckoutID,
 		arg.CheckPrices,
 	)
 	var i ReserveStockRow
 	err := row.Scan(
 		&i.AlreadyHeld,
+		&i.Closed,
 		&i.ReservedOk,
 		&i.Available,
 		&i.PricesOk,

@@ -28,8 +28,21 @@ import (
 type Processor interface {
 	Charge(ctx context.Context, req ChargeRequest) (Charge, error)
 	Refund(ctx context.Context, chargeID, refundID string, cents int64) (Refund, error)
-	// Void cancels a charge that was not captured (one waiting for 3DS).
-	Void(ctx context.Context, chargeID string) error
+	// Cancel stops the sale under an idempotency key for good: a sale not
+	// made yet never will be (the key answers voided from now on, so a
+	// Charge racing this one charges nothing), one waiting for 3-D Secure
+	// is voided, and one already approved (or declined) is returned as it
+	// is: an approved answer means the money moved. Processors that offer
+	// a cancel or reversal by merchant reference implement it with that.
+	Cancel(ctx context.Context, req CancelRequest) (Charge, error)
+}
+
+// CancelRequest names the sale to stop. Amount and Currency are what it
+// was for (a processor may record the voided key with them).
+type CancelRequest struct {
+	IdempotencyKey string
+	Amount         int64
+	Currency       string
 }
 
 // Lookuper is implemented by processors that can find a charge by its

@@ -134,6 +134,46 @@ func (q *Queries) InsertRefund(ctx context.Context, arg InsertRefundParams) (Pay
 	return i, err
 }
 
+const insertRefundIfAbsent = `-- name: InsertRefundIfAbsent :execrows
+INSERT INTO payments.refunds (tenant_id, id, attempt_id, kind, handler_id, e2e_id, charge_id, psp_refund_id, amount, reason)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+ON CONFLICT DO NOTHING
+`
+
+type InsertRefundIfAbsentParams struct {
+	TenantID    uuid.UUID
+	ID          string
+	AttemptID   *string
+	Kind        string
+	HandlerID   string
+	E2eID       *string
+	ChargeID    *string
+	PspRefundID string
+	Amount      int64
+	Reason      string
+}
+
+// An automatic refund decided more than once (a stray charge seen by two
+// answers) is recorded once.
+func (q *Queries) InsertRefundIfAbsent(ctx context.Context, arg InsertRefundIfAbsentParams) (int64, error) {
+	result, err := q.db.Exec(ctx, insertRefundIfAbsent,
+		arg.TenantID,
+		arg.ID,
+		arg.AttemptID,
+		arg.Kind,
+		arg.HandlerID,
+		arg.E2eID,
+		arg.ChargeID,
+		arg.PspRefundID,
+		arg.Amount,
+		arg.Reason,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const insertTokenUse = `-- name: InsertTokenUse :execrows
 INSERT INTO payments.token_uses (tenant_id, jti_hash, attempt_id, expires_at)
 VALUES ($1, $2, $3, $4)
@@ -239,18 +279,29 @@ func (q *Queries) LockRefund(ctx context.Context, arg LockRefundParams) (Payment
 
 const sumRequestedRefunds = `-- name: SumRequestedRefunds :one
 SELECT coalesce(sum(amount), 0)::bigint FROM payments.refunds
-WHERE tenant_id = $1 AND attempt_id = $2 AND kind = 'requested' AND status <> 'failed'
+WHERE tenant_id = $1 AND attempt_id = $2 AND status <> 'failed'
+  AND (kind = 'requested' OR e2e_id = $3::text OR charge_id = $4::text)
 `
 
 type SumRequestedRefundsParams struct {
-	TenantID  uuid.UUID
-	AttemptID *string
+	TenantID    uuid.UUID
+	AttemptID   *string
+	OwnE2eID    *string
+	OwnChargeID *string
 }
 
-// What is already promised back to the buyer: pending and succeeded
-// merchant refunds of the attempt.
+// What is already promised back of the attempt's own money (its Pix
+// @own_e2e_id or card charge @own_charge_id): pending and succeeded
+// refunds, the merchant's and automatic ones (a checkout that ended
+// without an order). Automatic refunds of other money that reached the
+// attempt (a second Pix, a stray charge) are not its own.
 func (q *Queries) SumRequestedRefunds(ctx context.Context, arg SumRequestedRefundsParams) (int64, error) {
-	row := q.db.QueryRow(ctx, sumRequestedRefunds, arg.TenantID, arg.AttemptID)
+	row := q.db.QueryRow(ctx, sumRequestedRefunds,
+		arg.TenantID,
+		arg.AttemptID,
+		arg.OwnE2eID,
+		arg.OwnChargeID,
+	)
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
@@ -258,16 +309,25 @@ func (q *Queries) SumRequestedRefunds(ctx context.Context, arg SumRequestedRefun
 
 const sumSucceededRefunds = `-- name: SumSucceededRefunds :one
 SELECT coalesce(sum(amount), 0)::bigint FROM payments.refunds
-WHERE tenant_id = $1 AND attempt_id = $2 AND kind = 'requested' AND status = 'succeeded'
+WHERE tenant_id = $1 AND attempt_id = $2 AND status = 'succeeded'
+  AND (kind = 'requested' OR e2e_id = $3::text OR charge_id = $4::text)
 `
 
 type SumSucceededRefundsParams struct {
-	TenantID  uuid.UUID
-	AttemptID *string
+	TenantID    uuid.UUID
+	AttemptID   *string
+	OwnE2eID    *string
+	OwnChargeID *string
 }
 
+// The attempt's own money refunded so far (as SumRequestedRefunds).
 func (q *Queries) SumSucceededRefunds(ctx context.Context, arg SumSucceededRefundsParams) (int64, error) {
-	row := q.db.QueryRow(ctx, sumSucceededRefunds, arg.TenantID, arg.AttemptID)
+	row := q.db.QueryRow(ctx, sumSucceededRefunds,
+		arg.TenantID,
+		arg.AttemptID,
+		arg.OwnE2eID,
+		arg.OwnChargeID,
+	)
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err

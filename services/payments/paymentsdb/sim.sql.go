@@ -28,6 +28,61 @@ func (q *Queries) SimAddCardRefunded(ctx context.Context, arg SimAddCardRefunded
 	return err
 }
 
+const simCancelCardByKey = `-- name: SimCancelCardByKey :one
+WITH ins AS (
+  INSERT INTO payments.sim_card_charges (tenant_id, id, idempotency_key, token_hash, amount, currency, status)
+  VALUES ($1, $2, $3, $4, $5, $6, 'voided')
+  ON CONFLICT (tenant_id, idempotency_key) DO UPDATE SET status = 'voided'
+    WHERE payments.sim_card_charges.status = 'requires_action'
+  RETURNING id, amount, status, decline_code
+)
+SELECT id, amount, status, decline_code FROM ins
+UNION ALL
+SELECT c.id, c.amount, c.status, c.decline_code FROM payments.sim_card_charges c
+WHERE c.tenant_id = $1 AND c.idempotency_key = $3 AND NOT EXISTS (SELECT 1 FROM ins)
+`
+
+type SimCancelCardByKeyParams struct {
+	TenantID       uuid.UUID
+	ID             string
+	IdempotencyKey string
+	TokenHash      []byte
+	Amount         int64
+	Currency       string
+}
+
+type SimCancelCardByKeyRow struct {
+	ID          string
+	Amount      int64
+	Status      string
+	DeclineCode string
+}
+
+// Stops the sale under an idempotency key in one statement: a key that
+// never charged is recorded voided (SimChargeCard then answers with that
+// row, so it can never charge), a charge waiting for 3-D Secure is voided,
+// any other charge comes back as it is. As in SimChargeCard, a key a
+// concurrent call inserted after this statement's snapshot comes back as
+// no row (the caller reads it again).
+func (q *Queries) SimCancelCardByKey(ctx context.Context, arg SimCancelCardByKeyParams) (SimCancelCardByKeyRow, error) {
+	row := q.db.QueryRow(ctx, simCancelCardByKey,
+		arg.TenantID,
+		arg.ID,
+		arg.IdempotencyKey,
+		arg.TokenHash,
+		arg.Amount,
+		arg.Currency,
+	)
+	var i SimCancelCardByKeyRow
+	err := row.Scan(
+		&i.ID,
+		&i.Amount,
+		&i.Status,
+		&i.DeclineCode,
+	)
+	return i, err
+}
+
 const simChargeCard = `-- name: SimChargeCard :one
 WITH used AS (
   SELECT EXISTS (

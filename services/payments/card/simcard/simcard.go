@@ -12,7 +12,8 @@
 //
 // A charge is keyed by its idempotency key (the attempt id): a retry
 // returns the stored charge and never charges again; a token that already
-// paid under another key is declined (tokens are single use).
+// paid under another key is declined (tokens are single use); a key that
+// was canceled (Cancel) answers voided and never charges.
 package simcard
 
 import (
@@ -113,6 +114,11 @@ func (p *Processor) Charge(ctx context.Context, req card.ChargeRequest) (card.Ch
 	if err != nil {
 		return card.Charge{}, err
 	}
+	if row.Status == card.StatusVoided {
+		// Canceled by its key (Cancel), possibly before it was ever made:
+		// nothing is charged, whatever this request says.
+		return card.Charge{ID: row.ID, Status: row.Status, Amount: row.Amount}, nil
+	}
 	if row.Amount != req.Amount || string(row.TokenHash) != string(req.TokenHash[:]) {
 		return card.Charge{}, card.ErrConflict
 	}
@@ -152,18 +158,31 @@ func (p *Processor) Refund(ctx context.Context, chargeID, refundID string, cents
 	return out, err
 }
 
-// Void cancels a charge waiting for its 3-D Secure challenge.
-func (p *Processor) Void(ctx context.Context, chargeID string) error {
-	return p.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
-		ch, err := q.SimLockCardCharge(ctx, paymentsdb.SimLockCardChargeParams{TenantID: tid, ID: chargeID})
-		if err != nil {
-			return err
-		}
-		if ch.Status != card.StatusRequiresAction {
-			return nil
-		}
-		return q.SimSetCardChargeStatus(ctx, paymentsdb.SimSetCardChargeStatusParams{TenantID: tid, ID: chargeID, Status: card.StatusVoided})
+// Cancel stops the sale under an idempotency key (card.Processor): a key
+// that never charged is recorded voided, one waiting for 3-D Secure is
+// voided, anything else is returned as it is.
+func (p *Processor) Cancel(ctx context.Context, req card.CancelRequest) (card.Charge, error) {
+	if req.IdempotencyKey == "" || req.Amount <= 0 {
+		return card.Charge{}, errors.New("simcard: idempotency key and a positive amount are required")
+	}
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return card.Charge{}, err
+	}
+	var out card.Charge
+	err = pgstore.Single(ctx, p.pool, func(q *pgstore.SingleQuerier) error {
+		row, err := paymentsdb.New(q).SimCancelCardByKey(ctx, paymentsdb.SimCancelCardByKeyParams{
+			TenantID: tid, ID: ids.New("ch"), IdempotencyKey: req.IdempotencyKey, TokenHash: make([]byte, 32),
+			Amount: req.Amount, Currency: req.Currency,
+		})
+		out = card.Charge{ID: row.ID, Status: row.Status, DeclineCode: row.DeclineCode, Amount: row.Amount}
+		return err
 	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		// A charge under this key committed after the statement's snapshot.
+		return p.Lookup(ctx, req.IdempotencyKey)
+	}
+	return out, err
 }
 
 // Lookup finds the charge made under an idempotency key.

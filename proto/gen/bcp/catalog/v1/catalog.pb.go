@@ -1171,6 +1171,7 @@ func (x *ReserveStockResponse) GetReserved() bool {
 type ReleaseStockRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	CheckoutId    string                 `protobuf:"bytes,1,opt,name=checkout_id,json=checkoutId,proto3" json:"checkout_id,omitempty"`
+	Close         bool                   `protobuf:"varint,2,opt,name=close,proto3" json:"close,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1210,6 +1211,13 @@ func (x *ReleaseStockRequest) GetCheckoutId() string {
 		return x.CheckoutId
 	}
 	return ""
+}
+
+func (x *ReleaseStockRequest) GetClose() bool {
+	if x != nil {
+		return x.Close
+	}
+	return false
 }
 
 type ReleaseStockResponse struct {
@@ -1335,10 +1343,11 @@ const file_bcp_catalog_v1_catalog_proto_rawDesc = "" +
 	"\x05lines\x18\x02 \x03(\v2\x19.bcp.catalog.v1.StockLineR\x05lines\x12!\n" +
 	"\fcheck_prices\x18\x03 \x01(\bR\vcheckPrices\"2\n" +
 	"\x14ReserveStockResponse\x12\x1a\n" +
-	"\breserved\x18\x01 \x01(\bR\breserved\"6\n" +
+	"\breserved\x18\x01 \x01(\bR\breserved\"L\n" +
 	"\x13ReleaseStockRequest\x12\x1f\n" +
 	"\vcheckout_id\x18\x01 \x01(\tR\n" +
-	"checkoutId\"=\n" +
+	"checkoutId\x12\x14\n" +
+	"\x05close\x18\x02 \x01(\bR\x05close\"=\n" +
 	"\x14ReleaseStockResponse\x12%\n" +
 	"\x0ereleased_lines\x18\x01 \x01(\x05R\rreleasedLines2\xc2\x06\n" +
 	"\x0eCatalogService\x12F\n" +

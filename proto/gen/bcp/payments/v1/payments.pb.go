@@ -607,8 +607,14 @@ func (x *GetPaymentResponse) GetAttempt() *Attempt {
 }
 
 type CancelPaymentRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AttemptId     string                 `protobuf:"bytes,1,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	AttemptId string                 `protobuf:"bytes,1,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	// What the attempt was claimed for, recorded when the service has not
+	// seen the attempt yet (its CANCELED record then says what never ran).
+	CheckoutId    string `protobuf:"bytes,2,opt,name=checkout_id,json=checkoutId,proto3" json:"checkout_id,omitempty"`
+	Amount        int64  `protobuf:"varint,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	Currency      string `protobuf:"bytes,4,opt,name=currency,proto3" json:"currency,omitempty"`
+	HandlerId     string `protobuf:"bytes,5,opt,name=handler_id,json=handlerId,proto3" json:"handler_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -646,6 +652,34 @@ func (*CancelPaymentRequest) Descriptor() ([]byte, []int) {
 func (x *CancelPaymentRequest) GetAttemptId() string {
 	if x != nil {
 		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *CancelPaymentRequest) GetCheckoutId() string {
+	if x != nil {
+		return x.CheckoutId
+	}
+	return ""
+}
+
+func (x *CancelPaymentRequest) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+func (x *CancelPaymentRequest) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *CancelPaymentRequest) GetHandlerId() string {
+	if x != nil {
+		return x.HandlerId
 	}
 	return ""
 }
@@ -698,11 +732,17 @@ type RefundPaymentRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	AttemptId string                 `protobuf:"bytes,1,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
 	// Chosen by the caller (orders service), idempotency key of the refund.
-	RefundId      string `protobuf:"bytes,2,opt,name=refund_id,json=refundId,proto3" json:"refund_id,omitempty"`
-	Amount        int64  `protobuf:"varint,3,opt,name=amount,proto3" json:"amount,omitempty"`
-	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RefundId string `protobuf:"bytes,2,opt,name=refund_id,json=refundId,proto3" json:"refund_id,omitempty"`
+	Amount   int64  `protobuf:"varint,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	Reason   string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Set when the platform returns money a payment cannot keep (e.g.
+	// checkout_closed: a paid attempt of a checkout that ended without an
+	// order) rather than the merchant refunding an order: the refund is
+	// recorded as automatic, the merchant gets an alert, and
+	// bcp_payment_automatic_refunds_total counts it by this reason.
+	AutomaticReason string `protobuf:"bytes,5,opt,name=automatic_reason,json=automaticReason,proto3" json:"automatic_reason,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *RefundPaymentRequest) Reset() {
@@ -759,6 +799,13 @@ func (x *RefundPaymentRequest) GetAmount() int64 {
 func (x *RefundPaymentRequest) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *RefundPaymentRequest) GetAutomaticReason() string {
+	if x != nil {
+		return x.AutomaticReason
 	}
 	return ""
 }
@@ -1513,18 +1560,25 @@ const file_bcp_payments_v1_payments_proto_rawDesc = "" +
 	"\n" +
 	"attempt_id\x18\x01 \x01(\tR\tattemptId\"H\n" +
 	"\x12GetPaymentResponse\x122\n" +
-	"\aattempt\x18\x01 \x01(\v2\x18.bcp.payments.v1.AttemptR\aattempt\"5\n" +
+	"\aattempt\x18\x01 \x01(\v2\x18.bcp.payments.v1.AttemptR\aattempt\"\xa9\x01\n" +
 	"\x14CancelPaymentRequest\x12\x1d\n" +
 	"\n" +
-	"attempt_id\x18\x01 \x01(\tR\tattemptId\"K\n" +
+	"attempt_id\x18\x01 \x01(\tR\tattemptId\x12\x1f\n" +
+	"\vcheckout_id\x18\x02 \x01(\tR\n" +
+	"checkoutId\x12\x16\n" +
+	"\x06amount\x18\x03 \x01(\x03R\x06amount\x12\x1a\n" +
+	"\bcurrency\x18\x04 \x01(\tR\bcurrency\x12\x1d\n" +
+	"\n" +
+	"handler_id\x18\x05 \x01(\tR\thandlerId\"K\n" +
 	"\x15CancelPaymentResponse\x122\n" +
-	"\aattempt\x18\x01 \x01(\v2\x18.bcp.payments.v1.AttemptR\aattempt\"\x82\x01\n" +
+	"\aattempt\x18\x01 \x01(\v2\x18.bcp.payments.v1.AttemptR\aattempt\"\xad\x01\n" +
 	"\x14RefundPaymentRequest\x12\x1d\n" +
 	"\n" +
 	"attempt_id\x18\x01 \x01(\tR\tattemptId\x12\x1b\n" +
 	"\trefund_id\x18\x02 \x01(\tR\brefundId\x12\x16\n" +
 	"\x06amount\x18\x03 \x01(\x03R\x06amount\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x90\x01\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12)\n" +
+	"\x10automatic_reason\x18\x05 \x01(\tR\x0fautomaticReason\"\x90\x01\n" +
 	"\x06Refund\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +

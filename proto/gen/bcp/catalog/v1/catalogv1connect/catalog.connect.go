@@ -84,7 +84,9 @@ type CatalogServiceClient interface {
 	// second call for the same checkout changes nothing.
 	ReserveStock(context.Context, *connect.Request[v1.ReserveStockRequest]) (*connect.Response[v1.ReserveStockResponse], error)
 	// ReleaseStock gives a checkout's reserved stock back (payment failed,
-	// expired or canceled). Idempotent.
+	// expired or canceled). Idempotent. With close (the checkout ended
+	// without an order) the checkout can never reserve again: a reservation
+	// racing the close either is released by it or takes nothing.
 	ReleaseStock(context.Context, *connect.Request[v1.ReleaseStockRequest]) (*connect.Response[v1.ReleaseStockResponse], error)
 	// GetVariants resolves item ids (variant ids) for checkout. Unknown ids
 	// are absent from the response.
@@ -244,7 +246,9 @@ type CatalogServiceHandler interface {
 	// second call for the same checkout changes nothing.
 	ReserveStock(context.Context, *connect.Request[v1.ReserveStockRequest]) (*connect.Response[v1.ReserveStockResponse], error)
 	// ReleaseStock gives a checkout's reserved stock back (payment failed,
-	// expired or canceled). Idempotent.
+	// expired or canceled). Idempotent. With close (the checkout ended
+	// without an order) the checkout can never reserve again: a reservation
+	// racing the close either is released by it or takes nothing.
 	ReleaseStock(context.Context, *connect.Request[v1.ReleaseStockRequest]) (*connect.Response[v1.ReleaseStockResponse], error)
 	// GetVariants resolves item ids (variant ids) for checkout. Unknown ids
 	// are absent from the response.

@@ -71,9 +71,15 @@ type PaymentsServiceClient interface {
 	// GetPayment returns an attempt's current state (the checkout service
 	// asks it before acting on any notification).
 	GetPayment(context.Context, *connect.Request[v1.GetPaymentRequest]) (*connect.Response[v1.GetPaymentResponse], error)
-	// CancelPayment stops a pending attempt (Pix: the charge is removed at
-	// the PSP). If the money already arrived it reports SUCCEEDED instead:
-	// completion wins the race.
+	// CancelPayment stops an attempt for good, or reports that its money
+	// moved. An attempt the service has not seen yet is recorded CANCELED
+	// (a StartPayment with its id then charges nothing); a pending card
+	// charge is canceled at the processor by its idempotency key (the key
+	// can never charge afterwards) and one waiting for 3-D Secure is voided;
+	// a pending Pix charge is removed at the PSP. When the processor or PSP
+	// reports the money already taken, the attempt is SUCCEEDED instead:
+	// completion wins the race. Any other answer is final: the attempt is
+	// canceled, failed or expired and no money will move for it.
 	CancelPayment(context.Context, *connect.Request[v1.CancelPaymentRequest]) (*connect.Response[v1.CancelPaymentResponse], error)
 	// RefundPayment refunds all or part of a succeeded attempt. Idempotent
 	// by refund id.
@@ -241,9 +247,15 @@ type PaymentsServiceHandler interface {
 	// GetPayment returns an attempt's current state (the checkout service
 	// asks it before acting on any notification).
 	GetPayment(context.Context, *connect.Request[v1.GetPaymentRequest]) (*connect.Response[v1.GetPaymentResponse], error)
-	// CancelPayment stops a pending attempt (Pix: the charge is removed at
-	// the PSP). If the money already arrived it reports SUCCEEDED instead:
-	// completion wins the race.
+	// CancelPayment stops an attempt for good, or reports that its money
+	// moved. An attempt the service has not seen yet is recorded CANCELED
+	// (a StartPayment with its id then charges nothing); a pending card
+	// charge is canceled at the processor by its idempotency key (the key
+	// can never charge afterwards) and one waiting for 3-D Secure is voided;
+	// a pending Pix charge is removed at the PSP. When the processor or PSP
+	// reports the money already taken, the attempt is SUCCEEDED instead:
+	// completion wins the race. Any other answer is final: the attempt is
+	// canceled, failed or expired and no money will move for it.
 	CancelPayment(context.Context, *connect.Request[v1.CancelPaymentRequest]) (*connect.Response[v1.CancelPaymentResponse], error)
 	// RefundPayment refunds all or part of a succeeded attempt. Idempotent
 	// by refund id.
