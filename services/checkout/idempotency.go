@@ -59,7 +59,7 @@ func (s *Service) ClaimIdempotencyKey(ctx context.Context, r *connect.Request[ch
 	// Keep the table small without a cross-tenant sweeper: now and then a
 	// claim clears this tenant's expired keys first.
 	if rand.IntN(100) == 0 {
-		err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+		err = pgstore.Single(ctx, s.store.pool, func(q *pgstore.SingleQuerier) error {
 			_, err := checkoutdb.New(q).DeleteExpiredIdempotencyKeys(ctx, tid)
 			return err
 		})
@@ -68,7 +68,7 @@ func (s *Service) ClaimIdempotencyKey(ctx context.Context, r *connect.Request[ch
 		}
 	}
 	// The claim is one statement (one round trip).
-	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+	err = pgstore.Single(ctx, s.store.pool, func(q *pgstore.SingleQuerier) error {
 		row, err = checkoutdb.New(q).ClaimIdempotencyKey(ctx, checkoutdb.ClaimIdempotencyKeyParams{
 			TenantID: tid, Scope: m.GetScope(), Key: m.GetKey(), RequestHash: m.GetRequestHash(), ClaimedAt: now, ExpiresAt: now.Add(IdempotencyTTL),
 			StaleBefore: now.Add(-inFlightLease),
@@ -78,7 +78,7 @@ func (s *Service) ClaimIdempotencyKey(ctx context.Context, r *connect.Request[ch
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A concurrent claim committed after the statement's snapshot: read
 		// it with a fresh one.
-		err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+		err = pgstore.Single(ctx, s.store.pool, func(q *pgstore.SingleQuerier) error {
 			got, err := checkoutdb.New(q).GetIdempotencyKey(ctx, checkoutdb.GetIdempotencyKeyParams{TenantID: tid, Scope: m.GetScope(), Key: m.GetKey()})
 			row = checkoutdb.ClaimIdempotencyKeyRow{RequestHash: got.RequestHash, State: got.State, Response: got.Response}
 			return err
@@ -110,7 +110,7 @@ func (s *Service) FinishIdempotencyKey(ctx context.Context, r *connect.Request[c
 	if err := validKeyArgs(r.Msg.GetScope(), r.Msg.GetKey()); err != nil {
 		return nil, err
 	}
-	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+	err = pgstore.Single(ctx, s.store.pool, func(q *pgstore.SingleQuerier) error {
 		n, err := checkoutdb.New(q).FinishIdempotencyKey(ctx, checkoutdb.FinishIdempotencyKeyParams{
 			TenantID: tid, Scope: r.Msg.GetScope(), Key: r.Msg.GetKey(), Response: r.Msg.GetResponse(),
 		})
@@ -134,7 +134,7 @@ func (s *Service) ReleaseIdempotencyKey(ctx context.Context, r *connect.Request[
 	if err := validKeyArgs(r.Msg.GetScope(), r.Msg.GetKey()); err != nil {
 		return nil, err
 	}
-	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgstore.InTenant(ctx, s.store.pool, func(tx pgx.Tx) error {
 		_, err := checkoutdb.New(tx).ReleaseIdempotencyKey(ctx, checkoutdb.ReleaseIdempotencyKeyParams{TenantID: tid, Scope: r.Msg.GetScope(), Key: r.Msg.GetKey()})
 		return err
 	})

@@ -3,7 +3,22 @@
 // ready_for_complete, complete_in_progress, completed, canceled), builds
 // each session from the catalog (items, prices, stock), pricing (totals,
 // fulfillment, discounts) and the merchant's settings (links, consent
-// purposes, lifetime), and stores it in the PostgreSQL schema "checkout".
+// purposes, lifetime), runs the money path of a completion, and stores it
+// all in the PostgreSQL schema "checkout".
+//
+// Files, top-down: service.go is the connect API (thin: decode, scope,
+// call the domain); machine.go is the status machine and the money path
+// through it, every transition in one table (read it first); build.go
+// prices a request; complete.go, settle.go and close.go are the money
+// path's transitions (claim, reserve, start; await, pay, escalate, reopen;
+// cancel, expire); sweeps.go is the background work; store.go is the only
+// SQL of the sessions (sqlc package checkoutdb); hooks.go lets tests stop
+// a request between two steps.
+//
+// Calls go one way: this service calls catalog, pricing, tenants, payments
+// and orders; the payments service never calls it back but announces
+// what changed on its own with durable jobs (paymentevents) that
+// SettleWorker works.
 //
 // Stock is checked, not reserved, while a checkout is open: lines for
 // unavailable or sold-out items are removed with a message, quantities
@@ -14,21 +29,20 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"connectrpc.com/connect"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/internal/jobs"
-	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
@@ -46,13 +60,14 @@ import (
 
 // Service implements checkoutv1connect.CheckoutServiceHandler.
 type Service struct {
-	pool     *pgxpool.Pool
+	store    store
 	catalog  catalogv1connect.CatalogServiceClient
 	pricing  pricingv1connect.PricingServiceClient
 	tenants  tenantsv1connect.TenantServiceClient
 	payments paymentsv1connect.PaymentsServiceClient
 	orders   ordersv1connect.OrdersServiceClient
 	jobs     *jobs.Client
+	hooks    *Hooks
 	now      func() time.Time
 	// settingsCache holds each merchant's settings, read on every create,
 	// update and complete; Run keeps it in line with the registry.
@@ -62,7 +77,7 @@ type Service struct {
 // New returns the service over its database and the clients of the
 // services it orchestrates.
 func New(pool *pgxpool.Pool, c Clients) *Service {
-	return &Service{pool: pool, catalog: c.Catalog, pricing: c.Pricing, tenants: c.Tenants, payments: c.Payments, orders: c.Orders, now: time.Now,
+	return &Service{store: store{pool: pool}, catalog: c.Catalog, pricing: c.Pricing, tenants: c.Tenants, payments: c.Payments, orders: c.Orders, now: time.Now,
 		settingsCache: tenantcache.New[*tenantsv1.Settings](tenantcache.Options{})}
 }
 
@@ -93,7 +108,7 @@ func Policy(procedure string) svcauth.Access {
 
 // Ping reports the service and whether its database answers.
 func (s *Service) Ping(ctx context.Context, _ *connect.Request[checkoutv1.PingRequest]) (*connect.Response[checkoutv1.PingResponse], error) {
-	return connect.NewResponse(&checkoutv1.PingResponse{Service: "checkout", DatabaseOk: s.pool.Ping(ctx) == nil}), nil
+	return connect.NewResponse(&checkoutv1.PingResponse{Service: "checkout", DatabaseOk: s.store.pool.Ping(ctx) == nil}), nil
 }
 
 func agentFrom(a *checkoutv1.Agent) (agentInfo, error) {
@@ -163,12 +178,13 @@ func (s *Service) CreateCheckout(ctx context.Context, r *connect.Request[checkou
 	if err != nil {
 		return nil, err
 	}
+	if err := move("build", "", c.Status); err != nil {
+		return nil, err
+	}
 	// One statement (the expiry sweep closes it at expires_at).
-	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
-		return checkoutdb.New(q).InsertSession(ctx, checkoutdb.InsertSessionParams{
-			TenantID: tid, ID: id, Status: c.Status, Currency: c.Currency, Total: grandTotal(c), BuyerEmail: buyerEmail(c),
-			AgentProfileUrl: agent.profileURL, Capabilities: nonNil(agent.capabilities), Request: reqJSON, State: state, ExpiresAt: expires,
-		})
+	err = s.store.insert(ctx, checkoutdb.InsertSessionParams{
+		TenantID: tid, ID: id, Status: c.Status, Currency: c.Currency, Total: grandTotal(c), BuyerEmail: buyerEmail(c),
+		AgentProfileUrl: agent.profileURL, Capabilities: nonNil(agent.capabilities), Request: reqJSON, State: state, ExpiresAt: expires,
 	})
 	if err != nil {
 		return nil, err
@@ -179,12 +195,12 @@ func (s *Service) CreateCheckout(ctx context.Context, r *connect.Request[checkou
 // GetCheckout returns the session's current state. A session past its
 // expiry that nobody has closed yet is closed now.
 func (s *Service) GetCheckout(ctx context.Context, r *connect.Request[checkoutv1.GetCheckoutRequest]) (*connect.Response[checkoutv1.GetCheckoutResponse], error) {
-	sess, err := s.load(ctx, r.Msg.GetId())
+	sess, err := s.store.get(ctx, r.Msg.GetId())
 	if err != nil {
 		return nil, err
 	}
 	if !terminal(sess.Status) && !s.now().Before(sess.ExpiresAt) {
-		c, err := s.expire(ctx, r.Msg.GetId())
+		c, err := s.end(ctx, r.Msg.GetId(), endExpire)
 		if err != nil {
 			return nil, err
 		}
@@ -210,24 +226,30 @@ func (s *Service) UpdateCheckout(ctx context.Context, r *connect.Request[checkou
 		return nil, err
 	}
 	id := r.Msg.GetId()
-	sess, err := s.load(ctx, id)
+	sess, err := s.store.get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if !terminal(sess.Status) && !s.now().Before(sess.ExpiresAt) {
-		if _, err := s.expire(ctx, id); err != nil {
+		if _, err := s.end(ctx, id, endExpire); err != nil {
 			return nil, err
 		}
-		if sess, err = s.load(ctx, id); err != nil {
+		if sess, err = s.store.get(ctx, id); err != nil {
 			return nil, err
 		}
 	}
-	prev := &bcp.Checkout{}
-	if err := segjson.Unmarshal(sess.State, prev); err != nil {
+	prev, err := decodeState(sess)
+	if err != nil {
 		return nil, err
 	}
-	if !modifiable(sess.Status) {
-		res, err := unchanged(prev, notModifiable(sess.Status))
+	if !modifiable(sess.Status) || sess.PaymentAttemptID != nil {
+		// A payment waiting for the buyer (3-D Secure) holds the checkout
+		// as it was charged for: cancel it to change anything.
+		status := sess.Status
+		if modifiable(status) {
+			status = bcp.StatusCompleteInProgress
+		}
+		res, err := unchanged(prev, notModifiable(status))
 		return connect.NewResponse(&checkoutv1.UpdateCheckoutResponse{Result: res}), err
 	}
 	b, err := s.build(ctx, agent, id, req, prev, sess.State, tid.String(), false)
@@ -238,145 +260,76 @@ func (s *Service) UpdateCheckout(ctx context.Context, r *connect.Request[checkou
 	c.Status = statusFor(c.Messages)
 	c.ExpiresAt = prev.ExpiresAt
 	c.ContinueURL = continueURL(agent.baseURL, id)
-	if !canTransition(sess.Status, c.Status) {
-		return nil, apperr.New(apperr.KindInternal, "internal", "illegal status transition %s → %s", sess.Status, c.Status)
+	if err := move("build", sess.Status, c.Status); err != nil {
+		return nil, err
 	}
 	state, reqJSON, err := encodeBoth(c, b.request)
 	if err != nil {
 		return nil, err
 	}
-	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
-		n, err := checkoutdb.New(q).UpdateSession(ctx, checkoutdb.UpdateSessionParams{
-			TenantID: tid, ID: id, Version: sess.Version, Status: c.Status, Total: grandTotal(c), BuyerEmail: buyerEmail(c),
-			Capabilities: nonNil(agent.capabilities), Request: reqJSON, State: state,
-		})
-		if err == nil && n == 0 {
-			return apperr.New(apperr.KindAborted, "concurrent_update", "the checkout changed while this update was being processed; retry")
-		}
-		return err
-	})
+	ok, err := s.store.update(ctx, sess, c.Status, grandTotal(c), buyerEmail(c), nonNil(agent.capabilities), reqJSON, state)
+	if err == nil && !ok {
+		err = apperr.New(apperr.KindAborted, "concurrent_update", "the checkout changed while this update was being processed; retry")
+	}
 	if err != nil {
 		return nil, err
 	}
 	return connect.NewResponse(&checkoutv1.UpdateCheckoutResponse{Result: &checkoutv1.CheckoutResult{CheckoutJson: state, Status: c.Status}}), nil
 }
 
-// CancelCheckout cancels an open session. Canceling a canceled session is
-// a no-op; a completed one is returned unchanged with an error message.
+// CancelCheckout cancels an open session (close.go). Canceling a
+// canceled session is a no-op; a completed one is returned unchanged with
+// an error message, and so is one whose payment turns out to have been
+// made first (completion wins).
 func (s *Service) CancelCheckout(ctx context.Context, r *connect.Request[checkoutv1.CancelCheckoutRequest]) (*connect.Response[checkoutv1.CancelCheckoutResponse], error) {
-	id := r.Msg.GetId()
-	for attempt := 0; attempt < 3; attempt++ {
-		sess, prev, err := s.loadState(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		switch sess.Status {
-		case bcp.StatusCanceled:
-			return connect.NewResponse(&checkoutv1.CancelCheckoutResponse{Result: &checkoutv1.CheckoutResult{CheckoutJson: sess.State, Status: sess.Status}}), nil
-		case bcp.StatusCompleted:
-			res, err := unchanged(prev, notModifiable(sess.Status))
-			return connect.NewResponse(&checkoutv1.CancelCheckoutResponse{Result: res}), err
-		}
-		// A payment in flight is stopped first; if the money already
-		// arrived, completion wins and the checkout is returned completed.
-		if res, completed, err := s.cancelWithPayment(ctx, sess); err != nil {
-			return nil, err
-		} else if completed {
-			return connect.NewResponse(&checkoutv1.CancelCheckoutResponse{Result: res}), nil
-		}
-		if sess.PaymentAttemptID != nil {
-			// Its payment is stopped: the stock it held goes back
-			// (idempotent, so a retried cancel is harmless).
-			if err := s.releaseStock(ctx, sess.ID); err != nil {
-				return nil, err
-			}
-		}
-		res, ok, err := s.close(ctx, sess, prev, nil)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return connect.NewResponse(&checkoutv1.CancelCheckoutResponse{Result: res}), nil
-		}
-	}
-	return nil, apperr.New(apperr.KindAborted, "concurrent_update", "the checkout kept changing; retry")
-}
-
-// close moves an open session to canceled (optimistically) with an
-// optional message. ok is false when the session changed meanwhile.
-func (s *Service) close(ctx context.Context, sess checkoutdb.CheckoutSession, c *bcp.Checkout, msg *bcp.Message) (*checkoutv1.CheckoutResult, bool, error) {
-	c.Status = bcp.StatusCanceled
-	c.ContinueURL = "" // omitted on terminal states
-	c.Messages = nil
-	if msg != nil {
-		c.Messages = []bcp.Message{*msg}
-	}
-	state, err := json.Marshal(c)
+	res, err := s.end(ctx, r.Msg.GetId(), endCancel)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	var n int64
-	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
-		n, err = checkoutdb.New(q).UpdateSession(ctx, checkoutdb.UpdateSessionParams{
-			TenantID: sess.TenantID, ID: sess.ID, Version: sess.Version, Status: c.Status, Total: sess.Total,
-			BuyerEmail: sess.BuyerEmail, Capabilities: sess.Capabilities, Request: sess.Request, State: state,
-		})
-		return err
-	})
-	if err != nil || n == 0 {
-		return nil, false, err
-	}
-	return &checkoutv1.CheckoutResult{CheckoutJson: state, Status: c.Status}, true, nil
+	return connect.NewResponse(&checkoutv1.CancelCheckoutResponse{Result: res}), nil
 }
 
-// expire cancels a session past its expiry (from a read, an update or the
-// expiry sweep).
-func (s *Service) expire(ctx context.Context, id string) (*checkoutv1.CheckoutResult, error) {
-	for attempt := 0; attempt < 3; attempt++ {
-		sess, err := s.load(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if terminal(sess.Status) || s.now().Before(sess.ExpiresAt) {
-			return &checkoutv1.CheckoutResult{CheckoutJson: sess.State, Status: sess.Status}, nil
-		}
-		// A completion in flight is settled by the payment, not by the clock.
-		if sess.Status == bcp.StatusCompleteInProgress {
-			return &checkoutv1.CheckoutResult{CheckoutJson: sess.State, Status: sess.Status}, nil
-		}
-		c := &bcp.Checkout{}
-		if err := segjson.Unmarshal(sess.State, c); err != nil {
-			return nil, err
-		}
-		m := bcp.Info("expired", "", "Este checkout expirou; inicie um novo.")
-		res, ok, err := s.close(ctx, sess, c, &m)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return res, nil
+// CompleteCheckout places the order of a ready checkout (complete.go).
+func (s *Service) CompleteCheckout(ctx context.Context, r *connect.Request[checkoutv1.CompleteCheckoutRequest]) (*connect.Response[checkoutv1.CompleteCheckoutResponse], error) {
+	if _, err := tenancy.From(ctx); err != nil {
+		return nil, err
+	}
+	agent, err := agentFrom(r.Msg.GetAgent())
+	if err != nil {
+		return nil, err
+	}
+	req := &bcp.Checkout{}
+	if len(r.Msg.GetCheckoutJson()) > 0 {
+		if err := segjson.Unmarshal(r.Msg.GetCheckoutJson(), req); err != nil {
+			return nil, apperr.Invalid("checkout", "invalid_checkout", "checkout is not a valid BCP checkout: %v", err)
 		}
 	}
-	return nil, apperr.New(apperr.KindAborted, "concurrent_update", "the checkout kept changing; retry")
+	res, err := s.complete(ctx, completion{agent: agent, id: r.Msg.GetId(), req: req, webhookURL: r.Msg.GetOrderWebhookUrl(), agentKeys: r.Msg.GetAgentSigningKeysJson()})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&checkoutv1.CompleteCheckoutResponse{Result: res}), nil
+}
+
+// SettlePayment brings a checkout in line with its payment attempt (the
+// same as SettleWorker; for operators and tests).
+func (s *Service) SettlePayment(ctx context.Context, r *connect.Request[checkoutv1.SettlePaymentRequest]) (*connect.Response[checkoutv1.SettlePaymentResponse], error) {
+	res, err := s.settle(ctx, r.Msg.GetCheckoutId(), r.Msg.GetAttemptId(), false, nil)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&checkoutv1.SettlePaymentResponse{Status: res.GetStatus()}), nil
 }
 
 // ExpireCheckouts closes every session of the tenant past its expiry.
 func (s *Service) ExpireCheckouts(ctx context.Context, _ *connect.Request[checkoutv1.ExpireCheckoutsRequest]) (*connect.Response[checkoutv1.ExpireCheckoutsResponse], error) {
-	tid, err := tenancy.From(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var idsToExpire []string
-	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		idsToExpire, err = checkoutdb.New(tx).ListExpiredOpenSessions(ctx, checkoutdb.ListExpiredOpenSessionsParams{TenantID: tid, Now: s.now()})
-		return err
-	})
+	due, err := s.store.expiredOpen(ctx, s.now())
 	if err != nil {
 		return nil, err
 	}
 	n := int32(0)
-	for _, id := range idsToExpire {
-		res, err := s.expire(ctx, id)
+	for _, id := range due {
+		res, err := s.end(ctx, id, endExpire)
 		if err != nil {
 			return nil, err
 		}
@@ -389,17 +342,13 @@ func (s *Service) ExpireCheckouts(ctx context.Context, _ *connect.Request[checko
 
 // ListCheckouts pages through the tenant's sessions, newest first.
 func (s *Service) ListCheckouts(ctx context.Context, r *connect.Request[checkoutv1.ListCheckoutsRequest]) (*connect.Response[checkoutv1.ListCheckoutsResponse], error) {
-	tid, err := tenancy.From(ctx)
-	if err != nil {
-		return nil, err
-	}
 	size := r.Msg.GetPageSize()
 	if size <= 0 || size > 500 {
 		size = 50
 	}
 	var status, before *string
 	if st := r.Msg.GetStatus(); st != "" {
-		if _, ok := transitions[st]; !ok {
+		if !slices.Contains(statuses, st) {
 			return nil, apperr.Invalid("status", "invalid_status", "unknown status %q", st)
 		}
 		status = &st
@@ -412,55 +361,21 @@ func (s *Service) ListCheckouts(ctx context.Context, r *connect.Request[checkout
 		v := string(b)
 		before = &v
 	}
-	out := &checkoutv1.ListCheckoutsResponse{}
-	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := checkoutdb.New(tx).ListSessions(ctx, checkoutdb.ListSessionsParams{TenantID: tid, Status: status, BeforeID: before, PageSize: size})
-		for _, row := range rows {
-			out.Checkouts = append(out.Checkouts, &checkoutv1.CheckoutSummary{
-				Id: row.ID, Status: row.Status, Currency: row.Currency, Total: row.Total, AgentProfileUrl: row.AgentProfileUrl,
-				BuyerEmail: row.BuyerEmail, CreateTimeUnix: row.CreatedAt.Unix(), UpdateTimeUnix: row.UpdatedAt.Unix(),
-			})
-		}
-		if int32(len(rows)) == size {
-			out.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(rows[len(rows)-1].ID))
-		}
-		return err
-	})
+	rows, err := s.store.list(ctx, status, before, size)
 	if err != nil {
 		return nil, err
 	}
+	out := &checkoutv1.ListCheckoutsResponse{}
+	for _, row := range rows {
+		out.Checkouts = append(out.Checkouts, &checkoutv1.CheckoutSummary{
+			Id: row.ID, Status: row.Status, Currency: row.Currency, Total: row.Total, AgentProfileUrl: row.AgentProfileUrl,
+			BuyerEmail: row.BuyerEmail, CreateTimeUnix: row.CreatedAt.Unix(), UpdateTimeUnix: row.UpdatedAt.Unix(),
+		})
+	}
+	if int32(len(rows)) == size {
+		out.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(rows[len(rows)-1].ID))
+	}
 	return connect.NewResponse(out), nil
-}
-
-// load reads a session in the tenant's scope. Another tenant's id is
-// simply not found (RLS and the tenant filter).
-func (s *Service) load(ctx context.Context, id string) (checkoutdb.CheckoutSession, error) {
-	tid, err := tenancy.From(ctx)
-	if err != nil {
-		return checkoutdb.CheckoutSession{}, err
-	}
-	var sess checkoutdb.CheckoutSession
-	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
-		sess, err = checkoutdb.New(q).GetSession(ctx, checkoutdb.GetSessionParams{TenantID: tid, ID: id})
-		return err
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return sess, apperr.NotFound(bcp.CodeNotFound, "no checkout %q", id)
-	}
-	return sess, err
-}
-
-// loadState reads a session and decodes its checkout.
-func (s *Service) loadState(ctx context.Context, id string) (checkoutdb.CheckoutSession, *bcp.Checkout, error) {
-	sess, err := s.load(ctx, id)
-	if err != nil {
-		return sess, nil, err
-	}
-	c := &bcp.Checkout{}
-	if err := segjson.Unmarshal(sess.State, c); err != nil {
-		return sess, nil, err
-	}
-	return sess, c, nil
 }
 
 // unchanged returns a stored checkout as it is, with one extra message
@@ -535,3 +450,32 @@ func nonNil(s []string) []string {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+func result(c *bcp.Checkout) (*checkoutv1.CheckoutResult, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	return &checkoutv1.CheckoutResult{CheckoutJson: b, Status: c.Status}, nil
+}
+
+// brt is the time zone shown to Brazilian buyers.
+var brt = time.FixedZone("BRT", -3*60*60)
+
+// brl formats centavos as "R$ 1.234,56" with integer arithmetic.
+func brl(c int64) string {
+	neg := c < 0
+	if neg {
+		c = -c
+	}
+	reais, cents := c/100, c%100
+	s := strconv.FormatInt(reais, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "." + s[i:]
+	}
+	out := fmt.Sprintf("R$ %s,%02d", s, cents)
+	if neg {
+		out = "-" + out
+	}
+	return out
+}

@@ -25,7 +25,7 @@ func (s *Service) GetCheckoutStats(ctx context.Context, r *connect.Request[check
 		return nil, err
 	}
 	var rows []checkoutdb.CheckoutStatsRow
-	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgstore.InTenant(ctx, s.store.pool, func(tx pgx.Tx) error {
 		rows, err = checkoutdb.New(tx).CheckoutStats(ctx, checkoutdb.CheckoutStatsParams{TenantID: tid, Since: since, Until: until})
 		return err
 	})

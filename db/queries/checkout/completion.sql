@@ -14,12 +14,27 @@ UPDATE checkout.sessions SET
 WHERE tenant_id = @tenant_id AND id = @id AND version = @version;
 
 -- name: ListDueSettles :many
--- Every tenant's completions still in progress past their settle_after,
--- oldest first (the settle sweep, in the 'checkout_sweep' scope).
-SELECT tenant_id, id, payment_attempt_id FROM checkout.sessions
-WHERE status = 'complete_in_progress' AND settle_after IS NOT NULL AND settle_after <= @now::timestamptz
+-- Every tenant's sessions with money-path work due at settle_after,
+-- oldest first (the settle sweep, in the 'checkout_sweep' scope):
+-- completions still in progress, and closed checkouts whose stock release
+-- has not confirmed yet.
+SELECT tenant_id, id, status, payment_attempt_id FROM checkout.sessions
+WHERE status IN ('complete_in_progress', 'canceled') AND settle_after IS NOT NULL AND settle_after <= @now::timestamptz
 ORDER BY settle_after
 LIMIT @max_rows;
+
+-- name: CloseSession :execrows
+-- Optimistic: a checkout ends without an order (canceled or expired).
+-- settle_after is when the settle sweep makes sure its stock went back
+-- (cleared by ClearSettleAfter once the release confirmed).
+UPDATE checkout.sessions SET
+  status = 'canceled', state = @state, settle_after = sqlc.narg(settle_after), version = version + 1, updated_at = now()
+WHERE tenant_id = @tenant_id AND id = @id AND version = @version;
+
+-- name: ClearSettleAfter :execrows
+-- A closed checkout's stock release confirmed: nothing is due any more.
+UPDATE checkout.sessions SET settle_after = NULL
+WHERE tenant_id = @tenant_id AND id = @id AND status = 'canceled';
 
 -- name: SetSettleAfter :execrows
 -- After a sweep's settle: NULL when the session left complete_in_progress,

@@ -12,6 +12,56 @@ import (
 	"github.com/google/uuid"
 )
 
+const clearSettleAfter = `-- name: ClearSettleAfter :execrows
+UPDATE checkout.sessions SET settle_after = NULL
+WHERE tenant_id = $1 AND id = $2 AND status = 'canceled'
+`
+
+type ClearSettleAfterParams struct {
+	TenantID uuid.UUID
+	ID       string
+}
+
+// A closed checkout's stock release confirmed: nothing is due any more.
+func (q *Queries) ClearSettleAfter(ctx context.Context, arg ClearSettleAfterParams) (int64, error) {
+	result, err := q.db.Exec(ctx, clearSettleAfter, arg.TenantID, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const closeSession = `-- name: CloseSession :execrows
+UPDATE checkout.sessions SET
+  status = 'canceled', state = $1, settle_after = $2, version = version + 1, updated_at = now()
+WHERE tenant_id = $3 AND id = $4 AND version = $5
+`
+
+type CloseSessionParams struct {
+	State       []byte
+	SettleAfter *time.Time
+	TenantID    uuid.UUID
+	ID          string
+	Version     int32
+}
+
+// Optimistic: a checkout ends without an order (canceled or expired).
+// settle_after is when the settle sweep makes sure its stock went back
+// (cleared by ClearSettleAfter once the release confirmed).
+func (q *Queries) CloseSession(ctx context.Context, arg CloseSessionParams) (int64, error) {
+	result, err := q.db.Exec(ctx, closeSession,
+		arg.State,
+		arg.SettleAfter,
+		arg.TenantID,
+		arg.ID,
+		arg.Version,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const finishSession = `-- name: FinishSession :execrows
 UPDATE checkout.sessions SET
   status = $1, payment_attempt_id = $2, order_id = $3,
@@ -47,8 +97,8 @@ func (q *Queries) FinishSession(ctx context.Context, arg FinishSessionParams) (i
 }
 
 const listDueSettles = `-- name: ListDueSettles :many
-SELECT tenant_id, id, payment_attempt_id FROM checkout.sessions
-WHERE status = 'complete_in_progress' AND settle_after IS NOT NULL AND settle_after <= $1::timestamptz
+SELECT tenant_id, id, status, payment_attempt_id FROM checkout.sessions
+WHERE status IN ('complete_in_progress', 'canceled') AND settle_after IS NOT NULL AND settle_after <= $1::timestamptz
 ORDER BY settle_after
 LIMIT $2
 `
@@ -61,11 +111,14 @@ type ListDueSettlesParams struct {
 type ListDueSettlesRow struct {
 	TenantID         uuid.UUID
 	ID               string
+	Status           string
 	PaymentAttemptID *string
 }
 
-// Every tenant's completions still in progress past their settle_after,
-// oldest first (the settle sweep, in the 'checkout_sweep' scope).
+// Every tenant's sessions with money-path work due at settle_after,
+// oldest first (the settle sweep, in the 'checkout_sweep' scope):
+// completions still in progress, and closed checkouts whose stock release
+// has not confirmed yet.
 func (q *Queries) ListDueSettles(ctx context.Context, arg ListDueSettlesParams) ([]ListDueSettlesRow, error) {
 	rows, err := q.db.Query(ctx, listDueSettles, arg.Now, arg.MaxRows)
 	if err != nil {
@@ -75,7 +128,12 @@ func (q *Queries) ListDueSettles(ctx context.Context, arg ListDueSettlesParams) 
 	var items []ListDueSettlesRow
 	for rows.Next() {
 		var i ListDueSettlesRow
-		if err := rows.Scan(&i.TenantID, &i.ID, &i.PaymentAttemptID); err != nil {
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.Status,
+			&i.PaymentAttemptID,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

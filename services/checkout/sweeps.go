@@ -7,33 +7,34 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/bcpdev/bcp/internal/jobs"
-	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/services/checkout/checkoutdb"
+	"github.com/bcpdev/bcp/services/payments/paymentevents"
 )
 
-// Two sweeps, run together by one periodic job (SweepArgs; the leader's
-// job client inserts one every jobs.SweepEvery), keep sessions moving without
-// a job per checkout:
-//   - expiry: every tenant's open sessions past expires_at are closed,
-//     exactly as a read after the expiry would (until the sweep comes
+// Background work, none of it a job per checkout:
+//   - the expiry sweep closes every tenant's open sessions past
+//     expires_at, exactly as a read after the expiry would (until it comes
 //     round, any read, update or completion of an expired session closes
 //     it first, so an agent never sees one open past its expires_at);
-//   - settle: every completion still in progress past its settle_after
-//     (set when the attempt is claimed, settleSafetyNet later) is settled
-//     from the payments service's record, e.g. after the process died
-//     between charging and writing the order.
-// Both list ids only, in the read-only checkout_sweep scope, and act in
-// each session's own tenant scope. They replaced two durable jobs per
-// checkout (a job insert in every create and every completion, and a job
-// worked later even for the checkouts that completed normally).
+//   - the settle sweep takes every session with money-path work due at
+//     its settle_after: a completion still in progress (set at the claim,
+//     settleSafetyNet later; e.g. its process died between charging and
+//     writing the order) is settled from the payments service's record,
+//     giving up for good an attempt that service never saw; a closed
+//     checkout whose stock release did not confirm is released;
+//   - SettleWorker works the payments service's news (paymentevents:
+//     a Pix paid or expired, a card charge resolved), inserted in the
+//     transaction of the change, so a paid Pix gets its order at once.
+// The sweeps run together in one periodic job (SweepArgs), list ids only
+// in the read-only checkout_sweep scope, and act in each session's tenant.
 
-// settleRetry is when a settle sweep tries again after a failed settle.
+// settleRetry is when the settle sweep looks again at a completion still
+// in progress (a Pix not paid yet) or whose settle failed.
 const settleRetry = time.Minute
 
 // SweepArgs is the periodic sweep.
@@ -59,18 +60,11 @@ func (w *SweepWorker) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
 // SweepJob is the periodic job that inserts a sweep every interval.
 func SweepJob(every time.Duration) *river.PeriodicJob { return jobs.Periodic(every, SweepArgs{}) }
 
-// sweep lists due sessions with list in the read-only checkout_sweep
-// scope and acts on each (a failure is logged; the next sweep sees the
-// session again).
+// sweep lists due sessions and acts on each (a failure is logged; the next
+// sweep sees the session again).
 func sweep[T any](ctx context.Context, s *Service, list func(checkoutdb.Queries, time.Time) ([]T, error), act func(T) (bool, error)) (int, error) {
 	return jobs.Sweep(ctx, func(ctx context.Context) ([]T, error) {
-		var due []T
-		err := pgstore.InCheckoutSweep(ctx, s.pool, func(tx pgx.Tx) error {
-			var err error
-			due, err = list(*checkoutdb.New(tx), s.now())
-			return err
-		})
-		return due, err
+		return sweepList(ctx, s.store, func(q *checkoutdb.Queries) ([]T, error) { return list(*q, s.now()) })
 	}, act, func(d T, err error) {
 		slog.WarnContext(ctx, "checkout: sweep could not move a session", "session", d, "err", err)
 	})
@@ -82,43 +76,58 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 	return sweep(ctx, s, func(q checkoutdb.Queries, now time.Time) ([]checkoutdb.ListDueSessionsRow, error) {
 		return q.ListDueSessions(ctx, checkoutdb.ListDueSessionsParams{Now: now, MaxRows: jobs.SweepBatch})
 	}, func(d checkoutdb.ListDueSessionsRow) (bool, error) {
-		res, err := s.expire(tenancy.With(ctx, d.TenantID), d.ID)
+		res, err := s.end(tenancy.With(ctx, d.TenantID), d.ID, endExpire)
 		return err == nil && res.GetStatus() == bcp.StatusCanceled, err
 	})
 }
 
-// SweepSettles settles every tenant's completions still in progress past
-// their settle_after and says how many it settled. A settle that leaves
-// the session in progress (a Pix not paid yet, a card charge the
-// processor has not confirmed) or that failed is looked at again
-// settleRetry later: the payments service tells checkout of a decided
-// Pix with a call, not a durable job, so this sweep is what makes sure a
-// paid Pix gets its order if that call was lost. Once the session has
-// left complete_in_progress, settle_after is cleared.
+// SweepSettles finishes every tenant's sessions with money-path work due
+// and says how many it finished. A completion the settle leaves in
+// progress (a Pix not paid yet, a card charge the processor has not
+// confirmed) or that failed is looked at again settleRetry later; once it
+// has left complete_in_progress, settle_after is cleared.
 func (s *Service) SweepSettles(ctx context.Context) (int, error) {
 	return sweep(ctx, s, func(q checkoutdb.Queries, now time.Time) ([]checkoutdb.ListDueSettlesRow, error) {
 		return q.ListDueSettles(ctx, checkoutdb.ListDueSettlesParams{Now: now, MaxRows: jobs.SweepBatch})
 	}, func(d checkoutdb.ListDueSettlesRow) (bool, error) {
+		tctx := tenancy.With(ctx, d.TenantID)
+		if d.Status == bcp.StatusCanceled {
+			return true, s.releaseClosed(tctx, d.ID)
+		}
 		if d.PaymentAttemptID == nil {
 			return false, nil // not a claimed completion: nothing to settle
 		}
-		tctx := tenancy.With(ctx, d.TenantID)
-		res, err := s.settle(tctx, d.ID, *d.PaymentAttemptID, true)
+		res, err := s.settle(tctx, d.ID, *d.PaymentAttemptID, true, nil)
 		var next *time.Time
 		if err != nil || res.GetStatus() == bcp.StatusCompleteInProgress {
 			t := s.now().Add(settleRetry)
 			next = &t
 		}
-		if uerr := pgstore.Single(tctx, s.pool, func(q *pgstore.SingleQuerier) error {
-			_, err := checkoutdb.New(q).SetSettleAfter(tctx, checkoutdb.SetSettleAfterParams{
-				SettleAfter: next, TenantID: d.TenantID, ID: d.ID, PaymentAttemptID: d.PaymentAttemptID,
-			})
-			return err
-		}); uerr != nil && err == nil {
+		if uerr := s.store.settleAgain(tctx, d.ID, *d.PaymentAttemptID, next); uerr != nil && err == nil {
 			err = uerr
 		}
 		return err == nil, err
 	})
+}
+
+// SettleArgs is the payments service's news of an attempt that changed on
+// its own (paymentevents.AttemptChanged; the same kind and arguments as
+// the safety-net job this service inserted itself before the settle
+// sweep, so those still queued are worked alike).
+type SettleArgs = paymentevents.AttemptChanged
+
+// SettleWorker works SettleArgs jobs.
+type SettleWorker struct {
+	river.WorkerDefaults[SettleArgs]
+	Service *Service
+}
+
+// Work settles; an error makes river retry with backoff. The attempt is
+// known to the payments service (it sent the news), so nothing is given
+// up here.
+func (w *SettleWorker) Work(ctx context.Context, job *river.Job[SettleArgs]) error {
+	_, err := w.Service.settle(tenancy.With(ctx, job.Args.TenantID), job.Args.CheckoutID, job.Args.AttemptID, false, nil)
+	return err
 }
 
 // ExpireArgs is the durable job that closed one session at its expiry,
@@ -138,10 +147,9 @@ type ExpireWorker struct {
 	Service *Service
 }
 
-// Work cancels the session if it is still open and past its expiry (an
-// open completion is left to the payment).
+// Work cancels the session if it is still open and past its expiry.
 func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[ExpireArgs]) error {
-	_, err := w.Service.expire(tenancy.With(ctx, job.Args.TenantID), job.Args.CheckoutID)
+	_, err := w.Service.end(tenancy.With(ctx, job.Args.TenantID), job.Args.CheckoutID, endExpire)
 	return err
 }
 

@@ -3,41 +3,83 @@ package checkout
 import (
 	"testing"
 
+	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 )
 
-// Every pair of statuses, allowed or forbidden, written out so a change to
-// the machine has to change this table too.
-func TestStatusMachine(t *testing.T) {
+// Every transition of the table against every pair of statuses, written
+// out so a change to the machine has to change this table too.
+func TestMachineTable(t *testing.T) {
 	I, E, R, P, C, X := bcp.StatusIncomplete, bcp.StatusRequiresEscalation, bcp.StatusReadyForComplete,
 		bcp.StatusCompleteInProgress, bcp.StatusCompleted, bcp.StatusCanceled
-	allowed := map[[2]string]bool{
-		{I, I}: true, {I, E}: true, {I, R}: true, {I, X}: true,
-		{E, I}: true, {E, E}: true, {E, R}: true, {E, C}: true, {E, X}: true,
-		{R, I}: true, {R, E}: true, {R, R}: true, {R, P}: true, {R, C}: true, {R, X}: true,
-		{P, C}: true, {P, R}: true, {P, I}: true, {P, E}: true, {P, X}: true,
+	type pair = [2]string
+	allowed := map[string]map[pair]bool{
+		"build": {{"", I}: true, {"", E}: true, {"", R}: true, {I, I}: true, {I, E}: true, {I, R}: true, {E, I}: true, {E, E}: true, {E, R}: true,
+			{R, I}: true, {R, E}: true, {R, R}: true},
+		"refresh":  {{R, I}: true, {R, E}: true, {R, R}: true, {P, I}: true, {P, E}: true, {P, R}: true},
+		"claim":    {{R, P}: true},
+		"await":    {{P, P}: true},
+		"pay":      {{P, C}: true, {E, C}: true},
+		"escalate": {{P, E}: true},
+		"reopen":   {{P, R}: true, {E, R}: true},
+		"cancel":   {{I, X}: true, {E, X}: true, {R, X}: true, {P, X}: true},
+		"expire":   {{I, X}: true, {E, X}: true, {R, X}: true},
 	}
-	all := []string{I, E, R, P, C, X}
-	for _, from := range all {
-		for _, to := range all {
-			if got := canTransition(from, to); got != allowed[[2]string{from, to}] {
-				t.Errorf("%s → %s: allowed=%v, want %v", from, to, got, allowed[[2]string{from, to}])
+	if len(allowed) != len(machine) {
+		t.Fatalf("the table has %d transitions, this test %d", len(machine), len(allowed))
+	}
+	all := []string{"", I, E, R, P, C, X}
+	for name, ok := range allowed {
+		for _, from := range all {
+			for _, to := range all {
+				if got := move(name, from, to) == nil; got != ok[pair{from, to}] {
+					t.Errorf("%s %q → %q: allowed=%v, want %v", name, from, to, got, ok[pair{from, to}])
+				}
 			}
 		}
 	}
-	// Forbidden highlights: no way back from the end, no completion
-	// without passing through ready_for_complete.
-	for _, bad := range [][2]string{{C, X}, {X, I}, {C, I}, {I, C}, {I, P}, {E, P}, {X, C}} {
-		if canTransition(bad[0], bad[1]) {
-			t.Errorf("%s → %s must be forbidden", bad[0], bad[1])
+	// No way back from the end, and no money without a claim.
+	for name := range machine {
+		for _, to := range all {
+			if move(name, C, to) == nil || move(name, X, to) == nil {
+				t.Errorf("%s leaves a terminal status", name)
+			}
+		}
+		if name != "claim" && move(name, R, P) == nil {
+			t.Errorf("%s reaches complete_in_progress without a claim", name)
 		}
 	}
-	for _, s := range all {
+	if move("unknown", I, I) == nil {
+		t.Error("an unknown transition is allowed")
+	}
+	for _, s := range all[1:] {
 		if terminal(s) != (s == C || s == X) {
 			t.Errorf("terminal(%s) wrong", s)
 		}
 		if modifiable(s) != (s == I || s == E || s == R) {
 			t.Errorf("modifiable(%s) wrong", s)
+		}
+	}
+}
+
+// Every attempt status has an outcome, and only the paid ones pay.
+func TestOutcomes(t *testing.T) {
+	for v, name := range paymentsv1.AttemptStatus_name {
+		st := paymentsv1.AttemptStatus(v)
+		if st == paymentsv1.AttemptStatus_ATTEMPT_STATUS_UNSPECIFIED {
+			continue
+		}
+		o, ok := outcomes[st]
+		if !ok {
+			t.Errorf("%s has no outcome", name)
+		}
+		if _, ok := machine[o]; !ok {
+			t.Errorf("%s → %q is not a transition", name, o)
+		}
+		want := st == paymentsv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED || st == paymentsv1.AttemptStatus_ATTEMPT_STATUS_REFUNDED ||
+			st == paymentsv1.AttemptStatus_ATTEMPT_STATUS_PARTIALLY_REFUNDED
+		if movedMoney(st) != want {
+			t.Errorf("movedMoney(%s) = %v", name, !want)
 		}
 	}
 }

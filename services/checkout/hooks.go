@@ -1,0 +1,45 @@
+package checkout
+
+import "context"
+
+// Step names a point of the money path between two of its writes, where a
+// process may die or another request may run.
+type Step string
+
+// The steps, in the order a completion and a cancel pass them.
+const (
+	// StepClaimed: the session is complete_in_progress with its attempt;
+	// no stock taken, nothing sent to the payments service.
+	StepClaimed Step = "claimed"
+	// StepReserved: the stock is taken; StartPayment not called yet.
+	StepReserved Step = "reserved"
+	// StepCharged: StartPayment answered (money may have moved); the
+	// session is not settled yet.
+	StepCharged Step = "charged"
+	// StepOrdered: the order exists; the session is not completed yet.
+	StepOrdered Step = "ordered"
+	// StepStopped: a cancel or expiry has the attempt stopped for good
+	// (CancelPayment answered); the session is not closed yet.
+	StepStopped Step = "stopped"
+	// StepClosed: the session is canceled; its stock is not released yet.
+	StepClosed Step = "closed"
+)
+
+// Hooks let tests stand between two steps. At runs at each step: an error
+// ends the request right there as if its process had died (nothing after
+// it runs, the sweeps recover what it left), and blocking in it holds the
+// request there while another one runs, which forces an interleaving
+// instead of hoping for it.
+type Hooks struct {
+	At func(ctx context.Context, step Step, checkoutID string) error
+}
+
+// UseHooks installs test hooks (nil: none). Production never sets them.
+func (s *Service) UseHooks(h *Hooks) { s.hooks = h }
+
+func (s *Service) at(ctx context.Context, step Step, checkoutID string) error {
+	if s.hooks == nil || s.hooks.At == nil {
+		return nil
+	}
+	return s.hooks.At(ctx, step, checkoutID)
+}

@@ -1,0 +1,184 @@
+package checkout
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/pgstore"
+	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/protocol/bcp"
+	"github.com/bcpdev/bcp/services/checkout/checkoutdb"
+)
+
+// store is the checkout schema: the only SQL of the service (sqlc package
+// checkoutdb), always in the context tenant's scope except the sweeps'
+// listings. Every write of a session is one statement, a compare-and-swap
+// on its version: no row lock is ever held across a call to another
+// service, and a write that lost the race reports it (false) instead of
+// overwriting what won.
+type store struct{ pool *pgxpool.Pool }
+
+type session = checkoutdb.CheckoutSession
+
+// one runs fn, a single statement, in the context tenant's scope.
+func (st store) one(ctx context.Context, fn func(q *checkoutdb.Queries, tid uuid.UUID) error) error {
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return err
+	}
+	return pgstore.Single(ctx, st.pool, func(q *pgstore.SingleQuerier) error { return fn(checkoutdb.New(q), tid) })
+}
+
+// errNotFound is the answer for an id this tenant has no session with
+// (another tenant's id included: RLS and the tenant filter).
+func errNotFound(id string) error { return apperr.NotFound(bcp.CodeNotFound, "no checkout %q", id) }
+
+func (st store) insert(ctx context.Context, p checkoutdb.InsertSessionParams) error {
+	return st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		p.TenantID = tid
+		return q.InsertSession(ctx, p)
+	})
+}
+
+func (st store) get(ctx context.Context, id string) (session, error) {
+	var sess session
+	err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		var err error
+		sess, err = q.GetSession(ctx, checkoutdb.GetSessionParams{TenantID: tid, ID: id})
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sess, errNotFound(id)
+	}
+	return sess, err
+}
+
+// getState reads a session and decodes its checkout.
+func (st store) getState(ctx context.Context, id string) (session, *bcp.Checkout, error) {
+	sess, err := st.get(ctx, id)
+	if err != nil {
+		return sess, nil, err
+	}
+	c, err := decodeState(sess)
+	return sess, c, err
+}
+
+func decodeState(sess session) (*bcp.Checkout, error) {
+	c := &bcp.Checkout{}
+	if err := segjson.Unmarshal(sess.State, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// update rewrites an open session (build, refresh); false: it changed
+// since it was read.
+func (st store) update(ctx context.Context, sess session, status string, total int64, email string, capabilities []string, request, state []byte) (bool, error) {
+	var n int64
+	err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		var err error
+		n, err = q.UpdateSession(ctx, checkoutdb.UpdateSessionParams{
+			TenantID: tid, ID: sess.ID, Version: sess.Version, Status: status, Total: total, BuyerEmail: email,
+			Capabilities: capabilities, Request: request, State: state,
+		})
+		return err
+	})
+	return n == 1, err
+}
+
+// claim is the one write that lets money move: the session becomes
+// complete_in_progress with the attempt's id (machine.go, "claim").
+func (st store) claim(ctx context.Context, sess session, attemptID, webhookURL, baseURL string, state []byte, settleAfter time.Time) (bool, error) {
+	var n int64
+	err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		var err error
+		n, err = q.SetSessionPayment(ctx, checkoutdb.SetSessionPaymentParams{
+			TenantID: tid, ID: sess.ID, Version: sess.Version, Status: bcp.StatusCompleteInProgress, PaymentAttemptID: &attemptID,
+			OrderWebhookUrl: webhookURL, BaseUrl: baseURL, State: state, SettleAfter: &settleAfter,
+		})
+		return err
+	})
+	return n == 1, err
+}
+
+// finish records where a completion ended: completed with its order, back
+// where the buyer can try again (attempt nil), or waiting (same attempt).
+func (st store) finish(ctx context.Context, sess session, status string, attemptID, orderID *string, state []byte) (bool, error) {
+	var n int64
+	err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		var err error
+		n, err = q.FinishSession(ctx, checkoutdb.FinishSessionParams{
+			TenantID: tid, ID: sess.ID, Version: sess.Version, Status: status, PaymentAttemptID: attemptID, OrderID: orderID, State: state,
+		})
+		return err
+	})
+	return n == 1, err
+}
+
+// close ends a session without an order; releaseBy, when set, is when the
+// settle sweep makes sure its stock went back.
+func (st store) close(ctx context.Context, sess session, state []byte, releaseBy *time.Time) (bool, error) {
+	var n int64
+	err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		var err error
+		n, err = q.CloseSession(ctx, checkoutdb.CloseSessionParams{TenantID: tid, ID: sess.ID, Version: sess.Version, State: state, SettleAfter: releaseBy})
+		return err
+	})
+	return n == 1, err
+}
+
+// released says a closed session's stock release confirmed.
+func (st store) released(ctx context.Context, id string) error {
+	return st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		_, err := q.ClearSettleAfter(ctx, checkoutdb.ClearSettleAfterParams{TenantID: tid, ID: id})
+		return err
+	})
+}
+
+// settleAgain sets when the settle sweep looks at a completion again (nil:
+// never), while the session is still on that attempt.
+func (st store) settleAgain(ctx context.Context, id, attemptID string, at *time.Time) error {
+	return st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		_, err := q.SetSettleAfter(ctx, checkoutdb.SetSettleAfterParams{SettleAfter: at, TenantID: tid, ID: id, PaymentAttemptID: &attemptID})
+		return err
+	})
+}
+
+func (st store) list(ctx context.Context, status, before *string, size int32) ([]checkoutdb.ListSessionsRow, error) {
+	var rows []checkoutdb.ListSessionsRow
+	err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		var err error
+		rows, err = q.ListSessions(ctx, checkoutdb.ListSessionsParams{TenantID: tid, Status: status, BeforeID: before, PageSize: size})
+		return err
+	})
+	return rows, err
+}
+
+func (st store) expiredOpen(ctx context.Context, now time.Time) ([]string, error) {
+	var ids []string
+	err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		var err error
+		ids, err = q.ListExpiredOpenSessions(ctx, checkoutdb.ListExpiredOpenSessionsParams{TenantID: tid, Now: now})
+		return err
+	})
+	return ids, err
+}
+
+// sweepList lists due sessions of every tenant in the read-only
+// checkout_sweep scope (ids only; each is then acted on in its tenant).
+func sweepList[T any](ctx context.Context, st store, list func(q *checkoutdb.Queries) ([]T, error)) ([]T, error) {
+	var due []T
+	err := pgstore.InCheckoutSweep(ctx, st.pool, func(tx pgx.Tx) error {
+		var err error
+		due, err = list(checkoutdb.New(tx))
+		return err
+	})
+	return due, err
+}
