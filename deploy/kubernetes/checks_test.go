@@ -3,7 +3,6 @@ package kubernetes
 import (
 	"fmt"
 	"net"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/bcpdev/bcp/deploy/internal/bcpdhelp"
 )
 
 // The roles these manifests deploy and what bcpd refuses to start without
@@ -29,23 +30,6 @@ var (
 	masterKeyRoles = []string{"tenants", "payments"}
 	autoscaled     = []string{"edge", "checkout"}
 )
-
-// secretVar says whether a bcpd setting's value is a secret, so it may come
-// only from a Secret. A *_FILE setting names a path, not the secret.
-func secretVar(name string) bool {
-	return !strings.HasSuffix(name, "_FILE") && secretWord.MatchString(name)
-}
-
-var (
-	secretWord = regexp.MustCompile(`TOKEN|KEY|PASSWORD|SECRET|DATABASE_URL`)
-	// A URL with user:password@ in it, e.g. a database URL pasted inline.
-	urlPassword = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#@\s:]+:[^/?#@\s]+@`)
-)
-
-// flagVar is the environment variable bcpd pairs with a flag.
-func flagVar(flag string) string {
-	return "BCP_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
-}
 
 type setting struct {
 	value      string // when literal
@@ -75,7 +59,7 @@ func checkObjects(build string, objs []runtime.Object, overlay bool) []string {
 			}
 		case *corev1.ConfigMap:
 			for k, v := range o.Data {
-				if secretVar(k) || urlPassword.MatchString(v) {
+				if bcpdhelp.SecretVar(k) || bcpdhelp.URLPassword.MatchString(v) {
 					c.fail("ConfigMap %s: %s looks like a secret; ConfigMaps are not secret", o.Name, k)
 				}
 			}
@@ -252,7 +236,7 @@ func (c *checker) container(owner string, spec *corev1.PodSpec, ctr *corev1.Cont
 		return
 	}
 	role := strings.Join(words, " ")
-	cl, err := bcpdCLI(words)
+	cl, err := bcpdhelp.Of(words...)
 	if err != nil {
 		c.fail("%s: %v", owner, err)
 		return
@@ -263,12 +247,12 @@ func (c *checker) container(owner string, spec *corev1.PodSpec, ctr *corev1.Cont
 		switch {
 		case !strings.HasPrefix(a, "--") || !ok:
 			c.fail("%s: argument %q: write flags as --name=value", owner, a)
-		case !cl.flags[name]:
+		case !cl.Flags[name]:
 			c.fail("%s: --%s is not a flag of bcpd %s", owner, name, role)
-		case secretVar(flagVar(name)):
-			c.fail("%s: --%s puts a secret in the pod spec: set %s from a Secret", owner, name, flagVar(name))
+		case bcpdhelp.SecretVar(bcpdhelp.FlagVar(name)):
+			c.fail("%s: --%s puts a secret in the pod spec: set %s from a Secret", owner, name, bcpdhelp.FlagVar(name))
 		default:
-			set[flagVar(name)] = setting{value: val, literal: true, where: "--" + name}
+			set[bcpdhelp.FlagVar(name)] = setting{value: val, literal: true, where: "--" + name}
 		}
 	}
 	for _, from := range ctr.EnvFrom {
@@ -304,14 +288,14 @@ func (c *checker) configMap(ref *corev1.ConfigMapEnvSource) *corev1.ConfigMap {
 	return nil
 }
 
-func (c *checker) env(owner string, cl *cli, set map[string]setting, name string, s setting) {
-	if strings.HasPrefix(name, "BCP_") && !cl.env[name] {
+func (c *checker) env(owner string, cl *bcpdhelp.CLI, set map[string]setting, name string, s setting) {
+	if strings.HasPrefix(name, "BCP_") && !cl.Env[name] {
 		c.fail("%s: %s (%s) is not a variable of bcpd", owner, name, s.where)
 	}
-	if secretVar(name) && !s.fromSecret {
+	if bcpdhelp.SecretVar(name) && !s.fromSecret {
 		c.fail("%s: %s (%s) must come from a Secret (secretKeyRef), not inline", owner, name, s.where)
 	}
-	if s.literal && urlPassword.MatchString(s.value) {
+	if s.literal && bcpdhelp.URLPassword.MatchString(s.value) {
 		c.fail("%s: %s (%s) is a URL with an inline password", owner, name, s.where)
 	}
 	set[name] = s
