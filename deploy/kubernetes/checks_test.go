@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -271,6 +272,7 @@ func (c *checker) container(owner string, spec *corev1.PodSpec, ctr *corev1.Cont
 		c.env(owner, cl, set, e.Name, s)
 	}
 	c.requirements(owner, role, spec, ctr, set)
+	c.serviceURLs(owner, set)
 	if role != "migrate up" {
 		c.probes(owner, role, ctr, set)
 	}
@@ -338,6 +340,39 @@ func (c *checker) requirements(owner, role string, spec *corev1.PodSpec, ctr *co
 		}
 	}
 	c.fail("%s: the master key file %s is not on a volume from a Secret", owner, file.value)
+}
+
+// serviceURLs: each --<service>-url names a Service of this build and one
+// of its ports (a typo would only show as failed calls at run time).
+func (c *checker) serviceURLs(owner string, set map[string]setting) {
+	for name, s := range set {
+		if !s.literal || !strings.HasPrefix(name, "BCP_") || !strings.HasSuffix(name, "_URL") || s.value == "" {
+			continue
+		}
+		u, err := url.Parse(s.value)
+		if err != nil || u.Hostname() == "" {
+			c.fail("%s: %s=%q is not a URL", owner, name, s.value)
+			continue
+		}
+		svc := c.serviceNamed(strings.TrimSuffix(u.Hostname(), ".svc.cluster.local"))
+		if svc == nil {
+			c.fail("%s: %s points at %s, which is no Service of this build", owner, name, u.Hostname())
+			continue
+		}
+		if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return strconv.Itoa(int(p.Port)) == u.Port() }) {
+			c.fail("%s: %s points at port %s, which Service %s does not expose", owner, name, u.Port(), svc.Name)
+		}
+	}
+}
+
+func (c *checker) serviceNamed(host string) *corev1.Service {
+	name, _, _ := strings.Cut(host, ".") // name or name.namespace
+	for _, o := range c.objs {
+		if s, ok := o.(*corev1.Service); ok && s.Name == name {
+			return s
+		}
+	}
+	return nil
 }
 
 // probes: readiness and liveness on the internal listener, whose port is

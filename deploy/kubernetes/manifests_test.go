@@ -127,6 +127,8 @@ func TestChecksFail(t *testing.T) {
 		{"no master key", "base/tenants.yaml", "            - --master-key-file=/etc/bcp/master-key/master-key\n", "", "bcpd tenants needs the master key"},
 		{"no database", "base/checkout.yaml", "            - name: BCP_DATABASE_URL\n", "            - name: BCP_DATABASE_URLS\n", "bcpd checkout needs BCP_DATABASE_URL"},
 		{"internal port open to all", "base/networkpolicy.yaml", platform, "        - namespaceSelector: {}\n", "opens the internal port beyond the platform's pods"},
+		{"URL of no Service", "base/config.yaml", "http://bcp-pricing:9090", "http://bcp-prices:9090", "BCP_PRICING_URL points at bcp-prices, which is no Service"},
+		{"URL on a port the Service lacks", "base/config.yaml", "http://bcp-orders:9090", "http://bcp-orders:8080", "points at port 8080, which Service bcp-orders does not expose"},
 		{"no PDB", "base/pricing.yaml", "AlwaysAllow\n  selector:\n    matchLabels:\n      app.kubernetes.io/part-of: bcp\n      app.kubernetes.io/component: pricing\n", "AlwaysAllow\n  selector:\n    matchLabels:\n      app.kubernetes.io/part-of: bcp\n      app.kubernetes.io/component: pricing-x\n", "Deployment bcp-pricing: no PodDisruptionBudget selects its pods"},
 		{"HPA target missing", "base/checkout.yaml", "    kind: Deployment\n    name: bcp-checkout", "    kind: Deployment\n    name: bcp-chekout", "scales Deployment bcp-chekout"},
 		{"replicas beside an HPA", "base/edge.yaml", "  revisionHistoryLimit: 5\n", "  replicas: 2\n  revisionHistoryLimit: 5\n", "Deployment bcp-edge: sets replicas although an autoscaler owns them"},
