@@ -92,7 +92,10 @@ type Config struct {
 	WebhookBackoff func(attempt int) time.Duration
 	// SweepEvery overrides how often the periodic sweeps run (checkout
 	// expiry and settle, card resolve; 15 s by default; tests).
-	SweepEvery      time.Duration
+	SweepEvery time.Duration
+	// CheckoutHooks stop the checkout's money path between two steps
+	// (tests only; checkout.Hooks).
+	CheckoutHooks   *checkout.Hooks
 	Logger          *slog.Logger
 	AllowPrivileged bool
 }
@@ -211,6 +214,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			internal.Handle(pricingv1connect.NewPricingServiceHandler(svc, handlerOpts(pricing.Policy)))
 		case Checkout:
 			svc := checkout.New(r.Pool, checkout.Clients{Catalog: clients.Catalog, Pricing: clients.Pricing, Tenants: clients.Tenants, Payments: clients.Payments, Orders: clients.Orders})
+			svc.UseHooks(cfg.CheckoutHooks)
 			river.AddWorker(workers, &checkout.ExpireWorker{Service: svc})
 			river.AddWorker(workers, &checkout.SweepWorker{Service: svc})
 			periodic = append(periodic, checkout.SweepJob(cfg.SweepEvery))
