@@ -64,6 +64,7 @@ type flags struct {
 	allowPrivileged                         *bool
 	noDemoHistory                           *bool
 	sweepEvery                              *string
+	bodyTimeout, idleTimeout                *string
 }
 
 func env(name, def string) string {
@@ -96,6 +97,8 @@ func newFlags(role string) *flags {
 	f.dataDir = fs.String("data-dir", env("BCP_DATA_DIR", ".bcp"), "dev: directory for the private PostgreSQL and dev secrets [BCP_DATA_DIR]")
 	f.logLevel = fs.String("log-level", env("BCP_LOG_LEVEL", "info"), "debug|info|warn|error [BCP_LOG_LEVEL]")
 	f.sweepEvery = fs.String("sweep-every", env("BCP_SWEEP_EVERY", jobs.SweepEvery.String()), "how often the sweeps run: expired checkouts closed, completions nothing settled settled, unanswered card charges resolved; e.g. 15s [BCP_SWEEP_EVERY]")
+	f.bodyTimeout = fs.String("body-timeout", env("BCP_BODY_TIMEOUT", platform.DefaultBodyTimeout.String()), "public listener: how long a request body may take to arrive [BCP_BODY_TIMEOUT]")
+	f.idleTimeout = fs.String("idle-timeout", env("BCP_IDLE_TIMEOUT", platform.DefaultIdleTimeout.String()), "public listener: how long a keep-alive connection may wait for its next request [BCP_IDLE_TIMEOUT]")
 	f.noDemoHistory = fs.Bool("no-demo-history", envBool("BCP_NO_DEMO_HISTORY"), "dev: do not buy the demo merchant's first-day history when seeding it [BCP_NO_DEMO_HISTORY]")
 	f.allowPrivileged = fs.Bool("insecure-allow-privileged-db-role", false, "allow a superuser/BYPASSRLS database role (disables tenant isolation)")
 	for _, s := range platform.AllServices {
@@ -148,12 +151,20 @@ func runServices(ctx context.Context, services []string, args []string) error {
 	if err != nil || sweepEvery <= 0 {
 		return fmt.Errorf("--sweep-every (BCP_SWEEP_EVERY) %q: want a positive duration such as 15s", *f.sweepEvery)
 	}
+	bodyTimeout, err := positiveDuration("--body-timeout (BCP_BODY_TIMEOUT)", *f.bodyTimeout)
+	if err != nil {
+		return err
+	}
+	idleTimeout, err := positiveDuration("--idle-timeout (BCP_IDLE_TIMEOUT)", *f.idleTimeout)
+	if err != nil {
+		return err
+	}
 	log := f.logger()
 	cfg := platform.Config{
 		Services: services, DatabaseURL: *f.databaseURL, PublicAddr: *f.publicAddr, InternalAddr: *f.internalAddr,
 		InternalToken: *f.internalToken, OperatorToken: *f.operatorToken, OperatorHost: *f.operatorHost, ServiceURLs: map[string]string{},
 		Edge: edge.Config{PublicScheme: *f.publicScheme, PublicPort: *f.publicPort}, Logger: log,
-		AllowPrivileged: *f.allowPrivileged, SweepEvery: sweepEvery,
+		AllowPrivileged: *f.allowPrivileged, SweepEvery: sweepEvery, BodyTimeout: bodyTimeout, IdleTimeout: idleTimeout,
 	}
 	for s, u := range f.serviceURLs {
 		cfg.ServiceURLs[s] = *u
@@ -178,6 +189,14 @@ func runServices(ctx context.Context, services []string, args []string) error {
 	log.Info("bcpd stopping")
 	r.Stop()
 	return err
+}
+
+func positiveDuration(what, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s %q: want a positive duration such as 30s", what, v)
+	}
+	return d, nil
 }
 
 func loadMasterKey(file string) ([]byte, error) {
