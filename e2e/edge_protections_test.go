@@ -2,16 +2,29 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+	"github.com/google/uuid"
+
+	"github.com/bcpdev/bcp/agentclient"
 	"github.com/bcpdev/bcp/internal/platform"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/internal/testdb"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
 )
@@ -133,4 +146,162 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	if _, c := s.agent.call("get_checkout", map[string]any{"id": c.ID}); c.ID == "" {
 		t.Fatal("get_checkout after the stalled connections: no checkout")
 	}
+}
+
+// nulLeaf is one string of a payload with a NUL put in it.
+type nulLeaf struct {
+	path    string // JSONPath under the tool arguments
+	payload any    // the whole payload, with this one string changed
+}
+
+// nulLeaves returns, for every string in v (member names included), a copy
+// of v with a NUL in that string; paths start at root.
+func nulLeaves(v any, root string) []nulLeaf {
+	var out []nulLeaf
+	var walk func(cur any, path string, set func(any) any)
+	walk = func(cur any, path string, set func(any) any) {
+		switch c := cur.(type) {
+		case string:
+			out = append(out, nulLeaf{path: path, payload: set(c[:len(c)/2] + "\x00" + c[len(c)/2:])})
+		case []any:
+			for i, e := range c {
+				walk(e, fmt.Sprintf("%s[%d]", path, i), func(x any) any {
+					n := slices.Clone(c)
+					n[i] = x
+					return set(n)
+				})
+			}
+		case map[string]any:
+			for k, e := range c {
+				walk(e, path+member(k), func(x any) any {
+					n := maps.Clone(c)
+					n[k] = x
+					return set(n)
+				})
+			}
+		}
+	}
+	walk(v, root, func(x any) any { return x })
+	return out
+}
+
+// member is k as a JSONPath segment: .k for identifiers, ['k'] otherwise.
+func member(k string) string {
+	if regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`).MatchString(k) {
+		return "." + k
+	}
+	return "['" + k + "']"
+}
+
+// fullCreate is a create_checkout checkout with every kind of string the
+// BCP schema has for it.
+func fullCreate() map[string]any {
+	return map[string]any{
+		"line_items": []any{map[string]any{"item": map[string]any{"id": "var_cam"}, "quantity": 1}},
+		"buyer":      map[string]any{"email": "ana@example.com", "first_name": "Ana", "last_name": "Souza", "phone_number": "+5511999990000", "consent": map[string]any{"marketing": true}},
+		"context":    map[string]any{"address_country": "BR", "address_region": "SP", "postal_code": "01310-100", "language": "pt-BR", "currency": "BRL"},
+		"fulfillment": map[string]any{"methods": []any{map[string]any{"type": "shipping", "destinations": []any{map[string]any{
+			"street_address": "Av. Paulista, 1000", "extended_address": "apto 12", "address_locality": "São Paulo", "address_region": "SP",
+			"postal_code": "01310-100", "address_country": "BR", "first_name": "Ana", "last_name": "Souza", "phone_number": "+5511999990000"}}}}},
+		"discounts": map[string]any{"codes": []any{"BEMVINDO10"}},
+		"signals":   map[string]any{"br.dev.bcp.buyer_ip": "203.0.113.7", "br.dev.bcp.user_agent": "Mozilla/5.0"},
+	}
+}
+
+// NUL characters in any string of any tool's arguments are refused with
+// -32602 (REST 400) naming the string's path, never stored and never an
+// internal error.
+func TestNULInArgumentsIsInvalidParams(t *testing.T) {
+	s := newProtectedShop(t, "nul.localhost", nil)
+	a := s.agent
+	rest := restClientFor(t, s.r, s.host, s.profile)
+
+	// The payload itself is fine.
+	_, c := a.call("create_checkout", map[string]any{"checkout": fullCreate()})
+	if c.ID == "" {
+		t.Fatal("full create: no checkout")
+	}
+
+	wantMCP := func(tool string, args map[string]any, path string) {
+		t.Helper()
+		_, err := a.callErr(tool, args)
+		if err == nil {
+			t.Errorf("%s with a NUL at %s: accepted", tool, path)
+			return
+		}
+		code, data := rpcError(t, err)
+		if code != -32602 || data["code"] != "invalid_params" || !slices.Equal(toStrings(data["paths"]), []string{path}) {
+			t.Errorf("%s with a NUL at %s: JSON-RPC %d %v, want -32602 invalid_params at [%s]", tool, path, code, data, path)
+		}
+	}
+	wantREST := func(method, path string, body any, want string) {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequest(method, "http://"+s.r.PublicAddr+"/bcp/rest"+path, rd)
+		req.Header.Set("Idempotency-Key", uuid.NewString())
+		resp, err := rest.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var flat struct {
+			Code  string   `json:"code"`
+			Paths []string `json:"paths"`
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		_ = json.Unmarshal(raw, &flat)
+		if resp.StatusCode != http.StatusBadRequest || flat.Code != "invalid_params" || !slices.Equal(flat.Paths, []string{want}) {
+			t.Errorf("REST %s %s with a NUL at %s: HTTP %d %s", method, path, want, resp.StatusCode, raw)
+		}
+	}
+
+	leaves := nulLeaves(fullCreate(), "$.checkout")
+	if len(leaves) < 23 {
+		t.Fatalf("only %d strings in the create payload", len(leaves))
+	}
+	for _, l := range leaves {
+		wantMCP("create_checkout", map[string]any{"checkout": l.payload}, l.path)
+		wantREST("POST", "/checkout-sessions", l.payload, l.path)
+		wantMCP("update_checkout", map[string]any{"id": c.ID, "checkout": l.payload}, l.path)
+	}
+	// A member name with a NUL.
+	bad := fullCreate()
+	bad["buyer"].(map[string]any)["e\x00mail"] = "x@example.com"
+	wantMCP("create_checkout", map[string]any{"checkout": bad}, `$.checkout.buyer['e\u0000mail']`)
+
+	// Ids of every tool that takes one.
+	key := func() map[string]any {
+		return map[string]any{"ucp-agent": map[string]any{"profile": s.profile}, "idempotency-key": uuid.NewString()}
+	}
+	nulID := c.ID + "\x00x"
+	wantMCP("get_checkout", map[string]any{"id": nulID}, "$.id")
+	wantMCP("update_checkout", map[string]any{"id": nulID, "checkout": map[string]any{"line_items": fullCreate()["line_items"]}}, "$.id")
+	wantMCP("complete_checkout", map[string]any{"meta": key(), "id": nulID, "checkout": map[string]any{"payment": map[string]any{"instruments": []any{}}}}, "$.id")
+	wantMCP("cancel_checkout", map[string]any{"meta": key(), "id": nulID}, "$.id")
+	wantMCP("get_order", map[string]any{"id": "ord_\x00"}, "$.id")
+	for _, p := range []string{"/checkout-sessions/", "/orders/"} {
+		wantREST("GET", p+url.PathEscape(nulID), nil, "$.id")
+	}
+	wantREST("POST", "/checkout-sessions/"+url.PathEscape(nulID)+"/cancel", nil, "$.id")
+
+	// Nothing was stored on the way: the checkout is as created.
+	if _, got := a.call("get_checkout", map[string]any{"id": c.ID}); got.Buyer == nil || got.Buyer.FirstName != "Ana" {
+		t.Fatalf("checkout after the refused updates: buyer %+v", got.Buyer)
+	}
+}
+
+// restClientFor is an HTTP client acting for profile at host with a fresh
+// API key bound to it.
+func restClientFor(t *testing.T, r *platform.Running, host, profile string) *http.Client {
+	t.Helper()
+	key, err := r.ClientsWithToken(operatorToken).Tenants.CreateAPIKey(context.Background(), connect.NewRequest(&tenantsv1.CreateAPIKeyRequest{
+		Tenant: host, AgentProfileUrl: profile, Label: "e2e-rest"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Transport: &agentclient.Transport{ProfileURL: profile, APIKey: key.Msg.GetSecret(), Host: host}}
 }
