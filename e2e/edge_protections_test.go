@@ -24,8 +24,8 @@ import (
 
 	"github.com/bcpdev/bcp/agentclient"
 	"github.com/bcpdev/bcp/internal/platform"
-	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/internal/testdb"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
 )
 
