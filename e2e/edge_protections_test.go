@@ -15,6 +15,8 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -304,4 +306,135 @@ func restClientFor(t *testing.T, r *platform.Running, host, profile string) *htt
 		t.Fatal(err)
 	}
 	return &http.Client{Transport: &agentclient.Transport{ProfileURL: profile, APIKey: key.Msg.GetSecret(), Host: host}}
+}
+
+// rpcAnswer is a raw JSON-RPC answer over HTTP.
+type rpcAnswer struct {
+	status int
+	header http.Header
+	body   []byte
+	msg    struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code int64 `json:"code"`
+			Data struct {
+				Code    string `json:"code"`
+				Content string `json:"content"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+}
+
+// rawRPC posts one JSON-RPC request to /bcp/mcp at host, with the given
+// extra headers, and decodes the answer.
+func rawRPC(t *testing.T, addr, host string, hdr map[string]string, body string) rpcAnswer {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/bcp/mcp", strings.NewReader(body))
+	req.Host = host
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	a := rpcAnswer{status: resp.StatusCode, header: resp.Header}
+	a.body, _ = io.ReadAll(resp.Body)
+	_ = json.Unmarshal(a.body, &a.msg)
+	return a
+}
+
+// While PostgreSQL is down, /bcp/mcp answers every tool call with a
+// JSON-RPC error: -32000, data.code "unavailable", HTTP 503 and
+// Retry-After; once it is back, calls succeed again.
+func TestMCPDuringDatabaseOutage(t *testing.T) {
+	cl := testdb.NewCluster(t)
+	r := startPlatform(t, platform.AllServices, cl.AppURL, nil)
+	host := "fora.localhost"
+	setupMerchant(t, r, "Loja Fora", host, 0)
+	prof := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(agentProfile("br.dev.bcp.shopping.checkout")))
+	}))
+	t.Cleanup(prof.Close)
+	profile := prof.URL + "/agent.json"
+	key, err := r.ClientsWithToken(operatorToken).Tenants.CreateAPIKey(context.Background(), connect.NewRequest(&tenantsv1.CreateAPIKeyRequest{
+		Tenant: host, AgentProfileUrl: profile, Label: "outage"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := map[string]string{"X-API-Key": key.Msg.GetSecret()}
+	meta := `"meta":{"ucp-agent":{"profile":"` + profile + `"}}`
+	create := rawRPC(t, r.PublicAddr, host, hdr, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_checkout","arguments":{`+meta+
+		`,"checkout":{"line_items":[{"item":{"id":"var_cam"},"quantity":1}]}}}}`)
+	var created struct {
+		StructuredContent struct {
+			ID string `json:"id"`
+		} `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(create.msg.Result, &created); create.status != 200 || err != nil || created.StructuredContent.ID == "" {
+		t.Fatalf("create before the outage: HTTP %d %s", create.status, create.body)
+	}
+	get := func(id int) rpcAnswer {
+		return rawRPC(t, r.PublicAddr, host, hdr, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get_checkout","arguments":{%s,"id":%q}}}`,
+			id, meta, created.StructuredContent.ID))
+	}
+
+	cl.Stop(t)
+	// Every answer during the outage, from the first on: the caches the
+	// edge keeps (hosts, API keys, profiles) change which layer notices,
+	// never the shape of the answer.
+	for i := range 20 {
+		id := 100 + i
+		a := get(id)
+		if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" || !strings.HasPrefix(a.header.Get("Content-Type"), "application/json") ||
+			a.msg.Error == nil || a.msg.Error.Code != -32000 || a.msg.Error.Data.Code != "unavailable" || string(a.msg.ID) != strconv.Itoa(id) {
+			t.Fatalf("get_checkout %d during the outage: HTTP %d Retry-After %q\n%s\nwant 503, Retry-After, a JSON-RPC error -32000 unavailable answering id %d",
+				i, a.status, a.header.Get("Retry-After"), a.body, id)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	cl.Start(t)
+	// Recovery is asynchronous (pool and change feed reconnect).
+	eventually(t, 60*time.Second, "get_checkout after PostgreSQL is back", func() bool {
+		a := get(1000)
+		return a.status == http.StatusOK && a.msg.Error == nil && len(a.msg.Result) > 0 && !bytes.Contains(a.msg.Result, []byte(`"isError":true`))
+	})
+}
+
+// A service the edge needs that is down (here checkout, unreachable from
+// an edge-only process) gives the same answer as a database outage: the
+// tool call's JSON-RPC error -32000 unavailable travels with HTTP 503 and
+// Retry-After, not the SDK's 200.
+func TestMCPWhenCheckoutServiceIsDown(t *testing.T) {
+	d := testdb.New(t)
+	services := startPlatform(t, []string{platform.Tenants, platform.Catalog, platform.Pricing, platform.Payments, platform.Orders}, d.AppURL, nil)
+	edgeProc := startPlatform(t, []string{platform.Edge}, "", map[string]string{
+		platform.Tenants: "http://" + services.InternalAddr, platform.Orders: "http://" + services.InternalAddr,
+		platform.Checkout: "http://127.0.0.1:1", // nothing listens there
+	})
+	host := "semcheckout.localhost"
+	setupMerchant(t, services, "Loja Sem Checkout", host, 0)
+	prof := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(agentProfile("br.dev.bcp.shopping.checkout")))
+	}))
+	t.Cleanup(prof.Close)
+	profile := prof.URL + "/agent.json"
+	key, err := services.ClientsWithToken(operatorToken).Tenants.CreateAPIKey(context.Background(), connect.NewRequest(&tenantsv1.CreateAPIKeyRequest{
+		Tenant: host, AgentProfileUrl: profile, Label: "down"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := rawRPC(t, edgeProc.PublicAddr, host, map[string]string{"X-API-Key": key.Msg.GetSecret()},
+		`{"jsonrpc":"2.0","id":"g1","method":"tools/call","params":{"name":"get_checkout","arguments":{"meta":{"ucp-agent":{"profile":"`+profile+`"}},"id":"chk_x"}}}`)
+	if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" || a.msg.Error == nil || a.msg.Error.Code != -32000 ||
+		a.msg.Error.Data.Code != "unavailable" || string(a.msg.ID) != `"g1"` {
+		t.Fatalf("get_checkout with checkout down: HTTP %d Retry-After %q\n%s", a.status, a.header.Get("Retry-After"), a.body)
+	}
 }
