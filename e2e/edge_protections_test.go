@@ -438,3 +438,43 @@ func TestMCPWhenCheckoutServiceIsDown(t *testing.T) {
 		t.Fatalf("get_checkout with checkout down: HTTP %d Retry-After %q\n%s", a.status, a.header.Get("Retry-After"), a.body)
 	}
 }
+
+// /bcp/mcp validates Origin (MCP streamable HTTP): no Origin (an agent on
+// a server) and the merchant's own origins are served, any other browser
+// origin gets 403 with a JSON-RPC error.
+func TestMCPOriginValidation(t *testing.T) {
+	d := testdb.New(t)
+	r := startPlatform(t, platform.AllServices, d.AppURL, nil)
+	setupMerchant(t, r, "Loja Origem", "origem.localhost", 0)
+	setupMerchant(t, r, "Loja Vizinha", "vizinha.localhost", 0)
+	_, port, _ := net.SplitHostPort(r.PublicAddr)
+	list := `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`
+	for _, tc := range []struct {
+		origin string
+		status int
+	}{
+		{"", http.StatusOK},
+		{"http://origem.localhost:" + port, http.StatusOK},
+		{"https://origem.localhost", http.StatusOK},
+		{"https://evil.example", http.StatusForbidden},
+		{"http://vizinha.localhost:" + port, http.StatusForbidden}, // another merchant of the platform
+		{"null", http.StatusForbidden},
+		{"ftp://origem.localhost", http.StatusForbidden},
+	} {
+		hdr := map[string]string{}
+		if tc.origin != "" {
+			hdr["Origin"] = tc.origin
+		}
+		a := rawRPC(t, r.PublicAddr, "origem.localhost", hdr, list)
+		if a.status != tc.status {
+			t.Errorf("Origin %q: HTTP %d, want %d\n%s", tc.origin, a.status, tc.status, a.body)
+			continue
+		}
+		if tc.status == http.StatusOK && (a.msg.Error != nil || !bytes.Contains(a.msg.Result, []byte(`"create_checkout"`))) {
+			t.Errorf("Origin %q: not the tool list: %s", tc.origin, a.body)
+		}
+		if tc.status == http.StatusForbidden && (a.msg.Error == nil || a.msg.Error.Code != -32000 || a.msg.Error.Data.Code != "origin_not_allowed" || string(a.msg.ID) != "7") {
+			t.Errorf("Origin %q: want JSON-RPC -32000 origin_not_allowed answering id 7, got %s", tc.origin, a.body)
+		}
+	}
+}

@@ -96,7 +96,7 @@ func New(cfg Config, clients Clients, log *slog.Logger) (*Edge, error) {
 	e.mux = http.NewServeMux()
 	e.mux.Handle("GET /.well-known/bcp", e.disc)
 	e.mux.HandleFunc("/.well-known/bcp", methodNotAllowed("GET, HEAD"))
-	e.mux.Handle("/bcp/mcp", e.usage.httpHook(e.auth.Handler(e.mcp), false))
+	e.mux.Handle("/bcp/mcp", e.checkOrigin(e.usage.httpHook(e.auth.Handler(e.mcp), false)))
 	// The REST binding: same executor, same authentication (REST mode:
 	// credentials always, flat error bodies), complete responses signed.
 	// Its OpenAPI document is public, like the profile.
