@@ -478,3 +478,58 @@ func TestMCPOriginValidation(t *testing.T) {
 		}
 	}
 }
+
+// REST bodies are the checkout object (upstream OpenAPI): a body carrying
+// the checkout's id and other response-only members is accepted and those
+// members are ignored; an id that names another checkout than the URL is
+// refused at $.checkout.id.
+func TestRESTBodyWithResponseMembers(t *testing.T) {
+	s := newProtectedShop(t, "eco.localhost", nil)
+	c := restClientFor(t, s.r, s.host, s.profile)
+	base := "http://" + s.r.PublicAddr + "/bcp/rest/checkout-sessions"
+	send := func(method, url string, body []byte) (int, map[string]any, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(method, url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		var m map[string]any
+		_ = json.Unmarshal(raw, &m)
+		return resp.StatusCode, m, raw
+	}
+
+	status, m, raw := send("POST", base, []byte(`{"id":"chk_mine","status":"completed","currency":"BRL",
+		"ucp":{"version":"2026-07-28"},"totals":[{"type":"total","amount":1}],
+		"messages":[{"type":"error","code":"forged","content":"x","severity":"recoverable"}],
+		"links":[{"type":"privacy_policy","url":"https://evil.example/p"}],"continue_url":"https://evil.example/c",
+		"line_items":[{"item":{"id":"var_cam"},"quantity":1}]}`))
+	if status != http.StatusCreated {
+		t.Fatalf("create with response members: HTTP %d %s", status, raw)
+	}
+	co := decodeCheckout(t, m)
+	if co.ID == "chk_mine" || co.Status != "incomplete" || totals(co)["total"] != 5990 || hasMessage(co, "error", "forged", "") ||
+		strings.Contains(co.ContinueURL, "evil.example") || strings.Contains(string(raw), "evil.example") {
+		t.Fatalf("create did not ignore the response members: %s", raw)
+	}
+
+	// The answer sent back as is (a client that round-trips the object).
+	status, m, raw = send("PUT", base+"/"+co.ID, raw)
+	if status != http.StatusOK || m["id"] != co.ID {
+		t.Fatalf("update with the checkout as received: HTTP %d %s", status, raw)
+	}
+	// An id naming another checkout is a client mix-up, not ignorable.
+	status, m, raw = send("PUT", base+"/"+co.ID, []byte(`{"id":"chk_other","line_items":[{"item":{"id":"var_cam"},"quantity":1}]}`))
+	if status != http.StatusBadRequest || m["code"] != "invalid_params" || !slices.Equal(toStrings(m["paths"]), []string{"$.checkout.id"}) {
+		t.Fatalf("update with another checkout's id: HTTP %d %s", status, raw)
+	}
+
+	// MCP keeps refusing checkout.id: its tools name the checkout in id.
+	_, err := s.agent.callErr("update_checkout", map[string]any{"id": co.ID, "checkout": map[string]any{"id": co.ID, "line_items": []any{}}})
+	if code, data := rpcError(t, err); code != -32602 || !slices.Equal(toStrings(data["paths"]), []string{"$.checkout.id"}) {
+		t.Fatalf("MCP checkout.id: %d %v", code, data)
+	}
+}
