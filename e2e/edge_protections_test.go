@@ -533,3 +533,72 @@ func TestRESTBodyWithResponseMembers(t *testing.T) {
 		t.Fatalf("MCP checkout.id: %d %v", code, data)
 	}
 }
+
+// boolSchemas lists the JSONPaths in a JSON Schema where a subschema is a
+// bare boolean. additionalProperties / unevaluated* booleans are the usual
+// closed-object spelling and strict MCP clients accept them; everywhere
+// else (property schemas, items, combinators, $defs) they are refused.
+func boolSchemas(v any, path string) []string {
+	var out []string
+	schema := func(x any, p string) {
+		if _, ok := x.(bool); ok {
+			out = append(out, p)
+			return
+		}
+		out = append(out, boolSchemas(x, p)...)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	for k, x := range m {
+		p := path + member(k)
+		switch k {
+		case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas":
+			if mm, ok := x.(map[string]any); ok {
+				for name, sub := range mm {
+					schema(sub, p+member(name))
+				}
+			}
+		case "items", "contains", "propertyNames", "not", "if", "then", "else":
+			schema(x, p)
+		case "allOf", "anyOf", "oneOf", "prefixItems":
+			if list, ok := x.([]any); ok {
+				for i, sub := range list {
+					schema(sub, fmt.Sprintf("%s[%d]", p, i))
+				}
+			}
+		case "additionalProperties", "unevaluatedProperties", "unevaluatedItems":
+			if _, ok := x.(bool); !ok {
+				out = append(out, boolSchemas(x, p)...)
+			}
+		}
+	}
+	return out
+}
+
+// tools/list publishes no bare boolean subschema (the MCP inspector's
+// --strict refuses them), for a merchant with every checkout capability;
+// the checkout.id rule keeps working (TestRESTBodyWithResponseMembers and
+// the bcpschema tests check its error path).
+func TestToolSchemasHaveNoBareBooleans(t *testing.T) {
+	s := newProtectedShop(t, "estrito.localhost", nil)
+	tools, err := s.agent.s.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools.Tools) < 6 {
+		t.Fatalf("%d tools", len(tools.Tools))
+	}
+	for _, tool := range tools.Tools {
+		for what, sch := range map[string]any{"inputSchema": tool.InputSchema, "outputSchema": tool.OutputSchema} {
+			raw, _ := json.Marshal(sch)
+			var v any
+			_ = json.Unmarshal(raw, &v)
+			if bad := boolSchemas(v, "$"); len(bad) > 0 {
+				slices.Sort(bad)
+				t.Errorf("%s %s: bare boolean schemas at %v", tool.Name, what, bad)
+			}
+		}
+	}
+}
