@@ -145,7 +145,7 @@ func run(args []string) error {
 func runServices(ctx context.Context, services []string, args []string) error {
 	f := newFlags(strings.Join(services, ","))
 	if err := f.fs.Parse(args); err != nil {
-		return err
+		return helpIsNoError(err)
 	}
 	sweepEvery, err := time.ParseDuration(*f.sweepEvery)
 	if err != nil || sweepEvery <= 0 {
@@ -216,7 +216,7 @@ func loadMasterKey(file string) ([]byte, error) {
 func runDev(ctx context.Context, args []string) error {
 	f := newFlags("dev")
 	if err := f.fs.Parse(args); err != nil {
-		return err
+		return helpIsNoError(err)
 	}
 	e, err := devenv.Start(ctx, devenv.Options{
 		DataDir: *f.dataDir, DatabaseURL: *f.databaseURL, OwnerURL: *f.ownerURL,
@@ -240,13 +240,29 @@ func runDev(ctx context.Context, args []string) error {
 	return err
 }
 
+// helpIsNoError: -h/--help printed the flags (flag.ContinueOnError does)
+// and is a successful run, needing no token, key or database.
+func helpIsNoError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
+const migrateUsage = "usage: bcpd migrate up|status [--owner-database-url URL]"
+
 func runMigrate(ctx context.Context, args []string) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprintln(os.Stderr, migrateUsage)
+		newFlags("migrate").fs.PrintDefaults()
+		return nil
+	}
 	if len(args) == 0 || (args[0] != "up" && args[0] != "status") {
-		return errors.New("usage: bcpd migrate up|status [--owner-database-url URL]")
+		return errors.New(migrateUsage)
 	}
 	f := newFlags("migrate")
 	if err := f.fs.Parse(args[1:]); err != nil {
-		return err
+		return helpIsNoError(err)
 	}
 	url := *f.ownerURL
 	if url == "" {
