@@ -290,6 +290,30 @@ func TestNULInArgumentsIsInvalidParams(t *testing.T) {
 	}
 	wantREST("POST", "/checkout-sessions/"+url.PathEscape(nulID)+"/cancel", nil, "$.id")
 
+	// The agent profile in meta, which authentication reads first (raw
+	// HTTP: the agent transport would name its own profile in BCP-Agent).
+	key2, err := s.r.ClientsWithToken(operatorToken).Tenants.CreateAPIKey(context.Background(), connect.NewRequest(&tenantsv1.CreateAPIKeyRequest{
+		Tenant: s.host, AgentProfileUrl: s.profile, Label: "nul"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(map[string]any{"meta": map[string]any{"ucp-agent": map[string]any{"profile": s.profile + "\x00"}}, "checkout": fullCreate()})
+	pa := rawRPC(t, s.r.PublicAddr, s.host, map[string]string{"X-API-Key": key2.Msg.GetSecret()},
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"create_checkout","arguments":`+string(args)+`}}`)
+	var pdata struct {
+		Error struct {
+			Code int64 `json:"code"`
+			Data struct {
+				Code  string   `json:"code"`
+				Paths []string `json:"paths"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(pa.body, &pdata)
+	if pdata.Error.Code != -32602 || pdata.Error.Data.Code != "invalid_params" || !slices.Equal(pdata.Error.Data.Paths, []string{"$.meta['ucp-agent'].profile"}) {
+		t.Errorf("NUL in meta['ucp-agent'].profile: HTTP %d %s", pa.status, pa.body)
+	}
+
 	// Nothing was stored on the way: the checkout is as created.
 	if _, got := a.call("get_checkout", map[string]any{"id": c.ID}); got.Buyer == nil || got.Buyer.FirstName != "Ana" {
 		t.Fatalf("checkout after the refused updates: buyer %+v", got.Buyer)
