@@ -29,7 +29,14 @@ var masterKey = []byte("0123456789abcdef0123456789abcdef")
 // startPlatform runs a bcpd process in-process on real loopback listeners.
 func startPlatform(t *testing.T, services []string, dbURL string, urls map[string]string) *platform.Running {
 	t.Helper()
-	r, err := platform.Start(context.Background(), platform.Config{
+	return startPlatformWith(t, services, dbURL, urls, nil)
+}
+
+// startPlatformWith is startPlatform with the configuration adjusted by
+// adjust (nil: as is) before the start.
+func startPlatformWith(t *testing.T, services []string, dbURL string, urls map[string]string, adjust func(*platform.Config)) *platform.Running {
+	t.Helper()
+	cfg := platform.Config{
 		Services: services, DatabaseURL: dbURL, PublicAddr: "127.0.0.1:0", InternalAddr: "127.0.0.1:0",
 		ServiceURLs: urls, InternalToken: internalToken, OperatorToken: operatorToken, MasterKey: masterKey,
 		Edge: edge.Config{PublicScheme: "http"},
@@ -37,7 +44,11 @@ func startPlatform(t *testing.T, services []string, dbURL string, urls map[strin
 		WebhookBackoff: func(int) time.Duration { return time.Second },
 		// A sweep a second keeps the sweep tests short.
 		SweepEvery: time.Second,
-	})
+	}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	r, err := platform.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("start platform %v: %v", services, err)
 	}

@@ -167,9 +167,14 @@ func TestOperatorConsole(t *testing.T) {
 	// resume brings it back.
 	mcpStatus := func() (int, string) {
 		res := get(t, r, "POST", "gama.localhost", "/bcp/mcp", nil)
-		var e struct{ Code string }
+		// A JSON-RPC error, as everything /bcp/mcp answers.
+		var e struct {
+			Error struct {
+				Data struct{ Code string }
+			}
+		}
 		_ = json.Unmarshal(res.body, &e)
-		return res.status, e.Code
+		return res.status, e.Error.Data.Code
 	}
 	if p := b.do("POST", "/lojas/"+gamaID+"/status", url.Values{"_csrf": {tok}, "acao": {"suspender"}}); p.status != 303 || p.location != "/lojas/"+gamaID+"?ok=suspensa" {
 		t.Fatalf("suspend: %d %q", p.status, p.location)

@@ -26,7 +26,7 @@ import (
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 )
 
-const usage = `usage: bcpctl [--server URL] [--catalog-server URL] [--token TOKEN] [--json] <command> ...
+const usage = `usage: bcpctl [--server URL] [--catalog-server URL] [--token TOKEN] [--data-dir DIR] [--json] <command> ...
 
 commands:
   tenant create --name NAME --domain DOMAIN [--domain ...] [--slug SLUG] [--environment production|sandbox|development]
@@ -85,9 +85,10 @@ nothing, and nothing the document lacks is deleted. Pricing and settings live in
 the catalog: a failure after validation (e.g. a service down) can leave earlier sections applied;
 run the import again.
 
-The server defaults to $BCP_SERVER or http://127.0.0.1:9090, the catalog server to $BCP_CATALOG_SERVER
-or the server; the token to $BCP_OPERATOR_TOKEN or the operator-token file of a local 'bcpd dev'
-($BCP_DATA_DIR or .bcp).
+The server defaults to $BCP_SERVER, else the operator API a local 'bcpd dev' recorded in dev.json in
+its data directory (--data-dir, $BCP_DATA_DIR or .bcp), else http://127.0.0.1:9090; the catalog
+server to $BCP_CATALOG_SERVER or the server; the token to $BCP_OPERATOR_TOKEN or the operator-token
+file in that data directory. -h/--help after any command prints its usage, no token needed.
 `
 
 // Exit codes: 2 for usage errors and invalid input, 1 for everything else.
@@ -144,11 +145,16 @@ type cli struct {
 func run(ctx context.Context, args []string, out io.Writer) error {
 	global := flag.NewFlagSet("bcpctl", flag.ContinueOnError)
 	global.SetOutput(io.Discard)
-	server := global.String("server", envOr("BCP_SERVER", "http://127.0.0.1:9090"), "")
+	server := global.String("server", os.Getenv("BCP_SERVER"), "")
 	catalogServer := global.String("catalog-server", os.Getenv("BCP_CATALOG_SERVER"), "")
 	token := global.String("token", os.Getenv("BCP_OPERATOR_TOKEN"), "")
+	dataDir := global.String("data-dir", envOr("BCP_DATA_DIR", ".bcp"), "")
 	asJSON := global.Bool("json", false, "")
 	if err := global.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(out, usage)
+			return nil
+		}
 		return usageError{err.Error()}
 	}
 	rest := global.Args()
@@ -159,11 +165,19 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return nil
 	}
+	// Help never needs a server or a token.
+	if wantsHelp(rest) {
+		fmt.Fprint(out, commandUsage(rest[0]))
+		return nil
+	}
 	if rest[0] == "agent" { // agent-side commands: no operator token
 		return agentCommand(ctx, rest[1:], out)
 	}
+	if *server == "" {
+		*server = devServer(*dataDir)
+	}
 	if *token == "" {
-		*token = devToken()
+		*token = devToken(*dataDir)
 	}
 	if *token == "" {
 		return errors.New("no operator token: set --token or BCP_OPERATOR_TOKEN")
@@ -530,9 +544,58 @@ func envOr(k, def string) string {
 	return def
 }
 
-// devToken reads the operator token a local `bcpd dev` wrote.
-func devToken() string {
-	dir := envOr("BCP_DATA_DIR", ".bcp")
+// wantsHelp reports whether a command line asks for help (-h, -help,
+// --help before any "--").
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// commandUsage is the usage lines of one command (all of them for an
+// unknown one).
+func commandUsage(cmd string) string {
+	var b strings.Builder
+	in := false
+	for _, line := range strings.Split(usage, "\n") {
+		switch {
+		case strings.HasPrefix(line, "  "+cmd+" "):
+			in = true
+		case strings.HasPrefix(line, "  ") && len(line) > 2 && line[2] != ' ':
+			in = false // the next command
+		case !strings.HasPrefix(line, "  "):
+			in = false
+		}
+		if in {
+			b.WriteString(line + "\n")
+		}
+	}
+	if b.Len() == 0 {
+		return usage
+	}
+	return "usage: bcpctl [--server URL] [--catalog-server URL] [--token TOKEN] [--data-dir DIR] [--json]\n\n" + b.String()
+}
+
+// devServer is the operator API of a local `bcpd dev` whose data directory
+// is dir, as it recorded in dev.json, or the default internal address.
+func devServer(dir string) string {
+	var info struct {
+		InternalURL string `json:"internal_url"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "dev.json")); err == nil && json.Unmarshal(b, &info) == nil && info.InternalURL != "" {
+		return info.InternalURL
+	}
+	return "http://127.0.0.1:9090"
+}
+
+// devToken reads the operator token a local `bcpd dev` wrote in dir.
+func devToken(dir string) string {
 	b, err := os.ReadFile(filepath.Join(dir, "operator-token"))
 	if err != nil {
 		return ""

@@ -64,6 +64,7 @@ type flags struct {
 	allowPrivileged                         *bool
 	noDemoHistory                           *bool
 	sweepEvery                              *string
+	bodyTimeout, idleTimeout                *string
 }
 
 func env(name, def string) string {
@@ -96,6 +97,8 @@ func newFlags(role string) *flags {
 	f.dataDir = fs.String("data-dir", env("BCP_DATA_DIR", ".bcp"), "dev: directory for the private PostgreSQL and dev secrets [BCP_DATA_DIR]")
 	f.logLevel = fs.String("log-level", env("BCP_LOG_LEVEL", "info"), "debug|info|warn|error [BCP_LOG_LEVEL]")
 	f.sweepEvery = fs.String("sweep-every", env("BCP_SWEEP_EVERY", jobs.SweepEvery.String()), "how often the sweeps run: expired checkouts closed, completions nothing settled settled, unanswered card charges resolved; e.g. 15s [BCP_SWEEP_EVERY]")
+	f.bodyTimeout = fs.String("body-timeout", env("BCP_BODY_TIMEOUT", platform.DefaultBodyTimeout.String()), "public listener: how long a request body may take to arrive [BCP_BODY_TIMEOUT]")
+	f.idleTimeout = fs.String("idle-timeout", env("BCP_IDLE_TIMEOUT", platform.DefaultIdleTimeout.String()), "public listener: how long a keep-alive connection may wait for its next request [BCP_IDLE_TIMEOUT]")
 	f.noDemoHistory = fs.Bool("no-demo-history", envBool("BCP_NO_DEMO_HISTORY"), "dev: do not buy the demo merchant's first-day history when seeding it [BCP_NO_DEMO_HISTORY]")
 	f.allowPrivileged = fs.Bool("insecure-allow-privileged-db-role", false, "allow a superuser/BYPASSRLS database role (disables tenant isolation)")
 	for _, s := range platform.AllServices {
@@ -142,18 +145,26 @@ func run(args []string) error {
 func runServices(ctx context.Context, services []string, args []string) error {
 	f := newFlags(strings.Join(services, ","))
 	if err := f.fs.Parse(args); err != nil {
-		return err
+		return helpIsNoError(err)
 	}
 	sweepEvery, err := time.ParseDuration(*f.sweepEvery)
 	if err != nil || sweepEvery <= 0 {
 		return fmt.Errorf("--sweep-every (BCP_SWEEP_EVERY) %q: want a positive duration such as 15s", *f.sweepEvery)
+	}
+	bodyTimeout, err := positiveDuration("--body-timeout (BCP_BODY_TIMEOUT)", *f.bodyTimeout)
+	if err != nil {
+		return err
+	}
+	idleTimeout, err := positiveDuration("--idle-timeout (BCP_IDLE_TIMEOUT)", *f.idleTimeout)
+	if err != nil {
+		return err
 	}
 	log := f.logger()
 	cfg := platform.Config{
 		Services: services, DatabaseURL: *f.databaseURL, PublicAddr: *f.publicAddr, InternalAddr: *f.internalAddr,
 		InternalToken: *f.internalToken, OperatorToken: *f.operatorToken, OperatorHost: *f.operatorHost, ServiceURLs: map[string]string{},
 		Edge: edge.Config{PublicScheme: *f.publicScheme, PublicPort: *f.publicPort}, Logger: log,
-		AllowPrivileged: *f.allowPrivileged, SweepEvery: sweepEvery,
+		AllowPrivileged: *f.allowPrivileged, SweepEvery: sweepEvery, BodyTimeout: bodyTimeout, IdleTimeout: idleTimeout,
 	}
 	for s, u := range f.serviceURLs {
 		cfg.ServiceURLs[s] = *u
@@ -180,6 +191,14 @@ func runServices(ctx context.Context, services []string, args []string) error {
 	return err
 }
 
+func positiveDuration(what, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s %q: want a positive duration such as 30s", what, v)
+	}
+	return d, nil
+}
+
 func loadMasterKey(file string) ([]byte, error) {
 	if file != "" {
 		b, err := os.ReadFile(file)
@@ -197,7 +216,7 @@ func loadMasterKey(file string) ([]byte, error) {
 func runDev(ctx context.Context, args []string) error {
 	f := newFlags("dev")
 	if err := f.fs.Parse(args); err != nil {
-		return err
+		return helpIsNoError(err)
 	}
 	e, err := devenv.Start(ctx, devenv.Options{
 		DataDir: *f.dataDir, DatabaseURL: *f.databaseURL, OwnerURL: *f.ownerURL,
@@ -221,13 +240,29 @@ func runDev(ctx context.Context, args []string) error {
 	return err
 }
 
+// helpIsNoError: -h/--help printed the flags (flag.ContinueOnError does)
+// and is a successful run, needing no token, key or database.
+func helpIsNoError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
+const migrateUsage = "usage: bcpd migrate up|status [--owner-database-url URL]"
+
 func runMigrate(ctx context.Context, args []string) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprintln(os.Stderr, migrateUsage)
+		newFlags("migrate").fs.PrintDefaults()
+		return nil
+	}
 	if len(args) == 0 || (args[0] != "up" && args[0] != "status") {
-		return errors.New("usage: bcpd migrate up|status [--owner-database-url URL]")
+		return errors.New(migrateUsage)
 	}
 	f := newFlags("migrate")
 	if err := f.fs.Parse(args[1:]); err != nil {
-		return err
+		return helpIsNoError(err)
 	}
 	url := *f.ownerURL
 	if url == "" {

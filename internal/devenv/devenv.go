@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -113,6 +114,10 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		env.Stop()
 		return nil, err
 	}
+	if err := writeDevFile(dataDir, env.Platform); err != nil {
+		env.Stop()
+		return nil, err
+	}
 	agentProfile := DemoAgentProfileURL(env.Platform.InternalAddr)
 	tenant, apiKey, created, err := SeedDemo(ctx, env.Platform.ClientsWithToken(opToken), dataDir, agentProfile)
 	if err != nil {
@@ -143,7 +148,8 @@ BCP platform running (bcpd all on a private PostgreSQL).
   agent endpoint    %s/bcp/mcp
   admin URL         %s/admin/   (e-mail %s, password %s)
   demo agent        profile %s, API key %s
-  operator API      http://%s   (token in %s; bcpctl finds it there)
+  operator API      http://%s   (token in %s; bcpctl finds both through %s,
+                    from another directory with --data-dir %s or BCP_DATA_DIR)
   operator console  http://%s:%s/   (sign in with the operator token)
 %s
   *.localhost names resolve to this machine in browsers; with curl send the Host header:
@@ -151,7 +157,7 @@ BCP platform running (bcpd all on a private PostgreSQL).
 
 Ctrl-C stops the platform and PostgreSQL; data stays in %s.
 `, tenant.GetName(), DemoDomain, tenant.GetId(), base, base, base, adminEmail, adminPassword, agentProfile, apiKey,
-		env.Platform.InternalAddr, filepath.Join(dataDir, "operator-token"), o.OperatorHost, port, history, DemoDomain, port, dataDir)
+		env.Platform.InternalAddr, filepath.Join(dataDir, "operator-token"), DevFile, dataDir, o.OperatorHost, port, history, DemoDomain, port, dataDir)
 	return env, nil
 }
 
@@ -173,9 +179,30 @@ func seedHistory(ctx context.Context, p *platform.Running, opToken, tenantID, ap
 	return h.String()
 }
 
+// DevFile is the file in the data directory where a running `bcpd dev`
+// says where it listens, so bcpctl (--data-dir / BCP_DATA_DIR) finds it
+// whatever ports it was given. Removed on a clean stop.
+const DevFile = "dev.json"
+
+// DevInfo is DevFile's content.
+type DevInfo struct {
+	InternalURL string `json:"internal_url"` // operator API (bcpctl --server)
+	PublicURL   string `json:"public_url"`   // agents and browsers
+	PID         int    `json:"pid"`
+}
+
+func writeDevFile(dataDir string, p *platform.Running) error {
+	b, err := json.MarshalIndent(DevInfo{InternalURL: "http://" + p.InternalAddr, PublicURL: "http://" + p.PublicAddr, PID: os.Getpid()}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dataDir, DevFile), append(b, '\n'), 0o644)
+}
+
 // Stop stops the platform, then PostgreSQL.
 func (e *Env) Stop() {
 	if e.Platform != nil {
+		_ = os.Remove(filepath.Join(e.dataDir, DevFile))
 		e.Platform.Stop()
 	}
 	if e.pg != nil {

@@ -26,27 +26,59 @@ func RequestID(ctx context.Context) string {
 }
 
 // NewLogger returns a JSON logger writing to w that adds request_id and
-// tenant_id from the context to every record.
+// tenant_id from the context to every record that does not carry them
+// already (each key once per line: a log call naming the tenant it acts
+// on, or a logger made With it, keeps its own value).
 func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(&ctxHandler{Handler: slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})})
 }
 
-type ctxHandler struct{ slog.Handler }
+type ctxHandler struct {
+	slog.Handler
+	// The logger's own attributes (WithAttrs) already hold these keys.
+	hasRequestID, hasTenantID bool
+}
+
+const (
+	keyRequestID = "request_id"
+	keyTenantID  = "tenant_id"
+)
 
 func (h *ctxHandler) Handle(ctx context.Context, r slog.Record) error {
-	if id := RequestID(ctx); id != "" {
-		r.AddAttrs(slog.String("request_id", id))
+	needID, needTenant := !h.hasRequestID, !h.hasTenantID
+	if needID || needTenant {
+		r.Attrs(func(a slog.Attr) bool {
+			switch a.Key {
+			case keyRequestID:
+				needID = false
+			case keyTenantID:
+				needTenant = false
+			}
+			return needID || needTenant
+		})
 	}
-	if t, err := tenancy.From(ctx); err == nil {
-		r.AddAttrs(slog.String("tenant_id", t.String()))
+	if id := RequestID(ctx); needID && id != "" {
+		r.AddAttrs(slog.String(keyRequestID, id))
+	}
+	if t, err := tenancy.From(ctx); needTenant && err == nil {
+		r.AddAttrs(slog.String(keyTenantID, t.String()))
 	}
 	return h.Handler.Handle(ctx, r)
 }
 
 func (h *ctxHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &ctxHandler{Handler: h.Handler.WithAttrs(as)}
+	n := &ctxHandler{Handler: h.Handler.WithAttrs(as), hasRequestID: h.hasRequestID, hasTenantID: h.hasTenantID}
+	for _, a := range as {
+		switch a.Key {
+		case keyRequestID:
+			n.hasRequestID = true
+		case keyTenantID:
+			n.hasTenantID = true
+		}
+	}
+	return n
 }
 
 func (h *ctxHandler) WithGroup(name string) slog.Handler {
-	return &ctxHandler{Handler: h.Handler.WithGroup(name)}
+	return &ctxHandler{Handler: h.Handler.WithGroup(name), hasRequestID: h.hasRequestID, hasTenantID: h.hasTenantID}
 }

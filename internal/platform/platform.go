@@ -5,11 +5,13 @@
 package platform
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -95,10 +97,26 @@ type Config struct {
 	SweepEvery time.Duration
 	// CheckoutHooks stop the checkout's money path between two steps
 	// (tests only; checkout.Hooks).
-	CheckoutHooks   *checkout.Hooks
+	CheckoutHooks *checkout.Hooks
+	// BodyTimeout bounds how long a public request's body may take to
+	// arrive (0: DefaultBodyTimeout); IdleTimeout how long a public
+	// keep-alive connection may wait for its next request (0:
+	// DefaultIdleTimeout). Slow or stalled clients are cut off instead
+	// of holding a connection and a descriptor for good.
+	BodyTimeout     time.Duration
+	IdleTimeout     time.Duration
 	Logger          *slog.Logger
 	AllowPrivileged bool
 }
+
+// Defaults for the public listener's time limits (Config.BodyTimeout,
+// Config.IdleTimeout). A BCP body is at most 1 MiB: 30 s is enough at
+// ~35 KB/s; agents keep connections warm between calls of a checkout.
+const (
+	DefaultBodyTimeout = 30 * time.Second
+	DefaultIdleTimeout = 2 * time.Minute
+	readHeaderTimeout  = 10 * time.Second
+)
 
 // Running is a started process.
 type Running struct {
@@ -312,14 +330,15 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			})
 			public = byHost(hostname.Normalize(cfg.OperatorHost), console, e)
 		}
-		addr, err := r.listen(ctx, cfg.PublicAddr, metrics.Middleware("public", log, public), log)
+		bodyTimeout, idle := cmp.Or(cfg.BodyTimeout, DefaultBodyTimeout), cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
+		addr, err := r.listen(ctx, cfg.PublicAddr, bodyDeadline(bodyTimeout, metrics.Middleware("public", log, public)), idle, log)
 		if err != nil {
 			return fail(fmt.Errorf("public listener: %w", err))
 		}
 		r.PublicAddr = addr
 		r.publicAddr.Store(&addr)
 	}
-	addr, err := r.listen(ctx, cfg.InternalAddr, metrics.Middleware("internal", log, internal), log)
+	addr, err := r.listen(ctx, cfg.InternalAddr, metrics.Middleware("internal", log, internal), DefaultIdleTimeout, log)
 	if err != nil {
 		return fail(fmt.Errorf("internal listener: %w", err))
 	}
@@ -425,15 +444,15 @@ func (r *Running) goRun(fn func()) {
 	go func() { defer r.wg.Done(); fn() }()
 }
 
-func (r *Running) listen(ctx context.Context, addr string, h http.Handler, log *slog.Logger) (string, error) {
+func (r *Running) listen(ctx context.Context, addr string, h http.Handler, idle time.Duration, log *slog.Logger) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", err
 	}
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idle,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
@@ -444,6 +463,42 @@ func (r *Running) listen(ctx context.Context, addr string, h http.Handler, log *
 		}
 	})
 	return ln.Addr().String(), nil
+}
+
+// bodyDeadline gives each request's body d to arrive, through a read
+// deadline on the connection that is lifted once the body is read. Not
+// http.Server.ReadTimeout: that deadline stays on the connection while
+// the handler runs, and net/http cancels the request's context when its
+// background read hits it, so a call slower than the limit (a card charge
+// waiting on the PSP) would be cut off after its body had long arrived.
+func bodyDeadline(d time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Body != nil && req.Body != http.NoBody {
+			rc := http.NewResponseController(w)
+			if rc.SetReadDeadline(time.Now().Add(d)) == nil {
+				req.Body = &deadlineBody{ReadCloser: req.Body, rc: rc}
+			}
+		}
+		next.ServeHTTP(w, req)
+	})
+}
+
+// deadlineBody lifts the connection's read deadline at the end of the
+// body. If the handler never reads to the end, the deadline stays and
+// also bounds net/http's discarding of the rest.
+type deadlineBody struct {
+	io.ReadCloser
+	rc     *http.ResponseController
+	lifted bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.lifted {
+		b.lifted = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }
 
 // Err reports a listener that failed after start.

@@ -158,3 +158,67 @@ func create(t testing.TB, migrated bool) *DB {
 	})
 	return d
 }
+
+// Cluster is a private PostgreSQL cluster of one test, migrated, for tests
+// that stop and start the database server itself (outages). It costs an
+// initdb: use New unless the test needs the server to go away.
+type Cluster struct {
+	AppURL string // bcp_app on database "bcp"
+	dir    string
+	port   int
+	srv    *pgserver.Server
+}
+
+// NewCluster starts a fresh cluster, stopped when the test ends.
+func NewCluster(t testing.TB) *Cluster {
+	t.Helper()
+	ctx := context.Background()
+	// Not t.TempDir: its parent is private, and PostgreSQL runs as an
+	// unprivileged user when the tests run as root.
+	dir, err := os.MkdirTemp("", "bcp-cluster-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(dir, 0o755)
+	c := &Cluster{dir: filepath.Join(dir, "pgdata")}
+	t.Cleanup(func() {
+		c.Stop(t)
+		_ = os.RemoveAll(dir)
+	})
+	c.Start(t)
+	urls, err := db.Bootstrap(ctx, c.srv.URL("postgres"), "bcp")
+	if err != nil {
+		t.Fatalf("testdb: bootstrap cluster: %v", err)
+	}
+	if _, err := db.MigrateUp(ctx, urls.Owner, nil); err != nil {
+		t.Fatalf("testdb: migrate cluster: %v", err)
+	}
+	c.AppURL = urls.App
+	return c
+}
+
+// Stop shuts the server down (fast shutdown: sessions are terminated).
+func (c *Cluster) Stop(t testing.TB) {
+	t.Helper()
+	if c.srv == nil {
+		return
+	}
+	if err := c.srv.Stop(); err != nil {
+		t.Errorf("testdb: stop cluster: %v", err)
+	}
+	c.srv = nil
+}
+
+// Start starts the server (again), on the same port and socket, so
+// AppURL keeps working.
+func (c *Cluster) Start(t testing.TB) {
+	t.Helper()
+	if c.srv != nil {
+		return
+	}
+	srv, err := pgserver.Start(context.Background(), pgserver.Options{DataDir: c.dir, Port: c.port, NoFsync: true})
+	if err != nil {
+		t.Fatalf("testdb: start cluster: %v", err)
+	}
+	c.srv, c.port = srv, srv.Port
+}

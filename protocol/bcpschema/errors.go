@@ -23,7 +23,8 @@ type Violation struct {
 	// required member is reported at its own path, not at its parent.
 	Path string
 	// Keyword is the JSON Schema keyword that failed ("required", "type",
-	// "minimum", "format", ...); "false" for a forbidden member, "json" when
+	// "minimum", "format", ...); "false" or "not" for a forbidden member
+	// (the tool schemas use {"not": {}}), "nul" for a NUL character, "json" when
 	// the input is not JSON.
 	Keyword string
 	Message string
@@ -136,7 +137,8 @@ func collect(e *jsonschema.ValidationError, out *[]violation, inst any) {
 	case *kind.FalseSchema:
 		add(out, loc, "", "false", "not allowed here")
 	case *kind.Not:
-		add(out, loc, "", "not", k.LocalizedString(printer))
+		// The tool schemas forbid members with {"not": {}} (see forbidden).
+		add(out, loc, "", "not", "not allowed here")
 	default:
 		// A leaf. contains/minContains carry per-item causes that would only
 		// list every non-matching item; the array-level message says it all.

@@ -32,6 +32,7 @@ func FuzzValidateToolInput(f *testing.F) {
 	f.Add(uint8(1), []byte(`{"meta":{},"id":7}`))
 	f.Add(uint8(2), []byte(`[]`))
 	f.Add(uint8(4), []byte(`{"checkout":{"line_items":[{"item":{"id":""},"quantity":-1}]}}`))
+	f.Add(uint8(5), []byte(`{"meta":{"ucp-agent":{"profile":"https://a.example/p.json"}},"id":"chk_\u0000","x\u0000":["\\u0000"]}`))
 	v, err := NewValidator()
 	if err != nil {
 		f.Fatal(err)

@@ -83,6 +83,12 @@ func metaSchema(idempotency bool) map[string]any {
 	}
 }
 
+// forbidden is the schema no value satisfies, spelt {"not": {}} rather than
+// the boolean false: the two are equivalent in JSON Schema 2020-12, but
+// MCP clients that check tool schemas strictly (the MCP inspector's
+// --strict) want every property schema to be an object.
+func forbidden() map[string]any { return map[string]any{"not": map[string]any{}} }
+
 // toolInputDoc builds the arguments schema of tool for the capability set.
 //
 // The envelope (meta, id, checkout) is closed: the binding defines exactly
@@ -90,7 +96,8 @@ func metaSchema(idempotency bool) map[string]any {
 // on get) is a client bug worth a precise error. The checkout payload stays
 // open like every upstream schema, except that it may not carry "id": the
 // binding identifies existing checkouts only by the top-level id. That rule is
-// the false schema at properties.id, so a violation points at $.checkout.id.
+// the schema at properties.id that nothing matches, so a violation points at
+// $.checkout.id.
 func toolInputDoc(st *store, tool string, capabilities []string) (map[string]any, error) {
 	t, err := lookupTool(tool)
 	if err != nil {
@@ -120,7 +127,7 @@ func toolInputDoc(st *store, tool string, capabilities []string) (map[string]any
 		props["checkout"] = map[string]any{
 			"$ref":        "#/$defs/checkout",
 			"description": fmt.Sprintf("Checkout payload resolved for the %s operation. MUST NOT contain id: existing checkouts are identified by the top-level id argument.", t.op),
-			"properties":  map[string]any{"id": false},
+			"properties":  map[string]any{"id": forbidden()},
 		}
 		required = append(required, "checkout")
 	}

@@ -66,7 +66,7 @@ func TestToolSchemas(t *testing.T) {
 		if hasCheckout != (tool == "create_checkout" || tool == "update_checkout" || tool == "complete_checkout") {
 			t.Errorf("%s: checkout property %v", tool, hasCheckout)
 		}
-		if hasCheckout && ck["properties"].(map[string]any)["id"] != false {
+		if hasCheckout && !reflect.DeepEqual(ck["properties"].(map[string]any)["id"], map[string]any{"not": map[string]any{}}) {
 			t.Errorf("%s: checkout.id not forbidden: %v", tool, ck)
 		}
 

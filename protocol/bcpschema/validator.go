@@ -131,8 +131,10 @@ func (c *compiler) compileGraph(st *store, dir Direction, op Op, root func(*bund
 
 // ValidateToolInput validates the arguments of an MCP tool call. args is the
 // raw params.arguments; empty input counts as {}. It returns a
-// *ValidationError (invalid JSON is reported as keyword "json" at $), or an
-// error wrapping ErrUnknownTool.
+// *ValidationError (invalid JSON is reported as keyword "json" at $; a NUL
+// character in any string or member name, on every tool, as keyword "nul"
+// at that string's path, before the schema is applied), or an error
+// wrapping ErrUnknownTool.
 func (v *Validator) ValidateToolInput(tool string, args json.RawMessage) error {
 	s, ok := v.toolIn[tool]
 	if !ok {
@@ -144,6 +146,11 @@ func (v *Validator) ValidateToolInput(tool string, args json.RawMessage) error {
 	inst, err := decodeJSON(args)
 	if err != nil {
 		return jsonError(err)
+	}
+	if mayHoldNUL(args) {
+		if e := nulError(inst); e != nil {
+			return e
+		}
 	}
 	return validate(s, inst)
 }
@@ -158,6 +165,9 @@ func (v *Validator) ValidateToolInputValue(tool string, args any) error {
 	}
 	if args == nil {
 		args = map[string]any{}
+	}
+	if e := nulError(args); e != nil {
+		return e
 	}
 	return validate(s, args)
 }

@@ -155,10 +155,10 @@ func TestToolInputViolations(t *testing.T) {
 	}{
 		{"checkout carries id on create", "create_checkout",
 			`{` + meta + `,"checkout":{"id":"chk_1","line_items":[` + line + `]}}`,
-			[]string{"$.checkout.id false"}},
+			[]string{"$.checkout.id not"}},
 		{"checkout carries id on update", "update_checkout",
 			`{` + meta + `,"id":"chk_1","checkout":{"id":"chk_1","line_items":[` + line + `]}}`,
-			[]string{"$.checkout.id false"}},
+			[]string{"$.checkout.id not"}},
 		{"missing meta", "create_checkout",
 			`{"checkout":{"line_items":[` + line + `]}}`,
 			[]string{"$.meta required"}},

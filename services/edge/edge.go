@@ -96,7 +96,7 @@ func New(cfg Config, clients Clients, log *slog.Logger) (*Edge, error) {
 	e.mux = http.NewServeMux()
 	e.mux.Handle("GET /.well-known/bcp", e.disc)
 	e.mux.HandleFunc("/.well-known/bcp", methodNotAllowed("GET, HEAD"))
-	e.mux.Handle("/bcp/mcp", e.usage.httpHook(e.auth.Handler(e.mcp), false))
+	e.mux.Handle("/bcp/mcp", e.checkOrigin(e.usage.httpHook(e.auth.Handler(e.mcp), false)))
 	// The REST binding: same executor, same authentication (REST mode:
 	// credentials always, flat error bodies), complete responses signed.
 	// Its OpenAPI document is public, like the profile.
@@ -140,20 +140,34 @@ func (e *Edge) Handle(pattern string, h http.Handler) { e.mux.Handle(pattern, h)
 func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	host := normalizeHost(r.Host)
 	t, err := e.hosts.resolve(r.Context(), host)
+	// MCP clients get these as JSON-RPC errors, everyone else the flat body.
+	writeErr := writeJSONError
+	if isMCPPath(r) {
+		writeErr = func(w http.ResponseWriter, status int, code, content string) {
+			rpc := codeProtocol
+			switch status {
+			case http.StatusNotFound:
+				rpc = codeDiscovery // no merchant here: the agent has the wrong endpoint
+			case http.StatusInternalServerError:
+				rpc = codeInternal
+			}
+			writeMCPError(w, r, status, rpc, code, content)
+		}
+	}
 	switch {
 	case errors.Is(err, errUnknownHost):
-		writeJSONError(w, http.StatusNotFound, "unknown_host", "no merchant is served at "+strconv.Quote(host))
+		writeErr(w, http.StatusNotFound, "unknown_host", "no merchant is served at "+strconv.Quote(host))
 		return
 	case err != nil:
-		writeServiceError(w, r, err)
+		writeServiceErrorWith(w, r, err, writeErr)
 		return
 	case t.GetStatus() == tenantsv1.TenantStatus_TENANT_STATUS_SUSPENDED:
-		writeJSONError(w, http.StatusForbidden, "tenant_suspended", "this merchant is suspended")
+		writeErr(w, http.StatusForbidden, "tenant_suspended", "this merchant is suspended")
 		return
 	}
 	id, err := parseTenantID(t.GetId())
 	if err != nil {
-		writeServiceError(w, r, err)
+		writeServiceErrorWith(w, r, err, writeErr)
 		return
 	}
 	ctx := context.WithValue(tenancy.With(r.Context(), id), tenantKey{}, t)
@@ -201,15 +215,20 @@ func writeJSONError(w http.ResponseWriter, status int, code, content string) {
 
 // writeServiceError maps a failed service call to an HTTP error.
 func writeServiceError(w http.ResponseWriter, r *http.Request, err error) {
+	writeServiceErrorWith(w, r, err, writeJSONError)
+}
+
+// writeServiceErrorWith is writeServiceError rendering with write.
+func writeServiceErrorWith(w http.ResponseWriter, r *http.Request, err error, write func(http.ResponseWriter, int, string, string)) {
 	e := apperr.As(err)
 	switch e.Kind {
 	case apperr.KindNotFound:
-		writeJSONError(w, http.StatusNotFound, e.Code, e.Message)
+		write(w, http.StatusNotFound, e.Code, e.Message)
 	case apperr.KindUnavailable, apperr.KindAborted:
-		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "the platform is temporarily unavailable, retry shortly")
+		write(w, http.StatusServiceUnavailable, "unavailable", "the platform is temporarily unavailable, retry shortly")
 	default:
 		slog.ErrorContext(r.Context(), "edge: service call failed", "err", err)
-		writeJSONError(w, http.StatusInternalServerError, "internal_error", "internal error")
+		write(w, http.StatusInternalServerError, "internal_error", "internal error")
 	}
 }
 

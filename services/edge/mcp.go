@@ -83,7 +83,10 @@ func newMCPEdge(e *Edge, c Clients, profiles *agentprofile.Fetcher, log *slog.Lo
 	return m
 }
 
-func (m *mcpEdge) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.handler.ServeHTTP(w, r) }
+func (m *mcpEdge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w, r = withRPCStatus(w, r)
+	m.handler.ServeHTTP(w, r)
+}
 
 func (m *mcpEdge) invalidate(tenantID string) {
 	m.mu.Lock()
@@ -253,8 +256,10 @@ func (m *mcpEdge) buildServer(caps []string) (*mcp.Server, error) {
 				}
 				res, err = m.call(ctx, spec, req.Params.Arguments, header)
 				if err != nil {
+					pe := asProtoError(err)
+					noteRPCStatus(ctx, pe)
 					// bare: the SDK copies the code only from an unwrapped *jsonrpc.Error
-					return nil, asProtoError(err).rpc()
+					return nil, pe.rpc()
 				}
 				return res, nil
 			})

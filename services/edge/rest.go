@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/bcpdev/bcp/internal/jsonmembers"
 	"github.com/bcpdev/bcp/services/edge/agentauth"
 )
 
@@ -130,11 +132,56 @@ func restArgs(req *http.Request, spec toolSpec, withBody bool) (json.RawMessage,
 			return nil, &protoError{status: http.StatusBadRequest, rpcCode: codeInvalidParams, code: "invalid_params",
 				content: "the body must be the checkout as a JSON object", violations: []violation{{Path: "$.checkout", Message: "not a JSON object"}}}
 		}
+		body, perr := dropBodyID(body, req.PathValue("id"))
+		if perr != nil {
+			return nil, perr
+		}
 		b.WriteString(`,"checkout":`)
 		b.Write(body)
 	}
 	b.WriteByte('}')
 	return json.RawMessage(b.Bytes()), nil
+}
+
+// dropBodyID removes the checkout's own "id" from a REST body. The
+// upstream REST binding declares the checkout object as the body, so
+// clients send back what they received, id included; the MCP tools forbid
+// checkout.id because they name the checkout in their own id argument,
+// and here the URL does. On create there is no checkout yet: the id is
+// ignored. On update and complete an id equal to the URL's is ignored; a
+// different one is refused (400 at $.checkout.id) rather than ignored: it
+// means the body was meant for another checkout, and applying it to the
+// URL's would replace that checkout's items with another's. Other
+// response-only members (status, totals, messages, links, ucp,
+// continue_url, ...) pass through: the schema allows them and the checkout
+// service builds the session from the request members only, as it does
+// for MCP.
+func dropBodyID(body []byte, pathID string) ([]byte, *protoError) {
+	if !bytes.Contains(body, []byte(`"id"`)) {
+		return body, nil // fast path: no member named id anywhere
+	}
+	members, err := jsonmembers.Of(body)
+	if err != nil {
+		return body, nil // not an object, or repeats a member: the schema reports it
+	}
+	raw, ok := members["id"]
+	if !ok {
+		return body, nil
+	}
+	if pathID != "" {
+		var id string
+		if json.Unmarshal(raw, &id) != nil || id != pathID {
+			return nil, &protoError{status: http.StatusBadRequest, rpcCode: codeInvalidParams, code: "invalid_params",
+				content:    "the body's id differs from the checkout id in the URL",
+				violations: []violation{{Path: "$.checkout.id", Message: "must be " + strconv.Quote(pathID) + ", the checkout id in the URL, or be left out"}}}
+		}
+	}
+	delete(members, "id")
+	out, err := json.Marshal(members)
+	if err != nil {
+		return nil, errInternal
+	}
+	return out, nil
 }
 
 // restProfile reads the agent profile URL from BCP-Agent or its alias

@@ -61,6 +61,13 @@ type env struct {
 
 func start(t *testing.T) *env {
 	t.Helper()
+	// Short retries: tests wait for the fourth attempt.
+	return startWithBackoff(t, 200*time.Millisecond)
+}
+
+// startWithBackoff is start with webhook retries backoff apart.
+func startWithBackoff(t *testing.T, backoff time.Duration) *env {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	d := testdb.New(t)
@@ -86,8 +93,7 @@ func start(t *testing.T) *env {
 
 	svc := orders.New(d.Pool, orders.Config{
 		Payments: e.payments.client, Tenants: e.tenants, Signer: orders.NewTenantSigner(e.tenants), Logger: log,
-		// Short retries: the test waits for the fourth attempt.
-		WebhookBackoff: func(int) time.Duration { return 200 * time.Millisecond },
+		WebhookBackoff: func(int) time.Duration { return backoff },
 		RefundRecheck:  300 * time.Millisecond,
 	})
 	workers := river.NewWorkers()

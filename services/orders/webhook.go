@@ -123,7 +123,7 @@ func (s *Service) deliver(ctx context.Context, a WebhookArgs, attempt int) error
 	if d.DeliveredAt != nil {
 		return nil // delivered by an attempt whose completion river did not record
 	}
-	status, err := s.post(ctx, a, row)
+	status, err := s.post(ctx, a, row, d.CreatedAt)
 	delivered := err == nil
 	var perm errPermanent
 	outcome := "retry"
@@ -187,8 +187,11 @@ const (
 )
 
 // post signs and sends one attempt. It returns the HTTP status (0 without
-// a response) and an error unless the receiver answered 2xx.
-func (s *Service) post(ctx context.Context, a WebhookArgs, row ordersdb.OrdersOrder) (int, error) {
+// a response) and an error unless the receiver answered 2xx. eventAt is
+// the message's event time, its Webhook-Timestamp on every attempt (UCP):
+// a retry is the same message, and receivers order and deduplicate
+// messages by Webhook-Id and Webhook-Timestamp.
+func (s *Service) post(ctx context.Context, a WebhookArgs, row ordersdb.OrdersOrder, eventAt time.Time) (int, error) {
 	dev, err := s.tenantInDevelopment(ctx, a.TenantID)
 	if err != nil {
 		return 0, fmt.Errorf("tenant environment: %w", err)
@@ -220,7 +223,7 @@ func (s *Service) post(ctx context.Context, a WebhookArgs, row ordersdb.OrdersOr
 	profile := row.BaseUrl + "/.well-known/bcp"
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Webhook-Id", a.DeliveryID.String())
-	req.Header.Set("Webhook-Timestamp", strconv.FormatInt(s.now().Unix(), 10))
+	req.Header.Set("Webhook-Timestamp", strconv.FormatInt(eventAt.Unix(), 10))
 	req.Header.Set("BCP-Agent", `profile="`+profile+`"`)
 	req.Header.Set("User-Agent", "bcp-order-webhooks/1")
 	if _, err := s.cfg.Signer.SignWebhook(ctx, a.TenantID, req, body, profile); err != nil {

@@ -157,6 +157,29 @@ func unquote(ss []string) []string {
 	return out
 }
 
+// Webhook-Timestamp is the event's time (UCP), the same on every retry of
+// one message; retries more than a second apart would show a re-stamp.
+func TestWebhookTimestampKeptAcrossRetries(t *testing.T) {
+	e := startWithBackoff(t, 1100*time.Millisecond)
+	ctx, _ := e.tenant("Loja A", tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT)
+	rc := newReceiver(t, 2)
+	before := time.Now().Add(-time.Second).Truncate(time.Second)
+	e.create(ctx, "chk_ts", rc.url())
+	after := time.Now()
+	eventually(t, waitFor, "three delivery attempts", func() bool { return len(rc.got()) >= 3 })
+	got := rc.got()
+	first := got[0].req.Header.Get("Webhook-Timestamp")
+	ts, err := strconv.ParseInt(first, 10, 64)
+	if err != nil || time.Unix(ts, 0).Before(before) || time.Unix(ts, 0).After(after) {
+		t.Fatalf("Webhook-Timestamp %q is not the order's creation time (between %s and %s)", first, before, after)
+	}
+	for i, g := range got[1:3] {
+		if h := g.req.Header.Get("Webhook-Timestamp"); h != first {
+			t.Fatalf("attempt %d: Webhook-Timestamp %s, first attempt sent %s", i+2, h, first)
+		}
+	}
+}
+
 func TestNoWebhookWithoutURL(t *testing.T) {
 	e := start(t)
 	ctx, _ := e.tenant("Loja A", tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT)

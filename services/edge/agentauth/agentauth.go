@@ -278,7 +278,11 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 		}
 		rpc, err := parseRPC(body)
 		if err != nil {
-			if errors.Is(err, errBadProfile) {
+			if errors.Is(err, errNULProfile) {
+				f := fail(http.StatusBadRequest, CodeInvalidParams, ErrCodeInvalidParams, "invalid params", err.Error())
+				f.Paths = []string{ProfilePath}
+				WriteFailure(w, rpc.responseID(), f)
+			} else if errors.Is(err, errBadProfile) {
 				WriteFailure(w, rpc.responseID(), fail(http.StatusBadRequest, CodeDiscovery, ErrCodeInvalidProfileURL, "invalid agent profile", err.Error()))
 			} else {
 				WriteFailure(w, nil, fail(http.StatusBadRequest, CodeInvalidRequest, ErrCodeInvalidRequest, "invalid request", "the JSON-RPC message repeats a member"))

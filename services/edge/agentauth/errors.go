@@ -14,6 +14,7 @@ const (
 	CodeProtocol       = -32000 // authentication, signatures, unavailable
 	CodeDiscovery      = -32001 // agent profile errors
 	CodeInvalidRequest = -32600 // digest_mismatch, algorithm_unsupported, unreadable request
+	CodeInvalidParams  = -32602 // a NUL in the agent profile URL
 	CodeInternal       = -32603
 )
 
@@ -45,7 +46,10 @@ const (
 	ErrCodeRequestTooLarge = "request_too_large"
 	// A dependency (tenant registry, profile host) failed (503, -32000).
 	ErrCodeUnavailable = "unavailable"
-	ErrCodeInternal    = "internal_error"
+	// The arguments are invalid where authentication reads them (400,
+	// -32602, with Paths).
+	ErrCodeInvalidParams = "invalid_params"
+	ErrCodeInternal      = "internal_error"
 )
 
 // Failure is an authentication failure as written to the agent. It is
@@ -57,6 +61,8 @@ type Failure struct {
 	Code    string // error.data.code
 	Message string // error.message
 	Content string // error.data.content: a safe, human-readable detail
+	// Paths are the JSONPaths of invalid arguments (error.data.paths).
+	Paths []string
 	// Challenge adds WWW-Authenticate / Accept-Signature.
 	Challenge challenge
 }
@@ -96,7 +102,7 @@ func WriteFailure(w http.ResponseWriter, id json.RawMessage, f *Failure) {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   rpcError        `json:"error"`
-	}{"2.0", id, rpcError{Code: f.RPCCode, Message: f.Message, Data: rpcErrorData{Code: f.Code, Content: f.Content}}})
+	}{"2.0", id, rpcError{Code: f.RPCCode, Message: f.Message, Data: rpcErrorData{Code: f.Code, Content: f.Content, Paths: f.Paths}}})
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(f.Status)
 	_, _ = w.Write(body)
@@ -128,8 +134,9 @@ type rpcError struct {
 }
 
 type rpcErrorData struct {
-	Code    string `json:"code"`
-	Content string `json:"content"`
+	Code    string   `json:"code"`
+	Content string   `json:"content"`
+	Paths   []string `json:"paths,omitempty"`
 }
 
 // ProfileError is how a KeySource reports that the agent profile cannot

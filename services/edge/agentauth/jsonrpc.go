@@ -31,6 +31,15 @@ type rpcRequest struct {
 // member: authentication and the MCP SDK might read different copies.
 var errDuplicateMember = jsonmembers.ErrDuplicate
 
+// errNULProfile is a profile holding a NUL character: invalid params, as
+// the executor answers for a NUL in any other argument (bcpschema), at
+// ProfilePath. It is refused here, before it is compared with an API
+// key's binding or fetched.
+var errNULProfile = errors.New(`meta["ucp-agent"].profile must not contain a NUL character`)
+
+// ProfilePath is the JSONPath of the agent profile in tool arguments.
+const ProfilePath = "$.meta['ucp-agent'].profile"
+
 // errBadProfile is a meta["ucp-agent"] that is not {"profile": "<string>"}.
 var errBadProfile = errors.New(`meta["ucp-agent"].profile must be a string`)
 
@@ -114,6 +123,9 @@ func parseMessage(raw json.RawMessage) (rpcMessage, bool, error) {
 			return m, false, errBadProfile
 		}
 		m.profile = strings.TrimSpace(m.profile)
+		if strings.IndexByte(m.profile, 0) >= 0 {
+			return m, false, errNULProfile
+		}
 	}
 	return m, true, nil
 }

@@ -112,7 +112,7 @@ func restRequest(r *http.Request) rpcRequest {
 // challenge headers, and the flat body {"code": …, "content": …}.
 func WriteRESTFailure(w http.ResponseWriter, f *Failure) {
 	failureHeaders(w.Header(), f)
-	body, _ := json.Marshal(rpcErrorData{Code: f.Code, Content: f.Content})
+	body, _ := json.Marshal(rpcErrorData{Code: f.Code, Content: f.Content, Paths: f.Paths})
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(f.Status)
 	_, _ = w.Write(body)
