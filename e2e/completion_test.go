@@ -73,8 +73,15 @@ func (h *hookReceiver) delivered() [][]byte {
 
 func newShopper(t *testing.T, hookFailures int, hosts ...string) *shopper {
 	t.Helper()
+	return newShopperWith(t, hookFailures, nil, hosts...)
+}
+
+// newShopperWith is newShopper with the platform's configuration adjusted
+// (e.g. checkout hooks; nil: as is).
+func newShopperWith(t *testing.T, hookFailures int, adjust func(*platform.Config), hosts ...string) *shopper {
+	t.Helper()
 	d := testdb.New(t)
-	r := startPlatform(t, platform.AllServices, d.AppURL, nil)
+	r := startPlatformWith(t, platform.AllServices, d.AppURL, nil, adjust)
 	hooks := &hookReceiver{failures: hookFailures}
 	hookSrv := httptest.NewServer(hooks)
 	t.Cleanup(hookSrv.Close)

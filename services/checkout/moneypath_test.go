@@ -3,14 +3,12 @@ package checkout_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +25,7 @@ import (
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/services/checkout"
+	"github.com/bcpdev/bcp/services/checkout/hooktest"
 	"github.com/bcpdev/bcp/services/edge"
 	"github.com/bcpdev/bcp/services/payments"
 )
@@ -51,52 +50,12 @@ func testLog() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-var errCrash = errors.New("test: the process died here")
-
-// gate holds or crashes the money path at one step of one checkout (the
-// first request to reach it), for the test to act in between.
-type gate struct {
-	mu      sync.Mutex
-	id      string
-	step    checkout.Step
-	crash   bool
-	reached chan struct{}
-	release chan struct{}
-}
-
-func (g *gate) arm(id string, step checkout.Step, crash bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.id, g.step, g.crash = id, step, crash
-	g.reached, g.release = make(chan struct{}), make(chan struct{})
-	if crash {
-		close(g.release)
-	}
-}
-
-func (g *gate) at(_ context.Context, step checkout.Step, id string) error {
-	g.mu.Lock()
-	if id != g.id || step != g.step {
-		g.mu.Unlock()
-		return nil
-	}
-	g.id = "" // once
-	reached, release, crash := g.reached, g.release, g.crash
-	g.mu.Unlock()
-	close(reached)
-	<-release
-	if crash {
-		return errCrash
-	}
-	return nil
-}
-
 type env struct {
 	port string // the public listener's
 	t    *testing.T
 	d    *testdb.DB
 	r    *platform.Running
-	g    *gate
+	g    *hooktest.Gate
 	m    *loadkit.Merchant
 	ctx  context.Context
 }
@@ -104,13 +63,13 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	d := testdb.New(t)
-	g := &gate{}
+	g := &hooktest.Gate{}
 	r, err := platform.Start(context.Background(), platform.Config{
 		// The edge too: the simulated PSP's webhooks reach the payments
 		// service through its public routes.
 		Services: platform.AllServices, PublicAddr: "127.0.0.1:0",
 		DatabaseURL: d.AppURL, InternalAddr: "127.0.0.1:0", InternalToken: internalToken, OperatorToken: operatorToken, MasterKey: masterKey,
-		Edge: edge.Config{PublicScheme: "http"}, SweepEvery: 200 * time.Millisecond, CheckoutHooks: &checkout.Hooks{At: g.at},
+		Edge: edge.Config{PublicScheme: "http"}, SweepEvery: 200 * time.Millisecond, CheckoutHooks: g.Hooks(),
 		Logger: testLog(),
 	})
 	if err != nil {
@@ -532,7 +491,7 @@ func TestMoneyPathCrashes(t *testing.T) {
 			if tc.pix {
 				inst = e.pix()
 			}
-			e.g.arm(c.ID, tc.step, true)
+			e.g.Crash(c.ID, tc.step)
 			if _, err := e.complete(c.ID, inst); err == nil {
 				t.Fatal("the crash did not end the request")
 			}
@@ -573,7 +532,7 @@ func TestMoneyPathCrashes(t *testing.T) {
 			defer e.use(t)()
 			c := e.ready()
 			a := pixAttempt(t, e.mustComplete(c.ID, e.pix()))
-			e.g.arm(c.ID, step, true)
+			e.g.Crash(c.ID, step)
 			if _, err := e.cancel(c.ID); err == nil {
 				t.Fatal("the crash did not end the request")
 			}
@@ -615,7 +574,7 @@ func TestCancelBetweenCompletionSteps(t *testing.T) {
 		t.Run(string(tc.step), func(t *testing.T) {
 			defer e.use(t)()
 			c := e.ready()
-			e.g.arm(c.ID, tc.step, false)
+			e.g.Hold(c.ID, tc.step)
 			done := make(chan *bcp.Checkout, 1)
 			go func() {
 				got, err := e.complete(c.ID, card("tok_"+uuid.NewString()[:8]+"_4242"))
@@ -624,12 +583,12 @@ func TestCancelBetweenCompletionSteps(t *testing.T) {
 				}
 				done <- got
 			}()
-			<-e.g.reached
+			<-e.g.Reached()
 			canceled, err := e.cancel(c.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			close(e.g.release)
+			e.g.Release()
 			completed := <-done
 			if canceled.Status != tc.want {
 				t.Errorf("cancel answered %s, want %s", canceled.Status, tc.want)
