@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bcpdev/bcp/agentclient"
 	"github.com/bcpdev/bcp/internal/loadkit"
@@ -33,6 +34,7 @@ type seen struct {
 	status   string // the most advanced status any success answer showed
 	orderID  string // from a completed answer
 	paid     string // a Pix attempt the PSP confirmed paid
+	canceled bool   // a success answer said canceled
 }
 
 // ledger records every success answer the agents saw.
@@ -58,6 +60,9 @@ func (l *ledger) saw(merchant int, c *loadkit.CheckoutView) {
 	if c.Status == "completed" && c.Order != nil && c.Order.ID != "" {
 		s.orderID = c.Order.ID
 	}
+	if c.Status == "canceled" {
+		s.canceled = true
+	}
 }
 
 func (l *ledger) paidPix(checkoutID, attemptID string) {
@@ -74,6 +79,13 @@ type counters struct {
 	calls, callErrors, retries                        atomic.Int64
 	mu                                                sync.Mutex
 	errs                                              map[string]int
+	races                                             map[string]int // racing workloads run, by kind
+}
+
+func (c *counters) race(kind string) {
+	c.mu.Lock()
+	c.races[kind]++
+	c.mu.Unlock()
 }
 
 func (c *counters) err(code string) {
@@ -103,11 +115,17 @@ type agents struct {
 	led     *ledger
 	cnt     *counters
 	pixRate float64
+	// raceShare of the purchases race their completion against a cancel,
+	// the buyer's Pix payment, the expiry or another completion (race);
+	// su (the checker's superuser pool) moves a checkout's expiry.
+	raceShare float64
+	su        *pgxpool.Pool
 }
 
-func newAgents(publicAddr, profile string, ms []*loadkit.Merchant, ops *platform.Clients, pixShare float64) *agents {
+func newAgents(publicAddr, profile string, ms []*loadkit.Merchant, ops *platform.Clients, pixShare, raceShare float64, su *pgxpool.Pool) *agents {
 	tr := &http.Transport{DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}
-	a := &agents{ms: ms, ops: ops, pixRate: pixShare, led: &ledger{checkouts: map[string]*seen{}}, cnt: &counters{errs: map[string]int{}}}
+	a := &agents{ms: ms, ops: ops, pixRate: pixShare, raceShare: raceShare, su: su, led: &ledger{checkouts: map[string]*seen{}},
+		cnt: &counters{errs: map[string]int{}, races: map[string]int{}}}
 	for _, m := range ms {
 		t := &agentclient.Transport{Base: tr, ProfileURL: profile, Host: m.Host, APIKey: m.APIKey}
 		a.clients = append(a.clients, &agentclient.Client{Endpoint: "http://" + publicAddr + "/bcp/mcp", Transport: t, Timeout: 10 * time.Second})
@@ -200,6 +218,10 @@ func (a *agents) purchase(ctx context.Context, rng *rand.Rand) {
 	}
 	id := c.ID
 	pix := rng.Float64() < a.pixRate
+	if rng.Float64() < a.raceShare {
+		a.race(ctx, rng, mi, id, pix)
+		return
+	}
 	// A declined or failed payment is tried again with a new key (and a
 	// new single-use card token), as an agent would.
 	for try := 0; try < 3 && ctx.Err() == nil; try++ {
@@ -340,4 +362,86 @@ func (a *agents) retryStuck(ctx context.Context) (total int, open []string) {
 	}
 	sort.Strings(open)
 	return len(stuck), open
+}
+
+// race completes a ready checkout while something else acts on it, as a
+// careless agent (or the clock) would. Whatever wins, the invariants must
+// hold: completed with one order and one kept payment, or canceled with
+// no order and no money kept.
+func (a *agents) race(ctx context.Context, rng *rand.Rand, mi int, id string, pix bool) {
+	m := a.ms[mi]
+	inst := loadkit.CardInstrument(fmt.Sprintf("tok_race_%016x_4242", rng.Uint64()))
+	if pix {
+		inst = loadkit.PixInstrument(m.Pix)
+	}
+	complete := func() *loadkit.CheckoutView {
+		args := loadkit.CompleteArgs(id, agentclient.NewIdempotencyKey(), inst)
+		c, code := a.call(ctx, mi, "complete_checkout", args)
+		if c == nil || strings.Contains(code, "request_in_flight") {
+			a.stuckMu.Lock()
+			a.stuck = append(a.stuck, &stuckCall{merchant: mi, tool: "complete_checkout", args: args})
+			a.stuckMu.Unlock()
+		}
+		return c
+	}
+	cancel := func() {
+		a.call(ctx, mi, "cancel_checkout", map[string]any{"id": id, "meta": map[string]any{"idempotency-key": agentclient.NewIdempotencyKey()}})
+	}
+	payPix := func(c *loadkit.CheckoutView) {
+		if c == nil || c.PixAttemptID() == "" {
+			return
+		}
+		tctx := tenancy.With(ctx, m.TenantID)
+		if _, err := a.ops.Payments.SimulatePixPayment(tctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: c.PixAttemptID()})); err == nil {
+			a.led.paidPix(id, c.PixAttemptID())
+		}
+	}
+	both := func(f, g func()) {
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); f() }()
+		go func() { defer wg.Done(); g() }()
+		wg.Wait()
+	}
+	kinds := []string{"cancel vs complete", "duplicate completes, different keys", "expiry vs complete"}
+	if pix {
+		kinds = append(kinds, "cancel vs the Pix payment", "cancel after the Pix payment")
+	}
+	kind := kinds[rng.IntN(len(kinds))]
+	a.cnt.race(kind + map[bool]string{true: " (Pix)", false: " (card)"}[pix])
+	var got *loadkit.CheckoutView
+	switch kind {
+	case "cancel vs complete":
+		both(func() { got = complete() }, cancel)
+	case "duplicate completes, different keys":
+		var second *loadkit.CheckoutView
+		both(func() { got = complete() }, func() { second = complete() })
+		if got == nil || got.PixAttemptID() == "" {
+			got = second
+		}
+	case "expiry vs complete":
+		// Expiring within a few milliseconds: the expiry (a read, the
+		// sweep) and the claim race for the session's row.
+		if _, err := a.su.Exec(ctx, `UPDATE checkout.sessions SET expires_at = now() + interval '5 milliseconds' WHERE tenant_id = $1 AND id = $2`, m.TenantID, id); err != nil {
+			return
+		}
+		both(func() { got = complete() }, func() {
+			time.Sleep(5 * time.Millisecond)
+			a.call(ctx, mi, "get_checkout", map[string]any{"id": id})
+		})
+	case "cancel vs the Pix payment":
+		got = complete()
+		both(func() { payPix(got) }, cancel)
+		got = nil // paid or not, the race is over
+	case "cancel after the Pix payment":
+		got = complete()
+		payPix(got)
+		cancel()
+		got = nil
+	}
+	// A Pix left waiting is paid, as a buyer would, so the run ends with
+	// no completion in flight.
+	if got != nil && got.Status == "complete_in_progress" {
+		payPix(got)
+	}
 }

@@ -71,6 +71,7 @@ type Config struct {
 	Outages           int           // periods (2-6 s) when the webhook receiver refuses everything
 	Agents, Merchants int
 	PixShare          float64       // share of purchases paid with Pix
+	RaceShare         float64       // share of purchases that race their completion (agents.race)
 	PSPTimeout        float64       // share of simulated PSP/processor calls that time out
 	WebhookFailFirst  float64       // share of webhooks whose first delivery is refused
 	PGDown            time.Duration // how long PostgreSQL stays down per restart
@@ -89,7 +90,7 @@ type Config struct {
 // 150 s of purchases, recovery on the platform's own clocks (≈ 5–8 min).
 func FullConfig() Config {
 	return Config{Duration: 150 * time.Second, Kills: 20, PGRestarts: 3, Outages: 4, Agents: 8, Merchants: 4,
-		PixShare: 0.4, PSPTimeout: 0.05, WebhookFailFirst: 0.2, PGDown: 3 * time.Second, Drain: 5 * time.Minute,
+		PixShare: 0.4, RaceShare: 0.25, PSPTimeout: 0.05, WebhookFailFirst: 0.2, PGDown: 3 * time.Second, Drain: 5 * time.Minute,
 		MaxDownP99: 2 * time.Second, MaxRecovery: 20 * time.Second}
 }
 
@@ -292,7 +293,11 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 		}
 		ms = append(ms, m)
 	}
-	a := newAgents(b.publicAddr, profile, ms, ops, cfg.PixShare)
+	a := newAgents(b.publicAddr, profile, ms, ops, cfg.PixShare, cfg.RaceShare, superPool)
+	base, err := stockSnapshot(ctx, superPool)
+	if err != nil {
+		return nil, err
+	}
 	probe, code := a.call(ctx, 0, "create_checkout", loadkit.CreateArgs("sonda@example.com"))
 	if code != "" {
 		return nil, fmt.Errorf("probe checkout: %s", code)
@@ -404,6 +409,11 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 			return nil, err
 		}
 		checks = append(checks, d)
+		sc, err := stockCheck(ctx, superPool, base)
+		if err != nil {
+			return nil, err
+		}
+		checks = append(checks, sc)
 		total, open := a.retryStuck(ctx)
 		checks = append(checks, check{name: "complete requests cut short resolve on retry (same key)", checked: total, violations: open})
 		if allOK(checks) || time.Since(drainStart) > cfg.Drain || ctx.Err() != nil {
@@ -467,6 +477,7 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 		map[bool]string{true: fmt.Sprintf(", %d recovery jobs fast-forwarded", warped), false: ""}[cfg.Warp])
 	fmt.Fprintf(tw, "purchases\t%d started, %d completed by card, %d by Pix, %d abandoned (faults); %d calls, %d failed, %d retried\n",
 		a.cnt.purchases.Load(), a.cnt.completedCard.Load(), a.cnt.completedPix.Load(), a.cnt.abandoned.Load(), a.cnt.calls.Load(), a.cnt.callErrors.Load(), a.cnt.retries.Load())
+	fmt.Fprintf(tw, "races\t%s\n", raceSummary(a.cnt))
 	fmt.Fprintf(tw, "agent errors\t%s\n", topErrors(a.cnt))
 	fmt.Fprintf(tw, "webhooks\t%d accepted by the receiver (%d orders), %d refused\n", acc, ords, ref)
 	if len(pgFaults) > 0 {
@@ -671,4 +682,18 @@ func topErrors(c *counters) string {
 		return "none"
 	}
 	return strings.Join(s, ", ")
+}
+
+// raceSummary lists the racing workloads run, by kind.
+func raceSummary(c *counters) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	total := 0
+	var parts []string
+	for k, n := range c.races {
+		total += n
+		parts = append(parts, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
 }

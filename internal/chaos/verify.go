@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bcpdev/bcp/db"
 	"github.com/bcpdev/bcp/internal/loadkit"
 )
 
@@ -23,61 +24,52 @@ type check struct {
 
 func (c check) ok() bool { return len(c.violations) == 0 }
 
-// invariants are read-only queries across the services' schemas, run as
-// the superuser (row-level security does not apply to it). Each returns
-// the ids that break the invariant.
-var invariants = []struct{ name, count, query string }{
-	{"completed checkout has exactly one order",
-		`SELECT count(*) FROM checkout.sessions WHERE status = 'completed'`,
-		`SELECT s.id || ' (orders: ' || (SELECT count(*) FROM orders.orders o WHERE o.tenant_id = s.tenant_id AND o.checkout_id = s.id) || ')'
-		   FROM checkout.sessions s
-		  WHERE s.status = 'completed'
-		    AND (s.order_id IS NULL
-		         OR (SELECT count(*) FROM orders.orders o WHERE o.tenant_id = s.tenant_id AND o.checkout_id = s.id AND o.id = s.order_id) <> 1
-		         OR (SELECT count(*) FROM orders.orders o WHERE o.tenant_id = s.tenant_id AND o.checkout_id = s.id) <> 1)`},
-	{"every order's checkout is completed",
-		`SELECT count(*) FROM orders.orders`,
-		`SELECT o.id || ' (checkout ' || o.checkout_id || ': ' || coalesce(s.status, 'missing') || ')'
-		   FROM orders.orders o LEFT JOIN checkout.sessions s ON s.tenant_id = o.tenant_id AND s.id = o.checkout_id
-		  WHERE s.status IS DISTINCT FROM 'completed' OR s.order_id IS DISTINCT FROM o.id`},
-	{"no checkout with two successful payment attempts",
-		`SELECT count(DISTINCT (tenant_id, checkout_id)) FROM payments.attempts`,
-		`SELECT checkout_id || ' (' || count(*) || ' attempts kept money)'
-		   FROM payments.attempts WHERE status IN ('succeeded', 'partially_refunded')
-		  GROUP BY tenant_id, checkout_id HAVING count(*) > 1`},
-	{"no checkout charged twice at the card processor",
-		`SELECT count(*) FROM payments.sim_card_charges WHERE status = 'approved'`,
-		`SELECT a.checkout_id || ' (' || count(*) || ' approved charges not refunded)'
-		   FROM payments.sim_card_charges c JOIN payments.attempts a ON a.tenant_id = c.tenant_id AND a.id = c.idempotency_key
-		  WHERE c.status = 'approved' AND c.refunded < c.amount
-		  GROUP BY a.tenant_id, a.checkout_id HAVING count(*) > 1`},
-	{"no checkout paid twice by Pix",
-		`SELECT count(*) FROM payments.sim_pix`,
-		`SELECT a.checkout_id || ' (' || count(*) || ' Pix kept)'
-		   FROM payments.sim_pix p JOIN payments.attempts a ON a.tenant_id = p.tenant_id AND a.txid = p.txid
-		  WHERE NOT EXISTS (SELECT 1 FROM payments.sim_pix_refunds r WHERE r.tenant_id = p.tenant_id AND r.e2e_id = p.e2e_id AND r.status = 'DEVOLVIDO')
-		  GROUP BY a.tenant_id, a.checkout_id HAVING count(*) > 1`},
-	{"every approved card charge has an order or is refunded",
-		`SELECT count(*) FROM payments.sim_card_charges WHERE status = 'approved'`,
-		`SELECT c.id || ' (attempt ' || c.idempotency_key || ', refunded ' || c.refunded || ' of ' || c.amount || ')'
-		   FROM payments.sim_card_charges c
-		  WHERE c.status = 'approved' AND c.refunded < c.amount
-		    AND NOT EXISTS (SELECT 1 FROM orders.orders o WHERE o.tenant_id = c.tenant_id AND o.payment_attempt_id = c.idempotency_key)`},
-	{"every Pix received has an order or is refunded",
-		`SELECT count(*) FROM payments.sim_pix`,
-		`SELECT p.e2e_id || ' (txid ' || p.txid || ')'
-		   FROM payments.sim_pix p
-		  WHERE NOT EXISTS (SELECT 1 FROM payments.sim_pix_refunds r WHERE r.tenant_id = p.tenant_id AND r.e2e_id = p.e2e_id AND r.status = 'DEVOLVIDO')
-		    AND NOT EXISTS (SELECT 1 FROM payments.attempts a JOIN orders.orders o ON o.tenant_id = a.tenant_id AND o.payment_attempt_id = a.id
-		                     WHERE a.tenant_id = p.tenant_id AND a.txid = p.txid)`},
-	{"every order webhook delivered",
-		`SELECT count(*) FROM orders.webhook_deliveries`,
-		`SELECT o.id || ' (' || coalesce((SELECT string_agg(d.attempts || ' tries, last ' || coalesce(d.last_status::text, '-') || ' ' || left(d.last_error, 60), '; ')
-		                                  FROM orders.webhook_deliveries d WHERE d.tenant_id = o.tenant_id AND d.order_id = o.id AND d.delivered_at IS NULL), 'no delivery queued') || ')'
-		   FROM orders.orders o
-		  WHERE o.webhook_url <> ''
-		    AND (EXISTS (SELECT 1 FROM orders.webhook_deliveries d WHERE d.tenant_id = o.tenant_id AND d.order_id = o.id AND d.delivered_at IS NULL)
-		         OR NOT EXISTS (SELECT 1 FROM orders.webhook_deliveries d WHERE d.tenant_id = o.tenant_id AND d.order_id = o.id))`},
+// The invariants are db/checks/invariants.sql (db.Invariants): read-only
+// queries across the services' schemas, run as the superuser (row-level
+// security does not apply to it), each listing what breaks it. The same
+// file is what an operator runs with psql (README).
+
+// stockBase is each variant's stock plus what its reservations hold,
+// taken when the run starts: no fault may change it (stock is never lost,
+// never double-released).
+type stockBase map[string]int64
+
+const stockQuery = `SELECT v.tenant_id::text || '/' || v.id,
+	  v.stock + coalesce((SELECT sum(r.quantity) FROM catalog.stock_reservations r
+	                       WHERE r.tenant_id = v.tenant_id AND r.variant_id = v.id AND r.state = 'reserved'), 0)
+	FROM catalog.variants v`
+
+func stockSnapshot(ctx context.Context, pool *pgxpool.Pool) (stockBase, error) {
+	rows, err := pool.Query(ctx, stockQuery)
+	if err != nil {
+		return nil, err
+	}
+	out := stockBase{}
+	for rows.Next() {
+		var k string
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			return nil, err
+		}
+		out[k] = n
+	}
+	return out, rows.Err()
+}
+
+// stockCheck compares stock + reserved with the snapshot.
+func stockCheck(ctx context.Context, pool *pgxpool.Pool, base stockBase) (check, error) {
+	now, err := stockSnapshot(ctx, pool)
+	if err != nil {
+		return check{}, err
+	}
+	c := check{name: "stock + reserved is what it was at the start (never lost, never released twice)", checked: len(base)}
+	for k, n := range base {
+		if now[k] != n {
+			c.violations = append(c.violations, fmt.Sprintf("%s (%d, was %d)", k, now[k], n))
+		}
+	}
+	sort.Strings(c.violations)
+	return c, nil
 }
 
 func runQuery(ctx context.Context, pool *pgxpool.Pool, q string) ([]string, error) {
@@ -90,17 +82,29 @@ func runQuery(ctx context.Context, pool *pgxpool.Pool, q string) ([]string, erro
 
 // sqlChecks runs the invariants plus the receiver's view of deliveries.
 func sqlChecks(ctx context.Context, pool *pgxpool.Pool, rcv *receiver) ([]check, error) {
+	invs, err := db.Invariants()
+	if err != nil {
+		return nil, err
+	}
 	var out []check
-	for _, inv := range invariants {
+	for _, inv := range invs {
 		var n int
-		if err := pool.QueryRow(ctx, inv.count).Scan(&n); err != nil {
-			return nil, fmt.Errorf("%s: %w", inv.name, err)
+		if err := pool.QueryRow(ctx, inv.Count).Scan(&n); err != nil {
+			return nil, fmt.Errorf("%s: %w", inv.Name, err)
 		}
-		bad, err := runQuery(ctx, pool, inv.query)
+		rows, err := pool.Query(ctx, inv.Query)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", inv.name, err)
+			return nil, fmt.Errorf("%s: %w", inv.Name, err)
 		}
-		out = append(out, check{name: inv.name, checked: n, violations: bad})
+		bad, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+			var name, v string
+			err := r.Scan(&name, &v)
+			return v, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", inv.Name, err)
+		}
+		out = append(out, check{name: inv.Name, checked: n, violations: bad})
 	}
 	// The receiver's side: each order with a webhook URL was accepted at
 	// least once by the agent's endpoint.
@@ -166,6 +170,8 @@ func durability(ctx context.Context, pool *pgxpool.Pool, led *ledger) (check, er
 			c.violations = append(c.violations, id+" (answered order "+s.orderID+", now "+r.status+" with order "+r.order+")")
 		case s.paid != "" && r.status != "completed":
 			c.violations = append(c.violations, id+" (Pix "+s.paid+" paid, checkout "+r.status+")")
+		case s.canceled && r.status != "canceled":
+			c.violations = append(c.violations, id+" (answered canceled, now "+r.status+")")
 		}
 	}
 	sort.Strings(c.violations)
