@@ -1,13 +1,17 @@
 package e2e
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/google/uuid"
 
+	"github.com/bcpdev/bcp/internal/tenancy"
+	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 )
 
@@ -160,5 +164,38 @@ func TestAdminDashboard(t *testing.T) {
 	}
 	if strings.Contains(e.body, "269,60") || strings.Contains(e.body, s.profile) {
 		t.Error("the fresh merchant's dashboard shows the other merchant's figures")
+	}
+}
+
+// Money the platform returned by itself is shown to the merchant: a Pix
+// paid with another amount is refunded automatically and listed on the
+// dashboard with its payment; a merchant with none sees that there is none.
+func TestAdminShowsAutomaticRefunds(t *testing.T) {
+	const host, other = "devolve.localhost", "tranquila.localhost"
+	s := newShopper(t, 0, host, other)
+	c := s.ready(host)
+	d := pixOf(t, s.complete(host, c.ID, uuid.NewString(), s.pixInstrument(host)))
+	ctx := tenancy.With(context.Background(), s.merchant[host].tenantID)
+	if _, err := s.r.ClientsWithToken(operatorToken).Payments.SimulatePixPayment(ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: d.Pix.AttemptID, Amount: 100})); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the wrong amount is refunded", func() bool {
+		return s.sql(`SELECT count(*) FROM payments.refunds WHERE attempt_id = $1 AND kind = 'automatic' AND status = 'succeeded'`, d.Pix.AttemptID) == 1
+	})
+	b := newBrowser(t, s.r, host)
+	if p := b.signIn("dona@devolve.com.br", invite(t, s.r, s.merchant[host].tenantID.String(), "dona@devolve.com.br")); p.status != 303 {
+		t.Fatalf("sign-in: %d", p.status)
+	}
+	p := b.do("GET", "/admin/", nil)
+	if p.status != 200 || strings.Count(p.body, "<tr data-alert>") != 1 || !strings.Contains(p.body, "<td>Pix com valor diferente</td>") ||
+		!strings.Contains(p.body, "R$ 1,00") || !strings.Contains(p.body, "<code>"+d.Pix.AttemptID+"</code>") {
+		t.Fatalf("dashboard alerts: %d\n%s", p.status, p.body)
+	}
+	bo := newBrowser(t, s.r, other)
+	if p := bo.signIn("dono@tranquila.com.br", invite(t, s.r, s.merchant[other].tenantID.String(), "dono@tranquila.com.br")); p.status != 303 {
+		t.Fatalf("sign-in: %d", p.status)
+	}
+	if p := bo.do("GET", "/admin/", nil); strings.Contains(p.body, "<tr data-alert>") || !strings.Contains(p.body, "Nenhuma devolução automática") {
+		t.Fatalf("the other merchant's dashboard: %s", p.body)
 	}
 }

@@ -49,6 +49,27 @@ type dashboardData struct {
 	PixPending   qty
 	CardApproved qty
 	CardDeclined qty
+
+	// Alerts are the payments the platform could not keep and returned by
+	// itself (a Pix paid late or with another amount, a card approved after
+	// its payment ended, a payment of a canceled checkout), newest first.
+	Alerts []alertRow
+}
+
+// alertRow is one payment alert as the dashboard lists it.
+type alertRow struct {
+	When, Kind, Message, AttemptID string
+}
+
+// alertKinds names the alert kinds for merchants.
+var alertKinds = map[string]string{
+	"pix_paid_after_expiry":   "Pix pago depois do vencimento",
+	"pix_wrong_amount":        "Pix com valor diferente",
+	"pix_attempt_not_pending": "Pix de pagamento já encerrado",
+	"pix_orphan":              "Pix sem cobrança",
+	"pix_unconfirmed":         "Pix não confirmado pelo PSP",
+	"card_stray_charge":       "Cartão aprovado depois do encerramento",
+	"checkout_closed":         "Pagamento de checkout cancelado",
 }
 
 // qty is a count as pages show it: "1.234".
@@ -78,7 +99,9 @@ func (a *Admin) dashboard(rw http.ResponseWriter, r *http.Request) {
 		orders           *ordersv1.GetOrderStatsResponse
 		checkouts        *checkoutv1.GetCheckoutStatsResponse
 		pays             *paymentsv1.GetPaymentStatsResponse
+		alerts           *paymentsv1.ListAlertsResponse
 		errO, errC, errP error
+		errA             error
 	)
 	wg.Add(2)
 	go func() {
@@ -104,9 +127,17 @@ func (a *Admin) dashboard(rw http.ResponseWriter, r *http.Request) {
 				pays = resp.Msg
 			}
 		}()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var resp *connect.Response[paymentsv1.ListAlertsResponse]
+			if resp, errA = a.opts.Payments.ListAlerts(ctx, connect.NewRequest(&paymentsv1.ListAlertsRequest{})); errA == nil {
+				alerts = resp.Msg
+			}
+		}()
 	}
 	wg.Wait()
-	for _, err := range []error{errO, errC, errP} {
+	for _, err := range []error{errO, errC, errP, errA} {
 		if err != nil {
 			a.serviceError(rw, r, err)
 			return
@@ -117,6 +148,16 @@ func (a *Admin) dashboard(rw http.ResponseWriter, r *http.Request) {
 	d.fillCheckouts(checkouts)
 	if pays != nil {
 		d.fillPayments(pays, start, days)
+	}
+	for _, al := range alerts.GetAlerts() {
+		if len(d.Alerts) == 20 {
+			break
+		}
+		kind := alertKinds[al.GetKind()]
+		if kind == "" {
+			kind = al.GetKind()
+		}
+		d.Alerts = append(d.Alerts, alertRow{When: al.GetCreateTime().AsTime().In(saoPaulo).Format("02/01 15:04"), Kind: kind, Message: al.GetMessage(), AttemptID: al.GetAttemptId()})
 	}
 	a.render(rw, r, http.StatusOK, "dashboard", a.newPage(r, "Painel", "painel", d))
 }
