@@ -58,10 +58,17 @@ func (s *Service) end(ctx context.Context, id string, why endReason) (*checkoutv
 			switch {
 			case err != nil && why == endCancel && apperr.IsKind(err, apperr.KindUnavailable):
 				slog.WarnContext(ctx, "checkout: cancel could not stop the payment", "checkout_id", id, "attempt_id", *sess.PaymentAttemptID, "err", err)
-				return unchanged(c, bcp.Error("payment_in_progress", bcp.SeverityRecoverable, "$.status",
-					"O pagamento deste checkout está em andamento e não pôde ser interrompido agora; tente cancelar de novo em instantes ou consulte-o com get_checkout."))
+				return unchanged(c, notStopped())
 			case err != nil:
 				return nil, err
+			case outcomes[a.GetStatus()] == "await" || outcomes[a.GetStatus()] == "escalate":
+				// Not stopped (the payments service must say final or paid):
+				// never close on a payment that may still move money.
+				slog.ErrorContext(ctx, "checkout: the payment was not stopped", "checkout_id", id, "attempt_id", *sess.PaymentAttemptID, "status", a.GetStatus())
+				if why != endCancel {
+					return nil, apperr.New(apperr.KindUnavailable, "payment_not_stopped", "the payment of checkout %s was not stopped; retry", id)
+				}
+				return unchanged(c, notStopped())
 			case movedMoney(a.GetStatus()):
 				// The money moved first: completion wins.
 				res, err := s.settle(ctx, id, *sess.PaymentAttemptID, false, nil)
@@ -150,4 +157,10 @@ func decodeResult(res *checkoutv1.CheckoutResult) (*bcp.Checkout, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// notStopped answers a cancel whose payment could not be stopped now.
+func notStopped() bcp.Message {
+	return bcp.Error("payment_in_progress", bcp.SeverityRecoverable, "$.status",
+		"O pagamento deste checkout está em andamento e não pôde ser interrompido agora; tente cancelar de novo em instantes ou consulte-o com get_checkout.")
 }

@@ -54,6 +54,12 @@ func (s *Service) stop(ctx context.Context, m *paymentsv1.CancelPaymentRequest) 
 	switch {
 	case a.Status == stPending && a.Txid != nil:
 		if err := s.removeCharge(ctx, a, stCanceled, false); err != nil {
+			if apperr.As(err).Kind == apperr.KindInternal {
+				// The PSP did not answer (or failed): the charge may still
+				// be payable, so nothing is stopped; say so, to retry.
+				s.log.WarnContext(ctx, "payments: Pix charge not removed", "attempt_id", a.ID, "err", err.Error())
+				return a, apperr.New(apperr.KindUnavailable, "psp_unavailable", "the PSP did not answer; the payment was not stopped")
+			}
 			return a, err
 		}
 	case a.Status == stPending || a.Status == stRequiresAction:
