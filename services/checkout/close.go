@@ -26,7 +26,8 @@ const (
 // checkout's stock went back, if this process could not confirm it.
 const releaseSafetyNet = time.Minute
 
-// end closes a session without an order (machine.go: cancel, expire). A
+// end closes a session without an order (machine.go: cancel, expire);
+// owner is the calling agent's profile ("" for the platform's own). A
 // session with an attempt on it is closed only once the payments service
 // has stopped that attempt for good (stop); if its money had already
 // moved, completion wins: the session is settled and returned completed
@@ -36,9 +37,12 @@ const releaseSafetyNet = time.Minute
 // A cancel whose payment cannot be stopped now (the processor or PSP does
 // not answer) gets the checkout as it is with a recoverable message; an
 // expiry leaves it for the next sweep.
-func (s *Service) end(ctx context.Context, id string, why endReason) (*checkoutv1.CheckoutResult, error) {
+func (s *Service) end(ctx context.Context, id string, why endReason, owner string) (*checkoutv1.CheckoutResult, error) {
 	for try := 0; try < 5; try++ {
 		sess, c, err := s.store.getState(ctx, id)
+		if err == nil {
+			err = owned(sess, owner)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -37,11 +37,14 @@ type completion struct {
 // checkout already paying or paid is returned as it is, with a message.
 func (s *Service) complete(ctx context.Context, r completion) (*checkoutv1.CheckoutResult, error) {
 	sess, cur, err := s.store.getState(ctx, r.id)
+	if err == nil {
+		err = owned(sess, r.agent.profileURL)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if !terminal(sess.Status) && sess.Status != bcp.StatusCompleteInProgress && !s.now().Before(sess.ExpiresAt) {
-		return s.end(ctx, r.id, endExpire)
+		return s.end(ctx, r.id, endExpire, "")
 	}
 	switch {
 	case sess.Status == bcp.StatusCompleted:

@@ -196,11 +196,14 @@ func (s *Service) CreateCheckout(ctx context.Context, r *connect.Request[checkou
 // expiry that nobody has closed yet is closed now.
 func (s *Service) GetCheckout(ctx context.Context, r *connect.Request[checkoutv1.GetCheckoutRequest]) (*connect.Response[checkoutv1.GetCheckoutResponse], error) {
 	sess, err := s.store.get(ctx, r.Msg.GetId())
+	if err == nil {
+		err = owned(sess, r.Msg.GetAgent().GetProfileUrl())
+	}
 	if err != nil {
 		return nil, err
 	}
 	if !terminal(sess.Status) && !s.now().Before(sess.ExpiresAt) {
-		c, err := s.end(ctx, r.Msg.GetId(), endExpire)
+		c, err := s.end(ctx, r.Msg.GetId(), endExpire, "")
 		if err != nil {
 			return nil, err
 		}
@@ -227,11 +230,14 @@ func (s *Service) UpdateCheckout(ctx context.Context, r *connect.Request[checkou
 	}
 	id := r.Msg.GetId()
 	sess, err := s.store.get(ctx, id)
+	if err == nil {
+		err = owned(sess, agent.profileURL)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if !terminal(sess.Status) && !s.now().Before(sess.ExpiresAt) {
-		if _, err := s.end(ctx, id, endExpire); err != nil {
+		if _, err := s.end(ctx, id, endExpire, ""); err != nil {
 			return nil, err
 		}
 		if sess, err = s.store.get(ctx, id); err != nil {
@@ -277,12 +283,14 @@ func (s *Service) UpdateCheckout(ctx context.Context, r *connect.Request[checkou
 	return connect.NewResponse(&checkoutv1.UpdateCheckoutResponse{Result: &checkoutv1.CheckoutResult{CheckoutJson: state, Status: c.Status}}), nil
 }
 
-// CancelCheckout cancels an open session (close.go). Canceling a
+// CancelCheckout cancels an open session (close.go). Like get, update and
+// complete, it answers not found for a checkout another agent created.
+// Canceling a
 // canceled session is a no-op; a completed one is returned unchanged with
 // an error message, and so is one whose payment turns out to have been
 // made first (completion wins).
 func (s *Service) CancelCheckout(ctx context.Context, r *connect.Request[checkoutv1.CancelCheckoutRequest]) (*connect.Response[checkoutv1.CancelCheckoutResponse], error) {
-	res, err := s.end(ctx, r.Msg.GetId(), endCancel)
+	res, err := s.end(ctx, r.Msg.GetId(), endCancel, r.Msg.GetAgent().GetProfileUrl())
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +337,7 @@ func (s *Service) ExpireCheckouts(ctx context.Context, _ *connect.Request[checko
 	}
 	n := int32(0)
 	for _, id := range due {
-		res, err := s.end(ctx, id, endExpire)
+		res, err := s.end(ctx, id, endExpire, "")
 		if err != nil {
 			return nil, err
 		}

@@ -60,6 +60,18 @@ func (st store) get(ctx context.Context, id string) (session, error) {
 	return sess, err
 }
 
+// owned fails as not found when the session is not owner's: a checkout
+// belongs to the agent platform that created it, and another agent of the
+// same merchant learns nothing of it, not even that it exists. An empty
+// owner is the platform's own callers (the hosted page, the admin, the
+// sweeps), scoped by tenant only.
+func owned(sess session, owner string) error {
+	if owner != "" && sess.AgentProfileUrl != owner {
+		return errNotFound(sess.ID)
+	}
+	return nil
+}
+
 // getState reads a session and decodes its checkout.
 func (st store) getState(ctx context.Context, id string) (session, *bcp.Checkout, error) {
 	sess, err := st.get(ctx, id)
