@@ -58,4 +58,18 @@ func TestCheckoutsBelongToTheirAgent(t *testing.T) {
 	if n := s.sql(`SELECT count(*) FROM payments.attempts WHERE checkout_id = $1`, c.ID); n != 0 {
 		t.Fatalf("another agent's complete started %d payments", n)
 	}
+	// Its order likewise: the orders service refuses another agent.
+	done := s.complete(host, c.ID, uuid.NewString(), cardInstrument("tok_dono_4242"))
+	if done.Order == nil {
+		t.Fatalf("completion: %s %+v", done.Status, done.Messages)
+	}
+	for _, d := range []driver{mcpOther, restOther} {
+		o := d.do(t, host, "get_order", done.Order.ID, nil, "")
+		if !strings.Contains(string(o.raw), `"code":"not_found"`) || strings.Contains(string(o.raw), "Camiseta") {
+			t.Errorf("%s get_order of another agent's order: %s", d.name(), o.raw)
+		}
+	}
+	if _, err := s.agents[host].callErr("get_order", map[string]any{"id": done.Order.ID}); err != nil {
+		t.Errorf("the owner's get_order: %v", err)
+	}
 }

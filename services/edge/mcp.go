@@ -213,14 +213,10 @@ var getOrderTool = toolSpec{
 	root: bcpnames.Order, name: "get_order", title: "Consultar pedido", op: bcpschema.OpRead,
 	description: "Get an order you placed (from a completed checkout's order.id): line items with fulfilled quantities, fulfillment expectations and events, adjustments such as refunds. Arguments: meta (required), id (required).",
 	run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
-		r, err := m.orders.GetOrder(ctx, connect.NewRequest(&ordersv1.GetOrderRequest{Id: c.id}))
+		// The orders service answers NotFound for another agent's order.
+		r, err := m.orders.GetOrder(ctx, connect.NewRequest(&ordersv1.GetOrderRequest{Id: c.id, AgentProfileUrl: c.agent.GetProfileUrl()}))
 		if err != nil {
 			return nil, err
-		}
-		// Only the agent that created an order may read it; anyone else
-		// learns nothing, not even that it exists.
-		if r.Msg.GetAgentProfileUrl() != c.agent.GetProfileUrl() {
-			return nil, apperr.NotFound(bcp.CodeNotFound, "no order %q", c.id)
 		}
 		return &checkoutv1.CheckoutResult{CheckoutJson: r.Msg.GetOrderJson()}, nil
 	},

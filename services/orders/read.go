@@ -11,6 +11,7 @@ import (
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
+	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/services/orders/ordersdb"
 )
 
@@ -20,6 +21,10 @@ func (s *Service) GetOrder(ctx context.Context, r *connect.Request[ordersv1.GetO
 	row, err := s.load(ctx, r.Msg.GetId())
 	if err != nil {
 		return nil, err
+	}
+	if a := r.Msg.GetAgentProfileUrl(); a != "" && a != row.AgentProfileUrl {
+		// Another agent's order: it learns nothing, not even that it exists.
+		return nil, apperr.NotFound(bcp.CodeNotFound, "no order %q", r.Msg.GetId())
 	}
 	b, err := renderRaw(row.Snapshot)
 	if err != nil {

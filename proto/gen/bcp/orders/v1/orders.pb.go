@@ -266,10 +266,15 @@ func (x *CreateOrderResponse) GetCreated() bool {
 }
 
 type GetOrderRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The calling agent's profile URL: an order belongs to the agent
+	// platform that created it, and another agent gets NotFound, as for an
+	// id that does not exist. Empty for the platform's own callers (the
+	// admin, the order page), scoped by tenant only.
+	AgentProfileUrl string `protobuf:"bytes,2,opt,name=agent_profile_url,json=agentProfileUrl,proto3" json:"agent_profile_url,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GetOrderRequest) Reset() {
@@ -305,6 +310,13 @@ func (*GetOrderRequest) Descriptor() ([]byte, []int) {
 func (x *GetOrderRequest) GetId() string {
 	if x != nil {
 		return x.Id
+	}
+	return ""
+}
+
+func (x *GetOrderRequest) GetAgentProfileUrl() string {
+	if x != nil {
+		return x.AgentProfileUrl
 	}
 	return ""
 }
@@ -1419,9 +1431,10 @@ const file_bcp_orders_v1_orders_proto_rawDesc = "" +
 	"order_json\x18\x01 \x01(\fR\torderJson\x12\x19\n" +
 	"\border_id\x18\x02 \x01(\tR\aorderId\x12#\n" +
 	"\rpermalink_url\x18\x03 \x01(\tR\fpermalinkUrl\x12\x18\n" +
-	"\acreated\x18\x04 \x01(\bR\acreated\"!\n" +
+	"\acreated\x18\x04 \x01(\bR\acreated\"M\n" +
 	"\x0fGetOrderRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"]\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12*\n" +
+	"\x11agent_profile_url\x18\x02 \x01(\tR\x0fagentProfileUrl\"]\n" +
 	"\x10GetOrderResponse\x12\x1d\n" +
 	"\n" +
 	"order_json\x18\x01 \x01(\fR\torderJson\x12*\n" +
