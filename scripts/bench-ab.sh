@@ -43,6 +43,27 @@ side_flags() {
 }
 extra_a=$(side_flags a) extra_b=$(side_flags b)
 
+# Both sides with durable commits, whatever their build does: builds from
+# before issue 23 start their PostgreSQL with fsync and full-page writes
+# off. A postgres on PATH that drops those two settings (and an initdb
+# beside it, which pgserver needs in the same directory) makes every side
+# run as production does; a figure bought with durability does not count.
+real=$(dirname "$(readlink -f "$(command -v initdb || ls /usr/lib/postgresql/*/bin/initdb | sort -V | tail -1)")")
+mkdir -p "$work/pgbin"
+printf '#!/bin/sh\nexec %s/initdb "$@"\n' "$real" >"$work/pgbin/initdb"
+cat >"$work/pgbin/postgres" <<EOS
+#!/bin/bash
+args=()
+while [ \$# -gt 0 ]; do
+  if [ "\$1" = -c ] && { [ "\$2" = fsync=off ] || [ "\$2" = full_page_writes=off ]; }; then shift 2; continue; fi
+  args+=("\$1"); shift
+done
+exec $real/postgres "\${args[@]}"
+EOS
+chmod 755 "$work/pgbin/initdb" "$work/pgbin/postgres"
+chmod 755 "$work"
+export PATH="$work/pgbin:$PATH"
+
 rates() { # phase rates (done/s) from a bcpbench report: noop create purchase
   sed -E 's/ +/ /g' "$1" | grep -oE '^(noop|create_checkout|purchase) closed [0-9]+ [0-9.]+' | awk '{printf "%s ", $4}'
 }

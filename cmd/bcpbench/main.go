@@ -89,6 +89,7 @@ type Phase struct {
 	CPU         *CPUUse            `json:"cpu,omitempty"`
 	Sched       *SchedStats        `json:"sched,omitempty"`
 	SQL         *StmtStats         `json:"sql,omitempty"`
+	Durable     *DurableStats      `json:"durable,omitempty"`
 	// Autovacuum is what autovacuum finished during the phase ("VACUUM
 	// schema.table", "ANALYZE schema.table"); none with --target.
 	Autovacuum []string `json:"autovacuum,omitempty"`
@@ -170,6 +171,7 @@ func main() {
 	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the closed-loop --profile-phase, or with --rate of the open-loop phase (platform and agents share the process)")
 	flag.StringVar(&cfg.memprofile, "allocprofile", "", "write heap profiles before (FILE.before) and after the closed-loop --profile-phase: its allocations are go tool pprof -sample_index=alloc_space -diff_base FILE.before FILE")
 	flag.StringVar(&cfg.profilePhase, "profile-phase", "purchase", "with --cpuprofile or --allocprofile: the closed-loop phase to profile (create_checkout or purchase)")
+	flag.BoolVar(&noFsync, "no-fsync", false, "run the bench's PostgreSQL without fsync and full-page writes (the mode before issue 23; not durable, for comparison only)")
 	flag.BoolVar(&cfg.durableNoop, "durable-noop", true, "after the no-op, run noop_durable (the no-op plus one durable insert: create_checkout's ceiling); needs the bench's own PostgreSQL")
 	flag.IntVar(&cfg.statements, "pg-statements", 0, "pg_stat_statements: print transactions and statements per operation, and the N most frequent statements of each closed-loop phase (-1: off)")
 	flag.StringVar(&cfg.target, "target", "", "host:port of a running bcpd's public listener (default: start a platform in process)")
@@ -295,6 +297,7 @@ func run(ctx context.Context, cfg config) error {
 		cpu0 := e.cpu()
 		sched0 := readSched()
 		stmts0 := e.statements(ctx)
+		wal0 := e.walNow(ctx)
 		started := time.Now()
 		logf("phase %s (%s, concurrency %d, rate %.0f/s) for %s", name, mode, conc, rate, cfg.duration)
 		var el time.Duration
@@ -315,6 +318,7 @@ func run(ctx context.Context, cfg config) error {
 			top = cfg.statements
 		}
 		p.SQL = stmtDelta(stmts0, e.statements(ctx), p.Completed, top)
+		p.Durable = walDelta(wal0, e.walNow(ctx), p.Completed)
 		p.Autovacuum = e.autovacuumSince(ctx, started)
 		res.Phases = append(res.Phases, p)
 		return p
@@ -557,6 +561,9 @@ func printReport(w io.Writer, res *Result) {
 		}
 		if len(ops) < 3 && p.SQL != nil {
 			fmt.Fprintf(w, "%-16s %s\n", "", p.SQL)
+		}
+		if p.Durable != nil {
+			fmt.Fprintf(w, "%-16s %s\n", "", p.Durable)
 		}
 		if p.SQL != nil {
 			for _, l := range p.SQL.Top {

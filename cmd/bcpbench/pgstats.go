@@ -66,7 +66,7 @@ func (e *env) enableStatements(ctx context.Context) error {
 	if err := e.pg.Stop(); err != nil {
 		return err
 	}
-	e.pg, err = pgserver.Start(ctx, pgserver.Options{DataDir: e.pg.DataDir, NoFsync: true})
+	e.pg, err = pgserver.Start(ctx, pgserver.Options{DataDir: e.pg.DataDir, NoFsync: noFsync})
 	return err
 }
 
