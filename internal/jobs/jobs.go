@@ -53,6 +53,19 @@ const (
 	FetchPollInterval = 100 * time.Millisecond
 )
 
+// The services' queues: a job is worked only by the processes hosting the
+// service it belongs to (a process without its worker would fail it), so
+// each service's job kinds name its queue in their InsertOpts. The default
+// queue keeps only jobs queued before the queues existed.
+const (
+	QueueCheckout = "checkout"
+	QueuePayments = "payments"
+	QueueOrders   = "orders"
+)
+
+// In is the InsertOpts of a job kind of the queue's service.
+func In(queue string) river.InsertOpts { return river.InsertOpts{Queue: queue} }
+
 // NewClient returns a client that inserts jobs and, when workers is not
 // empty, works them: the default queue, and the named queues of jobs only
 // the processes hosting one service may work (a job whose kind this

@@ -48,7 +48,6 @@ import (
 	"github.com/bcpdev/bcp/services/edge"
 	"github.com/bcpdev/bcp/services/orders"
 	"github.com/bcpdev/bcp/services/payments"
-	"github.com/bcpdev/bcp/services/payments/paymentevents"
 	"github.com/bcpdev/bcp/services/payments/paymentshttp"
 	"github.com/bcpdev/bcp/services/pricing"
 	"github.com/bcpdev/bcp/tenants"
@@ -235,9 +234,8 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			svc.UseHooks(cfg.CheckoutHooks)
 			river.AddWorker(workers, &checkout.ExpireWorker{Service: svc})
 			river.AddWorker(workers, &checkout.SweepWorker{Service: svc})
-			periodic = append(periodic, checkout.SweepJob(cfg.SweepEvery))
 			river.AddWorker(workers, &checkout.SettleWorker{Service: svc})
-			queues = append(queues, paymentevents.CheckoutQueue)
+			queues = append(queues, jobs.QueueCheckout)
 			jobUsers = append(jobUsers, svc.UseJobs)
 			r.goRun(func() { svc.Run(ctx, log) })
 			internal.Handle(checkoutv1connect.NewCheckoutServiceHandler(svc, handlerOpts(checkout.Policy)))
@@ -253,7 +251,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 				return fail(fmt.Errorf("payments (needs the master key): %w", err))
 			}
 			payments.AddWorkers(workers, svc)
-			periodic = append(periodic, payments.SweepJob(cfg.SweepEvery))
+			queues = append(queues, jobs.QueuePayments)
 			r.goRun(func() { svc.Run(ctx, log) })
 			jobUsers = append(jobUsers, svc.UseJobs)
 			internal.Handle(paymentsv1connect.NewPaymentsServiceHandler(svc, handlerOpts(payments.Policy)))
@@ -261,6 +259,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			svc := orders.New(r.Pool, orders.Config{Payments: clients.Payments, Tenants: clients.Tenants, Signer: orders.NewTenantSigner(clients.Tenants), Logger: log, Metrics: reg, WebhookBackoff: cfg.WebhookBackoff})
 			river.AddWorker(workers, &orders.WebhookWorker{Service: svc})
 			river.AddWorker(workers, &orders.RefundWorker{Service: svc})
+			queues = append(queues, jobs.QueueOrders)
 			jobUsers = append(jobUsers, svc.UseJobs)
 			internal.Handle(ordersv1connect.NewOrdersServiceHandler(svc, handlerOpts(orders.Policy)))
 		case Edge:
@@ -269,6 +268,12 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		}
 	}
 	if len(jobUsers) > 0 {
+		// Every process with a job client may be elected river's leader,
+		// which alone inserts the periodic jobs: each registers every
+		// service's sweep, and the sweep's queue takes it to a process
+		// hosting that service (with one role per process, a leader that
+		// registered only its own sweeps left the others never run).
+		periodic = append(periodic, checkout.SweepJob(cfg.SweepEvery), payments.SweepJob(cfg.SweepEvery))
 		jc, err := jobs.NewClient(r.Pool, workers, periodic, queues, log)
 		if err != nil {
 			return fail(fmt.Errorf("job client: %w", err))

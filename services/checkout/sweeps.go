@@ -43,6 +43,9 @@ type SweepArgs struct{}
 // Kind names the job.
 func (SweepArgs) Kind() string { return "checkout_sweep" }
 
+// InsertOpts routes it to the checkout queue.
+func (SweepArgs) InsertOpts() river.InsertOpts { return jobs.In(jobs.QueueCheckout) }
+
 // SweepWorker works SweepArgs jobs.
 type SweepWorker struct {
 	river.WorkerDefaults[SweepArgs]
@@ -140,6 +143,9 @@ type ExpireArgs struct {
 
 // Kind names the job.
 func (ExpireArgs) Kind() string { return "checkout_expire" }
+
+// InsertOpts routes it to the checkout queue.
+func (ExpireArgs) InsertOpts() river.InsertOpts { return jobs.In(jobs.QueueCheckout) }
 
 // ExpireWorker works ExpireArgs jobs.
 type ExpireWorker struct {

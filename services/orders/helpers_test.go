@@ -99,7 +99,7 @@ func startWithBackoff(t *testing.T, backoff time.Duration) *env {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &orders.WebhookWorker{Service: svc})
 	river.AddWorker(workers, &orders.RefundWorker{Service: svc})
-	jc, err := jobs.NewClient(d.Pool, workers, nil, nil, log)
+	jc, err := jobs.NewClient(d.Pool, workers, nil, []string{jobs.QueueOrders}, log)
 	if err != nil {
 		t.Fatal(err)
 	}

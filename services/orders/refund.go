@@ -259,6 +259,9 @@ type RefundArgs struct {
 // Kind names the job.
 func (RefundArgs) Kind() string { return "order_refund_settle" }
 
+// InsertOpts routes it to the orders queue.
+func (RefundArgs) InsertOpts() river.InsertOpts { return jobs.In(jobs.QueueOrders) }
+
 // RefundWorker works RefundArgs jobs.
 type RefundWorker struct {
 	river.WorkerDefaults[RefundArgs]

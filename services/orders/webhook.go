@@ -22,6 +22,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bcpdev/bcp/internal/bcpnames"
+	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
@@ -71,6 +72,9 @@ type WebhookArgs struct {
 
 // Kind names the job.
 func (WebhookArgs) Kind() string { return "order_webhook" }
+
+// InsertOpts routes it to the orders queue.
+func (WebhookArgs) InsertOpts() river.InsertOpts { return jobs.In(jobs.QueueOrders) }
 
 // WebhookWorker works WebhookArgs jobs.
 type WebhookWorker struct {

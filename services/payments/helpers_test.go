@@ -162,7 +162,7 @@ func newEnv(t testing.TB) *env {
 	}
 	workers := river.NewWorkers()
 	payments.AddWorkers(workers, e.svc)
-	e.jobs, err = jobs.NewClient(e.db.Pool, workers, nil, nil, log)
+	e.jobs, err = jobs.NewClient(e.db.Pool, workers, nil, []string{jobs.QueuePayments}, log)
 	if err != nil {
 		t.Fatal(err)
 	}

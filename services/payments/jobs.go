@@ -28,6 +28,8 @@ type expireArgs struct {
 
 func (expireArgs) Kind() string { return "payments_pix_expire" }
 
+func (expireArgs) InsertOpts() river.InsertOpts { return jobs.In(jobs.QueuePayments) }
+
 type expireWorker struct {
 	river.WorkerDefaults[expireArgs]
 	s *Service
@@ -47,6 +49,8 @@ type pollArgs struct {
 }
 
 func (pollArgs) Kind() string { return "payments_pix_poll" }
+
+func (pollArgs) InsertOpts() river.InsertOpts { return jobs.In(jobs.QueuePayments) }
 
 type pollWorker struct {
 	river.WorkerDefaults[pollArgs]
@@ -71,6 +75,8 @@ type reconcileArgs struct {
 
 func (reconcileArgs) Kind() string { return "payments_pix_reconcile" }
 
+func (reconcileArgs) InsertOpts() river.InsertOpts { return jobs.In(jobs.QueuePayments) }
+
 type reconcileWorker struct {
 	river.WorkerDefaults[reconcileArgs]
 	s *Service
@@ -91,6 +97,8 @@ type settleArgs struct {
 }
 
 func (settleArgs) Kind() string { return "payments_settle" }
+
+func (settleArgs) InsertOpts() river.InsertOpts { return jobs.In(jobs.QueuePayments) }
 
 type settleWorker struct {
 	river.WorkerDefaults[settleArgs]
@@ -113,6 +121,8 @@ type refundArgs struct {
 
 func (refundArgs) Kind() string { return "payments_refund" }
 
+func (refundArgs) InsertOpts() river.InsertOpts { return jobs.In(jobs.QueuePayments) }
+
 type refundWorker struct {
 	river.WorkerDefaults[refundArgs]
 	s *Service
@@ -133,6 +143,8 @@ type cardResolveArgs struct {
 }
 
 func (cardResolveArgs) Kind() string { return "payments_card_resolve" }
+
+func (cardResolveArgs) InsertOpts() river.InsertOpts { return jobs.In(jobs.QueuePayments) }
 
 type cardResolveWorker struct {
 	river.WorkerDefaults[cardResolveArgs]

@@ -48,6 +48,9 @@ type ResolveSweepArgs struct{}
 // Kind names the job.
 func (ResolveSweepArgs) Kind() string { return "payments_resolve_sweep" }
 
+// InsertOpts routes it to the payments queue.
+func (ResolveSweepArgs) InsertOpts() river.InsertOpts { return jobs.In(jobs.QueuePayments) }
+
 type resolveSweepWorker struct {
 	river.WorkerDefaults[ResolveSweepArgs]
 	s *Service

@@ -9,11 +9,13 @@ package paymentevents
 import (
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
+
+	"github.com/bcpdev/bcp/internal/jobs"
 )
 
 // CheckoutQueue is the river queue worked by the processes that host the
 // checkout service.
-const CheckoutQueue = "checkout"
+const CheckoutQueue = jobs.QueueCheckout
 
 // AttemptChanged says that a payment attempt changed on its own — a Pix
 // paid, expired or refused, a card charge resolved after its call was

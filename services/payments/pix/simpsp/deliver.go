@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
 	"github.com/bcpdev/bcp/services/payments/pix"
@@ -32,6 +33,10 @@ type DeliverArgs struct {
 
 // Kind names the job.
 func (DeliverArgs) Kind() string { return "payments_simpsp_webhook" }
+
+// InsertOpts routes it to the payments queue (the simulator runs inside
+// the payments service).
+func (DeliverArgs) InsertOpts() river.InsertOpts { return jobs.In(jobs.QueuePayments) }
 
 // DeliverWorker posts simulated PSP webhooks; a non-2xx answer or a
 // network error is retried by the job queue.
