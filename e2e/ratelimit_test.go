@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -316,4 +317,54 @@ func TestRateLimitAcrossEdges(t *testing.T) {
 		wantLimitedMCP(t, fmt.Sprintf("edge %d afterwards", i), ans, 1000+i)
 		wantLimitedREST(t, fmt.Sprintf("edge %d afterwards over REST", i), mustREST(t, e.PublicAddr, host, a))
 	}
+}
+
+// The admin settings page shows the effective limits and sets them; the
+// tenants service's refusal of a value shows on its field; a form without
+// the fields (an older page) keeps the stored limits; the limit then
+// applies to agents.
+func TestRateLimitAdminSettings(t *testing.T) {
+	d := testdb.New(t)
+	r := startPlatform(t, platform.AllServices, d.AppURL, nil)
+	host := "adminlimite.localhost"
+	setupMerchant(t, r, "Loja Admin Limite", host, 0)
+	pw := invite(t, r, host, "dona@adminlimite.com.br")
+	b := newBrowser(t, r, host)
+	if p := b.signIn("dona@adminlimite.com.br", pw); p.status != http.StatusSeeOther {
+		t.Fatalf("sign in: %d", p.status)
+	}
+	st := b.do("GET", "/admin/configuracoes", nil)
+	for _, want := range []string{`name="merchant_rate" value="200"`, `name="merchant_burst" value="400"`, `name="agent_rate" value="100"`, `name="agent_burst" value="200"`} {
+		if !strings.Contains(st.body, want) {
+			t.Fatalf("settings page lacks %s:\n%s", want, st.body)
+		}
+	}
+	form := url.Values{"_csrf": {csrfOf(t, st)}, "name": {"Loja Admin Limite"}, "ttl_hours": {"6"},
+		"merchant_rate": {"0,01"}, "merchant_burst": {"2000000"}, "agent_rate": {""}, "agent_burst": {"50"}}
+	if p := b.do("POST", "/admin/configuracoes", form); p.status != http.StatusUnprocessableEntity || fieldError("merchant_burst").FindString(p.body) == "" {
+		t.Fatalf("burst above the maximum: %d\n%s", p.status, p.body)
+	}
+	form.Set("merchant_burst", "muitos")
+	if p := b.do("POST", "/admin/configuracoes", form); p.status != http.StatusUnprocessableEntity || fieldError("merchant_burst").FindString(p.body) == "" {
+		t.Fatalf("burst not a number: %d", p.status)
+	}
+	form.Set("merchant_burst", "2")
+	if p := b.do("POST", "/admin/configuracoes", form); p.status != http.StatusSeeOther {
+		t.Fatalf("save limits: %d\n%s", p.status, p.body)
+	}
+	// An older page without the fields keeps them.
+	old := url.Values{"_csrf": {form.Get("_csrf")}, "name": {"Loja Admin Limite"}, "ttl_hours": {"6"}}
+	if p := b.do("POST", "/admin/configuracoes", old); p.status != http.StatusSeeOther {
+		t.Fatalf("save without limits: %d", p.status)
+	}
+	st = b.do("GET", "/admin/configuracoes", nil)
+	for _, want := range []string{`name="merchant_rate" value="0,01"`, `name="merchant_burst" value="2"`, `name="agent_rate" value="100"`, `name="agent_burst" value="50"`} {
+		if !strings.Contains(st.body, want) {
+			t.Fatalf("settings page after saving lacks %s", want)
+		}
+	}
+	a := newLimitAgent(t, r, host, profileServer(t)+"/agent.json")
+	wantServed(t, "call 1", mustMCP(t, r.PublicAddr, host, a, 1))
+	wantServed(t, "call 2", mustREST(t, r.PublicAddr, host, a))
+	wantLimitedMCP(t, "call 3", mustMCP(t, r.PublicAddr, host, a, 3), 3)
 }
