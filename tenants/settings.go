@@ -116,7 +116,7 @@ func (s *Service) SetSettings(ctx context.Context, req *connect.Request[tenantsv
 }
 
 func (s *Service) loadSettings(ctx context.Context, id uuid.UUID) (*tenantsv1.Settings, error) {
-	out := &tenantsv1.Settings{CheckoutTtlSeconds: DefaultCheckoutTTL, RateLimits: effectiveRateLimits(tenantsdb.GetRateLimitsRow{})}
+	out := &tenantsv1.Settings{CheckoutTtlSeconds: DefaultCheckoutTTL, RateLimits: effectiveRateLimits(0, 0, 0, 0)}
 	err := pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
 		row, err := tenantsdb.New(tx).GetSettings(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -130,10 +130,7 @@ func (s *Service) loadSettings(ctx context.Context, id uuid.UUID) (*tenantsv1.Se
 		}
 		out.ConsentPurposes = row.ConsentPurposes
 		out.CheckoutTtlSeconds = int64(row.CheckoutTtlSeconds)
-		out.RateLimits = effectiveRateLimits(tenantsdb.GetRateLimitsRow{
-			MerchantRatePerSecond: row.MerchantRatePerSecond, MerchantBurst: row.MerchantBurst,
-			AgentRatePerSecond: row.AgentRatePerSecond, AgentBurst: row.AgentBurst,
-		})
+		out.RateLimits = effectiveRateLimits(row.MerchantRatePerSecond, row.MerchantBurst, row.AgentRatePerSecond, row.AgentBurst)
 		return nil
 	})
 	return out, err

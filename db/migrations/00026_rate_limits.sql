@@ -8,7 +8,9 @@
 -- key: 'merchant', or 'agent:' + hex SHA-256 of the agent profile URL (a
 -- URL can be kilobytes; the hash bounds the key). tokens are fractional:
 -- refill is rate·elapsed. granted is what the last lease took, so the one
--- upsert statement can return it (RETURNING sees only the new row).
+-- upsert statement can return it (RETURNING sees only the new row); rate
+-- and burst are the limits of the last lease (from the merchant's
+-- settings, read by the same statement).
 --
 -- No change-notification trigger: buckets change on nearly every lease and
 -- are not registry data.
@@ -17,6 +19,8 @@ CREATE TABLE tenants.rate_buckets (
   key        text NOT NULL CHECK (key = 'merchant' OR key ~ '^agent:[0-9a-f]{64}$'),
   tokens     double precision NOT NULL CHECK (tokens >= 0),
   granted    bigint NOT NULL CHECK (granted >= 0),
+  rate       double precision NOT NULL CHECK (rate > 0),
+  burst      double precision NOT NULL CHECK (burst >= 1),
   updated_at timestamptz NOT NULL,
   PRIMARY KEY (tenant_id, key)
 );

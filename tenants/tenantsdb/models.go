@@ -73,6 +73,8 @@ type TenantsRateBucket struct {
 	Key       string
 	Tokens    float64
 	Granted   int64
+	Rate      float64
+	Burst     float64
 	UpdatedAt time.Time
 }
 

@@ -11,77 +11,74 @@ import (
 	"github.com/google/uuid"
 )
 
-const getRateLimits = `-- name: GetRateLimits :one
-SELECT merchant_rate_per_second, merchant_burst, agent_rate_per_second, agent_burst
-FROM tenants.settings WHERE tenant_id = $1
-`
-
-type GetRateLimitsRow struct {
-	MerchantRatePerSecond float64
-	MerchantBurst         int64
-	AgentRatePerSecond    float64
-	AgentBurst            int64
-}
-
-func (q *Queries) GetRateLimits(ctx context.Context, tenantID uuid.UUID) (GetRateLimitsRow, error) {
-	row := q.db.QueryRow(ctx, getRateLimits, tenantID)
-	var i GetRateLimitsRow
-	err := row.Scan(
-		&i.MerchantRatePerSecond,
-		&i.MerchantBurst,
-		&i.AgentRatePerSecond,
-		&i.AgentBurst,
-	)
-	return i, err
-}
-
 const leaseRateTokens = `-- name: LeaseRateTokens :one
-INSERT INTO tenants.rate_buckets AS b (tenant_id, key, tokens, granted, updated_at)
-VALUES ($1, $2,
-        $3::float8 - least($4::float8, floor($3::float8)),
-        least($4::float8, floor($3::float8))::bigint,
-        statement_timestamp())
+WITH lim AS (
+  SELECT
+    coalesce(nullif(CASE WHEN $4::bool THEN s.merchant_rate_per_second ELSE s.agent_rate_per_second END, 0),
+             $5::float8) AS rate,
+    coalesce(nullif(CASE WHEN $4::bool THEN s.merchant_burst ELSE s.agent_burst END, 0),
+             $6::bigint)::float8 AS burst
+  FROM (VALUES (1)) AS one (x) LEFT JOIN tenants.settings s ON s.tenant_id = $1
+)
+INSERT INTO tenants.rate_buckets AS b (tenant_id, key, tokens, granted, rate, burst, updated_at)
+SELECT $1, $2,
+       lim.burst - least($3::float8, floor(lim.burst)),
+       least($3::float8, floor(lim.burst))::bigint,
+       lim.rate, lim.burst, statement_timestamp()
+FROM lim
 ON CONFLICT (tenant_id, key) DO UPDATE SET
-  granted = least($4::float8, floor(least($3::float8,
-              b.tokens + $5::float8 * extract(epoch FROM greatest(b.updated_at, statement_timestamp()) - b.updated_at)::float8)))::bigint,
-  tokens = least($3::float8,
-              b.tokens + $5::float8 * extract(epoch FROM greatest(b.updated_at, statement_timestamp()) - b.updated_at)::float8)
-           - least($4::float8, floor(least($3::float8,
-              b.tokens + $5::float8 * extract(epoch FROM greatest(b.updated_at, statement_timestamp()) - b.updated_at)::float8))),
+  granted = least($3::float8, floor(least(EXCLUDED.burst,
+              b.tokens + EXCLUDED.rate * extract(epoch FROM greatest(b.updated_at, statement_timestamp()) - b.updated_at)::float8)))::bigint,
+  tokens = least(EXCLUDED.burst,
+              b.tokens + EXCLUDED.rate * extract(epoch FROM greatest(b.updated_at, statement_timestamp()) - b.updated_at)::float8)
+           - least($3::float8, floor(least(EXCLUDED.burst,
+              b.tokens + EXCLUDED.rate * extract(epoch FROM greatest(b.updated_at, statement_timestamp()) - b.updated_at)::float8))),
+  rate = EXCLUDED.rate,
+  burst = EXCLUDED.burst,
   updated_at = greatest(b.updated_at, statement_timestamp())
-RETURNING granted, tokens
+RETURNING granted, tokens, rate, burst
 `
 
 type LeaseRateTokensParams struct {
-	TenantID uuid.UUID
-	Key      string
-	Burst    float64
-	Want     float64
-	Rate     float64
+	TenantID     uuid.UUID
+	Key          string
+	Want         float64
+	IsMerchant   bool
+	DefaultRate  float64
+	DefaultBurst int64
 }
 
 type LeaseRateTokensRow struct {
 	Granted int64
 	Tokens  float64
+	Rate    float64
+	Burst   float64
 }
 
 // LeaseRateTokens takes up to @want whole tokens from one bucket in one
-// atomic statement: refill by rate·elapsed (capped at burst), grant
-// least(want, floor(available)), keep the rest. A new bucket starts full.
-// The clock is the database's and never runs backwards for a row
-// (greatest(updated_at, ...)): a statement that waited for the row lock
-// with an earlier timestamp refills nothing rather than counting the same
-// interval twice.
+// atomic statement: it reads the bucket's limits from the merchant's
+// settings (0 or no row: the defaults given), refills by rate·elapsed
+// capped at burst, grants least(want, floor(available)) and keeps the
+// rest. A new bucket starts full. The clock is the database's and never
+// runs backwards for a row (greatest(updated_at, ...)): a statement that
+// waited for the row lock with an earlier timestamp refills nothing rather
+// than counting the same interval twice.
 func (q *Queries) LeaseRateTokens(ctx context.Context, arg LeaseRateTokensParams) (LeaseRateTokensRow, error) {
 	row := q.db.QueryRow(ctx, leaseRateTokens,
 		arg.TenantID,
 		arg.Key,
-		arg.Burst,
 		arg.Want,
-		arg.Rate,
+		arg.IsMerchant,
+		arg.DefaultRate,
+		arg.DefaultBurst,
 	)
 	var i LeaseRateTokensRow
-	err := row.Scan(&i.Granted, &i.Tokens)
+	err := row.Scan(
+		&i.Granted,
+		&i.Tokens,
+		&i.Rate,
+		&i.Burst,
+	)
 	return i, err
 }
 
