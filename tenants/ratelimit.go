@@ -68,7 +68,7 @@ func validateRateLimits(l *tenantsv1.RateLimits) error {
 // effectiveRateLimits fills the defaults into stored limits (0: default).
 func effectiveRateLimits(merchantRate float64, merchantBurst int64, agentRate float64, agentBurst int64) *tenantsv1.RateLimits {
 	d := DefaultRateLimits
-	or := func(v, def float64) float64 {
+	orDefault := func(v, def float64) float64 {
 		if v == 0 {
 			return def
 		}
@@ -81,8 +81,8 @@ func effectiveRateLimits(merchantRate float64, merchantBurst int64, agentRate fl
 		return v
 	}
 	return &tenantsv1.RateLimits{
-		MerchantRatePerSecond: or(merchantRate, d.MerchantRatePerSecond), MerchantBurst: orInt(merchantBurst, d.MerchantBurst),
-		AgentRatePerSecond: or(agentRate, d.AgentRatePerSecond), AgentBurst: orInt(agentBurst, d.AgentBurst),
+		MerchantRatePerSecond: orDefault(merchantRate, d.MerchantRatePerSecond), MerchantBurst: orInt(merchantBurst, d.MerchantBurst),
+		AgentRatePerSecond: orDefault(agentRate, d.AgentRatePerSecond), AgentBurst: orInt(agentBurst, d.AgentBurst),
 	}
 }
 
