@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"regexp"
 	"strings"
@@ -367,4 +368,50 @@ func TestRateLimitAdminSettings(t *testing.T) {
 	wantServed(t, "call 1", mustMCP(t, r.PublicAddr, host, a, 1))
 	wantServed(t, "call 2", mustREST(t, r.PublicAddr, host, a))
 	wantLimitedMCP(t, "call 3", mustMCP(t, r.PublicAddr, host, a, 3), 3)
+}
+
+// When the tenants service cannot lease (here a proxy in front of it
+// refuses LeaseRateTokens and passes everything else), the edge fails
+// open: calls beyond a burst of 1 are served, and each such request is
+// counted once (its agent and merchant checks both failed open).
+func TestRateLimitFailsOpen(t *testing.T) {
+	d := testdb.New(t)
+	services := startPlatform(t, []string{platform.Tenants, platform.Catalog, platform.Pricing, platform.Checkout, platform.Payments, platform.Orders}, d.AppURL, nil)
+	target, _ := url.Parse("http://" + services.InternalAddr)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var refused sync.Mutex
+	refusedN := 0
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/LeaseRateTokens") {
+			refused.Lock()
+			refusedN++
+			refused.Unlock()
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	edgeProc := startPlatform(t, []string{platform.Edge}, "", map[string]string{platform.Tenants: front.URL,
+		platform.Checkout: "http://" + services.InternalAddr, platform.Orders: "http://" + services.InternalAddr})
+	host := "semlimite.localhost"
+	setupMerchant(t, services, "Loja Sem Limite", host, 0)
+	setLimits(t, services, host, &tenantsv1.RateLimits{MerchantRatePerSecond: 0.01, MerchantBurst: 1, AgentRatePerSecond: 0.01, AgentBurst: 1})
+	a := newLimitAgent(t, services, host, profileServer(t)+"/agent.json")
+	for i := range 5 {
+		wantServed(t, fmt.Sprintf("call %d with leases failing", i), mustMCP(t, edgeProc.PublicAddr, host, a, i))
+	}
+	wantServed(t, "REST with leases failing", mustREST(t, edgeProc.PublicAddr, host, a))
+	refused.Lock()
+	n := refusedN
+	refused.Unlock()
+	if n < 1 {
+		t.Fatal("no lease reached the proxy")
+	}
+	if v := metric(t, edgeProc, `bcp_rate_limit_fail_open_total`); v != "6" {
+		t.Errorf("bcp_rate_limit_fail_open_total = %s, want 6", v)
+	}
+	if v := metric(t, edgeProc, `bcp_rate_limit_leases_total{result="error"}`); v == "0" {
+		t.Error("no lease error counted")
+	}
 }

@@ -125,17 +125,31 @@ func (l *rateLimiter) check(ctx context.Context) *protoError {
 		return nil // not behind Host routing: nothing to limit by
 	}
 	tenant := tid.String()
+	unchecked := false
 	if p, ok := agentauth.PrincipalFrom(ctx); ok && p.AgentProfileURL != "" {
-		if wait, ok := l.take(ctx, tenant, agentBucketKey(p.AgentProfileURL)); !ok {
+		r := l.take(ctx, tenant, agentBucketKey(p.AgentProfileURL))
+		if !r.ok {
 			l.limited.WithLabelValues(tenant, "agent").Inc()
-			return rateLimited(wait, "this agent")
+			return rateLimited(r.wait, "this agent")
 		}
+		unchecked = r.unchecked
 	}
-	if wait, ok := l.take(ctx, tenant, "merchant"); !ok {
+	r := l.take(ctx, tenant, "merchant")
+	if !r.ok {
 		l.limited.WithLabelValues(tenant, "merchant").Inc()
-		return rateLimited(wait, "agents of this merchant")
+		return rateLimited(r.wait, "agents of this merchant")
+	}
+	if unchecked || r.unchecked {
+		l.failOpen.Inc()
 	}
 	return nil
+}
+
+// takeResult is one bucket's answer: ok (a token was spent, or the check
+// failed open: unchecked), or how long to wait.
+type takeResult struct {
+	ok, unchecked bool
+	wait          time.Duration
 }
 
 // agentBucketKey names an agent's bucket: the profile URL hashed, which
@@ -154,8 +168,8 @@ func rateLimited(wait time.Duration, who string) *protoError {
 }
 
 // take spends one token of the bucket, leasing more when the allowance is
-// spent. It answers false and how long to wait when the bucket is empty.
-func (l *rateLimiter) take(ctx context.Context, tenant, key string) (time.Duration, bool) {
+// spent, or says how long to wait when the bucket is empty.
+func (l *rateLimiter) take(ctx context.Context, tenant, key string) takeResult {
 	bk := tenant + " " + key
 	for range leaseAttempts {
 		now := l.now()
@@ -165,15 +179,14 @@ func (l *rateLimiter) take(ctx context.Context, tenant, key string) (time.Durati
 		case b.tokens > 0 && now.Before(b.expires):
 			b.tokens--
 			l.mu.Unlock()
-			return 0, true
+			return takeResult{ok: true}
 		case now.Before(b.failOpen):
 			l.mu.Unlock()
-			l.failOpen.Inc()
-			return 0, true
+			return takeResult{ok: true, unchecked: true}
 		case now.Before(b.blocked):
 			wait := b.blocked.Sub(now)
 			l.mu.Unlock()
-			return wait, false
+			return takeResult{wait: wait}
 		}
 		b.waiting++
 		l.mu.Unlock()
@@ -190,7 +203,7 @@ func (l *rateLimiter) take(ctx context.Context, tenant, key string) (time.Durati
 	}
 	// Every lease this request waited for was spent by others first: the
 	// bucket is being drained as fast as it refills.
-	return time.Second, false
+	return takeResult{wait: time.Second}
 }
 
 // bucket returns bk's local bucket, creating it. Called with l.mu held.

@@ -73,18 +73,18 @@ func TestRateLimiterLeaseSizeAndExpiry(t *testing.T) {
 	l, now, ctx := testLimiter(t, s)
 	tenant := "t"
 	for i := range 11 { // 1 (limits unknown yet) + 10
-		if _, ok := l.take(ctx, tenant, "merchant"); !ok {
+		if !l.take(ctx, tenant, "merchant").ok {
 			t.Fatalf("take %d refused", i)
 		}
 	}
 	if s.calls.Load() != 2 || s.wants[0] != 1 || s.wants[1] != 10 {
 		t.Fatalf("%d leases wanting %v, want 2 wanting [1 10]", s.calls.Load(), s.wants)
 	}
-	if _, ok := l.take(ctx, tenant, "merchant"); !ok || s.calls.Load() != 3 {
+	if !l.take(ctx, tenant, "merchant").ok || s.calls.Load() != 3 {
 		t.Fatalf("after the batch: %d leases", s.calls.Load())
 	}
 	*now = now.Add(leaseTTL + time.Millisecond) // 9 tokens left, now void
-	if _, ok := l.take(ctx, tenant, "merchant"); !ok || s.calls.Load() != 4 {
+	if !l.take(ctx, tenant, "merchant").ok || s.calls.Load() != 4 {
 		t.Fatalf("after the lease expired: %d leases, want 4", s.calls.Load())
 	}
 	// Half the burst bounds a lease: rate 100, burst 6 → 3.
@@ -150,7 +150,7 @@ func TestRateLimiterSharesLeases(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, ok := l.take(ctx, "t", "merchant"); !ok {
+			if !l.take(ctx, "t", "merchant").ok {
 				refused.Add(1)
 			}
 		}()
