@@ -85,6 +85,10 @@ func Policy(procedure string) svcauth.Access {
 		// token itself); GetUsage stays operator-only.
 		tenantsv1connect.TenantServiceRecordUsageProcedure:
 		return svcauth.Internal
+	case tenantsv1connect.TenantServiceLeaseRateTokensProcedure:
+		// The edges' rate limit buckets, for the tenant of the call (the
+		// procedure also refuses the operator token itself).
+		return svcauth.Tenant
 	}
 	return svcauth.Operator
 }

@@ -70,6 +70,11 @@ func (s *Service) SetSettings(ctx context.Context, req *connect.Request[tenantsv
 	if ttl < 300 || ttl > 30*24*3600 {
 		return nil, apperr.Invalid("settings.checkout_ttl_seconds", "invalid_ttl", "checkout lifetime must be between 5 minutes and 30 days")
 	}
+	if l := in.GetRateLimits(); l != nil {
+		if err := validateRateLimits(l); err != nil {
+			return nil, err
+		}
+	}
 	id, err := s.resolveRef(ctx, req.Msg.GetTenant())
 	if err != nil {
 		return nil, err
@@ -85,9 +90,19 @@ func (s *Service) SetSettings(ctx context.Context, req *connect.Request[tenantsv
 	}
 	ctx = tenancy.With(ctx, id)
 	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := tenantsdb.New(tx).UpsertSettings(ctx, tenantsdb.UpsertSettingsParams{
+		q := tenantsdb.New(tx)
+		_, err := q.UpsertSettings(ctx, tenantsdb.UpsertSettingsParams{
 			TenantID: id, Links: linksJSON, ConsentPurposes: purposes, CheckoutTtlSeconds: int32(ttl),
 		})
+		if err != nil {
+			return err
+		}
+		// Absent limits keep the stored ones (see Settings.rate_limits).
+		if l := in.GetRateLimits(); l != nil {
+			_, err = q.SetRateLimits(ctx, tenantsdb.SetRateLimitsParams{TenantID: id,
+				MerchantRatePerSecond: l.GetMerchantRatePerSecond(), MerchantBurst: l.GetMerchantBurst(),
+				AgentRatePerSecond: l.GetAgentRatePerSecond(), AgentBurst: l.GetAgentBurst()})
+		}
 		return err
 	})
 	if err != nil {
@@ -101,7 +116,7 @@ func (s *Service) SetSettings(ctx context.Context, req *connect.Request[tenantsv
 }
 
 func (s *Service) loadSettings(ctx context.Context, id uuid.UUID) (*tenantsv1.Settings, error) {
-	out := &tenantsv1.Settings{CheckoutTtlSeconds: DefaultCheckoutTTL}
+	out := &tenantsv1.Settings{CheckoutTtlSeconds: DefaultCheckoutTTL, RateLimits: effectiveRateLimits(0, 0, 0, 0)}
 	err := pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
 		row, err := tenantsdb.New(tx).GetSettings(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -115,6 +130,7 @@ func (s *Service) loadSettings(ctx context.Context, id uuid.UUID) (*tenantsv1.Se
 		}
 		out.ConsentPurposes = row.ConsentPurposes
 		out.CheckoutTtlSeconds = int64(row.CheckoutTtlSeconds)
+		out.RateLimits = effectiveRateLimits(row.MerchantRatePerSecond, row.MerchantBurst, row.AgentRatePerSecond, row.AgentBurst)
 		return nil
 	})
 	return out, err

@@ -47,6 +47,9 @@ commands:
   keys rotate <tenant> [--delay 1h] [--retain 168h]
   keys revoke <tenant> <kid> [--force]
   auth policy <tenant> [--policy either|api_key|signature] [--sign-all-responses true|false]
+  rate limits <tenant> [--merchant-rate N] [--merchant-burst N] [--agent-rate N] [--agent-burst N]
+              agent requests (MCP tool calls, REST operations) per second and burst, for the
+              merchant and for each agent; shows them, or sets those given (0: the default)
   agent call <endpoint> <tool> --profile URL (--key-file PEM [--kid KID] | --api-key KEY)
              [--args JSON] [--idempotency-key KEY|auto] [--host HOST] [--verify]
   agent keygen [--out FILE] [--kid KID]
@@ -299,6 +302,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return c.keysRevoke(ctx, sub)
 	case "auth policy":
 		return c.authPolicy(ctx, sub)
+	case "rate limits":
+		return c.rateLimits(ctx, sub)
 	case "handler set":
 		return c.handlerSet(ctx, sub)
 	case "handler remove":

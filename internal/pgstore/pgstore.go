@@ -149,7 +149,18 @@ func SingleGenericPlan(ctx context.Context, pool *pgxpool.Pool, fn func(*SingleQ
 	return single(ctx, pool, setTenantGenericPlan, fn)
 }
 
+// SingleUnsynced is Single for a write that may be lost in a crash without
+// harm (rate-limit bucket updates: losing the last few hundred
+// milliseconds only hands out a few tokens again): its commit does not wait
+// for the WAL flush or a synchronous standby (synchronous_commit off, for
+// this statement's implicit transaction only). A write that others rely on
+// having happened must not use it.
+func SingleUnsynced(ctx context.Context, pool *pgxpool.Pool, fn func(*SingleQuerier) error) error {
+	return single(ctx, pool, setTenantUnsynced, fn)
+}
+
 const (
+	setTenantUnsynced    = `SELECT set_config('app.tenant_id', $1, true), set_config('synchronous_commit', 'off', true)`
 	setTenant            = `SELECT set_config('app.tenant_id', $1, true)`
 	setTenantGenericPlan = `SELECT set_config('app.tenant_id', $1, true), set_config('plan_cache_mode', 'force_generic_plan', true)`
 )

@@ -208,3 +208,26 @@ func TestSingleGenericPlan(t *testing.T) {
 		t.Fatalf("plan_cache_mode after SingleGenericPlan = %q (%v), want auto", mode, err)
 	}
 }
+
+// SingleUnsynced is Single with synchronous_commit off for its statement
+// only: the tenant is set, the relaxed commit does not leak to the next
+// statement on the (one) pooled connection.
+func TestSingleUnsynced(t *testing.T) {
+	d := testdb.New(t)
+	ctx := tenancy.With(context.Background(), uuid.New())
+	pool := d.OneConnPool(t, nil)
+	var sync, tenant string
+	if err := pgstore.SingleUnsynced(ctx, pool, func(q *pgstore.SingleQuerier) error {
+		return q.QueryRow(ctx, `SELECT current_setting('synchronous_commit'), current_setting('app.tenant_id')`).Scan(&sync, &tenant)
+	}); err != nil || sync != "off" {
+		t.Fatalf("in SingleUnsynced: synchronous_commit %q, %v; want off", sync, err)
+	}
+	if id, _ := tenancy.From(ctx); tenant != id.String() {
+		t.Fatalf("tenant %q, want %s", tenant, id)
+	}
+	if err := pgstore.Single(ctx, pool, func(q *pgstore.SingleQuerier) error {
+		return q.QueryRow(ctx, `SELECT current_setting('synchronous_commit')`).Scan(&sync)
+	}); err != nil || sync != "on" {
+		t.Fatalf("the next statement: synchronous_commit %q, %v; want on", sync, err)
+	}
+}

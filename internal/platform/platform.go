@@ -293,7 +293,11 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	obs.Health(internal, checks)
 
 	if cfg.hosts(Edge) {
-		e, err := edge.New(cfg.Edge, edge.Clients{Tenants: clients.Tenants, Checkout: clients.Checkout, Orders: clients.Orders}, log)
+		ecfg := cfg.Edge
+		if ecfg.Metrics == nil {
+			ecfg.Metrics = reg // rate limit counters on /metrics
+		}
+		e, err := edge.New(ecfg, edge.Clients{Tenants: clients.Tenants, Checkout: clients.Checkout, Orders: clients.Orders}, log)
 		if err != nil {
 			return fail(err)
 		}

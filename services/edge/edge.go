@@ -17,6 +17,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/tenancy"
@@ -42,6 +43,8 @@ type Config struct {
 	// UsageFlush is how often request counts are sent to the tenant
 	// service (0: 10 s).
 	UsageFlush time.Duration
+	// Metrics registers the edge's metrics (nil: not exported).
+	Metrics prometheus.Registerer
 }
 
 // Clients are the services the edge fronts.
@@ -64,6 +67,8 @@ type Edge struct {
 	feed  *changeFeed
 	usage *usageCounter
 	mux   *http.ServeMux
+	// limits are the per-merchant and per-agent rate limits (ratelimit.go).
+	limits *rateLimiter
 }
 
 // New builds the edge over the clients of the services it fronts.
@@ -92,6 +97,9 @@ func New(cfg Config, clients Clients, log *slog.Logger) (*Edge, error) {
 		MaxBodyBytes: maxMCPBody, Scheme: cfg.PublicScheme, Logger: log})
 	e.feed.onReset = []func(){e.hosts.reset, e.data.reset, e.disc.reset, e.mcp.reset, e.auth.Reset}
 	e.feed.onEvent = []func(string){e.hosts.invalidate, e.data.invalidate, e.disc.invalidate, e.mcp.invalidate, e.auth.Invalidate}
+	e.limits = newRateLimiter(tenants, cfg.Metrics, log)
+	e.feed.onReset = append(e.feed.onReset, e.limits.reset)
+	e.feed.onEvent = append(e.feed.onEvent, e.limits.invalidate)
 
 	e.mux = http.NewServeMux()
 	e.mux.Handle("GET /.well-known/bcp", e.disc)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -64,6 +65,8 @@ type protoError struct {
 	code       string
 	content    string
 	violations []violation // schema violations (invalid_params)
+	// retryAfter is the Retry-After in seconds on 429 (0: the default 1).
+	retryAfter int
 }
 
 type violation struct {
@@ -122,10 +125,15 @@ func (e *protoError) writeREST(w http.ResponseWriter) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	if e.status == http.StatusServiceUnavailable || e.status == http.StatusTooManyRequests || e.code == "request_in_flight" {
-		h.Set("Retry-After", "1")
+		h.Set("Retry-After", e.retryAfterHeader())
 	}
 	w.WriteHeader(e.status)
 	_ = json.NewEncoder(w).Encode(e.body())
+}
+
+// retryAfterHeader is the Retry-After value: whole seconds, at least 1.
+func (e *protoError) retryAfterHeader() string {
+	return strconv.Itoa(max(1, e.retryAfter))
 }
 
 func invalidParams(err error) *protoError {
@@ -182,6 +190,11 @@ type opRequest struct {
 // outcome (resource or error_response, with its "ucp" envelope); a
 // *protoError means the request was not processed.
 func (m *mcpEdge) run(ctx context.Context, req opRequest) (json.RawMessage, error) {
+	// Rate limits first: a refused request costs no validation, profile
+	// fetch or service call (ratelimit.go).
+	if pe := m.e.limits.check(ctx); pe != nil {
+		return nil, pe
+	}
 	spec, raw := req.spec, req.args
 	t := tenantFrom(ctx)
 	if len(raw) == 0 {

@@ -23,7 +23,10 @@ type rpcStatusKey struct{}
 // SDK's own). Stateless MCP runs one tool call per request (batches are
 // refused), so one slot suffices; the SDK writes the answer only after the
 // handler returned.
-type rpcStatus struct{ status int }
+type rpcStatus struct {
+	status     int
+	retryAfter string // the Retry-After value
+}
 
 // carriesHTTPStatus reports whether a protocol error's HTTP status is sent
 // on MCP too.
@@ -35,7 +38,7 @@ func carriesHTTPStatus(status int) bool {
 // carries.
 func noteRPCStatus(ctx context.Context, pe *protoError) {
 	if s, ok := ctx.Value(rpcStatusKey{}).(*rpcStatus); ok && carriesHTTPStatus(pe.status) {
-		s.status = pe.status
+		s.status, s.retryAfter = pe.status, pe.retryAfterHeader()
 	}
 }
 
@@ -56,7 +59,7 @@ func (w *rpcStatusWriter) WriteHeader(code int) {
 		w.wrote = true
 		if code == http.StatusOK && w.s.status != 0 {
 			code = w.s.status
-			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Retry-After", w.s.retryAfter)
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)

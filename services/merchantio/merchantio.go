@@ -451,6 +451,9 @@ func normalizeSettings(s *tenantsv1.Settings) *tenantsv1.Settings {
 	if len(out.ConsentPurposes) == 0 {
 		out.ConsentPurposes = nil
 	}
+	// Rate limits are not part of the merchant file; SetSettings without
+	// them keeps the stored ones.
+	out.RateLimits = nil
 	return out
 }
 

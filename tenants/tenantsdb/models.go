@@ -68,6 +68,16 @@ type TenantsPaymentHandler struct {
 	UpdatedAt            time.Time
 }
 
+type TenantsRateBucket struct {
+	TenantID  uuid.UUID
+	Key       string
+	Tokens    float64
+	Granted   int64
+	Rate      float64
+	Burst     float64
+	UpdatedAt time.Time
+}
+
 type TenantsRequestUsage struct {
 	TenantID uuid.UUID
 	Day      pgtype.Date
@@ -76,11 +86,15 @@ type TenantsRequestUsage struct {
 }
 
 type TenantsSetting struct {
-	TenantID           uuid.UUID
-	Links              json.RawMessage
-	ConsentPurposes    []string
-	CheckoutTtlSeconds int32
-	UpdatedAt          time.Time
+	TenantID              uuid.UUID
+	Links                 json.RawMessage
+	ConsentPurposes       []string
+	CheckoutTtlSeconds    int32
+	UpdatedAt             time.Time
+	MerchantRatePerSecond float64
+	MerchantBurst         int64
+	AgentRatePerSecond    float64
+	AgentBurst            int64
 }
 
 type TenantsSigningKey struct {

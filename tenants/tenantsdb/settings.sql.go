@@ -13,7 +13,7 @@ import (
 )
 
 const getSettings = `-- name: GetSettings :one
-SELECT tenant_id, links, consent_purposes, checkout_ttl_seconds, updated_at FROM tenants.settings WHERE tenant_id = $1
+SELECT tenant_id, links, consent_purposes, checkout_ttl_seconds, updated_at, merchant_rate_per_second, merchant_burst, agent_rate_per_second, agent_burst FROM tenants.settings WHERE tenant_id = $1
 `
 
 func (q *Queries) GetSettings(ctx context.Context, tenantID uuid.UUID) (TenantsSetting, error) {
@@ -25,6 +25,10 @@ func (q *Queries) GetSettings(ctx context.Context, tenantID uuid.UUID) (TenantsS
 		&i.ConsentPurposes,
 		&i.CheckoutTtlSeconds,
 		&i.UpdatedAt,
+		&i.MerchantRatePerSecond,
+		&i.MerchantBurst,
+		&i.AgentRatePerSecond,
+		&i.AgentBurst,
 	)
 	return i, err
 }
@@ -37,7 +41,7 @@ ON CONFLICT (tenant_id) DO UPDATE SET
   consent_purposes = EXCLUDED.consent_purposes,
   checkout_ttl_seconds = EXCLUDED.checkout_ttl_seconds,
   updated_at = now()
-RETURNING tenant_id, links, consent_purposes, checkout_ttl_seconds, updated_at
+RETURNING tenant_id, links, consent_purposes, checkout_ttl_seconds, updated_at, merchant_rate_per_second, merchant_burst, agent_rate_per_second, agent_burst
 `
 
 type UpsertSettingsParams struct {
@@ -61,6 +65,10 @@ func (q *Queries) UpsertSettings(ctx context.Context, arg UpsertSettingsParams) 
 		&i.ConsentPurposes,
 		&i.CheckoutTtlSeconds,
 		&i.UpdatedAt,
+		&i.MerchantRatePerSecond,
+		&i.MerchantBurst,
+		&i.AgentRatePerSecond,
+		&i.AgentBurst,
 	)
 	return i, err
 }

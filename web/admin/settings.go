@@ -41,8 +41,70 @@ type settingsData struct {
 	Purposes []settingsPurpose
 	TTLHours string
 	TTLErr   string
+	Limits   []settingsLimit
 	Error    string
 	others   []*tenantsv1.Link // links of other types, kept as they are
+}
+
+// settingsLimit is one rate limit field. The ranges are the tenants
+// service's to check (its refusal lands on the field); the form only
+// parses numbers.
+type settingsLimit struct {
+	Name, Label, Value, Err string
+	field                   string // the tenants service's field name
+	rate                    bool   // requests per second (decimal) or a burst (whole)
+}
+
+func limitFields(l *tenantsv1.RateLimits) []settingsLimit {
+	f := func(v float64) string { return strings.Replace(strconv.FormatFloat(v, 'f', -1, 64), ".", ",", 1) }
+	return []settingsLimit{
+		{Name: "merchant_rate", Label: "Pedidos de agentes por segundo (loja toda)", Value: f(l.GetMerchantRatePerSecond()), field: "settings.rate_limits.merchant_rate_per_second", rate: true},
+		{Name: "merchant_burst", Label: "Pico de pedidos de agentes (loja toda)", Value: strconv.FormatInt(l.GetMerchantBurst(), 10), field: "settings.rate_limits.merchant_burst"},
+		{Name: "agent_rate", Label: "Pedidos por segundo de cada agente", Value: f(l.GetAgentRatePerSecond()), field: "settings.rate_limits.agent_rate_per_second", rate: true},
+		{Name: "agent_burst", Label: "Pico de pedidos de cada agente", Value: strconv.FormatInt(l.GetAgentBurst(), 10), field: "settings.rate_limits.agent_burst"},
+	}
+}
+
+// parseLimits reads the rate limit fields into out.RateLimits; a form
+// without them (an older page) keeps the stored limits. Empty is 0: the
+// platform default.
+func parseLimits(r *http.Request, d *settingsData, out *tenantsv1.Settings) (bad bool) {
+	if _, ok := r.PostForm["merchant_rate"]; !ok {
+		return false
+	}
+	l := &tenantsv1.RateLimits{}
+	for i := range d.Limits {
+		f := &d.Limits[i]
+		f.Value = strings.TrimSpace(r.PostFormValue(f.Name))
+		if f.Value == "" {
+			continue
+		}
+		if f.rate {
+			v, err := strconv.ParseFloat(strings.Replace(f.Value, ",", ".", 1), 64)
+			if err != nil {
+				f.Err, bad = "Use um número (pedidos por segundo, ex.: 0,5 ou 100).", true
+				continue
+			}
+			if f.Name == "merchant_rate" {
+				l.MerchantRatePerSecond = v
+			} else {
+				l.AgentRatePerSecond = v
+			}
+			continue
+		}
+		v, err := strconv.ParseInt(f.Value, 10, 64)
+		if err != nil {
+			f.Err, bad = "Use um número inteiro de pedidos.", true
+			continue
+		}
+		if f.Name == "merchant_burst" {
+			l.MerchantBurst = v
+		} else {
+			l.AgentBurst = v
+		}
+	}
+	out.RateLimits = l
+	return bad
 }
 
 func settingsForm(s *tenantsv1.Settings) settingsData {
@@ -67,6 +129,7 @@ func settingsForm(s *tenantsv1.Settings) settingsData {
 	for _, p := range consentPurposes {
 		d.Purposes = append(d.Purposes, settingsPurpose{Name: p.Name, Label: p.Label, On: slices.Contains(s.GetConsentPurposes(), p.Name)})
 	}
+	d.Limits = limitFields(s.GetRateLimits())
 	return d
 }
 
@@ -153,6 +216,9 @@ func (a *Admin) saveSettings(rw http.ResponseWriter, r *http.Request) {
 		d.TTLErr, bad = "Entre 0,1 (6 minutos) e 720 horas (30 dias).", true
 	}
 	out.CheckoutTtlSeconds = int64(hours * 3600)
+	if parseLimits(r, &d, out) {
+		bad = true
+	}
 	if !bad && d.Name != oldName {
 		if _, err := a.opts.Tenants.SetTenantName(r.Context(), connect.NewRequest(&tenantsv1.SetTenantNameRequest{Tenant: sess.tenant.String(), Name: d.Name})); err != nil {
 			if !isKind(err, apperr.KindInvalidArgument) {
@@ -172,7 +238,13 @@ func (a *Admin) saveSettings(rw http.ResponseWriter, r *http.Request) {
 			a.serviceError(rw, r, err)
 			return
 		}
-		d.Error = "Configurações recusadas: " + appErr(err).Message
+		e := appErr(err)
+		d.Error = "Configurações recusadas: " + e.Message
+		for i := range d.Limits {
+			if d.Limits[i].field == e.Field {
+				d.Limits[i].Err, d.Error = e.Message, ""
+			}
+		}
 	}
 	a.render(rw, r, http.StatusUnprocessableEntity, "settings", a.newPage(r, "Configurações da loja", "config", d))
 }

@@ -2119,8 +2119,13 @@ type Settings struct {
 	ConsentPurposes []string `protobuf:"bytes,2,rep,name=consent_purposes,json=consentPurposes,proto3" json:"consent_purposes,omitempty"`
 	// Checkout session lifetime in seconds (default 6 h).
 	CheckoutTtlSeconds int64 `protobuf:"varint,3,opt,name=checkout_ttl_seconds,json=checkoutTtlSeconds,proto3" json:"checkout_ttl_seconds,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Agent request rate limits. GetSettings returns the effective limits
+	// (defaults filled in); on SetSettings an absent rate_limits keeps the
+	// stored ones, so callers that do not know about limits (a merchant file
+	// import) cannot reset them.
+	RateLimits    *RateLimits `protobuf:"bytes,4,opt,name=rate_limits,json=rateLimits,proto3" json:"rate_limits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Settings) Reset() {
@@ -2174,6 +2179,213 @@ func (x *Settings) GetCheckoutTtlSeconds() int64 {
 	return 0
 }
 
+func (x *Settings) GetRateLimits() *RateLimits {
+	if x != nil {
+		return x.RateLimits
+	}
+	return nil
+}
+
+// RateLimits are token buckets over the merchant's agent-facing requests
+// (MCP tool calls and REST operations): one for the merchant as a whole and
+// one per agent (agent profile). A rate is tokens per second, a burst the
+// bucket's size. 0 means the platform default.
+type RateLimits struct {
+	state                 protoimpl.MessageState `protogen:"open.v1"`
+	MerchantRatePerSecond float64                `protobuf:"fixed64,1,opt,name=merchant_rate_per_second,json=merchantRatePerSecond,proto3" json:"merchant_rate_per_second,omitempty"`
+	MerchantBurst         int64                  `protobuf:"varint,2,opt,name=merchant_burst,json=merchantBurst,proto3" json:"merchant_burst,omitempty"`
+	AgentRatePerSecond    float64                `protobuf:"fixed64,3,opt,name=agent_rate_per_second,json=agentRatePerSecond,proto3" json:"agent_rate_per_second,omitempty"`
+	AgentBurst            int64                  `protobuf:"varint,4,opt,name=agent_burst,json=agentBurst,proto3" json:"agent_burst,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *RateLimits) Reset() {
+	*x = RateLimits{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RateLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RateLimits) ProtoMessage() {}
+
+func (x *RateLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RateLimits.ProtoReflect.Descriptor instead.
+func (*RateLimits) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *RateLimits) GetMerchantRatePerSecond() float64 {
+	if x != nil {
+		return x.MerchantRatePerSecond
+	}
+	return 0
+}
+
+func (x *RateLimits) GetMerchantBurst() int64 {
+	if x != nil {
+		return x.MerchantBurst
+	}
+	return 0
+}
+
+func (x *RateLimits) GetAgentRatePerSecond() float64 {
+	if x != nil {
+		return x.AgentRatePerSecond
+	}
+	return 0
+}
+
+func (x *RateLimits) GetAgentBurst() int64 {
+	if x != nil {
+		return x.AgentBurst
+	}
+	return 0
+}
+
+// The tenant is the call's (the Bcp-Tenant-Id header): the procedure is
+// tenant-scoped like the other services' and runs under the tenant's RLS.
+type LeaseRateTokensRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "merchant", or "agent:" + the hex SHA-256 of the agent profile URL.
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Tokens wanted, at least 1 (more than the bucket's burst is capped).
+	Want          int64 `protobuf:"varint,2,opt,name=want,proto3" json:"want,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseRateTokensRequest) Reset() {
+	*x = LeaseRateTokensRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseRateTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseRateTokensRequest) ProtoMessage() {}
+
+func (x *LeaseRateTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseRateTokensRequest.ProtoReflect.Descriptor instead.
+func (*LeaseRateTokensRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *LeaseRateTokensRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *LeaseRateTokensRequest) GetWant() int64 {
+	if x != nil {
+		return x.Want
+	}
+	return 0
+}
+
+type LeaseRateTokensResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tokens granted, 0 to want.
+	Granted int64 `protobuf:"varint,1,opt,name=granted,proto3" json:"granted,omitempty"`
+	// When fewer than want were granted: seconds until the bucket holds its
+	// next whole token (0 when it still holds one).
+	RetryAfterSeconds float64 `protobuf:"fixed64,2,opt,name=retry_after_seconds,json=retryAfterSeconds,proto3" json:"retry_after_seconds,omitempty"`
+	// The bucket's limits, so the caller can size its next lease.
+	RatePerSecond float64 `protobuf:"fixed64,3,opt,name=rate_per_second,json=ratePerSecond,proto3" json:"rate_per_second,omitempty"`
+	Burst         int64   `protobuf:"varint,4,opt,name=burst,proto3" json:"burst,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseRateTokensResponse) Reset() {
+	*x = LeaseRateTokensResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseRateTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseRateTokensResponse) ProtoMessage() {}
+
+func (x *LeaseRateTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseRateTokensResponse.ProtoReflect.Descriptor instead.
+func (*LeaseRateTokensResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *LeaseRateTokensResponse) GetGranted() int64 {
+	if x != nil {
+		return x.Granted
+	}
+	return 0
+}
+
+func (x *LeaseRateTokensResponse) GetRetryAfterSeconds() float64 {
+	if x != nil {
+		return x.RetryAfterSeconds
+	}
+	return 0
+}
+
+func (x *LeaseRateTokensResponse) GetRatePerSecond() float64 {
+	if x != nil {
+		return x.RatePerSecond
+	}
+	return 0
+}
+
+func (x *LeaseRateTokensResponse) GetBurst() int64 {
+	if x != nil {
+		return x.Burst
+	}
+	return 0
+}
+
 type Link struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
@@ -2185,7 +2397,7 @@ type Link struct {
 
 func (x *Link) Reset() {
 	*x = Link{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[34]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2197,7 +2409,7 @@ func (x *Link) String() string {
 func (*Link) ProtoMessage() {}
 
 func (x *Link) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[34]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2210,7 +2422,7 @@ func (x *Link) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Link.ProtoReflect.Descriptor instead.
 func (*Link) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{34}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Link) GetType() string {
@@ -2243,7 +2455,7 @@ type GetSettingsRequest struct {
 
 func (x *GetSettingsRequest) Reset() {
 	*x = GetSettingsRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[35]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2255,7 +2467,7 @@ func (x *GetSettingsRequest) String() string {
 func (*GetSettingsRequest) ProtoMessage() {}
 
 func (x *GetSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[35]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2268,7 +2480,7 @@ func (x *GetSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSettingsRequest.ProtoReflect.Descriptor instead.
 func (*GetSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{35}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetSettingsRequest) GetTenantId() string {
@@ -2287,7 +2499,7 @@ type GetSettingsResponse struct {
 
 func (x *GetSettingsResponse) Reset() {
 	*x = GetSettingsResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[36]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2299,7 +2511,7 @@ func (x *GetSettingsResponse) String() string {
 func (*GetSettingsResponse) ProtoMessage() {}
 
 func (x *GetSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[36]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2312,7 +2524,7 @@ func (x *GetSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSettingsResponse.ProtoReflect.Descriptor instead.
 func (*GetSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{36}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetSettingsResponse) GetSettings() *Settings {
@@ -2332,7 +2544,7 @@ type SetSettingsRequest struct {
 
 func (x *SetSettingsRequest) Reset() {
 	*x = SetSettingsRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[37]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2344,7 +2556,7 @@ func (x *SetSettingsRequest) String() string {
 func (*SetSettingsRequest) ProtoMessage() {}
 
 func (x *SetSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[37]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2357,7 +2569,7 @@ func (x *SetSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSettingsRequest.ProtoReflect.Descriptor instead.
 func (*SetSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{37}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SetSettingsRequest) GetTenant() string {
@@ -2383,7 +2595,7 @@ type SetSettingsResponse struct {
 
 func (x *SetSettingsResponse) Reset() {
 	*x = SetSettingsResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[38]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2395,7 +2607,7 @@ func (x *SetSettingsResponse) String() string {
 func (*SetSettingsResponse) ProtoMessage() {}
 
 func (x *SetSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[38]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2408,7 +2620,7 @@ func (x *SetSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSettingsResponse.ProtoReflect.Descriptor instead.
 func (*SetSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{38}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SetSettingsResponse) GetSettings() *Settings {
@@ -2431,7 +2643,7 @@ type SetAgentAuthPolicyRequest struct {
 
 func (x *SetAgentAuthPolicyRequest) Reset() {
 	*x = SetAgentAuthPolicyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2443,7 +2655,7 @@ func (x *SetAgentAuthPolicyRequest) String() string {
 func (*SetAgentAuthPolicyRequest) ProtoMessage() {}
 
 func (x *SetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2456,7 +2668,7 @@ func (x *SetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAgentAuthPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetAgentAuthPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{39}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SetAgentAuthPolicyRequest) GetTenant() string {
@@ -2489,7 +2701,7 @@ type SetAgentAuthPolicyResponse struct {
 
 func (x *SetAgentAuthPolicyResponse) Reset() {
 	*x = SetAgentAuthPolicyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2501,7 +2713,7 @@ func (x *SetAgentAuthPolicyResponse) String() string {
 func (*SetAgentAuthPolicyResponse) ProtoMessage() {}
 
 func (x *SetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2514,7 +2726,7 @@ func (x *SetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAgentAuthPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetAgentAuthPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{40}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SetAgentAuthPolicyResponse) GetTenant() *Tenant {
@@ -2533,7 +2745,7 @@ type GetAgentAuthPolicyRequest struct {
 
 func (x *GetAgentAuthPolicyRequest) Reset() {
 	*x = GetAgentAuthPolicyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2545,7 +2757,7 @@ func (x *GetAgentAuthPolicyRequest) String() string {
 func (*GetAgentAuthPolicyRequest) ProtoMessage() {}
 
 func (x *GetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2558,7 +2770,7 @@ func (x *GetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentAuthPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetAgentAuthPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{41}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetAgentAuthPolicyRequest) GetTenantId() string {
@@ -2580,7 +2792,7 @@ type GetAgentAuthPolicyResponse struct {
 
 func (x *GetAgentAuthPolicyResponse) Reset() {
 	*x = GetAgentAuthPolicyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2592,7 +2804,7 @@ func (x *GetAgentAuthPolicyResponse) String() string {
 func (*GetAgentAuthPolicyResponse) ProtoMessage() {}
 
 func (x *GetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2605,7 +2817,7 @@ func (x *GetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentAuthPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetAgentAuthPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{42}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetAgentAuthPolicyResponse) GetPolicy() AgentAuthPolicy {
@@ -2640,7 +2852,7 @@ type AuthenticateAPIKeyRequest struct {
 
 func (x *AuthenticateAPIKeyRequest) Reset() {
 	*x = AuthenticateAPIKeyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2652,7 +2864,7 @@ func (x *AuthenticateAPIKeyRequest) String() string {
 func (*AuthenticateAPIKeyRequest) ProtoMessage() {}
 
 func (x *AuthenticateAPIKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2665,7 +2877,7 @@ func (x *AuthenticateAPIKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateAPIKeyRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateAPIKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{43}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AuthenticateAPIKeyRequest) GetTenantId() string {
@@ -2693,7 +2905,7 @@ type AuthenticateAPIKeyResponse struct {
 
 func (x *AuthenticateAPIKeyResponse) Reset() {
 	*x = AuthenticateAPIKeyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2705,7 +2917,7 @@ func (x *AuthenticateAPIKeyResponse) String() string {
 func (*AuthenticateAPIKeyResponse) ProtoMessage() {}
 
 func (x *AuthenticateAPIKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2718,7 +2930,7 @@ func (x *AuthenticateAPIKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateAPIKeyResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateAPIKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{44}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AuthenticateAPIKeyResponse) GetApiKeyId() string {
@@ -2752,7 +2964,7 @@ type SigningKey struct {
 
 func (x *SigningKey) Reset() {
 	*x = SigningKey{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2764,7 +2976,7 @@ func (x *SigningKey) String() string {
 func (*SigningKey) ProtoMessage() {}
 
 func (x *SigningKey) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2777,7 +2989,7 @@ func (x *SigningKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SigningKey.ProtoReflect.Descriptor instead.
 func (*SigningKey) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{45}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SigningKey) GetKid() string {
@@ -2845,7 +3057,7 @@ type ListSigningKeysRequest struct {
 
 func (x *ListSigningKeysRequest) Reset() {
 	*x = ListSigningKeysRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2857,7 +3069,7 @@ func (x *ListSigningKeysRequest) String() string {
 func (*ListSigningKeysRequest) ProtoMessage() {}
 
 func (x *ListSigningKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2870,7 +3082,7 @@ func (x *ListSigningKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSigningKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListSigningKeysRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{46}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListSigningKeysRequest) GetTenant() string {
@@ -2890,7 +3102,7 @@ type ListSigningKeysResponse struct {
 
 func (x *ListSigningKeysResponse) Reset() {
 	*x = ListSigningKeysResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2902,7 +3114,7 @@ func (x *ListSigningKeysResponse) String() string {
 func (*ListSigningKeysResponse) ProtoMessage() {}
 
 func (x *ListSigningKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2915,7 +3127,7 @@ func (x *ListSigningKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSigningKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListSigningKeysResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{47}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListSigningKeysResponse) GetKeys() []*SigningKey {
@@ -2940,7 +3152,7 @@ type RotateSigningKeyRequest struct {
 
 func (x *RotateSigningKeyRequest) Reset() {
 	*x = RotateSigningKeyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2952,7 +3164,7 @@ func (x *RotateSigningKeyRequest) String() string {
 func (*RotateSigningKeyRequest) ProtoMessage() {}
 
 func (x *RotateSigningKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2965,7 +3177,7 @@ func (x *RotateSigningKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateSigningKeyRequest.ProtoReflect.Descriptor instead.
 func (*RotateSigningKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{48}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RotateSigningKeyRequest) GetTenant() string {
@@ -2999,7 +3211,7 @@ type RotateSigningKeyResponse struct {
 
 func (x *RotateSigningKeyResponse) Reset() {
 	*x = RotateSigningKeyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3011,7 +3223,7 @@ func (x *RotateSigningKeyResponse) String() string {
 func (*RotateSigningKeyResponse) ProtoMessage() {}
 
 func (x *RotateSigningKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3024,7 +3236,7 @@ func (x *RotateSigningKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateSigningKeyResponse.ProtoReflect.Descriptor instead.
 func (*RotateSigningKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{49}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RotateSigningKeyResponse) GetKey() *SigningKey {
@@ -3054,7 +3266,7 @@ type RevokeSigningKeyRequest struct {
 
 func (x *RevokeSigningKeyRequest) Reset() {
 	*x = RevokeSigningKeyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3066,7 +3278,7 @@ func (x *RevokeSigningKeyRequest) String() string {
 func (*RevokeSigningKeyRequest) ProtoMessage() {}
 
 func (x *RevokeSigningKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3079,7 +3291,7 @@ func (x *RevokeSigningKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSigningKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeSigningKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{50}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RevokeSigningKeyRequest) GetTenant() string {
@@ -3112,7 +3324,7 @@ type RevokeSigningKeyResponse struct {
 
 func (x *RevokeSigningKeyResponse) Reset() {
 	*x = RevokeSigningKeyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3124,7 +3336,7 @@ func (x *RevokeSigningKeyResponse) String() string {
 func (*RevokeSigningKeyResponse) ProtoMessage() {}
 
 func (x *RevokeSigningKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3137,7 +3349,7 @@ func (x *RevokeSigningKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSigningKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeSigningKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{51}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RevokeSigningKeyResponse) GetKey() *SigningKey {
@@ -3164,7 +3376,7 @@ type SignWithCurrentKeyRequest struct {
 
 func (x *SignWithCurrentKeyRequest) Reset() {
 	*x = SignWithCurrentKeyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3176,7 +3388,7 @@ func (x *SignWithCurrentKeyRequest) String() string {
 func (*SignWithCurrentKeyRequest) ProtoMessage() {}
 
 func (x *SignWithCurrentKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3189,7 +3401,7 @@ func (x *SignWithCurrentKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignWithCurrentKeyRequest.ProtoReflect.Descriptor instead.
 func (*SignWithCurrentKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{52}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SignWithCurrentKeyRequest) GetTenantId() string {
@@ -3229,7 +3441,7 @@ type SignWithCurrentKeyResponse struct {
 
 func (x *SignWithCurrentKeyResponse) Reset() {
 	*x = SignWithCurrentKeyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3241,7 +3453,7 @@ func (x *SignWithCurrentKeyResponse) String() string {
 func (*SignWithCurrentKeyResponse) ProtoMessage() {}
 
 func (x *SignWithCurrentKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3254,7 +3466,7 @@ func (x *SignWithCurrentKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignWithCurrentKeyResponse.ProtoReflect.Descriptor instead.
 func (*SignWithCurrentKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{53}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SignWithCurrentKeyResponse) GetKid() string {
@@ -3301,7 +3513,7 @@ type MerchantUser struct {
 
 func (x *MerchantUser) Reset() {
 	*x = MerchantUser{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3313,7 +3525,7 @@ func (x *MerchantUser) String() string {
 func (*MerchantUser) ProtoMessage() {}
 
 func (x *MerchantUser) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3326,7 +3538,7 @@ func (x *MerchantUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MerchantUser.ProtoReflect.Descriptor instead.
 func (*MerchantUser) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{54}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *MerchantUser) GetId() string {
@@ -3391,7 +3603,7 @@ type InviteMerchantUserRequest struct {
 
 func (x *InviteMerchantUserRequest) Reset() {
 	*x = InviteMerchantUserRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3403,7 +3615,7 @@ func (x *InviteMerchantUserRequest) String() string {
 func (*InviteMerchantUserRequest) ProtoMessage() {}
 
 func (x *InviteMerchantUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3416,7 +3628,7 @@ func (x *InviteMerchantUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteMerchantUserRequest.ProtoReflect.Descriptor instead.
 func (*InviteMerchantUserRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{55}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *InviteMerchantUserRequest) GetTenant() string {
@@ -3451,7 +3663,7 @@ type InviteMerchantUserResponse struct {
 
 func (x *InviteMerchantUserResponse) Reset() {
 	*x = InviteMerchantUserResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3463,7 +3675,7 @@ func (x *InviteMerchantUserResponse) String() string {
 func (*InviteMerchantUserResponse) ProtoMessage() {}
 
 func (x *InviteMerchantUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3476,7 +3688,7 @@ func (x *InviteMerchantUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteMerchantUserResponse.ProtoReflect.Descriptor instead.
 func (*InviteMerchantUserResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{56}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *InviteMerchantUserResponse) GetUser() *MerchantUser {
@@ -3502,7 +3714,7 @@ type ListMerchantUsersRequest struct {
 
 func (x *ListMerchantUsersRequest) Reset() {
 	*x = ListMerchantUsersRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3514,7 +3726,7 @@ func (x *ListMerchantUsersRequest) String() string {
 func (*ListMerchantUsersRequest) ProtoMessage() {}
 
 func (x *ListMerchantUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3527,7 +3739,7 @@ func (x *ListMerchantUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMerchantUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListMerchantUsersRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{57}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListMerchantUsersRequest) GetTenant() string {
@@ -3546,7 +3758,7 @@ type ListMerchantUsersResponse struct {
 
 func (x *ListMerchantUsersResponse) Reset() {
 	*x = ListMerchantUsersResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3558,7 +3770,7 @@ func (x *ListMerchantUsersResponse) String() string {
 func (*ListMerchantUsersResponse) ProtoMessage() {}
 
 func (x *ListMerchantUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3571,7 +3783,7 @@ func (x *ListMerchantUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMerchantUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListMerchantUsersResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{58}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListMerchantUsersResponse) GetUsers() []*MerchantUser {
@@ -3592,7 +3804,7 @@ type SignInMerchantUserRequest struct {
 
 func (x *SignInMerchantUserRequest) Reset() {
 	*x = SignInMerchantUserRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3604,7 +3816,7 @@ func (x *SignInMerchantUserRequest) String() string {
 func (*SignInMerchantUserRequest) ProtoMessage() {}
 
 func (x *SignInMerchantUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3617,7 +3829,7 @@ func (x *SignInMerchantUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignInMerchantUserRequest.ProtoReflect.Descriptor instead.
 func (*SignInMerchantUserRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{59}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *SignInMerchantUserRequest) GetTenantId() string {
@@ -3653,7 +3865,7 @@ type SignInMerchantUserResponse struct {
 
 func (x *SignInMerchantUserResponse) Reset() {
 	*x = SignInMerchantUserResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3665,7 +3877,7 @@ func (x *SignInMerchantUserResponse) String() string {
 func (*SignInMerchantUserResponse) ProtoMessage() {}
 
 func (x *SignInMerchantUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3678,7 +3890,7 @@ func (x *SignInMerchantUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignInMerchantUserResponse.ProtoReflect.Descriptor instead.
 func (*SignInMerchantUserResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{60}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *SignInMerchantUserResponse) GetUser() *MerchantUser {
@@ -3712,7 +3924,7 @@ type GetMerchantSessionRequest struct {
 
 func (x *GetMerchantSessionRequest) Reset() {
 	*x = GetMerchantSessionRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3724,7 +3936,7 @@ func (x *GetMerchantSessionRequest) String() string {
 func (*GetMerchantSessionRequest) ProtoMessage() {}
 
 func (x *GetMerchantSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3737,7 +3949,7 @@ func (x *GetMerchantSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMerchantSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetMerchantSessionRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{61}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GetMerchantSessionRequest) GetTenantId() string {
@@ -3764,7 +3976,7 @@ type GetMerchantSessionResponse struct {
 
 func (x *GetMerchantSessionResponse) Reset() {
 	*x = GetMerchantSessionResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3776,7 +3988,7 @@ func (x *GetMerchantSessionResponse) String() string {
 func (*GetMerchantSessionResponse) ProtoMessage() {}
 
 func (x *GetMerchantSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3789,7 +4001,7 @@ func (x *GetMerchantSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMerchantSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetMerchantSessionResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{62}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GetMerchantSessionResponse) GetUser() *MerchantUser {
@@ -3816,7 +4028,7 @@ type EndMerchantSessionRequest struct {
 
 func (x *EndMerchantSessionRequest) Reset() {
 	*x = EndMerchantSessionRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3828,7 +4040,7 @@ func (x *EndMerchantSessionRequest) String() string {
 func (*EndMerchantSessionRequest) ProtoMessage() {}
 
 func (x *EndMerchantSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3841,7 +4053,7 @@ func (x *EndMerchantSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMerchantSessionRequest.ProtoReflect.Descriptor instead.
 func (*EndMerchantSessionRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{63}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *EndMerchantSessionRequest) GetTenantId() string {
@@ -3866,7 +4078,7 @@ type EndMerchantSessionResponse struct {
 
 func (x *EndMerchantSessionResponse) Reset() {
 	*x = EndMerchantSessionResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3878,7 +4090,7 @@ func (x *EndMerchantSessionResponse) String() string {
 func (*EndMerchantSessionResponse) ProtoMessage() {}
 
 func (x *EndMerchantSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3891,7 +4103,7 @@ func (x *EndMerchantSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMerchantSessionResponse.ProtoReflect.Descriptor instead.
 func (*EndMerchantSessionResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{64}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{67}
 }
 
 type SetTenantNameRequest struct {
@@ -3904,7 +4116,7 @@ type SetTenantNameRequest struct {
 
 func (x *SetTenantNameRequest) Reset() {
 	*x = SetTenantNameRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3916,7 +4128,7 @@ func (x *SetTenantNameRequest) String() string {
 func (*SetTenantNameRequest) ProtoMessage() {}
 
 func (x *SetTenantNameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3929,7 +4141,7 @@ func (x *SetTenantNameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantNameRequest.ProtoReflect.Descriptor instead.
 func (*SetTenantNameRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{65}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *SetTenantNameRequest) GetTenant() string {
@@ -3955,7 +4167,7 @@ type SetTenantNameResponse struct {
 
 func (x *SetTenantNameResponse) Reset() {
 	*x = SetTenantNameResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3967,7 +4179,7 @@ func (x *SetTenantNameResponse) String() string {
 func (*SetTenantNameResponse) ProtoMessage() {}
 
 func (x *SetTenantNameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3980,7 +4192,7 @@ func (x *SetTenantNameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantNameResponse.ProtoReflect.Descriptor instead.
 func (*SetTenantNameResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{66}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SetTenantNameResponse) GetTenant() *Tenant {
@@ -4007,7 +4219,7 @@ type UsageCount struct {
 
 func (x *UsageCount) Reset() {
 	*x = UsageCount{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4019,7 +4231,7 @@ func (x *UsageCount) String() string {
 func (*UsageCount) ProtoMessage() {}
 
 func (x *UsageCount) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4032,7 +4244,7 @@ func (x *UsageCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageCount.ProtoReflect.Descriptor instead.
 func (*UsageCount) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{67}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *UsageCount) GetTenantId() string {
@@ -4073,7 +4285,7 @@ type RecordUsageRequest struct {
 
 func (x *RecordUsageRequest) Reset() {
 	*x = RecordUsageRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4085,7 +4297,7 @@ func (x *RecordUsageRequest) String() string {
 func (*RecordUsageRequest) ProtoMessage() {}
 
 func (x *RecordUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4098,7 +4310,7 @@ func (x *RecordUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordUsageRequest.ProtoReflect.Descriptor instead.
 func (*RecordUsageRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{68}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *RecordUsageRequest) GetCounts() []*UsageCount {
@@ -4116,7 +4328,7 @@ type RecordUsageResponse struct {
 
 func (x *RecordUsageResponse) Reset() {
 	*x = RecordUsageResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4128,7 +4340,7 @@ func (x *RecordUsageResponse) String() string {
 func (*RecordUsageResponse) ProtoMessage() {}
 
 func (x *RecordUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4141,7 +4353,7 @@ func (x *RecordUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordUsageResponse.ProtoReflect.Descriptor instead.
 func (*RecordUsageResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{69}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{72}
 }
 
 type GetUsageRequest struct {
@@ -4159,7 +4371,7 @@ type GetUsageRequest struct {
 
 func (x *GetUsageRequest) Reset() {
 	*x = GetUsageRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4171,7 +4383,7 @@ func (x *GetUsageRequest) String() string {
 func (*GetUsageRequest) ProtoMessage() {}
 
 func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4184,7 +4396,7 @@ func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{70}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *GetUsageRequest) GetTenant() string {
@@ -4220,7 +4432,7 @@ type GetUsageResponse struct {
 
 func (x *GetUsageResponse) Reset() {
 	*x = GetUsageResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4232,7 +4444,7 @@ func (x *GetUsageResponse) String() string {
 func (*GetUsageResponse) ProtoMessage() {}
 
 func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4245,7 +4457,7 @@ func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{71}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *GetUsageResponse) GetDays() []*UsageCount {
@@ -4398,11 +4610,28 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
 	"KIND_RESET\x10\x01\x12\x0f\n" +
-	"\vKIND_TENANT\x10\x02\"\x93\x01\n" +
+	"\vKIND_TENANT\x10\x02\"\xd0\x01\n" +
 	"\bSettings\x12*\n" +
 	"\x05links\x18\x01 \x03(\v2\x14.bcp.tenants.v1.LinkR\x05links\x12)\n" +
 	"\x10consent_purposes\x18\x02 \x03(\tR\x0fconsentPurposes\x120\n" +
-	"\x14checkout_ttl_seconds\x18\x03 \x01(\x03R\x12checkoutTtlSeconds\"B\n" +
+	"\x14checkout_ttl_seconds\x18\x03 \x01(\x03R\x12checkoutTtlSeconds\x12;\n" +
+	"\vrate_limits\x18\x04 \x01(\v2\x1a.bcp.tenants.v1.RateLimitsR\n" +
+	"rateLimits\"\xc0\x01\n" +
+	"\n" +
+	"RateLimits\x127\n" +
+	"\x18merchant_rate_per_second\x18\x01 \x01(\x01R\x15merchantRatePerSecond\x12%\n" +
+	"\x0emerchant_burst\x18\x02 \x01(\x03R\rmerchantBurst\x121\n" +
+	"\x15agent_rate_per_second\x18\x03 \x01(\x01R\x12agentRatePerSecond\x12\x1f\n" +
+	"\vagent_burst\x18\x04 \x01(\x03R\n" +
+	"agentBurst\">\n" +
+	"\x16LeaseRateTokensRequest\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
+	"\x04want\x18\x02 \x01(\x03R\x04want\"\xa1\x01\n" +
+	"\x17LeaseRateTokensResponse\x12\x18\n" +
+	"\agranted\x18\x01 \x01(\x03R\agranted\x12.\n" +
+	"\x13retry_after_seconds\x18\x02 \x01(\x01R\x11retryAfterSeconds\x12&\n" +
+	"\x0frate_per_second\x18\x03 \x01(\x01R\rratePerSecond\x12\x14\n" +
+	"\x05burst\x18\x04 \x01(\x03R\x05burst\"B\n" +
 	"\x04Link\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
@@ -4559,7 +4788,7 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x1aSIGNING_KEY_STATUS_CURRENT\x10\x02\x12\x1f\n" +
 	"\x1bSIGNING_KEY_STATUS_RETIRING\x10\x03\x12\x1e\n" +
 	"\x1aSIGNING_KEY_STATUS_RETIRED\x10\x04\x12\x1e\n" +
-	"\x1aSIGNING_KEY_STATUS_REVOKED\x10\x052\xd8\x18\n" +
+	"\x1aSIGNING_KEY_STATUS_REVOKED\x10\x052\xbc\x19\n" +
 	"\rTenantService\x12F\n" +
 	"\x04Ping\x12\x1b.bcp.tenants.v1.PingRequest\x1a\x1c.bcp.tenants.v1.PingResponse\"\x03\x90\x02\x01\x12Y\n" +
 	"\fCreateTenant\x12#.bcp.tenants.v1.CreateTenantRequest\x1a$.bcp.tenants.v1.CreateTenantResponse\x12U\n" +
@@ -4592,7 +4821,8 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x12EndMerchantSession\x12).bcp.tenants.v1.EndMerchantSessionRequest\x1a*.bcp.tenants.v1.EndMerchantSessionResponse\x12\\\n" +
 	"\rSetTenantName\x12$.bcp.tenants.v1.SetTenantNameRequest\x1a%.bcp.tenants.v1.SetTenantNameResponse\x12V\n" +
 	"\vRecordUsage\x12\".bcp.tenants.v1.RecordUsageRequest\x1a#.bcp.tenants.v1.RecordUsageResponse\x12R\n" +
-	"\bGetUsage\x12\x1f.bcp.tenants.v1.GetUsageRequest\x1a .bcp.tenants.v1.GetUsageResponse\"\x03\x90\x02\x01B\xb6\x01\n" +
+	"\bGetUsage\x12\x1f.bcp.tenants.v1.GetUsageRequest\x1a .bcp.tenants.v1.GetUsageResponse\"\x03\x90\x02\x01\x12b\n" +
+	"\x0fLeaseRateTokens\x12&.bcp.tenants.v1.LeaseRateTokensRequest\x1a'.bcp.tenants.v1.LeaseRateTokensResponseB\xb6\x01\n" +
 	"\x12com.bcp.tenants.v1B\fTenantsProtoP\x01Z8github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1;tenantsv1\xa2\x02\x03BTX\xaa\x02\x0eBcp.Tenants.V1\xca\x02\x0eBcp\\Tenants\\V1\xe2\x02\x1aBcp\\Tenants\\V1\\GPBMetadata\xea\x02\x10Bcp::Tenants::V1b\x06proto3"
 
 var (
@@ -4608,7 +4838,7 @@ func file_bcp_tenants_v1_tenants_proto_rawDescGZIP() []byte {
 }
 
 var file_bcp_tenants_v1_tenants_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
+var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
 var file_bcp_tenants_v1_tenants_proto_goTypes = []any{
 	(TenantStatus)(0),                    // 0: bcp.tenants.v1.TenantStatus
 	(Environment)(0),                     // 1: bcp.tenants.v1.Environment
@@ -4649,51 +4879,54 @@ var file_bcp_tenants_v1_tenants_proto_goTypes = []any{
 	(*WatchChangesRequest)(nil),          // 36: bcp.tenants.v1.WatchChangesRequest
 	(*WatchChangesResponse)(nil),         // 37: bcp.tenants.v1.WatchChangesResponse
 	(*Settings)(nil),                     // 38: bcp.tenants.v1.Settings
-	(*Link)(nil),                         // 39: bcp.tenants.v1.Link
-	(*GetSettingsRequest)(nil),           // 40: bcp.tenants.v1.GetSettingsRequest
-	(*GetSettingsResponse)(nil),          // 41: bcp.tenants.v1.GetSettingsResponse
-	(*SetSettingsRequest)(nil),           // 42: bcp.tenants.v1.SetSettingsRequest
-	(*SetSettingsResponse)(nil),          // 43: bcp.tenants.v1.SetSettingsResponse
-	(*SetAgentAuthPolicyRequest)(nil),    // 44: bcp.tenants.v1.SetAgentAuthPolicyRequest
-	(*SetAgentAuthPolicyResponse)(nil),   // 45: bcp.tenants.v1.SetAgentAuthPolicyResponse
-	(*GetAgentAuthPolicyRequest)(nil),    // 46: bcp.tenants.v1.GetAgentAuthPolicyRequest
-	(*GetAgentAuthPolicyResponse)(nil),   // 47: bcp.tenants.v1.GetAgentAuthPolicyResponse
-	(*AuthenticateAPIKeyRequest)(nil),    // 48: bcp.tenants.v1.AuthenticateAPIKeyRequest
-	(*AuthenticateAPIKeyResponse)(nil),   // 49: bcp.tenants.v1.AuthenticateAPIKeyResponse
-	(*SigningKey)(nil),                   // 50: bcp.tenants.v1.SigningKey
-	(*ListSigningKeysRequest)(nil),       // 51: bcp.tenants.v1.ListSigningKeysRequest
-	(*ListSigningKeysResponse)(nil),      // 52: bcp.tenants.v1.ListSigningKeysResponse
-	(*RotateSigningKeyRequest)(nil),      // 53: bcp.tenants.v1.RotateSigningKeyRequest
-	(*RotateSigningKeyResponse)(nil),     // 54: bcp.tenants.v1.RotateSigningKeyResponse
-	(*RevokeSigningKeyRequest)(nil),      // 55: bcp.tenants.v1.RevokeSigningKeyRequest
-	(*RevokeSigningKeyResponse)(nil),     // 56: bcp.tenants.v1.RevokeSigningKeyResponse
-	(*SignWithCurrentKeyRequest)(nil),    // 57: bcp.tenants.v1.SignWithCurrentKeyRequest
-	(*SignWithCurrentKeyResponse)(nil),   // 58: bcp.tenants.v1.SignWithCurrentKeyResponse
-	(*MerchantUser)(nil),                 // 59: bcp.tenants.v1.MerchantUser
-	(*InviteMerchantUserRequest)(nil),    // 60: bcp.tenants.v1.InviteMerchantUserRequest
-	(*InviteMerchantUserResponse)(nil),   // 61: bcp.tenants.v1.InviteMerchantUserResponse
-	(*ListMerchantUsersRequest)(nil),     // 62: bcp.tenants.v1.ListMerchantUsersRequest
-	(*ListMerchantUsersResponse)(nil),    // 63: bcp.tenants.v1.ListMerchantUsersResponse
-	(*SignInMerchantUserRequest)(nil),    // 64: bcp.tenants.v1.SignInMerchantUserRequest
-	(*SignInMerchantUserResponse)(nil),   // 65: bcp.tenants.v1.SignInMerchantUserResponse
-	(*GetMerchantSessionRequest)(nil),    // 66: bcp.tenants.v1.GetMerchantSessionRequest
-	(*GetMerchantSessionResponse)(nil),   // 67: bcp.tenants.v1.GetMerchantSessionResponse
-	(*EndMerchantSessionRequest)(nil),    // 68: bcp.tenants.v1.EndMerchantSessionRequest
-	(*EndMerchantSessionResponse)(nil),   // 69: bcp.tenants.v1.EndMerchantSessionResponse
-	(*SetTenantNameRequest)(nil),         // 70: bcp.tenants.v1.SetTenantNameRequest
-	(*SetTenantNameResponse)(nil),        // 71: bcp.tenants.v1.SetTenantNameResponse
-	(*UsageCount)(nil),                   // 72: bcp.tenants.v1.UsageCount
-	(*RecordUsageRequest)(nil),           // 73: bcp.tenants.v1.RecordUsageRequest
-	(*RecordUsageResponse)(nil),          // 74: bcp.tenants.v1.RecordUsageResponse
-	(*GetUsageRequest)(nil),              // 75: bcp.tenants.v1.GetUsageRequest
-	(*GetUsageResponse)(nil),             // 76: bcp.tenants.v1.GetUsageResponse
-	(*timestamppb.Timestamp)(nil),        // 77: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),          // 78: google.protobuf.Duration
+	(*RateLimits)(nil),                   // 39: bcp.tenants.v1.RateLimits
+	(*LeaseRateTokensRequest)(nil),       // 40: bcp.tenants.v1.LeaseRateTokensRequest
+	(*LeaseRateTokensResponse)(nil),      // 41: bcp.tenants.v1.LeaseRateTokensResponse
+	(*Link)(nil),                         // 42: bcp.tenants.v1.Link
+	(*GetSettingsRequest)(nil),           // 43: bcp.tenants.v1.GetSettingsRequest
+	(*GetSettingsResponse)(nil),          // 44: bcp.tenants.v1.GetSettingsResponse
+	(*SetSettingsRequest)(nil),           // 45: bcp.tenants.v1.SetSettingsRequest
+	(*SetSettingsResponse)(nil),          // 46: bcp.tenants.v1.SetSettingsResponse
+	(*SetAgentAuthPolicyRequest)(nil),    // 47: bcp.tenants.v1.SetAgentAuthPolicyRequest
+	(*SetAgentAuthPolicyResponse)(nil),   // 48: bcp.tenants.v1.SetAgentAuthPolicyResponse
+	(*GetAgentAuthPolicyRequest)(nil),    // 49: bcp.tenants.v1.GetAgentAuthPolicyRequest
+	(*GetAgentAuthPolicyResponse)(nil),   // 50: bcp.tenants.v1.GetAgentAuthPolicyResponse
+	(*AuthenticateAPIKeyRequest)(nil),    // 51: bcp.tenants.v1.AuthenticateAPIKeyRequest
+	(*AuthenticateAPIKeyResponse)(nil),   // 52: bcp.tenants.v1.AuthenticateAPIKeyResponse
+	(*SigningKey)(nil),                   // 53: bcp.tenants.v1.SigningKey
+	(*ListSigningKeysRequest)(nil),       // 54: bcp.tenants.v1.ListSigningKeysRequest
+	(*ListSigningKeysResponse)(nil),      // 55: bcp.tenants.v1.ListSigningKeysResponse
+	(*RotateSigningKeyRequest)(nil),      // 56: bcp.tenants.v1.RotateSigningKeyRequest
+	(*RotateSigningKeyResponse)(nil),     // 57: bcp.tenants.v1.RotateSigningKeyResponse
+	(*RevokeSigningKeyRequest)(nil),      // 58: bcp.tenants.v1.RevokeSigningKeyRequest
+	(*RevokeSigningKeyResponse)(nil),     // 59: bcp.tenants.v1.RevokeSigningKeyResponse
+	(*SignWithCurrentKeyRequest)(nil),    // 60: bcp.tenants.v1.SignWithCurrentKeyRequest
+	(*SignWithCurrentKeyResponse)(nil),   // 61: bcp.tenants.v1.SignWithCurrentKeyResponse
+	(*MerchantUser)(nil),                 // 62: bcp.tenants.v1.MerchantUser
+	(*InviteMerchantUserRequest)(nil),    // 63: bcp.tenants.v1.InviteMerchantUserRequest
+	(*InviteMerchantUserResponse)(nil),   // 64: bcp.tenants.v1.InviteMerchantUserResponse
+	(*ListMerchantUsersRequest)(nil),     // 65: bcp.tenants.v1.ListMerchantUsersRequest
+	(*ListMerchantUsersResponse)(nil),    // 66: bcp.tenants.v1.ListMerchantUsersResponse
+	(*SignInMerchantUserRequest)(nil),    // 67: bcp.tenants.v1.SignInMerchantUserRequest
+	(*SignInMerchantUserResponse)(nil),   // 68: bcp.tenants.v1.SignInMerchantUserResponse
+	(*GetMerchantSessionRequest)(nil),    // 69: bcp.tenants.v1.GetMerchantSessionRequest
+	(*GetMerchantSessionResponse)(nil),   // 70: bcp.tenants.v1.GetMerchantSessionResponse
+	(*EndMerchantSessionRequest)(nil),    // 71: bcp.tenants.v1.EndMerchantSessionRequest
+	(*EndMerchantSessionResponse)(nil),   // 72: bcp.tenants.v1.EndMerchantSessionResponse
+	(*SetTenantNameRequest)(nil),         // 73: bcp.tenants.v1.SetTenantNameRequest
+	(*SetTenantNameResponse)(nil),        // 74: bcp.tenants.v1.SetTenantNameResponse
+	(*UsageCount)(nil),                   // 75: bcp.tenants.v1.UsageCount
+	(*RecordUsageRequest)(nil),           // 76: bcp.tenants.v1.RecordUsageRequest
+	(*RecordUsageResponse)(nil),          // 77: bcp.tenants.v1.RecordUsageResponse
+	(*GetUsageRequest)(nil),              // 78: bcp.tenants.v1.GetUsageRequest
+	(*GetUsageResponse)(nil),             // 79: bcp.tenants.v1.GetUsageResponse
+	(*timestamppb.Timestamp)(nil),        // 80: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),          // 81: google.protobuf.Duration
 }
 var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	0,  // 0: bcp.tenants.v1.Tenant.status:type_name -> bcp.tenants.v1.TenantStatus
 	1,  // 1: bcp.tenants.v1.Tenant.environment:type_name -> bcp.tenants.v1.Environment
-	77, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	80, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
 	2,  // 3: bcp.tenants.v1.Tenant.agent_auth_policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
 	1,  // 4: bcp.tenants.v1.CreateTenantRequest.environment:type_name -> bcp.tenants.v1.Environment
 	7,  // 5: bcp.tenants.v1.CreateTenantResponse.tenant:type_name -> bcp.tenants.v1.Tenant
@@ -4703,8 +4936,8 @@ var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	7,  // 9: bcp.tenants.v1.SetTenantStatusResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	7,  // 10: bcp.tenants.v1.AddDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	7,  // 11: bcp.tenants.v1.RemoveDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	77, // 12: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
-	77, // 13: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
+	80, // 12: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
+	80, // 13: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
 	20, // 14: bcp.tenants.v1.CreateAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
 	20, // 15: bcp.tenants.v1.RevokeAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
 	20, // 16: bcp.tenants.v1.ListAPIKeysResponse.api_keys:type_name -> bcp.tenants.v1.APIKey
@@ -4714,106 +4947,109 @@ var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	7,  // 20: bcp.tenants.v1.GetDiscoveryResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	27, // 21: bcp.tenants.v1.GetDiscoveryResponse.payment_handlers:type_name -> bcp.tenants.v1.PaymentHandler
 	4,  // 22: bcp.tenants.v1.WatchChangesResponse.kind:type_name -> bcp.tenants.v1.WatchChangesResponse.Kind
-	39, // 23: bcp.tenants.v1.Settings.links:type_name -> bcp.tenants.v1.Link
-	38, // 24: bcp.tenants.v1.GetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
-	38, // 25: bcp.tenants.v1.SetSettingsRequest.settings:type_name -> bcp.tenants.v1.Settings
-	38, // 26: bcp.tenants.v1.SetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
-	2,  // 27: bcp.tenants.v1.SetAgentAuthPolicyRequest.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
-	7,  // 28: bcp.tenants.v1.SetAgentAuthPolicyResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	2,  // 29: bcp.tenants.v1.GetAgentAuthPolicyResponse.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
-	1,  // 30: bcp.tenants.v1.GetAgentAuthPolicyResponse.environment:type_name -> bcp.tenants.v1.Environment
-	77, // 31: bcp.tenants.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
-	77, // 32: bcp.tenants.v1.SigningKey.sign_from_time:type_name -> google.protobuf.Timestamp
-	77, // 33: bcp.tenants.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
-	77, // 34: bcp.tenants.v1.SigningKey.revoke_time:type_name -> google.protobuf.Timestamp
-	3,  // 35: bcp.tenants.v1.SigningKey.status:type_name -> bcp.tenants.v1.SigningKeyStatus
-	50, // 36: bcp.tenants.v1.ListSigningKeysResponse.keys:type_name -> bcp.tenants.v1.SigningKey
-	78, // 37: bcp.tenants.v1.RotateSigningKeyRequest.delay:type_name -> google.protobuf.Duration
-	78, // 38: bcp.tenants.v1.RotateSigningKeyRequest.retention:type_name -> google.protobuf.Duration
-	50, // 39: bcp.tenants.v1.RotateSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
-	50, // 40: bcp.tenants.v1.RotateSigningKeyResponse.keys:type_name -> bcp.tenants.v1.SigningKey
-	50, // 41: bcp.tenants.v1.RevokeSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
-	77, // 42: bcp.tenants.v1.MerchantUser.create_time:type_name -> google.protobuf.Timestamp
-	77, // 43: bcp.tenants.v1.MerchantUser.last_login_time:type_name -> google.protobuf.Timestamp
-	77, // 44: bcp.tenants.v1.MerchantUser.locked_until:type_name -> google.protobuf.Timestamp
-	59, // 45: bcp.tenants.v1.InviteMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	59, // 46: bcp.tenants.v1.ListMerchantUsersResponse.users:type_name -> bcp.tenants.v1.MerchantUser
-	59, // 47: bcp.tenants.v1.SignInMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	77, // 48: bcp.tenants.v1.SignInMerchantUserResponse.expire_time:type_name -> google.protobuf.Timestamp
-	59, // 49: bcp.tenants.v1.GetMerchantSessionResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	77, // 50: bcp.tenants.v1.GetMerchantSessionResponse.expire_time:type_name -> google.protobuf.Timestamp
-	7,  // 51: bcp.tenants.v1.SetTenantNameResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	72, // 52: bcp.tenants.v1.RecordUsageRequest.counts:type_name -> bcp.tenants.v1.UsageCount
-	72, // 53: bcp.tenants.v1.GetUsageResponse.days:type_name -> bcp.tenants.v1.UsageCount
-	5,  // 54: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
-	8,  // 55: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
-	10, // 56: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
-	12, // 57: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
-	14, // 58: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
-	16, // 59: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
-	18, // 60: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
-	21, // 61: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
-	23, // 62: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
-	25, // 63: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
-	28, // 64: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
-	30, // 65: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
-	40, // 66: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
-	42, // 67: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
-	32, // 68: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
-	34, // 69: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
-	36, // 70: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
-	44, // 71: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:input_type -> bcp.tenants.v1.SetAgentAuthPolicyRequest
-	46, // 72: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:input_type -> bcp.tenants.v1.GetAgentAuthPolicyRequest
-	48, // 73: bcp.tenants.v1.TenantService.AuthenticateAPIKey:input_type -> bcp.tenants.v1.AuthenticateAPIKeyRequest
-	51, // 74: bcp.tenants.v1.TenantService.ListSigningKeys:input_type -> bcp.tenants.v1.ListSigningKeysRequest
-	53, // 75: bcp.tenants.v1.TenantService.RotateSigningKey:input_type -> bcp.tenants.v1.RotateSigningKeyRequest
-	55, // 76: bcp.tenants.v1.TenantService.RevokeSigningKey:input_type -> bcp.tenants.v1.RevokeSigningKeyRequest
-	57, // 77: bcp.tenants.v1.TenantService.SignWithCurrentKey:input_type -> bcp.tenants.v1.SignWithCurrentKeyRequest
-	60, // 78: bcp.tenants.v1.TenantService.InviteMerchantUser:input_type -> bcp.tenants.v1.InviteMerchantUserRequest
-	62, // 79: bcp.tenants.v1.TenantService.ListMerchantUsers:input_type -> bcp.tenants.v1.ListMerchantUsersRequest
-	64, // 80: bcp.tenants.v1.TenantService.SignInMerchantUser:input_type -> bcp.tenants.v1.SignInMerchantUserRequest
-	66, // 81: bcp.tenants.v1.TenantService.GetMerchantSession:input_type -> bcp.tenants.v1.GetMerchantSessionRequest
-	68, // 82: bcp.tenants.v1.TenantService.EndMerchantSession:input_type -> bcp.tenants.v1.EndMerchantSessionRequest
-	70, // 83: bcp.tenants.v1.TenantService.SetTenantName:input_type -> bcp.tenants.v1.SetTenantNameRequest
-	73, // 84: bcp.tenants.v1.TenantService.RecordUsage:input_type -> bcp.tenants.v1.RecordUsageRequest
-	75, // 85: bcp.tenants.v1.TenantService.GetUsage:input_type -> bcp.tenants.v1.GetUsageRequest
-	6,  // 86: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
-	9,  // 87: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
-	11, // 88: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
-	13, // 89: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
-	15, // 90: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
-	17, // 91: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
-	19, // 92: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
-	22, // 93: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
-	24, // 94: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
-	26, // 95: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
-	29, // 96: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
-	31, // 97: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
-	41, // 98: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
-	43, // 99: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
-	33, // 100: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
-	35, // 101: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
-	37, // 102: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
-	45, // 103: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:output_type -> bcp.tenants.v1.SetAgentAuthPolicyResponse
-	47, // 104: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:output_type -> bcp.tenants.v1.GetAgentAuthPolicyResponse
-	49, // 105: bcp.tenants.v1.TenantService.AuthenticateAPIKey:output_type -> bcp.tenants.v1.AuthenticateAPIKeyResponse
-	52, // 106: bcp.tenants.v1.TenantService.ListSigningKeys:output_type -> bcp.tenants.v1.ListSigningKeysResponse
-	54, // 107: bcp.tenants.v1.TenantService.RotateSigningKey:output_type -> bcp.tenants.v1.RotateSigningKeyResponse
-	56, // 108: bcp.tenants.v1.TenantService.RevokeSigningKey:output_type -> bcp.tenants.v1.RevokeSigningKeyResponse
-	58, // 109: bcp.tenants.v1.TenantService.SignWithCurrentKey:output_type -> bcp.tenants.v1.SignWithCurrentKeyResponse
-	61, // 110: bcp.tenants.v1.TenantService.InviteMerchantUser:output_type -> bcp.tenants.v1.InviteMerchantUserResponse
-	63, // 111: bcp.tenants.v1.TenantService.ListMerchantUsers:output_type -> bcp.tenants.v1.ListMerchantUsersResponse
-	65, // 112: bcp.tenants.v1.TenantService.SignInMerchantUser:output_type -> bcp.tenants.v1.SignInMerchantUserResponse
-	67, // 113: bcp.tenants.v1.TenantService.GetMerchantSession:output_type -> bcp.tenants.v1.GetMerchantSessionResponse
-	69, // 114: bcp.tenants.v1.TenantService.EndMerchantSession:output_type -> bcp.tenants.v1.EndMerchantSessionResponse
-	71, // 115: bcp.tenants.v1.TenantService.SetTenantName:output_type -> bcp.tenants.v1.SetTenantNameResponse
-	74, // 116: bcp.tenants.v1.TenantService.RecordUsage:output_type -> bcp.tenants.v1.RecordUsageResponse
-	76, // 117: bcp.tenants.v1.TenantService.GetUsage:output_type -> bcp.tenants.v1.GetUsageResponse
-	86, // [86:118] is the sub-list for method output_type
-	54, // [54:86] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	42, // 23: bcp.tenants.v1.Settings.links:type_name -> bcp.tenants.v1.Link
+	39, // 24: bcp.tenants.v1.Settings.rate_limits:type_name -> bcp.tenants.v1.RateLimits
+	38, // 25: bcp.tenants.v1.GetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
+	38, // 26: bcp.tenants.v1.SetSettingsRequest.settings:type_name -> bcp.tenants.v1.Settings
+	38, // 27: bcp.tenants.v1.SetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
+	2,  // 28: bcp.tenants.v1.SetAgentAuthPolicyRequest.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
+	7,  // 29: bcp.tenants.v1.SetAgentAuthPolicyResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	2,  // 30: bcp.tenants.v1.GetAgentAuthPolicyResponse.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
+	1,  // 31: bcp.tenants.v1.GetAgentAuthPolicyResponse.environment:type_name -> bcp.tenants.v1.Environment
+	80, // 32: bcp.tenants.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
+	80, // 33: bcp.tenants.v1.SigningKey.sign_from_time:type_name -> google.protobuf.Timestamp
+	80, // 34: bcp.tenants.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
+	80, // 35: bcp.tenants.v1.SigningKey.revoke_time:type_name -> google.protobuf.Timestamp
+	3,  // 36: bcp.tenants.v1.SigningKey.status:type_name -> bcp.tenants.v1.SigningKeyStatus
+	53, // 37: bcp.tenants.v1.ListSigningKeysResponse.keys:type_name -> bcp.tenants.v1.SigningKey
+	81, // 38: bcp.tenants.v1.RotateSigningKeyRequest.delay:type_name -> google.protobuf.Duration
+	81, // 39: bcp.tenants.v1.RotateSigningKeyRequest.retention:type_name -> google.protobuf.Duration
+	53, // 40: bcp.tenants.v1.RotateSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
+	53, // 41: bcp.tenants.v1.RotateSigningKeyResponse.keys:type_name -> bcp.tenants.v1.SigningKey
+	53, // 42: bcp.tenants.v1.RevokeSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
+	80, // 43: bcp.tenants.v1.MerchantUser.create_time:type_name -> google.protobuf.Timestamp
+	80, // 44: bcp.tenants.v1.MerchantUser.last_login_time:type_name -> google.protobuf.Timestamp
+	80, // 45: bcp.tenants.v1.MerchantUser.locked_until:type_name -> google.protobuf.Timestamp
+	62, // 46: bcp.tenants.v1.InviteMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	62, // 47: bcp.tenants.v1.ListMerchantUsersResponse.users:type_name -> bcp.tenants.v1.MerchantUser
+	62, // 48: bcp.tenants.v1.SignInMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	80, // 49: bcp.tenants.v1.SignInMerchantUserResponse.expire_time:type_name -> google.protobuf.Timestamp
+	62, // 50: bcp.tenants.v1.GetMerchantSessionResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	80, // 51: bcp.tenants.v1.GetMerchantSessionResponse.expire_time:type_name -> google.protobuf.Timestamp
+	7,  // 52: bcp.tenants.v1.SetTenantNameResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	75, // 53: bcp.tenants.v1.RecordUsageRequest.counts:type_name -> bcp.tenants.v1.UsageCount
+	75, // 54: bcp.tenants.v1.GetUsageResponse.days:type_name -> bcp.tenants.v1.UsageCount
+	5,  // 55: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
+	8,  // 56: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
+	10, // 57: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
+	12, // 58: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
+	14, // 59: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
+	16, // 60: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
+	18, // 61: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
+	21, // 62: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
+	23, // 63: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
+	25, // 64: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
+	28, // 65: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
+	30, // 66: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
+	43, // 67: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
+	45, // 68: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
+	32, // 69: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
+	34, // 70: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
+	36, // 71: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
+	47, // 72: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:input_type -> bcp.tenants.v1.SetAgentAuthPolicyRequest
+	49, // 73: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:input_type -> bcp.tenants.v1.GetAgentAuthPolicyRequest
+	51, // 74: bcp.tenants.v1.TenantService.AuthenticateAPIKey:input_type -> bcp.tenants.v1.AuthenticateAPIKeyRequest
+	54, // 75: bcp.tenants.v1.TenantService.ListSigningKeys:input_type -> bcp.tenants.v1.ListSigningKeysRequest
+	56, // 76: bcp.tenants.v1.TenantService.RotateSigningKey:input_type -> bcp.tenants.v1.RotateSigningKeyRequest
+	58, // 77: bcp.tenants.v1.TenantService.RevokeSigningKey:input_type -> bcp.tenants.v1.RevokeSigningKeyRequest
+	60, // 78: bcp.tenants.v1.TenantService.SignWithCurrentKey:input_type -> bcp.tenants.v1.SignWithCurrentKeyRequest
+	63, // 79: bcp.tenants.v1.TenantService.InviteMerchantUser:input_type -> bcp.tenants.v1.InviteMerchantUserRequest
+	65, // 80: bcp.tenants.v1.TenantService.ListMerchantUsers:input_type -> bcp.tenants.v1.ListMerchantUsersRequest
+	67, // 81: bcp.tenants.v1.TenantService.SignInMerchantUser:input_type -> bcp.tenants.v1.SignInMerchantUserRequest
+	69, // 82: bcp.tenants.v1.TenantService.GetMerchantSession:input_type -> bcp.tenants.v1.GetMerchantSessionRequest
+	71, // 83: bcp.tenants.v1.TenantService.EndMerchantSession:input_type -> bcp.tenants.v1.EndMerchantSessionRequest
+	73, // 84: bcp.tenants.v1.TenantService.SetTenantName:input_type -> bcp.tenants.v1.SetTenantNameRequest
+	76, // 85: bcp.tenants.v1.TenantService.RecordUsage:input_type -> bcp.tenants.v1.RecordUsageRequest
+	78, // 86: bcp.tenants.v1.TenantService.GetUsage:input_type -> bcp.tenants.v1.GetUsageRequest
+	40, // 87: bcp.tenants.v1.TenantService.LeaseRateTokens:input_type -> bcp.tenants.v1.LeaseRateTokensRequest
+	6,  // 88: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
+	9,  // 89: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
+	11, // 90: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
+	13, // 91: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
+	15, // 92: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
+	17, // 93: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
+	19, // 94: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
+	22, // 95: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
+	24, // 96: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
+	26, // 97: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
+	29, // 98: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
+	31, // 99: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
+	44, // 100: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
+	46, // 101: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
+	33, // 102: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
+	35, // 103: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
+	37, // 104: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
+	48, // 105: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:output_type -> bcp.tenants.v1.SetAgentAuthPolicyResponse
+	50, // 106: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:output_type -> bcp.tenants.v1.GetAgentAuthPolicyResponse
+	52, // 107: bcp.tenants.v1.TenantService.AuthenticateAPIKey:output_type -> bcp.tenants.v1.AuthenticateAPIKeyResponse
+	55, // 108: bcp.tenants.v1.TenantService.ListSigningKeys:output_type -> bcp.tenants.v1.ListSigningKeysResponse
+	57, // 109: bcp.tenants.v1.TenantService.RotateSigningKey:output_type -> bcp.tenants.v1.RotateSigningKeyResponse
+	59, // 110: bcp.tenants.v1.TenantService.RevokeSigningKey:output_type -> bcp.tenants.v1.RevokeSigningKeyResponse
+	61, // 111: bcp.tenants.v1.TenantService.SignWithCurrentKey:output_type -> bcp.tenants.v1.SignWithCurrentKeyResponse
+	64, // 112: bcp.tenants.v1.TenantService.InviteMerchantUser:output_type -> bcp.tenants.v1.InviteMerchantUserResponse
+	66, // 113: bcp.tenants.v1.TenantService.ListMerchantUsers:output_type -> bcp.tenants.v1.ListMerchantUsersResponse
+	68, // 114: bcp.tenants.v1.TenantService.SignInMerchantUser:output_type -> bcp.tenants.v1.SignInMerchantUserResponse
+	70, // 115: bcp.tenants.v1.TenantService.GetMerchantSession:output_type -> bcp.tenants.v1.GetMerchantSessionResponse
+	72, // 116: bcp.tenants.v1.TenantService.EndMerchantSession:output_type -> bcp.tenants.v1.EndMerchantSessionResponse
+	74, // 117: bcp.tenants.v1.TenantService.SetTenantName:output_type -> bcp.tenants.v1.SetTenantNameResponse
+	77, // 118: bcp.tenants.v1.TenantService.RecordUsage:output_type -> bcp.tenants.v1.RecordUsageResponse
+	79, // 119: bcp.tenants.v1.TenantService.GetUsage:output_type -> bcp.tenants.v1.GetUsageResponse
+	41, // 120: bcp.tenants.v1.TenantService.LeaseRateTokens:output_type -> bcp.tenants.v1.LeaseRateTokensResponse
+	88, // [88:121] is the sub-list for method output_type
+	55, // [55:88] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_bcp_tenants_v1_tenants_proto_init() }
@@ -4821,14 +5057,14 @@ func file_bcp_tenants_v1_tenants_proto_init() {
 	if File_bcp_tenants_v1_tenants_proto != nil {
 		return
 	}
-	file_bcp_tenants_v1_tenants_proto_msgTypes[39].OneofWrappers = []any{}
+	file_bcp_tenants_v1_tenants_proto_msgTypes[42].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_tenants_v1_tenants_proto_rawDesc), len(file_bcp_tenants_v1_tenants_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   72,
+			NumMessages:   75,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -125,6 +125,9 @@ const (
 	TenantServiceRecordUsageProcedure = "/bcp.tenants.v1.TenantService/RecordUsage"
 	// TenantServiceGetUsageProcedure is the fully-qualified name of the TenantService's GetUsage RPC.
 	TenantServiceGetUsageProcedure = "/bcp.tenants.v1.TenantService/GetUsage"
+	// TenantServiceLeaseRateTokensProcedure is the fully-qualified name of the TenantService's
+	// LeaseRateTokens RPC.
+	TenantServiceLeaseRateTokensProcedure = "/bcp.tenants.v1.TenantService/LeaseRateTokens"
 )
 
 // TenantServiceClient is a client for the bcp.tenants.v1.TenantService service.
@@ -202,6 +205,11 @@ type TenantServiceClient interface {
 	RecordUsage(context.Context, *connect.Request[v1.RecordUsageRequest]) (*connect.Response[v1.RecordUsageResponse], error)
 	// GetUsage returns a tenant's daily request and error counts (operator).
 	GetUsage(context.Context, *connect.Request[v1.GetUsageRequest]) (*connect.Response[v1.GetUsageResponse], error)
+	// LeaseRateTokens takes up to want tokens from one of the call's tenant's
+	// rate limit buckets (issue 21; internal token and tenant header only:
+	// the edges call it when their local allowance is spent). The limits are the tenant's settings,
+	// read here, so every edge applies the same ones.
+	LeaseRateTokens(context.Context, *connect.Request[v1.LeaseRateTokensRequest]) (*connect.Response[v1.LeaseRateTokensResponse], error)
 }
 
 // NewTenantServiceClient constructs a client for the bcp.tenants.v1.TenantService service. By
@@ -419,6 +427,12 @@ func NewTenantServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		leaseRateTokens: connect.NewClient[v1.LeaseRateTokensRequest, v1.LeaseRateTokensResponse](
+			httpClient,
+			baseURL+TenantServiceLeaseRateTokensProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("LeaseRateTokens")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -456,6 +470,7 @@ type tenantServiceClient struct {
 	setTenantName        *connect.Client[v1.SetTenantNameRequest, v1.SetTenantNameResponse]
 	recordUsage          *connect.Client[v1.RecordUsageRequest, v1.RecordUsageResponse]
 	getUsage             *connect.Client[v1.GetUsageRequest, v1.GetUsageResponse]
+	leaseRateTokens      *connect.Client[v1.LeaseRateTokensRequest, v1.LeaseRateTokensResponse]
 }
 
 // Ping calls bcp.tenants.v1.TenantService.Ping.
@@ -618,6 +633,11 @@ func (c *tenantServiceClient) GetUsage(ctx context.Context, req *connect.Request
 	return c.getUsage.CallUnary(ctx, req)
 }
 
+// LeaseRateTokens calls bcp.tenants.v1.TenantService.LeaseRateTokens.
+func (c *tenantServiceClient) LeaseRateTokens(ctx context.Context, req *connect.Request[v1.LeaseRateTokensRequest]) (*connect.Response[v1.LeaseRateTokensResponse], error) {
+	return c.leaseRateTokens.CallUnary(ctx, req)
+}
+
 // TenantServiceHandler is an implementation of the bcp.tenants.v1.TenantService service.
 type TenantServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
@@ -693,6 +713,11 @@ type TenantServiceHandler interface {
 	RecordUsage(context.Context, *connect.Request[v1.RecordUsageRequest]) (*connect.Response[v1.RecordUsageResponse], error)
 	// GetUsage returns a tenant's daily request and error counts (operator).
 	GetUsage(context.Context, *connect.Request[v1.GetUsageRequest]) (*connect.Response[v1.GetUsageResponse], error)
+	// LeaseRateTokens takes up to want tokens from one of the call's tenant's
+	// rate limit buckets (issue 21; internal token and tenant header only:
+	// the edges call it when their local allowance is spent). The limits are the tenant's settings,
+	// read here, so every edge applies the same ones.
+	LeaseRateTokens(context.Context, *connect.Request[v1.LeaseRateTokensRequest]) (*connect.Response[v1.LeaseRateTokensResponse], error)
 }
 
 // NewTenantServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -906,6 +931,12 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	tenantServiceLeaseRateTokensHandler := connect.NewUnaryHandler(
+		TenantServiceLeaseRateTokensProcedure,
+		svc.LeaseRateTokens,
+		connect.WithSchema(tenantServiceMethods.ByName("LeaseRateTokens")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.tenants.v1.TenantService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TenantServicePingProcedure:
@@ -972,6 +1003,8 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 			tenantServiceRecordUsageHandler.ServeHTTP(w, r)
 		case TenantServiceGetUsageProcedure:
 			tenantServiceGetUsageHandler.ServeHTTP(w, r)
+		case TenantServiceLeaseRateTokensProcedure:
+			tenantServiceLeaseRateTokensHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1107,4 +1140,8 @@ func (UnimplementedTenantServiceHandler) RecordUsage(context.Context, *connect.R
 
 func (UnimplementedTenantServiceHandler) GetUsage(context.Context, *connect.Request[v1.GetUsageRequest]) (*connect.Response[v1.GetUsageResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.GetUsage is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) LeaseRateTokens(context.Context, *connect.Request[v1.LeaseRateTokensRequest]) (*connect.Response[v1.LeaseRateTokensResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.LeaseRateTokens is not implemented"))
 }
