@@ -18,6 +18,7 @@ import (
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/services/checkout"
 )
@@ -113,7 +114,13 @@ func wantErr(t *testing.T, err error, code connect.Code, appCode, field string) 
 func msgs(c *bcp.Checkout) []string {
 	var out []string
 	for _, m := range c.Messages {
-		out = append(out, strings.TrimSpace(m.Type+" "+m.Code+" "+m.Severity+" "+m.Path))
+		var f []string
+		for _, v := range []string{m.Type, m.Code, m.Severity, m.Path} {
+			if v != "" {
+				f = append(f, v)
+			}
+		}
+		out = append(out, strings.Join(f, " "))
 	}
 	return out
 }
@@ -382,5 +389,60 @@ func TestPing(t *testing.T) {
 	}
 	if checkout.Policy(checkoutv1connect.CheckoutServicePingProcedure) == checkout.Policy(checkoutv1connect.CheckoutServiceGetCheckoutProcedure) {
 		t.Error("Ping has the tenant-scoped policy")
+	}
+}
+
+// With the buyer_consent extension the checkout advertises exactly the
+// merchant's consent purposes: stated values kept, unstated ones not
+// granted (or as the previous state had them), others dropped; marketing
+// consent without a way to reach the buyer is warned about.
+func TestBuyerConsent(t *testing.T) {
+	e := newEnv(t)
+	ops := e.r.ClientsWithToken(operatorToken)
+	if _, err := ops.Tenants.SetSettings(context.Background(), connect.NewRequest(&tenantsv1.SetSettingsRequest{Tenant: e.m.TenantID.String(), Settings: &tenantsv1.Settings{
+		Links:           []*tenantsv1.Link{{Type: "privacy_policy", Url: "https://" + e.m.Host + "/privacidade"}},
+		ConsentPurposes: []string{"analytics", "marketing"},
+	}})); err != nil {
+		t.Fatal(err)
+	}
+	agent := e.agent()
+	agent.Capabilities = append(agent.Capabilities, bcpnames.BuyerConsent)
+	consent := func(c *bcp.Checkout) string {
+		if c.Buyer == nil {
+			return "no buyer"
+		}
+		return string(jsonBody(c.Buyer.Consent))
+	}
+	body := map[string]any{"line_items": shirts(1), "buyer": map[string]any{"email": "rui@example.com", "consent": map[string]any{"marketing": true, "sale_of_data": true}}}
+	var c *bcp.Checkout
+	// The settings reach the checkout service with the registry's change
+	// notification.
+	e.eventually("the consent purposes reach the checkout", func() bool {
+		c = e.mustCreate(agent, body)
+		return c.Buyer != nil && c.Buyer.Consent != nil && c.Buyer.Consent.Analytics != nil
+	})
+	if got := consent(c); got != `{"analytics":false,"marketing":true}` {
+		t.Errorf("consent %s", got)
+	}
+	if len(c.Links) != 1 || c.Links[0].Type != "privacy_policy" || c.Links[0].URL != "https://"+e.m.Host+"/privacidade" {
+		t.Errorf("links %+v", c.Links)
+	}
+	// An update stating only analytics keeps the previous marketing.
+	r, err := e.r.Clients.Checkout.UpdateCheckout(e.ctx, connect.NewRequest(&checkoutv1.UpdateCheckoutRequest{Agent: agent, Id: c.ID, CheckoutJson: jsonBody(map[string]any{
+		"line_items": shirts(1), "buyer": map[string]any{"email": "rui@example.com", "consent": map[string]any{"analytics": true}}})}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := consent(decode(t, r.Msg.GetResult())); got != `{"analytics":true,"marketing":true}` {
+		t.Errorf("after update: %s", got)
+	}
+	// No buyer at all: every purpose advertised, not granted.
+	if got := consent(e.mustCreate(agent, map[string]any{"line_items": shirts(1)})); got != `{"analytics":false,"marketing":false}` {
+		t.Errorf("no buyer: %s", got)
+	}
+	// Marketing granted with neither e-mail nor phone: warned.
+	nc := e.mustCreate(agent, map[string]any{"line_items": shirts(1), "buyer": map[string]any{"first_name": "Rui", "consent": map[string]any{"marketing": true}}})
+	if want := []string{"error missing recoverable $.buyer.email", "error missing recoverable $.fulfillment.methods", "warning missing_consent_data $.buyer.consent.marketing"}; !equalStrings(msgs(nc), want) {
+		t.Errorf("messages %v, want %v", msgs(nc), want)
 	}
 }
