@@ -8,6 +8,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
+	"github.com/riverqueue/river"
 
 	"github.com/bcpdev/bcp/internal/loadkit"
 	"github.com/bcpdev/bcp/internal/platform"
@@ -348,5 +349,93 @@ func TestDiscountRedeemedOnCompletion(t *testing.T) {
 	}
 	if n := e.sql(`SELECT count(*) FROM pricing.discount_redemptions WHERE tenant_id = $1`, e.m.TenantID); n != 1 {
 		t.Errorf("%d redemptions for the tenant, want 1", n)
+	}
+}
+
+// The settle sweep, run by hand: a Pix still unpaid stays in progress and
+// is looked at again a minute later; a completion whose process died
+// after charging gets its order; a closed checkout whose stock release
+// never confirmed gets its stock back. And a checkout_expire job queued by
+// an older version still closes its session at its expiry, and only then.
+func TestSweepsByHand(t *testing.T) {
+	e := quietEnv(t)
+	svc := checkout.New(e.r.Pool, checkout.Clients{Catalog: e.r.Clients.Catalog, Pricing: e.r.Clients.Pricing, Tenants: e.r.Clients.Tenants,
+		Payments: e.r.Clients.Payments, Orders: e.r.Clients.Orders})
+	due := func(id string) {
+		e.exec(`UPDATE checkout.sessions SET settle_after = now() - interval '1 second' WHERE id = $1`, id)
+	}
+	nextLook := func(id string) int { // seconds from now to settle_after, -1 when none
+		return e.sql(`SELECT coalesce(extract(epoch FROM settle_after - now())::int, -1) FROM checkout.sessions WHERE id = $1`, id)
+	}
+
+	pix := e.ready()
+	pixShown := e.mustComplete(pix.ID, e.pix())
+	due(pix.ID)
+	charged := e.ready()
+	e.g.arm(charged.ID, checkout.StepCharged, true)
+	if _, err := e.complete(charged.ID, card("tok_"+uuid.NewString()[:8]+"_4242")); err == nil {
+		t.Fatal("the crash did not end the request")
+	}
+	due(charged.ID)
+	closed := e.ready()
+	a := pixAttempt(t, e.mustComplete(closed.ID, e.pix()))
+	e.g.arm(closed.ID, checkout.StepClosed, true)
+	if _, err := e.cancel(closed.ID); err == nil {
+		t.Fatal("the crash did not end the request")
+	}
+	if m := e.money(closed.ID); m.status != bcp.StatusCanceled || m.reserved != 1 {
+		t.Fatalf("closed before its release: %+v", m)
+	}
+	due(closed.ID)
+
+	if _, err := svc.SweepSettles(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(pix.ID); got.Status != bcp.StatusCompleteInProgress || !equalStrings(msgs(got), msgs(pixShown)) {
+		t.Errorf("unpaid Pix: %s %v", got.Status, msgs(got))
+	}
+	if s := nextLook(pix.ID); s < 50 || s > 60 {
+		t.Errorf("the unpaid Pix is looked at again in %d s, want a minute", s)
+	}
+	if m := e.settledMoney(charged.ID); m.status != bcp.StatusCompleted || m.orders != 1 {
+		t.Errorf("charged then crashed: %+v", m)
+	}
+	if s := nextLook(charged.ID); s != -1 {
+		t.Errorf("a completed checkout is due again in %d s", s)
+	}
+	if m := e.settledMoney(closed.ID); m.status != bcp.StatusCanceled || m.reserved != 0 {
+		t.Errorf("closed: %+v", m)
+	}
+	if s := nextLook(closed.ID); s != -1 {
+		t.Errorf("a released checkout is due again in %d s", s)
+	}
+	if err := e.payPix(a); err == nil {
+		t.Error("the closed checkout's Pix accepted a payment")
+	}
+	// Nothing due now.
+	if n, err := svc.SweepSettles(context.Background()); err != nil || n != 0 {
+		t.Errorf("a second sweep moved %d (%v)", n, err)
+	}
+
+	// The legacy expiry job.
+	old := e.ready()
+	work := func() {
+		t.Helper()
+		w := &checkout.ExpireWorker{Service: svc}
+		if err := w.Work(context.Background(), &river.Job[checkout.ExpireArgs]{Args: checkout.ExpireArgs{TenantID: e.m.TenantID, CheckoutID: old.ID}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	work()
+	if m := e.money(old.ID); m.status != bcp.StatusReadyForComplete {
+		t.Errorf("before its expiry the job closed it: %s", m.status)
+	}
+	e.exec(`UPDATE checkout.sessions SET expires_at = now() - interval '1 second' WHERE id = $1`, old.ID)
+	work()
+	if got := e.get(old.ID); got.Status != bcp.StatusCanceled || !equalStrings(msgs(got), []string{"info expired"}) {
+		t.Errorf("after its expiry: %s %v", got.Status, msgs(got))
+	}
+	if (checkout.ExpireArgs{}).Kind() != "checkout_expire" || (checkout.SweepArgs{}).Kind() != "checkout_sweep" {
+		t.Error("job kinds changed: jobs already queued would not be worked")
 	}
 }
