@@ -445,4 +445,84 @@ func TestBuyerConsent(t *testing.T) {
 	if want := []string{"error missing recoverable $.buyer.email", "error missing recoverable $.fulfillment.methods", "warning missing_consent_data $.buyer.consent.marketing"}; !equalStrings(msgs(nc), want) {
 		t.Errorf("messages %v, want %v", msgs(nc), want)
 	}
+	// All four purposes: each advertised, in the schema's order.
+	if _, err := ops.Tenants.SetSettings(context.Background(), connect.NewRequest(&tenantsv1.SetSettingsRequest{Tenant: e.m.TenantID.String(), Settings: &tenantsv1.Settings{
+		ConsentPurposes: []string{"sale_of_data", "preferences", "marketing", "analytics"},
+	}})); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the four purposes reach the checkout", func() bool {
+		c = e.mustCreate(agent, body)
+		return c.Buyer.Consent.Preferences != nil
+	})
+	if got := consent(c); got != `{"analytics":false,"preferences":false,"marketing":true,"sale_of_data":true}` {
+		t.Errorf("four purposes: %s", got)
+	}
+	if len(c.Links) != 0 {
+		t.Errorf("links %+v after they were removed", c.Links)
+	}
+}
+
+// Quantities are capped at 1 000 000 a line, a total beyond the safe
+// integer range is refused (never wrapped), an agent without a base URL
+// gets no continue_url, and a variant's image is shown.
+func TestLimits(t *testing.T) {
+	e := newEnv(t)
+	ops := e.r.ClientsWithToken(operatorToken)
+	if _, err := ops.Catalog.CreateProduct(e.ctx, connect.NewRequest(&catalogv1.CreateProductRequest{Product: &catalogv1.Product{
+		Id: "prd_lux", Title: "Relógio", Active: true,
+		Variants: []*catalogv1.Variant{
+			{Id: "var_lux", Sku: "LUX", Title: "Relógio de ouro", Price: 5_000_000_000_000_000, Stock: 10, Active: true},
+			{Id: "var_img", Sku: "IMG", Title: "Caneca", Price: 2500, Stock: 10, Active: true, ImageUrl: "https://cdn.example/caneca.jpg"},
+		},
+	}})); err != nil {
+		t.Fatal(err)
+	}
+
+	c := e.mustCreate(e.agent(), map[string]any{"line_items": shirts(2_000_000)})
+	if len(c.LineItems) != 1 || c.LineItems[0].Quantity != 1_000_000 || total(c) != 1_000_000*5990 {
+		t.Errorf("capped: %+v %d", c.LineItems, total(c))
+	}
+	if want := []string{"error missing recoverable $.buyer.email", "error missing recoverable $.fulfillment.methods", "warning quantity_adjusted $.line_items[0].quantity"}; !equalStrings(msgs(c), want) {
+		t.Errorf("messages %v, want %v", msgs(c), want)
+	}
+
+	lux := map[string]any{"line_items": []any{map[string]any{"item": map[string]any{"id": "var_lux"}, "quantity": 2}}}
+	before := e.sql(`SELECT count(*) FROM checkout.sessions`)
+	// Pricing's refusal reaches the caller.
+	relayed := func(err error) {
+		t.Helper()
+		if connect.CodeOf(err) != connect.CodeInvalidArgument {
+			t.Errorf("error %v, want invalid_argument", err)
+		}
+	}
+	_, err := e.createRaw(e.agent(), jsonBody(lux))
+	relayed(err)
+	if n := e.sql(`SELECT count(*) FROM checkout.sessions`); n != before {
+		t.Errorf("%d sessions, want %d", n, before)
+	}
+	r := e.ready()
+	_, err = e.update(r.ID, lux)
+	relayed(err)
+	if got := e.get(r.ID); got.Status != bcp.StatusReadyForComplete || total(got) != 13480 {
+		t.Errorf("after the refused update: %s %d", got.Status, total(got))
+	}
+
+	// No base URL, no capabilities: the buyer finishes on the hosted page,
+	// which the agent has no link to.
+	bare := &checkoutv1.Agent{ProfileUrl: profileURL}
+	b := e.mustCreate(bare, map[string]any{"line_items": []any{map[string]any{"item": map[string]any{"id": "var_img"}, "quantity": 1}},
+		"buyer": map[string]any{"email": "rui@example.com"}})
+	if b.ContinueURL != "" || b.Status != bcp.StatusRequiresEscalation || !equalStrings(msgs(b), []string{"error missing requires_buyer_input $"}) {
+		t.Errorf("bare agent: %q %s %v", b.ContinueURL, b.Status, msgs(b))
+	}
+	if len(b.LineItems) != 1 || b.LineItems[0].Item.ImageURL != "https://cdn.example/caneca.jpg" || b.LineItems[0].Item.Title != "Caneca" || total(b) != 2500 {
+		t.Errorf("line %+v total %d", b.LineItems, total(b))
+	}
+	if n := e.sql(`SELECT cardinality(capabilities) FROM checkout.sessions WHERE id = $1`, b.ID); n != 0 {
+		t.Errorf("%d capabilities stored", n)
+	}
+	if got := e.mustCreate(e.agent(), map[string]any{"line_items": shirts(1)}); got.ContinueURL != e.agent().GetBaseUrl()+"/checkout/"+got.ID {
+		t.Errorf("continue_url %q", got.ContinueURL)
+	}
 }

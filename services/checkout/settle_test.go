@@ -19,6 +19,7 @@ import (
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/services/checkout"
 	"github.com/bcpdev/bcp/services/edge"
+	"github.com/bcpdev/bcp/services/payments"
 )
 
 // quietEnv is newEnv whose periodic sweeps run once at start and then not
@@ -435,7 +436,44 @@ func TestSweepsByHand(t *testing.T) {
 	if got := e.get(old.ID); got.Status != bcp.StatusCanceled || !equalStrings(msgs(got), []string{"info expired"}) {
 		t.Errorf("after its expiry: %s %v", got.Status, msgs(got))
 	}
+	// …and leaves a completed checkout alone.
+	paid := e.ready()
+	e.mustComplete(paid.ID, card("tok_"+uuid.NewString()[:8]+"_4242"))
+	e.exec(`UPDATE checkout.sessions SET expires_at = now() - interval '1 second' WHERE id = $1`, paid.ID)
+	if err := (&checkout.ExpireWorker{Service: svc}).Work(context.Background(), &river.Job[checkout.ExpireArgs]{Args: checkout.ExpireArgs{TenantID: e.m.TenantID, CheckoutID: paid.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	if m := e.settledMoney(paid.ID); m.status != bcp.StatusCompleted {
+		t.Errorf("a completed checkout past its expiry: %+v", m)
+	}
 	if (checkout.ExpireArgs{}).Kind() != "checkout_expire" || (checkout.SweepArgs{}).Kind() != "checkout_sweep" {
 		t.Error("job kinds changed: jobs already queued would not be worked")
+	}
+}
+
+// A card charge the processor has not confirmed: settling it again, before
+// the processor answers, changes nothing (still complete_in_progress with
+// payment_processing, no new write).
+func TestSettleUnconfirmedCardAgain(t *testing.T) {
+	t.Setenv(payments.SimFaultsEnv, "timeout=1,hang=10ms") // read when the platform starts
+	e := quietEnv(t)
+	c := e.ready()
+	got := e.mustComplete(c.ID, card("tok_"+uuid.NewString()[:8]+"_4242"))
+	if got.Status != bcp.StatusCompleteInProgress || !equalStrings(msgs(got), []string{"info payment_processing $.payment.instruments[0]"}) {
+		t.Fatalf("complete with the processor down: %s %v", got.Status, msgs(got))
+	}
+	a := e.attemptOf(c.ID)
+	version := e.sql(`SELECT version FROM checkout.sessions WHERE id = $1`, c.ID)
+	if st, err := e.settlePayment(c.ID, a); err != nil || st != bcp.StatusCompleteInProgress {
+		t.Fatalf("settle again: %s %v", st, err)
+	}
+	if v := e.sql(`SELECT version FROM checkout.sessions WHERE id = $1`, c.ID); v != version {
+		t.Errorf("version %d → %d", version, v)
+	}
+	if again := e.get(c.ID); !equalStrings(msgs(again), msgs(got)) {
+		t.Errorf("messages %v", msgs(again))
+	}
+	if m := e.money(c.ID); m.orders != 0 || m.reserved != 1 || m.sessionAttmpt != a {
+		t.Errorf("ledgers %+v", m)
 	}
 }
