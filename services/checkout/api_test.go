@@ -489,11 +489,12 @@ func TestLimits(t *testing.T) {
 
 	lux := map[string]any{"line_items": []any{map[string]any{"item": map[string]any{"id": "var_lux"}, "quantity": 2}}}
 	before := e.sql(`SELECT count(*) FROM checkout.sessions`)
-	// Pricing's refusal reaches the caller.
+	// Pricing's refusal reaches the caller with its code, though it
+	// crossed two services.
 	relayed := func(err error) {
 		t.Helper()
-		if connect.CodeOf(err) != connect.CodeInvalidArgument {
-			t.Errorf("error %v, want invalid_argument", err)
+		if connect.CodeOf(err) != connect.CodeInvalidArgument || apperr.As(err).Code != "amount_out_of_range" {
+			t.Errorf("error %v (code %q), want invalid_argument amount_out_of_range", err, apperr.As(err).Code)
 		}
 	}
 	_, err := e.createRaw(e.agent(), jsonBody(lux))
