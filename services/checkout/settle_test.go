@@ -477,3 +477,33 @@ func TestSettleUnconfirmedCardAgain(t *testing.T) {
 		t.Errorf("ledgers %+v", m)
 	}
 }
+
+// A session the expiry sweep cannot close (here its stored state is not a
+// checkout) is logged and left for the next sweep; the others are closed
+// all the same. The tenant's ExpireCheckouts reports it as an internal
+// error rather than skipping it silently.
+func TestExpirySweepGoesPastABrokenSession(t *testing.T) {
+	e := quietEnv(t)
+	broken, a, b := e.ready(), e.ready(), e.ready()
+	e.exec(`UPDATE checkout.sessions SET state = '{"line_items": 5}' WHERE id = $1`, broken.ID)
+	e.exec(`UPDATE checkout.sessions SET expires_at = now() - interval '1 minute' WHERE id = $1`, broken.ID) // listed first
+	e.exec(`UPDATE checkout.sessions SET expires_at = now() - interval '1 second' WHERE id = ANY($1)`, []string{a.ID, b.ID})
+	svc := checkout.New(e.r.Pool, checkout.Clients{Catalog: e.r.Clients.Catalog, Pricing: e.r.Clients.Pricing, Tenants: e.r.Clients.Tenants,
+		Payments: e.r.Clients.Payments, Orders: e.r.Clients.Orders})
+	n, err := svc.SweepExpired(context.Background())
+	if err != nil || n != 2 {
+		t.Errorf("SweepExpired = %d, %v; want 2, nil", n, err)
+	}
+	for _, id := range []string{a.ID, b.ID} {
+		if m := e.settledMoney(id); m.status != bcp.StatusCanceled {
+			t.Errorf("%s: %s", id, m.status)
+		}
+	}
+	if st := e.str(`SELECT status FROM checkout.sessions WHERE id = $1`, broken.ID); st != bcp.StatusReadyForComplete {
+		t.Errorf("the broken session became %s", st)
+	}
+	_, err = e.r.Clients.Checkout.ExpireCheckouts(e.ctx, connect.NewRequest(&checkoutv1.ExpireCheckoutsRequest{}))
+	if connect.CodeOf(err) != connect.CodeInternal {
+		t.Errorf("ExpireCheckouts over the broken session: %v, want internal", err)
+	}
+}
