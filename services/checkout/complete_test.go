@@ -174,3 +174,50 @@ func TestCompleteFindsCatalogChanged(t *testing.T) {
 		e.settledMoney(c.ID)
 	})
 }
+
+// Concurrent complete_checkout requests for one checkout charge it once:
+// one completes it, every other is answered with the checkout and
+// payment_in_progress (or already_completed once it is done).
+func TestConcurrentCompletesChargeOnce(t *testing.T) {
+	e := newEnv(t)
+	c := e.ready()
+	const n = 6
+	type answer struct {
+		c   *bcp.Checkout
+		err error
+	}
+	answers := make(chan answer, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		go func() {
+			<-start
+			got, err := e.complete(c.ID, card("tok_"+uuid.NewString()[:8]+"_4242"))
+			answers <- answer{got, err}
+		}()
+	}
+	close(start)
+	completed := 0
+	for i := 0; i < n; i++ {
+		a := <-answers
+		if a.err != nil {
+			t.Errorf("complete: %v", a.err)
+			continue
+		}
+		switch {
+		case a.c.Status == bcp.StatusCompleted && len(a.c.Messages) == 0:
+			completed++
+		case hasMessage(a.c, "payment_in_progress") || hasMessage(a.c, "already_completed"):
+		default:
+			t.Errorf("answer %s %v", a.c.Status, msgs(a.c))
+		}
+	}
+	if completed != 1 {
+		t.Errorf("%d requests completed the checkout, want 1", completed)
+	}
+	if m := e.settledMoney(c.ID); m.status != bcp.StatusCompleted || m.orders != 1 || m.keptCharges != 1 {
+		t.Errorf("ledgers %+v", m)
+	}
+	if k := e.sql(`SELECT count(*) FROM payments.attempts WHERE checkout_id = $1`, c.ID); k != 1 {
+		t.Errorf("%d payment attempts, want 1", k)
+	}
+}

@@ -277,3 +277,36 @@ func TestIdempotencyKeysAPI(t *testing.T) {
 		t.Errorf("%d keys stored, want 3 (k1, k2, the 255-character one)", n)
 	}
 }
+
+// Concurrent claims of one new key: exactly one executes, every other is
+// told the request is in flight.
+func TestConcurrentClaimsOneExecutes(t *testing.T) {
+	e := newEnv(t)
+	hash := sha256.Sum256([]byte("complete_checkout\n{a}"))
+	for k := 0; k < 5; k++ {
+		key := fmt.Sprintf("race-%d", k)
+		const n = 8
+		outcomes := make(chan checkoutv1.ClaimIdempotencyKeyResponse_Outcome, n)
+		start := make(chan struct{})
+		for i := 0; i < n; i++ {
+			go func() {
+				<-start
+				r, err := e.r.Clients.Checkout.ClaimIdempotencyKey(e.ctx, connect.NewRequest(&checkoutv1.ClaimIdempotencyKeyRequest{Scope: "s", Key: key, RequestHash: hash[:]}))
+				if err != nil {
+					t.Errorf("claim: %v", err)
+					outcomes <- checkoutv1.ClaimIdempotencyKeyResponse_OUTCOME_UNSPECIFIED
+					return
+				}
+				outcomes <- r.Msg.GetOutcome()
+			}()
+		}
+		close(start)
+		got := map[checkoutv1.ClaimIdempotencyKeyResponse_Outcome]int{}
+		for i := 0; i < n; i++ {
+			got[<-outcomes]++
+		}
+		if got[checkoutv1.ClaimIdempotencyKeyResponse_OUTCOME_EXECUTE] != 1 || got[checkoutv1.ClaimIdempotencyKeyResponse_OUTCOME_IN_FLIGHT] != n-1 {
+			t.Errorf("%s: %v", key, got)
+		}
+	}
+}

@@ -506,4 +506,16 @@ func TestExpirySweepGoesPastABrokenSession(t *testing.T) {
 	if connect.CodeOf(err) != connect.CodeInternal {
 		t.Errorf("ExpireCheckouts over the broken session: %v, want internal", err)
 	}
+	// A read or an update that would close it first fails the same way,
+	// and changes nothing.
+	_, err = e.r.Clients.Checkout.GetCheckout(e.ctx, connect.NewRequest(&checkoutv1.GetCheckoutRequest{Id: broken.ID}))
+	if connect.CodeOf(err) != connect.CodeInternal {
+		t.Errorf("get: %v, want internal", err)
+	}
+	if _, err = e.update(broken.ID, e.readyBody(broken, 1)); connect.CodeOf(err) != connect.CodeInternal {
+		t.Errorf("update: %v, want internal", err)
+	}
+	if st := e.str(`SELECT status FROM checkout.sessions WHERE id = $1`, broken.ID); st != bcp.StatusReadyForComplete {
+		t.Errorf("the broken session became %s", st)
+	}
 }
