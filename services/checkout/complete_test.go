@@ -85,7 +85,9 @@ func TestCompleteRefusals(t *testing.T) {
 		c := e.ready()
 		e.exec(`UPDATE checkout.sessions SET expires_at = now() - interval '1 second' WHERE id = $1`, c.ID)
 		got := e.mustComplete(c.ID, tok())
-		if got.Status != bcp.StatusCanceled || !equalStrings(msgs(got), []string{"info expired"}) {
+		// Closed by this request (expired), or by the sweep just before it
+		// (then also not modifiable): never charged.
+		if got.Status != bcp.StatusCanceled || !hasMessage(got, "expired") {
 			t.Errorf("%s %v", got.Status, msgs(got))
 		}
 		if n := attempts(c.ID); n != 0 {

@@ -11,6 +11,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/bcpdev/bcp/internal/tenancy"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
@@ -21,7 +22,7 @@ import (
 // status or a malformed token.
 func TestListCheckouts(t *testing.T) {
 	e := newEnv(t)
-	tenant := uuid.New() // only the rows below
+	tenant := uuid.New() // only the rows below, open for a day (the sweeps leave them alone)
 	ctx := tenancy.With(context.Background(), tenant)
 	created := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	var ids []string // ascending
@@ -32,7 +33,7 @@ func TestListCheckouts(t *testing.T) {
 			status = "completed"
 		}
 		e.exec(`INSERT INTO checkout.sessions (tenant_id, id, status, currency, total, buyer_email, agent_profile_url, capabilities, request, state, expires_at, created_at, updated_at)
-			VALUES ($1, $2, $3, 'BRL', $4, $5, 'https://agent.example/p.json', '{}', '{}', '{}', $6, $6, $7)`,
+			VALUES ($1, $2, $3, 'BRL', $4, $5, 'https://agent.example/p.json', '{}', '{}', '{}', now() + interval '1 day', $6, $7)`,
 			tenant, id, status, 1000+i, fmt.Sprintf("b%d@example.com", i), created, created.Add(time.Duration(i)*time.Minute))
 		ids = append(ids, id)
 	}
@@ -86,7 +87,7 @@ func TestListCheckouts(t *testing.T) {
 		}
 		want := &checkoutv1.CheckoutSummary{Id: "chk_052", Status: "incomplete", Currency: "BRL", Total: 1052, AgentProfileUrl: "https://agent.example/p.json",
 			BuyerEmail: "b52@example.com", CreateTimeUnix: created.Unix(), UpdateTimeUnix: created.Add(52 * time.Minute).Unix()}
-		if len(r.GetCheckouts()) != 1 || r.GetCheckouts()[0].String() != want.String() || r.GetNextPageToken() == "" {
+		if len(r.GetCheckouts()) != 1 || !proto.Equal(r.GetCheckouts()[0], want) || r.GetNextPageToken() == "" {
 			t.Errorf("page of one: %v, want %v", r, want)
 		}
 	})
