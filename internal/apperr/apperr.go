@@ -221,7 +221,10 @@ func (i *interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) co
 
 func (i *interceptor) mapErr(ctx context.Context, procedure string, err error) error {
 	var ce *connect.Error
-	if errors.As(err, &ce) && ce.Meta().Get(headerCode) != "" {
+	// An error received from another service (a wire error) is rebuilt:
+	// connect never sends a wire error's metadata on, so passing it
+	// through would drop its code and field.
+	if errors.As(err, &ce) && ce.Meta().Get(headerCode) != "" && !connect.IsWireError(ce) {
 		return ce // already mapped (e.g. by an inner interceptor)
 	}
 	e := As(err)
