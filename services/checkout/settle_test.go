@@ -18,6 +18,7 @@ import (
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/services/checkout"
+	"github.com/bcpdev/bcp/services/checkout/hooktest"
 	"github.com/bcpdev/bcp/services/edge"
 	"github.com/bcpdev/bcp/services/payments"
 )
@@ -27,11 +28,11 @@ import (
 func quietEnv(t *testing.T) *env {
 	t.Helper()
 	d := testdb.New(t)
-	g := &gate{}
+	g := &hooktest.Gate{}
 	r, err := platform.Start(context.Background(), platform.Config{
 		Services: platform.AllServices, PublicAddr: "127.0.0.1:0",
 		DatabaseURL: d.AppURL, InternalAddr: "127.0.0.1:0", InternalToken: internalToken, OperatorToken: operatorToken, MasterKey: masterKey,
-		Edge: edge.Config{PublicScheme: "http"}, SweepEvery: time.Hour, CheckoutHooks: &checkout.Hooks{At: g.at},
+		Edge: edge.Config{PublicScheme: "http"}, SweepEvery: time.Hour, CheckoutHooks: g.Hooks(),
 		Logger: testLog(),
 	})
 	if err != nil {
@@ -374,14 +375,14 @@ func TestSweepsByHand(t *testing.T) {
 	pixShown := e.mustComplete(pix.ID, e.pix())
 	due(pix.ID)
 	charged := e.ready()
-	e.g.arm(charged.ID, checkout.StepCharged, true)
+	e.g.Crash(charged.ID, checkout.StepCharged)
 	if _, err := e.complete(charged.ID, card("tok_"+uuid.NewString()[:8]+"_4242")); err == nil {
 		t.Fatal("the crash did not end the request")
 	}
 	due(charged.ID)
 	closed := e.ready()
 	a := pixAttempt(t, e.mustComplete(closed.ID, e.pix()))
-	e.g.arm(closed.ID, checkout.StepClosed, true)
+	e.g.Crash(closed.ID, checkout.StepClosed)
 	if _, err := e.cancel(closed.ID); err == nil {
 		t.Fatal("the crash did not end the request")
 	}
