@@ -28,6 +28,7 @@ const (
 	maxSKULen         = 100
 	maxDescriptionLen = 10_000
 	maxURLLen         = 2_048
+	maxCategoryLen    = 200
 )
 
 // productIn and variantIn are a request's product after normalisation
@@ -35,8 +36,12 @@ const (
 // stored rows and the writes all see the same values.
 type productIn struct {
 	id, title, description, imageURL string
-	active                           bool
-	variants                         []variantIn
+	// category is kept from the stored product when keepCategory (the
+	// request did not set it).
+	category     string
+	keepCategory bool
+	active       bool
+	variants     []variantIn
 }
 
 type variantIn struct {
@@ -49,6 +54,7 @@ func normalize(p *catalogv1.Product) productIn {
 	out := productIn{
 		id: strings.TrimSpace(p.GetId()), title: strings.TrimSpace(p.GetTitle()), description: p.GetDescription(),
 		imageURL: strings.TrimSpace(p.GetImageUrl()), active: p.GetActive(),
+		category: strings.TrimSpace(p.GetCategory()), keepCategory: p.Category == nil,
 	}
 	for _, v := range p.GetVariants() {
 		cur := strings.TrimSpace(v.GetCurrency())
@@ -138,6 +144,9 @@ func checkFields(items []productIn, pa paths) problems {
 		// PostgreSQL text cannot hold NUL; line breaks are fine here.
 		if utf8.RuneCountInString(p.description) > maxDescriptionLen || strings.ContainsRune(p.description, 0) {
 			ps.add(i, -1, base+".description", "invalid_description", "description must be at most %d characters, without NUL", maxDescriptionLen)
+		}
+		if !validText(p.category, maxCategoryLen) && p.category != "" {
+			ps.add(i, -1, base+".category", "invalid_category", "category must be at most %d characters, no control characters", maxCategoryLen)
 		}
 		if !validImageURL(p.imageURL) {
 			ps.add(i, -1, base+".image_url", "invalid_url", "image_url must be an absolute http(s) URL of at most %d characters", maxURLLen)
@@ -380,8 +389,11 @@ func plan(st *catalogState, items []productIn, pa paths, mode matchMode) ([]prod
 			ps.add(i, -1, base+".id", "duplicate_product", "product %q is also imported by %s (products without an id are found by their SKUs)", pp.in.id, pa.product(first.i))
 		}
 		pp.create = !exists
+		if exists && p.keepCategory {
+			pp.in.category = stored.Category
+		}
 		if exists {
-			pp.changed = stored.Title != p.title || stored.Description != p.description || stored.ImageUrl != p.imageURL || stored.Active != p.active
+			pp.changed = stored.Category != pp.in.category || stored.Title != p.title || stored.Description != p.description || stored.ImageUrl != p.imageURL || stored.Active != p.active
 		}
 		planVariants(st, pp, clean[i].variants, i, pa, mode, exists, &ps)
 	}
@@ -511,6 +523,7 @@ func apply(ctx context.Context, q *catalogdb.Queries, tid uuid.UUID, plans []pro
 			p := pp.in
 			productRows = append(productRows, catalogdb.InsertProductsParams{
 				TenantID: tid, ID: p.id, Title: p.title, Description: p.description, ImageUrl: p.imageURL, Active: p.active,
+				Category: p.category,
 			})
 		}
 		for _, v := range pp.inserts {
@@ -537,6 +550,7 @@ func apply(ctx context.Context, q *catalogdb.Queries, tid uuid.UUID, plans []pro
 		if pp.changed {
 			if err := one(q.UpdateProduct(ctx, catalogdb.UpdateProductParams{
 				TenantID: tid, ID: p.id, Title: p.title, Description: p.description, ImageUrl: p.imageURL, Active: p.active,
+				Category: p.category,
 			})); err != nil {
 				return err
 			}

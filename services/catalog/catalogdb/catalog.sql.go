@@ -41,7 +41,7 @@ func (q *Queries) DeactivateVariants(ctx context.Context, arg DeactivateVariants
 }
 
 const getProduct = `-- name: GetProduct :one
-SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at FROM catalog.products WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at, category, search_tsv, search_title FROM catalog.products WHERE tenant_id = $1 AND id = $2
 `
 
 type GetProductParams struct {
@@ -61,12 +61,15 @@ func (q *Queries) GetProduct(ctx context.Context, arg GetProductParams) (Catalog
 		&i.Active,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Category,
+		&i.SearchTsv,
+		&i.SearchTitle,
 	)
 	return i, err
 }
 
 const getProductsByIDs = `-- name: GetProductsByIDs :many
-SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at FROM catalog.products WHERE tenant_id = $1 AND id = ANY($2::text[])
+SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at, category, search_tsv, search_title FROM catalog.products WHERE tenant_id = $1 AND id = ANY($2::text[])
 `
 
 type GetProductsByIDsParams struct {
@@ -92,6 +95,9 @@ func (q *Queries) GetProductsByIDs(ctx context.Context, arg GetProductsByIDsPara
 			&i.Active,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Category,
+			&i.SearchTsv,
+			&i.SearchTitle,
 		); err != nil {
 			return nil, err
 		}
@@ -188,7 +194,7 @@ func (q *Queries) GetVariantsBySKUs(ctx context.Context, arg GetVariantsBySKUsPa
 }
 
 const listProducts = `-- name: ListProducts :many
-SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at FROM catalog.products
+SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at, category, search_tsv, search_title FROM catalog.products
 WHERE tenant_id = $1 AND ($2::text IS NULL OR id > $2::text)
 ORDER BY id
 LIMIT $3
@@ -218,6 +224,9 @@ func (q *Queries) ListProducts(ctx context.Context, arg ListProductsParams) ([]C
 			&i.Active,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Category,
+			&i.SearchTsv,
+			&i.SearchTitle,
 		); err != nil {
 			return nil, err
 		}
@@ -363,8 +372,8 @@ func (q *Queries) SetVariantSKU(ctx context.Context, arg SetVariantSKUParams) (i
 
 const updateProduct = `-- name: UpdateProduct :execrows
 UPDATE catalog.products
-SET title = $1, description = $2, image_url = $3, active = $4, updated_at = now()
-WHERE tenant_id = $5 AND id = $6
+SET title = $1, description = $2, image_url = $3, active = $4, category = $5, updated_at = now()
+WHERE tenant_id = $6 AND id = $7
 `
 
 type UpdateProductParams struct {
@@ -372,6 +381,7 @@ type UpdateProductParams struct {
 	Description string
 	ImageUrl    string
 	Active      bool
+	Category    string
 	TenantID    uuid.UUID
 	ID          string
 }
@@ -382,6 +392,7 @@ func (q *Queries) UpdateProduct(ctx context.Context, arg UpdateProductParams) (i
 		arg.Description,
 		arg.ImageUrl,
 		arg.Active,
+		arg.Category,
 		arg.TenantID,
 		arg.ID,
 	)

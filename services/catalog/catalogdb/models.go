@@ -26,6 +26,9 @@ type CatalogProduct struct {
 	Active      bool
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	Category    string
+	SearchTsv   interface{}
+	SearchTitle *string
 }
 
 type CatalogStockReservation struct {

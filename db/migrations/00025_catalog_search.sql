@@ -1,0 +1,60 @@
+-- +goose Up
+-- Catalog search (search_catalog): Portuguese full-text search over
+-- accent-folded text, plus trigram similarity for misspellings.
+--
+-- unaccent and pg_trgm are "trusted" extensions (PostgreSQL ≥ 13): the
+-- database owner that runs migrations may create them without superuser.
+-- Their objects live in public; everything below names them by schema so
+-- no search_path can redirect them.
+CREATE EXTENSION IF NOT EXISTS unaccent SCHEMA public;
+CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public;
+
+-- unaccent() is only STABLE (its dictionary could change), so it cannot
+-- appear in a generated column or an index. This wrapper pins the
+-- dictionary, which makes IMMUTABLE true in practice; the SQL-standard body
+-- binds the function and dictionary when created.
+CREATE FUNCTION catalog.f_unaccent(text) RETURNS text
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+  RETURN public.unaccent('public.unaccent'::regdictionary, $1);
+GRANT EXECUTE ON FUNCTION catalog.f_unaccent(text) TO bcp_app;
+
+-- category: one merchant-defined value or path ("Vestuário > Camisetas"),
+-- what search filters.categories matches exactly.
+ALTER TABLE catalog.products
+  ADD COLUMN category text NOT NULL DEFAULT '' CHECK (length(category) <= 200);
+
+-- Title weighs most, then category, then description. Accents are folded
+-- before the Portuguese stemmer, so "cerâmica" and "ceramica" meet.
+ALTER TABLE catalog.products
+  ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS (
+    setweight(to_tsvector('pg_catalog.portuguese', catalog.f_unaccent(title)), 'A') ||
+    setweight(to_tsvector('pg_catalog.portuguese', catalog.f_unaccent(category)), 'B') ||
+    setweight(to_tsvector('pg_catalog.portuguese', catalog.f_unaccent(description)), 'C')
+  ) STORED;
+
+-- The folded title trigrams are taken from: a column rather than an
+-- expression index so that the fuzzy clause applies only <% to a column.
+-- Under row-level security the planner uses a clause as an index condition
+-- only when every function applied to a column in it is LEAKPROOF (else it
+-- could see other tenants' rows before the policy filters them); lower()
+-- and unaccent() are not, word_similarity_op can be made so (db.Bootstrap,
+-- deploy/README "Catalog search").
+ALTER TABLE catalog.products
+  ADD COLUMN search_title text GENERATED ALWAYS AS (catalog.f_unaccent(lower(title))) STORED;
+
+-- Single-column GIN indexes: the planner combines them with the primary
+-- key's tenant_id (BitmapAnd); multi-column GIN with btree_gin on
+-- tenant_id was costed so badly that it was never chosen. fastupdate off:
+-- catalogs are read far more than written, and rows waiting in a GIN
+-- pending list are scanned by every search (and priced so by the planner,
+-- which then preferred reading the tenant's whole catalog) until a vacuum.
+CREATE INDEX products_search ON catalog.products USING gin (search_tsv) WITH (fastupdate = off);
+CREATE INDEX products_title_trgm ON catalog.products USING gin (search_title public.gin_trgm_ops) WITH (fastupdate = off);
+CREATE INDEX products_category ON catalog.products (tenant_id, category, id);
+
+-- +goose Down
+DROP INDEX catalog.products_category;
+DROP INDEX catalog.products_title_trgm;
+DROP INDEX catalog.products_search;
+ALTER TABLE catalog.products DROP COLUMN search_title, DROP COLUMN search_tsv, DROP COLUMN category;
+DROP FUNCTION catalog.f_unaccent(text);
