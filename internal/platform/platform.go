@@ -266,7 +266,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	obs.Health(internal, checks)
 
 	if cfg.hosts(Edge) {
-		e, err := edge.New(cfg.Edge, edge.Clients{Tenants: clients.Tenants, Checkout: clients.Checkout, Orders: clients.Orders}, log)
+		e, err := edge.New(cfg.Edge, edge.Clients{Tenants: clients.Tenants, Checkout: clients.Checkout, Orders: clients.Orders, Catalog: clients.Catalog}, log)
 		if err != nil {
 			return fail(err)
 		}
