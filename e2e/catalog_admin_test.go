@@ -64,4 +64,25 @@ func TestAdminProductCategory(t *testing.T) {
 	if err != nil || len(r.Msg.GetProducts()) != 1 || r.Msg.GetProducts()[0].GetId() != "prd_cam" {
 		t.Fatalf("search by the category: %v %v", r, err)
 	}
+
+	// What agents searched for shows on the products page: the top terms
+	// and those that found nothing.
+	if p := b.do("GET", "/admin/produtos", nil); !strings.Contains(p.body, "Nenhuma busca de agentes nos últimos 30 dias.") {
+		t.Fatalf("before any search:\n%s", p.body)
+	}
+	for _, q := range []string{"Camiseta", "camiseta", "Geladeira"} {
+		if _, err := ops.Catalog.SearchCatalog(ctx, connect.NewRequest(&catalogv1.SearchCatalogRequest{Query: q})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := b.do("GET", "/admin/produtos", nil)
+	for _, want := range []string{
+		`<tr data-term="camiseta"><td data-label="Termo">camiseta</td><td data-label="Buscas" class="num">2</td><td data-label="Sem resultado" class="num">0</td></tr>`,
+		`<tr data-term="geladeira"><td data-label="Termo">geladeira</td><td data-label="Buscas" class="num">1</td><td data-label="Sem resultado" class="num">1</td></tr>`,
+		`<li><strong>geladeira</strong> — 1 busca</li>`,
+	} {
+		if !strings.Contains(p.body, want) {
+			t.Fatalf("products page lacks %s:\n%s", want, p.body)
+		}
+	}
 }

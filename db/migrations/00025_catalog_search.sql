@@ -52,7 +52,25 @@ CREATE INDEX products_search ON catalog.products USING gin (search_tsv) WITH (fa
 CREATE INDEX products_title_trgm ON catalog.products USING gin (search_title public.gin_trgm_ops) WITH (fastupdate = off);
 CREATE INDEX products_category ON catalog.products (tenant_id, category, id);
 
+-- What agents search for, per merchant and day (São Paulo time): the
+-- admin shows the most searched terms and those that found nothing. One
+-- row per distinct folded term and day; a search adds to its row.
+CREATE TABLE catalog.search_terms (
+  tenant_id uuid NOT NULL,
+  day       date NOT NULL,
+  term      text NOT NULL CHECK (length(term) BETWEEN 1 AND 200),
+  searches  bigint NOT NULL CHECK (searches > 0),
+  empty     bigint NOT NULL CHECK (empty BETWEEN 0 AND searches), -- searches that found nothing
+  PRIMARY KEY (tenant_id, day, term)
+);
+ALTER TABLE catalog.search_terms ENABLE ROW LEVEL SECURITY;
+ALTER TABLE catalog.search_terms FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON catalog.search_terms
+  USING (tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::uuid)
+  WITH CHECK (tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::uuid);
+
 -- +goose Down
+DROP TABLE catalog.search_terms;
 DROP INDEX catalog.products_category;
 DROP INDEX catalog.products_title_trgm;
 DROP INDEX catalog.products_search;

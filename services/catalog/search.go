@@ -173,8 +173,14 @@ func (s *Service) SearchCatalog(ctx context.Context, req *connect.Request[catalo
 		for i, h := range hits {
 			rows[i] = h.row
 		}
-		resp.Products, err = withVariants(ctx, q, tid, rows, minPrice, maxPrice)
-		return err
+		if resp.Products, err = withVariants(ctx, q, tid, rows, minPrice, maxPrice); err != nil {
+			return err
+		}
+		// A search is counted once, on its first page.
+		if query != "" && !after {
+			return q.RecordSearchTerm(ctx, catalogdb.RecordSearchTermParams{TenantID: tid, Term: query, Found: len(resp.Products) > 0})
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -372,4 +378,44 @@ func resolve(p *catalogv1.CatalogProduct, want []string, variantProduct map[stri
 		return
 	}
 	p.Variants = slices.DeleteFunc(p.Variants, func(v *catalogv1.CatalogVariant) bool { return len(v.Inputs) == 0 })
+}
+
+// SearchTerms reports the tenant's most searched terms and the terms that
+// found nothing.
+func (s *Service) SearchTerms(ctx context.Context, req *connect.Request[catalogv1.SearchTermsRequest]) (*connect.Response[catalogv1.SearchTermsResponse], error) {
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return nil, err
+	}
+	days, limit := req.Msg.GetDays(), req.Msg.GetLimit()
+	if days <= 0 {
+		days = 30
+	}
+	if limit <= 0 {
+		limit = 10
+	}
+	days, limit = min(days, 90), min(limit, 100)
+	resp := &catalogv1.SearchTermsResponse{}
+	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
+		q := catalogdb.New(tx)
+		top, err := q.TopSearchTerms(ctx, catalogdb.TopSearchTermsParams{TenantID: tid, Days: days, MaxTerms: limit})
+		if err != nil {
+			return err
+		}
+		for _, t := range top {
+			resp.Top = append(resp.Top, &catalogv1.SearchTerm{Term: t.Term, Searches: t.Searches, Empty: t.Empty})
+		}
+		empty, err := q.EmptySearchTerms(ctx, catalogdb.EmptySearchTermsParams{TenantID: tid, Days: days, MaxTerms: limit})
+		if err != nil {
+			return err
+		}
+		for _, t := range empty {
+			resp.NoResults = append(resp.NoResults, &catalogv1.SearchTerm{Term: t.Term, Searches: t.Searches, Empty: t.Empty})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(resp), nil
 }

@@ -242,3 +242,42 @@ func TestCategoryKeptWhenUnset(t *testing.T) {
 		t.Fatalf("update clearing category: %v %v", got, err)
 	}
 }
+
+// First-page searches with a query are counted per folded term; the terms
+// that found nothing are listed apart; another tenant's searches never
+// show.
+func TestSearchTerms(t *testing.T) {
+	e := start(t)
+	ctx, other := tenant(), tenant()
+	e.seedSearch(ctx, 0)
+	e.seedSearch(other, 0)
+	for _, q := range []string{"Caneca", "caneca", "CANECA", "café", "cafe", "geladeira", "geladeira", "camiseta"} {
+		e.search(ctx, &catalogv1.SearchCatalogRequest{Query: q})
+	}
+	r := e.search(ctx, &catalogv1.SearchCatalogRequest{Query: "camiseta", Limit: 1})
+	e.search(ctx, &catalogv1.SearchCatalogRequest{Query: "camiseta", Limit: 1, Cursor: r.GetNextCursor()}) // a next page is not a search
+	e.search(ctx, &catalogv1.SearchCatalogRequest{})                                                       // browsing is not a search
+	e.search(other, &catalogv1.SearchCatalogRequest{Query: "chinelo"})
+
+	got, err := e.client.SearchTerms(ctx, connect.NewRequest(&catalogv1.SearchTermsRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	str := func(ts []*catalogv1.SearchTerm) string {
+		var out []string
+		for _, x := range ts {
+			out = append(out, fmt.Sprintf("%s:%d/%d", x.GetTerm(), x.GetSearches(), x.GetEmpty()))
+		}
+		return fmt.Sprint(out)
+	}
+	if s := str(got.Msg.GetTop()); s != "[caneca:3/0 cafe:2/0 camiseta:2/0 geladeira:2/2]" {
+		t.Errorf("top = %s", s)
+	}
+	if s := str(got.Msg.GetNoResults()); s != "[geladeira:2/2]" {
+		t.Errorf("no results = %s", s)
+	}
+	got, err = e.client.SearchTerms(other, connect.NewRequest(&catalogv1.SearchTermsRequest{Limit: 1}))
+	if err != nil || str(got.Msg.GetTop()) != "[chinelo:1/0]" || len(got.Msg.GetNoResults()) != 0 {
+		t.Errorf("other tenant: %v %v", got, err)
+	}
+}

@@ -19,6 +19,9 @@ type productsData struct {
 	Query    string
 	Products []*catalogv1.Product
 	Next     string
+	// Searches is what agents searched for in the last 30 days (nil when
+	// the catalog could not say: the list still shows).
+	Searches *catalogv1.SearchTermsResponse
 }
 
 // products lists the catalog (ListProducts pages of 100), filtered by a
@@ -36,6 +39,11 @@ func (a *Admin) products(rw http.ResponseWriter, r *http.Request) {
 		if needle == "" || matches(p, needle) {
 			d.Products = append(d.Products, p)
 		}
+	}
+	if st, err := a.opts.Catalog.SearchTerms(r.Context(), connect.NewRequest(&catalogv1.SearchTermsRequest{Days: 30, Limit: 10})); err == nil {
+		d.Searches = st.Msg
+	} else {
+		a.log.WarnContext(r.Context(), "admin: search terms", "err", err)
 	}
 	a.render(rw, r, http.StatusOK, "products", a.newPage(r, "Produtos", "produtos", d))
 }

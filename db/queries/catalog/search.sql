@@ -79,3 +79,30 @@ WHERE p.tenant_id = @tenant_id AND p.id = ANY(@ids::text[]) AND p.active;
 -- name: ActiveVariantsByIDs :many
 SELECT v.id, v.product_id FROM catalog.variants v
 WHERE v.tenant_id = @tenant_id AND v.id = ANY(@ids::text[]) AND v.active;
+
+-- name: RecordSearchTerm :exec
+-- Counts one first-page search of a term (folded like the index: lower
+-- case, no accents) on today's row, and whether it found nothing.
+INSERT INTO catalog.search_terms (tenant_id, day, term, searches, empty)
+VALUES (@tenant_id, (now() AT TIME ZONE 'America/Sao_Paulo')::date, left(catalog.f_unaccent(lower(@term::text)), 200), 1,
+        CASE WHEN @found::boolean THEN 0 ELSE 1 END)
+ON CONFLICT (tenant_id, day, term) DO UPDATE
+SET searches = catalog.search_terms.searches + 1, empty = catalog.search_terms.empty + EXCLUDED.empty;
+
+-- name: TopSearchTerms :many
+-- The most searched terms of the last @days days (today included).
+SELECT term, sum(searches)::bigint AS searches, sum(empty)::bigint AS empty
+FROM catalog.search_terms
+WHERE tenant_id = @tenant_id AND day > (now() AT TIME ZONE 'America/Sao_Paulo')::date - @days::int
+GROUP BY term
+ORDER BY sum(searches) DESC, term
+LIMIT @max_terms;
+
+-- name: EmptySearchTerms :many
+-- The terms of the last @days days that found nothing, most often first.
+SELECT term, sum(searches)::bigint AS searches, sum(empty)::bigint AS empty
+FROM catalog.search_terms
+WHERE tenant_id = @tenant_id AND day > (now() AT TIME ZONE 'America/Sao_Paulo')::date - @days::int AND empty > 0
+GROUP BY term
+ORDER BY sum(empty) DESC, term
+LIMIT @max_terms;

@@ -208,6 +208,69 @@ func (q *Queries) BrowseProducts(ctx context.Context, arg BrowseProductsParams) 
 	return items, nil
 }
 
+const emptySearchTerms = `-- name: EmptySearchTerms :many
+SELECT term, sum(searches)::bigint AS searches, sum(empty)::bigint AS empty
+FROM catalog.search_terms
+WHERE tenant_id = $1 AND day > (now() AT TIME ZONE 'America/Sao_Paulo')::date - $2::int AND empty > 0
+GROUP BY term
+ORDER BY sum(empty) DESC, term
+LIMIT $3
+`
+
+type EmptySearchTermsParams struct {
+	TenantID uuid.UUID
+	Days     int32
+	MaxTerms int32
+}
+
+type EmptySearchTermsRow struct {
+	Term     string
+	Searches int64
+	Empty    int64
+}
+
+// The terms of the last @days days that found nothing, most often first.
+func (q *Queries) EmptySearchTerms(ctx context.Context, arg EmptySearchTermsParams) ([]EmptySearchTermsRow, error) {
+	rows, err := q.db.Query(ctx, emptySearchTerms, arg.TenantID, arg.Days, arg.MaxTerms)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EmptySearchTermsRow
+	for rows.Next() {
+		var i EmptySearchTermsRow
+		if err := rows.Scan(&i.Term, &i.Searches, &i.Empty); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const recordSearchTerm = `-- name: RecordSearchTerm :exec
+INSERT INTO catalog.search_terms (tenant_id, day, term, searches, empty)
+VALUES ($1, (now() AT TIME ZONE 'America/Sao_Paulo')::date, left(catalog.f_unaccent(lower($2::text)), 200), 1,
+        CASE WHEN $3::boolean THEN 0 ELSE 1 END)
+ON CONFLICT (tenant_id, day, term) DO UPDATE
+SET searches = catalog.search_terms.searches + 1, empty = catalog.search_terms.empty + EXCLUDED.empty
+`
+
+type RecordSearchTermParams struct {
+	TenantID uuid.UUID
+	Term     string
+	Found    bool
+}
+
+// Counts one first-page search of a term (folded like the index: lower
+// case, no accents) on today's row, and whether it found nothing.
+func (q *Queries) RecordSearchTerm(ctx context.Context, arg RecordSearchTermParams) error {
+	_, err := q.db.Exec(ctx, recordSearchTerm, arg.TenantID, arg.Term, arg.Found)
+	return err
+}
+
 const searchProducts = `-- name: SearchProducts :many
 SELECT hits.id, hits.title, hits.description, hits.image_url, hits.category, hits.score
 FROM (
@@ -383,4 +446,46 @@ SELECT set_config('pg_trgm.word_similarity_threshold', '0.4', true)
 func (q *Queries) SetSearchSimilarity(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, setSearchSimilarity)
 	return err
+}
+
+const topSearchTerms = `-- name: TopSearchTerms :many
+SELECT term, sum(searches)::bigint AS searches, sum(empty)::bigint AS empty
+FROM catalog.search_terms
+WHERE tenant_id = $1 AND day > (now() AT TIME ZONE 'America/Sao_Paulo')::date - $2::int
+GROUP BY term
+ORDER BY sum(searches) DESC, term
+LIMIT $3
+`
+
+type TopSearchTermsParams struct {
+	TenantID uuid.UUID
+	Days     int32
+	MaxTerms int32
+}
+
+type TopSearchTermsRow struct {
+	Term     string
+	Searches int64
+	Empty    int64
+}
+
+// The most searched terms of the last @days days (today included).
+func (q *Queries) TopSearchTerms(ctx context.Context, arg TopSearchTermsParams) ([]TopSearchTermsRow, error) {
+	rows, err := q.db.Query(ctx, topSearchTerms, arg.TenantID, arg.Days, arg.MaxTerms)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TopSearchTermsRow
+	for rows.Next() {
+		var i TopSearchTermsRow
+		if err := rows.Scan(&i.Term, &i.Searches, &i.Empty); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -1773,6 +1773,174 @@ func (x *CatalogInput) GetMatch() string {
 	return ""
 }
 
+type SearchTermsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The window in days, today included: 0 is 30; at most 90.
+	Days int32 `protobuf:"varint,1,opt,name=days,proto3" json:"days,omitempty"`
+	// Terms per list: 0 is 10; at most 100.
+	Limit         int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchTermsRequest) Reset() {
+	*x = SearchTermsRequest{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchTermsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchTermsRequest) ProtoMessage() {}
+
+func (x *SearchTermsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchTermsRequest.ProtoReflect.Descriptor instead.
+func (*SearchTermsRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SearchTermsRequest) GetDays() int32 {
+	if x != nil {
+		return x.Days
+	}
+	return 0
+}
+
+func (x *SearchTermsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type SearchTerm struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Folded: lower case, without accents.
+	Term     string `protobuf:"bytes,1,opt,name=term,proto3" json:"term,omitempty"`
+	Searches int64  `protobuf:"varint,2,opt,name=searches,proto3" json:"searches,omitempty"`
+	// Searches that found nothing.
+	Empty         int64 `protobuf:"varint,3,opt,name=empty,proto3" json:"empty,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchTerm) Reset() {
+	*x = SearchTerm{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchTerm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchTerm) ProtoMessage() {}
+
+func (x *SearchTerm) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchTerm.ProtoReflect.Descriptor instead.
+func (*SearchTerm) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *SearchTerm) GetTerm() string {
+	if x != nil {
+		return x.Term
+	}
+	return ""
+}
+
+func (x *SearchTerm) GetSearches() int64 {
+	if x != nil {
+		return x.Searches
+	}
+	return 0
+}
+
+func (x *SearchTerm) GetEmpty() int64 {
+	if x != nil {
+		return x.Empty
+	}
+	return 0
+}
+
+type SearchTermsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Top           []*SearchTerm          `protobuf:"bytes,1,rep,name=top,proto3" json:"top,omitempty"`
+	NoResults     []*SearchTerm          `protobuf:"bytes,2,rep,name=no_results,json=noResults,proto3" json:"no_results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchTermsResponse) Reset() {
+	*x = SearchTermsResponse{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchTermsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchTermsResponse) ProtoMessage() {}
+
+func (x *SearchTermsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchTermsResponse.ProtoReflect.Descriptor instead.
+func (*SearchTermsResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *SearchTermsResponse) GetTop() []*SearchTerm {
+	if x != nil {
+		return x.Top
+	}
+	return nil
+}
+
+func (x *SearchTermsResponse) GetNoResults() []*SearchTerm {
+	if x != nil {
+		return x.NoResults
+	}
+	return nil
+}
+
 var File_bcp_catalog_v1_catalog_proto protoreflect.FileDescriptor
 
 const file_bcp_catalog_v1_catalog_proto_rawDesc = "" +
@@ -1902,7 +2070,19 @@ const file_bcp_catalog_v1_catalog_proto_rawDesc = "" +
 	"\x06inputs\x18\b \x03(\v2\x1c.bcp.catalog.v1.CatalogInputR\x06inputs\"4\n" +
 	"\fCatalogInput\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
-	"\x05match\x18\x02 \x01(\tR\x05match2\x88\b\n" +
+	"\x05match\x18\x02 \x01(\tR\x05match\">\n" +
+	"\x12SearchTermsRequest\x12\x12\n" +
+	"\x04days\x18\x01 \x01(\x05R\x04days\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"R\n" +
+	"\n" +
+	"SearchTerm\x12\x12\n" +
+	"\x04term\x18\x01 \x01(\tR\x04term\x12\x1a\n" +
+	"\bsearches\x18\x02 \x01(\x03R\bsearches\x12\x14\n" +
+	"\x05empty\x18\x03 \x01(\x03R\x05empty\"~\n" +
+	"\x13SearchTermsResponse\x12,\n" +
+	"\x03top\x18\x01 \x03(\v2\x1a.bcp.catalog.v1.SearchTermR\x03top\x129\n" +
+	"\n" +
+	"no_results\x18\x02 \x03(\v2\x1a.bcp.catalog.v1.SearchTermR\tnoResults2\xe5\b\n" +
 	"\x0eCatalogService\x12F\n" +
 	"\x04Ping\x12\x1b.bcp.catalog.v1.PingRequest\x1a\x1c.bcp.catalog.v1.PingResponse\"\x03\x90\x02\x01\x12\\\n" +
 	"\rCreateProduct\x12$.bcp.catalog.v1.CreateProductRequest\x1a%.bcp.catalog.v1.CreateProductResponse\x12^\n" +
@@ -1915,7 +2095,8 @@ const file_bcp_catalog_v1_catalog_proto_rawDesc = "" +
 	"\fReleaseStock\x12#.bcp.catalog.v1.ReleaseStockRequest\x1a$.bcp.catalog.v1.ReleaseStockResponse\x12[\n" +
 	"\vGetVariants\x12\".bcp.catalog.v1.GetVariantsRequest\x1a#.bcp.catalog.v1.GetVariantsResponse\"\x03\x90\x02\x01\x12a\n" +
 	"\rSearchCatalog\x12$.bcp.catalog.v1.SearchCatalogRequest\x1a%.bcp.catalog.v1.SearchCatalogResponse\"\x03\x90\x02\x01\x12a\n" +
-	"\rLookupCatalog\x12$.bcp.catalog.v1.LookupCatalogRequest\x1a%.bcp.catalog.v1.LookupCatalogResponse\"\x03\x90\x02\x01B\xb6\x01\n" +
+	"\rLookupCatalog\x12$.bcp.catalog.v1.LookupCatalogRequest\x1a%.bcp.catalog.v1.LookupCatalogResponse\"\x03\x90\x02\x01\x12[\n" +
+	"\vSearchTerms\x12\".bcp.catalog.v1.SearchTermsRequest\x1a#.bcp.catalog.v1.SearchTermsResponse\"\x03\x90\x02\x01B\xb6\x01\n" +
 	"\x12com.bcp.catalog.v1B\fCatalogProtoP\x01Z8github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1;catalogv1\xa2\x02\x03BCX\xaa\x02\x0eBcp.Catalog.V1\xca\x02\x0eBcp\\Catalog\\V1\xe2\x02\x1aBcp\\Catalog\\V1\\GPBMetadata\xea\x02\x10Bcp::Catalog::V1b\x06proto3"
 
 var (
@@ -1930,7 +2111,7 @@ func file_bcp_catalog_v1_catalog_proto_rawDescGZIP() []byte {
 	return file_bcp_catalog_v1_catalog_proto_rawDescData
 }
 
-var file_bcp_catalog_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_bcp_catalog_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_bcp_catalog_v1_catalog_proto_goTypes = []any{
 	(*PingRequest)(nil),            // 0: bcp.catalog.v1.PingRequest
 	(*PingResponse)(nil),           // 1: bcp.catalog.v1.PingResponse
@@ -1962,6 +2143,9 @@ var file_bcp_catalog_v1_catalog_proto_goTypes = []any{
 	(*CatalogProduct)(nil),         // 27: bcp.catalog.v1.CatalogProduct
 	(*CatalogVariant)(nil),         // 28: bcp.catalog.v1.CatalogVariant
 	(*CatalogInput)(nil),           // 29: bcp.catalog.v1.CatalogInput
+	(*SearchTermsRequest)(nil),     // 30: bcp.catalog.v1.SearchTermsRequest
+	(*SearchTerm)(nil),             // 31: bcp.catalog.v1.SearchTerm
+	(*SearchTermsResponse)(nil),    // 32: bcp.catalog.v1.SearchTermsResponse
 }
 var file_bcp_catalog_v1_catalog_proto_depIdxs = []int32{
 	2,  // 0: bcp.catalog.v1.Product.variants:type_name -> bcp.catalog.v1.Variant
@@ -1980,33 +2164,37 @@ var file_bcp_catalog_v1_catalog_proto_depIdxs = []int32{
 	27, // 13: bcp.catalog.v1.LookupCatalogResponse.products:type_name -> bcp.catalog.v1.CatalogProduct
 	28, // 14: bcp.catalog.v1.CatalogProduct.variants:type_name -> bcp.catalog.v1.CatalogVariant
 	29, // 15: bcp.catalog.v1.CatalogVariant.inputs:type_name -> bcp.catalog.v1.CatalogInput
-	0,  // 16: bcp.catalog.v1.CatalogService.Ping:input_type -> bcp.catalog.v1.PingRequest
-	4,  // 17: bcp.catalog.v1.CatalogService.CreateProduct:input_type -> bcp.catalog.v1.CreateProductRequest
-	6,  // 18: bcp.catalog.v1.CatalogService.ListProducts:input_type -> bcp.catalog.v1.ListProductsRequest
-	8,  // 19: bcp.catalog.v1.CatalogService.GetProduct:input_type -> bcp.catalog.v1.GetProductRequest
-	10, // 20: bcp.catalog.v1.CatalogService.UpdateProduct:input_type -> bcp.catalog.v1.UpdateProductRequest
-	12, // 21: bcp.catalog.v1.CatalogService.ImportProducts:input_type -> bcp.catalog.v1.ImportProductsRequest
-	19, // 22: bcp.catalog.v1.CatalogService.ReserveStock:input_type -> bcp.catalog.v1.ReserveStockRequest
-	21, // 23: bcp.catalog.v1.CatalogService.ReleaseStock:input_type -> bcp.catalog.v1.ReleaseStockRequest
-	15, // 24: bcp.catalog.v1.CatalogService.GetVariants:input_type -> bcp.catalog.v1.GetVariantsRequest
-	23, // 25: bcp.catalog.v1.CatalogService.SearchCatalog:input_type -> bcp.catalog.v1.SearchCatalogRequest
-	25, // 26: bcp.catalog.v1.CatalogService.LookupCatalog:input_type -> bcp.catalog.v1.LookupCatalogRequest
-	1,  // 27: bcp.catalog.v1.CatalogService.Ping:output_type -> bcp.catalog.v1.PingResponse
-	5,  // 28: bcp.catalog.v1.CatalogService.CreateProduct:output_type -> bcp.catalog.v1.CreateProductResponse
-	7,  // 29: bcp.catalog.v1.CatalogService.ListProducts:output_type -> bcp.catalog.v1.ListProductsResponse
-	9,  // 30: bcp.catalog.v1.CatalogService.GetProduct:output_type -> bcp.catalog.v1.GetProductResponse
-	11, // 31: bcp.catalog.v1.CatalogService.UpdateProduct:output_type -> bcp.catalog.v1.UpdateProductResponse
-	14, // 32: bcp.catalog.v1.CatalogService.ImportProducts:output_type -> bcp.catalog.v1.ImportProductsResponse
-	20, // 33: bcp.catalog.v1.CatalogService.ReserveStock:output_type -> bcp.catalog.v1.ReserveStockResponse
-	22, // 34: bcp.catalog.v1.CatalogService.ReleaseStock:output_type -> bcp.catalog.v1.ReleaseStockResponse
-	17, // 35: bcp.catalog.v1.CatalogService.GetVariants:output_type -> bcp.catalog.v1.GetVariantsResponse
-	24, // 36: bcp.catalog.v1.CatalogService.SearchCatalog:output_type -> bcp.catalog.v1.SearchCatalogResponse
-	26, // 37: bcp.catalog.v1.CatalogService.LookupCatalog:output_type -> bcp.catalog.v1.LookupCatalogResponse
-	27, // [27:38] is the sub-list for method output_type
-	16, // [16:27] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	31, // 16: bcp.catalog.v1.SearchTermsResponse.top:type_name -> bcp.catalog.v1.SearchTerm
+	31, // 17: bcp.catalog.v1.SearchTermsResponse.no_results:type_name -> bcp.catalog.v1.SearchTerm
+	0,  // 18: bcp.catalog.v1.CatalogService.Ping:input_type -> bcp.catalog.v1.PingRequest
+	4,  // 19: bcp.catalog.v1.CatalogService.CreateProduct:input_type -> bcp.catalog.v1.CreateProductRequest
+	6,  // 20: bcp.catalog.v1.CatalogService.ListProducts:input_type -> bcp.catalog.v1.ListProductsRequest
+	8,  // 21: bcp.catalog.v1.CatalogService.GetProduct:input_type -> bcp.catalog.v1.GetProductRequest
+	10, // 22: bcp.catalog.v1.CatalogService.UpdateProduct:input_type -> bcp.catalog.v1.UpdateProductRequest
+	12, // 23: bcp.catalog.v1.CatalogService.ImportProducts:input_type -> bcp.catalog.v1.ImportProductsRequest
+	19, // 24: bcp.catalog.v1.CatalogService.ReserveStock:input_type -> bcp.catalog.v1.ReserveStockRequest
+	21, // 25: bcp.catalog.v1.CatalogService.ReleaseStock:input_type -> bcp.catalog.v1.ReleaseStockRequest
+	15, // 26: bcp.catalog.v1.CatalogService.GetVariants:input_type -> bcp.catalog.v1.GetVariantsRequest
+	23, // 27: bcp.catalog.v1.CatalogService.SearchCatalog:input_type -> bcp.catalog.v1.SearchCatalogRequest
+	25, // 28: bcp.catalog.v1.CatalogService.LookupCatalog:input_type -> bcp.catalog.v1.LookupCatalogRequest
+	30, // 29: bcp.catalog.v1.CatalogService.SearchTerms:input_type -> bcp.catalog.v1.SearchTermsRequest
+	1,  // 30: bcp.catalog.v1.CatalogService.Ping:output_type -> bcp.catalog.v1.PingResponse
+	5,  // 31: bcp.catalog.v1.CatalogService.CreateProduct:output_type -> bcp.catalog.v1.CreateProductResponse
+	7,  // 32: bcp.catalog.v1.CatalogService.ListProducts:output_type -> bcp.catalog.v1.ListProductsResponse
+	9,  // 33: bcp.catalog.v1.CatalogService.GetProduct:output_type -> bcp.catalog.v1.GetProductResponse
+	11, // 34: bcp.catalog.v1.CatalogService.UpdateProduct:output_type -> bcp.catalog.v1.UpdateProductResponse
+	14, // 35: bcp.catalog.v1.CatalogService.ImportProducts:output_type -> bcp.catalog.v1.ImportProductsResponse
+	20, // 36: bcp.catalog.v1.CatalogService.ReserveStock:output_type -> bcp.catalog.v1.ReserveStockResponse
+	22, // 37: bcp.catalog.v1.CatalogService.ReleaseStock:output_type -> bcp.catalog.v1.ReleaseStockResponse
+	17, // 38: bcp.catalog.v1.CatalogService.GetVariants:output_type -> bcp.catalog.v1.GetVariantsResponse
+	24, // 39: bcp.catalog.v1.CatalogService.SearchCatalog:output_type -> bcp.catalog.v1.SearchCatalogResponse
+	26, // 40: bcp.catalog.v1.CatalogService.LookupCatalog:output_type -> bcp.catalog.v1.LookupCatalogResponse
+	32, // 41: bcp.catalog.v1.CatalogService.SearchTerms:output_type -> bcp.catalog.v1.SearchTermsResponse
+	30, // [30:42] is the sub-list for method output_type
+	18, // [18:30] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_bcp_catalog_v1_catalog_proto_init() }
@@ -2022,7 +2210,7 @@ func file_bcp_catalog_v1_catalog_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_catalog_v1_catalog_proto_rawDesc), len(file_bcp_catalog_v1_catalog_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

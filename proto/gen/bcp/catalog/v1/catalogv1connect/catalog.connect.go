@@ -65,6 +65,9 @@ const (
 	// CatalogServiceLookupCatalogProcedure is the fully-qualified name of the CatalogService's
 	// LookupCatalog RPC.
 	CatalogServiceLookupCatalogProcedure = "/bcp.catalog.v1.CatalogService/LookupCatalog"
+	// CatalogServiceSearchTermsProcedure is the fully-qualified name of the CatalogService's
+	// SearchTerms RPC.
+	CatalogServiceSearchTermsProcedure = "/bcp.catalog.v1.CatalogService/SearchTerms"
 )
 
 // CatalogServiceClient is a client for the bcp.catalog.v1.CatalogService service.
@@ -106,6 +109,10 @@ type CatalogServiceClient interface {
 	// catalog lookup and get_product). Unknown or inactive ids are absent
 	// and listed in not_found.
 	LookupCatalog(context.Context, *connect.Request[v1.LookupCatalogRequest]) (*connect.Response[v1.LookupCatalogResponse], error)
+	// SearchTerms reports what agents searched for (first pages of
+	// SearchCatalog with a query): the most searched terms and the terms
+	// that found nothing, for the merchant.
+	SearchTerms(context.Context, *connect.Request[v1.SearchTermsRequest]) (*connect.Response[v1.SearchTermsResponse], error)
 }
 
 // NewCatalogServiceClient constructs a client for the bcp.catalog.v1.CatalogService service. By
@@ -191,6 +198,13 @@ func NewCatalogServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		searchTerms: connect.NewClient[v1.SearchTermsRequest, v1.SearchTermsResponse](
+			httpClient,
+			baseURL+CatalogServiceSearchTermsProcedure,
+			connect.WithSchema(catalogServiceMethods.ByName("SearchTerms")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -207,6 +221,7 @@ type catalogServiceClient struct {
 	getVariants    *connect.Client[v1.GetVariantsRequest, v1.GetVariantsResponse]
 	searchCatalog  *connect.Client[v1.SearchCatalogRequest, v1.SearchCatalogResponse]
 	lookupCatalog  *connect.Client[v1.LookupCatalogRequest, v1.LookupCatalogResponse]
+	searchTerms    *connect.Client[v1.SearchTermsRequest, v1.SearchTermsResponse]
 }
 
 // Ping calls bcp.catalog.v1.CatalogService.Ping.
@@ -264,6 +279,11 @@ func (c *catalogServiceClient) LookupCatalog(ctx context.Context, req *connect.R
 	return c.lookupCatalog.CallUnary(ctx, req)
 }
 
+// SearchTerms calls bcp.catalog.v1.CatalogService.SearchTerms.
+func (c *catalogServiceClient) SearchTerms(ctx context.Context, req *connect.Request[v1.SearchTermsRequest]) (*connect.Response[v1.SearchTermsResponse], error) {
+	return c.searchTerms.CallUnary(ctx, req)
+}
+
 // CatalogServiceHandler is an implementation of the bcp.catalog.v1.CatalogService service.
 type CatalogServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
@@ -303,6 +323,10 @@ type CatalogServiceHandler interface {
 	// catalog lookup and get_product). Unknown or inactive ids are absent
 	// and listed in not_found.
 	LookupCatalog(context.Context, *connect.Request[v1.LookupCatalogRequest]) (*connect.Response[v1.LookupCatalogResponse], error)
+	// SearchTerms reports what agents searched for (first pages of
+	// SearchCatalog with a query): the most searched terms and the terms
+	// that found nothing, for the merchant.
+	SearchTerms(context.Context, *connect.Request[v1.SearchTermsRequest]) (*connect.Response[v1.SearchTermsResponse], error)
 }
 
 // NewCatalogServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -384,6 +408,13 @@ func NewCatalogServiceHandler(svc CatalogServiceHandler, opts ...connect.Handler
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	catalogServiceSearchTermsHandler := connect.NewUnaryHandler(
+		CatalogServiceSearchTermsProcedure,
+		svc.SearchTerms,
+		connect.WithSchema(catalogServiceMethods.ByName("SearchTerms")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.catalog.v1.CatalogService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case CatalogServicePingProcedure:
@@ -408,6 +439,8 @@ func NewCatalogServiceHandler(svc CatalogServiceHandler, opts ...connect.Handler
 			catalogServiceSearchCatalogHandler.ServeHTTP(w, r)
 		case CatalogServiceLookupCatalogProcedure:
 			catalogServiceLookupCatalogHandler.ServeHTTP(w, r)
+		case CatalogServiceSearchTermsProcedure:
+			catalogServiceSearchTermsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -459,4 +492,8 @@ func (UnimplementedCatalogServiceHandler) SearchCatalog(context.Context, *connec
 
 func (UnimplementedCatalogServiceHandler) LookupCatalog(context.Context, *connect.Request[v1.LookupCatalogRequest]) (*connect.Response[v1.LookupCatalogResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.catalog.v1.CatalogService.LookupCatalog is not implemented"))
+}
+
+func (UnimplementedCatalogServiceHandler) SearchTerms(context.Context, *connect.Request[v1.SearchTermsRequest]) (*connect.Response[v1.SearchTermsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.catalog.v1.CatalogService.SearchTerms is not implemented"))
 }
