@@ -376,6 +376,8 @@ func TestCatalogOverMCPAndREST(t *testing.T) {
 			// Arguments failing the schema name their path.
 			wantCatalogError(t, dr, dr.op(t, alfa.host, "search_catalog", map[string]any{"pagination": map[string]any{"limit": 0}}), "invalid_params", "$.catalog.pagination.limit")
 			wantCatalogError(t, dr, dr.op(t, alfa.host, "lookup_catalog", map[string]any{"ids": []any{}}), "invalid_params", "$.catalog.ids")
+			wantCatalogError(t, dr, dr.op(t, alfa.host, "get_product", map[string]any{}), "invalid_params", "$.catalog.id")
+			wantCatalogError(t, dr, dr.op(t, alfa.host, "search_catalog", map[string]any{"filters": map[string]any{"price": map[string]any{"max": -1}}}), "invalid_params", "$.catalog.filters.price.max")
 
 			// get_product: a variant id comes first; an unknown id (or the
 			// other merchant's) is an error_response not_found.
@@ -401,6 +403,27 @@ func TestCatalogOverMCPAndREST(t *testing.T) {
 		if o.body["ucp"].(map[string]any)["status"] != "error" || !strings.Contains(string(o.raw), "capabilities_incompatible") || strings.Contains(string(o.raw), "Caneca") {
 			t.Fatalf("%s: search without the capability: %s", dr.name(), o.raw)
 		}
+	}
+
+	// REST-only protocol errors: the operations are POSTs, and the agent
+	// must name itself.
+	rc := restClients(profile)[alfa.host]
+	resp, err := rc.Get("http://" + r.PublicAddr + "/bcp/rest/catalog/search")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("GET /catalog/search: HTTP %d, want 405", resp.StatusCode)
+	}
+	resp, err = rc.Post("http://"+r.PublicAddr+"/bcp/rest/catalog/search", "application/json", strings.NewReader(`[1,`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"paths":["$.catalog"]`) {
+		t.Fatalf("malformed body: HTTP %d %s", resp.StatusCode, body)
 	}
 
 	// A found variant is what checkout's item.id takes.
