@@ -322,6 +322,12 @@ func TestCatalogOverMCPAndREST(t *testing.T) {
 				t.Errorf("caneca up to 4000: %v", got)
 			}
 
+			// A price filter in another currency is not converted: ignored, and said so.
+			o := dr.op(t, alfa.host, "search_catalog", map[string]any{"query": "caneca", "context": map[string]any{"currency": "USD"}, "filters": map[string]any{"price": map[string]any{"max": 1}}})
+			if got := titles(catalogProducts(t, o)); len(got) != 2 || !strings.Contains(string(o.raw), `"code":"price_filter_ignored"`) {
+				t.Errorf("USD price filter: %s", o.raw)
+			}
+
 			// Pagination: every product once, in pages of three.
 			var seen []string
 			cursor := ""
@@ -348,7 +354,7 @@ func TestCatalogOverMCPAndREST(t *testing.T) {
 
 			// Lookup: unknown ids (and the other merchant's) are left out and
 			// named by not_found info messages.
-			o := dr.op(t, alfa.host, "lookup_catalog", map[string]any{"ids": []any{"var_ceramica", "prd_nope", "prd_chaleira", "prd_cafe"}})
+			o = dr.op(t, alfa.host, "lookup_catalog", map[string]any{"ids": []any{"var_ceramica", "prd_nope", "prd_chaleira", "prd_cafe"}})
 			ps = catalogProducts(t, o)
 			if got := titles(ps); !slices.Equal(got, []string{"Caneca de Cerâmica Azul", "Café Especial Torrado"}) {
 				t.Fatalf("lookup: %v", got)
