@@ -258,10 +258,11 @@ func catalogVariant(v catalogdb.CatalogVariant) *catalogv1.CatalogVariant {
 	}
 }
 
-// LookupCatalog resolves product and variant ids to active products. A
+// LookupCatalog resolves product ids, variant ids and SKUs to active
+// products (an id naming a variant wins over a SKU, both over a product). A
 // product is returned once however many ids name it; each returned variant
-// lists the ids that resolved to it (exact for its own id, featured for its
-// product's id). Inactive products and variants are not in the agent's
+// lists the ids that resolved to it (exact for its own id or SKU, featured
+// for its product's id). Inactive products and variants are not in the agent's
 // catalog and count as not found.
 func (s *Service) LookupCatalog(ctx context.Context, req *connect.Request[catalogv1.LookupCatalogRequest]) (*connect.Response[catalogv1.LookupCatalogResponse], error) {
 	tid, err := tenancy.From(ctx)
@@ -289,16 +290,24 @@ func (s *Service) LookupCatalog(ctx context.Context, req *connect.Request[catalo
 		if err != nil {
 			return err
 		}
-		variantProduct := map[string]string{}
+		// Each input naming a variant: by its id, else by its SKU.
+		variants := map[string]catalogdb.ActiveVariantsByIDsRow{}
 		for _, v := range vrows {
-			variantProduct[v.ID] = v.ProductID
+			if seen[v.ID] {
+				variants[v.ID] = v
+			}
+		}
+		for _, v := range vrows {
+			if _, byID := variants[v.Sku]; seen[v.Sku] && !byID {
+				variants[v.Sku] = v
+			}
 		}
 		// The products named, in the order their first id was requested.
 		var pids []string
 		for _, id := range want {
 			pid := id
-			if p, ok := variantProduct[id]; ok {
-				pid = p
+			if v, ok := variants[id]; ok {
+				pid = v.ProductID
 			}
 			if !slices.Contains(pids, pid) {
 				pids = append(pids, pid)
@@ -324,7 +333,7 @@ func (s *Service) LookupCatalog(ctx context.Context, req *connect.Request[catalo
 		}
 		found := map[string]bool{}
 		for _, p := range products {
-			resolve(p, want, variantProduct, req.Msg.GetAllVariants())
+			resolve(p, want, variants, req.Msg.GetAllVariants())
 			for _, v := range p.Variants {
 				for _, in := range v.Inputs {
 					found[in.Id] = true
@@ -350,23 +359,24 @@ func (s *Service) LookupCatalog(ctx context.Context, req *connect.Request[catalo
 // resolve sets the inputs of p's variants from the requested ids and keeps
 // the variants a lookup returns: the requested ones and, for a product id,
 // the featured one (all of them with all, the requested variant first).
-func resolve(p *catalogv1.CatalogProduct, want []string, variantProduct map[string]string, all bool) {
+func resolve(p *catalogv1.CatalogProduct, want []string, variants map[string]catalogdb.ActiveVariantsByIDsRow, all bool) {
 	var first *catalogv1.CatalogVariant
 	for _, id := range want {
+		v, named := variants[id]
 		switch {
-		case id == p.Id:
-			f := p.Variants[0]
-			f.Inputs = append(f.Inputs, &catalogv1.CatalogInput{Id: id, Match: matchFeatured})
-		case variantProduct[id] == p.Id:
-			i := slices.IndexFunc(p.Variants, func(v *catalogv1.CatalogVariant) bool { return v.Id == id })
+		case named && v.ProductID == p.Id:
+			i := slices.IndexFunc(p.Variants, func(pv *catalogv1.CatalogVariant) bool { return pv.Id == v.ID })
 			if i < 0 {
 				continue
 			}
-			v := p.Variants[i]
-			v.Inputs = append(v.Inputs, &catalogv1.CatalogInput{Id: id, Match: matchExact})
+			pv := p.Variants[i]
+			pv.Inputs = append(pv.Inputs, &catalogv1.CatalogInput{Id: id, Match: matchExact})
 			if first == nil {
-				first = v
+				first = pv
 			}
+		case !named && id == p.Id:
+			f := p.Variants[0]
+			f.Inputs = append(f.Inputs, &catalogv1.CatalogInput{Id: id, Match: matchFeatured})
 		}
 	}
 	if all {

@@ -203,6 +203,19 @@ func TestLookupCatalog(t *testing.T) {
 		t.Fatalf("not_found = %v", got.GetNotFound())
 	}
 
+	// A SKU resolves to its variant (exact); an id naming a variant wins
+	// over a product with that id.
+	r, err = e.client.LookupCatalog(ctx, connect.NewRequest(&catalogv1.LookupCatalogRequest{Ids: []string{"CAN-350", "CAM-PRETA-M", "CAM-OLD"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := productIDs(r.Msg.GetProducts()); !slices.Equal(ids, []string{"prd_caneca", "prd_camiseta_preta"}) || !slices.Equal(r.Msg.GetNotFound(), []string{"CAM-OLD"}) {
+		t.Fatalf("by SKU: %v, not found %v", ids, r.Msg.GetNotFound())
+	}
+	if in := r.Msg.GetProducts()[1].GetVariants()[0].GetInputs(); len(r.Msg.GetProducts()[1].GetVariants()) != 1 || in[0].GetId() != "CAM-PRETA-M" || in[0].GetMatch() != "exact" {
+		t.Fatalf("by SKU: %v", r.Msg.GetProducts()[1])
+	}
+
 	// get_product's form: every active variant, the requested one first.
 	r, err = e.client.LookupCatalog(ctx, connect.NewRequest(&catalogv1.LookupCatalogRequest{Ids: []string{p}, AllVariants: true}))
 	if err != nil {

@@ -55,8 +55,8 @@ var catalogOps = []catalogOp{
 	},
 	{
 		name: "lookup_catalog", title: "Consultar produtos", path: "/catalog/lookup", capability: bcpnames.CatalogLookup,
-		description: "Look up products by id. Arguments: meta (required), catalog (required): ids (product or variant ids, at most 50). " +
-			"Each variant's inputs say which id resolved to it (exact: a variant id; featured: a product id). Unknown ids are left out and " +
+		description: "Look up products by id. Arguments: meta (required), catalog (required): ids (product ids, variant ids or SKUs, at most 50). " +
+			"Each variant's inputs say which id resolved to it (exact: a variant id or SKU; featured: a product id). Unknown ids are left out and " +
 			"named in info messages with code not_found.",
 		run: runLookup,
 	},

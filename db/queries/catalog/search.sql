@@ -77,8 +77,10 @@ FROM catalog.products p
 WHERE p.tenant_id = @tenant_id AND p.id = ANY(@ids::text[]) AND p.active;
 
 -- name: ActiveVariantsByIDs :many
-SELECT v.id, v.product_id FROM catalog.variants v
-WHERE v.tenant_id = @tenant_id AND v.id = ANY(@ids::text[]) AND v.active;
+-- The active variants whose id or SKU (UCP lookup MAY resolve SKUs) is
+-- one of @ids.
+SELECT v.id, v.sku, v.product_id FROM catalog.variants v
+WHERE v.tenant_id = @tenant_id AND (v.id = ANY(@ids::text[]) OR v.sku = ANY(@ids::text[])) AND v.active;
 
 -- name: RecordSearchTerm :exec
 -- Counts one first-page search of a term (folded like the index: lower

@@ -57,8 +57,8 @@ func (q *Queries) ActiveProductsByIDs(ctx context.Context, arg ActiveProductsByI
 }
 
 const activeVariantsByIDs = `-- name: ActiveVariantsByIDs :many
-SELECT v.id, v.product_id FROM catalog.variants v
-WHERE v.tenant_id = $1 AND v.id = ANY($2::text[]) AND v.active
+SELECT v.id, v.sku, v.product_id FROM catalog.variants v
+WHERE v.tenant_id = $1 AND (v.id = ANY($2::text[]) OR v.sku = ANY($2::text[])) AND v.active
 `
 
 type ActiveVariantsByIDsParams struct {
@@ -68,9 +68,12 @@ type ActiveVariantsByIDsParams struct {
 
 type ActiveVariantsByIDsRow struct {
 	ID        string
+	Sku       string
 	ProductID string
 }
 
+// The active variants whose id or SKU (UCP lookup MAY resolve SKUs) is
+// one of @ids.
 func (q *Queries) ActiveVariantsByIDs(ctx context.Context, arg ActiveVariantsByIDsParams) ([]ActiveVariantsByIDsRow, error) {
 	rows, err := q.db.Query(ctx, activeVariantsByIDs, arg.TenantID, arg.Ids)
 	if err != nil {
@@ -80,7 +83,7 @@ func (q *Queries) ActiveVariantsByIDs(ctx context.Context, arg ActiveVariantsByI
 	var items []ActiveVariantsByIDsRow
 	for rows.Next() {
 		var i ActiveVariantsByIDsRow
-		if err := rows.Scan(&i.ID, &i.ProductID); err != nil {
+		if err := rows.Scan(&i.ID, &i.Sku, &i.ProductID); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

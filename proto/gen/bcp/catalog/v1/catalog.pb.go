@@ -1421,7 +1421,8 @@ func (x *SearchCatalogResponse) GetNextCursor() string {
 
 type LookupCatalogRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Product or variant ids; duplicates are ignored. At most 50 distinct.
+	// Product ids, variant ids or SKUs; duplicates are ignored. At most 50
+	// distinct.
 	Ids []string `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
 	// Every active variant of each product found (get_product), the
 	// requested variant first; otherwise the requested variants, or the
@@ -1723,7 +1724,7 @@ func (x *CatalogVariant) GetInputs() []*CatalogInput {
 type CatalogInput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	// "exact" (a variant id) or "featured" (a product id).
+	// "exact" (a variant id or SKU) or "featured" (a product id).
 	Match         string `protobuf:"bytes,2,opt,name=match,proto3" json:"match,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
