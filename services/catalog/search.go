@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -60,7 +61,7 @@ func (c searchCursor) encode() string {
 func decodeCursor(s, digest string) (searchCursor, error) {
 	var c searchCursor
 	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(b, &c) != nil || c.ID == "" {
+	if err != nil || json.Unmarshal(b, &c) != nil || c.ID == "" || !storableText(c.ID) {
 		return c, apperr.Invalid("pagination.cursor", "invalid_cursor", "malformed cursor; pass the cursor of the previous response unchanged")
 	}
 	if c.Digest != digest {
@@ -77,14 +78,17 @@ func (s *Service) SearchCatalog(ctx context.Context, req *connect.Request[catalo
 	}
 	m := req.Msg
 	query := strings.Join(strings.Fields(m.GetQuery()), " ")
-	if utf8.RuneCountInString(query) > maxQueryLen || strings.ContainsRune(query, 0) || !utf8.ValidString(query) {
+	if utf8.RuneCountInString(query) > maxQueryLen || !storableText(query) {
 		return nil, apperr.Invalid("query", "invalid_query", "query must be valid text of at most %d characters", maxQueryLen)
 	}
 	if len(m.GetCategories()) > maxFilterValues {
 		return nil, apperr.Invalid("filters.categories", "too_many_categories", "at most %d categories", maxFilterValues)
 	}
 	var categories []string
-	for _, c := range m.GetCategories() {
+	for i, c := range m.GetCategories() {
+		if !storableText(c) {
+			return nil, apperr.Invalid(fmt.Sprintf("filters.categories[%d]", i), "invalid_category", "a category must be valid text without NUL")
+		}
 		if c = strings.TrimSpace(c); c != "" && !slices.Contains(categories, c) {
 			categories = append(categories, c)
 		}
@@ -202,6 +206,10 @@ func queryDigest(query string, categories []string, minPrice, maxPrice int64) st
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:12])
 }
 
+// storableText reports whether PostgreSQL text can hold s (no NUL, valid
+// UTF-8): anything else would fail the statement as an internal error.
+func storableText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+
 func nonNilStrings(s []string) []string {
 	if s == nil {
 		return []string{}
@@ -271,7 +279,10 @@ func (s *Service) LookupCatalog(ctx context.Context, req *connect.Request[catalo
 	}
 	var want []string
 	seen := map[string]bool{}
-	for _, id := range req.Msg.GetIds() {
+	for i, id := range req.Msg.GetIds() {
+		if !storableText(id) {
+			return nil, apperr.Invalid(fmt.Sprintf("ids[%d]", i), "invalid_id", "an id must be valid text without NUL")
+		}
 		if !seen[id] {
 			seen[id] = true
 			want = append(want, id)

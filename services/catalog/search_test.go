@@ -2,6 +2,7 @@ package catalog_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"testing"
@@ -293,4 +294,20 @@ func TestSearchTerms(t *testing.T) {
 	if err != nil || str(got.Msg.GetTop()) != "[chinelo:1/0]" || len(got.Msg.GetNoResults()) != 0 {
 		t.Errorf("other tenant: %v %v", got, err)
 	}
+}
+
+// Text PostgreSQL cannot store (NUL, invalid UTF-8) is an invalid argument
+// at its field, never an internal error.
+func TestCatalogUnstorableText(t *testing.T) {
+	e := start(t)
+	ctx := tenant()
+	_, err := e.client.LookupCatalog(ctx, connect.NewRequest(&catalogv1.LookupCatalogRequest{Ids: []string{"prd_a", "prd\x00b"}}))
+	wantErr(t, err, connect.CodeInvalidArgument, "invalid_id", "ids[1]")
+	_, err = e.client.SearchCatalog(ctx, connect.NewRequest(&catalogv1.SearchCatalogRequest{Categories: []string{"Casa", "Co\x00zinha"}}))
+	wantErr(t, err, connect.CodeInvalidArgument, "invalid_category", "filters.categories[1]")
+	_, err = e.client.SearchCatalog(ctx, connect.NewRequest(&catalogv1.SearchCatalogRequest{Query: "cane\x00ca"}))
+	wantErr(t, err, connect.CodeInvalidArgument, "invalid_query", "query")
+	forged := base64.RawURLEncoding.EncodeToString([]byte(`{"d":"x","i":"a\u0000b"}`))
+	_, err = e.client.SearchCatalog(ctx, connect.NewRequest(&catalogv1.SearchCatalogRequest{Cursor: forged}))
+	wantErr(t, err, connect.CodeInvalidArgument, "invalid_cursor", "pagination.cursor")
 }

@@ -207,8 +207,8 @@ func catalogServiceError(op catalogOp, err error) *protoError {
 		return serviceError(err)
 	}
 	path := "$.catalog." + e.Field
-	if op.name == "get_product" && e.Field == "ids" {
-		path = "$.catalog.id"
+	if op.name == "get_product" && strings.HasPrefix(e.Field, "ids") {
+		path = "$.catalog.id" // get_product sends its one id as ids[0]
 	}
 	return &protoError{status: http.StatusBadRequest, rpcCode: codeInvalidParams, code: e.Code, content: e.Message,
 		violations: []violation{{Path: path, Message: e.Message}}}
