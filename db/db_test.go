@@ -443,3 +443,51 @@ func migrated(t *testing.T) (*pgx.Conn, *goose.Provider) {
 	t.Cleanup(func() { _ = closeFn() })
 	return conn, p
 }
+
+// Merchants created before the catalog capabilities existed get them with
+// migration 00025, once, as new merchants do.
+func TestCatalogCapabilitiesForExistingMerchants(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.NewEmpty(t)
+	p, closeFn, err := db.Provider(d.OwnerURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if _, err := p.UpTo(ctx, 24); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, d.SuperURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	old, had := uuid.New(), uuid.New()
+	for _, tn := range []struct {
+		id   uuid.UUID
+		slug string
+		caps []string
+	}{
+		{old, "antiga", []string{"br.dev.bcp.shopping.checkout", "br.dev.bcp.shopping.order"}},
+		{had, "ja-tinha", []string{"br.dev.bcp.shopping.catalog.lookup", "br.dev.bcp.shopping.checkout"}},
+	} {
+		if _, err := conn.Exec(ctx, `INSERT INTO tenants.tenants (tenant_id, slug, name, capabilities) VALUES ($1, $2, $2, $3)`, tn.id, tn.slug, tn.caps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[uuid.UUID]string{
+		old: "{br.dev.bcp.shopping.checkout,br.dev.bcp.shopping.order,br.dev.bcp.shopping.catalog.search,br.dev.bcp.shopping.catalog.lookup}",
+		had: "{br.dev.bcp.shopping.catalog.lookup,br.dev.bcp.shopping.checkout,br.dev.bcp.shopping.catalog.search}",
+	} {
+		var got string
+		if err := conn.QueryRow(ctx, `SELECT capabilities::text FROM tenants.tenants WHERE tenant_id = $1`, id).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("capabilities = %s, want %s", got, want)
+		}
+	}
+}

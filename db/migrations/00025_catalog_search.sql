@@ -69,7 +69,24 @@ CREATE POLICY tenant_isolation ON catalog.search_terms
   USING (tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::uuid)
   WITH CHECK (tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::uuid);
 
+-- Merchants created before the catalog capabilities existed get them, as
+-- new merchants do (bcpnames.DefaultCapabilities): there is no other way to
+-- enable a capability. The registry scope lets this transaction see and
+-- change every tenant's row; the change trigger tells the edges.
+SELECT set_config('app.scope', 'registry', true);
+UPDATE tenants.tenants
+SET capabilities = capabilities || ARRAY(
+      SELECT c FROM unnest(ARRAY['br.dev.bcp.shopping.catalog.search', 'br.dev.bcp.shopping.catalog.lookup']) c
+      WHERE c <> ALL (capabilities)),
+    updated_at = now()
+WHERE NOT (capabilities @> ARRAY['br.dev.bcp.shopping.catalog.search', 'br.dev.bcp.shopping.catalog.lookup']);
+
 -- +goose Down
+SELECT set_config('app.scope', 'registry', true);
+UPDATE tenants.tenants
+SET capabilities = array_remove(array_remove(capabilities, 'br.dev.bcp.shopping.catalog.search'), 'br.dev.bcp.shopping.catalog.lookup'),
+    updated_at = now()
+WHERE capabilities && ARRAY['br.dev.bcp.shopping.catalog.search', 'br.dev.bcp.shopping.catalog.lookup'];
 DROP TABLE catalog.search_terms;
 DROP INDEX catalog.products_category;
 DROP INDEX catalog.products_title_trgm;
