@@ -23,13 +23,31 @@ GRANT EXECUTE ON FUNCTION catalog.f_unaccent(text) TO bcp_app;
 ALTER TABLE catalog.products
   ADD COLUMN category text NOT NULL DEFAULT '' CHECK (length(category) <= 200);
 
--- Title weighs most, then category, then description. Accents are folded
--- before the Portuguese stemmer, so "cerâmica" and "ceramica" meet.
+-- variant_text: the titles and SKUs of the product's active variants,
+-- written by the catalog's writers with the product (a generated column
+-- cannot read another table), so a size, a colour or a SKU finds it.
+ALTER TABLE catalog.products
+  ADD COLUMN variant_text text NOT NULL DEFAULT '';
+-- The owner fills it for the products that exist; row security is forced
+-- on both tables it reads and writes, so it is lifted for this
+-- transaction's statement.
+ALTER TABLE catalog.products NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE catalog.variants NO FORCE ROW LEVEL SECURITY;
+UPDATE catalog.products p SET variant_text = coalesce((
+  SELECT string_agg(v.title || ' ' || v.sku, ' ' ORDER BY v.title COLLATE "C", v.sku COLLATE "C") FROM catalog.variants v
+  WHERE v.tenant_id = p.tenant_id AND v.product_id = p.id AND v.active), '');
+ALTER TABLE catalog.variants FORCE ROW LEVEL SECURITY;
+ALTER TABLE catalog.products FORCE ROW LEVEL SECURITY;
+
+-- Title weighs most, then category, then description, then the variants.
+-- Accents are folded before the Portuguese stemmer, so "cerâmica" and
+-- "ceramica" meet.
 ALTER TABLE catalog.products
   ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS (
     setweight(to_tsvector('pg_catalog.portuguese', catalog.f_unaccent(title)), 'A') ||
     setweight(to_tsvector('pg_catalog.portuguese', catalog.f_unaccent(category)), 'B') ||
-    setweight(to_tsvector('pg_catalog.portuguese', catalog.f_unaccent(description)), 'C')
+    setweight(to_tsvector('pg_catalog.portuguese', catalog.f_unaccent(description)), 'C') ||
+    setweight(to_tsvector('pg_catalog.portuguese', catalog.f_unaccent(variant_text)), 'D')
   ) STORED;
 
 -- The folded title trigrams are taken from: a column rather than an
@@ -91,5 +109,5 @@ DROP TABLE catalog.search_terms;
 DROP INDEX catalog.products_category;
 DROP INDEX catalog.products_title_trgm;
 DROP INDEX catalog.products_search;
-ALTER TABLE catalog.products DROP COLUMN search_title, DROP COLUMN search_tsv, DROP COLUMN category;
+ALTER TABLE catalog.products DROP COLUMN search_title, DROP COLUMN search_tsv, DROP COLUMN variant_text, DROP COLUMN category;
 DROP FUNCTION catalog.f_unaccent(text);

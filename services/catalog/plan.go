@@ -50,6 +50,27 @@ type variantIn struct {
 	active                             bool
 }
 
+// variantText is what search reads of the product's variants: the titles
+// and SKUs of those active once the write is applied (the listed ones; the
+// others are deactivated), sorted by title then SKU in byte order as
+// migration 00025 wrote it, so the same variants give the same text.
+func (p productIn) variantText() string {
+	var vs []variantIn
+	for _, v := range p.variants {
+		if v.active {
+			vs = append(vs, v)
+		}
+	}
+	slices.SortFunc(vs, func(a, b variantIn) int {
+		return cmp.Or(strings.Compare(a.title, b.title), strings.Compare(a.sku, b.sku))
+	})
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = v.title + " " + v.sku
+	}
+	return strings.Join(parts, " ")
+}
+
 func normalize(p *catalogv1.Product) productIn {
 	out := productIn{
 		id: strings.TrimSpace(p.GetId()), title: strings.TrimSpace(p.GetTitle()), description: p.GetDescription(),
@@ -229,13 +250,16 @@ func validImageURL(s string) bool {
 
 // productPlan is what applying one product of a request changes.
 type productPlan struct {
-	in         productIn // with the final product id
-	create     bool
-	changed    bool // the product row itself differs
-	inserts    []catalogdb.InsertVariantsParams
-	updates    []catalogdb.UpdateVariantParams
-	renamed    []string // ids of updated variants whose SKU changes
-	deactivate []string // listed nowhere, active: deactivated, never deleted
+	in      productIn // with the final product id
+	create  bool
+	changed bool // the product row itself differs
+	// textChanged: only variant_text differs (the variants changed); it is
+	// written without moving the product's updated_at.
+	textChanged bool
+	inserts     []catalogdb.InsertVariantsParams
+	updates     []catalogdb.UpdateVariantParams
+	renamed     []string // ids of updated variants whose SKU changes
+	deactivate  []string // listed nowhere, active: deactivated, never deleted
 }
 
 type outcome int
@@ -393,6 +417,7 @@ func plan(st *catalogState, items []productIn, pa paths, mode matchMode) ([]prod
 			pp.in.category = stored.Category
 		}
 		if exists {
+			pp.textChanged = stored.VariantText != p.variantText()
 			pp.changed = stored.Category != pp.in.category || stored.Title != p.title || stored.Description != p.description || stored.ImageUrl != p.imageURL || stored.Active != p.active
 		}
 		planVariants(st, pp, clean[i].variants, i, pa, mode, exists, &ps)
@@ -523,7 +548,7 @@ func apply(ctx context.Context, q *catalogdb.Queries, tid uuid.UUID, plans []pro
 			p := pp.in
 			productRows = append(productRows, catalogdb.InsertProductsParams{
 				TenantID: tid, ID: p.id, Title: p.title, Description: p.description, ImageUrl: p.imageURL, Active: p.active,
-				Category: p.category,
+				Category: p.category, VariantText: p.variantText(),
 			})
 		}
 		for _, v := range pp.inserts {
@@ -550,8 +575,12 @@ func apply(ctx context.Context, q *catalogdb.Queries, tid uuid.UUID, plans []pro
 		if pp.changed {
 			if err := one(q.UpdateProduct(ctx, catalogdb.UpdateProductParams{
 				TenantID: tid, ID: p.id, Title: p.title, Description: p.description, ImageUrl: p.imageURL, Active: p.active,
-				Category: p.category,
+				Category: p.category, VariantText: p.variantText(),
 			})); err != nil {
+				return err
+			}
+		} else if pp.textChanged {
+			if err := one(q.SetVariantText(ctx, catalogdb.SetVariantTextParams{TenantID: tid, ID: p.id, VariantText: p.variantText()})); err != nil {
 				return err
 			}
 		}

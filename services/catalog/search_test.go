@@ -97,6 +97,26 @@ func TestSearchCatalogPortuguese(t *testing.T) {
 		t.Fatalf("variants = %v", p.GetVariants())
 	}
 
+	// Variants' titles and SKUs are searched too, and follow the writes.
+	if got := productIDs(e.search(ctx, &catalogv1.SearchCatalogRequest{Query: "CAM-BRANCA-M"}).GetProducts()); !slices.Equal(got, []string{"prd_camiseta_branca"}) {
+		t.Errorf("by SKU: %v", got)
+	}
+	lim := &catalogv1.Product{Id: "prd_caneca", Title: "Caneca de Cerâmica 350 ml", Description: "Vai ao micro-ondas.", Active: true,
+		Variants: []*catalogv1.Variant{variant("CAN-350", 3990, 2), {Sku: "CAN-ED", Title: "Edição limitada dourada", Price: 5990, Stock: 1, Active: true}}}
+	if _, err := e.update(ctx, lim); err != nil {
+		t.Fatal(err)
+	}
+	if got := productIDs(e.search(ctx, &catalogv1.SearchCatalogRequest{Query: "edicao dourada"}).GetProducts()); !slices.Equal(got, []string{"prd_caneca"}) {
+		t.Errorf("by variant title: %v", got)
+	}
+	lim.Variants = lim.Variants[:1]
+	if _, err := e.update(ctx, lim); err != nil {
+		t.Fatal(err)
+	}
+	if got := productIDs(e.search(ctx, &catalogv1.SearchCatalogRequest{Query: "edicao dourada"}).GetProducts()); len(got) != 0 {
+		t.Errorf("a deactivated variant's title still finds %v", got)
+	}
+
 	// Filters: categories (exact values, OR) and price (any variant in
 	// range; only those variants returned).
 	got := e.search(ctx, &catalogv1.SearchCatalogRequest{Categories: []string{"Cozinha", "Mercearia"}})

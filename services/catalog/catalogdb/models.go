@@ -28,6 +28,7 @@ type CatalogProduct struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	Category    string
+	VariantText string
 	SearchTsv   interface{}
 	SearchTitle *string
 }
