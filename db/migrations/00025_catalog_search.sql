@@ -50,9 +50,9 @@ ALTER TABLE catalog.products
     setweight(to_tsvector('pg_catalog.portuguese', catalog.f_unaccent(variant_text)), 'D')
   ) STORED;
 
--- The folded title trigrams are taken from: a column rather than an
--- expression index so that the fuzzy clause applies only <% to a column.
--- Under row-level security the planner uses a clause as an index condition
+-- The folded title, for trigrams: a stored column rather than an
+-- expression index, so that the fuzzy clause applies nothing but <% to a
+-- column. Under row-level security the planner uses a clause as an index condition
 -- only when every function applied to a column in it is LEAKPROOF (else it
 -- could see other tenants' rows before the policy filters them); lower()
 -- and unaccent() are not, word_similarity_op can be made so (db.Bootstrap,
