@@ -31,6 +31,7 @@ test: check-generate vet
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzValidateToolInput$$' -fuzztime=$(FUZZTIME) ./protocol/bcpschema/
+	$(GO) test -run='^$$' -fuzz='^FuzzValidateCatalogToolInput$$' -fuzztime=$(FUZZTIME) ./protocol/bcpschema/
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./services/payments/pix/brcode/
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSignatureInput$$' -fuzztime=$(FUZZTIME) ./httpsig/
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=$(FUZZTIME) ./internal/jsonmembers/
@@ -40,6 +41,7 @@ fuzz:
 ## Go 1.27), a count has no deadline
 fuzz-short:
 	$(GO) test -run='^$$' -fuzz='^FuzzValidateToolInput$$' -fuzztime=5000x ./protocol/bcpschema/
+	$(GO) test -run='^$$' -fuzz='^FuzzValidateCatalogToolInput$$' -fuzztime=5000x ./protocol/bcpschema/
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=40000x ./services/payments/pix/brcode/
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSignatureInput$$' -fuzztime=40000x ./httpsig/
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=40000x ./internal/jsonmembers/

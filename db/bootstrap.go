@@ -52,6 +52,9 @@ func Bootstrap(ctx context.Context, superURL, name string) (URLs, error) {
 			return URLs{}, fmt.Errorf("create database: %w", err)
 		}
 	}
+	if err := PrepareSearch(ctx, WithDatabase(superURL, name)); err != nil {
+		return URLs{}, err
+	}
 	return URLs{
 		Owner: withCredentials(superURL, OwnerRole, ownerPw, name),
 		App:   withCredentials(superURL, AppRole, appPw, name),
@@ -101,4 +104,31 @@ func randomSecret() string {
 	b := make([]byte, 18)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// SearchSetup is what catalog search needs from a superuser, per database
+// (deploy/README "Catalog search"). The extensions are trusted, so
+// migration 00025 could create them as the owner, but only a superuser may
+// mark functions LEAKPROOF: under forced row-level security the planner
+// uses a search clause as an index condition only when its functions are
+// leakproof, and without that every search reads the tenant's whole
+// catalog. Both functions raise no error that depends on the row they are
+// given, so evaluating them ahead of the tenant policy reveals nothing.
+const SearchSetup = `CREATE EXTENSION IF NOT EXISTS unaccent SCHEMA public;
+CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public;
+ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF;
+ALTER FUNCTION public.word_similarity_op(text, text) LEAKPROOF;`
+
+// PrepareSearch runs SearchSetup on the database superURL names, as its
+// superuser. Bootstrap calls it for the clusters the platform sets up.
+func PrepareSearch(ctx context.Context, superURL string) error {
+	conn, err := pgx.Connect(ctx, superURL)
+	if err != nil {
+		return fmt.Errorf("connect as superuser: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, SearchSetup); err != nil {
+		return fmt.Errorf("prepare catalog search: %w", err)
+	}
+	return nil
 }

@@ -443,3 +443,66 @@ func migrated(t *testing.T) (*pgx.Conn, *goose.Provider) {
 	t.Cleanup(func() { _ = closeFn() })
 	return conn, p
 }
+
+// Merchants created before the catalog capabilities existed get them with
+// migration 00025, once, as new merchants do; their products' variant text
+// is filled in.
+func TestCatalogCapabilitiesForExistingMerchants(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.NewEmpty(t)
+	p, closeFn, err := db.Provider(d.OwnerURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if _, err := p.UpTo(ctx, 24); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, d.SuperURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	old, had := uuid.New(), uuid.New()
+	for _, tn := range []struct {
+		id   uuid.UUID
+		slug string
+		caps []string
+	}{
+		{old, "antiga", []string{"br.dev.bcp.shopping.checkout", "br.dev.bcp.shopping.order"}},
+		{had, "ja-tinha", []string{"br.dev.bcp.shopping.catalog.lookup", "br.dev.bcp.shopping.checkout"}},
+	} {
+		if _, err := conn.Exec(ctx, `INSERT INTO tenants.tenants (tenant_id, slug, name, capabilities) VALUES ($1, $2, $2, $3)`, tn.id, tn.slug, tn.caps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A product with two active variants and an inactive one: migration
+	// 00025 writes what search reads of them.
+	for _, q := range []string{`INSERT INTO catalog.products (tenant_id, id, title) VALUES ($1, 'prd_cam', 'Camiseta')`,
+		`INSERT INTO catalog.variants (tenant_id, id, product_id, sku, title, price, active) VALUES
+		  ($1, 'var_m', 'prd_cam', 'CAM-M', 'Camiseta M', 100, true), ($1, 'var_g', 'prd_cam', 'CAM-G', 'Camiseta G', 100, true),
+		  ($1, 'var_x', 'prd_cam', 'CAM-X', 'Camiseta XG', 100, false)`} {
+		if _, err := conn.Exec(ctx, q, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	if err := conn.QueryRow(ctx, `SELECT variant_text FROM catalog.products WHERE tenant_id = $1 AND id = 'prd_cam'`, old).Scan(&text); err != nil || text != "Camiseta G CAM-G Camiseta M CAM-M" {
+		t.Errorf("variant_text = %q (%v)", text, err)
+	}
+	for id, want := range map[uuid.UUID]string{
+		old: "{br.dev.bcp.shopping.checkout,br.dev.bcp.shopping.order,br.dev.bcp.shopping.catalog.search,br.dev.bcp.shopping.catalog.lookup}",
+		had: "{br.dev.bcp.shopping.catalog.lookup,br.dev.bcp.shopping.checkout,br.dev.bcp.shopping.catalog.search}",
+	} {
+		var got string
+		if err := conn.QueryRow(ctx, `SELECT capabilities::text FROM tenants.tenants WHERE tenant_id = $1`, id).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("capabilities = %s, want %s", got, want)
+		}
+	}
+}

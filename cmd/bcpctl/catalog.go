@@ -234,8 +234,10 @@ type jsonFile struct {
 		Title       string `json:"title"`
 		Description string `json:"description"`
 		ImageURL    string `json:"image_url"`
-		Active      *bool  `json:"active"`
-		Variants    []struct {
+		// Category absent keeps the product's stored category.
+		Category *string `json:"category"`
+		Active   *bool   `json:"active"`
+		Variants []struct {
 			ID       string `json:"id"`
 			SKU      string `json:"sku"`
 			Title    string `json:"title"`
@@ -286,7 +288,7 @@ func parseCatalogJSON(b []byte) *catalogInput {
 	}
 	orTrue := func(b *bool) bool { return b == nil || *b }
 	for _, p := range doc.Products {
-		pp := &catalogv1.Product{Id: p.ID, Title: p.Title, Description: p.Description, ImageUrl: p.ImageURL, Active: orTrue(p.Active)}
+		pp := &catalogv1.Product{Id: p.ID, Title: p.Title, Description: p.Description, ImageUrl: p.ImageURL, Category: p.Category, Active: orTrue(p.Active)}
 		for _, v := range p.Variants {
 			pp.Variants = append(pp.Variants, &catalogv1.Variant{
 				Id: v.ID, Sku: v.SKU, Title: v.Title, Price: v.Price, Currency: v.Currency, Stock: v.Stock,
@@ -316,7 +318,7 @@ func parseCatalogCSV(b []byte) *catalogInput {
 		}
 	}
 	if header {
-		f.fatal = append(f.fatal, "the header must name the columns "+strings.Join(catalogcsv.Columns, ","))
+		f.fatal = append(f.fatal, "the header must name the columns "+strings.Join(catalogcsv.Columns, ",")+" (and may name "+strings.Join(catalogcsv.OptionalColumns, ",")+")")
 	}
 	for _, p := range cf.Problems {
 		f.local = append(f.local, fileProblem{line: p.Line, column: p.Column, order: max(catalogcsv.ColumnOrder(p.Column), 0), msg: csvProblemText(p)})

@@ -58,7 +58,7 @@ func TestMerchantExportImport(t *testing.T) {
 	// ranges), a pickup point, a code, an automatic discount, settings.
 	mustOK("tenant", "create", "--name", "Loja Origem", "--domain", "origem.localhost")
 	mustOK("catalog", "import", "origem.localhost", write("cat.json", []byte(`{"products":[
-	  {"id":"prd_cam","title":"Camiseta","description":"Algodão","variants":[
+	  {"id":"prd_cam","title":"Camiseta","description":"Algodão","category":"Vestuário","variants":[
 	    {"id":"var_cam_p","sku":"CAM-P","title":"Camiseta P","price":5990,"stock":10},
 	    {"id":"var_cam_m","sku":"CAM-M","title":"Camiseta M","price":5990,"stock":3,"active":false}]},
 	  {"id":"prd_can","title":"Caneca","variants":[{"id":"var_can","sku":"CAN","title":"Caneca 350 ml","price":3990,"stock":2}]}]}`)))
@@ -99,7 +99,7 @@ func TestMerchantExportImport(t *testing.T) {
 
 	// Export → import into a fresh tenant → export again: identical.
 	exported := mustOK("merchant", "export", "origem.localhost")
-	for _, want := range []string{`"prd_cam"`, `"CAM-M"`, `"Motoboy SP"`, `"01000000"`, `"Loja Centro"`, `"BEMVINDO10"`, `"free_shipping"`, `"marketing"`, `"checkout_ttl_seconds": 7200`} {
+	for _, want := range []string{`"prd_cam"`, `"category": "Vestuário"`, `"CAM-M"`, `"Motoboy SP"`, `"01000000"`, `"Loja Centro"`, `"BEMVINDO10"`, `"free_shipping"`, `"marketing"`, `"checkout_ttl_seconds": 7200`} {
 		if !strings.Contains(exported, want) {
 			t.Fatalf("export lacks %s:\n%s", want, exported)
 		}

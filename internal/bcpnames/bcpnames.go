@@ -17,6 +17,10 @@ const (
 	BuyerConsent = "br.dev.bcp.shopping.buyer_consent"
 	AP2Mandate   = "br.dev.bcp.shopping.ap2_mandate"
 	Order        = "br.dev.bcp.shopping.order"
+	// Catalog search (search_catalog) and lookup (lookup_catalog,
+	// get_product): roots of their own, UCP 2026-04-08 shapes.
+	CatalogSearch = "br.dev.bcp.shopping.catalog.search"
+	CatalogLookup = "br.dev.bcp.shopping.catalog.lookup"
 )
 
 // PixHandler is the built-in Pix payment handler name.
@@ -40,6 +44,8 @@ type CapabilityInfo struct {
 var Capabilities = []CapabilityInfo{
 	{Name: Checkout, Spec: specBase + "checkout", Schema: schemaBase + "checkout.json"},
 	{Name: Order, Spec: specBase + "order", Schema: schemaBase + "order.json"},
+	{Name: CatalogSearch, Spec: specBase + "catalog/search", Schema: schemaBase + "catalog_search.json"},
+	{Name: CatalogLookup, Spec: specBase + "catalog/lookup", Schema: schemaBase + "catalog_lookup.json"},
 	{Name: Fulfillment, Spec: specBase + "fulfillment", Schema: schemaBase + "fulfillment.json", Extends: Checkout},
 	{Name: Discount, Spec: specBase + "discount", Schema: schemaBase + "discount.json", Extends: Checkout},
 	{Name: BuyerConsent, Spec: specBase + "buyer-consent", Schema: schemaBase + "buyer_consent.json", Extends: Checkout},
@@ -48,7 +54,7 @@ var Capabilities = []CapabilityInfo{
 
 // DefaultCapabilities are enabled for a new merchant. AP2 mandates need
 // merchant set-up, so they are opt-in.
-var DefaultCapabilities = []string{Checkout, Order, Fulfillment, Discount, BuyerConsent}
+var DefaultCapabilities = []string{Checkout, Order, Fulfillment, Discount, BuyerConsent, CatalogSearch, CatalogLookup}
 
 // LookupCapability returns the info for name.
 func LookupCapability(name string) (CapabilityInfo, bool) {

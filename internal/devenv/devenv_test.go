@@ -3,6 +3,7 @@ package devenv
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
 
+	"github.com/bcpdev/bcp/agentclient"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
@@ -168,4 +170,83 @@ func tenantOf(t *testing.T, banner string) string {
 	}
 	id, _, _ := strings.Cut(rest, "\n")
 	return id
+}
+
+// The demo merchant's catalog is large enough for search to mean
+// something: an agent with the demo profile finds its mugs by "caneca",
+// the variants the README uses are there, and every product has a
+// category.
+func TestDemoCatalogSearch(t *testing.T) {
+	d := testdb.New(t)
+	dir := t.TempDir()
+	var out bytes.Buffer
+	e, err := Start(context.Background(), Options{DataDir: dir, DatabaseURL: d.AppURL, OwnerURL: d.OwnerURL,
+		PublicAddr: "127.0.0.1:0", InternalAddr: "127.0.0.1:0", Out: &out, NoDemoHistory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	key, _ := os.ReadFile(dir + "/demo-api-key")
+	profile := DemoAgentProfileURL(e.Platform.InternalAddr)
+	c := &agentclient.Client{Endpoint: "http://" + e.Platform.PublicAddr + "/bcp/mcp",
+		Transport: &agentclient.Transport{ProfileURL: profile, APIKey: strings.TrimSpace(string(key)), Host: DemoDomain}}
+	search := func(catalog map[string]any) (titles []string, next string) {
+		t.Helper()
+		resp, err := c.CallTool(context.Background(), "search_catalog", map[string]any{
+			"meta": map[string]any{"ucp-agent": map[string]any{"profile": profile}}, "catalog": catalog})
+		if err != nil || resp.Error != nil {
+			t.Fatalf("search_catalog %v: %v %v", catalog, err, resp.Error)
+		}
+		var res struct {
+			StructuredContent struct {
+				Products []struct {
+					Title      string           `json:"title"`
+					Categories []map[string]any `json:"categories"`
+				} `json:"products"`
+				Pagination struct {
+					Cursor string `json:"cursor"`
+				} `json:"pagination"`
+			} `json:"structuredContent"`
+		}
+		if err := json.Unmarshal(resp.Result, &res); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range res.StructuredContent.Products {
+			if len(p.Categories) != 1 {
+				t.Errorf("%s has categories %v, want one", p.Title, p.Categories)
+			}
+			titles = append(titles, p.Title)
+		}
+		return titles, res.StructuredContent.Pagination.Cursor
+	}
+	if got, _ := search(map[string]any{"query": "caneca"}); !slices.Equal(got, []string{"Caneca de Cerâmica 350 ml", "Caneca Esmaltada Retrô"}) {
+		t.Errorf("caneca: %v", got)
+	}
+	var all []string
+	cursor := ""
+	for {
+		c := map[string]any{"pagination": map[string]any{"limit": 50}}
+		if cursor != "" {
+			c["pagination"].(map[string]any)["cursor"] = cursor
+		}
+		page, next := search(c)
+		all = append(all, page...)
+		if cursor = next; cursor == "" {
+			break
+		}
+	}
+	if len(all) != len(demoCatalog) || len(all) < 30 {
+		t.Errorf("the catalog lists %d products, want all %d (a few dozen)", len(all), len(demoCatalog))
+	}
+	seen := map[string]bool{}
+	for _, p := range demoCatalog {
+		for _, v := range p.GetVariants() {
+			seen[v.GetId()] = true
+		}
+	}
+	for _, id := range []string{"var_caneca_350", "var_camiseta_p", "var_camiseta_m", "var_camiseta_g", "var_cafe_250", "var_chinelo_40"} {
+		if !seen[id] {
+			t.Errorf("the demo catalog lost %s", id)
+		}
+	}
 }

@@ -297,7 +297,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		if ecfg.Metrics == nil {
 			ecfg.Metrics = reg // rate limit counters on /metrics
 		}
-		e, err := edge.New(ecfg, edge.Clients{Tenants: clients.Tenants, Checkout: clients.Checkout, Orders: clients.Orders}, log)
+		e, err := edge.New(ecfg, edge.Clients{Tenants: clients.Tenants, Checkout: clients.Checkout, Orders: clients.Orders, Catalog: clients.Catalog}, log)
 		if err != nil {
 			return fail(err)
 		}

@@ -28,6 +28,7 @@ const (
 	maxSKULen         = 100
 	maxDescriptionLen = 10_000
 	maxURLLen         = 2_048
+	maxCategoryLen    = 200
 )
 
 // productIn and variantIn are a request's product after normalisation
@@ -35,8 +36,12 @@ const (
 // stored rows and the writes all see the same values.
 type productIn struct {
 	id, title, description, imageURL string
-	active                           bool
-	variants                         []variantIn
+	// category is kept from the stored product when keepCategory (the
+	// request did not set it).
+	category     string
+	keepCategory bool
+	active       bool
+	variants     []variantIn
 }
 
 type variantIn struct {
@@ -45,10 +50,32 @@ type variantIn struct {
 	active                             bool
 }
 
+// variantText is what search reads of the product's variants: the titles
+// and SKUs of those active once the write is applied (the listed ones; the
+// others are deactivated), sorted by title then SKU in byte order as
+// migration 00025 wrote it, so the same variants give the same text.
+func (p productIn) variantText() string {
+	var vs []variantIn
+	for _, v := range p.variants {
+		if v.active {
+			vs = append(vs, v)
+		}
+	}
+	slices.SortFunc(vs, func(a, b variantIn) int {
+		return cmp.Or(strings.Compare(a.title, b.title), strings.Compare(a.sku, b.sku))
+	})
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = v.title + " " + v.sku
+	}
+	return strings.Join(parts, " ")
+}
+
 func normalize(p *catalogv1.Product) productIn {
 	out := productIn{
 		id: strings.TrimSpace(p.GetId()), title: strings.TrimSpace(p.GetTitle()), description: p.GetDescription(),
 		imageURL: strings.TrimSpace(p.GetImageUrl()), active: p.GetActive(),
+		category: strings.TrimSpace(p.GetCategory()), keepCategory: p.Category == nil,
 	}
 	for _, v := range p.GetVariants() {
 		cur := strings.TrimSpace(v.GetCurrency())
@@ -139,6 +166,9 @@ func checkFields(items []productIn, pa paths) problems {
 		if utf8.RuneCountInString(p.description) > maxDescriptionLen || strings.ContainsRune(p.description, 0) {
 			ps.add(i, -1, base+".description", "invalid_description", "description must be at most %d characters, without NUL", maxDescriptionLen)
 		}
+		if !validText(p.category, maxCategoryLen) && p.category != "" {
+			ps.add(i, -1, base+".category", "invalid_category", "category must be at most %d characters, no control characters", maxCategoryLen)
+		}
 		if !validImageURL(p.imageURL) {
 			ps.add(i, -1, base+".image_url", "invalid_url", "image_url must be an absolute http(s) URL of at most %d characters", maxURLLen)
 		}
@@ -220,13 +250,16 @@ func validImageURL(s string) bool {
 
 // productPlan is what applying one product of a request changes.
 type productPlan struct {
-	in         productIn // with the final product id
-	create     bool
-	changed    bool // the product row itself differs
-	inserts    []catalogdb.InsertVariantsParams
-	updates    []catalogdb.UpdateVariantParams
-	renamed    []string // ids of updated variants whose SKU changes
-	deactivate []string // listed nowhere, active: deactivated, never deleted
+	in      productIn // with the final product id
+	create  bool
+	changed bool // the product row itself differs
+	// textChanged: only variant_text differs (the variants changed); it is
+	// written without moving the product's updated_at.
+	textChanged bool
+	inserts     []catalogdb.InsertVariantsParams
+	updates     []catalogdb.UpdateVariantParams
+	renamed     []string // ids of updated variants whose SKU changes
+	deactivate  []string // listed nowhere, active: deactivated, never deleted
 }
 
 type outcome int
@@ -380,8 +413,12 @@ func plan(st *catalogState, items []productIn, pa paths, mode matchMode) ([]prod
 			ps.add(i, -1, base+".id", "duplicate_product", "product %q is also imported by %s (products without an id are found by their SKUs)", pp.in.id, pa.product(first.i))
 		}
 		pp.create = !exists
+		if exists && p.keepCategory {
+			pp.in.category = stored.Category
+		}
 		if exists {
-			pp.changed = stored.Title != p.title || stored.Description != p.description || stored.ImageUrl != p.imageURL || stored.Active != p.active
+			pp.textChanged = stored.VariantText != p.variantText()
+			pp.changed = stored.Category != pp.in.category || stored.Title != p.title || stored.Description != p.description || stored.ImageUrl != p.imageURL || stored.Active != p.active
 		}
 		planVariants(st, pp, clean[i].variants, i, pa, mode, exists, &ps)
 	}
@@ -511,6 +548,7 @@ func apply(ctx context.Context, q *catalogdb.Queries, tid uuid.UUID, plans []pro
 			p := pp.in
 			productRows = append(productRows, catalogdb.InsertProductsParams{
 				TenantID: tid, ID: p.id, Title: p.title, Description: p.description, ImageUrl: p.imageURL, Active: p.active,
+				Category: p.category, VariantText: p.variantText(),
 			})
 		}
 		for _, v := range pp.inserts {
@@ -537,7 +575,12 @@ func apply(ctx context.Context, q *catalogdb.Queries, tid uuid.UUID, plans []pro
 		if pp.changed {
 			if err := one(q.UpdateProduct(ctx, catalogdb.UpdateProductParams{
 				TenantID: tid, ID: p.id, Title: p.title, Description: p.description, ImageUrl: p.imageURL, Active: p.active,
+				Category: p.category, VariantText: p.variantText(),
 			})); err != nil {
+				return err
+			}
+		} else if pp.textChanged {
+			if err := one(q.SetVariantText(ctx, catalogdb.SetVariantTextParams{TenantID: tid, ID: p.id, VariantText: p.variantText()})); err != nil {
 				return err
 			}
 		}

@@ -384,7 +384,7 @@ func (s *Service) ListProducts(ctx context.Context, req *connect.Request[catalog
 }
 
 func productToProto(p catalogdb.CatalogProduct, vs []catalogdb.CatalogVariant) *catalogv1.Product {
-	out := &catalogv1.Product{Id: p.ID, Title: p.Title, Description: p.Description, ImageUrl: p.ImageUrl, Active: p.Active}
+	out := &catalogv1.Product{Id: p.ID, Title: p.Title, Description: p.Description, ImageUrl: p.ImageUrl, Active: p.Active, Category: &p.Category}
 	for _, v := range vs {
 		out.Variants = append(out.Variants, variantToProto(v))
 	}

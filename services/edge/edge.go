@@ -21,6 +21,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
 	edgev1 "github.com/bcpdev/bcp/proto/gen/bcp/edge/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
@@ -52,6 +53,7 @@ type Clients struct {
 	Tenants  tenantsv1connect.TenantServiceClient
 	Checkout checkoutv1connect.CheckoutServiceClient
 	Orders   ordersv1connect.OrdersServiceClient
+	Catalog  catalogv1connect.CatalogServiceClient
 }
 
 // Edge is the public HTTP handler and its caches.

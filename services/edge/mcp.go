@@ -18,6 +18,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/bcpnames"
+	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
@@ -51,6 +52,7 @@ type mcpEdge struct {
 	e        *Edge
 	checkout checkoutv1connect.CheckoutServiceClient
 	orders   ordersv1connect.OrdersServiceClient
+	catalog  catalogv1connect.CatalogServiceClient // catalog_tools.go
 	profiles *agentprofile.Fetcher
 	log      *slog.Logger
 	handler  http.Handler
@@ -69,7 +71,7 @@ type mcpEdge struct {
 }
 
 func newMCPEdge(e *Edge, c Clients, profiles *agentprofile.Fetcher, log *slog.Logger) *mcpEdge {
-	m := &mcpEdge{e: e, checkout: c.Checkout, orders: c.Orders, profiles: profiles, log: log,
+	m := &mcpEdge{e: e, checkout: c.Checkout, orders: c.Orders, catalog: c.Catalog, profiles: profiles, log: log,
 		servers: map[string]*mcp.Server{}, offers: map[string]agentprofile.BusinessOffer{}, shared: map[string]any{}, validators: map[string]*bcpschema.Validator{}, schemas: map[string][2]json.RawMessage{}}
 	m.handler = mcp.NewStreamableHTTPHandler(m.serverFor, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
@@ -259,6 +261,9 @@ func (m *mcpEdge) buildServer(caps []string) (*mcp.Server, error) {
 				}
 				return res, nil
 			})
+	}
+	if err := m.addCatalogTools(s); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -35,8 +35,9 @@ func openAPIHandler() http.Handler {
 }
 
 // restPaths are the upstream operations this platform implements (carts
-// and catalog are not offered).
-var restPaths = []string{"/checkout-sessions", "/checkout-sessions/{id}", "/checkout-sessions/{id}/complete", "/checkout-sessions/{id}/cancel", "/orders/{id}"}
+// are not offered).
+var restPaths = []string{"/checkout-sessions", "/checkout-sessions/{id}", "/checkout-sessions/{id}/complete", "/checkout-sessions/{id}/cancel", "/orders/{id}",
+	"/catalog/search", "/catalog/lookup", "/catalog/product"}
 
 // openAPIRenames are the BCP renames of protocol/bcpschema's derivation
 // (schemas/NOTICE), applied to every string and member name.
@@ -53,7 +54,7 @@ var openAPIRenames = []struct {
 
 // DeriveOpenAPI turns upstream's REST OpenAPI document into the one this
 // platform implements:
-//   - only the checkout-session and order paths (restPaths), and only the
+//   - only the checkout-session, order and catalog paths (restPaths), and only the
 //     components they (and the webhooks) still reference;
 //   - relative schema $refs (../../schemas/…) become absolute BCP schema
 //     URLs (https://bcp.dev.br/draft/schemas/…);

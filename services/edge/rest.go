@@ -44,6 +44,7 @@ func newRESTEdge(m *mcpEdge) *restEdge {
 	r.mux.Handle("POST "+restBase+"/checkout-sessions/{id}/complete", r.handler(op("complete_checkout"), true))
 	r.mux.Handle("POST "+restBase+"/checkout-sessions/{id}/cancel", r.handler(op("cancel_checkout"), false))
 	r.mux.Handle("GET "+restBase+"/orders/{id}", r.handler(getOrderTool, false))
+	r.registerCatalog()
 	r.mux.HandleFunc(restBase+"/", func(w http.ResponseWriter, req *http.Request) {
 		if agentauth.RESTOperation(http.MethodGet, req.URL.Path) != "" || agentauth.RESTOperation(http.MethodPost, req.URL.Path) != "" ||
 			agentauth.RESTOperation(http.MethodPut, req.URL.Path) != "" {

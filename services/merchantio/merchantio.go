@@ -77,12 +77,15 @@ type Catalog struct {
 }
 
 type Product struct {
-	ID          string    `json:"id"`
-	Title       string    `json:"title"`
-	Description string    `json:"description,omitempty"`
-	ImageURL    string    `json:"image_url,omitempty"`
-	Active      bool      `json:"active"`
-	Variants    []Variant `json:"variants"`
+	ID          string `json:"id"`
+	Title       string `json:"title"`
+	Description string `json:"description,omitempty"`
+	ImageURL    string `json:"image_url,omitempty"`
+	// Category: absent on import keeps the stored one (documents written
+	// before it existed); exported when set.
+	Category *string   `json:"category,omitempty"`
+	Active   bool      `json:"active"`
+	Variants []Variant `json:"variants"`
 }
 
 type Variant struct {
@@ -461,6 +464,9 @@ func normalizeSettings(s *tenantsv1.Settings) *tenantsv1.Settings {
 
 func productFromProto(p *catalogv1.Product) Product {
 	out := Product{ID: p.GetId(), Title: p.GetTitle(), Description: p.GetDescription(), ImageURL: p.GetImageUrl(), Active: p.GetActive(), Variants: []Variant{}}
+	if c := p.GetCategory(); c != "" {
+		out.Category = &c
+	}
 	for _, v := range p.GetVariants() {
 		out.Variants = append(out.Variants, Variant{ID: v.GetId(), SKU: v.GetSku(), Title: v.GetTitle(), Price: v.GetPrice(),
 			Currency: v.GetCurrency(), Stock: v.GetStock(), Active: v.GetActive(), ImageURL: v.GetImageUrl()})
@@ -472,7 +478,7 @@ func productFromProto(p *catalogv1.Product) Product {
 func productsToProto(ps []Product) []*catalogv1.Product {
 	out := make([]*catalogv1.Product, 0, len(ps))
 	for _, p := range ps {
-		pp := &catalogv1.Product{Id: p.ID, Title: p.Title, Description: p.Description, ImageUrl: p.ImageURL, Active: p.Active}
+		pp := &catalogv1.Product{Id: p.ID, Title: p.Title, Description: p.Description, ImageUrl: p.ImageURL, Category: p.Category, Active: p.Active}
 		for _, v := range p.Variants {
 			pp.Variants = append(pp.Variants, &catalogv1.Variant{Id: v.ID, Sku: v.SKU, Title: v.Title, Price: v.Price,
 				Currency: v.Currency, Stock: v.Stock, Active: v.Active, ImageUrl: v.ImageURL})

@@ -19,6 +19,9 @@ type productsData struct {
 	Query    string
 	Products []*catalogv1.Product
 	Next     string
+	// Searches is what agents searched for in the last 30 days (nil when
+	// the catalog could not say: the list still shows).
+	Searches *catalogv1.SearchTermsResponse
 }
 
 // products lists the catalog (ListProducts pages of 100), filtered by a
@@ -36,6 +39,11 @@ func (a *Admin) products(rw http.ResponseWriter, r *http.Request) {
 		if needle == "" || matches(p, needle) {
 			d.Products = append(d.Products, p)
 		}
+	}
+	if st, err := a.opts.Catalog.SearchTerms(r.Context(), connect.NewRequest(&catalogv1.SearchTermsRequest{Days: 30, Limit: 10})); err == nil {
+		d.Searches = st.Msg
+	} else {
+		a.log.WarnContext(r.Context(), "admin: search terms", "err", err)
 	}
 	a.render(rw, r, http.StatusOK, "products", a.newPage(r, "Produtos", "produtos", d))
 }
@@ -58,6 +66,7 @@ type productForm struct {
 	ID          string
 	Title       string
 	Description string
+	Category    string
 	ImageURL    string
 	Active      bool
 	Variants    []variantForm
@@ -85,7 +94,7 @@ func (f *productForm) fail(field, msg string) {
 }
 
 func formFromProduct(p *catalogv1.Product) productForm {
-	f := productForm{ID: p.GetId(), Title: p.GetTitle(), Description: p.GetDescription(), ImageURL: p.GetImageUrl(), Active: p.GetActive()}
+	f := productForm{ID: p.GetId(), Title: p.GetTitle(), Description: p.GetDescription(), Category: p.GetCategory(), ImageURL: p.GetImageUrl(), Active: p.GetActive()}
 	for _, v := range p.GetVariants() {
 		f.Variants = append(f.Variants, variantForm{ID: v.GetId(), SKU: v.GetSku(), Title: v.GetTitle(),
 			Price: FormatReais(v.GetPrice()), Stock: strconv.FormatInt(v.GetStock(), 10), Active: v.GetActive(), Keep: true})
@@ -105,6 +114,7 @@ const maxVariantRows = 50
 // the unused blank row and are dropped.
 func parseProductForm(r *http.Request, isNew bool) productForm {
 	f := productForm{New: isNew, Title: strings.TrimSpace(r.PostFormValue("title")), Description: strings.TrimSpace(r.PostFormValue("description")),
+		Category: strings.TrimSpace(r.PostFormValue("category")),
 		ImageURL: strings.TrimSpace(r.PostFormValue("image_url")), Active: r.PostFormValue("active") == "on"}
 	n, _ := strconv.Atoi(r.PostFormValue("variants"))
 	n = min(max(n, 0), maxVariantRows)
@@ -124,7 +134,9 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 // toProduct validates the form and builds the product; errors go next to
 // their fields (v{i}_price, …).
 func (f *productForm) toProduct() *catalogv1.Product {
-	p := &catalogv1.Product{Id: f.ID, Title: f.Title, Description: f.Description, ImageUrl: f.ImageURL, Active: f.Active}
+	// The form always shows the category, so what it posts is the category
+	// (empty clears it).
+	p := &catalogv1.Product{Id: f.ID, Title: f.Title, Description: f.Description, Category: &f.Category, ImageUrl: f.ImageURL, Active: f.Active}
 	if f.Title == "" {
 		f.fail("title", "Informe o nome do produto.")
 	}
@@ -193,6 +205,8 @@ func (f *productForm) serviceProblem(field, code, msg string) {
 		f.fail("title", msg)
 	case strings.HasSuffix(field, ".description"):
 		f.fail("description", msg)
+	case strings.HasSuffix(field, ".category"):
+		f.fail("category", "Use até 200 caracteres, sem caracteres de controle.")
 	case strings.HasSuffix(field, ".image_url"):
 		f.fail("image_url", "Use um endereço http(s) completo.")
 	default:

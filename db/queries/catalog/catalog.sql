@@ -41,8 +41,14 @@ JOIN catalog.products p ON p.tenant_id = v.tenant_id AND p.id = v.product_id;
 
 -- name: UpdateProduct :execrows
 UPDATE catalog.products
-SET title = @title, description = @description, image_url = @image_url, active = @active, updated_at = now()
+SET title = @title, description = @description, image_url = @image_url, active = @active, category = @category,
+    variant_text = @variant_text, updated_at = now()
 WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: SetVariantText :execrows
+-- What search reads of the product's variants changed, not the product:
+-- its updated_at stays.
+UPDATE catalog.products SET variant_text = @variant_text WHERE tenant_id = @tenant_id AND id = @id;
 
 -- name: UpdateVariant :execrows
 UPDATE catalog.variants
@@ -62,8 +68,8 @@ WHERE tenant_id = @tenant_id AND id = ANY(@ids::text[]) AND active;
 -- name: InsertProducts :batchexec
 -- Imports send their inserts in one round trip (COPY is not allowed on
 -- tables with row-level security).
-INSERT INTO catalog.products (tenant_id, id, title, description, image_url, active)
-VALUES (@tenant_id, @id, @title, @description, @image_url, @active);
+INSERT INTO catalog.products (tenant_id, id, title, description, image_url, active, category, variant_text)
+VALUES (@tenant_id, @id, @title, @description, @image_url, @active, @category, @variant_text);
 
 -- name: InsertVariants :batchexec
 INSERT INTO catalog.variants (tenant_id, id, product_id, sku, title, price, currency, stock, active, image_url)

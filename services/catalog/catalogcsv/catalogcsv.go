@@ -24,9 +24,22 @@ import (
 // product, so a missing column would silently clear values).
 var Columns = []string{"product_id", "product_title", "description", "image_url", "sku", "variant_title", "price", "stock", "active"}
 
-// ColumnOrder is the position of a column in Columns (-1 for none), to sort
-// problems of one line in column order.
-func ColumnOrder(col string) int { return slices.Index(Columns, col) }
+// OptionalColumns may be left out: a file without one keeps what the
+// catalog has (files written before category existed import as before);
+// with it, an empty cell clears the value.
+var OptionalColumns = []string{"category"}
+
+// ColumnOrder is the position of a column in Columns then OptionalColumns
+// (-1 for none), to sort problems of one line in column order.
+func ColumnOrder(col string) int {
+	if i := slices.Index(Columns, col); i >= 0 {
+		return i
+	}
+	if i := slices.Index(OptionalColumns, col); i >= 0 {
+		return len(Columns) + i
+	}
+	return -1
+}
 
 // Code says what is wrong; the caller words it.
 type Code string
@@ -102,7 +115,7 @@ func Parse(b []byte) *File {
 	for i, h := range header {
 		h = strings.ToLower(strings.TrimSpace(h))
 		switch {
-		case !slices.Contains(Columns, h):
+		case !slices.Contains(Columns, h) && !slices.Contains(OptionalColumns, h):
 			f.Fatal = append(f.Fatal, Problem{Line: 1, Column: h, Code: UnknownColumn, Value: h})
 		case col[h] != 0:
 			f.Fatal = append(f.Fatal, Problem{Line: 1, Column: h, Code: DuplicateColumn, Value: h})
@@ -155,12 +168,20 @@ func Parse(b []byte) *File {
 			if pid != "" {
 				byID[pid] = i
 			}
-			f.Products = append(f.Products, &catalogv1.Product{Id: pid, Title: get("product_title"), Description: get("description"), ImageUrl: get("image_url"), Active: true})
+			np := &catalogv1.Product{Id: pid, Title: get("product_title"), Description: get("description"), ImageUrl: get("image_url"), Active: true}
+			if col["category"] != 0 {
+				c := get("category")
+				np.Category = &c
+			}
+			f.Products = append(f.Products, np)
 			f.ProductLine = append(f.ProductLine, line)
 			f.VariantLine = append(f.VariantLine, nil)
 		} else {
 			p := f.Products[i]
-			for _, c := range []struct{ col, have string }{{"product_title", p.GetTitle()}, {"description", p.GetDescription()}, {"image_url", p.GetImageUrl()}} {
+			for _, c := range []struct{ col, have string }{{"product_title", p.GetTitle()}, {"description", p.GetDescription()}, {"image_url", p.GetImageUrl()}, {"category", p.GetCategory()}} {
+				if col[c.col] == 0 {
+					continue
+				}
 				if got := get(c.col); got != "" && got != c.have {
 					f.Problems = append(f.Problems, Problem{Line: line, Column: c.col, Code: DiffersFirst, Value: got, FirstLine: f.ProductLine[i], ProductID: pid})
 				}
@@ -280,7 +301,7 @@ var (
 // The CSV column of each product and variant field (the CSV has no variant
 // id or image and no currency: a variant is its SKU, prices are BRL).
 var (
-	productColumn = map[string]string{"id": "product_id", "title": "product_title", "description": "description", "image_url": "image_url", "variants": "sku"}
+	productColumn = map[string]string{"id": "product_id", "title": "product_title", "description": "description", "image_url": "image_url", "variants": "sku", "category": "category"}
 	variantColumn = map[string]string{"id": "sku", "sku": "sku", "title": "variant_title", "price": "price", "currency": "price", "stock": "stock", "active": "active", "image_url": "image_url"}
 )
 

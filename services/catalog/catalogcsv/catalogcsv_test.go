@@ -224,3 +224,34 @@ func dump(ps []Problem) string {
 	}
 	return s
 }
+
+// category is optional: without the column a product's category is unset
+// (the catalog keeps the stored one); with it, each product takes its first
+// row's value, "" included, and a later row may not contradict it.
+func TestParseCategory(t *testing.T) {
+	f := Parse([]byte("product_id,product_title,description,image_url,sku,variant_title,price,stock,active,category\n" +
+		"prd_cam,Camiseta,,,CAM-P,P,5990,1,,Vestuário\n" +
+		"prd_cam,,,,CAM-M,M,5990,1,,\n" +
+		"prd_can,Caneca,,,CAN,,3990,1,,\n" +
+		"prd_cam,,,,CAM-G,G,5990,1,,Cozinha\n"))
+	if f.Fatal != nil {
+		t.Fatalf("fatal %+v", f.Fatal)
+	}
+	if len(f.Products) != 2 || f.Products[0].Category == nil || f.Products[0].GetCategory() != "Vestuário" ||
+		f.Products[1].Category == nil || f.Products[1].GetCategory() != "" {
+		t.Fatalf("products %v", f.Products)
+	}
+	if len(f.Problems) != 1 || f.Problems[0].Line != 5 || f.Problems[0].Column != "category" || f.Problems[0].Code != DiffersFirst {
+		t.Fatalf("problems:\n%s", dump(f.Problems))
+	}
+	if line, col := f.Locate("products[0].category"); line != 2 || col != "category" {
+		t.Fatalf("locate category: %d %q", line, col)
+	}
+	without := Parse([]byte("product_id,product_title,description,image_url,sku,variant_title,price,stock,active\nprd_cam,Camiseta,,,CAM-P,P,5990,1,\n"))
+	if without.Fatal != nil || len(without.Products) != 1 || without.Products[0].Category != nil {
+		t.Fatalf("without the column: %+v %v", without.Fatal, without.Products)
+	}
+	if ColumnOrder("category") != len(Columns) {
+		t.Fatal("category sorts after the required columns")
+	}
+}

@@ -18,8 +18,8 @@ var (
 )
 
 const insertProducts = `-- name: InsertProducts :batchexec
-INSERT INTO catalog.products (tenant_id, id, title, description, image_url, active)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO catalog.products (tenant_id, id, title, description, image_url, active, category, variant_text)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 `
 
 type InsertProductsBatchResults struct {
@@ -35,6 +35,8 @@ type InsertProductsParams struct {
 	Description string
 	ImageUrl    string
 	Active      bool
+	Category    string
+	VariantText string
 }
 
 // Imports send their inserts in one round trip (COPY is not allowed on
@@ -49,6 +51,8 @@ func (q *Queries) InsertProducts(ctx context.Context, arg []InsertProductsParams
 			a.Description,
 			a.ImageUrl,
 			a.Active,
+			a.Category,
+			a.VariantText,
 		}
 		batch.Queue(insertProducts, vals...)
 	}

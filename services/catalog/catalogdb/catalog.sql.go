@@ -41,7 +41,7 @@ func (q *Queries) DeactivateVariants(ctx context.Context, arg DeactivateVariants
 }
 
 const getProduct = `-- name: GetProduct :one
-SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at FROM catalog.products WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at, category, variant_text, search_tsv, search_title FROM catalog.products WHERE tenant_id = $1 AND id = $2
 `
 
 type GetProductParams struct {
@@ -61,12 +61,16 @@ func (q *Queries) GetProduct(ctx context.Context, arg GetProductParams) (Catalog
 		&i.Active,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Category,
+		&i.VariantText,
+		&i.SearchTsv,
+		&i.SearchTitle,
 	)
 	return i, err
 }
 
 const getProductsByIDs = `-- name: GetProductsByIDs :many
-SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at FROM catalog.products WHERE tenant_id = $1 AND id = ANY($2::text[])
+SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at, category, variant_text, search_tsv, search_title FROM catalog.products WHERE tenant_id = $1 AND id = ANY($2::text[])
 `
 
 type GetProductsByIDsParams struct {
@@ -92,6 +96,10 @@ func (q *Queries) GetProductsByIDs(ctx context.Context, arg GetProductsByIDsPara
 			&i.Active,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Category,
+			&i.VariantText,
+			&i.SearchTsv,
+			&i.SearchTitle,
 		); err != nil {
 			return nil, err
 		}
@@ -188,7 +196,7 @@ func (q *Queries) GetVariantsBySKUs(ctx context.Context, arg GetVariantsBySKUsPa
 }
 
 const listProducts = `-- name: ListProducts :many
-SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at FROM catalog.products
+SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at, category, variant_text, search_tsv, search_title FROM catalog.products
 WHERE tenant_id = $1 AND ($2::text IS NULL OR id > $2::text)
 ORDER BY id
 LIMIT $3
@@ -218,6 +226,10 @@ func (q *Queries) ListProducts(ctx context.Context, arg ListProductsParams) ([]C
 			&i.Active,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Category,
+			&i.VariantText,
+			&i.SearchTsv,
+			&i.SearchTitle,
 		); err != nil {
 			return nil, err
 		}
@@ -361,10 +373,31 @@ func (q *Queries) SetVariantSKU(ctx context.Context, arg SetVariantSKUParams) (i
 	return result.RowsAffected(), nil
 }
 
+const setVariantText = `-- name: SetVariantText :execrows
+UPDATE catalog.products SET variant_text = $1 WHERE tenant_id = $2 AND id = $3
+`
+
+type SetVariantTextParams struct {
+	VariantText string
+	TenantID    uuid.UUID
+	ID          string
+}
+
+// What search reads of the product's variants changed, not the product:
+// its updated_at stays.
+func (q *Queries) SetVariantText(ctx context.Context, arg SetVariantTextParams) (int64, error) {
+	result, err := q.db.Exec(ctx, setVariantText, arg.VariantText, arg.TenantID, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const updateProduct = `-- name: UpdateProduct :execrows
 UPDATE catalog.products
-SET title = $1, description = $2, image_url = $3, active = $4, updated_at = now()
-WHERE tenant_id = $5 AND id = $6
+SET title = $1, description = $2, image_url = $3, active = $4, category = $5,
+    variant_text = $6, updated_at = now()
+WHERE tenant_id = $7 AND id = $8
 `
 
 type UpdateProductParams struct {
@@ -372,6 +405,8 @@ type UpdateProductParams struct {
 	Description string
 	ImageUrl    string
 	Active      bool
+	Category    string
+	VariantText string
 	TenantID    uuid.UUID
 	ID          string
 }
@@ -382,6 +417,8 @@ func (q *Queries) UpdateProduct(ctx context.Context, arg UpdateProductParams) (i
 		arg.Description,
 		arg.ImageUrl,
 		arg.Active,
+		arg.Category,
+		arg.VariantText,
 		arg.TenantID,
 		arg.ID,
 	)

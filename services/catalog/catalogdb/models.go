@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type CatalogCheckoutStock struct {
@@ -26,6 +27,18 @@ type CatalogProduct struct {
 	Active      bool
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	Category    string
+	VariantText string
+	SearchTsv   interface{}
+	SearchTitle *string
+}
+
+type CatalogSearchTerm struct {
+	TenantID uuid.UUID
+	Day      pgtype.Date
+	Term     string
+	Searches int64
+	Empty    int64
 }
 
 type CatalogStockReservation struct {

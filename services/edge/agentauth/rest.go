@@ -71,6 +71,11 @@ func RESTOperation(method, path string) string {
 				return "get_order"
 			}
 			return ""
+		case "catalog":
+			if len(rest) == 1 && method == http.MethodPost {
+				return map[string]string{"search": "search_catalog", "lookup": "lookup_catalog", "product": "get_product"}[rest[0]]
+			}
+			return ""
 		}
 	}
 	return ""

@@ -20,6 +20,12 @@ func TestRESTOperation(t *testing.T) {
 		{"POST", "/bcp/rest/checkout-sessions/chk_1/refund", ""},
 		{"POST", "/bcp/rest/carts", ""},
 		{"GET", "/bcp/rest/orders", ""},
+		{"POST", "/bcp/rest/catalog/search", "search_catalog"},
+		{"POST", "/bcp/rest/catalog/lookup", "lookup_catalog"},
+		{"POST", "/bcp/rest/catalog/product", "get_product"},
+		{"GET", "/bcp/rest/catalog/search", ""},
+		{"POST", "/bcp/rest/catalog/search/x", ""},
+		{"POST", "/bcp/rest/catalog/browse", ""},
 	} {
 		if got := RESTOperation(tc.method, tc.path); got != tc.want {
 			t.Errorf("RESTOperation(%s %s) = %q, want %q", tc.method, tc.path, got, tc.want)

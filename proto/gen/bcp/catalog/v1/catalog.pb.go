@@ -212,13 +212,18 @@ func (x *Variant) GetImageUrl() string {
 }
 
 type Product struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Title         string                 `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
-	Description   string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
-	ImageUrl      string                 `protobuf:"bytes,4,opt,name=image_url,json=imageUrl,proto3" json:"image_url,omitempty"`
-	Active        bool                   `protobuf:"varint,5,opt,name=active,proto3" json:"active,omitempty"`
-	Variants      []*Variant             `protobuf:"bytes,6,rep,name=variants,proto3" json:"variants,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Title       string                 `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	Description string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	ImageUrl    string                 `protobuf:"bytes,4,opt,name=image_url,json=imageUrl,proto3" json:"image_url,omitempty"`
+	Active      bool                   `protobuf:"varint,5,opt,name=active,proto3" json:"active,omitempty"`
+	Variants    []*Variant             `protobuf:"bytes,6,rep,name=variants,proto3" json:"variants,omitempty"`
+	// One merchant-defined value or path ("Vestuário > Camisetas"): what
+	// search filters.categories matches. Unset on update or import keeps
+	// the stored category (writers that predate it must not erase it); unset
+	// on create is none.
+	Category      *string `protobuf:"bytes,7,opt,name=category,proto3,oneof" json:"category,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -293,6 +298,13 @@ func (x *Product) GetVariants() []*Variant {
 		return x.Variants
 	}
 	return nil
+}
+
+func (x *Product) GetCategory() string {
+	if x != nil && x.Category != nil {
+		return *x.Category
+	}
+	return ""
 }
 
 type CreateProductRequest struct {
@@ -1264,6 +1276,672 @@ func (x *ReleaseStockResponse) GetReleasedLines() int32 {
 	return 0
 }
 
+type SearchCatalogRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Free text; empty lists the catalog in id order.
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// Products in any of these categories (exact values); empty: all.
+	Categories []string `protobuf:"bytes,2,rep,name=categories,proto3" json:"categories,omitempty"`
+	// Price bounds in centavos, inclusive: a product is found when one of its
+	// active variants is in range, and only those variants are returned.
+	MinPrice *int64 `protobuf:"varint,3,opt,name=min_price,json=minPrice,proto3,oneof" json:"min_price,omitempty"`
+	MaxPrice *int64 `protobuf:"varint,4,opt,name=max_price,json=maxPrice,proto3,oneof" json:"max_price,omitempty"`
+	// Page size: 0 is 10; more than 50 is 50.
+	Limit int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	// From a previous response, with the same query and filters.
+	Cursor        string `protobuf:"bytes,6,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchCatalogRequest) Reset() {
+	*x = SearchCatalogRequest{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchCatalogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchCatalogRequest) ProtoMessage() {}
+
+func (x *SearchCatalogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchCatalogRequest.ProtoReflect.Descriptor instead.
+func (*SearchCatalogRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *SearchCatalogRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchCatalogRequest) GetCategories() []string {
+	if x != nil {
+		return x.Categories
+	}
+	return nil
+}
+
+func (x *SearchCatalogRequest) GetMinPrice() int64 {
+	if x != nil && x.MinPrice != nil {
+		return *x.MinPrice
+	}
+	return 0
+}
+
+func (x *SearchCatalogRequest) GetMaxPrice() int64 {
+	if x != nil && x.MaxPrice != nil {
+		return *x.MaxPrice
+	}
+	return 0
+}
+
+func (x *SearchCatalogRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *SearchCatalogRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+type SearchCatalogResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Products []*CatalogProduct      `protobuf:"bytes,1,rep,name=products,proto3" json:"products,omitempty"`
+	// Empty on the last page.
+	NextCursor    string `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchCatalogResponse) Reset() {
+	*x = SearchCatalogResponse{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchCatalogResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchCatalogResponse) ProtoMessage() {}
+
+func (x *SearchCatalogResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchCatalogResponse.ProtoReflect.Descriptor instead.
+func (*SearchCatalogResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SearchCatalogResponse) GetProducts() []*CatalogProduct {
+	if x != nil {
+		return x.Products
+	}
+	return nil
+}
+
+func (x *SearchCatalogResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
+type LookupCatalogRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Product ids, variant ids or SKUs; duplicates are ignored. At most 50
+	// distinct.
+	Ids []string `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
+	// Every active variant of each product found (get_product), the
+	// requested variant first; otherwise the requested variants, or the
+	// featured one for a product id (lookup_catalog).
+	AllVariants   bool `protobuf:"varint,2,opt,name=all_variants,json=allVariants,proto3" json:"all_variants,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LookupCatalogRequest) Reset() {
+	*x = LookupCatalogRequest{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LookupCatalogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LookupCatalogRequest) ProtoMessage() {}
+
+func (x *LookupCatalogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LookupCatalogRequest.ProtoReflect.Descriptor instead.
+func (*LookupCatalogRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *LookupCatalogRequest) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *LookupCatalogRequest) GetAllVariants() bool {
+	if x != nil {
+		return x.AllVariants
+	}
+	return false
+}
+
+type LookupCatalogResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Products []*CatalogProduct      `protobuf:"bytes,1,rep,name=products,proto3" json:"products,omitempty"`
+	// The requested ids that name no active product or variant, in request
+	// order.
+	NotFound      []string `protobuf:"bytes,2,rep,name=not_found,json=notFound,proto3" json:"not_found,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LookupCatalogResponse) Reset() {
+	*x = LookupCatalogResponse{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LookupCatalogResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LookupCatalogResponse) ProtoMessage() {}
+
+func (x *LookupCatalogResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LookupCatalogResponse.ProtoReflect.Descriptor instead.
+func (*LookupCatalogResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *LookupCatalogResponse) GetProducts() []*CatalogProduct {
+	if x != nil {
+		return x.Products
+	}
+	return nil
+}
+
+func (x *LookupCatalogResponse) GetNotFound() []string {
+	if x != nil {
+		return x.NotFound
+	}
+	return nil
+}
+
+// CatalogProduct is a product as agents see it: active, with the variants
+// they may put in a checkout.
+type CatalogProduct struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Title       string                 `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	Description string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	Category    string                 `protobuf:"bytes,4,opt,name=category,proto3" json:"category,omitempty"`
+	ImageUrl    string                 `protobuf:"bytes,5,opt,name=image_url,json=imageUrl,proto3" json:"image_url,omitempty"`
+	// Never empty; the first is the featured variant.
+	Variants      []*CatalogVariant `protobuf:"bytes,6,rep,name=variants,proto3" json:"variants,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatalogProduct) Reset() {
+	*x = CatalogProduct{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogProduct) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogProduct) ProtoMessage() {}
+
+func (x *CatalogProduct) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogProduct.ProtoReflect.Descriptor instead.
+func (*CatalogProduct) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *CatalogProduct) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CatalogProduct) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *CatalogProduct) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *CatalogProduct) GetCategory() string {
+	if x != nil {
+		return x.Category
+	}
+	return ""
+}
+
+func (x *CatalogProduct) GetImageUrl() string {
+	if x != nil {
+		return x.ImageUrl
+	}
+	return ""
+}
+
+func (x *CatalogProduct) GetVariants() []*CatalogVariant {
+	if x != nil {
+		return x.Variants
+	}
+	return nil
+}
+
+type CatalogVariant struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The BCP item.id.
+	Id    string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Sku   string `protobuf:"bytes,2,opt,name=sku,proto3" json:"sku,omitempty"`
+	Title string `protobuf:"bytes,3,opt,name=title,proto3" json:"title,omitempty"`
+	// Price in minor units (centavos for BRL).
+	Price    int64  `protobuf:"varint,4,opt,name=price,proto3" json:"price,omitempty"`
+	Currency string `protobuf:"bytes,5,opt,name=currency,proto3" json:"currency,omitempty"`
+	// In stock now; checkout re-checks when the buyer completes.
+	Available bool   `protobuf:"varint,6,opt,name=available,proto3" json:"available,omitempty"`
+	ImageUrl  string `protobuf:"bytes,7,opt,name=image_url,json=imageUrl,proto3" json:"image_url,omitempty"`
+	// Lookup only: the request ids that resolved to this variant.
+	Inputs        []*CatalogInput `protobuf:"bytes,8,rep,name=inputs,proto3" json:"inputs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatalogVariant) Reset() {
+	*x = CatalogVariant{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogVariant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogVariant) ProtoMessage() {}
+
+func (x *CatalogVariant) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogVariant.ProtoReflect.Descriptor instead.
+func (*CatalogVariant) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *CatalogVariant) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CatalogVariant) GetSku() string {
+	if x != nil {
+		return x.Sku
+	}
+	return ""
+}
+
+func (x *CatalogVariant) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *CatalogVariant) GetPrice() int64 {
+	if x != nil {
+		return x.Price
+	}
+	return 0
+}
+
+func (x *CatalogVariant) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *CatalogVariant) GetAvailable() bool {
+	if x != nil {
+		return x.Available
+	}
+	return false
+}
+
+func (x *CatalogVariant) GetImageUrl() string {
+	if x != nil {
+		return x.ImageUrl
+	}
+	return ""
+}
+
+func (x *CatalogVariant) GetInputs() []*CatalogInput {
+	if x != nil {
+		return x.Inputs
+	}
+	return nil
+}
+
+type CatalogInput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// "exact" (a variant id or SKU) or "featured" (a product id).
+	Match         string `protobuf:"bytes,2,opt,name=match,proto3" json:"match,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatalogInput) Reset() {
+	*x = CatalogInput{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogInput) ProtoMessage() {}
+
+func (x *CatalogInput) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogInput.ProtoReflect.Descriptor instead.
+func (*CatalogInput) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *CatalogInput) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CatalogInput) GetMatch() string {
+	if x != nil {
+		return x.Match
+	}
+	return ""
+}
+
+type SearchTermsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The window in days, today included: 0 is 30; at most 90.
+	Days int32 `protobuf:"varint,1,opt,name=days,proto3" json:"days,omitempty"`
+	// Terms per list: 0 is 10; at most 100.
+	Limit         int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchTermsRequest) Reset() {
+	*x = SearchTermsRequest{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchTermsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchTermsRequest) ProtoMessage() {}
+
+func (x *SearchTermsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchTermsRequest.ProtoReflect.Descriptor instead.
+func (*SearchTermsRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SearchTermsRequest) GetDays() int32 {
+	if x != nil {
+		return x.Days
+	}
+	return 0
+}
+
+func (x *SearchTermsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type SearchTerm struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Folded: lower case, without accents.
+	Term     string `protobuf:"bytes,1,opt,name=term,proto3" json:"term,omitempty"`
+	Searches int64  `protobuf:"varint,2,opt,name=searches,proto3" json:"searches,omitempty"`
+	// Searches that found nothing.
+	Empty         int64 `protobuf:"varint,3,opt,name=empty,proto3" json:"empty,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchTerm) Reset() {
+	*x = SearchTerm{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchTerm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchTerm) ProtoMessage() {}
+
+func (x *SearchTerm) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchTerm.ProtoReflect.Descriptor instead.
+func (*SearchTerm) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *SearchTerm) GetTerm() string {
+	if x != nil {
+		return x.Term
+	}
+	return ""
+}
+
+func (x *SearchTerm) GetSearches() int64 {
+	if x != nil {
+		return x.Searches
+	}
+	return 0
+}
+
+func (x *SearchTerm) GetEmpty() int64 {
+	if x != nil {
+		return x.Empty
+	}
+	return 0
+}
+
+type SearchTermsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Top           []*SearchTerm          `protobuf:"bytes,1,rep,name=top,proto3" json:"top,omitempty"`
+	NoResults     []*SearchTerm          `protobuf:"bytes,2,rep,name=no_results,json=noResults,proto3" json:"no_results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchTermsResponse) Reset() {
+	*x = SearchTermsResponse{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchTermsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchTermsResponse) ProtoMessage() {}
+
+func (x *SearchTermsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchTermsResponse.ProtoReflect.Descriptor instead.
+func (*SearchTermsResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *SearchTermsResponse) GetTop() []*SearchTerm {
+	if x != nil {
+		return x.Top
+	}
+	return nil
+}
+
+func (x *SearchTermsResponse) GetNoResults() []*SearchTerm {
+	if x != nil {
+		return x.NoResults
+	}
+	return nil
+}
+
 var File_bcp_catalog_v1_catalog_proto protoreflect.FileDescriptor
 
 const file_bcp_catalog_v1_catalog_proto_rawDesc = "" +
@@ -1282,14 +1960,16 @@ const file_bcp_catalog_v1_catalog_proto_rawDesc = "" +
 	"\bcurrency\x18\x05 \x01(\tR\bcurrency\x12\x14\n" +
 	"\x05stock\x18\x06 \x01(\x03R\x05stock\x12\x16\n" +
 	"\x06active\x18\a \x01(\bR\x06active\x12\x1b\n" +
-	"\timage_url\x18\b \x01(\tR\bimageUrl\"\xbb\x01\n" +
+	"\timage_url\x18\b \x01(\tR\bimageUrl\"\xe9\x01\n" +
 	"\aProduct\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x1b\n" +
 	"\timage_url\x18\x04 \x01(\tR\bimageUrl\x12\x16\n" +
 	"\x06active\x18\x05 \x01(\bR\x06active\x123\n" +
-	"\bvariants\x18\x06 \x03(\v2\x17.bcp.catalog.v1.VariantR\bvariants\"I\n" +
+	"\bvariants\x18\x06 \x03(\v2\x17.bcp.catalog.v1.VariantR\bvariants\x12\x1f\n" +
+	"\bcategory\x18\a \x01(\tH\x00R\bcategory\x88\x01\x01B\v\n" +
+	"\t_category\"I\n" +
 	"\x14CreateProductRequest\x121\n" +
 	"\aproduct\x18\x01 \x01(\v2\x17.bcp.catalog.v1.ProductR\aproduct\"J\n" +
 	"\x15CreateProductResponse\x121\n" +
@@ -1349,7 +2029,61 @@ const file_bcp_catalog_v1_catalog_proto_rawDesc = "" +
 	"checkoutId\x12\x14\n" +
 	"\x05close\x18\x02 \x01(\bR\x05close\"=\n" +
 	"\x14ReleaseStockResponse\x12%\n" +
-	"\x0ereleased_lines\x18\x01 \x01(\x05R\rreleasedLines2\xc2\x06\n" +
+	"\x0ereleased_lines\x18\x01 \x01(\x05R\rreleasedLines\"\xda\x01\n" +
+	"\x14SearchCatalogRequest\x12\x14\n" +
+	"\x05query\x18\x01 \x01(\tR\x05query\x12\x1e\n" +
+	"\n" +
+	"categories\x18\x02 \x03(\tR\n" +
+	"categories\x12 \n" +
+	"\tmin_price\x18\x03 \x01(\x03H\x00R\bminPrice\x88\x01\x01\x12 \n" +
+	"\tmax_price\x18\x04 \x01(\x03H\x01R\bmaxPrice\x88\x01\x01\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12\x16\n" +
+	"\x06cursor\x18\x06 \x01(\tR\x06cursorB\f\n" +
+	"\n" +
+	"_min_priceB\f\n" +
+	"\n" +
+	"_max_price\"t\n" +
+	"\x15SearchCatalogResponse\x12:\n" +
+	"\bproducts\x18\x01 \x03(\v2\x1e.bcp.catalog.v1.CatalogProductR\bproducts\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"K\n" +
+	"\x14LookupCatalogRequest\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\tR\x03ids\x12!\n" +
+	"\fall_variants\x18\x02 \x01(\bR\vallVariants\"p\n" +
+	"\x15LookupCatalogResponse\x12:\n" +
+	"\bproducts\x18\x01 \x03(\v2\x1e.bcp.catalog.v1.CatalogProductR\bproducts\x12\x1b\n" +
+	"\tnot_found\x18\x02 \x03(\tR\bnotFound\"\xcd\x01\n" +
+	"\x0eCatalogProduct\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x1a\n" +
+	"\bcategory\x18\x04 \x01(\tR\bcategory\x12\x1b\n" +
+	"\timage_url\x18\x05 \x01(\tR\bimageUrl\x12:\n" +
+	"\bvariants\x18\x06 \x03(\v2\x1e.bcp.catalog.v1.CatalogVariantR\bvariants\"\xeb\x01\n" +
+	"\x0eCatalogVariant\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03sku\x18\x02 \x01(\tR\x03sku\x12\x14\n" +
+	"\x05title\x18\x03 \x01(\tR\x05title\x12\x14\n" +
+	"\x05price\x18\x04 \x01(\x03R\x05price\x12\x1a\n" +
+	"\bcurrency\x18\x05 \x01(\tR\bcurrency\x12\x1c\n" +
+	"\tavailable\x18\x06 \x01(\bR\tavailable\x12\x1b\n" +
+	"\timage_url\x18\a \x01(\tR\bimageUrl\x124\n" +
+	"\x06inputs\x18\b \x03(\v2\x1c.bcp.catalog.v1.CatalogInputR\x06inputs\"4\n" +
+	"\fCatalogInput\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05match\x18\x02 \x01(\tR\x05match\">\n" +
+	"\x12SearchTermsRequest\x12\x12\n" +
+	"\x04days\x18\x01 \x01(\x05R\x04days\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"R\n" +
+	"\n" +
+	"SearchTerm\x12\x12\n" +
+	"\x04term\x18\x01 \x01(\tR\x04term\x12\x1a\n" +
+	"\bsearches\x18\x02 \x01(\x03R\bsearches\x12\x14\n" +
+	"\x05empty\x18\x03 \x01(\x03R\x05empty\"~\n" +
+	"\x13SearchTermsResponse\x12,\n" +
+	"\x03top\x18\x01 \x03(\v2\x1a.bcp.catalog.v1.SearchTermR\x03top\x129\n" +
+	"\n" +
+	"no_results\x18\x02 \x03(\v2\x1a.bcp.catalog.v1.SearchTermR\tnoResults2\xe5\b\n" +
 	"\x0eCatalogService\x12F\n" +
 	"\x04Ping\x12\x1b.bcp.catalog.v1.PingRequest\x1a\x1c.bcp.catalog.v1.PingResponse\"\x03\x90\x02\x01\x12\\\n" +
 	"\rCreateProduct\x12$.bcp.catalog.v1.CreateProductRequest\x1a%.bcp.catalog.v1.CreateProductResponse\x12^\n" +
@@ -1360,7 +2094,10 @@ const file_bcp_catalog_v1_catalog_proto_rawDesc = "" +
 	"\x0eImportProducts\x12%.bcp.catalog.v1.ImportProductsRequest\x1a&.bcp.catalog.v1.ImportProductsResponse\x12Y\n" +
 	"\fReserveStock\x12#.bcp.catalog.v1.ReserveStockRequest\x1a$.bcp.catalog.v1.ReserveStockResponse\x12Y\n" +
 	"\fReleaseStock\x12#.bcp.catalog.v1.ReleaseStockRequest\x1a$.bcp.catalog.v1.ReleaseStockResponse\x12[\n" +
-	"\vGetVariants\x12\".bcp.catalog.v1.GetVariantsRequest\x1a#.bcp.catalog.v1.GetVariantsResponse\"\x03\x90\x02\x01B\xb6\x01\n" +
+	"\vGetVariants\x12\".bcp.catalog.v1.GetVariantsRequest\x1a#.bcp.catalog.v1.GetVariantsResponse\"\x03\x90\x02\x01\x12a\n" +
+	"\rSearchCatalog\x12$.bcp.catalog.v1.SearchCatalogRequest\x1a%.bcp.catalog.v1.SearchCatalogResponse\"\x03\x90\x02\x01\x12a\n" +
+	"\rLookupCatalog\x12$.bcp.catalog.v1.LookupCatalogRequest\x1a%.bcp.catalog.v1.LookupCatalogResponse\"\x03\x90\x02\x01\x12[\n" +
+	"\vSearchTerms\x12\".bcp.catalog.v1.SearchTermsRequest\x1a#.bcp.catalog.v1.SearchTermsResponse\"\x03\x90\x02\x01B\xb6\x01\n" +
 	"\x12com.bcp.catalog.v1B\fCatalogProtoP\x01Z8github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1;catalogv1\xa2\x02\x03BCX\xaa\x02\x0eBcp.Catalog.V1\xca\x02\x0eBcp\\Catalog\\V1\xe2\x02\x1aBcp\\Catalog\\V1\\GPBMetadata\xea\x02\x10Bcp::Catalog::V1b\x06proto3"
 
 var (
@@ -1375,7 +2112,7 @@ func file_bcp_catalog_v1_catalog_proto_rawDescGZIP() []byte {
 	return file_bcp_catalog_v1_catalog_proto_rawDescData
 }
 
-var file_bcp_catalog_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_bcp_catalog_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_bcp_catalog_v1_catalog_proto_goTypes = []any{
 	(*PingRequest)(nil),            // 0: bcp.catalog.v1.PingRequest
 	(*PingResponse)(nil),           // 1: bcp.catalog.v1.PingResponse
@@ -1400,6 +2137,16 @@ var file_bcp_catalog_v1_catalog_proto_goTypes = []any{
 	(*ReserveStockResponse)(nil),   // 20: bcp.catalog.v1.ReserveStockResponse
 	(*ReleaseStockRequest)(nil),    // 21: bcp.catalog.v1.ReleaseStockRequest
 	(*ReleaseStockResponse)(nil),   // 22: bcp.catalog.v1.ReleaseStockResponse
+	(*SearchCatalogRequest)(nil),   // 23: bcp.catalog.v1.SearchCatalogRequest
+	(*SearchCatalogResponse)(nil),  // 24: bcp.catalog.v1.SearchCatalogResponse
+	(*LookupCatalogRequest)(nil),   // 25: bcp.catalog.v1.LookupCatalogRequest
+	(*LookupCatalogResponse)(nil),  // 26: bcp.catalog.v1.LookupCatalogResponse
+	(*CatalogProduct)(nil),         // 27: bcp.catalog.v1.CatalogProduct
+	(*CatalogVariant)(nil),         // 28: bcp.catalog.v1.CatalogVariant
+	(*CatalogInput)(nil),           // 29: bcp.catalog.v1.CatalogInput
+	(*SearchTermsRequest)(nil),     // 30: bcp.catalog.v1.SearchTermsRequest
+	(*SearchTerm)(nil),             // 31: bcp.catalog.v1.SearchTerm
+	(*SearchTermsResponse)(nil),    // 32: bcp.catalog.v1.SearchTermsResponse
 }
 var file_bcp_catalog_v1_catalog_proto_depIdxs = []int32{
 	2,  // 0: bcp.catalog.v1.Product.variants:type_name -> bcp.catalog.v1.Variant
@@ -1414,29 +2161,41 @@ var file_bcp_catalog_v1_catalog_proto_depIdxs = []int32{
 	2,  // 9: bcp.catalog.v1.VariantInfo.variant:type_name -> bcp.catalog.v1.Variant
 	16, // 10: bcp.catalog.v1.GetVariantsResponse.variants:type_name -> bcp.catalog.v1.VariantInfo
 	18, // 11: bcp.catalog.v1.ReserveStockRequest.lines:type_name -> bcp.catalog.v1.StockLine
-	0,  // 12: bcp.catalog.v1.CatalogService.Ping:input_type -> bcp.catalog.v1.PingRequest
-	4,  // 13: bcp.catalog.v1.CatalogService.CreateProduct:input_type -> bcp.catalog.v1.CreateProductRequest
-	6,  // 14: bcp.catalog.v1.CatalogService.ListProducts:input_type -> bcp.catalog.v1.ListProductsRequest
-	8,  // 15: bcp.catalog.v1.CatalogService.GetProduct:input_type -> bcp.catalog.v1.GetProductRequest
-	10, // 16: bcp.catalog.v1.CatalogService.UpdateProduct:input_type -> bcp.catalog.v1.UpdateProductRequest
-	12, // 17: bcp.catalog.v1.CatalogService.ImportProducts:input_type -> bcp.catalog.v1.ImportProductsRequest
-	19, // 18: bcp.catalog.v1.CatalogService.ReserveStock:input_type -> bcp.catalog.v1.ReserveStockRequest
-	21, // 19: bcp.catalog.v1.CatalogService.ReleaseStock:input_type -> bcp.catalog.v1.ReleaseStockRequest
-	15, // 20: bcp.catalog.v1.CatalogService.GetVariants:input_type -> bcp.catalog.v1.GetVariantsRequest
-	1,  // 21: bcp.catalog.v1.CatalogService.Ping:output_type -> bcp.catalog.v1.PingResponse
-	5,  // 22: bcp.catalog.v1.CatalogService.CreateProduct:output_type -> bcp.catalog.v1.CreateProductResponse
-	7,  // 23: bcp.catalog.v1.CatalogService.ListProducts:output_type -> bcp.catalog.v1.ListProductsResponse
-	9,  // 24: bcp.catalog.v1.CatalogService.GetProduct:output_type -> bcp.catalog.v1.GetProductResponse
-	11, // 25: bcp.catalog.v1.CatalogService.UpdateProduct:output_type -> bcp.catalog.v1.UpdateProductResponse
-	14, // 26: bcp.catalog.v1.CatalogService.ImportProducts:output_type -> bcp.catalog.v1.ImportProductsResponse
-	20, // 27: bcp.catalog.v1.CatalogService.ReserveStock:output_type -> bcp.catalog.v1.ReserveStockResponse
-	22, // 28: bcp.catalog.v1.CatalogService.ReleaseStock:output_type -> bcp.catalog.v1.ReleaseStockResponse
-	17, // 29: bcp.catalog.v1.CatalogService.GetVariants:output_type -> bcp.catalog.v1.GetVariantsResponse
-	21, // [21:30] is the sub-list for method output_type
-	12, // [12:21] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	27, // 12: bcp.catalog.v1.SearchCatalogResponse.products:type_name -> bcp.catalog.v1.CatalogProduct
+	27, // 13: bcp.catalog.v1.LookupCatalogResponse.products:type_name -> bcp.catalog.v1.CatalogProduct
+	28, // 14: bcp.catalog.v1.CatalogProduct.variants:type_name -> bcp.catalog.v1.CatalogVariant
+	29, // 15: bcp.catalog.v1.CatalogVariant.inputs:type_name -> bcp.catalog.v1.CatalogInput
+	31, // 16: bcp.catalog.v1.SearchTermsResponse.top:type_name -> bcp.catalog.v1.SearchTerm
+	31, // 17: bcp.catalog.v1.SearchTermsResponse.no_results:type_name -> bcp.catalog.v1.SearchTerm
+	0,  // 18: bcp.catalog.v1.CatalogService.Ping:input_type -> bcp.catalog.v1.PingRequest
+	4,  // 19: bcp.catalog.v1.CatalogService.CreateProduct:input_type -> bcp.catalog.v1.CreateProductRequest
+	6,  // 20: bcp.catalog.v1.CatalogService.ListProducts:input_type -> bcp.catalog.v1.ListProductsRequest
+	8,  // 21: bcp.catalog.v1.CatalogService.GetProduct:input_type -> bcp.catalog.v1.GetProductRequest
+	10, // 22: bcp.catalog.v1.CatalogService.UpdateProduct:input_type -> bcp.catalog.v1.UpdateProductRequest
+	12, // 23: bcp.catalog.v1.CatalogService.ImportProducts:input_type -> bcp.catalog.v1.ImportProductsRequest
+	19, // 24: bcp.catalog.v1.CatalogService.ReserveStock:input_type -> bcp.catalog.v1.ReserveStockRequest
+	21, // 25: bcp.catalog.v1.CatalogService.ReleaseStock:input_type -> bcp.catalog.v1.ReleaseStockRequest
+	15, // 26: bcp.catalog.v1.CatalogService.GetVariants:input_type -> bcp.catalog.v1.GetVariantsRequest
+	23, // 27: bcp.catalog.v1.CatalogService.SearchCatalog:input_type -> bcp.catalog.v1.SearchCatalogRequest
+	25, // 28: bcp.catalog.v1.CatalogService.LookupCatalog:input_type -> bcp.catalog.v1.LookupCatalogRequest
+	30, // 29: bcp.catalog.v1.CatalogService.SearchTerms:input_type -> bcp.catalog.v1.SearchTermsRequest
+	1,  // 30: bcp.catalog.v1.CatalogService.Ping:output_type -> bcp.catalog.v1.PingResponse
+	5,  // 31: bcp.catalog.v1.CatalogService.CreateProduct:output_type -> bcp.catalog.v1.CreateProductResponse
+	7,  // 32: bcp.catalog.v1.CatalogService.ListProducts:output_type -> bcp.catalog.v1.ListProductsResponse
+	9,  // 33: bcp.catalog.v1.CatalogService.GetProduct:output_type -> bcp.catalog.v1.GetProductResponse
+	11, // 34: bcp.catalog.v1.CatalogService.UpdateProduct:output_type -> bcp.catalog.v1.UpdateProductResponse
+	14, // 35: bcp.catalog.v1.CatalogService.ImportProducts:output_type -> bcp.catalog.v1.ImportProductsResponse
+	20, // 36: bcp.catalog.v1.CatalogService.ReserveStock:output_type -> bcp.catalog.v1.ReserveStockResponse
+	22, // 37: bcp.catalog.v1.CatalogService.ReleaseStock:output_type -> bcp.catalog.v1.ReleaseStockResponse
+	17, // 38: bcp.catalog.v1.CatalogService.GetVariants:output_type -> bcp.catalog.v1.GetVariantsResponse
+	24, // 39: bcp.catalog.v1.CatalogService.SearchCatalog:output_type -> bcp.catalog.v1.SearchCatalogResponse
+	26, // 40: bcp.catalog.v1.CatalogService.LookupCatalog:output_type -> bcp.catalog.v1.LookupCatalogResponse
+	32, // 41: bcp.catalog.v1.CatalogService.SearchTerms:output_type -> bcp.catalog.v1.SearchTermsResponse
+	30, // [30:42] is the sub-list for method output_type
+	18, // [18:30] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_bcp_catalog_v1_catalog_proto_init() }
@@ -1444,13 +2203,15 @@ func file_bcp_catalog_v1_catalog_proto_init() {
 	if File_bcp_catalog_v1_catalog_proto != nil {
 		return
 	}
+	file_bcp_catalog_v1_catalog_proto_msgTypes[3].OneofWrappers = []any{}
+	file_bcp_catalog_v1_catalog_proto_msgTypes[23].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_catalog_v1_catalog_proto_rawDesc), len(file_bcp_catalog_v1_catalog_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

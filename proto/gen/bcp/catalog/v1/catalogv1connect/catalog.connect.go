@@ -59,6 +59,15 @@ const (
 	// CatalogServiceGetVariantsProcedure is the fully-qualified name of the CatalogService's
 	// GetVariants RPC.
 	CatalogServiceGetVariantsProcedure = "/bcp.catalog.v1.CatalogService/GetVariants"
+	// CatalogServiceSearchCatalogProcedure is the fully-qualified name of the CatalogService's
+	// SearchCatalog RPC.
+	CatalogServiceSearchCatalogProcedure = "/bcp.catalog.v1.CatalogService/SearchCatalog"
+	// CatalogServiceLookupCatalogProcedure is the fully-qualified name of the CatalogService's
+	// LookupCatalog RPC.
+	CatalogServiceLookupCatalogProcedure = "/bcp.catalog.v1.CatalogService/LookupCatalog"
+	// CatalogServiceSearchTermsProcedure is the fully-qualified name of the CatalogService's
+	// SearchTerms RPC.
+	CatalogServiceSearchTermsProcedure = "/bcp.catalog.v1.CatalogService/SearchTerms"
 )
 
 // CatalogServiceClient is a client for the bcp.catalog.v1.CatalogService service.
@@ -91,6 +100,19 @@ type CatalogServiceClient interface {
 	// GetVariants resolves item ids (variant ids) for checkout. Unknown ids
 	// are absent from the response.
 	GetVariants(context.Context, *connect.Request[v1.GetVariantsRequest]) (*connect.Response[v1.GetVariantsResponse], error)
+	// SearchCatalog finds the active products an agent may buy (UCP catalog
+	// search): Portuguese full text over accent-folded title, category and
+	// description, trigram similarity of titles for typos; filters by
+	// category and price; cursor pagination.
+	SearchCatalog(context.Context, *connect.Request[v1.SearchCatalogRequest]) (*connect.Response[v1.SearchCatalogResponse], error)
+	// LookupCatalog resolves product and variant ids to active products (UCP
+	// catalog lookup and get_product). Unknown or inactive ids are absent
+	// and listed in not_found.
+	LookupCatalog(context.Context, *connect.Request[v1.LookupCatalogRequest]) (*connect.Response[v1.LookupCatalogResponse], error)
+	// SearchTerms reports what agents searched for (first pages of
+	// SearchCatalog with a query): the most searched terms and the terms
+	// that found nothing, for the merchant.
+	SearchTerms(context.Context, *connect.Request[v1.SearchTermsRequest]) (*connect.Response[v1.SearchTermsResponse], error)
 }
 
 // NewCatalogServiceClient constructs a client for the bcp.catalog.v1.CatalogService service. By
@@ -162,6 +184,27 @@ func NewCatalogServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		searchCatalog: connect.NewClient[v1.SearchCatalogRequest, v1.SearchCatalogResponse](
+			httpClient,
+			baseURL+CatalogServiceSearchCatalogProcedure,
+			connect.WithSchema(catalogServiceMethods.ByName("SearchCatalog")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		lookupCatalog: connect.NewClient[v1.LookupCatalogRequest, v1.LookupCatalogResponse](
+			httpClient,
+			baseURL+CatalogServiceLookupCatalogProcedure,
+			connect.WithSchema(catalogServiceMethods.ByName("LookupCatalog")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		searchTerms: connect.NewClient[v1.SearchTermsRequest, v1.SearchTermsResponse](
+			httpClient,
+			baseURL+CatalogServiceSearchTermsProcedure,
+			connect.WithSchema(catalogServiceMethods.ByName("SearchTerms")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -176,6 +219,9 @@ type catalogServiceClient struct {
 	reserveStock   *connect.Client[v1.ReserveStockRequest, v1.ReserveStockResponse]
 	releaseStock   *connect.Client[v1.ReleaseStockRequest, v1.ReleaseStockResponse]
 	getVariants    *connect.Client[v1.GetVariantsRequest, v1.GetVariantsResponse]
+	searchCatalog  *connect.Client[v1.SearchCatalogRequest, v1.SearchCatalogResponse]
+	lookupCatalog  *connect.Client[v1.LookupCatalogRequest, v1.LookupCatalogResponse]
+	searchTerms    *connect.Client[v1.SearchTermsRequest, v1.SearchTermsResponse]
 }
 
 // Ping calls bcp.catalog.v1.CatalogService.Ping.
@@ -223,6 +269,21 @@ func (c *catalogServiceClient) GetVariants(ctx context.Context, req *connect.Req
 	return c.getVariants.CallUnary(ctx, req)
 }
 
+// SearchCatalog calls bcp.catalog.v1.CatalogService.SearchCatalog.
+func (c *catalogServiceClient) SearchCatalog(ctx context.Context, req *connect.Request[v1.SearchCatalogRequest]) (*connect.Response[v1.SearchCatalogResponse], error) {
+	return c.searchCatalog.CallUnary(ctx, req)
+}
+
+// LookupCatalog calls bcp.catalog.v1.CatalogService.LookupCatalog.
+func (c *catalogServiceClient) LookupCatalog(ctx context.Context, req *connect.Request[v1.LookupCatalogRequest]) (*connect.Response[v1.LookupCatalogResponse], error) {
+	return c.lookupCatalog.CallUnary(ctx, req)
+}
+
+// SearchTerms calls bcp.catalog.v1.CatalogService.SearchTerms.
+func (c *catalogServiceClient) SearchTerms(ctx context.Context, req *connect.Request[v1.SearchTermsRequest]) (*connect.Response[v1.SearchTermsResponse], error) {
+	return c.searchTerms.CallUnary(ctx, req)
+}
+
 // CatalogServiceHandler is an implementation of the bcp.catalog.v1.CatalogService service.
 type CatalogServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
@@ -253,6 +314,19 @@ type CatalogServiceHandler interface {
 	// GetVariants resolves item ids (variant ids) for checkout. Unknown ids
 	// are absent from the response.
 	GetVariants(context.Context, *connect.Request[v1.GetVariantsRequest]) (*connect.Response[v1.GetVariantsResponse], error)
+	// SearchCatalog finds the active products an agent may buy (UCP catalog
+	// search): Portuguese full text over accent-folded title, category and
+	// description, trigram similarity of titles for typos; filters by
+	// category and price; cursor pagination.
+	SearchCatalog(context.Context, *connect.Request[v1.SearchCatalogRequest]) (*connect.Response[v1.SearchCatalogResponse], error)
+	// LookupCatalog resolves product and variant ids to active products (UCP
+	// catalog lookup and get_product). Unknown or inactive ids are absent
+	// and listed in not_found.
+	LookupCatalog(context.Context, *connect.Request[v1.LookupCatalogRequest]) (*connect.Response[v1.LookupCatalogResponse], error)
+	// SearchTerms reports what agents searched for (first pages of
+	// SearchCatalog with a query): the most searched terms and the terms
+	// that found nothing, for the merchant.
+	SearchTerms(context.Context, *connect.Request[v1.SearchTermsRequest]) (*connect.Response[v1.SearchTermsResponse], error)
 }
 
 // NewCatalogServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -320,6 +394,27 @@ func NewCatalogServiceHandler(svc CatalogServiceHandler, opts ...connect.Handler
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	catalogServiceSearchCatalogHandler := connect.NewUnaryHandler(
+		CatalogServiceSearchCatalogProcedure,
+		svc.SearchCatalog,
+		connect.WithSchema(catalogServiceMethods.ByName("SearchCatalog")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	catalogServiceLookupCatalogHandler := connect.NewUnaryHandler(
+		CatalogServiceLookupCatalogProcedure,
+		svc.LookupCatalog,
+		connect.WithSchema(catalogServiceMethods.ByName("LookupCatalog")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	catalogServiceSearchTermsHandler := connect.NewUnaryHandler(
+		CatalogServiceSearchTermsProcedure,
+		svc.SearchTerms,
+		connect.WithSchema(catalogServiceMethods.ByName("SearchTerms")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.catalog.v1.CatalogService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case CatalogServicePingProcedure:
@@ -340,6 +435,12 @@ func NewCatalogServiceHandler(svc CatalogServiceHandler, opts ...connect.Handler
 			catalogServiceReleaseStockHandler.ServeHTTP(w, r)
 		case CatalogServiceGetVariantsProcedure:
 			catalogServiceGetVariantsHandler.ServeHTTP(w, r)
+		case CatalogServiceSearchCatalogProcedure:
+			catalogServiceSearchCatalogHandler.ServeHTTP(w, r)
+		case CatalogServiceLookupCatalogProcedure:
+			catalogServiceLookupCatalogHandler.ServeHTTP(w, r)
+		case CatalogServiceSearchTermsProcedure:
+			catalogServiceSearchTermsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -383,4 +484,16 @@ func (UnimplementedCatalogServiceHandler) ReleaseStock(context.Context, *connect
 
 func (UnimplementedCatalogServiceHandler) GetVariants(context.Context, *connect.Request[v1.GetVariantsRequest]) (*connect.Response[v1.GetVariantsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.catalog.v1.CatalogService.GetVariants is not implemented"))
+}
+
+func (UnimplementedCatalogServiceHandler) SearchCatalog(context.Context, *connect.Request[v1.SearchCatalogRequest]) (*connect.Response[v1.SearchCatalogResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.catalog.v1.CatalogService.SearchCatalog is not implemented"))
+}
+
+func (UnimplementedCatalogServiceHandler) LookupCatalog(context.Context, *connect.Request[v1.LookupCatalogRequest]) (*connect.Response[v1.LookupCatalogResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.catalog.v1.CatalogService.LookupCatalog is not implemented"))
+}
+
+func (UnimplementedCatalogServiceHandler) SearchTerms(context.Context, *connect.Request[v1.SearchTermsRequest]) (*connect.Response[v1.SearchTermsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.catalog.v1.CatalogService.SearchTerms is not implemented"))
 }

@@ -1,0 +1,110 @@
+-- name: SetSearchSimilarity :exec
+-- The word-similarity threshold of <% for this transaction. 0.4 lets a typo
+-- through ("camizeta preta" ≈ "camiseta básica preta": 0.46) and keeps
+-- "camiseta básica branca" (0.375) out; the default 0.6 misses typos. It
+-- only applies when full text found nothing (SearchProductsFuzzy), where
+-- "cafe" ≈ "caneca" (0.4) cannot hide the café full text finds.
+SELECT set_config('pg_trgm.word_similarity_threshold', '0.4', true);
+
+-- name: SearchProducts :many
+-- Text search: Portuguese full text (every word, stemmed) over accent-folded
+-- title, category and description. Ranked by ts_rank, then by trigram
+-- similarity of the title to the query (the closer wording first). Only
+-- products with an active variant in the price range are found. Keyset
+-- pagination on (score, id): score is a float4 computed the same way on
+-- every page.
+SELECT hits.id, hits.title, hits.description, hits.image_url, hits.category, hits.score
+FROM (
+  SELECT p.id, p.title, p.description, p.image_url, p.category,
+    (ts_rank(p.search_tsv, websearch_to_tsquery('pg_catalog.portuguese', catalog.f_unaccent(@query::text)))
+     + word_similarity(catalog.f_unaccent(lower(@query::text)), p.search_title))::real AS score
+  FROM catalog.products p
+  WHERE p.tenant_id = @tenant_id AND p.active
+    AND p.search_tsv @@ websearch_to_tsquery('pg_catalog.portuguese', catalog.f_unaccent(@query::text))
+    AND (cardinality(@categories::text[]) = 0 OR p.category = ANY(@categories::text[]))
+    AND EXISTS (SELECT 1 FROM catalog.variants v
+                WHERE v.tenant_id = p.tenant_id AND v.product_id = p.id AND v.active
+                  AND v.price BETWEEN @min_price::bigint AND @max_price::bigint)
+) hits
+WHERE NOT @after::boolean OR hits.score < @after_score::real OR (hits.score = @after_score::real AND hits.id > @after_id::text)
+ORDER BY hits.score DESC, hits.id
+LIMIT @page_size;
+
+-- name: SearchProductsFuzzy :many
+-- The fallback when full text finds nothing (a misspelling): titles whose
+-- words are similar to the query's trigrams (<%, threshold set by
+-- SetSearchSimilarity), most similar first. Same filters and keyset as
+-- SearchProducts.
+SELECT hits.id, hits.title, hits.description, hits.image_url, hits.category, hits.score
+FROM (
+  SELECT p.id, p.title, p.description, p.image_url, p.category,
+    word_similarity(catalog.f_unaccent(lower(@query::text)), p.search_title)::real AS score
+  FROM catalog.products p
+  WHERE p.tenant_id = @tenant_id AND p.active
+    AND catalog.f_unaccent(lower(@query::text)) <% p.search_title
+    AND (cardinality(@categories::text[]) = 0 OR p.category = ANY(@categories::text[]))
+    AND EXISTS (SELECT 1 FROM catalog.variants v
+                WHERE v.tenant_id = p.tenant_id AND v.product_id = p.id AND v.active
+                  AND v.price BETWEEN @min_price::bigint AND @max_price::bigint)
+) hits
+WHERE NOT @after::boolean OR hits.score < @after_score::real OR (hits.score = @after_score::real AND hits.id > @after_id::text)
+ORDER BY hits.score DESC, hits.id
+LIMIT @page_size;
+
+-- name: BrowseProducts :many
+-- No query text: the tenant's products in id order (keyset on id), with the
+-- same filters as SearchProducts.
+SELECT p.id, p.title, p.description, p.image_url, p.category
+FROM catalog.products p
+WHERE p.tenant_id = @tenant_id AND p.active AND p.id > @after_id::text
+  AND (cardinality(@categories::text[]) = 0 OR p.category = ANY(@categories::text[]))
+  AND EXISTS (SELECT 1 FROM catalog.variants v
+              WHERE v.tenant_id = p.tenant_id AND v.product_id = p.id AND v.active
+                AND v.price BETWEEN @min_price::bigint AND @max_price::bigint)
+ORDER BY p.id
+LIMIT @page_size;
+
+-- name: ActiveVariantsOfProducts :many
+-- What an agent may buy of the listed products, in the price range.
+SELECT v.* FROM catalog.variants v
+WHERE v.tenant_id = @tenant_id AND v.product_id = ANY(@product_ids::text[]) AND v.active
+  AND v.price BETWEEN @min_price::bigint AND @max_price::bigint
+ORDER BY v.product_id, v.id;
+
+-- name: ActiveProductsByIDs :many
+SELECT p.id, p.title, p.description, p.image_url, p.category
+FROM catalog.products p
+WHERE p.tenant_id = @tenant_id AND p.id = ANY(@ids::text[]) AND p.active;
+
+-- name: ActiveVariantsByIDs :many
+-- The active variants whose id or SKU (UCP lookup MAY resolve SKUs) is
+-- one of @ids.
+SELECT v.id, v.sku, v.product_id FROM catalog.variants v
+WHERE v.tenant_id = @tenant_id AND (v.id = ANY(@ids::text[]) OR v.sku = ANY(@ids::text[])) AND v.active;
+
+-- name: RecordSearchTerm :exec
+-- Counts one first-page search of a term (folded like the index: lower
+-- case, no accents) on today's row, and whether it found nothing.
+INSERT INTO catalog.search_terms (tenant_id, day, term, searches, empty)
+VALUES (@tenant_id, (now() AT TIME ZONE 'America/Sao_Paulo')::date, left(catalog.f_unaccent(lower(@term::text)), 200), 1,
+        CASE WHEN @found::boolean THEN 0 ELSE 1 END)
+ON CONFLICT (tenant_id, day, term) DO UPDATE
+SET searches = catalog.search_terms.searches + 1, empty = catalog.search_terms.empty + EXCLUDED.empty;
+
+-- name: TopSearchTerms :many
+-- The most searched terms of the last @days days (today included).
+SELECT term, sum(searches)::bigint AS searches, sum(empty)::bigint AS empty
+FROM catalog.search_terms
+WHERE tenant_id = @tenant_id AND day > (now() AT TIME ZONE 'America/Sao_Paulo')::date - @days::int
+GROUP BY term
+ORDER BY sum(searches) DESC, term
+LIMIT @max_terms;
+
+-- name: EmptySearchTerms :many
+-- The terms of the last @days days that found nothing, most often first.
+SELECT term, sum(searches)::bigint AS searches, sum(empty)::bigint AS empty
+FROM catalog.search_terms
+WHERE tenant_id = @tenant_id AND day > (now() AT TIME ZONE 'America/Sao_Paulo')::date - @days::int AND empty > 0
+GROUP BY term
+ORDER BY sum(empty) DESC, term
+LIMIT @max_terms;
