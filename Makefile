@@ -9,7 +9,7 @@ DATA_DIR ?= .bcp
 SQLC     := $(GO) tool -modfile=tools/sqlc/go.mod sqlc
 BUF      := $(GO) tool -modfile=tools/buf/go.mod buf
 
-.PHONY: run test generate check-generate build vet lint fuzz fuzz-short bench bench-long bench-ab scale chaos chaos-short
+.PHONY: ha run test generate check-generate build vet lint fuzz fuzz-short bench bench-long bench-ab scale chaos chaos-short
 .DEFAULT_GOAL := test
 
 ## run: start the whole platform on a private PostgreSQL with a demo merchant
@@ -18,6 +18,13 @@ run:
 	$(GO) build -o bin/bcpd ./cmd/bcpd
 	$(GO) build -o bin/bcpctl ./cmd/bcpctl
 	./bin/bcpd dev --data-dir $(DATA_DIR)
+
+## ha: a local high-availability formation (pg_auto_failover monitor, primary and synchronous
+## standby on ports 6000-6002) with two bcpd processes on its multi-host URL; Ctrl-C stops it
+## (HA_DIR=.bcp/ha keeps its state; deploy/README.md explains the production setup)
+ha:
+	@scripts/ensure-postgres.sh
+	scripts/ha.sh
 
 ## test: generated-code check, vet, every test (each package starts its own PostgreSQL, the e2e
 ## package includes the short fault-injection run; BCP_CHAOS=0 skips it), a short fuzz run
