@@ -94,7 +94,7 @@ func New(opts Options) *Web {
 		"brl":   money.FormatBRL,
 	}
 	w.pages = map[string]*template.Template{}
-	for _, page := range []string{"checkout", "order", "error"} {
+	for _, page := range []string{"checkout", "order", "error", "policy"} {
 		t := template.New("layout.html").Funcs(funcs)
 		w.pages[page] = template.Must(t.ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html"))
 	}
@@ -113,6 +113,7 @@ func (w *Web) Routes() map[string]http.Handler {
 		"GET /checkout/{id}/status":            secure(http.HandlerFunc(w.checkoutStatus)),
 		"POST /checkout/{id}/simulate-payment": secure(simulate),
 		"GET /orders/{id}":                     secure(http.HandlerFunc(w.orderPage)),
+		"GET /politicas/{page}":                secure(http.HandlerFunc(w.policyPage)),
 		"GET /static/{file}":                   secure(http.HandlerFunc(w.static)),
 	}
 }
@@ -176,4 +177,22 @@ func writeJSON(rw http.ResponseWriter, status int, v any) {
 	}
 	rw.WriteHeader(status)
 	_ = json.NewEncoder(rw).Encode(v)
+}
+
+// policies are the pages a merchant's links may point to until it
+// publishes its own (the demo merchant's do): the platform's default
+// privacy policy and terms, under the merchant's name.
+var policies = map[string]string{"privacidade": "Política de privacidade", "termos": "Termos de uso"}
+
+type policyView struct{ Kind, Title, Merchant string }
+
+func (w *Web) policyPage(rw http.ResponseWriter, r *http.Request) {
+	tenant, ok := w.tenantOf(r)
+	title, known := policies[r.PathValue("page")]
+	if !ok || !known {
+		w.notFound(rw, r)
+		return
+	}
+	m := w.merchant(r.Context(), tenant)
+	w.render(rw, r, http.StatusOK, "policy", policyView{Kind: r.PathValue("page"), Title: title, Merchant: m.name})
 }

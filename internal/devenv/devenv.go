@@ -119,7 +119,12 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		return nil, err
 	}
 	agentProfile := DemoAgentProfileURL(env.Platform.InternalAddr)
-	tenant, apiKey, created, err := SeedDemo(ctx, env.Platform.ClientsWithToken(opToken), dataDir, agentProfile)
+	// The port the public listener got (the flag may say :0).
+	demoBase := "http://" + DemoDomain
+	if _, p, _ := net.SplitHostPort(env.Platform.PublicAddr); p != "" && p != "80" {
+		demoBase += ":" + p
+	}
+	tenant, apiKey, created, err := SeedDemo(ctx, env.Platform.ClientsWithToken(opToken), dataDir, agentProfile, demoBase)
 	if err != nil {
 		env.Stop()
 		return nil, fmt.Errorf("seed demo merchant: %w", err)

@@ -5,11 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
@@ -249,4 +255,67 @@ func TestDemoCatalogSearch(t *testing.T) {
 			t.Errorf("the demo catalog lost %s", id)
 		}
 	}
+}
+
+// The demo merchant's privacy and terms links point at pages the
+// platform serves on its host, at the port bcpd dev listens on.
+func TestDemoPolicyLinksResolve(t *testing.T) {
+	d := testdb.New(t)
+	var out bytes.Buffer
+	e, err := Start(context.Background(), Options{DataDir: t.TempDir(), DatabaseURL: d.AppURL, OwnerURL: d.OwnerURL,
+		PublicAddr: "127.0.0.1:0", InternalAddr: "127.0.0.1:0", Out: &out, NoDemoHistory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	_, port, _ := net.SplitHostPort(e.Platform.PublicAddr)
+	req, _ := http.NewRequest("GET", "http://"+e.Platform.PublicAddr+"/.well-known/bcp", nil)
+	req.Host = DemoDomain
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	tid := tenantOf(t, out.String())
+	settings, err := e.Platform.ClientsWithToken(mustRead(t, e, "operator-token")).Tenants.GetSettings(context.Background(),
+		connect.NewRequest(&tenantsv1.GetSettingsRequest{TenantId: tid}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"privacy_policy": "Política de privacidade", "terms_of_service": "Termos de uso"}
+	for _, l := range settings.Msg.GetSettings().GetLinks() {
+		label, ok := want[l.GetType()]
+		if !ok {
+			continue
+		}
+		delete(want, l.GetType())
+		u, err := url.Parse(l.GetUrl())
+		if err != nil || u.Host != DemoDomain+":"+port {
+			t.Fatalf("%s link %q: not on the demo host at port %s", l.GetType(), l.GetUrl(), port)
+		}
+		// Resolve it as a browser would: *.localhost is this machine.
+		req, _ := http.NewRequest("GET", "http://"+e.Platform.PublicAddr+u.Path, nil)
+		req.Host = u.Host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), label) || !strings.Contains(string(body), "Loja Demo") {
+			t.Fatalf("GET %s: %d\n%s", l.GetUrl(), resp.StatusCode, body)
+		}
+	}
+	if len(want) != 0 {
+		t.Fatalf("links missing: %v", want)
+	}
+}
+
+func mustRead(t *testing.T, e *Env, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(e.dataDir + "/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }

@@ -63,8 +63,10 @@ func DemoAgentHandler() (string, http.Handler) {
 // SeedDemo creates the demo merchant through the services' APIs when it
 // does not exist yet, and returns its tenant, the demo agent API key
 // (kept in dataDir so every run can print it) and whether it created it.
-func SeedDemo(ctx context.Context, c *platform.Clients, dataDir, agentProfile string) (*tenantsv1.Tenant, string, bool, error) {
-	t, key, err := seedDemo(ctx, c, dataDir, agentProfile)
+// demoBase is the merchant's public origin: its policy links point at the
+// pages the platform serves there.
+func SeedDemo(ctx context.Context, c *platform.Clients, dataDir, agentProfile, demoBase string) (*tenantsv1.Tenant, string, bool, error) {
+	t, key, err := seedDemo(ctx, c, dataDir, agentProfile, demoBase)
 	if errors.Is(err, errExists) {
 		return t, key, false, nil
 	}
@@ -73,7 +75,7 @@ func SeedDemo(ctx context.Context, c *platform.Clients, dataDir, agentProfile st
 
 var errExists = errors.New("devenv: demo merchant exists")
 
-func seedDemo(ctx context.Context, c *platform.Clients, dataDir, agentProfile string) (*tenantsv1.Tenant, string, error) {
+func seedDemo(ctx context.Context, c *platform.Clients, dataDir, agentProfile, demoBase string) (*tenantsv1.Tenant, string, error) {
 	keyFile := filepath.Join(dataDir, "demo-api-key")
 	got, err := c.Tenants.GetTenant(ctx, connect.NewRequest(&tenantsv1.GetTenantRequest{Tenant: DemoSlug}))
 	if err == nil {
@@ -114,8 +116,10 @@ func seedDemo(ctx context.Context, c *platform.Clients, dataDir, agentProfile st
 	}
 	if _, err := c.Tenants.SetSettings(ctx, connect.NewRequest(&tenantsv1.SetSettingsRequest{Tenant: t.GetId(), Settings: &tenantsv1.Settings{
 		Links: []*tenantsv1.Link{
-			{Type: "privacy_policy", Url: "http://" + DemoDomain + "/privacidade"},
-			{Type: "terms_of_service", Url: "http://" + DemoDomain + "/termos"},
+			// Pages the platform serves on the merchant's host (web,
+			// /politicas/...), at the public port bcpd dev listens on.
+			{Type: "privacy_policy", Url: demoBase + "/politicas/privacidade"},
+			{Type: "terms_of_service", Url: demoBase + "/politicas/termos"},
 		},
 		ConsentPurposes: []string{"marketing"},
 	}})); err != nil {
