@@ -18,9 +18,9 @@ import (
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
 
-	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/platform"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bcpdev/bcp/internal/chaos"
+	"github.com/bcpdev/bcp/platform/chaos"
 )
 
 // TestChaosShort is `make chaos-short` as a Go test: bcpd (built here)
 // SIGKILLed 3 times and PostgreSQL restarted once under sustained card and
 // Pix purchases, a failing webhook receiver and PSP timeouts, then every
-// invariant checked (see internal/chaos). It takes 40–70 s on a busy
+// invariant checked (see platform/chaos). It takes 40–70 s on a busy
 // 2-core machine, so a bare `go test ./...` skips it; `make test` (and so CI)
 // sets BCP_CHAOS=1, as does a CI system's CI variable. BCP_CHAOS=0 skips it.
 // BCP_CHAOS_SEED replays a schedule; BCP_CHAOS_KEEP=1 keeps the run

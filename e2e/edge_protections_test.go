@@ -25,8 +25,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/bcpdev/bcp/agentclient"
-	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/platform"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
 )

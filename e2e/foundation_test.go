@@ -12,8 +12,8 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/bcpdev/bcp/internal/apperr"
-	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/platform"
 	edgev1 "github.com/bcpdev/bcp/proto/gen/bcp/edge/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"

@@ -11,8 +11,8 @@ import (
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
 
-	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/platform"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"

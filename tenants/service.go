@@ -14,9 +14,9 @@ import (
 
 	"github.com/bcpdev/bcp/internal/sealer"
 	"github.com/bcpdev/bcp/internal/svcauth"
+	"github.com/bcpdev/bcp/internal/tenantcache"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
-	"github.com/bcpdev/bcp/tenants/tenantcache"
 )
 
 // Service implements tenantsv1connect.TenantServiceHandler.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bcpdev/bcp/internal/tenantcache"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
-	"github.com/bcpdev/bcp/tenants/tenantcache"
 )
 
 // channel is the PostgreSQL notification channel the registry's triggers

@@ -17,9 +17,9 @@ import (
 
 	"github.com/bcpdev/bcp/agentclient"
 	"github.com/bcpdev/bcp/internal/ids"
-	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/platform"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"

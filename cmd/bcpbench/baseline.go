@@ -13,9 +13,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/bcpdev/bcp/internal/loadkit"
 	"github.com/bcpdev/bcp/internal/obs"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/platform/loadkit"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
 	"github.com/bcpdev/bcp/services/edge/agentauth"
 	"github.com/bcpdev/bcp/services/edge/agentprofile"

@@ -14,8 +14,8 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/bcpdev/bcp/agentclient"
-	"github.com/bcpdev/bcp/internal/loadkit"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/platform/loadkit"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 )
 

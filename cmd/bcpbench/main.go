@@ -42,7 +42,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/bcpdev/bcp/internal/platform"
+	"github.com/bcpdev/bcp/platform"
 )
 
 type config struct {

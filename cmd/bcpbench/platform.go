@@ -21,9 +21,9 @@ import (
 
 	"github.com/bcpdev/bcp/agentclient"
 	"github.com/bcpdev/bcp/db"
-	"github.com/bcpdev/bcp/internal/loadkit"
 	"github.com/bcpdev/bcp/internal/pgserver"
-	"github.com/bcpdev/bcp/internal/platform"
+	"github.com/bcpdev/bcp/platform"
+	"github.com/bcpdev/bcp/platform/loadkit"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 	"github.com/bcpdev/bcp/services/edge"
 )

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/bcpdev/bcp/agentclient"
-	"github.com/bcpdev/bcp/internal/loadkit"
+	"github.com/bcpdev/bcp/platform/loadkit"
 )
 
 // The scale check (issue 7, part 5): how memory and latency change when a

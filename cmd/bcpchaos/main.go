@@ -1,4 +1,4 @@
-// Command bcpchaos runs the fault injector of package internal/chaos:
+// Command bcpchaos runs the fault injector of package platform/chaos:
 // SIGKILLs of `bcpd all`, PostgreSQL restarts, webhook receiver and PSP
 // failures under sustained purchases, then invariant checks over SQL and
 // MCP. It exits 1 on a violation, 2 when the run could not be carried out.
@@ -15,7 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/bcpdev/bcp/internal/chaos"
+	"github.com/bcpdev/bcp/platform/chaos"
 	"github.com/bcpdev/bcp/services/payments"
 )
 

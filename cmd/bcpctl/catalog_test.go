@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/platform"
 	"github.com/bcpdev/bcp/services/edge"
 )
 

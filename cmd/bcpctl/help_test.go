@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bcpdev/bcp/internal/devenv"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/platform/devenv"
 )
 
 // --help needs no server and no token, anywhere on the command line.

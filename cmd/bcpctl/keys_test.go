@@ -18,9 +18,9 @@ import (
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
 
-	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/platform"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/services/edge"
 	"github.com/bcpdev/bcp/services/edge/agentauth"

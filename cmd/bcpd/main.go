@@ -23,12 +23,12 @@ import (
 	"time"
 
 	"github.com/bcpdev/bcp/db"
-	"github.com/bcpdev/bcp/internal/devenv"
 	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/obs"
 	"github.com/bcpdev/bcp/internal/pgserver"
-	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/sealer"
+	"github.com/bcpdev/bcp/platform"
+	"github.com/bcpdev/bcp/platform/devenv"
 	"github.com/bcpdev/bcp/services/edge"
 )
 

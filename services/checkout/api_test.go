@@ -13,8 +13,8 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/bcpnames"
-	"github.com/bcpdev/bcp/internal/loadkit"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/platform/loadkit"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"

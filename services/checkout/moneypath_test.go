@@ -17,10 +17,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bcpdev/bcp/internal/bcpnames"
-	"github.com/bcpdev/bcp/internal/loadkit"
-	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/platform"
+	"github.com/bcpdev/bcp/platform/loadkit"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"

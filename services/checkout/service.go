@@ -45,6 +45,7 @@ import (
 	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/internal/tenantcache"
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
@@ -55,7 +56,6 @@ import (
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/services/checkout/checkoutdb"
-	"github.com/bcpdev/bcp/tenants/tenantcache"
 )
 
 // Service implements checkoutv1connect.CheckoutServiceHandler.

@@ -10,10 +10,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 
-	"github.com/bcpdev/bcp/internal/loadkit"
-	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/platform"
+	"github.com/bcpdev/bcp/platform/loadkit"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"

@@ -11,10 +11,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/bcpdev/bcp/httpsig"
-	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/platform"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"

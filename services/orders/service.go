@@ -40,7 +40,7 @@ type Config struct {
 	// (GetDiscovery), which relaxes the webhook URL rules.
 	Tenants tenantsv1connect.TenantServiceClient
 	// Signer signs webhooks with the merchant's current key; in the
-	// platform an *agentauth.RemoteSigner over the tenants service.
+	// platform a *merchantsign.Signer over the tenants service.
 	Signer WebhookSigner
 	Logger *slog.Logger
 	// Metrics, when set, receives the webhook and refund counters.

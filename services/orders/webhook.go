@@ -23,13 +23,13 @@ import (
 
 	"github.com/bcpdev/bcp/internal/bcpnames"
 	"github.com/bcpdev/bcp/internal/jobs"
+	"github.com/bcpdev/bcp/internal/merchantsign"
+	"github.com/bcpdev/bcp/internal/netguard"
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 	"github.com/bcpdev/bcp/protocol/bcp"
-	"github.com/bcpdev/bcp/services/edge/agentauth"
-	"github.com/bcpdev/bcp/services/edge/agentprofile"
 	"github.com/bcpdev/bcp/services/orders/ordersdb"
 )
 
@@ -45,7 +45,7 @@ const WebhookMaxAttempts = 25
 // kid in the merchant's /.well-known/bcp. It covers @method @authority
 // @path, content-digest, content-type, bcp-agent, webhook-id and
 // webhook-timestamp. The private key never leaves the tenants service;
-// *agentauth.RemoteSigner (SignWithCurrentKey) is the implementation.
+// *merchantsign.Signer (SignWithCurrentKey) is the implementation.
 type WebhookSigner interface {
 	SignWebhook(ctx context.Context, tenantID uuid.UUID, r *http.Request, body []byte, businessProfileURL string) (kid string, err error)
 }
@@ -281,7 +281,7 @@ func checkWebhookURL(raw string, dev bool) (*url.URL, error) {
 	if u.Host == "" || u.Opaque != "" || u.User != nil || u.Fragment != "" {
 		return bad("must be absolute, without credentials or fragment")
 	}
-	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !dev && agentprofile.IsSpecialUseAddress(ip) {
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !dev && netguard.IsForbidden(ip) {
 		return bad("points at a special-use address")
 	}
 	return u, nil
@@ -304,7 +304,7 @@ func (c *webhookClients) client(dev bool) *http.Client {
 }
 
 func newWebhookClient(allowPrivate bool, timeout time.Duration) *http.Client {
-	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Control: agentprofile.GuardedDialControl(allowPrivate)}
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Control: netguard.DialControl(allowPrivate)}
 	t := &http.Transport{
 		// No proxy: it would be dialed instead of the receiver, and the
 		// guard would check the proxy's address.
@@ -338,5 +338,5 @@ func truncate(s string, n int) string {
 // NewTenantSigner is the platform's WebhookSigner: the merchant's current
 // key, held by the tenants service, signs through SignWithCurrentKey.
 func NewTenantSigner(tenants tenantsv1connect.TenantServiceClient) WebhookSigner {
-	return &agentauth.RemoteSigner{Tenants: tenants}
+	return &merchantsign.Signer{Tenants: tenants}
 }

@@ -13,9 +13,9 @@ import (
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
 
-	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/platform"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/services/payments/paymentshttp"

@@ -36,6 +36,7 @@ import (
 	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/sealer"
 	"github.com/bcpdev/bcp/internal/svcauth"
+	"github.com/bcpdev/bcp/internal/tenantcache"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
@@ -43,7 +44,6 @@ import (
 	"github.com/bcpdev/bcp/services/payments/card/simcard"
 	"github.com/bcpdev/bcp/services/payments/pix"
 	"github.com/bcpdev/bcp/services/payments/pix/simpsp"
-	"github.com/bcpdev/bcp/tenants/tenantcache"
 )
 
 // PixAccount is what a PSP adapter needs to act for one merchant's Pix

@@ -11,8 +11,8 @@ import (
 
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/internal/tenantcache"
 	"github.com/bcpdev/bcp/services/pricing/pricingdb"
-	"github.com/bcpdev/bcp/tenants/tenantcache"
 )
 
 // changeChannel is where every write to a tenant's pricing configuration

@@ -12,9 +12,9 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/svcauth"
+	"github.com/bcpdev/bcp/internal/tenantcache"
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
-	"github.com/bcpdev/bcp/tenants/tenantcache"
 )
 
 // Service implements pricingv1connect.PricingServiceHandler: it maps

@@ -14,8 +14,8 @@ import (
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/internal/tenantcache"
 	"github.com/bcpdev/bcp/services/pricing/pricingdb"
-	"github.com/bcpdev/bcp/tenants/tenantcache"
 )
 
 // store is the pricing schema, always read and written in the context

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bcpdev/bcp/internal/netguard"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
 )
 
@@ -218,7 +219,7 @@ func newClient(base *http.Transport, allowPrivate bool, connect, timeout time.Du
 	} else {
 		t = &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}
 	}
-	d := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second, Control: dialControl(allowPrivate)}
+	d := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second, Control: netguard.DialControl(allowPrivate)}
 	// A proxy would be dialed instead of the target, so the guard would
 	// check the proxy's address; custom dial hooks would skip the guard.
 	t.Proxy = nil
@@ -474,7 +475,7 @@ func describeFetchError(ctx context.Context, err error, timeout time.Duration) s
 	var dnsErr *net.DNSError
 	var certErr *tls.CertificateVerificationError
 	switch {
-	case errors.Is(err, errForbiddenAddress):
+	case errors.Is(err, netguard.ErrForbiddenAddress):
 		return "profile host resolves to a special-use (private, loopback, link-local, ...) address"
 	case ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("profile fetch timed out after %s", timeout)

@@ -21,8 +21,8 @@ import (
 
 	"github.com/bcpdev/bcp/db"
 	"github.com/bcpdev/bcp/internal/pgserver"
-	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/sealer"
+	"github.com/bcpdev/bcp/platform"
 	"github.com/bcpdev/bcp/services/edge"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/bcpdev/bcp/agentclient"
-	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/platform"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"

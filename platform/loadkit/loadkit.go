@@ -2,7 +2,7 @@
 // merchants: seeding development merchants through the operator APIs,
 // the agent's profile, and the arguments and answers of a whole purchase
 // over MCP. The load generator (cmd/bcpbench) and the fault injector
-// (internal/chaos) both use it.
+// (platform/chaos) both use it.
 package loadkit
 
 import (
@@ -20,9 +20,9 @@ import (
 	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/bcpdev/bcp/agentclient"
-	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/platform"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"

@@ -17,9 +17,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bcpdev/bcp/agentclient"
-	"github.com/bcpdev/bcp/internal/loadkit"
-	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/platform"
+	"github.com/bcpdev/bcp/platform/loadkit"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 )
 

@@ -53,7 +53,7 @@ import (
 
 	"github.com/bcpdev/bcp/agentclient"
 	"github.com/bcpdev/bcp/db"
-	"github.com/bcpdev/bcp/internal/loadkit"
+	"github.com/bcpdev/bcp/platform/loadkit"
 	"github.com/bcpdev/bcp/services/payments"
 )
 

@@ -13,8 +13,8 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/bcpnames"
-	"github.com/bcpdev/bcp/internal/platform"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/platform"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"

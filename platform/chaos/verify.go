@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bcpdev/bcp/db"
-	"github.com/bcpdev/bcp/internal/loadkit"
+	"github.com/bcpdev/bcp/platform/loadkit"
 )
 
 // check is one invariant's outcome.
