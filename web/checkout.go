@@ -18,6 +18,7 @@ import (
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
+	"github.com/bcpdev/bcp/web/internal/pages"
 )
 
 // Page states: what the buyer sees, derived from the checkout status (and,
@@ -228,17 +229,14 @@ func (w *Web) sandbox(p *pixInfo, m merchantInfo) bool {
 // Not found and malformed ids look the same, so nothing about other
 // merchants' ids leaks.
 func (w *Web) httpStatus(r *http.Request, err error) int {
-	e := apperr.As(err)
-	switch e.Kind {
-	case apperr.KindNotFound, apperr.KindInvalidArgument:
-		return http.StatusNotFound
-	case apperr.KindPermissionDenied:
-		return http.StatusForbidden
-	case apperr.KindUnavailable, apperr.KindAborted:
-		return http.StatusServiceUnavailable
+	if apperr.IsKind(err, apperr.KindInvalidArgument) {
+		return http.StatusNotFound // a malformed id: not found, like another merchant's
 	}
-	w.log.ErrorContext(r.Context(), "web: service call failed", "path", r.URL.Path, "err", err)
-	return http.StatusInternalServerError
+	status := pages.ServiceErrorStatus(err)
+	if status == http.StatusInternalServerError {
+		w.log.ErrorContext(r.Context(), "web: service call failed", "path", r.URL.Path, "err", err)
+	}
+	return status
 }
 
 // ---- page ----

@@ -230,15 +230,17 @@ func writeServiceError(w http.ResponseWriter, r *http.Request, err error) {
 
 // writeServiceErrorWith is writeServiceError rendering with write.
 func writeServiceErrorWith(w http.ResponseWriter, r *http.Request, err error, write func(http.ResponseWriter, int, string, string)) {
-	e := apperr.As(err)
-	switch e.Kind {
-	case apperr.KindNotFound:
-		write(w, http.StatusNotFound, e.Code, e.Message)
-	case apperr.KindUnavailable, apperr.KindAborted:
+	wire, e := apperr.WireOf(err)
+	switch {
+	case wire.Retry:
+		// Host routing has no resource to conflict over: whatever made a
+		// registry call retryable, the platform is briefly unavailable.
 		write(w, http.StatusServiceUnavailable, "unavailable", "the platform is temporarily unavailable, retry shortly")
-	default:
+	case wire.RPCCode == apperr.RPCInternal:
 		slog.ErrorContext(r.Context(), "edge: service call failed", "err", err)
-		write(w, http.StatusInternalServerError, "internal_error", "internal error")
+		write(w, http.StatusInternalServerError, apperr.InternalCode, "internal error")
+	default:
+		write(w, wire.HTTPStatus, e.Code, e.Message)
 	}
 }
 

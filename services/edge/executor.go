@@ -158,23 +158,18 @@ func discoveryError(err error) *protoError {
 	return newProtoError(http.StatusFailedDependency, codeDiscovery, "profile_unreachable", "the agent profile could not be used")
 }
 
-// serviceError maps a failed service call to a protocol error.
+// serviceError maps a failed service call to a protocol error, through
+// apperr's one kind → (HTTP status, JSON-RPC code) table.
 func serviceError(err error) *protoError {
-	e := apperr.As(err)
-	switch e.Kind {
-	case apperr.KindInvalidArgument:
-		return newProtoError(http.StatusBadRequest, codeInvalidParams, e.Code, e.Message)
-	case apperr.KindUnavailable:
-		return newProtoError(http.StatusServiceUnavailable, codeProtocol, "unavailable", "the merchant is temporarily unavailable; retry shortly")
-	case apperr.KindAborted, apperr.KindFailedPrecondition, apperr.KindAlreadyExists:
-		return newProtoError(http.StatusConflict, codeProtocol, e.Code, e.Message)
-	case apperr.KindPermissionDenied:
-		return newProtoError(http.StatusForbidden, codeProtocol, e.Code, e.Message)
-	case apperr.KindUnauthenticated:
-		return newProtoError(http.StatusUnauthorized, codeProtocol, e.Code, e.Message)
+	w, e := apperr.WireOf(err)
+	switch {
+	case w.HTTPStatus == http.StatusServiceUnavailable:
+		return newProtoError(w.HTTPStatus, int64(w.RPCCode), "unavailable", "the merchant is temporarily unavailable; retry shortly")
+	case w.RPCCode == codeInternal:
+		slog.Error("edge: service call failed", "err", err)
+		return errInternal
 	}
-	slog.Error("edge: service call failed", "err", err)
-	return errInternal
+	return newProtoError(w.HTTPStatus, int64(w.RPCCode), e.Code, e.Message)
 }
 
 // opRequest is one operation as a binding hands it over.

@@ -28,12 +28,12 @@ import (
 	"github.com/bcpdev/bcp/services/edge/agentprofile"
 )
 
-// JSON-RPC error codes of the BCP binding.
+// JSON-RPC error codes of the BCP binding (declared once, in apperr).
 const (
-	codeProtocol      = -32000 // auth, rate limit, idempotency, unavailable
-	codeDiscovery     = -32001 // agent profile and version errors
-	codeInvalidParams = -32602 // arguments fail the BCP schema
-	codeInternal      = -32603
+	codeProtocol      = apperr.RPCProtocol
+	codeDiscovery     = apperr.RPCDiscovery
+	codeInvalidParams = apperr.RPCInvalidParams
+	codeInternal      = apperr.RPCInternal
 )
 
 // maxMCPBody bounds a tool call; BCP payloads are small.

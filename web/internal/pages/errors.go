@@ -42,16 +42,13 @@ func AppErr(err error) *apperr.Error {
 	return apperr.As(err)
 }
 
-// ServiceErrorStatus is the page status for a failed service call: not
-// found stays not found (another merchant's ids included), unavailable is
-// 503, anything else 500 (and worth logging).
+// ServiceErrorStatus is the page status for a failed service call, from
+// apperr's one table; whatever may be retried as is asks the browser to
+// come back (503, with Retry-After from Error).
 func ServiceErrorStatus(err error) int {
-	switch AppErr(err).Kind {
-	case apperr.KindNotFound:
-		return http.StatusNotFound
-	case apperr.KindUnavailable:
+	w, _ := apperr.WireOf(AppErr(err))
+	if w.Retry {
 		return http.StatusServiceUnavailable
-	default:
-		return http.StatusInternalServerError
 	}
+	return w.HTTPStatus
 }
