@@ -494,8 +494,9 @@ func TestCatalogCapabilitiesForExistingMerchants(t *testing.T) {
 		t.Errorf("variant_text = %q (%v)", text, err)
 	}
 	for id, want := range map[uuid.UUID]string{
-		old: "{br.dev.bcp.shopping.checkout,br.dev.bcp.shopping.order,br.dev.bcp.shopping.catalog.search,br.dev.bcp.shopping.catalog.lookup}",
-		had: "{br.dev.bcp.shopping.catalog.lookup,br.dev.bcp.shopping.checkout,br.dev.bcp.shopping.catalog.search}",
+		// 00027 then adds the cart the same way.
+		old: "{br.dev.bcp.shopping.checkout,br.dev.bcp.shopping.order,br.dev.bcp.shopping.catalog.search,br.dev.bcp.shopping.catalog.lookup,br.dev.bcp.shopping.cart}",
+		had: "{br.dev.bcp.shopping.catalog.lookup,br.dev.bcp.shopping.checkout,br.dev.bcp.shopping.catalog.search,br.dev.bcp.shopping.cart}",
 	} {
 		var got string
 		if err := conn.QueryRow(ctx, `SELECT capabilities::text FROM tenants.tenants WHERE tenant_id = $1`, id).Scan(&got); err != nil {

@@ -513,7 +513,7 @@ func TestRESTProtocolErrors(t *testing.T) {
 		{"malformed BCP-Agent", "POST", "/checkout-sessions", create, map[string]string{"BCP-Agent": `profile=unquoted url`, "X-API-Key": key.Msg.GetSecret()}, 400, "invalid_profile_url"},
 		{"no BCP-Agent", "POST", "/checkout-sessions", create, map[string]string{"X-API-Key": key.Msg.GetSecret()}, 400, "invalid_profile_url"},
 		{"body not JSON", "POST", "/checkout-sessions", []byte(`{"line_items":`), map[string]string{"BCP-Agent": agentHdr, "X-API-Key": key.Msg.GetSecret()}, 400, "invalid_params"},
-		{"unknown operation", "POST", "/carts", create, map[string]string{"BCP-Agent": agentHdr, "X-API-Key": key.Msg.GetSecret()}, 404, "not_found"},
+		{"unknown operation", "POST", "/wishlists", create, map[string]string{"BCP-Agent": agentHdr, "X-API-Key": key.Msg.GetSecret()}, 404, "not_found"},
 		{"unsigned at a signing tenant is covered by agentauth tests; bearer works", "POST", "/checkout-sessions", create, map[string]string{"UCP-Agent": agentHdr, "Authorization": "Bearer " + key.Msg.GetSecret()}, 201, ""},
 	} {
 		o := send(tc.method, tc.path, tc.body, tc.hdr)

@@ -21,6 +21,9 @@ const (
 	// get_product): roots of their own, UCP 2026-04-08 shapes.
 	CatalogSearch = "br.dev.bcp.shopping.catalog.search"
 	CatalogLookup = "br.dev.bcp.shopping.catalog.lookup"
+	// Cart (create_cart, get_cart, update_cart, cancel_cart): a root of
+	// its own; create_checkout converts one through cart_id.
+	Cart = "br.dev.bcp.shopping.cart"
 )
 
 // PixHandler is the built-in Pix payment handler name.
@@ -46,6 +49,7 @@ var Capabilities = []CapabilityInfo{
 	{Name: Order, Spec: specBase + "order", Schema: schemaBase + "order.json"},
 	{Name: CatalogSearch, Spec: specBase + "catalog/search", Schema: schemaBase + "catalog_search.json"},
 	{Name: CatalogLookup, Spec: specBase + "catalog/lookup", Schema: schemaBase + "catalog_lookup.json"},
+	{Name: Cart, Spec: specBase + "cart", Schema: schemaBase + "cart.json"},
 	{Name: Fulfillment, Spec: specBase + "fulfillment", Schema: schemaBase + "fulfillment.json", Extends: Checkout},
 	{Name: Discount, Spec: specBase + "discount", Schema: schemaBase + "discount.json", Extends: Checkout},
 	{Name: BuyerConsent, Spec: specBase + "buyer-consent", Schema: schemaBase + "buyer_consent.json", Extends: Checkout},
@@ -54,7 +58,7 @@ var Capabilities = []CapabilityInfo{
 
 // DefaultCapabilities are enabled for a new merchant. AP2 mandates need
 // merchant set-up, so they are opt-in.
-var DefaultCapabilities = []string{Checkout, Order, Fulfillment, Discount, BuyerConsent, CatalogSearch, CatalogLookup}
+var DefaultCapabilities = []string{Checkout, Order, Fulfillment, Discount, BuyerConsent, CatalogSearch, CatalogLookup, Cart}
 
 // LookupCapability returns the info for name.
 func LookupCapability(name string) (CapabilityInfo, bool) {

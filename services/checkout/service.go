@@ -37,10 +37,12 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/bcpnames"
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/svcauth"
@@ -152,10 +154,28 @@ func (s *Service) CreateCheckout(ctx context.Context, r *connect.Request[checkou
 	if err != nil {
 		return nil, err
 	}
-	if len(req.LineItems) == 0 {
-		return nil, apperr.Invalid("checkout.line_items", "line_items_required", "a checkout needs at least one line item")
+	// With the cart capability negotiated, cart_id converts a cart (cart.go).
+	cartID, err := cartIDOf(r.Msg.GetCheckoutJson())
+	if err != nil {
+		return nil, err
 	}
-	id := ids.New("chk")
+	var res *checkoutv1.CheckoutResult
+	switch {
+	case cartID != "" && agent.has(bcpnames.Cart):
+		res, err = s.convertCart(ctx, tid, agent, cartID, req)
+	case len(req.LineItems) == 0:
+		return nil, apperr.Invalid("checkout.line_items", "line_items_required", "a checkout needs at least one line item")
+	default:
+		res, err = s.open(ctx, tid, agent, ids.New("chk"), req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&checkoutv1.CreateCheckoutResponse{Result: res}), nil
+}
+
+// open prices and stores a new session under id.
+func (s *Service) open(ctx context.Context, tid uuid.UUID, agent agentInfo, id string, req *bcp.Checkout) (*checkoutv1.CheckoutResult, error) {
 	b, err := s.build(ctx, agent, id, req, nil, nil, tid.String(), false)
 	if err != nil {
 		return nil, err
@@ -165,8 +185,7 @@ func (s *Service) CreateCheckout(ctx context.Context, r *connect.Request[checkou
 		if b.noItemsBy == bcp.CodeOutOfStock {
 			content = "Todos os itens pedidos estão esgotados."
 		}
-		res, err := errorResult(bcp.Error(b.noItemsBy, bcp.SeverityUnrecoverable, "$.line_items", content), agent.baseURL+"/")
-		return connect.NewResponse(&checkoutv1.CreateCheckoutResponse{Result: res}), err
+		return errorResult(bcp.Error(b.noItemsBy, bcp.SeverityUnrecoverable, "$.line_items", content), agent.baseURL+"/")
 	}
 	now := s.now().UTC().Truncate(time.Second)
 	expires := now.Add(time.Duration(b.settings.GetCheckoutTtlSeconds()) * time.Second)
@@ -189,7 +208,7 @@ func (s *Service) CreateCheckout(ctx context.Context, r *connect.Request[checkou
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&checkoutv1.CreateCheckoutResponse{Result: &checkoutv1.CheckoutResult{CheckoutJson: state, Status: c.Status}}), nil
+	return &checkoutv1.CheckoutResult{CheckoutJson: state, Status: c.Status}, nil
 }
 
 // GetCheckout returns the session's current state. A session past its

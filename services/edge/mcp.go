@@ -265,6 +265,9 @@ func (m *mcpEdge) buildServer(caps []string) (*mcp.Server, error) {
 	if err := m.addCatalogTools(s); err != nil {
 		return nil, err
 	}
+	if err := m.addCartTools(s); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

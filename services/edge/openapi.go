@@ -34,10 +34,9 @@ func openAPIHandler() http.Handler {
 	})
 }
 
-// restPaths are the upstream operations this platform implements (carts
-// are not offered).
+// restPaths are the upstream operations this platform implements.
 var restPaths = []string{"/checkout-sessions", "/checkout-sessions/{id}", "/checkout-sessions/{id}/complete", "/checkout-sessions/{id}/cancel", "/orders/{id}",
-	"/catalog/search", "/catalog/lookup", "/catalog/product"}
+	"/catalog/search", "/catalog/lookup", "/catalog/product", "/carts", "/carts/{id}", "/carts/{id}/cancel"}
 
 // openAPIRenames are the BCP renames of protocol/bcpschema's derivation
 // (schemas/NOTICE), applied to every string and member name.
@@ -54,7 +53,7 @@ var openAPIRenames = []struct {
 
 // DeriveOpenAPI turns upstream's REST OpenAPI document into the one this
 // platform implements:
-//   - only the checkout-session, order and catalog paths (restPaths), and only the
+//   - only the checkout-session, order, catalog and cart paths (restPaths), and only the
 //     components they (and the webhooks) still reference;
 //   - relative schema $refs (../../schemas/…) become absolute BCP schema
 //     URLs (https://bcp.dev.br/draft/schemas/…);
@@ -98,7 +97,7 @@ func DeriveOpenAPI(upstream []byte) ([]byte, error) {
 		rid["description"] = "For tracing; echoed in the response when sent."
 	}
 	for p, item := range kept {
-		if p == "/checkout-sessions/{id}/complete" || p == "/checkout-sessions/{id}/cancel" {
+		if p == "/checkout-sessions/{id}/complete" || p == "/checkout-sessions/{id}/cancel" || p == "/carts/{id}/cancel" {
 			continue
 		}
 		for _, op := range item.(map[string]any) {

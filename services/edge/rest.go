@@ -45,6 +45,7 @@ func newRESTEdge(m *mcpEdge) *restEdge {
 	r.mux.Handle("POST "+restBase+"/checkout-sessions/{id}/cancel", r.handler(op("cancel_checkout"), false))
 	r.mux.Handle("GET "+restBase+"/orders/{id}", r.handler(getOrderTool, false))
 	r.registerCatalog()
+	r.registerCarts()
 	r.mux.HandleFunc(restBase+"/", func(w http.ResponseWriter, req *http.Request) {
 		if agentauth.RESTOperation(http.MethodGet, req.URL.Path) != "" || agentauth.RESTOperation(http.MethodPost, req.URL.Path) != "" ||
 			agentauth.RESTOperation(http.MethodPut, req.URL.Path) != "" {
@@ -94,6 +95,12 @@ func (r *restEdge) handler(spec toolSpec, withBody bool) http.Handler {
 // BCP-Agent (or UCP-Agent) and Idempotency-Key, id from the path, checkout
 // from the body bytes as sent (so idempotency hashes cover the raw body).
 func restArgs(req *http.Request, spec toolSpec, withBody bool) (json.RawMessage, *protoError) {
+	return restArgsAs(req, spec, withBody, "checkout")
+}
+
+// restArgsAs is restArgs with the body as the argument member (checkout,
+// or cart for the cart operations).
+func restArgsAs(req *http.Request, spec toolSpec, withBody bool, member string) (json.RawMessage, *protoError) {
 	profile, perr := restProfile(req.Header)
 	if perr != nil {
 		return nil, perr
@@ -131,13 +138,13 @@ func restArgs(req *http.Request, spec toolSpec, withBody bool) (json.RawMessage,
 		body = bytes.TrimSpace(body)
 		if len(body) == 0 || !json.Valid(body) {
 			return nil, &protoError{status: http.StatusBadRequest, rpcCode: codeInvalidParams, code: "invalid_params",
-				content: "the body must be the checkout as a JSON object", violations: []violation{{Path: "$.checkout", Message: "not a JSON object"}}}
+				content: "the body must be the " + member + " as a JSON object", violations: []violation{{Path: "$." + member, Message: "not a JSON object"}}}
 		}
-		body, perr := dropBodyID(body, req.PathValue("id"))
+		body, perr := dropBodyID(body, req.PathValue("id"), member)
 		if perr != nil {
 			return nil, perr
 		}
-		b.WriteString(`,"checkout":`)
+		b.WriteString(`,"` + member + `":`)
 		b.Write(body)
 	}
 	b.WriteByte('}')
@@ -157,7 +164,7 @@ func restArgs(req *http.Request, spec toolSpec, withBody bool) (json.RawMessage,
 // continue_url, ...) pass through: the schema allows them and the checkout
 // service builds the session from the request members only, as it does
 // for MCP.
-func dropBodyID(body []byte, pathID string) ([]byte, *protoError) {
+func dropBodyID(body []byte, pathID, member string) ([]byte, *protoError) {
 	if !bytes.Contains(body, []byte(`"id"`)) {
 		return body, nil // fast path: no member named id anywhere
 	}
@@ -173,8 +180,8 @@ func dropBodyID(body []byte, pathID string) ([]byte, *protoError) {
 		var id string
 		if json.Unmarshal(raw, &id) != nil || id != pathID {
 			return nil, &protoError{status: http.StatusBadRequest, rpcCode: codeInvalidParams, code: "invalid_params",
-				content:    "the body's id differs from the checkout id in the URL",
-				violations: []violation{{Path: "$.checkout.id", Message: "must be " + strconv.Quote(pathID) + ", the checkout id in the URL, or be left out"}}}
+				content:    "the body's id differs from the " + member + " id in the URL",
+				violations: []violation{{Path: "$." + member + ".id", Message: "must be " + strconv.Quote(pathID) + ", the " + member + " id in the URL, or be left out"}}}
 		}
 	}
 	delete(members, "id")

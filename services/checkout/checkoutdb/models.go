@@ -5,10 +5,25 @@
 package checkoutdb
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
 )
+
+type CheckoutCart struct {
+	TenantID        uuid.UUID
+	ID              string
+	Status          string
+	AgentProfileUrl string
+	Request         json.RawMessage
+	State           json.RawMessage
+	CheckoutID      *string
+	Version         int32
+	ExpiresAt       time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
 
 type CheckoutIdempotencyKey struct {
 	TenantID    uuid.UUID

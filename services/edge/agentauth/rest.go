@@ -71,6 +71,18 @@ func RESTOperation(method, path string) string {
 				return "get_order"
 			}
 			return ""
+		case "carts":
+			switch {
+			case len(rest) == 0 && method == http.MethodPost:
+				return "create_cart"
+			case len(rest) == 1 && method == http.MethodGet:
+				return "get_cart"
+			case len(rest) == 1 && method == http.MethodPut:
+				return "update_cart"
+			case len(rest) == 2 && method == http.MethodPost && rest[1] == "cancel":
+				return "cancel_cart"
+			}
+			return ""
 		case "catalog":
 			if len(rest) == 1 && method == http.MethodPost {
 				return map[string]string{"search": "search_catalog", "lookup": "lookup_catalog", "product": "get_product"}[rest[0]]

@@ -1720,6 +1720,454 @@ func (x *DayCount) GetCount() int64 {
 	return 0
 }
 
+type CreateCartRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Agent *Agent                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	// The "cart" argument (BCP JSON, create shape).
+	CartJson      []byte `protobuf:"bytes,2,opt,name=cart_json,json=cartJson,proto3" json:"cart_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCartRequest) Reset() {
+	*x = CreateCartRequest{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCartRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCartRequest) ProtoMessage() {}
+
+func (x *CreateCartRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCartRequest.ProtoReflect.Descriptor instead.
+func (*CreateCartRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *CreateCartRequest) GetAgent() *Agent {
+	if x != nil {
+		return x.Agent
+	}
+	return nil
+}
+
+func (x *CreateCartRequest) GetCartJson() []byte {
+	if x != nil {
+		return x.CartJson
+	}
+	return nil
+}
+
+type CreateCartResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        *CartResult            `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCartResponse) Reset() {
+	*x = CreateCartResponse{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCartResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCartResponse) ProtoMessage() {}
+
+func (x *CreateCartResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCartResponse.ProtoReflect.Descriptor instead.
+func (*CreateCartResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *CreateCartResponse) GetResult() *CartResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type GetCartRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Agent         *Agent                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCartRequest) Reset() {
+	*x = GetCartRequest{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCartRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCartRequest) ProtoMessage() {}
+
+func (x *GetCartRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCartRequest.ProtoReflect.Descriptor instead.
+func (*GetCartRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *GetCartRequest) GetAgent() *Agent {
+	if x != nil {
+		return x.Agent
+	}
+	return nil
+}
+
+func (x *GetCartRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type GetCartResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        *CartResult            `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCartResponse) Reset() {
+	*x = GetCartResponse{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCartResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCartResponse) ProtoMessage() {}
+
+func (x *GetCartResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCartResponse.ProtoReflect.Descriptor instead.
+func (*GetCartResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *GetCartResponse) GetResult() *CartResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type UpdateCartRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Agent *Agent                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	Id    string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// The "cart" argument (BCP JSON, update shape; full replacement).
+	CartJson      []byte `protobuf:"bytes,3,opt,name=cart_json,json=cartJson,proto3" json:"cart_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateCartRequest) Reset() {
+	*x = UpdateCartRequest{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateCartRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateCartRequest) ProtoMessage() {}
+
+func (x *UpdateCartRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateCartRequest.ProtoReflect.Descriptor instead.
+func (*UpdateCartRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *UpdateCartRequest) GetAgent() *Agent {
+	if x != nil {
+		return x.Agent
+	}
+	return nil
+}
+
+func (x *UpdateCartRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UpdateCartRequest) GetCartJson() []byte {
+	if x != nil {
+		return x.CartJson
+	}
+	return nil
+}
+
+type UpdateCartResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        *CartResult            `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateCartResponse) Reset() {
+	*x = UpdateCartResponse{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateCartResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateCartResponse) ProtoMessage() {}
+
+func (x *UpdateCartResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateCartResponse.ProtoReflect.Descriptor instead.
+func (*UpdateCartResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *UpdateCartResponse) GetResult() *CartResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type CancelCartRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Agent         *Agent                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelCartRequest) Reset() {
+	*x = CancelCartRequest{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelCartRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelCartRequest) ProtoMessage() {}
+
+func (x *CancelCartRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelCartRequest.ProtoReflect.Descriptor instead.
+func (*CancelCartRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *CancelCartRequest) GetAgent() *Agent {
+	if x != nil {
+		return x.Agent
+	}
+	return nil
+}
+
+func (x *CancelCartRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type CancelCartResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        *CartResult            `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelCartResponse) Reset() {
+	*x = CancelCartResponse{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelCartResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelCartResponse) ProtoMessage() {}
+
+func (x *CancelCartResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelCartResponse.ProtoReflect.Descriptor instead.
+func (*CancelCartResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *CancelCartResponse) GetResult() *CartResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type CartResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// BCP JSON: a cart, or an error_response when no resource exists (then
+	// error_response is true). Without "ucp".
+	CartJson      []byte `protobuf:"bytes,1,opt,name=cart_json,json=cartJson,proto3" json:"cart_json,omitempty"`
+	ErrorResponse bool   `protobuf:"varint,2,opt,name=error_response,json=errorResponse,proto3" json:"error_response,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CartResult) Reset() {
+	*x = CartResult{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CartResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CartResult) ProtoMessage() {}
+
+func (x *CartResult) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CartResult.ProtoReflect.Descriptor instead.
+func (*CartResult) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *CartResult) GetCartJson() []byte {
+	if x != nil {
+		return x.CartJson
+	}
+	return nil
+}
+
+func (x *CartResult) GetErrorResponse() bool {
+	if x != nil {
+		return x.ErrorResponse
+	}
+	return false
+}
+
 var File_bcp_checkout_v1_checkout_proto protoreflect.FileDescriptor
 
 const file_bcp_checkout_v1_checkout_proto_rawDesc = "" +
@@ -1832,8 +2280,32 @@ const file_bcp_checkout_v1_checkout_proto_rawDesc = "" +
 	"\x05count\x18\x02 \x01(\x03R\x05count\"2\n" +
 	"\bDayCount\x12\x10\n" +
 	"\x03day\x18\x01 \x01(\tR\x03day\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\x03R\x05count2\xc4\n" +
+	"\x05count\x18\x02 \x01(\x03R\x05count\"^\n" +
+	"\x11CreateCartRequest\x12,\n" +
+	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12\x1b\n" +
+	"\tcart_json\x18\x02 \x01(\fR\bcartJson\"I\n" +
+	"\x12CreateCartResponse\x123\n" +
+	"\x06result\x18\x01 \x01(\v2\x1b.bcp.checkout.v1.CartResultR\x06result\"N\n" +
+	"\x0eGetCartRequest\x12,\n" +
+	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"F\n" +
+	"\x0fGetCartResponse\x123\n" +
+	"\x06result\x18\x01 \x01(\v2\x1b.bcp.checkout.v1.CartResultR\x06result\"n\n" +
+	"\x11UpdateCartRequest\x12,\n" +
+	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x1b\n" +
+	"\tcart_json\x18\x03 \x01(\fR\bcartJson\"I\n" +
+	"\x12UpdateCartResponse\x123\n" +
+	"\x06result\x18\x01 \x01(\v2\x1b.bcp.checkout.v1.CartResultR\x06result\"Q\n" +
+	"\x11CancelCartRequest\x12,\n" +
+	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"I\n" +
+	"\x12CancelCartResponse\x123\n" +
+	"\x06result\x18\x01 \x01(\v2\x1b.bcp.checkout.v1.CartResultR\x06result\"P\n" +
 	"\n" +
+	"CartResult\x12\x1b\n" +
+	"\tcart_json\x18\x01 \x01(\fR\bcartJson\x12%\n" +
+	"\x0eerror_response\x18\x02 \x01(\bR\rerrorResponse2\x9c\r\n" +
 	"\x0fCheckoutService\x12H\n" +
 	"\x04Ping\x12\x1c.bcp.checkout.v1.PingRequest\x1a\x1d.bcp.checkout.v1.PingResponse\"\x03\x90\x02\x01\x12a\n" +
 	"\x0eCreateCheckout\x12&.bcp.checkout.v1.CreateCheckoutRequest\x1a'.bcp.checkout.v1.CreateCheckoutResponse\x12]\n" +
@@ -1847,7 +2319,14 @@ const file_bcp_checkout_v1_checkout_proto_rawDesc = "" +
 	"\x15ReleaseIdempotencyKey\x12-.bcp.checkout.v1.ReleaseIdempotencyKeyRequest\x1a..bcp.checkout.v1.ReleaseIdempotencyKeyResponse\x12c\n" +
 	"\rListCheckouts\x12%.bcp.checkout.v1.ListCheckoutsRequest\x1a&.bcp.checkout.v1.ListCheckoutsResponse\"\x03\x90\x02\x01\x12d\n" +
 	"\x0fExpireCheckouts\x12'.bcp.checkout.v1.ExpireCheckoutsRequest\x1a(.bcp.checkout.v1.ExpireCheckoutsResponse\x12l\n" +
-	"\x10GetCheckoutStats\x12(.bcp.checkout.v1.GetCheckoutStatsRequest\x1a).bcp.checkout.v1.GetCheckoutStatsResponse\"\x03\x90\x02\x01B\xbe\x01\n" +
+	"\x10GetCheckoutStats\x12(.bcp.checkout.v1.GetCheckoutStatsRequest\x1a).bcp.checkout.v1.GetCheckoutStatsResponse\"\x03\x90\x02\x01\x12U\n" +
+	"\n" +
+	"CreateCart\x12\".bcp.checkout.v1.CreateCartRequest\x1a#.bcp.checkout.v1.CreateCartResponse\x12Q\n" +
+	"\aGetCart\x12\x1f.bcp.checkout.v1.GetCartRequest\x1a .bcp.checkout.v1.GetCartResponse\"\x03\x90\x02\x01\x12U\n" +
+	"\n" +
+	"UpdateCart\x12\".bcp.checkout.v1.UpdateCartRequest\x1a#.bcp.checkout.v1.UpdateCartResponse\x12U\n" +
+	"\n" +
+	"CancelCart\x12\".bcp.checkout.v1.CancelCartRequest\x1a#.bcp.checkout.v1.CancelCartResponseB\xbe\x01\n" +
 	"\x13com.bcp.checkout.v1B\rCheckoutProtoP\x01Z:github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1;checkoutv1\xa2\x02\x03BCX\xaa\x02\x0fBcp.Checkout.V1\xca\x02\x0fBcp\\Checkout\\V1\xe2\x02\x1bBcp\\Checkout\\V1\\GPBMetadata\xea\x02\x11Bcp::Checkout::V1b\x06proto3"
 
 var (
@@ -1863,7 +2342,7 @@ func file_bcp_checkout_v1_checkout_proto_rawDescGZIP() []byte {
 }
 
 var file_bcp_checkout_v1_checkout_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_bcp_checkout_v1_checkout_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_bcp_checkout_v1_checkout_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_bcp_checkout_v1_checkout_proto_goTypes = []any{
 	(ClaimIdempotencyKeyResponse_Outcome)(0), // 0: bcp.checkout.v1.ClaimIdempotencyKeyResponse.Outcome
 	(*PingRequest)(nil),                      // 1: bcp.checkout.v1.PingRequest
@@ -1897,6 +2376,15 @@ var file_bcp_checkout_v1_checkout_proto_goTypes = []any{
 	(*GetCheckoutStatsResponse)(nil),         // 29: bcp.checkout.v1.GetCheckoutStatsResponse
 	(*StatusCount)(nil),                      // 30: bcp.checkout.v1.StatusCount
 	(*DayCount)(nil),                         // 31: bcp.checkout.v1.DayCount
+	(*CreateCartRequest)(nil),                // 32: bcp.checkout.v1.CreateCartRequest
+	(*CreateCartResponse)(nil),               // 33: bcp.checkout.v1.CreateCartResponse
+	(*GetCartRequest)(nil),                   // 34: bcp.checkout.v1.GetCartRequest
+	(*GetCartResponse)(nil),                  // 35: bcp.checkout.v1.GetCartResponse
+	(*UpdateCartRequest)(nil),                // 36: bcp.checkout.v1.UpdateCartRequest
+	(*UpdateCartResponse)(nil),               // 37: bcp.checkout.v1.UpdateCartResponse
+	(*CancelCartRequest)(nil),                // 38: bcp.checkout.v1.CancelCartRequest
+	(*CancelCartResponse)(nil),               // 39: bcp.checkout.v1.CancelCartResponse
+	(*CartResult)(nil),                       // 40: bcp.checkout.v1.CartResult
 }
 var file_bcp_checkout_v1_checkout_proto_depIdxs = []int32{
 	3,  // 0: bcp.checkout.v1.CreateCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
@@ -1913,37 +2401,53 @@ var file_bcp_checkout_v1_checkout_proto_depIdxs = []int32{
 	0,  // 11: bcp.checkout.v1.ClaimIdempotencyKeyResponse.outcome:type_name -> bcp.checkout.v1.ClaimIdempotencyKeyResponse.Outcome
 	30, // 12: bcp.checkout.v1.GetCheckoutStatsResponse.by_status:type_name -> bcp.checkout.v1.StatusCount
 	31, // 13: bcp.checkout.v1.GetCheckoutStatsResponse.created_per_day:type_name -> bcp.checkout.v1.DayCount
-	1,  // 14: bcp.checkout.v1.CheckoutService.Ping:input_type -> bcp.checkout.v1.PingRequest
-	4,  // 15: bcp.checkout.v1.CheckoutService.CreateCheckout:input_type -> bcp.checkout.v1.CreateCheckoutRequest
-	5,  // 16: bcp.checkout.v1.CheckoutService.GetCheckout:input_type -> bcp.checkout.v1.GetCheckoutRequest
-	6,  // 17: bcp.checkout.v1.CheckoutService.UpdateCheckout:input_type -> bcp.checkout.v1.UpdateCheckoutRequest
-	7,  // 18: bcp.checkout.v1.CheckoutService.CancelCheckout:input_type -> bcp.checkout.v1.CancelCheckoutRequest
-	8,  // 19: bcp.checkout.v1.CheckoutService.CompleteCheckout:input_type -> bcp.checkout.v1.CompleteCheckoutRequest
-	10, // 20: bcp.checkout.v1.CheckoutService.SettlePayment:input_type -> bcp.checkout.v1.SettlePaymentRequest
-	22, // 21: bcp.checkout.v1.CheckoutService.ClaimIdempotencyKey:input_type -> bcp.checkout.v1.ClaimIdempotencyKeyRequest
-	24, // 22: bcp.checkout.v1.CheckoutService.FinishIdempotencyKey:input_type -> bcp.checkout.v1.FinishIdempotencyKeyRequest
-	26, // 23: bcp.checkout.v1.CheckoutService.ReleaseIdempotencyKey:input_type -> bcp.checkout.v1.ReleaseIdempotencyKeyRequest
-	18, // 24: bcp.checkout.v1.CheckoutService.ListCheckouts:input_type -> bcp.checkout.v1.ListCheckoutsRequest
-	20, // 25: bcp.checkout.v1.CheckoutService.ExpireCheckouts:input_type -> bcp.checkout.v1.ExpireCheckoutsRequest
-	28, // 26: bcp.checkout.v1.CheckoutService.GetCheckoutStats:input_type -> bcp.checkout.v1.GetCheckoutStatsRequest
-	2,  // 27: bcp.checkout.v1.CheckoutService.Ping:output_type -> bcp.checkout.v1.PingResponse
-	12, // 28: bcp.checkout.v1.CheckoutService.CreateCheckout:output_type -> bcp.checkout.v1.CreateCheckoutResponse
-	13, // 29: bcp.checkout.v1.CheckoutService.GetCheckout:output_type -> bcp.checkout.v1.GetCheckoutResponse
-	14, // 30: bcp.checkout.v1.CheckoutService.UpdateCheckout:output_type -> bcp.checkout.v1.UpdateCheckoutResponse
-	15, // 31: bcp.checkout.v1.CheckoutService.CancelCheckout:output_type -> bcp.checkout.v1.CancelCheckoutResponse
-	9,  // 32: bcp.checkout.v1.CheckoutService.CompleteCheckout:output_type -> bcp.checkout.v1.CompleteCheckoutResponse
-	11, // 33: bcp.checkout.v1.CheckoutService.SettlePayment:output_type -> bcp.checkout.v1.SettlePaymentResponse
-	23, // 34: bcp.checkout.v1.CheckoutService.ClaimIdempotencyKey:output_type -> bcp.checkout.v1.ClaimIdempotencyKeyResponse
-	25, // 35: bcp.checkout.v1.CheckoutService.FinishIdempotencyKey:output_type -> bcp.checkout.v1.FinishIdempotencyKeyResponse
-	27, // 36: bcp.checkout.v1.CheckoutService.ReleaseIdempotencyKey:output_type -> bcp.checkout.v1.ReleaseIdempotencyKeyResponse
-	19, // 37: bcp.checkout.v1.CheckoutService.ListCheckouts:output_type -> bcp.checkout.v1.ListCheckoutsResponse
-	21, // 38: bcp.checkout.v1.CheckoutService.ExpireCheckouts:output_type -> bcp.checkout.v1.ExpireCheckoutsResponse
-	29, // 39: bcp.checkout.v1.CheckoutService.GetCheckoutStats:output_type -> bcp.checkout.v1.GetCheckoutStatsResponse
-	27, // [27:40] is the sub-list for method output_type
-	14, // [14:27] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	3,  // 14: bcp.checkout.v1.CreateCartRequest.agent:type_name -> bcp.checkout.v1.Agent
+	40, // 15: bcp.checkout.v1.CreateCartResponse.result:type_name -> bcp.checkout.v1.CartResult
+	3,  // 16: bcp.checkout.v1.GetCartRequest.agent:type_name -> bcp.checkout.v1.Agent
+	40, // 17: bcp.checkout.v1.GetCartResponse.result:type_name -> bcp.checkout.v1.CartResult
+	3,  // 18: bcp.checkout.v1.UpdateCartRequest.agent:type_name -> bcp.checkout.v1.Agent
+	40, // 19: bcp.checkout.v1.UpdateCartResponse.result:type_name -> bcp.checkout.v1.CartResult
+	3,  // 20: bcp.checkout.v1.CancelCartRequest.agent:type_name -> bcp.checkout.v1.Agent
+	40, // 21: bcp.checkout.v1.CancelCartResponse.result:type_name -> bcp.checkout.v1.CartResult
+	1,  // 22: bcp.checkout.v1.CheckoutService.Ping:input_type -> bcp.checkout.v1.PingRequest
+	4,  // 23: bcp.checkout.v1.CheckoutService.CreateCheckout:input_type -> bcp.checkout.v1.CreateCheckoutRequest
+	5,  // 24: bcp.checkout.v1.CheckoutService.GetCheckout:input_type -> bcp.checkout.v1.GetCheckoutRequest
+	6,  // 25: bcp.checkout.v1.CheckoutService.UpdateCheckout:input_type -> bcp.checkout.v1.UpdateCheckoutRequest
+	7,  // 26: bcp.checkout.v1.CheckoutService.CancelCheckout:input_type -> bcp.checkout.v1.CancelCheckoutRequest
+	8,  // 27: bcp.checkout.v1.CheckoutService.CompleteCheckout:input_type -> bcp.checkout.v1.CompleteCheckoutRequest
+	10, // 28: bcp.checkout.v1.CheckoutService.SettlePayment:input_type -> bcp.checkout.v1.SettlePaymentRequest
+	22, // 29: bcp.checkout.v1.CheckoutService.ClaimIdempotencyKey:input_type -> bcp.checkout.v1.ClaimIdempotencyKeyRequest
+	24, // 30: bcp.checkout.v1.CheckoutService.FinishIdempotencyKey:input_type -> bcp.checkout.v1.FinishIdempotencyKeyRequest
+	26, // 31: bcp.checkout.v1.CheckoutService.ReleaseIdempotencyKey:input_type -> bcp.checkout.v1.ReleaseIdempotencyKeyRequest
+	18, // 32: bcp.checkout.v1.CheckoutService.ListCheckouts:input_type -> bcp.checkout.v1.ListCheckoutsRequest
+	20, // 33: bcp.checkout.v1.CheckoutService.ExpireCheckouts:input_type -> bcp.checkout.v1.ExpireCheckoutsRequest
+	28, // 34: bcp.checkout.v1.CheckoutService.GetCheckoutStats:input_type -> bcp.checkout.v1.GetCheckoutStatsRequest
+	32, // 35: bcp.checkout.v1.CheckoutService.CreateCart:input_type -> bcp.checkout.v1.CreateCartRequest
+	34, // 36: bcp.checkout.v1.CheckoutService.GetCart:input_type -> bcp.checkout.v1.GetCartRequest
+	36, // 37: bcp.checkout.v1.CheckoutService.UpdateCart:input_type -> bcp.checkout.v1.UpdateCartRequest
+	38, // 38: bcp.checkout.v1.CheckoutService.CancelCart:input_type -> bcp.checkout.v1.CancelCartRequest
+	2,  // 39: bcp.checkout.v1.CheckoutService.Ping:output_type -> bcp.checkout.v1.PingResponse
+	12, // 40: bcp.checkout.v1.CheckoutService.CreateCheckout:output_type -> bcp.checkout.v1.CreateCheckoutResponse
+	13, // 41: bcp.checkout.v1.CheckoutService.GetCheckout:output_type -> bcp.checkout.v1.GetCheckoutResponse
+	14, // 42: bcp.checkout.v1.CheckoutService.UpdateCheckout:output_type -> bcp.checkout.v1.UpdateCheckoutResponse
+	15, // 43: bcp.checkout.v1.CheckoutService.CancelCheckout:output_type -> bcp.checkout.v1.CancelCheckoutResponse
+	9,  // 44: bcp.checkout.v1.CheckoutService.CompleteCheckout:output_type -> bcp.checkout.v1.CompleteCheckoutResponse
+	11, // 45: bcp.checkout.v1.CheckoutService.SettlePayment:output_type -> bcp.checkout.v1.SettlePaymentResponse
+	23, // 46: bcp.checkout.v1.CheckoutService.ClaimIdempotencyKey:output_type -> bcp.checkout.v1.ClaimIdempotencyKeyResponse
+	25, // 47: bcp.checkout.v1.CheckoutService.FinishIdempotencyKey:output_type -> bcp.checkout.v1.FinishIdempotencyKeyResponse
+	27, // 48: bcp.checkout.v1.CheckoutService.ReleaseIdempotencyKey:output_type -> bcp.checkout.v1.ReleaseIdempotencyKeyResponse
+	19, // 49: bcp.checkout.v1.CheckoutService.ListCheckouts:output_type -> bcp.checkout.v1.ListCheckoutsResponse
+	21, // 50: bcp.checkout.v1.CheckoutService.ExpireCheckouts:output_type -> bcp.checkout.v1.ExpireCheckoutsResponse
+	29, // 51: bcp.checkout.v1.CheckoutService.GetCheckoutStats:output_type -> bcp.checkout.v1.GetCheckoutStatsResponse
+	33, // 52: bcp.checkout.v1.CheckoutService.CreateCart:output_type -> bcp.checkout.v1.CreateCartResponse
+	35, // 53: bcp.checkout.v1.CheckoutService.GetCart:output_type -> bcp.checkout.v1.GetCartResponse
+	37, // 54: bcp.checkout.v1.CheckoutService.UpdateCart:output_type -> bcp.checkout.v1.UpdateCartResponse
+	39, // 55: bcp.checkout.v1.CheckoutService.CancelCart:output_type -> bcp.checkout.v1.CancelCartResponse
+	39, // [39:56] is the sub-list for method output_type
+	22, // [22:39] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_bcp_checkout_v1_checkout_proto_init() }
@@ -1957,7 +2461,7 @@ func file_bcp_checkout_v1_checkout_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_checkout_v1_checkout_proto_rawDesc), len(file_bcp_checkout_v1_checkout_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   31,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

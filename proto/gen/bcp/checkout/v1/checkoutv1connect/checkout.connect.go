@@ -71,6 +71,17 @@ const (
 	// CheckoutServiceGetCheckoutStatsProcedure is the fully-qualified name of the CheckoutService's
 	// GetCheckoutStats RPC.
 	CheckoutServiceGetCheckoutStatsProcedure = "/bcp.checkout.v1.CheckoutService/GetCheckoutStats"
+	// CheckoutServiceCreateCartProcedure is the fully-qualified name of the CheckoutService's
+	// CreateCart RPC.
+	CheckoutServiceCreateCartProcedure = "/bcp.checkout.v1.CheckoutService/CreateCart"
+	// CheckoutServiceGetCartProcedure is the fully-qualified name of the CheckoutService's GetCart RPC.
+	CheckoutServiceGetCartProcedure = "/bcp.checkout.v1.CheckoutService/GetCart"
+	// CheckoutServiceUpdateCartProcedure is the fully-qualified name of the CheckoutService's
+	// UpdateCart RPC.
+	CheckoutServiceUpdateCartProcedure = "/bcp.checkout.v1.CheckoutService/UpdateCart"
+	// CheckoutServiceCancelCartProcedure is the fully-qualified name of the CheckoutService's
+	// CancelCart RPC.
+	CheckoutServiceCancelCartProcedure = "/bcp.checkout.v1.CheckoutService/CancelCart"
 )
 
 // CheckoutServiceClient is a client for the bcp.checkout.v1.CheckoutService service.
@@ -108,6 +119,15 @@ type CheckoutServiceClient interface {
 	// GetCheckoutStats counts the tenant's sessions created in a window, by
 	// status and by day (merchant dashboard, operator console).
 	GetCheckoutStats(context.Context, *connect.Request[v1.GetCheckoutStatsRequest]) (*connect.Response[v1.GetCheckoutStatsResponse], error)
+	// Carts (br.dev.bcp.shopping.cart) are priced like checkouts but never
+	// reserve stock or take payment; CreateCheckout with a cart_id in its
+	// payload converts one. A cart belongs to the agent that created it.
+	CreateCart(context.Context, *connect.Request[v1.CreateCartRequest]) (*connect.Response[v1.CreateCartResponse], error)
+	GetCart(context.Context, *connect.Request[v1.GetCartRequest]) (*connect.Response[v1.GetCartResponse], error)
+	// UpdateCart replaces the cart's writable members (full replacement).
+	UpdateCart(context.Context, *connect.Request[v1.UpdateCartRequest]) (*connect.Response[v1.UpdateCartResponse], error)
+	// CancelCart ends an active cart; it is not found afterwards.
+	CancelCart(context.Context, *connect.Request[v1.CancelCartRequest]) (*connect.Response[v1.CancelCartResponse], error)
 }
 
 // NewCheckoutServiceClient constructs a client for the bcp.checkout.v1.CheckoutService service. By
@@ -203,6 +223,31 @@ func NewCheckoutServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		createCart: connect.NewClient[v1.CreateCartRequest, v1.CreateCartResponse](
+			httpClient,
+			baseURL+CheckoutServiceCreateCartProcedure,
+			connect.WithSchema(checkoutServiceMethods.ByName("CreateCart")),
+			connect.WithClientOptions(opts...),
+		),
+		getCart: connect.NewClient[v1.GetCartRequest, v1.GetCartResponse](
+			httpClient,
+			baseURL+CheckoutServiceGetCartProcedure,
+			connect.WithSchema(checkoutServiceMethods.ByName("GetCart")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		updateCart: connect.NewClient[v1.UpdateCartRequest, v1.UpdateCartResponse](
+			httpClient,
+			baseURL+CheckoutServiceUpdateCartProcedure,
+			connect.WithSchema(checkoutServiceMethods.ByName("UpdateCart")),
+			connect.WithClientOptions(opts...),
+		),
+		cancelCart: connect.NewClient[v1.CancelCartRequest, v1.CancelCartResponse](
+			httpClient,
+			baseURL+CheckoutServiceCancelCartProcedure,
+			connect.WithSchema(checkoutServiceMethods.ByName("CancelCart")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -221,6 +266,10 @@ type checkoutServiceClient struct {
 	listCheckouts         *connect.Client[v1.ListCheckoutsRequest, v1.ListCheckoutsResponse]
 	expireCheckouts       *connect.Client[v1.ExpireCheckoutsRequest, v1.ExpireCheckoutsResponse]
 	getCheckoutStats      *connect.Client[v1.GetCheckoutStatsRequest, v1.GetCheckoutStatsResponse]
+	createCart            *connect.Client[v1.CreateCartRequest, v1.CreateCartResponse]
+	getCart               *connect.Client[v1.GetCartRequest, v1.GetCartResponse]
+	updateCart            *connect.Client[v1.UpdateCartRequest, v1.UpdateCartResponse]
+	cancelCart            *connect.Client[v1.CancelCartRequest, v1.CancelCartResponse]
 }
 
 // Ping calls bcp.checkout.v1.CheckoutService.Ping.
@@ -288,6 +337,26 @@ func (c *checkoutServiceClient) GetCheckoutStats(ctx context.Context, req *conne
 	return c.getCheckoutStats.CallUnary(ctx, req)
 }
 
+// CreateCart calls bcp.checkout.v1.CheckoutService.CreateCart.
+func (c *checkoutServiceClient) CreateCart(ctx context.Context, req *connect.Request[v1.CreateCartRequest]) (*connect.Response[v1.CreateCartResponse], error) {
+	return c.createCart.CallUnary(ctx, req)
+}
+
+// GetCart calls bcp.checkout.v1.CheckoutService.GetCart.
+func (c *checkoutServiceClient) GetCart(ctx context.Context, req *connect.Request[v1.GetCartRequest]) (*connect.Response[v1.GetCartResponse], error) {
+	return c.getCart.CallUnary(ctx, req)
+}
+
+// UpdateCart calls bcp.checkout.v1.CheckoutService.UpdateCart.
+func (c *checkoutServiceClient) UpdateCart(ctx context.Context, req *connect.Request[v1.UpdateCartRequest]) (*connect.Response[v1.UpdateCartResponse], error) {
+	return c.updateCart.CallUnary(ctx, req)
+}
+
+// CancelCart calls bcp.checkout.v1.CheckoutService.CancelCart.
+func (c *checkoutServiceClient) CancelCart(ctx context.Context, req *connect.Request[v1.CancelCartRequest]) (*connect.Response[v1.CancelCartResponse], error) {
+	return c.cancelCart.CallUnary(ctx, req)
+}
+
 // CheckoutServiceHandler is an implementation of the bcp.checkout.v1.CheckoutService service.
 type CheckoutServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
@@ -323,6 +392,15 @@ type CheckoutServiceHandler interface {
 	// GetCheckoutStats counts the tenant's sessions created in a window, by
 	// status and by day (merchant dashboard, operator console).
 	GetCheckoutStats(context.Context, *connect.Request[v1.GetCheckoutStatsRequest]) (*connect.Response[v1.GetCheckoutStatsResponse], error)
+	// Carts (br.dev.bcp.shopping.cart) are priced like checkouts but never
+	// reserve stock or take payment; CreateCheckout with a cart_id in its
+	// payload converts one. A cart belongs to the agent that created it.
+	CreateCart(context.Context, *connect.Request[v1.CreateCartRequest]) (*connect.Response[v1.CreateCartResponse], error)
+	GetCart(context.Context, *connect.Request[v1.GetCartRequest]) (*connect.Response[v1.GetCartResponse], error)
+	// UpdateCart replaces the cart's writable members (full replacement).
+	UpdateCart(context.Context, *connect.Request[v1.UpdateCartRequest]) (*connect.Response[v1.UpdateCartResponse], error)
+	// CancelCart ends an active cart; it is not found afterwards.
+	CancelCart(context.Context, *connect.Request[v1.CancelCartRequest]) (*connect.Response[v1.CancelCartResponse], error)
 }
 
 // NewCheckoutServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -414,6 +492,31 @@ func NewCheckoutServiceHandler(svc CheckoutServiceHandler, opts ...connect.Handl
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	checkoutServiceCreateCartHandler := connect.NewUnaryHandler(
+		CheckoutServiceCreateCartProcedure,
+		svc.CreateCart,
+		connect.WithSchema(checkoutServiceMethods.ByName("CreateCart")),
+		connect.WithHandlerOptions(opts...),
+	)
+	checkoutServiceGetCartHandler := connect.NewUnaryHandler(
+		CheckoutServiceGetCartProcedure,
+		svc.GetCart,
+		connect.WithSchema(checkoutServiceMethods.ByName("GetCart")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	checkoutServiceUpdateCartHandler := connect.NewUnaryHandler(
+		CheckoutServiceUpdateCartProcedure,
+		svc.UpdateCart,
+		connect.WithSchema(checkoutServiceMethods.ByName("UpdateCart")),
+		connect.WithHandlerOptions(opts...),
+	)
+	checkoutServiceCancelCartHandler := connect.NewUnaryHandler(
+		CheckoutServiceCancelCartProcedure,
+		svc.CancelCart,
+		connect.WithSchema(checkoutServiceMethods.ByName("CancelCart")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.checkout.v1.CheckoutService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case CheckoutServicePingProcedure:
@@ -442,6 +545,14 @@ func NewCheckoutServiceHandler(svc CheckoutServiceHandler, opts ...connect.Handl
 			checkoutServiceExpireCheckoutsHandler.ServeHTTP(w, r)
 		case CheckoutServiceGetCheckoutStatsProcedure:
 			checkoutServiceGetCheckoutStatsHandler.ServeHTTP(w, r)
+		case CheckoutServiceCreateCartProcedure:
+			checkoutServiceCreateCartHandler.ServeHTTP(w, r)
+		case CheckoutServiceGetCartProcedure:
+			checkoutServiceGetCartHandler.ServeHTTP(w, r)
+		case CheckoutServiceUpdateCartProcedure:
+			checkoutServiceUpdateCartHandler.ServeHTTP(w, r)
+		case CheckoutServiceCancelCartProcedure:
+			checkoutServiceCancelCartHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -501,4 +612,20 @@ func (UnimplementedCheckoutServiceHandler) ExpireCheckouts(context.Context, *con
 
 func (UnimplementedCheckoutServiceHandler) GetCheckoutStats(context.Context, *connect.Request[v1.GetCheckoutStatsRequest]) (*connect.Response[v1.GetCheckoutStatsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.GetCheckoutStats is not implemented"))
+}
+
+func (UnimplementedCheckoutServiceHandler) CreateCart(context.Context, *connect.Request[v1.CreateCartRequest]) (*connect.Response[v1.CreateCartResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.CreateCart is not implemented"))
+}
+
+func (UnimplementedCheckoutServiceHandler) GetCart(context.Context, *connect.Request[v1.GetCartRequest]) (*connect.Response[v1.GetCartResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.GetCart is not implemented"))
+}
+
+func (UnimplementedCheckoutServiceHandler) UpdateCart(context.Context, *connect.Request[v1.UpdateCartRequest]) (*connect.Response[v1.UpdateCartResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.UpdateCart is not implemented"))
+}
+
+func (UnimplementedCheckoutServiceHandler) CancelCart(context.Context, *connect.Request[v1.CancelCartRequest]) (*connect.Response[v1.CancelCartResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.CancelCart is not implemented"))
 }
