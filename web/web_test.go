@@ -275,6 +275,17 @@ func csrfCookieFrom(t *testing.T, r response) *http.Cookie {
 	return nil
 }
 
+// flipChar changes s at i to another character (a fixed replacement was
+// the same character one token in 64, and the test then saw its "wrong"
+// token accepted: found by CI).
+func flipChar(s string, i int) string {
+	c := byte('x')
+	if s[i] == c {
+		c = 'y'
+	}
+	return s[:i] + string(c) + s[i+1:]
+}
+
 func TestSimulatePayment(t *testing.T) {
 	e := newFakeEnv(t, "sandbox", nil)
 	page := do(t, e.base, "GET", fakeHost, "/checkout/"+e.id, nil, nil)
@@ -291,7 +302,7 @@ func TestSimulatePayment(t *testing.T) {
 	}{
 		{"no token", post(fakeHost, e.id, withCookie, url.Values{"attempt_id": {attemptID}})},
 		{"no cookie", post(fakeHost, e.id, http.Header{"Sec-Fetch-Site": {"same-origin"}}, url.Values{"csrf_token": {token}, "attempt_id": {attemptID}})},
-		{"wrong token", post(fakeHost, e.id, withCookie, url.Values{"csrf_token": {token[:10] + "x" + token[11:]}, "attempt_id": {attemptID}})},
+		{"wrong token", post(fakeHost, e.id, withCookie, url.Values{"csrf_token": {flipChar(token, 10)}, "attempt_id": {attemptID}})},
 		{"token of another checkout", post(fakeHost, e.id, withCookie, url.Values{"csrf_token": {e.w.csrfMAC(e.tenant, ids.New("chk"), cookie.Value)}, "attempt_id": {attemptID}})},
 		{"cross-site", post(fakeHost, e.id, http.Header{"Cookie": withCookie["Cookie"], "Sec-Fetch-Site": {"cross-site"}}, url.Values{"csrf_token": {token}, "attempt_id": {attemptID}})},
 	}
