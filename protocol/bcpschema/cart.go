@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // # Cart tools
@@ -140,63 +138,10 @@ func CartToolOutputSchema(tool string) (json.RawMessage, error) {
 	return cachedToolSchema("cart-out", tool, nil, cartToolOutputDoc)
 }
 
-// CartValidator validates cart tool arguments and results. Compile one
-// with NewCartValidator and share it; it is safe for concurrent use.
-type CartValidator struct {
-	in, out map[string]*jsonschema.Schema
-}
+// CartValidator validates cart tool arguments and results.
+type CartValidator = ToolValidator
 
 // NewCartValidator compiles the cart tools' schemas.
 func NewCartValidator() (*CartValidator, error) {
-	st, err := defaultStore()
-	if err != nil {
-		return nil, err
-	}
-	c := &compiler{c: jsonschema.NewCompiler(), seen: map[string]*jsonschema.Schema{}}
-	c.c.DefaultDraft(jsonschema.Draft2020)
-	c.c.AssertFormat()
-	v := &CartValidator{in: map[string]*jsonschema.Schema{}, out: map[string]*jsonschema.Schema{}}
-	for _, tool := range CartTools() {
-		in, err := cartToolInputDoc(st, tool, nil)
-		if err != nil {
-			return nil, err
-		}
-		if v.in[tool], err = c.compile(in); err != nil {
-			return nil, fmt.Errorf("bcpschema: compiling %s input: %w", tool, err)
-		}
-		out, err := cartToolOutputDoc(st, tool, nil)
-		if err != nil {
-			return nil, err
-		}
-		if v.out[tool], err = c.compile(out); err != nil {
-			return nil, fmt.Errorf("bcpschema: compiling %s result: %w", tool, err)
-		}
-	}
-	return v, nil
-}
-
-// ValidateToolInput validates a cart tool's raw arguments (empty counts as
-// {}); failures are a *ValidationError with JSONPaths ($.cart.line_items).
-func (v *CartValidator) ValidateToolInput(tool string, args json.RawMessage) error {
-	s, ok := v.in[tool]
-	if !ok {
-		return fmt.Errorf("%w %q", ErrUnknownTool, tool)
-	}
-	if len(args) == 0 {
-		return validate(s, map[string]any{})
-	}
-	inst, err := decodeJSON(args)
-	if err != nil {
-		return jsonError(err)
-	}
-	return validate(s, inst)
-}
-
-// ValidateResult validates a cart tool's structuredContent.
-func (v *CartValidator) ValidateResult(tool string, doc json.RawMessage) error {
-	s, ok := v.out[tool]
-	if !ok {
-		return fmt.Errorf("%w %q", ErrUnknownTool, tool)
-	}
-	return validateRaw(s, doc)
+	return newToolValidator(CartTools(), cartToolInputDoc, cartToolOutputDoc)
 }

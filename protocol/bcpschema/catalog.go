@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // # Catalog tools
@@ -152,63 +150,10 @@ func CatalogToolOutputSchema(tool string) (json.RawMessage, error) {
 	return cachedToolSchema("catalog-out", tool, nil, catalogToolOutputDoc)
 }
 
-// CatalogValidator validates catalog tool arguments and results. Compile
-// one with NewCatalogValidator and share it; it is safe for concurrent use.
-type CatalogValidator struct {
-	in, out map[string]*jsonschema.Schema
-}
+// CatalogValidator validates catalog tool arguments and results.
+type CatalogValidator = ToolValidator
 
 // NewCatalogValidator compiles the catalog tools' schemas.
 func NewCatalogValidator() (*CatalogValidator, error) {
-	st, err := defaultStore()
-	if err != nil {
-		return nil, err
-	}
-	c := &compiler{c: jsonschema.NewCompiler(), seen: map[string]*jsonschema.Schema{}}
-	c.c.DefaultDraft(jsonschema.Draft2020)
-	c.c.AssertFormat()
-	v := &CatalogValidator{in: map[string]*jsonschema.Schema{}, out: map[string]*jsonschema.Schema{}}
-	for _, tool := range CatalogTools() {
-		in, err := catalogToolInputDoc(st, tool, nil)
-		if err != nil {
-			return nil, err
-		}
-		if v.in[tool], err = c.compile(in); err != nil {
-			return nil, fmt.Errorf("bcpschema: compiling %s input: %w", tool, err)
-		}
-		out, err := catalogToolOutputDoc(st, tool, nil)
-		if err != nil {
-			return nil, err
-		}
-		if v.out[tool], err = c.compile(out); err != nil {
-			return nil, fmt.Errorf("bcpschema: compiling %s result: %w", tool, err)
-		}
-	}
-	return v, nil
-}
-
-// ValidateToolInput validates a catalog tool's raw arguments (empty counts
-// as {}); failures are a *ValidationError with JSONPaths ($.catalog.ids).
-func (v *CatalogValidator) ValidateToolInput(tool string, args json.RawMessage) error {
-	s, ok := v.in[tool]
-	if !ok {
-		return fmt.Errorf("%w %q", ErrUnknownTool, tool)
-	}
-	if len(args) == 0 {
-		return validate(s, map[string]any{})
-	}
-	inst, err := decodeJSON(args)
-	if err != nil {
-		return jsonError(err)
-	}
-	return validate(s, inst)
-}
-
-// ValidateResult validates a catalog tool's structuredContent.
-func (v *CatalogValidator) ValidateResult(tool string, doc json.RawMessage) error {
-	s, ok := v.out[tool]
-	if !ok {
-		return fmt.Errorf("%w %q", ErrUnknownTool, tool)
-	}
-	return validateRaw(s, doc)
+	return newToolValidator(CatalogTools(), catalogToolInputDoc, catalogToolOutputDoc)
 }
