@@ -236,7 +236,6 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			river.AddWorker(workers, &checkout.SweepWorker{Service: svc})
 			river.AddWorker(workers, &checkout.SettleWorker{Service: svc})
 			queues = append(queues, jobs.QueueCheckout)
-			jobUsers = append(jobUsers, svc.UseJobs)
 			r.goRun(func() { svc.Run(ctx, log) })
 			internal.Handle(checkoutv1connect.NewCheckoutServiceHandler(svc, handlerOpts(checkout.Policy)))
 		case Payments:
@@ -267,7 +266,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			return fail(fmt.Errorf("unknown service %q", name))
 		}
 	}
-	if len(jobUsers) > 0 {
+	if len(jobUsers) > 0 || len(queues) > 0 { // a service inserts jobs or works a queue
 		// Every process with a job client may be elected river's leader,
 		// which alone inserts the periodic jobs: each registers every
 		// service's sweep, and the sweep's queue takes it to a process

@@ -134,11 +134,7 @@ func (s *Service) priceCart(ctx context.Context, agent agentInfo, id string, req
 func cartResult(state []byte) *checkoutv1.CartResult { return &checkoutv1.CartResult{CartJson: state} }
 
 func cartErrorResult(code, baseURL string) (*checkoutv1.CartResult, error) {
-	content := "Nenhum dos itens pedidos está disponível para compra."
-	if code == bcp.CodeOutOfStock {
-		content = "Todos os itens pedidos estão esgotados."
-	}
-	b, err := json.Marshal(bcp.ErrorResponse{Messages: []bcp.Message{bcp.Error(code, bcp.SeverityUnrecoverable, "$.line_items", content)}, ContinueURL: baseURL + "/"})
+	b, err := json.Marshal(bcp.ErrorResponse{Messages: []bcp.Message{nothingToSell(code)}, ContinueURL: baseURL + "/"})
 	if err != nil {
 		return nil, err
 	}

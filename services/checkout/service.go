@@ -44,7 +44,6 @@ import (
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/bcpnames"
 	"github.com/bcpdev/bcp/internal/ids"
-	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/tenantcache"
@@ -68,7 +67,6 @@ type Service struct {
 	tenants  tenantsv1connect.TenantServiceClient
 	payments paymentsv1connect.PaymentsServiceClient
 	orders   ordersv1connect.OrdersServiceClient
-	jobs     *jobs.Client
 	hooks    *Hooks
 	now      func() time.Time
 	// settingsCache holds each merchant's settings, read on every create,
@@ -181,11 +179,7 @@ func (s *Service) open(ctx context.Context, tid uuid.UUID, agent agentInfo, id s
 		return nil, err
 	}
 	if b.noItems {
-		content := "Nenhum dos itens pedidos está disponível para compra."
-		if b.noItemsBy == bcp.CodeOutOfStock {
-			content = "Todos os itens pedidos estão esgotados."
-		}
-		return errorResult(bcp.Error(b.noItemsBy, bcp.SeverityUnrecoverable, "$.line_items", content), agent.baseURL+"/")
+		return errorResult(nothingToSell(b.noItemsBy), agent.baseURL+"/")
 	}
 	now := s.now().UTC().Truncate(time.Second)
 	expires := now.Add(time.Duration(b.settings.GetCheckoutTtlSeconds()) * time.Second)
@@ -505,4 +499,15 @@ func brl(c int64) string {
 		out = "-" + out
 	}
 	return out
+}
+
+// nothingToSell is the error_response message of a create whose every item
+// is unavailable (code item_unavailable) or sold out (out_of_stock): a
+// checkout's or a cart's.
+func nothingToSell(code string) bcp.Message {
+	content := "Nenhum dos itens pedidos está disponível para compra."
+	if code == bcp.CodeOutOfStock {
+		content = "Todos os itens pedidos estão esgotados."
+	}
+	return bcp.Error(code, bcp.SeverityUnrecoverable, "$.line_items", content)
 }

@@ -125,7 +125,6 @@ func (s *Service) apply(ctx context.Context, sess session, c *bcp.Checkout, a *p
 		next = withDisplay(c, a)
 		next.Messages = []bcp.Message{bcp.Info("pix_awaiting_payment", "$.payment.instruments[0]",
 			fmt.Sprintf("Pague %s via Pix até %s; acompanhe com get_checkout.", brl(a.GetAmount()), a.GetExpiresAt().AsTime().In(brt).Format("02/01 15:04")))}
-		next.Status = bcp.StatusCompleteInProgress
 	case "pay":
 		next = withDisplay(c, a)
 		next.Status, next.Messages, next.ContinueURL = bcp.StatusCompleted, nil, ""
@@ -157,7 +156,7 @@ func (s *Service) apply(ctx context.Context, sess session, c *bcp.Checkout, a *p
 		return nil, false, apperr.New(apperr.KindInternal, "internal", "payment attempt %s has status %s", a.GetId(), a.GetStatus())
 	}
 	if transition == "await" {
-		next.Status = bcp.StatusCompleteInProgress
+		next.Status = bcp.StatusCompleteInProgress // a card being confirmed or a Pix to pay
 	}
 	if err := move(transition, sess.Status, next.Status); err != nil {
 		return nil, false, err

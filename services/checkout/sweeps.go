@@ -158,7 +158,3 @@ func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[ExpireArgs]) err
 	_, err := w.Service.end(tenancy.With(ctx, job.Args.TenantID), job.Args.CheckoutID, endExpire, "")
 	return err
 }
-
-// UseJobs gives the service its job client (set after construction because
-// the client's workers need the service).
-func (s *Service) UseJobs(c *jobs.Client) { s.jobs = c }
