@@ -29,6 +29,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/direct"
 	"github.com/bcpdev/bcp/internal/hostname"
 	"github.com/bcpdev/bcp/internal/inproc"
 	"github.com/bcpdev/bcp/internal/jobs"
@@ -37,12 +38,19 @@ import (
 	"github.com/bcpdev/bcp/internal/sealer"
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1direct"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1direct"
 	"github.com/bcpdev/bcp/proto/gen/bcp/edge/v1/edgev1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/edge/v1/edgev1direct"
 	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1direct"
 	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1direct"
 	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1direct"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1direct"
 	"github.com/bcpdev/bcp/services/catalog"
 	"github.com/bcpdev/bcp/services/checkout"
 	"github.com/bcpdev/bcp/services/edge"
@@ -106,6 +114,11 @@ type Config struct {
 	IdleTimeout     time.Duration
 	Logger          *slog.Logger
 	AllowPrivileged bool
+	// HTTPInProcess makes calls between co-hosted services go through
+	// the internal connect handlers over an in-process HTTP transport
+	// instead of direct calls (tests: the HTTP path one role per process
+	// uses, in one process).
+	HTTPInProcess bool
 }
 
 // Defaults for the public listener's time limits (Config.BodyTimeout,
@@ -127,6 +140,9 @@ type Running struct {
 	cfg        Config
 	edge       *edge.Edge
 	local      *http.Client
+	handlers   *handlers
+	tokens     svcauth.Tokens
+	log        *slog.Logger
 	publicAddr atomic.Pointer[string]
 	jobs       *jobs.Client
 	cancel     context.CancelFunc
@@ -190,9 +206,10 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	handlerOpts := func(policy func(string) svcauth.Access) connect.HandlerOption {
 		return connect.WithInterceptors(apperr.Interceptor(log), svcauth.Server(tokens, policy))
 	}
-	// Clients of co-hosted services go through the internal mux in process.
+	// Clients of co-hosted services call their handlers directly (or,
+	// with HTTPInProcess, through the internal mux in process).
 	r.local = inproc.Client(internal)
-	r.cfg = cfg
+	r.cfg, r.tokens, r.log, r.handlers = cfg, tokens, log, &handlers{}
 	clients, err := r.newClients(cfg.InternalToken)
 	if err != nil {
 		return fail(err)
@@ -222,12 +239,16 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			if cfg.OperatorHost != "" {
 				svc.ReserveHosts(cfg.OperatorHost)
 			}
+			r.handlers.tenants.Set(svc)
 			internal.Handle(tenantsv1connect.NewTenantServiceHandler(svc, handlerOpts(tenants.Policy)))
 		case Catalog:
-			internal.Handle(catalogv1connect.NewCatalogServiceHandler(catalog.New(r.Pool), handlerOpts(catalog.Policy)))
+			svc := catalog.New(r.Pool)
+			r.handlers.catalog.Set(svc)
+			internal.Handle(catalogv1connect.NewCatalogServiceHandler(svc, handlerOpts(catalog.Policy)))
 		case Pricing:
 			svc := pricing.New(r.Pool)
 			r.goRun(func() { svc.Run(ctx, log) })
+			r.handlers.pricing.Set(svc)
 			internal.Handle(pricingv1connect.NewPricingServiceHandler(svc, handlerOpts(pricing.Policy)))
 		case Checkout:
 			svc := checkout.New(r.Pool, checkout.Clients{Catalog: clients.Catalog, Pricing: clients.Pricing, Tenants: clients.Tenants, Payments: clients.Payments, Orders: clients.Orders})
@@ -237,6 +258,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			river.AddWorker(workers, &checkout.SettleWorker{Service: svc})
 			queues = append(queues, jobs.QueueCheckout)
 			r.goRun(func() { svc.Run(ctx, log) })
+			r.handlers.checkout.Set(svc)
 			internal.Handle(checkoutv1connect.NewCheckoutServiceHandler(svc, handlerOpts(checkout.Policy)))
 		case Payments:
 			popts := payments.Options{Logger: log, Metrics: reg}
@@ -253,6 +275,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			queues = append(queues, jobs.QueuePayments)
 			r.goRun(func() { svc.Run(ctx, log) })
 			jobUsers = append(jobUsers, svc.UseJobs)
+			r.handlers.payments.Set(svc)
 			internal.Handle(paymentsv1connect.NewPaymentsServiceHandler(svc, handlerOpts(payments.Policy)))
 		case Orders:
 			svc := orders.New(r.Pool, orders.Config{Payments: clients.Payments, Tenants: clients.Tenants, Signer: orders.NewTenantSigner(clients.Tenants), Logger: log, Metrics: reg, WebhookBackoff: cfg.WebhookBackoff})
@@ -260,6 +283,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			river.AddWorker(workers, &orders.RefundWorker{Service: svc})
 			queues = append(queues, jobs.QueueOrders)
 			jobUsers = append(jobUsers, svc.UseJobs)
+			r.handlers.orders.Set(svc)
 			internal.Handle(ordersv1connect.NewOrdersServiceHandler(svc, handlerOpts(orders.Policy)))
 		case Edge:
 		default:
@@ -320,7 +344,8 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		for pattern, h := range paymentshttp.Routes(clients.Payments) {
 			e.Handle(pattern, h)
 		}
-		internal.Handle(edgev1connect.NewEdgeServiceHandler(e, handlerOpts(func(string) svcauth.Access { return svcauth.Internal })))
+		r.handlers.edge.Set(e)
+		internal.Handle(edgev1connect.NewEdgeServiceHandler(e, handlerOpts(edgePolicy)))
 		r.edge = e
 		r.goRun(func() { e.Run(ctx) })
 		var public http.Handler = e
@@ -370,7 +395,8 @@ func (r *Running) newClients(token string) (*Clients, error) {
 	c := &Clients{}
 	for _, name := range AllServices {
 		hc, base, opts := r.local, "http://inproc", local
-		if !cfg.hosts(name) {
+		hosted := cfg.hosts(name)
+		if !hosted {
 			opts = remote
 			hc, base = http.DefaultClient, strings.TrimRight(cfg.ServiceURLs[name], "/")
 			if base == "" {
@@ -382,24 +408,71 @@ func (r *Running) newClients(token string) (*Clients, error) {
 				base = "http://unconfigured-" + name + ".invalid"
 			}
 		}
+		// A co-hosted service is called directly: the same authorization,
+		// tenant and error mapping as its internal handler, without HTTP
+		// and protobuf encoding (internal/direct).
+		useDirect := hosted && !cfg.HTTPInProcess
+		chain := direct.Chain{Authorize: svcauth.Direct(r.tokens, policies[name], token), Logger: r.log}
 		switch name {
 		case Tenants:
 			c.Tenants = tenantsv1connect.NewTenantServiceClient(hc, base, opts)
+			if useDirect {
+				c.Tenants = tenantsv1direct.NewTenantServiceClient(&r.handlers.tenants, chain, c.Tenants)
+			}
 		case Catalog:
 			c.Catalog = catalogv1connect.NewCatalogServiceClient(hc, base, opts)
+			if useDirect {
+				c.Catalog = catalogv1direct.NewCatalogServiceClient(&r.handlers.catalog, chain)
+			}
 		case Pricing:
 			c.Pricing = pricingv1connect.NewPricingServiceClient(hc, base, opts)
+			if useDirect {
+				c.Pricing = pricingv1direct.NewPricingServiceClient(&r.handlers.pricing, chain)
+			}
 		case Checkout:
 			c.Checkout = checkoutv1connect.NewCheckoutServiceClient(hc, base, opts)
+			if useDirect {
+				c.Checkout = checkoutv1direct.NewCheckoutServiceClient(&r.handlers.checkout, chain)
+			}
 		case Payments:
 			c.Payments = paymentsv1connect.NewPaymentsServiceClient(hc, base, opts)
+			if useDirect {
+				c.Payments = paymentsv1direct.NewPaymentsServiceClient(&r.handlers.payments, chain)
+			}
 		case Orders:
 			c.Orders = ordersv1connect.NewOrdersServiceClient(hc, base, opts)
+			if useDirect {
+				c.Orders = ordersv1direct.NewOrdersServiceClient(&r.handlers.orders, chain)
+			}
 		case Edge:
 			c.Edge = edgev1connect.NewEdgeServiceClient(hc, base, opts)
+			if useDirect {
+				c.Edge = edgev1direct.NewEdgeServiceClient(&r.handlers.edge, chain)
+			}
 		}
 	}
 	return c, nil
+}
+
+// handlers are the co-hosted services, for direct clients; each is set
+// once its service is built.
+type handlers struct {
+	tenants  direct.Slot[tenantsv1connect.TenantServiceHandler]
+	catalog  direct.Slot[catalogv1connect.CatalogServiceHandler]
+	pricing  direct.Slot[pricingv1connect.PricingServiceHandler]
+	checkout direct.Slot[checkoutv1connect.CheckoutServiceHandler]
+	payments direct.Slot[paymentsv1connect.PaymentsServiceHandler]
+	orders   direct.Slot[ordersv1connect.OrdersServiceHandler]
+	edge     direct.Slot[edgev1connect.EdgeServiceHandler]
+}
+
+// edgePolicy: the edge's internal procedures are for services only.
+func edgePolicy(string) svcauth.Access { return svcauth.Internal }
+
+// policies is each service's access policy, as its handler enforces it.
+var policies = map[string]func(string) svcauth.Access{
+	Tenants: tenants.Policy, Catalog: catalog.Policy, Pricing: pricing.Policy, Checkout: checkout.Policy,
+	Payments: payments.Policy, Orders: orders.Policy, Edge: edgePolicy,
 }
 
 // byHost sends requests for the operator console's host to the console

@@ -220,16 +220,25 @@ func (i *interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) co
 }
 
 func (i *interceptor) mapErr(ctx context.Context, procedure string, err error) error {
-	var ce *connect.Error
-	// An error received from another service (a wire error) is rebuilt:
-	// connect never sends a wire error's metadata on, so passing it
-	// through would drop its code and field.
-	if errors.As(err, &ce) && ce.Meta().Get(headerCode) != "" && !connect.IsWireError(ce) {
-		return ce // already mapped (e.g. by an inner interceptor)
+	return MapError(ctx, i.logger, procedure, err)
+}
+
+// MapError is what the interceptor does to a handler's error: a domain
+// error becomes its connect error (internal ones logged, sent without
+// detail). In-process direct calls (internal/direct) use it too.
+func MapError(ctx context.Context, logger *slog.Logger, procedure string, err error) error {
+	// Only an error that is itself already mapped passes as it is (an
+	// inner interceptor's, or a direct call's returned unwrapped). One
+	// wrapped by this service is classified by its outermost domain error,
+	// and one received over HTTP (a wire error) is rebuilt: connect never
+	// sends a wire error's metadata on, so passing it through would drop
+	// its code and field.
+	if ce, ok := err.(*connect.Error); ok && ce.Meta().Get(headerCode) != "" && !connect.IsWireError(ce) {
+		return ce
 	}
 	e := As(err)
 	if e.Kind == KindInternal {
-		i.logger.ErrorContext(ctx, "internal error", "procedure", procedure, "err", err.Error())
+		logger.ErrorContext(ctx, "internal error", "procedure", procedure, "err", err.Error())
 	}
 	return ToConnect(e)
 }
