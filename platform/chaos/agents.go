@@ -35,6 +35,7 @@ type seen struct {
 	orderID  string // from a completed answer
 	paid     string // a Pix attempt the PSP confirmed paid
 	canceled bool   // a success answer said canceled
+	race     string // the race it was put through, if any (for diagnosis)
 }
 
 // ledger records every success answer the agents saw.
@@ -62,6 +63,14 @@ func (l *ledger) saw(merchant int, c *loadkit.CheckoutView) {
 	}
 	if c.Status == "canceled" {
 		s.canceled = true
+	}
+}
+
+func (l *ledger) raced(checkoutID, kind string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.checkouts[checkoutID]; s != nil {
+		s.race = kind
 	}
 }
 
@@ -409,6 +418,7 @@ func (a *agents) race(ctx context.Context, rng *rand.Rand, mi int, id string, pi
 	}
 	kind := kinds[rng.IntN(len(kinds))]
 	a.cnt.race(kind + map[bool]string{true: " (Pix)", false: " (card)"}[pix])
+	a.led.raced(id, kind)
 	var got *loadkit.CheckoutView
 	switch kind {
 	case "cancel vs complete":

@@ -169,7 +169,7 @@ func durability(ctx context.Context, pool *pgxpool.Pool, led *ledger) (check, er
 		case s.orderID != "" && (r.order != s.orderID || !orders[s.orderID]):
 			c.violations = append(c.violations, id+" (answered order "+s.orderID+", now "+r.status+" with order "+r.order+")")
 		case s.paid != "" && r.status != "completed":
-			c.violations = append(c.violations, id+" (Pix "+s.paid+" paid, checkout "+r.status+")")
+			c.violations = append(c.violations, id+" (Pix "+s.paid+" paid, checkout "+r.status+"; "+pixStory(ctx, pool, id, s)+")")
 		case s.canceled && r.status != "canceled":
 			c.violations = append(c.violations, id+" (answered canceled, now "+r.status+")")
 		}
@@ -333,4 +333,24 @@ func examples(v []string, n int) string {
 		return strings.Join(v[:n], "; ") + fmt.Sprintf("; … (%d more)", len(v)-n)
 	}
 	return strings.Join(v, "; ")
+}
+
+// pixStory says what became of a paid Pix whose checkout did not
+// complete, so that a violation can be diagnosed from the report alone:
+// the race it was in, the session's attempt, the paid attempt's status and
+// failure, its receipts, alerts and the simulated PSP's charge.
+func pixStory(ctx context.Context, pool *pgxpool.Pool, checkoutID string, s *seen) string {
+	var story string
+	err := pool.QueryRow(ctx, `SELECT concat_ws('; ',
+		  'race ' || coalesce(nullif($3, ''), 'none'),
+		  'session attempt ' || coalesce((SELECT payment_attempt_id FROM checkout.sessions WHERE id = $1), 'none'),
+		  'attempt ' || a.status || coalesce(' ' || nullif(a.failure_code, ''), '') || ' created ' || to_char(a.created_at, 'HH24:MI:SS.MS') || ' updated ' || to_char(a.updated_at, 'HH24:MI:SS.MS'),
+		  'receipts ' || coalesce((SELECT string_agg(r.status || ' at ' || to_char(r.horario, 'HH24:MI:SS.MS'), ', ') FROM payments.pix_receipts r WHERE r.tenant_id = a.tenant_id AND r.txid = a.txid), 'none'),
+		  'alerts ' || coalesce((SELECT string_agg(al.kind, ', ') FROM payments.alerts al WHERE al.tenant_id = a.tenant_id AND al.attempt_id = a.id), 'none'),
+		  'PSP charge ' || coalesce((SELECT ch.status FROM payments.sim_pix_charges ch WHERE ch.tenant_id = a.tenant_id AND ch.txid = a.txid), 'none'))
+		FROM payments.attempts a WHERE a.id = $2`, checkoutID, s.paid, s.race).Scan(&story)
+	if err != nil {
+		return "no story: " + err.Error()
+	}
+	return story
 }
