@@ -35,6 +35,9 @@ type built struct {
 	request   *bcp.Checkout       // normalised writable request, stored for the next update
 	noItems   bool
 	noItemsBy string // the code explaining why: out_of_stock or item_unavailable
+	// automaticDiscounts are the ids of the automatic discounts pricing
+	// applied (the checkout shows them without a code or id).
+	automaticDiscounts []string
 }
 
 // build turns a create/update request into a priced checkout. prev is the
@@ -157,7 +160,7 @@ func (s *Service) build(ctx context.Context, agent agentInfo, id string, req *bc
 		out.Links = append(out.Links, bcp.Link{Type: l.GetType(), URL: l.GetUrl(), Title: l.GetTitle()})
 	}
 	sortMessages(out.Messages)
-	return &built{checkout: out, request: normalisedRequest(req, out), settings: settings}, nil
+	return &built{checkout: out, request: normalisedRequest(req, out), settings: settings, automaticDiscounts: q.Msg.GetAutomaticDiscountIds()}, nil
 }
 
 // shownVariants describes the items of c as c shows them: active, at the

@@ -81,7 +81,7 @@ func (s *Service) complete(ctx context.Context, r completion) (*checkoutv1.Check
 		return s.refresh(ctx, r.agent, sess)
 	}
 
-	attemptID, state, err := s.claim(ctx, r, sess, cur, inst)
+	attemptID, state, err := s.claim(ctx, r, sess, cur, inst, b.automaticDiscounts)
 	if err == errRaced {
 		// Someone else completed or changed it first: show what won.
 		_, latest, lerr := s.store.getState(ctx, r.id)
@@ -123,7 +123,7 @@ func (s *Service) complete(ctx context.Context, r completion) (*checkoutv1.Check
 	hint := &settleHint{sess: sess}
 	hint.sess.Version++
 	hint.sess.Status, hint.sess.PaymentAttemptID, hint.sess.State = bcp.StatusCompleteInProgress, &attemptID, state
-	hint.sess.OrderWebhookUrl, hint.sess.BaseUrl = r.webhookURL, r.agent.baseURL
+	hint.sess.OrderWebhookUrl, hint.sess.BaseUrl, hint.sess.AutomaticDiscountIds = r.webhookURL, r.agent.baseURL, b.automaticDiscounts
 	if err != nil {
 		slog.WarnContext(ctx, "checkout: start payment failed; settling from the payments service's record", "checkout_id", r.id, "attempt_id", attemptID, "err", err)
 	} else if started.Msg.GetAttempt().GetId() == attemptID {
@@ -137,7 +137,7 @@ var errRaced = apperr.New(apperr.KindAborted, "concurrent_update", "the checkout
 // claim registers the payment attempt on the session (the fence: no money
 // moves for this checkout unless this write won), with the settle_after
 // from which the settle sweep finishes it if this process dies.
-func (s *Service) claim(ctx context.Context, r completion, sess session, cur *bcp.Checkout, inst bcp.PaymentInstrument) (string, []byte, error) {
+func (s *Service) claim(ctx context.Context, r completion, sess session, cur *bcp.Checkout, inst bcp.PaymentInstrument, automaticDiscounts []string) (string, []byte, error) {
 	if err := move("claim", sess.Status, bcp.StatusCompleteInProgress); err != nil {
 		return "", nil, err
 	}
@@ -149,7 +149,7 @@ func (s *Service) claim(ctx context.Context, r completion, sess session, cur *bc
 	if err != nil {
 		return "", nil, err
 	}
-	ok, err := s.store.claim(ctx, sess, attemptID, r.webhookURL, r.agent.baseURL, state, s.now().Add(settleSafetyNet))
+	ok, err := s.store.claim(ctx, sess, attemptID, r.webhookURL, r.agent.baseURL, state, s.now().Add(settleSafetyNet), automaticDiscounts)
 	if err == nil && !ok {
 		err = errRaced
 	}

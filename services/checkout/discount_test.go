@@ -11,17 +11,10 @@ import (
 )
 
 // An automatic discount limited to one use applies to the first order
-// only: its completion must redeem it, as it does a code.
-//
-// KNOWN BUG (skipped until fixed): redeemDiscounts (settle.go) redeems
-// only applied discounts with a code, and an applied automatic discount
-// carries no id (bcp.AppliedDiscount has none), so automatic discounts
-// are never redeemed and their usage_limit / usage_limit_per_buyer are
-// never reached: this one applies to every order. Fixing it needs the
-// quote to say which automatic discount applied (pricing and protocol),
-// beyond this branch; remove the Skip with the fix.
+// only: its completion must redeem it, as it does a code. (It never was:
+// an automatic discount shows no code, and only codes were redeemed; the
+// claim now keeps the ids of the automatic discounts pricing applied.)
 func TestAutomaticDiscountRedeemed(t *testing.T) {
-	t.Skip("known bug: automatic discounts are never redeemed (usage limits not enforced); see the comment")
 	e := newEnv(t)
 	ops := e.r.ClientsWithToken(operatorToken)
 	if _, err := ops.Pricing.SetDiscount(e.ctx, connect.NewRequest(&pricingv1.SetDiscountRequest{Discount: &pricingv1.Discount{

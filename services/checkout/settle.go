@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"connectrpc.com/connect"
 
@@ -185,7 +186,7 @@ func (s *Service) order(ctx context.Context, sess session, next *bcp.Checkout, a
 	go func() {
 		growstack.Grow()
 		defer close(redeemed)
-		s.redeemDiscounts(ctx, sess.ID, next)
+		s.redeemDiscounts(ctx, sess, next)
 	}()
 	o, err := s.orders.CreateOrder(ctx, connect.NewRequest(&ordersv1.CreateOrderRequest{
 		CheckoutId: sess.ID, CheckoutJson: snapshot, PaymentAttemptId: attemptID, AgentProfileUrl: sess.AgentProfileUrl,
@@ -245,14 +246,17 @@ func failureMessage(a *paymentsv1.Attempt) string {
 	return msg + " Tente outro meio de pagamento, com uma nova chave de idempotência."
 }
 
-func (s *Service) redeemDiscounts(ctx context.Context, id string, c *bcp.Checkout) {
-	if c.Discounts == nil || len(c.Discounts.Applied) == 0 {
-		return
-	}
-	var codes []string
-	for _, d := range c.Discounts.Applied {
-		if d.Code != "" {
-			codes = append(codes, d.Code)
+// redeemDiscounts records the discounts a paid checkout used: its codes
+// and the automatic discounts pricing applied when it was claimed (an
+// automatic one shows no code, so the claim kept their ids).
+func (s *Service) redeemDiscounts(ctx context.Context, sess session, c *bcp.Checkout) {
+	id := sess.ID
+	codes := slices.Clone(sess.AutomaticDiscountIds)
+	if c.Discounts != nil {
+		for _, d := range c.Discounts.Applied {
+			if d.Code != "" {
+				codes = append(codes, d.Code)
+			}
 		}
 	}
 	if len(codes) == 0 {

@@ -67,6 +67,9 @@ func (q *quote) applyDiscounts() ([]bcp.AppliedDiscount, []int, error) {
 		if c.codeIdx >= 0 {
 			a.Code = c.code
 		}
+		if c.d.Automatic {
+			q.automatic = append(q.automatic, c.d.ID)
+		}
 		var amount int64
 		switch c.d.Kind {
 		case KindPercent:

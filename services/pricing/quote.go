@@ -93,6 +93,8 @@ type quote struct {
 	ful   *fulfillmentPlan
 	fMsgs []bcp.Message // fulfillment messages, in method order
 	dMsgs []bcp.Message // discount messages, in code order
+
+	automatic []string // ids of the automatic discounts applied
 }
 
 // Price prices a checkout: line totals, fulfillment methods with their
@@ -100,26 +102,33 @@ type quote struct {
 // messages. It reads only req and cfg, never mutates req.Checkout, and
 // returns the same input priced the same way every time.
 func Price(req Request, cfg Config) (*bcp.Checkout, error) {
+	out, _, err := priceWithAutomatic(req, cfg)
+	return out, err
+}
+
+// priceWithAutomatic is Price that also says which automatic discounts
+// applied.
+func priceWithAutomatic(req Request, cfg Config) (*bcp.Checkout, []string, error) {
 	if req.Checkout == nil {
-		return nil, apperr.Invalid("checkout_json", "checkout_required", "checkout_json is required")
+		return nil, nil, apperr.Invalid("checkout_json", "checkout_required", "checkout_json is required")
 	}
 	if req.At.IsZero() {
 		req.At = time.Now()
 	}
 	in := req.Checkout
 	if in.Currency != "" && in.Currency != "BRL" {
-		return nil, apperr.Invalid("checkout_json.currency", "unsupported_currency", "only BRL is supported")
+		return nil, nil, apperr.Invalid("checkout_json.currency", "unsupported_currency", "only BRL is supported")
 	}
 	out := *in
 	q := &quote{req: req, cfg: cfg, in: in, out: &out}
 	if err := q.lines(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out.Fulfillment, out.Discounts = nil, nil
 	if req.Fulfillment {
 		var err error
 		if q.ful, err = q.planFulfillment(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	var freeShipping []int // indexes into applied of free shipping discounts
@@ -127,7 +136,7 @@ func Price(req Request, cfg Config) (*bcp.Checkout, error) {
 	if req.Discounts {
 		var err error
 		if applied, freeShipping, err = q.applyDiscounts(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	// Free shipping thresholds look at what the buyer pays for the goods.
@@ -137,7 +146,7 @@ func Price(req Request, cfg Config) (*bcp.Checkout, error) {
 	if q.ful != nil {
 		var err error
 		if fulTotal, selected, err = q.ful.price(merch); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, i := range freeShipping {
 			applied[i].Amount, applied[i].Allocations = q.ful.takeShipping()
@@ -158,7 +167,7 @@ func Price(req Request, cfg Config) (*bcp.Checkout, error) {
 		}
 	}
 	if err := q.totals(fulTotal, selected); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out.Messages = make([]bcp.Message, 0, len(in.Messages)+len(q.fMsgs)+len(q.dMsgs))
 	out.Messages = append(append(append(out.Messages, in.Messages...), q.fMsgs...), q.dMsgs...)
@@ -167,9 +176,9 @@ func Price(req Request, cfg Config) (*bcp.Checkout, error) {
 	}
 	if err := verify(&out); err != nil {
 		// A bug, never the caller's fault: refuse to return wrong money.
-		return nil, fmt.Errorf("pricing: inconsistent quote: %w", err)
+		return nil, nil, fmt.Errorf("pricing: inconsistent quote: %w", err)
 	}
-	return &out, nil
+	return &out, q.automatic, nil
 }
 
 // lines checks the line items and computes their subtotals.

@@ -3,6 +3,7 @@ package pricing
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -953,5 +954,28 @@ func TestDecodeRequest(t *testing.T) {
 		if _, err := DecodeRequest([]byte(bad.cj), []byte(bad.pj), nil, now); apperr.As(err).Field != bad.field {
 			t.Errorf("DecodeRequest(%q, %q) = %v, want an error on %s", bad.cj, bad.pj, err, bad.field)
 		}
+	}
+}
+
+// Only the automatic discounts that applied are named, by id, for the
+// completion to redeem (codes it redeems by code): one a code beat to
+// it, or one not eligible, is not.
+func TestPriceNamesTheAutomaticDiscountsApplied(t *testing.T) {
+	cfg := Config{Discounts: []Discount{
+		percent("DEZ", 1000, 2, true),
+		{ID: "dsc_auto", Title: "Promoção de inverno", Kind: KindPercent, Value: 500, Automatic: true, Priority: 1, Combinable: true, Active: true},
+		{ID: "dsc_big", Title: "Acima de 500", Kind: KindFixed, Value: 1000, Automatic: true, MinSubtotal: 50000, Priority: 1, Combinable: true, Active: true},
+	}}
+	req := all(withCodes(&bcp.Checkout{LineItems: lines(6000, 4000)}, "DEZ"))
+	_, ids, err := priceWithAutomatic(req, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids, []string{"dsc_auto"}) {
+		t.Fatalf("automatic ids %v, want [dsc_auto]", ids)
+	}
+	cfg.Discounts[1].Combinable, cfg.Discounts[1].Priority = false, 3 // alone only, and the code ranks first
+	if _, ids, _ = priceWithAutomatic(req, cfg); len(ids) != 0 {
+		t.Fatalf("automatic ids %v, want none", ids)
 	}
 }

@@ -64,7 +64,7 @@ func (s *Service) Quote(ctx context.Context, req *connect.Request[pricingv1.Quot
 	if err != nil {
 		return nil, err
 	}
-	out, err := Price(r, cfg)
+	out, automatic, err := priceWithAutomatic(r, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func (s *Service) Quote(ctx context.Context, req *connect.Request[pricingv1.Quot
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&pricingv1.QuoteResponse{CheckoutJson: b}), nil
+	return connect.NewResponse(&pricingv1.QuoteResponse{CheckoutJson: b, AutomaticDiscountIds: automatic}), nil
 }
 
 // SetShippingRate creates a rate (no id) or replaces one.

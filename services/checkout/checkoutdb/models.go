@@ -37,23 +37,24 @@ type CheckoutIdempotencyKey struct {
 }
 
 type CheckoutSession struct {
-	TenantID         uuid.UUID
-	ID               string
-	Status           string
-	Currency         string
-	Total            int64
-	BuyerEmail       string
-	AgentProfileUrl  string
-	Capabilities     []string
-	Request          []byte
-	State            []byte
-	Version          int32
-	ExpiresAt        time.Time
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
-	PaymentAttemptID *string
-	OrderID          *string
-	OrderWebhookUrl  string
-	BaseUrl          string
-	SettleAfter      *time.Time
+	TenantID             uuid.UUID
+	ID                   string
+	Status               string
+	Currency             string
+	Total                int64
+	BuyerEmail           string
+	AgentProfileUrl      string
+	Capabilities         []string
+	Request              []byte
+	State                []byte
+	Version              int32
+	ExpiresAt            time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	PaymentAttemptID     *string
+	OrderID              *string
+	OrderWebhookUrl      string
+	BaseUrl              string
+	SettleAfter          *time.Time
+	AutomaticDiscountIds []string
 }

@@ -247,9 +247,12 @@ type QuoteResponse struct {
 	// (methods with ids, destinations with ids, groups with options and
 	// their totals, selections) and discounts (codes echoed, applied with
 	// allocations) filled in, and pricing messages appended to messages.
-	CheckoutJson  []byte `protobuf:"bytes,1,opt,name=checkout_json,json=checkoutJson,proto3" json:"checkout_json,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CheckoutJson []byte `protobuf:"bytes,1,opt,name=checkout_json,json=checkoutJson,proto3" json:"checkout_json,omitempty"`
+	// The ids of the automatic discounts applied (they carry no code in
+	// the checkout): what a completion redeems besides the codes.
+	AutomaticDiscountIds []string `protobuf:"bytes,2,rep,name=automatic_discount_ids,json=automaticDiscountIds,proto3" json:"automatic_discount_ids,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *QuoteResponse) Reset() {
@@ -285,6 +288,13 @@ func (*QuoteResponse) Descriptor() ([]byte, []int) {
 func (x *QuoteResponse) GetCheckoutJson() []byte {
 	if x != nil {
 		return x.CheckoutJson
+	}
+	return nil
+}
+
+func (x *QuoteResponse) GetAutomaticDiscountIds() []string {
+	if x != nil {
+		return x.AutomaticDiscountIds
 	}
 	return nil
 }
@@ -1651,9 +1661,10 @@ const file_bcp_pricing_v1_pricing_proto_rawDesc = "" +
 	"\rcheckout_json\x18\x01 \x01(\fR\fcheckoutJson\x12\"\n" +
 	"\fcapabilities\x18\x02 \x03(\tR\fcapabilities\x12#\n" +
 	"\rprevious_json\x18\x03 \x01(\fR\fpreviousJson\x12*\n" +
-	"\x02at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"4\n" +
+	"\x02at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"j\n" +
 	"\rQuoteResponse\x12#\n" +
-	"\rcheckout_json\x18\x01 \x01(\fR\fcheckoutJson\"\xa8\x03\n" +
+	"\rcheckout_json\x18\x01 \x01(\fR\fcheckoutJson\x124\n" +
+	"\x16automatic_discount_ids\x18\x02 \x03(\tR\x14automaticDiscountIds\"\xa8\x03\n" +
 	"\fShippingRate\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
