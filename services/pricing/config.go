@@ -148,55 +148,38 @@ func checkAmount(field, code string, v int64) error {
 	return nil
 }
 
-// violations are every rule a value breaks, in the order they are
-// checked: setting a value answers the first, a validate_only call all.
-type violations []*apperr.Error
-
-func (v *violations) add(err error) {
-	if err != nil {
-		*v = append(*v, apperr.As(err))
-	}
-}
-
-func (v violations) first() error {
-	if len(v) == 0 {
-		return nil
-	}
-	return v[0]
-}
-
 // validateRate checks a rate and normalises it in place (trimmed text,
 // upper-case unique UFs, CEPs as 8 digits).
-func validateRate(r *ShippingRate) error { return rateViolations(r).first() }
+func validateRate(r *ShippingRate) error { return rateViolations(r).First() }
 
-func rateViolations(r *ShippingRate) violations {
-	var v violations
+func rateViolations(r *ShippingRate) apperr.Violations {
+	var v apperr.Violations
 	r.Title, r.Description, r.Carrier = strings.TrimSpace(r.Title), strings.TrimSpace(r.Description), strings.TrimSpace(r.Carrier)
-	v.add(checkLen("rate.title", "invalid_title", r.Title, 1, 100))
-	v.add(checkLen("rate.description", "invalid_description", r.Description, 0, 300))
-	v.add(checkLen("rate.carrier", "invalid_carrier", r.Carrier, 0, 100))
-	v.add(checkAmount("rate.price", "invalid_price", r.Price))
-	v.add(checkAmount("rate.free_above", "invalid_free_above", r.FreeAbove))
-	v.add(checkAmount("rate.min_subtotal", "invalid_min_subtotal", r.MinSubtotal))
-	v.add(checkAmount("rate.max_subtotal", "invalid_max_subtotal", r.MaxSubtotal))
+	v.Add(checkLen("rate.title", "invalid_title", r.Title, 1, 100))
+	v.Add(checkLen("rate.description", "invalid_description", r.Description, 0, 300))
+	v.Add(checkLen("rate.carrier", "invalid_carrier", r.Carrier, 0, 100))
+	v.Add(checkAmount("rate.price", "invalid_price", r.Price))
+	v.Add(checkAmount("rate.free_above", "invalid_free_above", r.FreeAbove))
+	v.Add(checkAmount("rate.min_subtotal", "invalid_min_subtotal", r.MinSubtotal))
+	v.Add(checkAmount("rate.max_subtotal", "invalid_max_subtotal", r.MaxSubtotal))
 	if r.MaxSubtotal != 0 && r.MaxSubtotal < r.MinSubtotal {
-		v.add(apperr.Invalid("rate.max_subtotal", "invalid_max_subtotal", "max_subtotal must be 0 (no limit) or at least min_subtotal"))
+		v.Add(apperr.Invalid("rate.max_subtotal", "invalid_max_subtotal", "max_subtotal must be 0 (no limit) or at least min_subtotal"))
 	}
 	if r.MinDays < 0 {
-		v.add(apperr.Invalid("rate.min_days", "invalid_min_days", "min_days must be zero or more"))
+		v.Add(apperr.Invalid("rate.min_days", "invalid_min_days", "min_days must be zero or more"))
 	}
 	if r.MaxDays < 0 || (r.MaxDays != 0 && r.MaxDays < r.MinDays) {
-		v.add(apperr.Invalid("rate.max_days", "invalid_max_days", "max_days must be 0 (unknown) or at least min_days"))
+		v.Add(apperr.Invalid("rate.max_days", "invalid_max_days", "max_days must be 0 (unknown) or at least min_days"))
 	}
 	if len(r.Regions) > 27 || len(r.CEPRanges) > 500 {
-		v.add(apperr.Invalid("rate.regions", "too_many_regions", "at most 27 UFs and 500 CEP ranges"))
+		v.Add(apperr.Invalid("rate.regions", "too_many_regions", "at most 27 UFs and 500 CEP ranges"))
 		return v
 	}
 	regions := make([]string, 0, len(r.Regions))
 	for i, reg := range r.Regions {
 		uf, ok := normalizeUF(reg)
 		if !ok {
-			v.add(apperr.Invalid(fmt.Sprintf("rate.regions[%d]", i), "unknown_uf", "%q is not a Brazilian UF", reg))
+			v.Add(apperr.Invalid(fmt.Sprintf("rate.regions[%d]", i), "unknown_uf", "%q is not a Brazilian UF", reg))
 			continue
 		}
 		if !slices.Contains(regions, uf) {
@@ -208,16 +191,16 @@ func rateViolations(r *ShippingRate) violations {
 		f := fmt.Sprintf("rate.cep_ranges[%d]", i)
 		from, okFrom := normalizeCEP(cr.From)
 		if !okFrom {
-			v.add(apperr.Invalid(f+".from", "invalid_cep", "%q is not a CEP (8 digits)", cr.From))
+			v.Add(apperr.Invalid(f+".from", "invalid_cep", "%q is not a CEP (8 digits)", cr.From))
 		}
 		to, okTo := normalizeCEP(cr.To)
 		if !okTo {
-			v.add(apperr.Invalid(f+".to", "invalid_cep", "%q is not a CEP (8 digits)", cr.To))
+			v.Add(apperr.Invalid(f+".to", "invalid_cep", "%q is not a CEP (8 digits)", cr.To))
 		}
 		switch {
 		case !okFrom || !okTo:
 		case from > to:
-			v.add(apperr.Invalid(f, "invalid_cep_range", "from (%s) must not be after to (%s)", from, to))
+			v.Add(apperr.Invalid(f, "invalid_cep_range", "from (%s) must not be after to (%s)", from, to))
 		default:
 			r.CEPRanges[i] = CEPRange{From: from, To: to}
 		}
@@ -226,34 +209,34 @@ func rateViolations(r *ShippingRate) violations {
 }
 
 // validatePickup checks a pickup location and normalises it in place.
-func validatePickup(p *PickupLocation) error { return pickupViolations(p).first() }
+func validatePickup(p *PickupLocation) error { return pickupViolations(p).First() }
 
-func pickupViolations(p *PickupLocation) violations {
-	var v violations
+func pickupViolations(p *PickupLocation) apperr.Violations {
+	var v apperr.Violations
 	p.Name, p.StreetAddress, p.ExtendedAddress = strings.TrimSpace(p.Name), strings.TrimSpace(p.StreetAddress), strings.TrimSpace(p.ExtendedAddress)
 	p.AddressLocality, p.Description = strings.TrimSpace(p.AddressLocality), strings.TrimSpace(p.Description)
-	v.add(checkLen("location.name", "invalid_name", p.Name, 1, 200))
-	v.add(checkLen("location.street_address", "invalid_address", p.StreetAddress, 1, 300))
-	v.add(checkLen("location.extended_address", "invalid_address", p.ExtendedAddress, 0, 300))
-	v.add(checkLen("location.address_locality", "invalid_address", p.AddressLocality, 1, 200))
+	v.Add(checkLen("location.name", "invalid_name", p.Name, 1, 200))
+	v.Add(checkLen("location.street_address", "invalid_address", p.StreetAddress, 1, 300))
+	v.Add(checkLen("location.extended_address", "invalid_address", p.ExtendedAddress, 0, 300))
+	v.Add(checkLen("location.address_locality", "invalid_address", p.AddressLocality, 1, 200))
 	if uf, ok := normalizeUF(p.AddressRegion); ok {
 		p.AddressRegion = uf
 	} else {
-		v.add(apperr.Invalid("location.address_region", "unknown_uf", "%q is not a Brazilian UF", p.AddressRegion))
+		v.Add(apperr.Invalid("location.address_region", "unknown_uf", "%q is not a Brazilian UF", p.AddressRegion))
 	}
 	if cep, ok := normalizeCEP(p.PostalCode); ok {
 		p.PostalCode = cep
 	} else {
-		v.add(apperr.Invalid("location.postal_code", "invalid_cep", "%q is not a CEP (8 digits)", p.PostalCode))
+		v.Add(apperr.Invalid("location.postal_code", "invalid_cep", "%q is not a CEP (8 digits)", p.PostalCode))
 	}
 	switch c := strings.ToUpper(strings.TrimSpace(p.AddressCountry)); c {
 	case "", "BR":
 		p.AddressCountry = "BR"
 	default:
-		v.add(apperr.Invalid("location.address_country", "unsupported_country", "pickup locations must be in Brazil (BR)"))
+		v.Add(apperr.Invalid("location.address_country", "unsupported_country", "pickup locations must be in Brazil (BR)"))
 	}
-	v.add(checkAmount("location.price", "invalid_price", p.Price))
-	v.add(checkLen("location.description", "invalid_description", p.Description, 0, 300))
+	v.Add(checkAmount("location.price", "invalid_price", p.Price))
+	v.Add(checkLen("location.description", "invalid_description", p.Description, 0, 300))
 	return v
 }
 
@@ -261,49 +244,49 @@ var codePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // validateDiscount checks a discount and normalises it in place. An unset
 // priority (0) becomes 1, the first stacking position.
-func validateDiscount(d *Discount) error { return discountViolations(d).first() }
+func validateDiscount(d *Discount) error { return discountViolations(d).First() }
 
-func discountViolations(d *Discount) violations {
-	var v violations
+func discountViolations(d *Discount) apperr.Violations {
+	var v apperr.Violations
 	d.Code, d.Title = strings.TrimSpace(d.Code), strings.TrimSpace(d.Title)
 	switch {
 	case d.Automatic && d.Code != "":
-		v.add(apperr.Invalid("discount.code", "invalid_code", "automatic discounts have no code"))
+		v.Add(apperr.Invalid("discount.code", "invalid_code", "automatic discounts have no code"))
 	case d.Automatic:
 	case d.Code == "":
-		v.add(apperr.Invalid("discount.code", "code_required", "a discount that is not automatic needs a code"))
+		v.Add(apperr.Invalid("discount.code", "code_required", "a discount that is not automatic needs a code"))
 	case !codePattern.MatchString(d.Code):
-		v.add(apperr.Invalid("discount.code", "invalid_code", "codes are 1 to 64 letters, digits, '-' or '_'"))
+		v.Add(apperr.Invalid("discount.code", "invalid_code", "codes are 1 to 64 letters, digits, '-' or '_'"))
 	}
-	v.add(checkLen("discount.title", "invalid_title", d.Title, 1, 200))
+	v.Add(checkLen("discount.title", "invalid_title", d.Title, 1, 200))
 	switch d.Kind {
 	case KindPercent:
 		if d.Value < 1 || d.Value > 10000 {
-			v.add(apperr.Invalid("discount.value", "invalid_value", "a percent discount is 1 to 10000 basis points (0.01 %% to 100 %%)"))
+			v.Add(apperr.Invalid("discount.value", "invalid_value", "a percent discount is 1 to 10000 basis points (0.01 %% to 100 %%)"))
 		}
 	case KindFixed:
 		if d.Value < 1 || d.Value > MaxAmount {
-			v.add(apperr.Invalid("discount.value", "invalid_value", "a fixed discount is more than 0 centavos"))
+			v.Add(apperr.Invalid("discount.value", "invalid_value", "a fixed discount is more than 0 centavos"))
 		}
 	case KindFreeShipping:
 		if d.Value != 0 {
-			v.add(apperr.Invalid("discount.value", "invalid_value", "a free shipping discount takes no value"))
+			v.Add(apperr.Invalid("discount.value", "invalid_value", "a free shipping discount takes no value"))
 		}
 	default:
-		v.add(apperr.Invalid("discount.kind", "invalid_kind", "kind must be percent, fixed or free_shipping"))
+		v.Add(apperr.Invalid("discount.kind", "invalid_kind", "kind must be percent, fixed or free_shipping"))
 	}
-	v.add(checkAmount("discount.min_subtotal", "invalid_min_subtotal", d.MinSubtotal))
+	v.Add(checkAmount("discount.min_subtotal", "invalid_min_subtotal", d.MinSubtotal))
 	if d.StartsAt != nil && d.EndsAt != nil && !d.EndsAt.After(*d.StartsAt) {
-		v.add(apperr.Invalid("discount.ends_at", "invalid_ends_at", "ends_at must be after starts_at"))
+		v.Add(apperr.Invalid("discount.ends_at", "invalid_ends_at", "ends_at must be after starts_at"))
 	}
 	if d.UsageLimit < 0 {
-		v.add(apperr.Invalid("discount.usage_limit", "invalid_usage_limit", "usage_limit must be zero (unlimited) or more"))
+		v.Add(apperr.Invalid("discount.usage_limit", "invalid_usage_limit", "usage_limit must be zero (unlimited) or more"))
 	}
 	if d.UsageLimitPerBuyer < 0 {
-		v.add(apperr.Invalid("discount.usage_limit_per_buyer", "invalid_usage_limit", "usage_limit_per_buyer must be zero (unlimited) or more"))
+		v.Add(apperr.Invalid("discount.usage_limit_per_buyer", "invalid_usage_limit", "usage_limit_per_buyer must be zero (unlimited) or more"))
 	}
 	if d.Priority < 0 {
-		v.add(apperr.Invalid("discount.priority", "invalid_priority", "priority must be zero (first) or more"))
+		v.Add(apperr.Invalid("discount.priority", "invalid_priority", "priority must be zero (first) or more"))
 	}
 	if d.Priority == 0 {
 		d.Priority = 1

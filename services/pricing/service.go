@@ -91,7 +91,7 @@ func (s *Service) SetShippingRate(ctx context.Context, req *connect.Request[pric
 		r.CEPRanges = append(r.CEPRanges, CEPRange{From: c.GetFrom(), To: c.GetTo()})
 	}
 	if req.Msg.GetValidateOnly() {
-		return connect.NewResponse(&pricingv1.SetShippingRateResponse{Violations: rateViolations(&r).toProto()}), nil
+		return connect.NewResponse(&pricingv1.SetShippingRateResponse{Violations: violationsToProto(rateViolations(&r))}), nil
 	}
 	if err := validateRate(&r); err != nil {
 		return nil, err
@@ -152,7 +152,7 @@ func (s *Service) SetPickupLocation(ctx context.Context, req *connect.Request[pr
 		Position: p.GetPosition(),
 	}
 	if req.Msg.GetValidateOnly() {
-		return connect.NewResponse(&pricingv1.SetPickupLocationResponse{Violations: pickupViolations(&l).toProto()}), nil
+		return connect.NewResponse(&pricingv1.SetPickupLocationResponse{Violations: violationsToProto(pickupViolations(&l))}), nil
 	}
 	if err := validatePickup(&l); err != nil {
 		return nil, err
@@ -215,17 +215,17 @@ func (s *Service) SetDiscount(ctx context.Context, req *connect.Request[pricingv
 		UsageLimitPerBuyer: p.GetUsageLimitPerBuyer(), Priority: p.GetPriority(), Combinable: p.GetCombinable(),
 		Active: p.GetActive(),
 	}
-	var v violations
+	var v apperr.Violations
 	var err error
 	d.StartsAt, err = optTime("discount.starts_at", p.GetStartsAt())
-	v.add(err)
+	v.Add(err)
 	d.EndsAt, err = optTime("discount.ends_at", p.GetEndsAt())
-	v.add(err)
+	v.Add(err)
 	v = append(v, discountViolations(&d)...)
 	if req.Msg.GetValidateOnly() {
-		return connect.NewResponse(&pricingv1.SetDiscountResponse{Violations: v.toProto()}), nil
+		return connect.NewResponse(&pricingv1.SetDiscountResponse{Violations: violationsToProto(v)}), nil
 	}
-	if err := v.first(); err != nil {
+	if err := v.First(); err != nil {
 		return nil, err
 	}
 	out, err := s.store.setDiscount(ctx, d)
@@ -235,7 +235,7 @@ func (s *Service) SetDiscount(ctx context.Context, req *connect.Request[pricingv
 	return connect.NewResponse(&pricingv1.SetDiscountResponse{Discount: discountToProto(out)}), nil
 }
 
-func (v violations) toProto() []*pricingv1.Violation {
+func violationsToProto(v apperr.Violations) []*pricingv1.Violation {
 	out := make([]*pricingv1.Violation, len(v))
 	for i, e := range v {
 		out[i] = &pricingv1.Violation{Field: e.Field, Code: e.Code, Message: e.Message}
