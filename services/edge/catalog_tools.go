@@ -28,7 +28,7 @@ import (
 // /catalog/product with the catalog object as the body. Their rows are in
 // operations.go; both bindings run runCatalog: validate against the BCP
 // schema, fetch and negotiate the agent profile, call the catalog service,
-// render the UCP payload and splice the "ucp" envelope in, as run does for
+// render the UCP payload and splice the "ucp" envelope in, as runCheckout does for
 // checkout. Catalog operations read and change nothing, so idempotency keys
 // are not recorded (upstream's REST binding sends none for them).
 
