@@ -22,6 +22,7 @@ import (
 	"github.com/bcpdev/bcp/platform"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
+	"github.com/bcpdev/bcp/services/edge"
 )
 
 // cartProfile is an agent profile with checkout, discount and, when cart
@@ -44,7 +45,7 @@ type cartClient struct {
 	addr     string
 	sessions map[string]*mcp.ClientSession
 	clients  map[string]*http.Client
-	v        *bcpschema.CartValidator
+	v        *bcpschema.ToolValidator
 	cv       *bcpschema.Validator
 }
 
@@ -208,7 +209,7 @@ func TestCartOverMCPAndREST(t *testing.T) {
 		_, _ = w.Write([]byte(cartProfile(req.URL.Path != "/nocart.json")))
 	}))
 	t.Cleanup(profiles.Close)
-	v, err := bcpschema.NewCartValidator()
+	v, err := edge.NewToolValidator()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
+	"github.com/bcpdev/bcp/services/edge"
 )
 
 // catalogProfile is an agent profile with checkout and the catalog
@@ -49,7 +50,7 @@ type catalogDriver interface {
 type mcpCatalog struct {
 	sessions map[string]*mcp.ClientSession
 	profile  string
-	v        *bcpschema.CatalogValidator
+	v        *bcpschema.ToolValidator
 	cv       *bcpschema.Validator
 }
 
@@ -82,7 +83,7 @@ func (d mcpCatalog) op(t *testing.T, host, tool string, catalog map[string]any) 
 type restCatalog struct {
 	addr    string
 	clients map[string]*http.Client
-	v       *bcpschema.CatalogValidator
+	v       *bcpschema.ToolValidator
 	cv      *bcpschema.Validator
 }
 
@@ -119,7 +120,7 @@ func (d restCatalog) op(t *testing.T, host, tool string, catalog map[string]any)
 
 // checkCatalogPayload validates a business payload against the BCP
 // schemas: the tool's result schema, and an error_response's own schema.
-func checkCatalogPayload(t *testing.T, v *bcpschema.CatalogValidator, cv *bcpschema.Validator, tool string, raw []byte, status int) outcome {
+func checkCatalogPayload(t *testing.T, v *bcpschema.ToolValidator, cv *bcpschema.Validator, tool string, raw []byte, status int) outcome {
 	t.Helper()
 	o := outcome{raw: raw, httpStatus: status}
 	if err := json.Unmarshal(raw, &o.body); err != nil {
@@ -210,7 +211,7 @@ func TestCatalogOverMCPAndREST(t *testing.T) {
 	}))
 	t.Cleanup(profiles.Close)
 	profile, noCatalog := profiles.URL+"/catalog.json", profiles.URL+"/checkout-only.json"
-	v, err := bcpschema.NewCatalogValidator()
+	v, err := edge.NewToolValidator()
 	if err != nil {
 		t.Fatal(err)
 	}

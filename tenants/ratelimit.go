@@ -42,15 +42,16 @@ const merchantBucket = "merchant"
 
 var agentBucket = regexp.MustCompile(`^agent:[0-9a-f]{64}$`)
 
-// validateRateLimits checks limits as sent on SetSettings (0: default).
-func validateRateLimits(l *tenantsv1.RateLimits) error {
+// rateLimitViolations checks limits as sent on SetSettings (0: default).
+func rateLimitViolations(l *tenantsv1.RateLimits) apperr.Violations {
+	var v apperr.Violations
 	for _, r := range []struct {
 		field string
 		v     float64
 	}{{"merchant_rate_per_second", l.GetMerchantRatePerSecond()}, {"agent_rate_per_second", l.GetAgentRatePerSecond()}} {
 		if r.v != 0 && !(r.v >= minRatePerSecond && r.v <= maxRatePerSecond) { // NaN fails too
-			return apperr.Invalid("settings.rate_limits."+r.field, "invalid_rate_limit",
-				"a rate must be between %g and %g requests per second (0: the default)", minRatePerSecond, float64(maxRatePerSecond))
+			v.Add(apperr.Invalid("settings.rate_limits."+r.field, "invalid_rate_limit",
+				"a rate must be between %g and %g requests per second (0: the default)", minRatePerSecond, float64(maxRatePerSecond)))
 		}
 	}
 	for _, b := range []struct {
@@ -58,11 +59,11 @@ func validateRateLimits(l *tenantsv1.RateLimits) error {
 		v     int64
 	}{{"merchant_burst", l.GetMerchantBurst()}, {"agent_burst", l.GetAgentBurst()}} {
 		if b.v < 0 || b.v > maxBurst {
-			return apperr.Invalid("settings.rate_limits."+b.field, "invalid_rate_limit",
-				"a burst must be between 1 and %d requests (0: the default)", maxBurst)
+			v.Add(apperr.Invalid("settings.rate_limits."+b.field, "invalid_rate_limit",
+				"a burst must be between 1 and %d requests (0: the default)", maxBurst))
 		}
 	}
-	return nil
+	return v
 }
 
 // effectiveRateLimits fills the defaults into stored limits (0: default).

@@ -532,67 +532,87 @@ func (s *Service) listAPIKeys(ctx context.Context, ref string) ([]*tenantsv1.API
 
 // Payment handlers.
 
-var reverseDomain = regexp.MustCompile(`^[a-z](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9_-]*[a-z0-9_])?)+$`)
-var datePattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+var (
+	handlerID     = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	reverseDomain = regexp.MustCompile(`^[a-z](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9_-]*[a-z0-9_])?)+$`)
+	datePattern   = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+)
 
-func (s *Service) setPaymentHandler(ctx context.Context, in *tenantsv1.SetPaymentHandlerRequest) (*tenantsv1.PaymentHandler, error) {
-	h := in.GetHandler()
-	if h == nil {
-		return nil, apperr.Invalid("handler", "handler_required", "handler is required")
-	}
-	if !regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`).MatchString(h.GetId()) {
-		return nil, apperr.Invalid("handler.id", "invalid_handler_id", "handler id must be 1-64 letters, digits, '_', '.', '-'")
+// handlerFields are a handler's stored values, defaults filled in.
+type handlerFields struct {
+	version, instruments, config, env string
+}
+
+// handlerViolations checks a handler as sent (and its secrets): every rule
+// broken, and the values to store.
+func handlerViolations(h *tenantsv1.PaymentHandler, secrets string) (handlerFields, apperr.Violations) {
+	var v apperr.Violations
+	if !handlerID.MatchString(h.GetId()) {
+		v.Add(apperr.Invalid("handler.id", "invalid_handler_id", "handler id must be 1-64 letters, digits, '_', '.', '-'"))
 	}
 	if !reverseDomain.MatchString(h.GetName()) {
-		return nil, apperr.Invalid("handler.name", "invalid_handler_name", "handler name must be a reverse-domain name such as br.dev.bcp.pix")
+		v.Add(apperr.Invalid("handler.name", "invalid_handler_name", "handler name must be a reverse-domain name such as br.dev.bcp.pix"))
 	}
-	version := h.GetVersion()
-	if version == "" {
-		version = bcpnames.Version
+	f := handlerFields{version: h.GetVersion(), instruments: h.GetAvailableInstrumentsJson(), config: h.GetConfigJson(), env: h.GetEnvironment()}
+	if f.version == "" {
+		f.version = bcpnames.Version
 	}
-	if !datePattern.MatchString(version) {
-		return nil, apperr.Invalid("handler.version", "invalid_version", "version must be YYYY-MM-DD")
+	if !datePattern.MatchString(f.version) {
+		v.Add(apperr.Invalid("handler.version", "invalid_version", "version must be YYYY-MM-DD"))
 	}
-	instruments := h.GetAvailableInstrumentsJson()
-	if instruments == "" {
-		instruments = "[]"
+	if f.instruments == "" {
+		f.instruments = "[]"
 	}
-	if err := checkInstruments(instruments); err != nil {
-		return nil, err
+	v.Add(checkInstruments(f.instruments))
+	if f.config == "" {
+		f.config = "{}"
 	}
-	config := h.GetConfigJson()
-	if config == "" {
-		config = "{}"
+	if !isJSONObject(f.config) {
+		v.Add(apperr.Invalid("handler.config_json", "invalid_config", "config must be a JSON object"))
 	}
-	if !isJSONObject(config) {
-		return nil, apperr.Invalid("handler.config_json", "invalid_config", "config must be a JSON object")
+	if f.env == "" {
+		f.env = "sandbox"
 	}
-	env := h.GetEnvironment()
-	if env == "" {
-		env = "sandbox"
+	if f.env != "sandbox" && f.env != "production" {
+		v.Add(apperr.Invalid("handler.environment", "invalid_environment", "environment must be sandbox or production"))
 	}
-	if env != "sandbox" && env != "production" {
-		return nil, apperr.Invalid("handler.environment", "invalid_environment", "environment must be sandbox or production")
-	}
-	for field, u := range map[string]string{"handler.spec": h.GetSpec(), "handler.schema": h.GetSchema()} {
-		if u == "" {
+	for _, u := range []struct{ field, url string }{{"handler.spec", h.GetSpec()}, {"handler.schema", h.GetSchema()}} {
+		if u.url == "" {
 			continue
 		}
-		if p, err := url.Parse(u); err != nil || p.Scheme != "https" || p.Host == "" {
-			return nil, apperr.Invalid(field, "invalid_url", "%s must be an https URL", field)
+		if p, err := url.Parse(u.url); err != nil || p.Scheme != "https" || p.Host == "" {
+			v.Add(apperr.Invalid(u.field, "invalid_url", "%s must be an https URL", u.field))
 		}
 	}
+	if secrets != "" && !isJSONObject(secrets) {
+		v.Add(apperr.Invalid("secrets_json", "invalid_secrets", "secrets must be a JSON object"))
+	}
+	return f, v
+}
+
+// setPaymentHandler stores a handler; validate_only answers its violations
+// instead.
+func (s *Service) setPaymentHandler(ctx context.Context, in *tenantsv1.SetPaymentHandlerRequest) (*tenantsv1.PaymentHandler, apperr.Violations, error) {
+	h := in.GetHandler()
+	if h == nil {
+		return nil, nil, apperr.Invalid("handler", "handler_required", "handler is required")
+	}
+	f, v := handlerViolations(h, in.GetSecretsJson())
+	if in.GetValidateOnly() {
+		return nil, v, nil
+	}
+	if err := v.First(); err != nil {
+		return nil, nil, err
+	}
+	version, instruments, config, env := f.version, f.instruments, f.config, f.env
 	id, err := s.resolveRef(ctx, in.GetTenant())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var sealed []byte
 	if sec := in.GetSecretsJson(); sec != "" {
-		if !isJSONObject(sec) {
-			return nil, apperr.Invalid("secrets_json", "invalid_secrets", "secrets must be a JSON object")
-		}
 		if sealed, err = s.sealer.Seal([]byte(sec), handlerSecretsAAD(id, h.GetId())); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	ctx = tenancy.With(ctx, id)
@@ -606,9 +626,9 @@ func (s *Service) setPaymentHandler(ctx context.Context, in *tenantsv1.SetPaymen
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return handlerToProto(row), nil
+	return handlerToProto(row), nil, nil
 }
 
 func handlerSecretsAAD(tenant uuid.UUID, handlerID string) []byte {

@@ -183,11 +183,11 @@ func (s *Service) ListAPIKeys(ctx context.Context, req *connect.Request[tenantsv
 }
 
 func (s *Service) SetPaymentHandler(ctx context.Context, req *connect.Request[tenantsv1.SetPaymentHandlerRequest]) (*connect.Response[tenantsv1.SetPaymentHandlerResponse], error) {
-	h, err := s.setPaymentHandler(ctx, req.Msg)
+	h, v, err := s.setPaymentHandler(ctx, req.Msg)
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&tenantsv1.SetPaymentHandlerResponse{Handler: h}), nil
+	return connect.NewResponse(&tenantsv1.SetPaymentHandlerResponse{Handler: h, Violations: violationsToProto(v)}), nil
 }
 
 func (s *Service) RemovePaymentHandler(ctx context.Context, req *connect.Request[tenantsv1.RemovePaymentHandlerRequest]) (*connect.Response[tenantsv1.RemovePaymentHandlerResponse], error) {

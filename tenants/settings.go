@@ -20,8 +20,13 @@ import (
 )
 
 // DefaultCheckoutTTL is the session lifetime when the merchant sets none
-// (UCP's default: 6 h).
-const DefaultCheckoutTTL = 6 * 60 * 60
+// (UCP's default: 6 h); a merchant may set from MinCheckoutTTL to
+// MaxCheckoutTTL (seconds).
+const (
+	DefaultCheckoutTTL = 6 * 60 * 60
+	MinCheckoutTTL     = 5 * 60
+	MaxCheckoutTTL     = 30 * 24 * 60 * 60
+)
 
 // ConsentPurposes are the purposes of the buyer_consent extension
 // (2026-04-08 shape).
@@ -47,33 +52,12 @@ func (s *Service) SetSettings(ctx context.Context, req *connect.Request[tenantsv
 	if in == nil {
 		return nil, apperr.Invalid("settings", "settings_required", "settings are required")
 	}
-	for i, l := range in.GetLinks() {
-		if l.GetType() == "" {
-			return nil, apperr.Invalid(fieldf("settings.links", i, "type"), "invalid_link", "link type is required")
-		}
-		if !slices.Contains(LinkTypes, l.GetType()) && l.GetTitle() == "" {
-			return nil, apperr.Invalid(fieldf("settings.links", i, "title"), "invalid_link", "links of a custom type need a title")
-		}
-		if u, err := url.Parse(l.GetUrl()); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, apperr.Invalid(fieldf("settings.links", i, "url"), "invalid_link", "link url must be an absolute http(s) URL")
-		}
+	ttl, v := settingsViolations(in)
+	if req.Msg.GetValidateOnly() {
+		return connect.NewResponse(&tenantsv1.SetSettingsResponse{Violations: violationsToProto(v)}), nil
 	}
-	for i, p := range in.GetConsentPurposes() {
-		if !slices.Contains(ConsentPurposes, p) {
-			return nil, apperr.Invalid(fieldf("settings.consent_purposes", i, ""), "invalid_consent_purpose", "unknown consent purpose %q (use %v)", p, ConsentPurposes)
-		}
-	}
-	ttl := in.GetCheckoutTtlSeconds()
-	if ttl == 0 {
-		ttl = DefaultCheckoutTTL
-	}
-	if ttl < 300 || ttl > 30*24*3600 {
-		return nil, apperr.Invalid("settings.checkout_ttl_seconds", "invalid_ttl", "checkout lifetime must be between 5 minutes and 30 days")
-	}
-	if l := in.GetRateLimits(); l != nil {
-		if err := validateRateLimits(l); err != nil {
-			return nil, err
-		}
+	if err := v.First(); err != nil {
+		return nil, err
 	}
 	id, err := s.resolveRef(ctx, req.Msg.GetTenant())
 	if err != nil {
@@ -113,6 +97,46 @@ func (s *Service) SetSettings(ctx context.Context, req *connect.Request[tenantsv
 		return nil, err
 	}
 	return connect.NewResponse(&tenantsv1.SetSettingsResponse{Settings: set}), nil
+}
+
+// settingsViolations checks settings as sent: every rule broken, and the
+// checkout lifetime to store (0: the default).
+func settingsViolations(in *tenantsv1.Settings) (ttl int64, v apperr.Violations) {
+	for i, l := range in.GetLinks() {
+		switch {
+		case l.GetType() == "":
+			v.Add(apperr.Invalid(fieldf("settings.links", i, "type"), "invalid_link", "link type is required"))
+		case !slices.Contains(LinkTypes, l.GetType()) && l.GetTitle() == "":
+			v.Add(apperr.Invalid(fieldf("settings.links", i, "title"), "invalid_link", "links of a custom type need a title"))
+		}
+		if u, err := url.Parse(l.GetUrl()); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			v.Add(apperr.Invalid(fieldf("settings.links", i, "url"), "invalid_link", "link url must be an absolute http(s) URL"))
+		}
+	}
+	for i, p := range in.GetConsentPurposes() {
+		if !slices.Contains(ConsentPurposes, p) {
+			v.Add(apperr.Invalid(fieldf("settings.consent_purposes", i, ""), "invalid_consent_purpose", "unknown consent purpose %q (use %v)", p, ConsentPurposes))
+		}
+	}
+	ttl = in.GetCheckoutTtlSeconds()
+	if ttl == 0 {
+		ttl = DefaultCheckoutTTL
+	}
+	if ttl < MinCheckoutTTL || ttl > MaxCheckoutTTL {
+		v.Add(apperr.Invalid("settings.checkout_ttl_seconds", "invalid_ttl", "checkout lifetime must be between 5 minutes and 30 days"))
+	}
+	if l := in.GetRateLimits(); l != nil {
+		v = append(v, rateLimitViolations(l)...)
+	}
+	return ttl, v
+}
+
+func violationsToProto(v apperr.Violations) []*tenantsv1.Violation {
+	out := make([]*tenantsv1.Violation, len(v))
+	for i, e := range v {
+		out[i] = &tenantsv1.Violation{Field: e.Field, Code: e.Code, Message: e.Message}
+	}
+	return out
 }
 
 func (s *Service) loadSettings(ctx context.Context, id uuid.UUID) (*tenantsv1.Settings, error) {

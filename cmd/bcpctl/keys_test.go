@@ -106,7 +106,7 @@ func TestKeysAuthAndAgentCommands(t *testing.T) {
 		defer mu.Unlock()
 		return agentJWKs, nil
 	})
-	auth := agentauth.New(agentauth.Options{Tenants: r.Clients.Tenants, Keys: keys})
+	auth := agentauth.New(agentauth.Options{Operations: edge.AuthOperations(), Tenants: r.Clients.Tenants, Keys: keys})
 	mcp := auth.Handler(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"structuredContent":{"id":"chk_1","status":"completed"}}}`))

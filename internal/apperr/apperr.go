@@ -242,3 +242,22 @@ func MapError(ctx context.Context, logger *slog.Logger, procedure string, err er
 	}
 	return ToConnect(e)
 }
+
+// Violations are every rule a value breaks, in the order they are checked:
+// a write answers the first as its error, a validate-only call all of them.
+type Violations []*Error
+
+// Add records err (nil: nothing).
+func (v *Violations) Add(err error) {
+	if err != nil {
+		*v = append(*v, As(err))
+	}
+}
+
+// First is the first violation, or nil.
+func (v Violations) First() error {
+	if len(v) == 0 {
+		return nil
+	}
+	return v[0]
+}

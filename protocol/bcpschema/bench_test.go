@@ -9,7 +9,7 @@ import (
 // BenchmarkValidateCreateCheckout measures the per-request cost on the edge:
 // decoding the binding's create_checkout arguments and validating them.
 func BenchmarkValidateCreateCheckout(b *testing.B) {
-	v, err := NewValidator()
+	v, err := NewToolValidator(checkoutTools)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 func TestCartToolSchemas(t *testing.T) {
-	v, err := NewCartValidator()
+	v, err := NewToolValidator(toolsOf(RootCart))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestCartToolSchemas(t *testing.T) {
 	if err := v.ValidateResult("get_cart", json.RawMessage(`{"ucp":{"version":"2026-07-28"},"id":"cart_1"}`)); err == nil {
 		t.Fatal("a cart without line_items, currency and totals validated")
 	}
-	if _, err := CartToolInputSchema("create_cart"); err != nil {
+	if _, err := ToolInputSchema(bindingTool(t, "create_cart"), nil); err != nil {
 		t.Fatal(err)
 	}
 }

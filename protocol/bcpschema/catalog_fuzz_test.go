@@ -16,13 +16,13 @@ func FuzzValidateCatalogToolInput(f *testing.F) {
 	f.Add(uint8(2), []byte(`{`+meta+`,"catalog":{"id":"prd_1","selected":[{"name":"Cor","label":"Azul"}],"preferences":["Cor"]}}`))
 	f.Add(uint8(0), []byte(`{"catalog":{"pagination":{"limit":1e400}}}`))
 	f.Add(uint8(1), []byte(`[]`))
-	v, err := NewCatalogValidator()
+	tools := toolsOf(RootCatalogSearch, RootCatalogLookup, RootCatalogProduct)
+	v, err := NewToolValidator(tools)
 	if err != nil {
 		f.Fatal(err)
 	}
-	tools := CatalogTools()
 	f.Fuzz(func(t *testing.T, which uint8, args []byte) {
-		tool := tools[int(which)%len(tools)]
+		tool := tools[int(which)%len(tools)].Name
 		err := v.ValidateToolInput(tool, args)
 		if err == nil {
 			if !json.Valid(args) {

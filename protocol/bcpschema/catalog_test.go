@@ -10,8 +10,15 @@ import (
 	"github.com/bcpdev/bcp/protocol/bcpschema"
 )
 
+// catalogTools are the catalog rows of the edge's operation table.
+var catalogTools = []bcpschema.Tool{
+	{Name: "search_catalog", Root: bcpschema.RootCatalogSearch, Op: bcpschema.OpRead},
+	{Name: "lookup_catalog", Root: bcpschema.RootCatalogLookup, Op: bcpschema.OpRead},
+	{Name: "get_product", Root: bcpschema.RootCatalogProduct, Op: bcpschema.OpRead},
+}
+
 func TestCatalogToolSchemas(t *testing.T) {
-	v, err := bcpschema.NewCatalogValidator()
+	v, err := bcpschema.NewToolValidator(catalogTools)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,15 +78,15 @@ func TestCatalogToolSchemas(t *testing.T) {
 	if err := v.ValidateResult("get_product", json.RawMessage(`{"ucp":{"version":"2026-07-28","status":"error"},"messages":[{"type":"error","code":"not_found","content":"x","severity":"unrecoverable"}]}`)); err != nil {
 		t.Errorf("get_product error_response: %v", err)
 	}
-	for _, tool := range bcpschema.CatalogTools() {
-		in, err := bcpschema.CatalogToolInputSchema(tool)
+	for _, tool := range catalogTools {
+		in, err := bcpschema.ToolInputSchema(tool, nil)
 		if err != nil || !json.Valid(in) {
-			t.Fatalf("%s input schema: %v", tool, err)
+			t.Fatalf("%s input schema: %v", tool.Name, err)
 		}
-		out, err := bcpschema.CatalogToolOutputSchema(tool)
+		out, err := bcpschema.ToolOutputSchema(tool, nil)
 		var doc map[string]any
 		if err != nil || json.Unmarshal(out, &doc) != nil || doc["type"] != "object" {
-			t.Fatalf("%s output schema: %v %s", tool, err, out)
+			t.Fatalf("%s output schema: %v %s", tool.Name, err, out)
 		}
 	}
 }

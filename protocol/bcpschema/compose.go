@@ -18,8 +18,8 @@ const (
 )
 
 // DefaultCheckoutCapabilities is every checkout capability BCP implements:
-// the root and its four extensions. ToolInputSchema, ToolOutputSchema and
-// NewValidator() use it. Note that with ap2_mandate negotiated, complete
+// the root and its four extensions. NewValidator() and NewToolValidator
+// without capabilities use it. Note that with ap2_mandate negotiated, complete
 // requires "ap2" (its schema marks ap2 and ap2.checkout_mandate required on
 // complete); pass the negotiated set when AP2 is not in it.
 func DefaultCheckoutCapabilities() []string {

@@ -50,37 +50,39 @@
 //
 // # MCP tools
 //
-// ToolInputSchema / ToolOutputSchema (and the ...For variants taking the
-// negotiated capability set) return self-contained JSON Schemas for
-// create_checkout, get_checkout, update_checkout, complete_checkout,
-// cancel_checkout and get_order:
+// The tools are not listed here: they are rows of the edge's operation
+// table, each handing over a Tool (name, schema Root, Op, whether the
+// idempotency key is required). ToolInputSchema / ToolOutputSchema return
+// self-contained JSON Schemas for a Tool and the negotiated capability
+// set; for the checkout tools (RootCheckout, RootOrder):
 //
 //   - meta (required, open): ucp-agent.profile required with format uri;
-//     idempotency-key with format uuid, required for complete and cancel;
+//     idempotency-key with format uuid, required when the Tool says so;
 //   - id (required for tools on an existing resource);
 //   - checkout (create/update/complete): the composed checkout resolved for
-//     the tool's op, with properties.id = false: the binding forbids id in
-//     the payload, and the false schema reports it at $.checkout.id;
+//     the tool's op, with properties.id forbidden: the binding forbids id in
+//     the payload, and the violation is reported at $.checkout.id;
 //   - no other top-level argument.
 //
 // Outputs are {"type":"object","oneOf":[checkout|order, error_response]}.
+// Cart and catalog tools (cart.go, catalog.go) follow the same envelope.
 //
 // # Validation
 //
-// A Validator compiles everything once for a capability set (NewValidator,
-// tens of milliseconds) and is safe for concurrent use:
+// A ToolValidator compiles a set of tools once for a capability set
+// (NewToolValidator, tens of milliseconds) and is safe for concurrent use:
 //
-//	v, err := bcpschema.NewValidator() // or NewValidator(negotiated...)
+//	v, err := bcpschema.NewToolValidator(tools) // or NewToolValidator(tools, negotiated...)
 //	err = v.ValidateToolInput("create_checkout", args)
 //	var ve *bcpschema.ValidationError
 //	if errors.As(err, &ve) {
 //		// JSON-RPC -32602; ve.Violations[i].Path is e.g. $.checkout.line_items[0].quantity
 //	}
 //
-// Responses: ValidateCheckoutResponse(op, doc), ValidateErrorResponse,
-// ValidateOrder; discovery profiles: ValidateBusinessProfile,
-// ValidatePlatformProfile (release 2026-04-08 profile schema: keys under
-// signing_keys).
+// A Validator (NewValidator) checks responses: ValidateCheckoutResponse(op,
+// doc), ValidateErrorResponse, ValidateOrder; and discovery profiles:
+// ValidateBusinessProfile, ValidatePlatformProfile (release 2026-04-08
+// profile schema: keys under signing_keys).
 //
 // Failures are a *ValidationError whose Violations (at most MaxViolations,
 // the rest counted in Omitted) are sorted by path, de-duplicated, and point

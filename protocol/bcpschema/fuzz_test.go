@@ -33,13 +33,12 @@ func FuzzValidateToolInput(f *testing.F) {
 	f.Add(uint8(2), []byte(`[]`))
 	f.Add(uint8(4), []byte(`{"checkout":{"line_items":[{"item":{"id":""},"quantity":-1}]}}`))
 	f.Add(uint8(5), []byte(`{"meta":{"ucp-agent":{"profile":"https://a.example/p.json"}},"id":"chk_\u0000","x\u0000":["\\u0000"]}`))
-	v, err := NewValidator()
+	v, err := NewToolValidator(checkoutTools)
 	if err != nil {
 		f.Fatal(err)
 	}
-	tools := Tools()
 	f.Fuzz(func(t *testing.T, which uint8, args []byte) {
-		tool := tools[int(which)%len(tools)]
+		tool := checkoutTools[int(which)%len(checkoutTools)].Name
 		err := v.ValidateToolInput(tool, args)
 		if err == nil {
 			if !json.Valid(args) {

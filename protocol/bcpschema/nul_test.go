@@ -8,11 +8,12 @@ import (
 )
 
 func TestNULIsAViolationOnEveryTool(t *testing.T) {
-	v, err := NewValidator()
+	v, err := NewToolValidator(checkoutTools)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tool := range Tools() {
+	for _, ct := range checkoutTools {
+		tool := ct.Name
 		for _, tc := range []struct{ args, path string }{
 			{`{"meta":{"ucp-agent":{"profile":"https://a.example/p\u0000.json"}},"id":"x"}`, "$.meta['ucp-agent'].profile"},
 			{`{"meta":{"ucp-agent":{"profile":"https://a.example/p.json"}},"id":"chk_\u0000"}`, "$.id"},

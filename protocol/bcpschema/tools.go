@@ -5,47 +5,120 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 )
 
-// ErrUnknownTool is returned (wrapped) for a tool name this package does not define.
+// ErrUnknownTool is returned (wrapped) for a tool name a ToolValidator was
+// not built with, or a Tool whose Root this package does not define.
 var ErrUnknownTool = errors.New("bcpschema: unknown tool")
 
-// toolSpec describes one MCP tool of the BCP checkout binding.
-type toolSpec struct {
-	op          Op   // op used to resolve the checkout payload and the response
-	id          bool // existing resource: top-level id argument
-	checkout    bool // has a checkout payload
-	idempotency bool // meta["idempotency-key"] required
-	order       bool // result is an order, not a checkout
-	idDesc      string
+// Root is the schema a tool's payload and result resolve: what the tool
+// works on.
+type Root string
+
+const (
+	// RootCheckout: the checkout composed from the negotiated capabilities.
+	RootCheckout Root = "checkout"
+	// RootOrder: an order (get_order's result; it takes no payload).
+	RootOrder Root = "order"
+	// RootCart: shopping/cart.json.
+	RootCart Root = "cart"
+	// The catalog requests and responses of UCP catalog search and lookup.
+	RootCatalogSearch  Root = "catalog_search"
+	RootCatalogLookup  Root = "catalog_lookup"
+	RootCatalogProduct Root = "catalog_product"
+)
+
+// Tool is one MCP tool as its schemas see it. The tools are rows of the
+// edge's operation table (services/edge/operations.go), which hands them
+// over; this package knows the schema roots, not the tools.
+type Tool struct {
+	Name string
+	Root Root
+	// Op is the operation the payload and the result are resolved for
+	// (catalog tools read: OpRead).
+	Op Op
+	// IdempotencyKey: meta["idempotency-key"] is required (it is checked
+	// as a UUID whenever sent).
+	IdempotencyKey bool
 }
 
-var tools = map[string]toolSpec{
-	"create_checkout":   {op: OpCreate, checkout: true},
-	"get_checkout":      {op: OpRead, id: true, idDesc: "The ID of the checkout session."},
-	"update_checkout":   {op: OpUpdate, id: true, checkout: true, idDesc: "The ID of the checkout session to update."},
-	"complete_checkout": {op: OpComplete, id: true, checkout: true, idempotency: true, idDesc: "The ID of the checkout session."},
-	"cancel_checkout":   {op: OpCancel, id: true, idempotency: true, idDesc: "The ID of the checkout session."},
-	"get_order":         {op: OpRead, id: true, order: true, idDesc: "The unique identifier of the order."},
+// rootSpec is how the schemas of a root's tools are built.
+type rootSpec struct {
+	in, out toolDoc
+	// member is the argument that carries the payload; "" for none.
+	member string
+	// resource: the root is a resource with an id (checkout, cart, order),
+	// named by a top-level id argument except on create.
+	resource bool
+	// composed: the schemas depend on the negotiated checkout capabilities.
+	composed bool
+	// nul: a NUL character anywhere in the arguments is a violation here.
+	// The catalog reports NULs in its own fields itself (invalid_id at the
+	// field's path), and carts have never been checked; see NewToolValidator.
+	nul bool
 }
 
-// Tools lists the MCP tools with schemas, sorted.
-func Tools() []string {
-	names := make([]string, 0, len(tools))
-	for n := range tools {
-		names = append(names, n)
+// toolDoc builds a tool's self-contained input or output schema.
+type toolDoc func(st *store, t Tool, caps []string) (map[string]any, error)
+
+var roots map[Root]rootSpec
+
+func init() {
+	roots = map[Root]rootSpec{
+		RootCheckout:       {in: toolInputDoc, out: toolOutputDoc, member: "checkout", resource: true, composed: true, nul: true},
+		RootOrder:          {in: toolInputDoc, out: toolOutputDoc, resource: true, nul: true},
+		RootCart:           {in: cartToolInputDoc, out: cartToolOutputDoc, member: "cart", resource: true},
+		RootCatalogSearch:  {in: catalogToolInputDoc, out: catalogToolOutputDoc, member: "catalog"},
+		RootCatalogLookup:  {in: catalogToolInputDoc, out: catalogToolOutputDoc, member: "catalog"},
+		RootCatalogProduct: {in: catalogToolInputDoc, out: catalogToolOutputDoc, member: "catalog"},
 	}
-	slices.Sort(names)
-	return names
 }
 
-func lookupTool(tool string) (toolSpec, error) {
-	t, ok := tools[tool]
+func rootOf(t Tool) (rootSpec, error) {
+	r, ok := roots[t.Root]
 	if !ok {
-		return toolSpec{}, fmt.Errorf("%w %q", ErrUnknownTool, tool)
+		return rootSpec{}, fmt.Errorf("%w %q (root %q)", ErrUnknownTool, t.Name, t.Root)
 	}
-	return t, nil
+	return r, nil
+}
+
+// Payload is the argument that carries the tool's payload ("checkout",
+// "cart" or "catalog"), or "" when it takes none (reads and cancels of a
+// resource, get_order).
+func (t Tool) Payload() string {
+	r := roots[t.Root]
+	if r.resource && t.Op != OpCreate && t.Op != OpUpdate && t.Op != OpComplete {
+		return ""
+	}
+	return r.member
+}
+
+// TakesID reports whether the tool names an existing resource by its
+// top-level id argument.
+func (t Tool) TakesID() bool { return roots[t.Root].resource && t.Op != OpCreate }
+
+// idDescription describes a tool's id argument.
+func (t Tool) idDescription() string {
+	switch {
+	case t.Root == RootOrder:
+		return "The unique identifier of the order."
+	case t.Root == RootCart:
+		return "The cart id (from create_cart)."
+	case t.Op == OpUpdate:
+		return "The ID of the checkout session to update."
+	}
+	return "The ID of the checkout session."
+}
+
+// cacheKey names a tool's schemas: everything they are built from.
+func (t Tool) cacheKey(capabilities []string) string {
+	caps := ""
+	if roots[t.Root].composed {
+		caps = capsKey(capabilities)
+	}
+	return t.Name + "|" + string(t.Root) + "|" + string(t.Op) + "|" + strconv.FormatBool(t.IdempotencyKey) + "|" + caps
 }
 
 // metaSchema is the binding's request metadata: ucp-agent.profile always,
@@ -89,6 +162,18 @@ func metaSchema(idempotency bool) map[string]any {
 // --strict) want every property schema to be an object.
 func forbidden() map[string]any { return map[string]any{"not": map[string]any{}} }
 
+// envelopeOf is the closed argument envelope every tool shares: meta, and
+// id for tools on an existing resource (the payload is each root's own).
+func envelopeOf(t Tool) (props map[string]any, required []any) {
+	props = map[string]any{"meta": metaSchema(t.IdempotencyKey)}
+	required = []any{"meta"}
+	if t.TakesID() {
+		props["id"] = map[string]any{"type": "string", "description": t.idDescription()}
+		required = append(required, "id")
+	}
+	return props, required
+}
+
 // toolInputDoc builds the arguments schema of tool for the capability set.
 //
 // The envelope (meta, id, checkout) is closed: the binding defines exactly
@@ -98,22 +183,13 @@ func forbidden() map[string]any { return map[string]any{"not": map[string]any{}}
 // binding identifies existing checkouts only by the top-level id. That rule is
 // the schema at properties.id that nothing matches, so a violation points at
 // $.checkout.id.
-func toolInputDoc(st *store, tool string, capabilities []string) (map[string]any, error) {
-	t, err := lookupTool(tool)
+func toolInputDoc(st *store, t Tool, capabilities []string) (map[string]any, error) {
+	props, required := envelopeOf(t)
+	b, err := newBundler(st, Request, t.Op)
 	if err != nil {
 		return nil, err
 	}
-	props := map[string]any{"meta": metaSchema(t.idempotency)}
-	required := []any{"meta"}
-	if t.id {
-		props["id"] = map[string]any{"type": "string", "description": t.idDesc}
-		required = append(required, "id")
-	}
-	b, err := newBundler(st, Request, t.op)
-	if err != nil {
-		return nil, err
-	}
-	if t.checkout {
+	if t.Payload() == "checkout" {
 		composed, _, err := composeCheckout(st, capabilities)
 		if err != nil {
 			return nil, err
@@ -126,13 +202,13 @@ func toolInputDoc(st *store, tool string, capabilities []string) (map[string]any
 		b.defs["checkout"] = root
 		props["checkout"] = map[string]any{
 			"$ref":        "#/$defs/checkout",
-			"description": fmt.Sprintf("Checkout payload resolved for the %s operation. MUST NOT contain id: existing checkouts are identified by the top-level id argument.", t.op),
+			"description": fmt.Sprintf("Checkout payload resolved for the %s operation. MUST NOT contain id: existing checkouts are identified by the top-level id argument.", t.Op),
 			"properties":  map[string]any{"id": forbidden()},
 		}
 		required = append(required, "checkout")
 	}
 	doc := b.document(map[string]any{
-		"title":                tool + " arguments",
+		"title":                t.Name + " arguments",
 		"type":                 "object",
 		"required":             required,
 		"additionalProperties": false,
@@ -144,17 +220,13 @@ func toolInputDoc(st *store, tool string, capabilities []string) (map[string]any
 // toolOutputDoc builds the structuredContent schema of tool: the resource
 // (checkout resolved for the tool's op, or order) or an error_response. The
 // root is an object schema because MCP requires outputSchema type "object".
-func toolOutputDoc(st *store, tool string, capabilities []string) (map[string]any, error) {
-	t, err := lookupTool(tool)
-	if err != nil {
-		return nil, err
-	}
-	b, err := newBundler(st, Response, t.op)
+func toolOutputDoc(st *store, t Tool, capabilities []string) (map[string]any, error) {
+	b, err := newBundler(st, Response, t.Op)
 	if err != nil {
 		return nil, err
 	}
 	resource := "checkout"
-	if t.order {
+	if t.Root == RootOrder {
 		resource = "order"
 		u, ok := st.caps[CapOrder]
 		if !ok {
@@ -185,7 +257,7 @@ func toolOutputDoc(st *store, tool string, capabilities []string) (map[string]an
 	}
 	b.defs["error_response"] = er
 	return b.document(map[string]any{
-		"title": tool + " result",
+		"title": t.Name + " result",
 		"type":  "object",
 		"oneOf": []any{
 			map[string]any{"$ref": "#/$defs/" + resource},
@@ -194,10 +266,14 @@ func toolOutputDoc(st *store, tool string, capabilities []string) (map[string]an
 	}), nil
 }
 
-var schemaCache sync.Map // "in|out" + tool + caps -> []byte
+var schemaCache sync.Map // "in|" or "out|" + Tool.cacheKey -> []byte
 
-func cachedToolSchema(kind, tool string, capabilities []string, build func(*store, string, []string) (map[string]any, error)) (json.RawMessage, error) {
-	key := kind + "|" + tool + "|" + capsKey(capabilities)
+func cachedToolSchema(kind string, t Tool, capabilities []string) (json.RawMessage, error) {
+	r, err := rootOf(t)
+	if err != nil {
+		return nil, err
+	}
+	key := kind + "|" + t.cacheKey(capabilities)
 	if v, ok := schemaCache.Load(key); ok {
 		return slices.Clone(v.([]byte)), nil
 	}
@@ -205,7 +281,11 @@ func cachedToolSchema(kind, tool string, capabilities []string, build func(*stor
 	if err != nil {
 		return nil, err
 	}
-	doc, err := build(st, tool, capabilities)
+	build := r.in
+	if kind == "out" {
+		build = r.out
+	}
+	doc, err := build(st, t, capabilities)
 	if err != nil {
 		return nil, err
 	}
@@ -217,26 +297,17 @@ func cachedToolSchema(kind, tool string, capabilities []string, build func(*stor
 	return slices.Clone(data), nil
 }
 
-// ToolInputSchema returns the self-contained JSON Schema for the arguments of
-// an MCP tool (create_checkout, get_checkout, update_checkout,
-// complete_checkout, cancel_checkout, get_order) with the default capability
-// set. The result is a fresh copy; callers may keep or modify it.
-func ToolInputSchema(tool string) (json.RawMessage, error) {
-	return ToolInputSchemaFor(tool, DefaultCheckoutCapabilities())
-}
-
-// ToolInputSchemaFor is ToolInputSchema for a negotiated capability set.
-func ToolInputSchemaFor(tool string, capabilities []string) (json.RawMessage, error) {
-	return cachedToolSchema("in", tool, capabilities, toolInputDoc)
+// ToolInputSchema returns the self-contained JSON Schema of a tool's
+// arguments for a negotiated checkout capability set (checkout tools only
+// depend on it; DefaultCheckoutCapabilities is every one). The result is a
+// fresh copy; callers may keep or modify it.
+func ToolInputSchema(t Tool, capabilities []string) (json.RawMessage, error) {
+	return cachedToolSchema("in", t, capabilities)
 }
 
 // ToolOutputSchema returns the self-contained JSON Schema of the tool's
-// structuredContent: checkout (or order for get_order) or error_response.
-func ToolOutputSchema(tool string) (json.RawMessage, error) {
-	return ToolOutputSchemaFor(tool, DefaultCheckoutCapabilities())
-}
-
-// ToolOutputSchemaFor is ToolOutputSchema for a negotiated capability set.
-func ToolOutputSchemaFor(tool string, capabilities []string) (json.RawMessage, error) {
-	return cachedToolSchema("out", tool, capabilities, toolOutputDoc)
+// structuredContent: its resource (checkout, order, cart, catalog response)
+// or, where the tool can answer one, an error_response.
+func ToolOutputSchema(t Tool, capabilities []string) (json.RawMessage, error) {
+	return cachedToolSchema("out", t, capabilities)
 }

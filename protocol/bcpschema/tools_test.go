@@ -19,16 +19,13 @@ func schemaMap(t *testing.T, raw json.RawMessage) map[string]any {
 }
 
 func TestToolSchemas(t *testing.T) {
-	wantTools := []string{"cancel_checkout", "complete_checkout", "create_checkout", "get_checkout", "get_order", "update_checkout"}
-	if g := Tools(); !reflect.DeepEqual(g, wantTools) {
-		t.Fatalf("Tools() = %v", g)
-	}
-	for _, tool := range wantTools {
-		in, err := ToolInputSchema(tool)
+	for _, tl := range checkoutTools {
+		tool := tl.Name
+		in, err := ToolInputSchema(tl, DefaultCheckoutCapabilities())
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := ToolOutputSchema(tool)
+		out, err := ToolOutputSchema(tl, DefaultCheckoutCapabilities())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,14 +77,14 @@ func TestToolSchemas(t *testing.T) {
 			t.Errorf("%s: output oneOf = %v", tool, one)
 		}
 	}
-	if _, err := ToolInputSchema("create_cart"); !errors.Is(err, ErrUnknownTool) {
+	if _, err := ToolInputSchema(Tool{Name: "create_wishlist", Root: "wishlist", Op: OpCreate}, nil); !errors.Is(err, ErrUnknownTool) {
 		t.Errorf("err = %v, want ErrUnknownTool", err)
 	}
 }
 
 func TestToolSchemaPerOp(t *testing.T) {
 	defs := func(tool string, caps []string) map[string]any {
-		raw, err := ToolInputSchemaFor(tool, caps)
+		raw, err := ToolInputSchema(bindingTool(t, tool), caps)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,9 +115,10 @@ func TestToolSchemaPerOp(t *testing.T) {
 		t.Errorf("checkout-only root = %v", only["checkout"])
 	}
 	// Callers get copies.
-	a, _ := ToolInputSchema("get_checkout")
+	get := bindingTool(t, "get_checkout")
+	a, _ := ToolInputSchema(get, DefaultCheckoutCapabilities())
 	a[0] = 'X'
-	if b, _ := ToolInputSchema("get_checkout"); b[0] != '{' {
+	if b, _ := ToolInputSchema(get, DefaultCheckoutCapabilities()); b[0] != '{' {
 		t.Error("ToolInputSchema returned shared bytes")
 	}
 }
@@ -155,7 +153,7 @@ func TestSchemasDeterministic(t *testing.T) {
 	}
 	var first []byte
 	for i := 0; i < 5; i++ {
-		doc, err := toolOutputDoc(st, "complete_checkout", DefaultCheckoutCapabilities())
+		doc, err := toolOutputDoc(st, bindingTool(t, "complete_checkout"), DefaultCheckoutCapabilities())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,70 +3,141 @@ package bcpschema
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// ToolValidator validates one family of tools' arguments and results (the
-// catalog tools, the cart tools). Compile one and share it; it is safe for
-// concurrent use.
+// ToolValidator validates the arguments and results of a set of tools (the
+// edge's operation table) for one negotiated checkout capability set.
+// Compile one per set and share it; it is safe for concurrent use.
 type ToolValidator struct {
-	in, out map[string]*jsonschema.Schema
+	tools map[string]*compiledTool
+	// Results are compiled on first use: the edge validates arguments
+	// only, and checkout results cost as much again to compile.
+	mu   sync.Mutex
+	c    *compiler
+	st   *store
+	caps []string
 }
 
-// toolDoc builds a tool's self-contained input or output schema.
-type toolDoc func(st *store, tool string, caps []string) (map[string]any, error)
+type compiledTool struct {
+	tool Tool
+	in   *jsonschema.Schema
+	out  *jsonschema.Schema // nil until ValidateResult needs it
+	nul  bool               // NULs are violations (rootSpec.nul)
+}
 
-func newToolValidator(tools []string, inDoc, outDoc toolDoc) (*ToolValidator, error) {
+// NewToolValidator compiles the schemas of tools for the checkout
+// capabilities (DefaultCheckoutCapabilities when none are given; only
+// checkout tools depend on them). Compiling takes tens of milliseconds.
+func NewToolValidator(tools []Tool, capabilities ...string) (*ToolValidator, error) {
+	if len(capabilities) == 0 {
+		capabilities = DefaultCheckoutCapabilities()
+	}
 	st, err := defaultStore()
 	if err != nil {
 		return nil, err
 	}
 	c := &compiler{c: jsonschema.NewCompiler(), seen: map[string]*jsonschema.Schema{}}
 	c.c.DefaultDraft(jsonschema.Draft2020)
+	// 2020-12 treats format as an annotation by default; BCP relies on it
+	// (profile is a URI, idempotency-key a UUID, timestamps date-time).
 	c.c.AssertFormat()
-	v := &ToolValidator{in: map[string]*jsonschema.Schema{}, out: map[string]*jsonschema.Schema{}}
-	for _, tool := range tools {
-		in, err := inDoc(st, tool, nil)
+	v := &ToolValidator{tools: map[string]*compiledTool{}, c: c, st: st, caps: capabilities}
+	for _, t := range tools {
+		r, err := rootOf(t)
 		if err != nil {
 			return nil, err
 		}
-		if v.in[tool], err = c.compile(in); err != nil {
-			return nil, fmt.Errorf("bcpschema: compiling %s input: %w", tool, err)
+		if _, dup := v.tools[t.Name]; dup {
+			return nil, fmt.Errorf("bcpschema: tool %s given twice", t.Name)
 		}
-		out, err := outDoc(st, tool, nil)
+		in, err := r.in(st, t, capabilities)
 		if err != nil {
 			return nil, err
 		}
-		if v.out[tool], err = c.compile(out); err != nil {
-			return nil, fmt.Errorf("bcpschema: compiling %s result: %w", tool, err)
+		ct := &compiledTool{tool: t, nul: r.nul}
+		if ct.in, err = c.compile(in); err != nil {
+			return nil, fmt.Errorf("bcpschema: compiling %s input: %w", t.Name, err)
 		}
+		v.tools[t.Name] = ct
 	}
 	return v, nil
 }
 
-// ValidateToolInput validates a tool's raw arguments (empty counts as {});
-// failures are a *ValidationError with JSONPaths ($.catalog.ids, $.cart...).
-func (v *ToolValidator) ValidateToolInput(tool string, args json.RawMessage) error {
-	s, ok := v.in[tool]
+func (v *ToolValidator) tool(name string) (*compiledTool, error) {
+	t, ok := v.tools[name]
 	if !ok {
-		return fmt.Errorf("%w %q", ErrUnknownTool, tool)
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	return t, nil
+}
+
+// ValidateToolInput validates the arguments of an MCP tool call. args is the
+// raw params.arguments; empty input counts as {}. It returns a
+// *ValidationError (invalid JSON is reported as keyword "json" at $; on
+// checkout and order tools a NUL character in any string or member name as
+// keyword "nul" at that string's path, before the schema is applied), or an
+// error wrapping ErrUnknownTool.
+func (v *ToolValidator) ValidateToolInput(tool string, args json.RawMessage) error {
+	t, err := v.tool(tool)
+	if err != nil {
+		return err
 	}
 	if len(args) == 0 {
-		return validate(s, map[string]any{})
+		return validate(t.in, map[string]any{})
 	}
 	inst, err := decodeJSON(args)
 	if err != nil {
 		return jsonError(err)
 	}
-	return validate(s, inst)
+	if t.nul && mayHoldNUL(args) {
+		if e := nulError(inst); e != nil {
+			return e
+		}
+	}
+	return validate(t.in, inst)
+}
+
+// ValidateToolInputValue is ValidateToolInput for arguments already decoded
+// into map[string]any/[]any/string/bool/nil and float64 or json.Number
+// (json.Number keeps integers above 2^53 exact).
+func (v *ToolValidator) ValidateToolInputValue(tool string, args any) error {
+	t, err := v.tool(tool)
+	if err != nil {
+		return err
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	if t.nul {
+		if e := nulError(args); e != nil {
+			return e
+		}
+	}
+	return validate(t.in, args)
 }
 
 // ValidateResult validates a tool's structuredContent.
 func (v *ToolValidator) ValidateResult(tool string, doc json.RawMessage) error {
-	s, ok := v.out[tool]
-	if !ok {
-		return fmt.Errorf("%w %q", ErrUnknownTool, tool)
+	t, err := v.tool(tool)
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	if t.out == nil {
+		var out map[string]any
+		if out, err = roots[t.tool.Root].out(v.st, t.tool, v.caps); err == nil {
+			if t.out, err = v.c.compile(out); err != nil {
+				err = fmt.Errorf("bcpschema: compiling %s result: %w", tool, err)
+			}
+		}
+	}
+	s := t.out
+	v.mu.Unlock()
+	if err != nil {
+		return err
 	}
 	return validateRaw(s, doc)
 }

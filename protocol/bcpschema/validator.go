@@ -8,12 +8,12 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// Validator validates tool arguments and responses against the BCP schemas
-// for one negotiated capability set. Schemas are compiled once in
-// NewValidator; all methods are safe for concurrent use.
+// Validator validates checkout, order and error responses and discovery
+// profiles against the BCP schemas for one negotiated capability set (tool
+// arguments: ToolValidator). Schemas are compiled once in NewValidator; all
+// methods are safe for concurrent use.
 type Validator struct {
 	caps      []string
-	toolIn    map[string]*jsonschema.Schema
 	checkout  map[Op]*jsonschema.Schema // checkout responses per op
 	errorResp *jsonschema.Schema
 	order     *jsonschema.Schema
@@ -42,16 +42,7 @@ func NewValidator(capabilities ...string) (*Validator, error) {
 	// (profile is a URI, idempotency-key a UUID, timestamps date-time).
 	c.c.AssertFormat()
 
-	v := &Validator{caps: used, toolIn: map[string]*jsonschema.Schema{}, checkout: map[Op]*jsonschema.Schema{}}
-	for _, tool := range Tools() {
-		doc, err := toolInputDoc(st, tool, capabilities)
-		if err != nil {
-			return nil, err
-		}
-		if v.toolIn[tool], err = c.compile(doc); err != nil {
-			return nil, fmt.Errorf("bcpschema: compiling %s input: %w", tool, err)
-		}
-	}
+	v := &Validator{caps: used, checkout: map[Op]*jsonschema.Schema{}}
 	for _, op := range []Op{OpCreate, OpRead, OpUpdate, OpComplete, OpCancel} {
 		root := func(b *bundler) (any, error) { return b.resolveComposed(composed) }
 		// Identical bundles (response annotations are not per-op in this
@@ -127,49 +118,6 @@ func (c *compiler) compileGraph(st *store, dir Direction, op Op, root func(*bund
 		return nil, err
 	}
 	return c.compile(b.document(r))
-}
-
-// ValidateToolInput validates the arguments of an MCP tool call. args is the
-// raw params.arguments; empty input counts as {}. It returns a
-// *ValidationError (invalid JSON is reported as keyword "json" at $; a NUL
-// character in any string or member name, on every tool, as keyword "nul"
-// at that string's path, before the schema is applied), or an error
-// wrapping ErrUnknownTool.
-func (v *Validator) ValidateToolInput(tool string, args json.RawMessage) error {
-	s, ok := v.toolIn[tool]
-	if !ok {
-		return fmt.Errorf("%w %q", ErrUnknownTool, tool)
-	}
-	if len(args) == 0 {
-		return validate(s, map[string]any{})
-	}
-	inst, err := decodeJSON(args)
-	if err != nil {
-		return jsonError(err)
-	}
-	if mayHoldNUL(args) {
-		if e := nulError(inst); e != nil {
-			return e
-		}
-	}
-	return validate(s, inst)
-}
-
-// ValidateToolInputValue is ValidateToolInput for arguments already decoded
-// into map[string]any/[]any/string/bool/nil and float64 or json.Number
-// (json.Number keeps integers above 2^53 exact).
-func (v *Validator) ValidateToolInputValue(tool string, args any) error {
-	s, ok := v.toolIn[tool]
-	if !ok {
-		return fmt.Errorf("%w %q", ErrUnknownTool, tool)
-	}
-	if args == nil {
-		args = map[string]any{}
-	}
-	if e := nulError(args); e != nil {
-		return e
-	}
-	return validate(s, args)
 }
 
 // ValidateCheckoutResponse validates a checkout returned by op (the tool's

@@ -12,7 +12,8 @@ import (
 )
 
 var (
-	defaultValidatorOnce = sync.OnceValues(func() (*Validator, error) { return NewValidator() })
+	defaultValidatorOnce     = sync.OnceValues(func() (*Validator, error) { return NewValidator() })
+	defaultToolValidatorOnce = sync.OnceValues(func() (*ToolValidator, error) { return newBindingValidator() })
 	// noAP2 is the negotiated set of a tenant without AP2 mandates.
 	noAP2 = []string{CapCheckout, CapFulfillment, CapDiscount, CapBuyerConsent}
 )
@@ -20,6 +21,15 @@ var (
 func defaultValidator(t testing.TB) *Validator {
 	t.Helper()
 	v, err := defaultValidatorOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func defaultToolValidator(t testing.TB) *ToolValidator {
+	t.Helper()
+	v, err := defaultToolValidatorOnce()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,14 +100,14 @@ func got(t *testing.T, err error) []string {
 }
 
 func TestBindingRequestsValidate(t *testing.T) {
-	v := defaultValidator(t)
-	vNoAP2, err := NewValidator(noAP2...)
+	v := defaultToolValidator(t)
+	vNoAP2, err := newBindingValidator(noAP2...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
 		fixture, tool string
-		v             *Validator
+		v             *ToolValidator
 	}{
 		{"binding_create_checkout.request.json", "", v},
 		{"binding_request_metadata.request.json", "", v},
@@ -136,7 +146,7 @@ func TestBindingRequestsValidate(t *testing.T) {
 
 func TestAP2RequiredOnComplete(t *testing.T) {
 	_, args := arguments(t, "binding_complete_checkout.request.json")
-	err := defaultValidator(t).ValidateToolInput("complete_checkout", args)
+	err := defaultToolValidator(t).ValidateToolInput("complete_checkout", args)
 	if want := []string{"$.checkout.ap2 required"}; !reflect.DeepEqual(got(t, err), want) {
 		t.Fatalf("got %v, want %v", got(t, err), want)
 	}
@@ -231,7 +241,7 @@ func TestToolInputViolations(t *testing.T) {
 		{"not JSON", "create_checkout", `{"meta":`, []string{"$ json"}},
 		{"empty arguments", "get_order", ``, []string{"$.id required", "$.meta required"}},
 	}
-	v := defaultValidator(t)
+	v := defaultToolValidator(t)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			err := v.ValidateToolInput(c.tool, json.RawMessage(c.args))
@@ -243,7 +253,7 @@ func TestToolInputViolations(t *testing.T) {
 }
 
 func TestValidateToolInputValue(t *testing.T) {
-	v := defaultValidator(t)
+	v := defaultToolValidator(t)
 	args := map[string]any{
 		"meta":     map[string]any{"ucp-agent": map[string]any{"profile": "https://p.example/a.json"}},
 		"checkout": map[string]any{"line_items": []any{map[string]any{"item": map[string]any{"id": "a"}, "quantity": 1.0}}},
@@ -255,7 +265,7 @@ func TestValidateToolInputValue(t *testing.T) {
 	if g, want := got(t, v.ValidateToolInputValue("create_checkout", args)), []string{"$.checkout.line_items[0].quantity minimum"}; !reflect.DeepEqual(g, want) {
 		t.Errorf("got %v, want %v", g, want)
 	}
-	if err := v.ValidateToolInputValue("create_cart", args); !errors.Is(err, ErrUnknownTool) {
+	if err := v.ValidateToolInputValue("create_wishlist", args); !errors.Is(err, ErrUnknownTool) {
 		t.Errorf("err = %v, want ErrUnknownTool", err)
 	}
 	if err := v.ValidateToolInput("delete_checkout", nil); !errors.Is(err, ErrUnknownTool) {
@@ -431,7 +441,7 @@ func TestOrder(t *testing.T) {
 }
 
 func TestValidationErrorLimitAndFormat(t *testing.T) {
-	v := defaultValidator(t)
+	v := defaultToolValidator(t)
 	var items []string
 	for i := 0; i < MaxViolations+7; i++ {
 		items = append(items, `{"item":{"id":"x"},"quantity":0}`)
@@ -480,7 +490,7 @@ func TestJSONPath(t *testing.T) {
 }
 
 func TestValidatorConcurrent(t *testing.T) {
-	v := defaultValidator(t)
+	v := defaultToolValidator(t)
 	_, good := arguments(t, "binding_create_checkout.request.json")
 	bad := json.RawMessage(`{"meta":{},"checkout":{"id":"x","line_items":[]}}`)
 	var wg sync.WaitGroup
@@ -513,12 +523,19 @@ func TestNewValidatorCapabilities(t *testing.T) {
 	}
 	// Without the discount extension "discounts" is unknown but allowed
 	// (schemas are open) and not type-checked.
+	tv, err := NewToolValidator(checkoutTools, CapFulfillment, CapCheckout, CapOrder, CapFulfillment)
+	if err != nil {
+		t.Fatal(err)
+	}
 	args := `{"meta":{"ucp-agent":{"profile":"https://p.example/a"}},"checkout":{"line_items":[{"item":{"id":"a"},"quantity":1}],"discounts":{"codes":[5]}}}`
-	if err := v.ValidateToolInput("create_checkout", json.RawMessage(args)); err != nil {
+	if err := tv.ValidateToolInput("create_checkout", json.RawMessage(args)); err != nil {
 		t.Errorf("discounts checked without the extension: %v", err)
 	}
 	if _, err := NewValidator(CapFulfillment); err == nil {
 		t.Error("capability set without the checkout root accepted")
+	}
+	if _, err := NewToolValidator(checkoutTools, CapFulfillment); err == nil {
+		t.Error("tools: capability set without the checkout root accepted")
 	}
 	if _, err := NewValidator(CapCheckout, "com.example.loyalty"); err == nil {
 		t.Error("unknown capability accepted")

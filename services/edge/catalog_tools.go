@@ -4,17 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"net/http"
-	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 
 	"connectrpc.com/connect"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/bcpnames"
@@ -29,44 +25,12 @@ import (
 // The catalog operations (UCP catalog search and lookup, BCP-renamed):
 // MCP tools search_catalog, lookup_catalog and get_product with arguments
 // {meta, catalog}, REST POST {base}/catalog/search, /catalog/lookup and
-// /catalog/product with the catalog object as the body. One table row per
-// operation, both bindings through runCatalog: validate against the BCP
+// /catalog/product with the catalog object as the body. Their rows are in
+// operations.go; both bindings run runCatalog: validate against the BCP
 // schema, fetch and negotiate the agent profile, call the catalog service,
-// render the UCP payload and splice the "ucp" envelope in, as run does for
+// render the UCP payload and splice the "ucp" envelope in, as runCheckout does for
 // checkout. Catalog operations read and change nothing, so idempotency keys
 // are not recorded (upstream's REST binding sends none for them).
-
-// catalogOp is one catalog operation.
-type catalogOp struct {
-	name, title, description string
-	path                     string // REST path under restBase
-	capability               string
-	run                      func(ctx context.Context, c catalogv1connect.CatalogServiceClient, args *catalogArgs) (any, []bcp.Message, error)
-}
-
-var catalogOps = []catalogOp{
-	{
-		name: "search_catalog", title: "Buscar produtos", path: "/catalog/search", capability: bcpnames.CatalogSearch,
-		description: "Search this merchant's catalog (Portuguese; accents and small typos are tolerated). Arguments: meta (required), catalog (required): " +
-			"query (free text), filters.categories (exact values from products' categories), filters.price {min, max} in centavos, " +
-			"pagination {cursor from the previous response, limit (default 10, at most 50)}. Each product lists purchasable variants: " +
-			"a variant's id is the item.id for create_checkout; prices in centavos (BRL); availability.available says whether it is in stock.",
-		run: runSearch,
-	},
-	{
-		name: "lookup_catalog", title: "Consultar produtos", path: "/catalog/lookup", capability: bcpnames.CatalogLookup,
-		description: "Look up products by id. Arguments: meta (required), catalog (required): ids (product ids, variant ids or SKUs, at most 50). " +
-			"Each variant's inputs say which id resolved to it (exact: a variant id or SKU; featured: a product id). Unknown ids are left out and " +
-			"named in info messages with code not_found.",
-		run: runLookup,
-	},
-	{
-		name: "get_product", title: "Detalhar produto", path: "/catalog/product", capability: bcpnames.CatalogLookup,
-		description: "Get one product with every purchasable variant. Arguments: meta (required), catalog (required): id (a product id, or a variant id, " +
-			"which then comes first). An unknown id answers an error_response with code not_found.",
-		run: runGetProduct,
-	},
-}
 
 // catalogArgs are the arguments the executor reads after validation.
 type catalogArgs struct {
@@ -75,68 +39,58 @@ type catalogArgs struct {
 			Profile string `json:"profile"`
 		} `json:"ucp-agent"`
 	} `json:"meta"`
-	Catalog struct {
-		Query   string   `json:"query"`
-		IDs     []string `json:"ids"`
-		ID      string   `json:"id"`
-		Context struct {
-			Currency string `json:"currency"`
-		} `json:"context"`
-		Filters struct {
-			Categories []string `json:"categories"`
-			Price      struct {
-				Min *json.Number `json:"min"`
-				Max *json.Number `json:"max"`
-			} `json:"price"`
-		} `json:"filters"`
-		Pagination struct {
-			Cursor string      `json:"cursor"`
-			Limit  json.Number `json:"limit"`
-		} `json:"pagination"`
-	} `json:"catalog"`
+	Catalog json.RawMessage `json:"catalog"`
 }
 
-// catalogValidator is compiled once per process: catalog schemas do not
-// depend on what was negotiated.
-var catalogValidator = sync.OnceValues(bcpschema.NewCatalogValidator)
+// catalogRequest is the catalog argument the service calls read.
+type catalogRequest struct {
+	Query   string   `json:"query"`
+	IDs     []string `json:"ids"`
+	ID      string   `json:"id"`
+	Context struct {
+		Currency string `json:"currency"`
+	} `json:"context"`
+	Filters struct {
+		Categories []string `json:"categories"`
+		Price      struct {
+			Min *json.Number `json:"min"`
+			Max *json.Number `json:"max"`
+		} `json:"price"`
+	} `json:"filters"`
+	Pagination struct {
+		Cursor string      `json:"cursor"`
+		Limit  json.Number `json:"limit"`
+	} `json:"pagination"`
+}
 
-// addCatalogTools registers the catalog tools on an MCP server.
-func (m *mcpEdge) addCatalogTools(s *mcp.Server) error {
-	for _, op := range catalogOps {
-		in, err := bcpschema.CatalogToolInputSchema(op.name)
-		if err != nil {
-			return err
+// catalogCall makes a catalog read an operation's service call: read gets
+// the catalog argument, and its payload (with any messages) is the result.
+func catalogCall(read func(ctx context.Context, c catalogv1connect.CatalogServiceClient, in *catalogRequest) (any, []bcp.Message, error)) serviceCall {
+	return func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
+		var in catalogRequest
+		if err := json.Unmarshal(c.payload, &in); err != nil {
+			return opResult{}, invalidParams(err)
 		}
-		out, err := bcpschema.CatalogToolOutputSchema(op.name)
+		body, msgs, err := read(ctx, m.catalog, &in)
 		if err != nil {
-			return err
+			return opResult{}, err
 		}
-		op := op
-		s.AddTool(&mcp.Tool{Name: op.name, Title: op.title, Description: op.description, InputSchema: in, OutputSchema: out},
-			func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-				defer func() {
-					if p := recover(); p != nil {
-						m.log.ErrorContext(ctx, "edge: panic in tool handler", "tool", op.name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-						res, err = nil, errInternal.rpc()
-					}
-				}()
-				payload, err := m.runCatalog(ctx, op, req.Params.Arguments)
-				if err != nil {
-					return nil, asProtoError(err).rpc()
-				}
-				return toolResult(payload), nil
-			})
+		if len(msgs) > 0 {
+			body = withMessages{body, msgs}
+		}
+		doc, err := json.Marshal(body)
+		return opResult{body: doc}, err
 	}
-	return nil
 }
 
 // runCatalog executes one catalog operation for either binding.
-func (m *mcpEdge) runCatalog(ctx context.Context, op catalogOp, raw json.RawMessage) (json.RawMessage, error) {
+func (m *mcpEdge) runCatalog(ctx context.Context, req opRequest) (json.RawMessage, error) {
+	op, raw := req.op, req.args
 	t := tenantFrom(ctx)
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
 	}
-	v, err := catalogValidator()
+	v, err := m.validator(checkoutCapabilities(t.GetCapabilities()))
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +120,7 @@ func (m *mcpEdge) runCatalog(ctx context.Context, op catalogOp, raw json.RawMess
 	if !neg.Has(op.capability) {
 		msg := bcp.Error(bcp.CodeCapabilitiesIncompatible, bcp.SeverityUnrecoverable, "",
 			"Este agente e a loja não têm esta capacidade de catálogo em comum; continue pela loja.")
-		if op.name == "get_product" {
+		if op.schema == bcpschema.RootCatalogProduct {
 			return m.errorResponse(msg, baseURL+"/", true)
 		}
 		// Search and lookup results have no error_response form upstream:
@@ -181,33 +135,30 @@ func (m *mcpEdge) runCatalog(ctx context.Context, op catalogOp, raw json.RawMess
 		}
 		return m.wrap(body, envelope{Version: bcpnames.Version, Status: "error", Capabilities: map[string]any{}})
 	}
-	body, msgs, err := op.run(ctx, m.catalog, &args)
-	if err != nil {
+	res, err := op.call(ctx, m, &opCall{profile: profile, payload: args.Catalog})
+	var pe *protoError
+	switch {
+	case errors.As(err, &pe):
+		return nil, pe
+	case err != nil:
 		if e := apperr.As(err); e.Kind == apperr.KindNotFound {
 			return m.errorResponse(bcp.Error(bcp.CodeNotFound, bcp.SeverityUnrecoverable, "$.catalog.id", "Produto não encontrado."), baseURL+"/", false)
 		}
 		return nil, catalogServiceError(op, err)
 	}
-	if len(msgs) > 0 {
-		body = withMessages{body, msgs}
-	}
-	doc, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	return m.wrap(doc, envelope{Version: bcpnames.Version, Capabilities: neg.ResponseCapabilities(op.capability)})
+	return m.wrap(res.body, envelope{Version: bcpnames.Version, Capabilities: neg.ResponseCapabilities(op.capability)})
 }
 
 // catalogServiceError is serviceError, except that an invalid argument the
 // catalog names a field of (ids over the batch limit, a stale cursor) is
 // reported at its JSONPath in the arguments, as schema violations are.
-func catalogServiceError(op catalogOp, err error) *protoError {
+func catalogServiceError(op *operation, err error) *protoError {
 	e := apperr.As(err)
 	if e.Kind != apperr.KindInvalidArgument || e.Field == "" {
 		return serviceError(err)
 	}
 	path := "$.catalog." + e.Field
-	if op.name == "get_product" && strings.HasPrefix(e.Field, "ids") {
+	if op.schema == bcpschema.RootCatalogProduct && strings.HasPrefix(e.Field, "ids") {
 		path = "$.catalog.id" // get_product sends its one id as ids[0]
 	}
 	return &protoError{status: http.StatusBadRequest, rpcCode: codeInvalidParams, code: e.Code, content: e.Message,
@@ -233,8 +184,7 @@ func (w withMessages) MarshalJSON() ([]byte, error) {
 	return append(append(append(b, `,"messages":`...), ms...), '}'), nil
 }
 
-func runSearch(ctx context.Context, c catalogv1connect.CatalogServiceClient, a *catalogArgs) (any, []bcp.Message, error) {
-	in := a.Catalog
+func runSearch(ctx context.Context, c catalogv1connect.CatalogServiceClient, in *catalogRequest) (any, []bcp.Message, error) {
 	req := &catalogv1.SearchCatalogRequest{Query: in.Query, Categories: in.Filters.Categories, Cursor: in.Pagination.Cursor,
 		Limit: int32(min(schemaInt(in.Pagination.Limit), math.MaxInt32))}
 	var msgs []bcp.Message
@@ -286,8 +236,8 @@ func schemaInt(n json.Number) int64 {
 
 func ptrTo[T any](v T) *T { return &v }
 
-func runLookup(ctx context.Context, c catalogv1connect.CatalogServiceClient, a *catalogArgs) (any, []bcp.Message, error) {
-	r, err := c.LookupCatalog(ctx, connect.NewRequest(&catalogv1.LookupCatalogRequest{Ids: a.Catalog.IDs}))
+func runLookup(ctx context.Context, c catalogv1connect.CatalogServiceClient, in *catalogRequest) (any, []bcp.Message, error) {
+	r, err := c.LookupCatalog(ctx, connect.NewRequest(&catalogv1.LookupCatalogRequest{Ids: in.IDs}))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -304,13 +254,13 @@ func runLookup(ctx context.Context, c catalogv1connect.CatalogServiceClient, a *
 	return out, msgs, nil
 }
 
-func runGetProduct(ctx context.Context, c catalogv1connect.CatalogServiceClient, a *catalogArgs) (any, []bcp.Message, error) {
-	r, err := c.LookupCatalog(ctx, connect.NewRequest(&catalogv1.LookupCatalogRequest{Ids: []string{a.Catalog.ID}, AllVariants: true}))
+func runGetProduct(ctx context.Context, c catalogv1connect.CatalogServiceClient, in *catalogRequest) (any, []bcp.Message, error) {
+	r, err := c.LookupCatalog(ctx, connect.NewRequest(&catalogv1.LookupCatalogRequest{Ids: []string{in.ID}, AllVariants: true}))
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(r.Msg.GetProducts()) == 0 {
-		return nil, nil, apperr.NotFound(bcp.CodeNotFound, "no product %q", a.Catalog.ID)
+		return nil, nil, apperr.NotFound(bcp.CodeNotFound, "no product %q", in.ID)
 	}
 	p := toUCPProduct(r.Msg.GetProducts()[0])
 	// get_product is not a lookup: its variants carry no inputs.
@@ -418,39 +368,9 @@ func toUCPProduct(p *catalogv1.CatalogProduct) ucpProduct {
 	return out
 }
 
-// registerCatalog mounts the catalog operations on the REST binding.
-func (r *restEdge) registerCatalog() {
-	for _, op := range catalogOps {
-		op := op
-		r.mux.Handle("POST "+restBase+op.path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			defer func() {
-				if p := recover(); p != nil {
-					r.m.log.ErrorContext(req.Context(), "edge: panic in REST handler", "op", op.name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-					errInternal.writeREST(w)
-				}
-			}()
-			args, perr := restCatalogArgs(req)
-			if perr != nil {
-				perr.writeREST(w)
-				return
-			}
-			out, err := r.m.runCatalog(req.Context(), op, args)
-			if err != nil {
-				asProtoError(err).writeREST(w)
-				return
-			}
-			h := w.Header()
-			h.Set("Content-Type", "application/json")
-			h.Set("Cache-Control", "no-store")
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write(out)
-		}))
-	}
-}
-
 // restCatalogArgs assembles {meta, catalog} from the BCP-Agent header and
 // the body (the catalog request object).
-func restCatalogArgs(req *http.Request) (json.RawMessage, *protoError) {
+func restCatalogArgs(req *http.Request, _ *operation) (json.RawMessage, *protoError) {
 	profile, perr := restProfile(req.Header)
 	if perr != nil {
 		return nil, perr

@@ -1,8 +1,10 @@
 // Package edge is the platform's only public surface for agents: it maps
 // the request Host to a merchant (tenant), serves the merchant's discovery
 // profile at /.well-known/bcp and the BCP shopping service over MCP
-// (/bcp/mcp) and REST (/bcp/rest), both through one executor (executor.go). It holds no business rules: everything it knows it
-// asks the services for, through their connect clients.
+// (/bcp/mcp) and REST (/bcp/rest), both derived from one operation table
+// (operations.go) and run through one executor (executor.go). It holds no
+// business rules: everything it knows it asks the services for, through
+// their connect clients.
 package edge
 
 import (
@@ -94,9 +96,10 @@ func New(cfg Config, clients Clients, log *slog.Logger) (*Edge, error) {
 	e.disc = &discovery{data: e.data, baseURL: e.BaseURL, cache: map[string]renderedProfile{}}
 	e.mcp = newMCPEdge(e, clients, cfg.Profiles, log)
 	// Agents authenticate (API key or RFC 9421 signature, per merchant
-	// policy) before any processing; complete_checkout responses are signed.
+	// policy) before any processing; the responses of the operations marked
+	// signed (complete_checkout) are signed.
 	e.auth = agentauth.New(agentauth.Options{Tenants: tenants, Keys: profileKeys{cfg.Profiles},
-		MaxBodyBytes: maxMCPBody, Scheme: cfg.PublicScheme, Logger: log})
+		MaxBodyBytes: maxMCPBody, Scheme: cfg.PublicScheme, Logger: log, Operations: AuthOperations()})
 	e.feed.onReset = []func(){e.hosts.reset, e.data.reset, e.disc.reset, e.mcp.reset, e.auth.Reset}
 	e.feed.onEvent = []func(string){e.hosts.invalidate, e.data.invalidate, e.disc.invalidate, e.mcp.invalidate, e.auth.Invalidate}
 	e.limits = newRateLimiter(tenants, cfg.Metrics, log)

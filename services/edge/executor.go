@@ -21,14 +21,16 @@ import (
 
 // One behaviour, two bindings.
 //
-// Every BCP operation, whichever binding carries it, runs through
-// executor.run with the operation's tool arguments {meta, id, checkout}:
-// MCP passes params.arguments as they came; REST assembles them from the
+// Every BCP operation (a row of operations.go), whichever binding carries
+// it, runs through run with the operation's tool arguments {meta, id,
+// checkout} (cart and catalog: their payload instead of checkout): MCP
+// passes params.arguments as they came; REST assembles them from the
 // BCP-Agent and Idempotency-Key headers, the path id and the body (the
-// checkout object). run validates them against the BCP tool schema (so
-// violation paths are $.checkout… on both), fetches and negotiates the
-// agent profile, claims the idempotency key, calls the service and splices
-// the negotiated "ucp" envelope in. It answers either the payload (a
+// payload object). run hands them to the operation's family executor
+// (runCheckout here, runCart, runCatalog), which validates them against
+// the BCP tool schema (so violation paths are $.checkout… on both),
+// fetches and negotiates the agent profile, claims the idempotency key,
+// calls the service and splices the negotiated "ucp" envelope in. It answers either the payload (a
 // resource or an error_response: a business outcome) or a *protoError,
 // which each binding renders its own way: a JSON-RPC error (rpc) or an
 // HTTP status with a flat {"code","content"} body (writeREST). Agent
@@ -175,22 +177,27 @@ func serviceError(err error) *protoError {
 // opRequest is one operation as a binding hands it over.
 type opRequest struct {
 	binding binding
-	spec    toolSpec
+	op      *operation
 	// args are the tool arguments {meta, id, checkout}.
 	args json.RawMessage
 }
 
-// run executes one operation for any binding: validate, negotiate, claim
-// the idempotency key, call the service, wrap. The payload is a business
+// run executes one operation for any binding. The payload is a business
 // outcome (resource or error_response, with its "ucp" envelope); a
 // *protoError means the request was not processed.
 func (m *mcpEdge) run(ctx context.Context, req opRequest) (json.RawMessage, error) {
+	return req.op.family.run(m, ctx, req)
+}
+
+// runCheckout executes a checkout or order operation: validate, negotiate,
+// claim the idempotency key, call the service, wrap.
+func (m *mcpEdge) runCheckout(ctx context.Context, req opRequest) (json.RawMessage, error) {
 	// Rate limits first: a refused request costs no validation, profile
 	// fetch or service call (ratelimit.go).
 	if pe := m.e.limits.check(ctx); pe != nil {
 		return nil, pe
 	}
-	spec, raw := req.spec, req.args
+	op, raw := req.op, req.args
 	t := tenantFrom(ctx)
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
@@ -199,7 +206,7 @@ func (m *mcpEdge) run(ctx context.Context, req opRequest) (json.RawMessage, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := v.ValidateToolInput(spec.name, raw); err != nil {
+	if err := v.ValidateToolInput(op.name, raw); err != nil {
 		return nil, invalidParams(err)
 	}
 	var args toolArgs
@@ -229,13 +236,13 @@ func (m *mcpEdge) run(ctx context.Context, req opRequest) (json.RawMessage, erro
 		caps = append(caps, name)
 	}
 	slices.Sort(caps)
-	call := &toolCall{
-		agent:    &checkoutv1.Agent{ProfileUrl: args.Meta.Agent.Profile, Capabilities: caps, BaseUrl: baseURL},
-		profile:  profile,
-		id:       args.ID,
-		checkout: args.Checkout,
+	call := &opCall{
+		agent:   &checkoutv1.Agent{ProfileUrl: args.Meta.Agent.Profile, Capabilities: caps, BaseUrl: baseURL},
+		profile: profile,
+		id:      args.ID,
+		payload: args.Checkout,
 	}
-	return m.idempotent(ctx, req.binding, spec, args, raw, func() (json.RawMessage, error) {
-		return m.execute(ctx, spec, call, neg, baseURL)
+	return m.idempotent(ctx, req.binding, op, args, raw, func() (json.RawMessage, error) {
+		return m.execute(ctx, op, call, neg, baseURL)
 	})
 }

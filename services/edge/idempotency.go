@@ -33,7 +33,7 @@ func idempotencyScope(b binding, profile, operation string) string {
 // under the same key gets idempotency_conflict (409), and a repeat arriving
 // while the first is still running waits for its response. Storage
 // failures fail closed (503). Without a key, exec just runs.
-func (m *mcpEdge) idempotent(ctx context.Context, b binding, spec toolSpec, args toolArgs, raw json.RawMessage, exec func() (json.RawMessage, error)) (json.RawMessage, error) {
+func (m *mcpEdge) idempotent(ctx context.Context, b binding, op *operation, args toolArgs, raw json.RawMessage, exec func() (json.RawMessage, error)) (json.RawMessage, error) {
 	key := args.Meta.IdempotencyKey
 	if key == "" {
 		return exec()
@@ -41,8 +41,8 @@ func (m *mcpEdge) idempotent(ctx context.Context, b binding, spec toolSpec, args
 	// The hash covers the operation and its arguments (for MCP not the
 	// JSON-RPC envelope, whose id changes; for REST the arguments are
 	// assembled from the headers, the path and the raw body bytes).
-	scope := idempotencyScope(b, args.Meta.Agent.Profile, spec.name)
-	sum := sha256.Sum256(append([]byte(spec.name+"\n"), raw...))
+	scope := idempotencyScope(b, args.Meta.Agent.Profile, op.name)
+	sum := sha256.Sum256(append([]byte(op.name+"\n"), raw...))
 	claim := func() (*checkoutv1.ClaimIdempotencyKeyResponse, error) {
 		r, err := m.checkout.ClaimIdempotencyKey(ctx, connect.NewRequest(&checkoutv1.ClaimIdempotencyKeyRequest{Scope: scope, Key: key, RequestHash: sum[:]}))
 		if err != nil {

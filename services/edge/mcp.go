@@ -9,19 +9,15 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync"
 
-	"connectrpc.com/connect"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/bcpnames"
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
-	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
-	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
@@ -42,7 +38,7 @@ const maxMCPBody = 1 << 20
 // maxOffers bounds the per-merchant negotiation offers kept.
 const maxOffers = 2048
 
-// mcpEdge serves the BCP checkout tools over MCP (streamable HTTP,
+// mcpEdge serves the BCP operations (operations.go) over MCP (streamable HTTP,
 // stateless, JSON responses): one *mcp.Server per capability set, shared
 // by every merchant with that set (the tools find the merchant in the
 // request context). Building a server costs ≈ 15 ms of CPU (the SDK
@@ -63,8 +59,11 @@ type mcpEdge struct {
 	offerGen uint64                                // bumped on invalidation; stale fills are dropped
 	shared   map[string]any                        // kind + JSON → offer part shared by merchants (shareOffer)
 
+	// tools are the operations' tools (operations.go), validated by
+	// validator.
+	tools      []bcpschema.Tool
 	vmu        sync.Mutex
-	validators map[string]*bcpschema.Validator // capability set → validator
+	validators map[string]*bcpschema.ToolValidator // capability set → validator
 
 	smu     sync.Mutex
 	schemas map[string][2]json.RawMessage // tool + capability set → input, output
@@ -72,7 +71,7 @@ type mcpEdge struct {
 
 func newMCPEdge(e *Edge, c Clients, profiles *agentprofile.Fetcher, log *slog.Logger) *mcpEdge {
 	m := &mcpEdge{e: e, checkout: c.Checkout, orders: c.Orders, catalog: c.Catalog, profiles: profiles, log: log,
-		servers: map[string]*mcp.Server{}, offers: map[string]agentprofile.BusinessOffer{}, shared: map[string]any{}, validators: map[string]*bcpschema.Validator{}, schemas: map[string][2]json.RawMessage{}}
+		servers: map[string]*mcp.Server{}, offers: map[string]agentprofile.BusinessOffer{}, shared: map[string]any{}, tools: Tools(), validators: map[string]*bcpschema.ToolValidator{}, schemas: map[string][2]json.RawMessage{}}
 	m.handler = mcp.NewStreamableHTTPHandler(m.serverFor, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
 		JSONResponse: true,
@@ -130,100 +129,6 @@ func (m *mcpEdge) serverFor(r *http.Request) *mcp.Server {
 	return s
 }
 
-type toolSpec struct {
-	name, title, description string
-	op                       bcpschema.Op
-	// root is the capability the tool's responses belong to.
-	root string
-	// idempotent tools require meta["idempotency-key"]; the others honour
-	// one when sent.
-	requireKey bool
-	run        func(ctx context.Context, m *mcpEdge, call *toolCall) (*checkoutv1.CheckoutResult, error)
-}
-
-var checkoutTools = []toolSpec{
-	{
-		root: bcpnames.Checkout, name: "create_checkout", title: "Criar checkout", op: bcpschema.OpCreate,
-		description: "Create a checkout session for this merchant. Arguments: meta (required; meta[\"ucp-agent\"].profile is your agent profile URL), " +
-			"checkout (required; line_items with item.id and quantity, optionally buyer, fulfillment and discounts; never an id). " +
-			"Returns the checkout with prices in centavos (BRL), totals, messages telling what is missing, and continue_url for the buyer.",
-		run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
-			r, err := m.checkout.CreateCheckout(ctx, connect.NewRequest(&checkoutv1.CreateCheckoutRequest{Agent: c.agent, CheckoutJson: c.checkout}))
-			if err != nil {
-				return nil, err
-			}
-			return r.Msg.GetResult(), nil
-		},
-	},
-	{
-		root: bcpnames.Checkout, name: "get_checkout", title: "Consultar checkout", op: bcpschema.OpRead,
-		description: "Get the current state of a checkout session. Arguments: meta (required), id (required).",
-		run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
-			r, err := m.checkout.GetCheckout(ctx, connect.NewRequest(&checkoutv1.GetCheckoutRequest{Agent: c.agent, Id: c.id}))
-			if err != nil {
-				return nil, err
-			}
-			return r.Msg.GetResult(), nil
-		},
-	},
-	{
-		root: bcpnames.Checkout, name: "update_checkout", title: "Atualizar checkout", op: bcpschema.OpUpdate,
-		description: "Update a checkout session. This is a full replacement: send every field you want to keep (line_items, buyer, fulfillment, discounts). " +
-			"Arguments: meta (required), id (required), checkout (required, without id). Select shipping with fulfillment.methods[].groups[].selected_option_id.",
-		run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
-			r, err := m.checkout.UpdateCheckout(ctx, connect.NewRequest(&checkoutv1.UpdateCheckoutRequest{Agent: c.agent, Id: c.id, CheckoutJson: c.checkout}))
-			if err != nil {
-				return nil, err
-			}
-			return r.Msg.GetResult(), nil
-		},
-	},
-	{
-		root: bcpnames.Checkout, name: "complete_checkout", title: "Concluir checkout", op: bcpschema.OpComplete, requireKey: true,
-		description: "Place the order of a checkout in status ready_for_complete. Arguments: meta (required, with meta[\"idempotency-key\"], a UUID: " +
-			"if the response is lost, call get_checkout, and only if still undetermined retry with the SAME key; after a payment_failed use a NEW key), id (required), " +
-			"checkout (required) with payment.instruments holding exactly one instrument whose handler_id is one of ucp.payment_handlers: " +
-			"Pix (type pix) answers complete_in_progress with the copia-e-cola and QR in the instrument's display — poll get_checkout until completed; " +
-			"delegated cards (type card) take a token credential only and answer completed with order {id, permalink_url}, or payment_failed.",
-		run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
-			r, err := m.checkout.CompleteCheckout(ctx, connect.NewRequest(&checkoutv1.CompleteCheckoutRequest{
-				Agent: c.agent, Id: c.id, CheckoutJson: c.checkout,
-				AgentSigningKeysJson: rawStrings(c.profile.SigningKeys()), OrderWebhookUrl: c.profile.OrderWebhookURL(),
-			}))
-			if err != nil {
-				return nil, err
-			}
-			return r.Msg.GetResult(), nil
-		},
-	},
-	{
-		root: bcpnames.Checkout, name: "cancel_checkout", title: "Cancelar checkout", op: bcpschema.OpCancel, requireKey: true,
-		description: "Cancel a checkout session. Arguments: meta (required, with meta[\"idempotency-key\"], a UUID: reuse the same key when you retry " +
-			"after a lost response), id (required).",
-		run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
-			r, err := m.checkout.CancelCheckout(ctx, connect.NewRequest(&checkoutv1.CancelCheckoutRequest{Agent: c.agent, Id: c.id}))
-			if err != nil {
-				return nil, err
-			}
-			return r.Msg.GetResult(), nil
-		},
-	},
-}
-
-// getOrderTool reads an order the calling agent created.
-var getOrderTool = toolSpec{
-	root: bcpnames.Order, name: "get_order", title: "Consultar pedido", op: bcpschema.OpRead,
-	description: "Get an order you placed (from a completed checkout's order.id): line items with fulfilled quantities, fulfillment expectations and events, adjustments such as refunds. Arguments: meta (required), id (required).",
-	run: func(ctx context.Context, m *mcpEdge, c *toolCall) (*checkoutv1.CheckoutResult, error) {
-		// The orders service answers NotFound for another agent's order.
-		r, err := m.orders.GetOrder(ctx, connect.NewRequest(&ordersv1.GetOrderRequest{Id: c.id, AgentProfileUrl: c.agent.GetProfileUrl()}))
-		if err != nil {
-			return nil, err
-		}
-		return &checkoutv1.CheckoutResult{CheckoutJson: r.Msg.GetOrderJson()}, nil
-	},
-}
-
 // buildServer makes the MCP server of a capability set: its tools' schemas
 // follow the capabilities; the merchant comes from each request's context.
 func (m *mcpEdge) buildServer(caps []string) (*mcp.Server, error) {
@@ -232,61 +137,59 @@ func (m *mcpEdge) buildServer(caps []string) (*mcp.Server, error) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "bcp-checkout", Title: "BCP checkout", Version: bcpnames.Version},
 		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
 	s.AddReceivingMiddleware(m.e.usage.mcpMiddleware())
-	for _, spec := range append(slices.Clone(checkoutTools), getOrderTool) {
-		in, out, err := m.toolSchemas(spec.name, caps)
+	for i := range operations {
+		op := &operations[i]
+		in, out, err := m.toolSchemas(op, caps)
 		if err != nil {
 			return nil, err
 		}
-		spec := spec
-		s.AddTool(&mcp.Tool{Name: spec.name, Title: spec.title, Description: spec.description, InputSchema: in, OutputSchema: out},
-			func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-				// The SDK does not recover handler panics; one bad request
-				// must not take the process down.
-				defer func() {
-					if p := recover(); p != nil {
-						m.log.ErrorContext(ctx, "edge: panic in tool handler", "tool", spec.name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-						res, err = nil, errInternal.rpc()
-					}
-				}()
-				var header http.Header
-				if req.Extra != nil {
-					header = req.Extra.Header
-				}
-				res, err = m.call(ctx, spec, req.Params.Arguments, header)
-				if err != nil {
-					pe := asProtoError(err)
-					noteRPCStatus(ctx, pe)
-					// bare: the SDK copies the code only from an unwrapped *jsonrpc.Error
-					return nil, pe.rpc()
-				}
-				return res, nil
-			})
-	}
-	if err := m.addCatalogTools(s); err != nil {
-		return nil, err
-	}
-	if err := m.addCartTools(s); err != nil {
-		return nil, err
+		s.AddTool(&mcp.Tool{Name: op.name, Title: op.title, Description: op.description, InputSchema: in, OutputSchema: out}, m.toolHandler(op))
 	}
 	return s, nil
+}
+
+// toolHandler serves one operation's tool.
+func (m *mcpEdge) toolHandler(op *operation) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		// The SDK does not recover handler panics; one bad request must
+		// not take the process down.
+		defer func() {
+			if p := recover(); p != nil {
+				m.log.ErrorContext(ctx, "edge: panic in tool handler", "tool", op.name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				res, err = nil, errInternal.rpc()
+			}
+		}()
+		var header http.Header
+		if req.Extra != nil {
+			header = req.Extra.Header
+		}
+		res, err = m.call(ctx, op, req.Params.Arguments, header)
+		if err != nil {
+			pe := asProtoError(err)
+			noteRPCStatus(ctx, pe)
+			// bare: the SDK copies the code only from an unwrapped *jsonrpc.Error
+			return nil, pe.rpc()
+		}
+		return res, nil
+	}
 }
 
 // toolSchemas returns a tool's input and output schemas for a capability
 // set, built once per set and shared by every merchant with that set.
 // They stay raw JSON: parsing them into the SDK's schema type would drop
 // BCP annotations agents should see.
-func (m *mcpEdge) toolSchemas(tool string, caps []string) (json.RawMessage, json.RawMessage, error) {
-	key := tool + "|" + strings.Join(caps, ",")
+func (m *mcpEdge) toolSchemas(op *operation, caps []string) (json.RawMessage, json.RawMessage, error) {
+	key := op.name + "|" + strings.Join(caps, ",")
 	m.smu.Lock()
 	defer m.smu.Unlock()
 	if p, ok := m.schemas[key]; ok {
 		return p[0], p[1], nil
 	}
-	in, err := bcpschema.ToolInputSchemaFor(tool, caps)
+	in, err := bcpschema.ToolInputSchema(op.tool(), caps)
 	if err != nil {
 		return nil, nil, err
 	}
-	out, err := bcpschema.ToolOutputSchemaFor(tool, caps)
+	out, err := bcpschema.ToolOutputSchema(op.tool(), caps)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -305,13 +208,6 @@ func checkoutCapabilities(all []string) []string {
 	return out
 }
 
-type toolCall struct {
-	agent    *checkoutv1.Agent
-	profile  *agentprofile.Profile
-	id       string
-	checkout json.RawMessage
-}
-
 func rawStrings(in []json.RawMessage) []string {
 	out := make([]string, len(in))
 	for i, r := range in {
@@ -320,32 +216,33 @@ func rawStrings(in []json.RawMessage) []string {
 	return out
 }
 
-// execute runs the tool against the service and wraps its result.
-func (m *mcpEdge) execute(ctx context.Context, spec toolSpec, call *toolCall, neg *agentprofile.Result, baseURL string) (json.RawMessage, error) {
-	res, err := spec.run(ctx, m, call)
+// execute runs a checkout or order operation's service call and wraps its
+// result.
+func (m *mcpEdge) execute(ctx context.Context, op *operation, call *opCall, neg *agentprofile.Result, baseURL string) (json.RawMessage, error) {
+	res, err := op.call(ctx, m, call)
 	if err != nil {
 		if e := apperr.As(err); e.Kind == apperr.KindNotFound {
 			what := "Checkout não encontrado."
-			if spec.root == bcpnames.Order {
+			if op.capability == bcpnames.Order {
 				what = "Pedido não encontrado."
 			}
 			return m.errorResponse(bcp.Error(bcp.CodeNotFound, bcp.SeverityUnrecoverable, "$.id", what), baseURL+"/", false)
 		}
 		return nil, serviceError(err)
 	}
-	if res.GetErrorResponse() {
-		return m.wrap(res.GetCheckoutJson(), envelope{Version: bcpnames.Version, Status: "error"})
+	if res.errorResponse {
+		return m.wrap(res.body, envelope{Version: bcpnames.Version, Status: "error"})
 	}
 	var handlers any = map[string]any{}
 	switch {
-	case spec.root == bcpnames.Order:
+	case op.capability == bcpnames.Order:
 		handlers = nil // order responses carry no payment handlers
 	case len(neg.PaymentHandlers) > 0:
 		handlers = neg.PaymentHandlers
 	}
-	return m.wrap(res.GetCheckoutJson(), envelope{
+	return m.wrap(res.body, envelope{
 		Version:         bcpnames.Version,
-		Capabilities:    neg.ResponseCapabilities(spec.root),
+		Capabilities:    neg.ResponseCapabilities(op.capability),
 		PaymentHandlers: handlers,
 	})
 }
@@ -398,33 +295,34 @@ func toolResult(out json.RawMessage) *mcp.CallToolResult {
 	return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}
 }
 
-// call runs one MCP tool call through the shared executor. The only
+// call runs one MCP tool call through its operation's executor. The only
 // MCP-specific rule: an Idempotency-Key header, when sent, must equal
 // meta["idempotency-key"].
-func (m *mcpEdge) call(ctx context.Context, spec toolSpec, raw json.RawMessage, header http.Header) (*mcp.CallToolResult, error) {
+func (m *mcpEdge) call(ctx context.Context, op *operation, raw json.RawMessage, header http.Header) (*mcp.CallToolResult, error) {
 	if hk := header.Get("Idempotency-Key"); hk != "" {
 		var args toolArgs
 		if json.Unmarshal(raw, &args) == nil && args.Meta.IdempotencyKey != "" && args.Meta.IdempotencyKey != hk {
 			return nil, newProtoError(http.StatusBadRequest, codeProtocol, "idempotency_key_mismatch", "the Idempotency-Key header and meta[\"idempotency-key\"] differ")
 		}
 	}
-	out, err := m.run(ctx, opRequest{binding: bindingMCP, spec: spec, args: raw})
+	out, err := m.run(ctx, opRequest{binding: bindingMCP, op: op, args: raw})
 	if err != nil {
 		return nil, err
 	}
 	return toolResult(out), nil
 }
 
-// validator returns the compiled validator for a capability set (compiling
-// costs tens of milliseconds, so it happens once per set).
-func (m *mcpEdge) validator(caps []string) (*bcpschema.Validator, error) {
+// validator returns the compiled argument validator of every operation for
+// a capability set (compiling costs tens of milliseconds, so it happens
+// once per set).
+func (m *mcpEdge) validator(caps []string) (*bcpschema.ToolValidator, error) {
 	key := strings.Join(caps, ",")
 	m.vmu.Lock()
 	defer m.vmu.Unlock()
 	if v, ok := m.validators[key]; ok {
 		return v, nil
 	}
-	v, err := bcpschema.NewValidator(caps...)
+	v, err := bcpschema.NewToolValidator(m.tools, caps...)
 	if err != nil {
 		return nil, err
 	}

@@ -12,43 +12,40 @@ import (
 	"strings"
 
 	"github.com/bcpdev/bcp/internal/jsonmembers"
+	"github.com/bcpdev/bcp/protocol/bcpschema"
 	"github.com/bcpdev/bcp/services/edge/agentauth"
 )
 
-// restEdge serves the BCP shopping service over REST at /bcp/rest (the
-// operations of ucp-digest §8.1 this platform implements). Each handler
-// turns the request into the tool arguments {meta, id, checkout} and runs
-// them through the same executor as MCP; only the envelope differs: the
-// payload is the body, business outcomes are 200 (201 for a created
-// checkout), protocol errors are HTTP statuses with a flat body.
+// restEdge serves the BCP shopping service over REST at /bcp/rest: one
+// route per operation (operations.go). Each handler turns the request into
+// the tool arguments {meta, id, checkout} and runs them through the same
+// executor as MCP; only the envelope differs: the payload is the body,
+// business outcomes are 200 (201 for a created checkout or cart), protocol
+// errors are HTTP statuses with a flat body.
 type restEdge struct {
 	m   *mcpEdge
 	mux *http.ServeMux
+	// routes are the operations' mux patterns, methods their methods.
+	routes  map[string]bool
+	methods []string
 }
 
 // restBase is where the REST binding is mounted on every merchant host.
 const restBase = "/bcp/rest"
 
 func newRESTEdge(m *mcpEdge) *restEdge {
-	r := &restEdge{m: m, mux: http.NewServeMux()}
-	op := func(name string) toolSpec {
-		i := slices.IndexFunc(checkoutTools, func(s toolSpec) bool { return s.name == name })
-		if i < 0 {
-			return getOrderTool
+	r := &restEdge{m: m, mux: http.NewServeMux(), routes: map[string]bool{}}
+	for i := range operations {
+		op := &operations[i]
+		pattern := op.method + " " + restBase + op.path
+		r.mux.Handle(pattern, r.handler(op))
+		r.routes[pattern] = true
+		if !slices.Contains(r.methods, op.method) {
+			r.methods = append(r.methods, op.method)
 		}
-		return checkoutTools[i]
 	}
-	r.mux.Handle("POST "+restBase+"/checkout-sessions", r.handler(op("create_checkout"), true))
-	r.mux.Handle("GET "+restBase+"/checkout-sessions/{id}", r.handler(op("get_checkout"), false))
-	r.mux.Handle("PUT "+restBase+"/checkout-sessions/{id}", r.handler(op("update_checkout"), true))
-	r.mux.Handle("POST "+restBase+"/checkout-sessions/{id}/complete", r.handler(op("complete_checkout"), true))
-	r.mux.Handle("POST "+restBase+"/checkout-sessions/{id}/cancel", r.handler(op("cancel_checkout"), false))
-	r.mux.Handle("GET "+restBase+"/orders/{id}", r.handler(getOrderTool, false))
-	r.registerCatalog()
-	r.registerCarts()
 	r.mux.HandleFunc(restBase+"/", func(w http.ResponseWriter, req *http.Request) {
-		if agentauth.RESTOperation(http.MethodGet, req.URL.Path) != "" || agentauth.RESTOperation(http.MethodPost, req.URL.Path) != "" ||
-			agentauth.RESTOperation(http.MethodPut, req.URL.Path) != "" {
+		if r.routedOtherwise(req) {
 			newProtoError(http.StatusMethodNotAllowed, codeProtocol, "method_not_allowed", "this method is not allowed on "+req.URL.Path).writeREST(w)
 			return
 		}
@@ -59,28 +56,41 @@ func newRESTEdge(m *mcpEdge) *restEdge {
 
 func (r *restEdge) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.mux.ServeHTTP(w, req) }
 
-// handler serves one operation. withBody: the body is the checkout object
-// (create, update, complete); other operations ignore any body.
-func (r *restEdge) handler(spec toolSpec, withBody bool) http.Handler {
+// routedOtherwise reports whether req's path is an operation's route with
+// another method.
+func (r *restEdge) routedOtherwise(req *http.Request) bool {
+	for _, method := range r.methods {
+		if method == req.Method {
+			continue
+		}
+		if _, pattern := r.mux.Handler(&http.Request{Method: method, URL: req.URL, Host: req.Host}); r.routes[pattern] {
+			return true
+		}
+	}
+	return false
+}
+
+// handler serves one operation.
+func (r *restEdge) handler(op *operation) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		defer func() {
 			if p := recover(); p != nil {
-				r.m.log.ErrorContext(req.Context(), "edge: panic in REST handler", "op", spec.name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				r.m.log.ErrorContext(req.Context(), "edge: panic in REST handler", "op", op.name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				errInternal.writeREST(w)
 			}
 		}()
-		args, perr := restArgs(req, spec, withBody)
+		args, perr := op.family.restArgs(req, op)
 		if perr != nil {
 			perr.writeREST(w)
 			return
 		}
-		out, err := r.m.run(req.Context(), opRequest{binding: bindingREST, spec: spec, args: args})
+		out, err := r.m.run(req.Context(), opRequest{binding: bindingREST, op: op, args: args})
 		if err != nil {
 			asProtoError(err).writeREST(w)
 			return
 		}
 		status := http.StatusOK
-		if spec.name == "create_checkout" && !isErrorPayload(out) {
+		if op.op == bcpschema.OpCreate && !isErrorPayload(out) {
 			status = http.StatusCreated
 		}
 		h := w.Header()
@@ -91,16 +101,12 @@ func (r *restEdge) handler(spec toolSpec, withBody bool) http.Handler {
 	})
 }
 
-// restArgs assembles the tool arguments from the request: meta from
-// BCP-Agent (or UCP-Agent) and Idempotency-Key, id from the path, checkout
-// from the body bytes as sent (so idempotency hashes cover the raw body).
-func restArgs(req *http.Request, spec toolSpec, withBody bool) (json.RawMessage, *protoError) {
-	return restArgsAs(req, spec, withBody, "checkout")
-}
-
-// restArgsAs is restArgs with the body as the argument member (checkout,
-// or cart for the cart operations).
-func restArgsAs(req *http.Request, spec toolSpec, withBody bool, member string) (json.RawMessage, *protoError) {
+// restArgs assembles the tool arguments of a checkout or cart operation
+// from the request: meta from BCP-Agent (or UCP-Agent) and
+// Idempotency-Key, id from the path, the payload (checkout or cart) from
+// the body bytes as sent (so idempotency hashes cover the raw body).
+func restArgs(req *http.Request, op *operation) (json.RawMessage, *protoError) {
+	member := op.tool().Payload()
 	profile, perr := restProfile(req.Header)
 	if perr != nil {
 		return nil, perr
@@ -113,9 +119,9 @@ func restArgsAs(req *http.Request, spec toolSpec, withBody bool, member string) 
 		}
 		meta["idempotency-key"] = strings.TrimSpace(keys[0])
 	}
-	if spec.requireKey && meta["idempotency-key"] == nil {
+	if op.requireKey && meta["idempotency-key"] == nil {
 		return nil, &protoError{status: http.StatusBadRequest, rpcCode: codeInvalidParams, code: "invalid_params",
-			content:    "the Idempotency-Key header is required for " + spec.name,
+			content:    "the Idempotency-Key header is required for " + op.name,
 			violations: []violation{{Path: "$.meta['idempotency-key']", Message: "Idempotency-Key header is required"}}}
 	}
 	var b bytes.Buffer
@@ -130,7 +136,7 @@ func restArgsAs(req *http.Request, spec toolSpec, withBody bool, member string) 
 		b.WriteString(`,"id":`)
 		b.Write(ij)
 	}
-	if withBody {
+	if member != "" {
 		body, err := io.ReadAll(io.LimitReader(req.Body, maxMCPBody+1))
 		if err != nil || len(body) > maxMCPBody {
 			return nil, newProtoError(http.StatusBadRequest, codeInvalidParams, "invalid_params", "the request body could not be read")

@@ -53,12 +53,12 @@ func TestProtocolErrorRenderings(t *testing.T) {
 
 // REST requests become the tool arguments {meta, id, checkout}.
 func TestRESTArgs(t *testing.T) {
-	complete := checkoutTools[3]
+	complete, get := operationNamed(t, "complete_checkout"), operationNamed(t, "get_checkout")
 	r := httptest.NewRequest("POST", "/bcp/rest/checkout-sessions/chk_1/complete", strings.NewReader(` {"payment":{"instruments":[]}} `))
 	r.SetPathValue("id", "chk_1")
 	r.Header.Set("BCP-Agent", `profile="https://agent.example/p.json"`)
 	r.Header.Set("Idempotency-Key", "6f1c4f5e-0a51-4a6f-9a55-0a7f3b0e9c11")
-	args, perr := restArgs(r, complete, true)
+	args, perr := restArgs(r, complete)
 	if perr != nil {
 		t.Fatal(perr)
 	}
@@ -69,15 +69,26 @@ func TestRESTArgs(t *testing.T) {
 	// complete without a key: 400 at the meta path.
 	r = httptest.NewRequest("POST", "/bcp/rest/checkout-sessions/chk_1/complete", strings.NewReader(`{}`))
 	r.Header.Set("UCP-Agent", `profile="https://agent.example/p.json"`)
-	if _, perr := restArgs(r, complete, true); perr == nil || perr.status != 400 || perr.violations[0].Path != "$.meta['idempotency-key']" {
+	if _, perr := restArgs(r, complete); perr == nil || perr.status != 400 || perr.violations[0].Path != "$.meta['idempotency-key']" {
 		t.Fatalf("no key: %v", perr)
 	}
 	// No agent header: 400 invalid_profile_url.
 	r = httptest.NewRequest("GET", "/bcp/rest/checkout-sessions/chk_1", nil)
-	if _, perr := restArgs(r, checkoutTools[1], false); perr == nil || perr.status != 400 || perr.code != "invalid_profile_url" {
+	if _, perr := restArgs(r, get); perr == nil || perr.status != 400 || perr.code != "invalid_profile_url" {
 		t.Fatalf("no agent: %v", perr)
 	}
 	if scopeA, scopeB := idempotencyScope(bindingMCP, "p", "cancel_checkout"), idempotencyScope(bindingREST, "p", "cancel_checkout"); scopeA == scopeB {
 		t.Fatal("MCP and REST idempotency scopes must differ")
 	}
+}
+
+func operationNamed(t testing.TB, name string) *operation {
+	t.Helper()
+	for i := range operations {
+		if operations[i].name == name {
+			return &operations[i]
+		}
+	}
+	t.Fatalf("no operation %s", name)
+	return nil
 }

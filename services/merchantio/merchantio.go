@@ -11,12 +11,13 @@
 // discounts by title.
 //
 // Import validates the whole document before changing anything: the JSON
-// shape (unknown members are errors), duplicate keys, the pricing and
-// settings rules (the same rules the pricing and tenants services apply,
-// checked here because those services have no dry run), and the catalog
-// through ImportProducts with dry_run. Every problem is reported with its
-// JSON path ($.shipping_rates[1].price, $.catalog.products[0].variants[2].sku,
-// …) and nothing is applied when there is any.
+// shape (unknown members are errors) and duplicate keys here; every rule
+// of an entry by the service that owns it, which checks without storing:
+// rates, pickup points and discounts by pricing (validate_only), settings
+// by tenants (validate_only), the catalog by ImportProducts with dry_run.
+// Every problem is reported with its JSON path ($.shipping_rates[1].price,
+// $.catalog.products[0].variants[2].sku, …) and the owner's code and
+// message, and nothing is applied when there is any.
 //
 // Applying is idempotent: entries equal to what the tenant has are left
 // alone, so importing the same document twice changes nothing. Entries the
@@ -37,8 +38,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -306,11 +305,45 @@ type Counts struct {
 }
 
 // Validate checks the whole document for tenantID without changing
-// anything; the catalog is checked by the catalog service (dry run).
+// anything: each entry by the service that owns its rules (a dry run or a
+// validate_only call), keys repeated within the document here.
 func Validate(ctx context.Context, c Clients, tenantID uuid.UUID, doc *Document) ([]Problem, error) {
-	ps := validateLocal(doc)
+	ps := duplicateKeys(doc)
+	tctx := tenancy.With(ctx, tenantID)
+	for i, r := range doc.ShippingRates {
+		res, err := c.Pricing.SetShippingRate(tctx, connect.NewRequest(&pricingv1.SetShippingRateRequest{Rate: rateToProto(r), ValidateOnly: true}))
+		if err != nil {
+			return nil, fmt.Errorf("shipping rates dry run: %w", err)
+		}
+		ps = withViolations(ps, fmt.Sprintf("$.shipping_rates[%d]", i), "rate.", res.Msg.GetViolations())
+	}
+	for i, l := range doc.PickupPoints {
+		res, err := c.Pricing.SetPickupLocation(tctx, connect.NewRequest(&pricingv1.SetPickupLocationRequest{Location: pickupToProto(l), ValidateOnly: true}))
+		if err != nil {
+			return nil, fmt.Errorf("pickup points dry run: %w", err)
+		}
+		ps = withViolations(ps, fmt.Sprintf("$.pickup_points[%d]", i), "location.", res.Msg.GetViolations())
+	}
+	for _, section := range []struct {
+		path      string
+		list      []Discount
+		automatic bool
+	}{{"$.discount_codes", doc.DiscountCodes, false}, {"$.automatic_discounts", doc.AutomaticDiscounts, true}} {
+		for i, d := range section.list {
+			res, err := c.Pricing.SetDiscount(tctx, connect.NewRequest(&pricingv1.SetDiscountRequest{Discount: discountToProto(d, section.automatic), ValidateOnly: true}))
+			if err != nil {
+				return nil, fmt.Errorf("discounts dry run: %w", err)
+			}
+			ps = withViolations(ps, fmt.Sprintf("%s[%d]", section.path, i), "discount.", res.Msg.GetViolations())
+		}
+	}
+	set, err := c.Tenants.SetSettings(ctx, connect.NewRequest(&tenantsv1.SetSettingsRequest{Tenant: tenantID.String(), Settings: settingsToProto(doc.Settings), ValidateOnly: true}))
+	if err != nil {
+		return nil, fmt.Errorf("settings dry run: %w", err)
+	}
+	ps = withViolations(ps, "$.settings", "settings.", set.Msg.GetViolations())
 	if len(doc.Catalog.Products) > 0 {
-		r, err := c.Catalog.ImportProducts(tenancy.With(ctx, tenantID), connect.NewRequest(&catalogv1.ImportProductsRequest{
+		r, err := c.Catalog.ImportProducts(tctx, connect.NewRequest(&catalogv1.ImportProductsRequest{
 			Products: productsToProto(doc.Catalog.Products), DryRun: true}))
 		if err != nil {
 			return nil, fmt.Errorf("catalog dry run: %w", err)
@@ -325,6 +358,23 @@ func Validate(ctx context.Context, c Clients, tenantID uuid.UUID, doc *Document)
 	}
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Path < ps[j].Path })
 	return ps, nil
+}
+
+// violation is what pricing and tenants answer a validate_only call with.
+type violation interface {
+	GetField() string
+	GetCode() string
+	GetMessage() string
+}
+
+// withViolations appends an entry's violations as problems at the entry's
+// path: the owner names a field relative to its request ("rate.price"),
+// whose members are the document's.
+func withViolations[V violation](ps []Problem, path, prefix string, vs []V) []Problem {
+	for _, v := range vs {
+		ps = append(ps, Problem{Path: path + "." + strings.TrimPrefix(v.GetField(), prefix), Code: v.GetCode(), Message: v.GetMessage()})
+	}
+	return ps
 }
 
 // Import validates doc and, only when it has no problem, applies it.
@@ -565,180 +615,27 @@ func settingsToProto(s Settings) *tenantsv1.Settings {
 	return out
 }
 
-// Local validation: the rules of services/pricing (config.go) and of
-// tenants SetSettings, which have no dry run, checked before anything is
-// applied. Keep them in step with those services.
-
-const maxAmount = 1<<53 - 1
-
-var (
-	codePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	cepPattern  = regexp.MustCompile(`^\d{5}-?\d{3}$`)
-	ufs         = []string{"AC", "AL", "AP", "AM", "BA", "CE", "DF", "ES", "GO", "MA", "MT", "MS", "MG", "PA", "PB", "PR", "PE", "PI", "RJ", "RN", "RS", "RO", "RR", "SC", "SP", "SE", "TO"}
-	linkTypes   = []string{"privacy_policy", "terms_of_service", "refund_policy", "shipping_policy", "faq"}
-	purposes    = []string{"analytics", "preferences", "marketing", "sale_of_data"}
-)
-
-type checker struct{ ps []Problem }
-
-func (c *checker) add(path, code, format string, args ...any) {
-	c.ps = append(c.ps, Problem{Path: path, Code: code, Message: fmt.Sprintf(format, args...)})
-}
-
-func (c *checker) length(path, code, s string, lo, hi int) {
-	if n := len([]rune(strings.TrimSpace(s))); n < lo || n > hi {
-		c.add(path, code, "must be %d to %d characters", lo, hi)
-	}
-}
-
-func (c *checker) amount(path, code string, v int64) {
-	if v < 0 || v > maxAmount {
-		c.add(path, code, "must be between 0 and %d centavos", int64(maxAmount))
-	}
-}
-
-func validateLocal(doc *Document) []Problem {
-	c := &checker{}
-	titles := map[string]int{}
-	for i, r := range doc.ShippingRates {
-		p := fmt.Sprintf("$.shipping_rates[%d]", i)
-		c.length(p+".title", "invalid_title", r.Title, 1, 100)
-		if j, dup := titles[strings.TrimSpace(r.Title)]; dup {
-			c.add(p+".title", "duplicate_title", "same title as $.shipping_rates[%d]", j)
-		}
-		titles[strings.TrimSpace(r.Title)] = i
-		c.length(p+".description", "invalid_description", r.Description, 0, 300)
-		c.length(p+".carrier", "invalid_carrier", r.Carrier, 0, 100)
-		c.amount(p+".price", "invalid_price", r.Price)
-		c.amount(p+".free_above", "invalid_free_above", r.FreeAbove)
-		c.amount(p+".min_subtotal", "invalid_min_subtotal", r.MinSubtotal)
-		c.amount(p+".max_subtotal", "invalid_max_subtotal", r.MaxSubtotal)
-		if r.MaxSubtotal != 0 && r.MaxSubtotal < r.MinSubtotal {
-			c.add(p+".max_subtotal", "invalid_max_subtotal", "must be 0 (no limit) or at least min_subtotal")
-		}
-		if r.MinDays < 0 {
-			c.add(p+".min_days", "invalid_min_days", "must be zero or more")
-		}
-		if r.MaxDays < 0 || (r.MaxDays != 0 && r.MaxDays < r.MinDays) {
-			c.add(p+".max_days", "invalid_max_days", "must be 0 (unknown) or at least min_days")
-		}
-		for k, uf := range r.Regions {
-			if !slices.Contains(ufs, strings.ToUpper(strings.TrimSpace(uf))) {
-				c.add(fmt.Sprintf("%s.regions[%d]", p, k), "unknown_uf", "%q is not a Brazilian UF", uf)
+// duplicateKeys reports entries whose key (rates and automatic discounts
+// by title, pickup points by name, codes case-insensitively) repeats an
+// earlier one: import matches entries to the tenant's by that key, so the
+// second would overwrite the first. Every other rule is its owner's.
+func duplicateKeys(doc *Document) []Problem {
+	var ps []Problem
+	check := func(section, member, code string, n int, key func(int) string) {
+		seen := map[string]int{}
+		for i := 0; i < n; i++ {
+			k := key(i)
+			if j, dup := seen[k]; dup && k != "" {
+				ps = append(ps, Problem{Path: fmt.Sprintf("$.%s[%d].%s", section, i, member), Code: code,
+					Message: fmt.Sprintf("same %s as $.%s[%d]", member, section, j)})
+				continue
 			}
-		}
-		for k, cr := range r.CEPRanges {
-			q := fmt.Sprintf("%s.cep_ranges[%d]", p, k)
-			if !cepPattern.MatchString(strings.TrimSpace(cr.From)) {
-				c.add(q+".from", "invalid_cep", "%q is not a CEP (8 digits)", cr.From)
-			}
-			if !cepPattern.MatchString(strings.TrimSpace(cr.To)) {
-				c.add(q+".to", "invalid_cep", "%q is not a CEP (8 digits)", cr.To)
-			}
+			seen[k] = i
 		}
 	}
-	names := map[string]int{}
-	for i, l := range doc.PickupPoints {
-		p := fmt.Sprintf("$.pickup_points[%d]", i)
-		c.length(p+".name", "invalid_name", l.Name, 1, 200)
-		if j, dup := names[strings.TrimSpace(l.Name)]; dup {
-			c.add(p+".name", "duplicate_name", "same name as $.pickup_points[%d]", j)
-		}
-		names[strings.TrimSpace(l.Name)] = i
-		c.length(p+".street_address", "invalid_address", l.StreetAddress, 1, 300)
-		c.length(p+".extended_address", "invalid_address", l.ExtendedAddress, 0, 300)
-		c.length(p+".address_locality", "invalid_address", l.AddressLocality, 1, 200)
-		if !slices.Contains(ufs, strings.ToUpper(strings.TrimSpace(l.AddressRegion))) {
-			c.add(p+".address_region", "unknown_uf", "%q is not a Brazilian UF", l.AddressRegion)
-		}
-		if !cepPattern.MatchString(strings.TrimSpace(l.PostalCode)) {
-			c.add(p+".postal_code", "invalid_cep", "%q is not a CEP (8 digits)", l.PostalCode)
-		}
-		if cc := strings.ToUpper(strings.TrimSpace(l.AddressCountry)); cc != "" && cc != "BR" {
-			c.add(p+".address_country", "unsupported_country", "pickup points must be in Brazil (BR)")
-		}
-		c.amount(p+".price", "invalid_price", l.Price)
-		c.length(p+".description", "invalid_description", l.Description, 0, 300)
-	}
-	codes := map[string]int{}
-	for i, d := range doc.DiscountCodes {
-		p := fmt.Sprintf("$.discount_codes[%d]", i)
-		switch {
-		case strings.TrimSpace(d.Code) == "":
-			c.add(p+".code", "code_required", "a discount code needs a code")
-		case !codePattern.MatchString(strings.TrimSpace(d.Code)):
-			c.add(p+".code", "invalid_code", "codes are 1 to 64 letters, digits, '-' or '_'")
-		}
-		k := strings.ToLower(strings.TrimSpace(d.Code))
-		if j, dup := codes[k]; dup && k != "" {
-			c.add(p+".code", "duplicate_code", "same code as $.discount_codes[%d]", j)
-		}
-		codes[k] = i
-		validateDiscount(c, p, d)
-	}
-	autos := map[string]int{}
-	for i, d := range doc.AutomaticDiscounts {
-		p := fmt.Sprintf("$.automatic_discounts[%d]", i)
-		if d.Code != "" {
-			c.add(p+".code", "invalid_code", "automatic discounts have no code")
-		}
-		if j, dup := autos[strings.TrimSpace(d.Title)]; dup {
-			c.add(p+".title", "duplicate_title", "same title as $.automatic_discounts[%d]", j)
-		}
-		autos[strings.TrimSpace(d.Title)] = i
-		validateDiscount(c, p, d)
-	}
-	for i, l := range doc.Settings.Links {
-		p := fmt.Sprintf("$.settings.links[%d]", i)
-		if l.Type == "" {
-			c.add(p+".type", "invalid_link", "link type is required")
-		} else if !slices.Contains(linkTypes, l.Type) && l.Title == "" {
-			c.add(p+".title", "invalid_link", "links of a custom type need a title")
-		}
-		if u, err := url.Parse(l.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			c.add(p+".url", "invalid_link", "must be an absolute http(s) URL")
-		}
-	}
-	for i, pu := range doc.Settings.ConsentPurposes {
-		if !slices.Contains(purposes, pu) {
-			c.add(fmt.Sprintf("$.settings.consent_purposes[%d]", i), "invalid_consent_purpose", "unknown consent purpose %q (use %v)", pu, purposes)
-		}
-	}
-	if ttl := doc.Settings.CheckoutTTLSeconds; ttl != 0 && (ttl < 300 || ttl > 30*24*3600) {
-		c.add("$.settings.checkout_ttl_seconds", "invalid_ttl", "checkout lifetime must be between 5 minutes and 30 days")
-	}
-	return c.ps
-}
-
-func validateDiscount(c *checker, p string, d Discount) {
-	c.length(p+".title", "invalid_title", d.Title, 1, 200)
-	switch d.Kind {
-	case "percent":
-		if d.Value < 1 || d.Value > 10000 {
-			c.add(p+".value", "invalid_value", "a percent discount is 1 to 10000 basis points")
-		}
-	case "fixed":
-		if d.Value < 1 || d.Value > maxAmount {
-			c.add(p+".value", "invalid_value", "a fixed discount is more than 0 centavos")
-		}
-	case "free_shipping":
-		if d.Value != 0 {
-			c.add(p+".value", "invalid_value", "a free shipping discount takes no value")
-		}
-	default:
-		c.add(p+".kind", "invalid_kind", "kind must be percent, fixed or free_shipping")
-	}
-	c.amount(p+".min_subtotal", "invalid_min_subtotal", d.MinSubtotal)
-	if d.StartsAt != nil && d.EndsAt != nil && !d.EndsAt.After(*d.StartsAt) {
-		c.add(p+".ends_at", "invalid_ends_at", "ends_at must be after starts_at")
-	}
-	if d.UsageLimit < 0 {
-		c.add(p+".usage_limit", "invalid_usage_limit", "must be zero (unlimited) or more")
-	}
-	if d.UsageLimitPerBuyer < 0 {
-		c.add(p+".usage_limit_per_buyer", "invalid_usage_limit", "must be zero (unlimited) or more")
-	}
-	if d.Priority < 0 {
-		c.add(p+".priority", "invalid_priority", "must be zero (first) or more")
-	}
+	check("shipping_rates", "title", "duplicate_title", len(doc.ShippingRates), func(i int) string { return strings.TrimSpace(doc.ShippingRates[i].Title) })
+	check("pickup_points", "name", "duplicate_name", len(doc.PickupPoints), func(i int) string { return strings.TrimSpace(doc.PickupPoints[i].Name) })
+	check("discount_codes", "code", "duplicate_code", len(doc.DiscountCodes), func(i int) string { return strings.ToLower(strings.TrimSpace(doc.DiscountCodes[i].Code)) })
+	check("automatic_discounts", "title", "duplicate_title", len(doc.AutomaticDiscounts), func(i int) string { return strings.TrimSpace(doc.AutomaticDiscounts[i].Title) })
+	return ps
 }

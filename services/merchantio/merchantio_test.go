@@ -21,22 +21,26 @@ func TestDecodeStrict(t *testing.T) {
 	}
 }
 
-func TestValidateLocal(t *testing.T) {
+// Keys the import matches entries by may not repeat within a document;
+// every other rule is its owner's (merchantio_platform_test.go).
+func TestDuplicateKeys(t *testing.T) {
 	doc := &Document{Format: Format,
-		ShippingRates:      []ShippingRate{{Title: "PAC", Price: 1500, Regions: []string{"sp", "XX"}}, {Title: "PAC", Price: -1, MinDays: 3, MaxDays: 1}},
-		PickupPoints:       []PickupPoint{{Name: "Centro", StreetAddress: "Rua A, 1", AddressLocality: "SP", AddressRegion: "SP", PostalCode: "01002-000", AddressCountry: "AR"}},
-		DiscountCodes:      []Discount{{Code: "OI", Title: "Oi", Kind: "percent", Value: 10001}, {Code: "oi", Title: "Oi 2", Kind: "fixed", Value: 100}},
-		AutomaticDiscounts: []Discount{{Code: "X", Title: "Auto", Kind: "free_shipping"}},
-		Settings:           Settings{Links: []Link{{Type: "privacy_policy", URL: "ftp://x"}}, ConsentPurposes: []string{"spam"}, CheckoutTTLSeconds: 10},
+		ShippingRates:      []ShippingRate{{Title: "PAC"}, {Title: " PAC "}, {Title: "SEDEX"}},
+		PickupPoints:       []PickupPoint{{Name: "Centro"}, {Name: "Centro"}},
+		DiscountCodes:      []Discount{{Code: "OI"}, {Code: "oi"}, {Code: ""}, {Code: ""}},
+		AutomaticDiscounts: []Discount{{Title: "Auto"}, {Title: "Outro"}, {Title: "Auto"}},
 	}
-	var paths []string
-	for _, p := range validateLocal(doc) {
-		paths = append(paths, p.Path)
+	var got []string
+	for _, p := range duplicateKeys(doc) {
+		got = append(got, p.Path+" "+p.Code+" "+p.Message)
 	}
-	want := []string{"$.shipping_rates[0].regions[1]", "$.shipping_rates[1].title", "$.shipping_rates[1].price", "$.shipping_rates[1].max_days",
-		"$.pickup_points[0].address_country", "$.discount_codes[0].value", "$.discount_codes[1].code", "$.automatic_discounts[0].code",
-		"$.settings.links[0].url", "$.settings.consent_purposes[0]", "$.settings.checkout_ttl_seconds"}
-	if !slices.Equal(paths, want) {
-		t.Fatalf("paths\n got %v\nwant %v", paths, want)
+	want := []string{
+		"$.shipping_rates[1].title duplicate_title same title as $.shipping_rates[0]",
+		"$.pickup_points[1].name duplicate_name same name as $.pickup_points[0]",
+		"$.discount_codes[1].code duplicate_code same code as $.discount_codes[0]",
+		"$.automatic_discounts[2].title duplicate_title same title as $.automatic_discounts[0]",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("problems\n got %q\nwant %q", got, want)
 	}
 }

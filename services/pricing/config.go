@@ -150,46 +150,37 @@ func checkAmount(field, code string, v int64) error {
 
 // validateRate checks a rate and normalises it in place (trimmed text,
 // upper-case unique UFs, CEPs as 8 digits).
-func validateRate(r *ShippingRate) error {
+func validateRate(r *ShippingRate) error { return rateViolations(r).First() }
+
+func rateViolations(r *ShippingRate) apperr.Violations {
+	var v apperr.Violations
 	r.Title, r.Description, r.Carrier = strings.TrimSpace(r.Title), strings.TrimSpace(r.Description), strings.TrimSpace(r.Carrier)
-	if err := checkLen("rate.title", "invalid_title", r.Title, 1, 100); err != nil {
-		return err
-	}
-	if err := checkLen("rate.description", "invalid_description", r.Description, 0, 300); err != nil {
-		return err
-	}
-	if err := checkLen("rate.carrier", "invalid_carrier", r.Carrier, 0, 100); err != nil {
-		return err
-	}
-	if err := checkAmount("rate.price", "invalid_price", r.Price); err != nil {
-		return err
-	}
-	if err := checkAmount("rate.free_above", "invalid_free_above", r.FreeAbove); err != nil {
-		return err
-	}
-	if err := checkAmount("rate.min_subtotal", "invalid_min_subtotal", r.MinSubtotal); err != nil {
-		return err
-	}
-	if err := checkAmount("rate.max_subtotal", "invalid_max_subtotal", r.MaxSubtotal); err != nil {
-		return err
-	}
+	v.Add(checkLen("rate.title", "invalid_title", r.Title, 1, 100))
+	v.Add(checkLen("rate.description", "invalid_description", r.Description, 0, 300))
+	v.Add(checkLen("rate.carrier", "invalid_carrier", r.Carrier, 0, 100))
+	v.Add(checkAmount("rate.price", "invalid_price", r.Price))
+	v.Add(checkAmount("rate.free_above", "invalid_free_above", r.FreeAbove))
+	v.Add(checkAmount("rate.min_subtotal", "invalid_min_subtotal", r.MinSubtotal))
+	v.Add(checkAmount("rate.max_subtotal", "invalid_max_subtotal", r.MaxSubtotal))
 	if r.MaxSubtotal != 0 && r.MaxSubtotal < r.MinSubtotal {
-		return apperr.Invalid("rate.max_subtotal", "invalid_max_subtotal", "max_subtotal must be 0 (no limit) or at least min_subtotal")
+		v.Add(apperr.Invalid("rate.max_subtotal", "invalid_max_subtotal", "max_subtotal must be 0 (no limit) or at least min_subtotal"))
 	}
 	if r.MinDays < 0 {
-		return apperr.Invalid("rate.min_days", "invalid_min_days", "min_days must be zero or more")
+		v.Add(apperr.Invalid("rate.min_days", "invalid_min_days", "min_days must be zero or more"))
 	}
 	if r.MaxDays < 0 || (r.MaxDays != 0 && r.MaxDays < r.MinDays) {
-		return apperr.Invalid("rate.max_days", "invalid_max_days", "max_days must be 0 (unknown) or at least min_days")
+		v.Add(apperr.Invalid("rate.max_days", "invalid_max_days", "max_days must be 0 (unknown) or at least min_days"))
 	}
 	if len(r.Regions) > 27 || len(r.CEPRanges) > 500 {
-		return apperr.Invalid("rate.regions", "too_many_regions", "at most 27 UFs and 500 CEP ranges")
+		v.Add(apperr.Invalid("rate.regions", "too_many_regions", "at most 27 UFs and 500 CEP ranges"))
+		return v
 	}
 	regions := make([]string, 0, len(r.Regions))
 	for i, reg := range r.Regions {
 		uf, ok := normalizeUF(reg)
 		if !ok {
-			return apperr.Invalid(fmt.Sprintf("rate.regions[%d]", i), "unknown_uf", "%q is not a Brazilian UF", reg)
+			v.Add(apperr.Invalid(fmt.Sprintf("rate.regions[%d]", i), "unknown_uf", "%q is not a Brazilian UF", reg))
+			continue
 		}
 		if !slices.Contains(regions, uf) {
 			regions = append(regions, uf)
@@ -198,114 +189,107 @@ func validateRate(r *ShippingRate) error {
 	r.Regions = regions
 	for i, cr := range r.CEPRanges {
 		f := fmt.Sprintf("rate.cep_ranges[%d]", i)
-		from, ok := normalizeCEP(cr.From)
-		if !ok {
-			return apperr.Invalid(f+".from", "invalid_cep", "%q is not a CEP (8 digits)", cr.From)
+		from, okFrom := normalizeCEP(cr.From)
+		if !okFrom {
+			v.Add(apperr.Invalid(f+".from", "invalid_cep", "%q is not a CEP (8 digits)", cr.From))
 		}
-		to, ok := normalizeCEP(cr.To)
-		if !ok {
-			return apperr.Invalid(f+".to", "invalid_cep", "%q is not a CEP (8 digits)", cr.To)
+		to, okTo := normalizeCEP(cr.To)
+		if !okTo {
+			v.Add(apperr.Invalid(f+".to", "invalid_cep", "%q is not a CEP (8 digits)", cr.To))
 		}
-		if from > to {
-			return apperr.Invalid(f, "invalid_cep_range", "from (%s) must not be after to (%s)", from, to)
+		switch {
+		case !okFrom || !okTo:
+		case from > to:
+			v.Add(apperr.Invalid(f, "invalid_cep_range", "from (%s) must not be after to (%s)", from, to))
+		default:
+			r.CEPRanges[i] = CEPRange{From: from, To: to}
 		}
-		r.CEPRanges[i] = CEPRange{From: from, To: to}
 	}
-	return nil
+	return v
 }
 
 // validatePickup checks a pickup location and normalises it in place.
-func validatePickup(p *PickupLocation) error {
+func validatePickup(p *PickupLocation) error { return pickupViolations(p).First() }
+
+func pickupViolations(p *PickupLocation) apperr.Violations {
+	var v apperr.Violations
 	p.Name, p.StreetAddress, p.ExtendedAddress = strings.TrimSpace(p.Name), strings.TrimSpace(p.StreetAddress), strings.TrimSpace(p.ExtendedAddress)
 	p.AddressLocality, p.Description = strings.TrimSpace(p.AddressLocality), strings.TrimSpace(p.Description)
-	if err := checkLen("location.name", "invalid_name", p.Name, 1, 200); err != nil {
-		return err
+	v.Add(checkLen("location.name", "invalid_name", p.Name, 1, 200))
+	v.Add(checkLen("location.street_address", "invalid_address", p.StreetAddress, 1, 300))
+	v.Add(checkLen("location.extended_address", "invalid_address", p.ExtendedAddress, 0, 300))
+	v.Add(checkLen("location.address_locality", "invalid_address", p.AddressLocality, 1, 200))
+	if uf, ok := normalizeUF(p.AddressRegion); ok {
+		p.AddressRegion = uf
+	} else {
+		v.Add(apperr.Invalid("location.address_region", "unknown_uf", "%q is not a Brazilian UF", p.AddressRegion))
 	}
-	if err := checkLen("location.street_address", "invalid_address", p.StreetAddress, 1, 300); err != nil {
-		return err
+	if cep, ok := normalizeCEP(p.PostalCode); ok {
+		p.PostalCode = cep
+	} else {
+		v.Add(apperr.Invalid("location.postal_code", "invalid_cep", "%q is not a CEP (8 digits)", p.PostalCode))
 	}
-	if err := checkLen("location.extended_address", "invalid_address", p.ExtendedAddress, 0, 300); err != nil {
-		return err
-	}
-	if err := checkLen("location.address_locality", "invalid_address", p.AddressLocality, 1, 200); err != nil {
-		return err
-	}
-	uf, ok := normalizeUF(p.AddressRegion)
-	if !ok {
-		return apperr.Invalid("location.address_region", "unknown_uf", "%q is not a Brazilian UF", p.AddressRegion)
-	}
-	p.AddressRegion = uf
-	cep, ok := normalizeCEP(p.PostalCode)
-	if !ok {
-		return apperr.Invalid("location.postal_code", "invalid_cep", "%q is not a CEP (8 digits)", p.PostalCode)
-	}
-	p.PostalCode = cep
 	switch c := strings.ToUpper(strings.TrimSpace(p.AddressCountry)); c {
 	case "", "BR":
 		p.AddressCountry = "BR"
 	default:
-		return apperr.Invalid("location.address_country", "unsupported_country", "pickup locations must be in Brazil (BR)")
+		v.Add(apperr.Invalid("location.address_country", "unsupported_country", "pickup locations must be in Brazil (BR)"))
 	}
-	if err := checkAmount("location.price", "invalid_price", p.Price); err != nil {
-		return err
-	}
-	return checkLen("location.description", "invalid_description", p.Description, 0, 300)
+	v.Add(checkAmount("location.price", "invalid_price", p.Price))
+	v.Add(checkLen("location.description", "invalid_description", p.Description, 0, 300))
+	return v
 }
 
 var codePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // validateDiscount checks a discount and normalises it in place. An unset
 // priority (0) becomes 1, the first stacking position.
-func validateDiscount(d *Discount) error {
+func validateDiscount(d *Discount) error { return discountViolations(d).First() }
+
+func discountViolations(d *Discount) apperr.Violations {
+	var v apperr.Violations
 	d.Code, d.Title = strings.TrimSpace(d.Code), strings.TrimSpace(d.Title)
-	if d.Automatic {
-		if d.Code != "" {
-			return apperr.Invalid("discount.code", "invalid_code", "automatic discounts have no code")
-		}
-	} else {
-		if d.Code == "" {
-			return apperr.Invalid("discount.code", "code_required", "a discount that is not automatic needs a code")
-		}
-		if !codePattern.MatchString(d.Code) {
-			return apperr.Invalid("discount.code", "invalid_code", "codes are 1 to 64 letters, digits, '-' or '_'")
-		}
+	switch {
+	case d.Automatic && d.Code != "":
+		v.Add(apperr.Invalid("discount.code", "invalid_code", "automatic discounts have no code"))
+	case d.Automatic:
+	case d.Code == "":
+		v.Add(apperr.Invalid("discount.code", "code_required", "a discount that is not automatic needs a code"))
+	case !codePattern.MatchString(d.Code):
+		v.Add(apperr.Invalid("discount.code", "invalid_code", "codes are 1 to 64 letters, digits, '-' or '_'"))
 	}
-	if err := checkLen("discount.title", "invalid_title", d.Title, 1, 200); err != nil {
-		return err
-	}
+	v.Add(checkLen("discount.title", "invalid_title", d.Title, 1, 200))
 	switch d.Kind {
 	case KindPercent:
 		if d.Value < 1 || d.Value > 10000 {
-			return apperr.Invalid("discount.value", "invalid_value", "a percent discount is 1 to 10000 basis points (0.01 %% to 100 %%)")
+			v.Add(apperr.Invalid("discount.value", "invalid_value", "a percent discount is 1 to 10000 basis points (0.01 %% to 100 %%)"))
 		}
 	case KindFixed:
 		if d.Value < 1 || d.Value > MaxAmount {
-			return apperr.Invalid("discount.value", "invalid_value", "a fixed discount is more than 0 centavos")
+			v.Add(apperr.Invalid("discount.value", "invalid_value", "a fixed discount is more than 0 centavos"))
 		}
 	case KindFreeShipping:
 		if d.Value != 0 {
-			return apperr.Invalid("discount.value", "invalid_value", "a free shipping discount takes no value")
+			v.Add(apperr.Invalid("discount.value", "invalid_value", "a free shipping discount takes no value"))
 		}
 	default:
-		return apperr.Invalid("discount.kind", "invalid_kind", "kind must be percent, fixed or free_shipping")
+		v.Add(apperr.Invalid("discount.kind", "invalid_kind", "kind must be percent, fixed or free_shipping"))
 	}
-	if err := checkAmount("discount.min_subtotal", "invalid_min_subtotal", d.MinSubtotal); err != nil {
-		return err
-	}
+	v.Add(checkAmount("discount.min_subtotal", "invalid_min_subtotal", d.MinSubtotal))
 	if d.StartsAt != nil && d.EndsAt != nil && !d.EndsAt.After(*d.StartsAt) {
-		return apperr.Invalid("discount.ends_at", "invalid_ends_at", "ends_at must be after starts_at")
+		v.Add(apperr.Invalid("discount.ends_at", "invalid_ends_at", "ends_at must be after starts_at"))
 	}
 	if d.UsageLimit < 0 {
-		return apperr.Invalid("discount.usage_limit", "invalid_usage_limit", "usage_limit must be zero (unlimited) or more")
+		v.Add(apperr.Invalid("discount.usage_limit", "invalid_usage_limit", "usage_limit must be zero (unlimited) or more"))
 	}
 	if d.UsageLimitPerBuyer < 0 {
-		return apperr.Invalid("discount.usage_limit_per_buyer", "invalid_usage_limit", "usage_limit_per_buyer must be zero (unlimited) or more")
+		v.Add(apperr.Invalid("discount.usage_limit_per_buyer", "invalid_usage_limit", "usage_limit_per_buyer must be zero (unlimited) or more"))
 	}
 	if d.Priority < 0 {
-		return apperr.Invalid("discount.priority", "invalid_priority", "priority must be zero (first) or more")
+		v.Add(apperr.Invalid("discount.priority", "invalid_priority", "priority must be zero (first) or more"))
 	}
 	if d.Priority == 0 {
 		d.Priority = 1
 	}
-	return nil
+	return v
 }

@@ -90,6 +90,9 @@ func (s *Service) SetShippingRate(ctx context.Context, req *connect.Request[pric
 	for _, c := range p.GetCepRanges() {
 		r.CEPRanges = append(r.CEPRanges, CEPRange{From: c.GetFrom(), To: c.GetTo()})
 	}
+	if req.Msg.GetValidateOnly() {
+		return connect.NewResponse(&pricingv1.SetShippingRateResponse{Violations: violationsToProto(rateViolations(&r))}), nil
+	}
 	if err := validateRate(&r); err != nil {
 		return nil, err
 	}
@@ -147,6 +150,9 @@ func (s *Service) SetPickupLocation(ctx context.Context, req *connect.Request[pr
 		AddressLocality: p.GetAddressLocality(), AddressRegion: p.GetAddressRegion(), PostalCode: p.GetPostalCode(),
 		AddressCountry: p.GetAddressCountry(), Price: p.GetPrice(), Description: p.GetDescription(), Active: p.GetActive(),
 		Position: p.GetPosition(),
+	}
+	if req.Msg.GetValidateOnly() {
+		return connect.NewResponse(&pricingv1.SetPickupLocationResponse{Violations: violationsToProto(pickupViolations(&l))}), nil
 	}
 	if err := validatePickup(&l); err != nil {
 		return nil, err
@@ -209,14 +215,17 @@ func (s *Service) SetDiscount(ctx context.Context, req *connect.Request[pricingv
 		UsageLimitPerBuyer: p.GetUsageLimitPerBuyer(), Priority: p.GetPriority(), Combinable: p.GetCombinable(),
 		Active: p.GetActive(),
 	}
+	var v apperr.Violations
 	var err error
-	if d.StartsAt, err = optTime("discount.starts_at", p.GetStartsAt()); err != nil {
-		return nil, err
+	d.StartsAt, err = optTime("discount.starts_at", p.GetStartsAt())
+	v.Add(err)
+	d.EndsAt, err = optTime("discount.ends_at", p.GetEndsAt())
+	v.Add(err)
+	v = append(v, discountViolations(&d)...)
+	if req.Msg.GetValidateOnly() {
+		return connect.NewResponse(&pricingv1.SetDiscountResponse{Violations: violationsToProto(v)}), nil
 	}
-	if d.EndsAt, err = optTime("discount.ends_at", p.GetEndsAt()); err != nil {
-		return nil, err
-	}
-	if err := validateDiscount(&d); err != nil {
+	if err := v.First(); err != nil {
 		return nil, err
 	}
 	out, err := s.store.setDiscount(ctx, d)
@@ -224,6 +233,14 @@ func (s *Service) SetDiscount(ctx context.Context, req *connect.Request[pricingv
 		return nil, err
 	}
 	return connect.NewResponse(&pricingv1.SetDiscountResponse{Discount: discountToProto(out)}), nil
+}
+
+func violationsToProto(v apperr.Violations) []*pricingv1.Violation {
+	out := make([]*pricingv1.Violation, len(v))
+	for i, e := range v {
+		out[i] = &pricingv1.Violation{Field: e.Field, Code: e.Code, Message: e.Message}
+	}
+	return out
 }
 
 func optTime(field string, ts *timestamppb.Timestamp) (*time.Time, error) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/bcpnames"
@@ -138,7 +139,6 @@ var (
 	keyTypes        = []struct{ Value, Label string }{{"cpf", "CPF"}, {"cnpj", "CNPJ"}, {"email", "E-mail"}, {"phone", "Telefone"}, {"evp", "Chave aleatória (EVP)"}}
 	cardBrands      = []string{"visa", "mastercard", "elo", "amex", "hipercard"}
 	credentialTypes = []string{"token", "delegate_token"}
-	handlerIDRE     = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 )
 
 // The template needs the option lists.
@@ -265,10 +265,10 @@ func httpsURL(s string) bool {
 // toRequest validates the form and builds the SetPaymentHandler request.
 func (f *handlerForm) toRequest(tenant string, secret string, all []*tenantsv1.PaymentHandler) *tenantsv1.SetPaymentHandlerRequest {
 	f.Errors = fieldErrors{}
+	// The id's and the name's rules are the tenants service's (reject shows
+	// what it says); that a new handler must not replace one is the form's.
 	if f.New {
-		if !handlerIDRE.MatchString(f.ID) {
-			f.Errors.add("id", "De 1 a 64 letras, números, _ . ou -.")
-		} else if slices.ContainsFunc(all, func(h *tenantsv1.PaymentHandler) bool { return h.GetId() == f.ID }) {
+		if slices.ContainsFunc(all, func(h *tenantsv1.PaymentHandler) bool { return h.GetId() == f.ID }) {
 			f.Errors.add("id", "Já existe um meio de pagamento com este identificador.")
 		}
 		f.position = 0
@@ -329,9 +329,6 @@ func (f *handlerForm) toRequest(tenant string, secret string, all []*tenantsv1.P
 		set("expiration_seconds", secs)
 	} else {
 		h.Name, h.Spec, h.Schema = f.Name, f.Spec, f.Schema
-		if !reverseDomain.MatchString(f.Name) {
-			f.Errors.add("name", "Nome em domínio reverso, como com.exemplo.delegate_payment.")
-		}
 		if f.Spec != "" && !httpsURL(f.Spec) {
 			f.Errors.add("spec", "Use um endereço https completo.")
 		}
@@ -379,7 +376,18 @@ func (f *handlerForm) toRequest(tenant string, secret string, all []*tenantsv1.P
 	return req
 }
 
-var reverseDomain = regexp.MustCompile(`^[a-z](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9_-]*[a-z0-9_])?)+$`)
+// reject shows a rule the tenants service says the handler breaks next to
+// its field.
+func (f *handlerForm) reject(field, msg string) {
+	switch field = strings.TrimPrefix(field, "handler."); field {
+	case "id":
+		f.Errors.add("id", "Identificador recusado: "+msg)
+	case "name", "spec", "schema", "environment":
+		f.Errors.add(field, "Valor recusado: "+msg)
+	default:
+		f.Error = "Configuração recusada: " + msg
+	}
+}
 
 func (a *Admin) newHandler(rw http.ResponseWriter, r *http.Request) {
 	kind := r.PathValue("kind")
@@ -439,7 +447,19 @@ func (a *Admin) saveHandler(rw http.ResponseWriter, r *http.Request) {
 	}
 	parseHandlerForm(r, &f)
 	req := f.toRequest(s.tenant.String(), strings.TrimSpace(r.PostFormValue("client_secret")), all)
-	if len(f.Errors) == 0 {
+	// Every rule the tenants service says the handler breaks, next to the
+	// form's own.
+	check := proto.Clone(req).(*tenantsv1.SetPaymentHandlerRequest)
+	check.ValidateOnly = true
+	v, err := a.opts.Tenants.SetPaymentHandler(r.Context(), connect.NewRequest(check))
+	if err != nil {
+		a.serviceError(rw, r, err)
+		return
+	}
+	for _, x := range v.Msg.GetViolations() {
+		f.reject(x.GetField(), x.GetMessage())
+	}
+	if len(f.Errors) == 0 && f.Error == "" {
 		_, err := a.opts.Tenants.SetPaymentHandler(r.Context(), connect.NewRequest(req))
 		if err == nil {
 			a.log.InfoContext(r.Context(), "admin: payment handler set", "tenant_id", s.tenant, "by", s.user.GetId(), "handler", f.ID, "secrets", req.GetSecretsJson() != "")
@@ -451,14 +471,7 @@ func (a *Admin) saveHandler(rw http.ResponseWriter, r *http.Request) {
 			a.serviceError(rw, r, err)
 			return
 		}
-		switch strings.TrimPrefix(e.Field, "handler.") {
-		case "id":
-			f.Errors.add("id", "Identificador recusado: "+e.Message)
-		case "name", "spec", "schema", "environment":
-			f.Errors.add(strings.TrimPrefix(e.Field, "handler."), "Valor recusado: "+e.Message)
-		default:
-			f.Error = "Configuração recusada: " + e.Message
-		}
+		f.reject(e.Field, e.Message)
 	}
 	a.render(rw, r, http.StatusUnprocessableEntity, "handler", a.newPage(r, "Meio de pagamento", "pagamentos", f))
 }

@@ -2,8 +2,6 @@ package admin
 
 import (
 	"net/http"
-	"regexp"
-	"slices"
 	"strings"
 
 	"connectrpc.com/connect"
@@ -36,20 +34,18 @@ func pickupToForm(l *pricingv1.PickupLocation) pickupForm {
 	return f
 }
 
-var cepPattern = regexp.MustCompile(`^(\d{5})-?(\d{3})$`)
-
-var brUFs = strings.Fields("AC AL AP AM BA CE DF ES GO MA MT MS MG PA PB PR PE PI RJ RN RS RO RR SC SP SE TO")
-
 func parsePickupForm(r *http.Request) pickupForm {
 	g := func(k string) string { return strings.TrimSpace(r.PostFormValue(k)) }
 	return pickupForm{Name: g("name"), Street: g("street_address"), Extended: g("extended_address"), City: g("address_locality"),
 		Region: g("address_region"), CEP: g("postal_code"), Price: g("price"), Hours: g("hours"), Active: g("active") == "on"}
 }
 
+// toLocation reads the form; the UF and the CEP are pricing's to check
+// (reject shows what it says).
 func (f *pickupForm) toLocation() *pricingv1.PickupLocation {
 	f.Errors = fieldErrors{}
 	l := &pricingv1.PickupLocation{Id: f.ID, Name: f.Name, StreetAddress: f.Street, ExtendedAddress: f.Extended, AddressLocality: f.City,
-		AddressCountry: "BR", Description: f.Hours, Active: f.Active, Position: f.position}
+		AddressRegion: f.Region, PostalCode: f.CEP, AddressCountry: "BR", Description: f.Hours, Active: f.Active, Position: f.position}
 	if f.Name == "" {
 		f.Errors.add("name", "Informe o nome do ponto de retirada.")
 	}
@@ -58,16 +54,6 @@ func (f *pickupForm) toLocation() *pricingv1.PickupLocation {
 	}
 	if f.City == "" {
 		f.Errors.add("address_locality", "Informe a cidade.")
-	}
-	uf := strings.ToUpper(f.Region)
-	if !slices.Contains(brUFs, uf) {
-		f.Errors.add("address_region", "Use a sigla da UF, como SP.")
-	}
-	l.AddressRegion = uf
-	if m := cepPattern.FindStringSubmatch(f.CEP); m == nil {
-		f.Errors.add("postal_code", "CEP inválido: use 8 dígitos, como 01310-100.")
-	} else {
-		l.PostalCode = m[1] + m[2]
 	}
 	if f.Price != "" {
 		var msg string
@@ -79,6 +65,22 @@ func (f *pickupForm) toLocation() *pricingv1.PickupLocation {
 		f.Errors.add("hours", "No máximo 300 caracteres.")
 	}
 	return l
+}
+
+// reject shows a rule pricing says the location breaks next to its field.
+func (f *pickupForm) reject(field, msg string) {
+	switch field = strings.TrimPrefix(field, "location."); field {
+	case "postal_code":
+		f.Errors.add(field, "CEP inválido: "+msg)
+	case "address_region":
+		f.Errors.add(field, "UF inválida: "+msg)
+	case "name", "street_address", "extended_address", "address_locality", "price":
+		f.Errors.add(field, "Valor recusado: "+msg)
+	case "description":
+		f.Errors.add("hours", "Valor recusado: "+msg)
+	default:
+		f.Error = "Ponto de retirada recusado: " + msg
+	}
 }
 
 func (a *Admin) findPickup(r *http.Request, id string) (*pricingv1.PickupLocation, error) {
@@ -114,7 +116,16 @@ func (a *Admin) pickupSave(rw http.ResponseWriter, r *http.Request) {
 		f.ID, f.position = l.GetId(), l.GetPosition()
 	}
 	l := f.toLocation()
-	if len(f.Errors) == 0 {
+	// Every rule pricing says the location breaks, next to the form's own.
+	v, err := a.opts.Pricing.SetPickupLocation(r.Context(), connect.NewRequest(&pricingv1.SetPickupLocationRequest{Location: l, ValidateOnly: true}))
+	if err != nil {
+		a.serviceError(rw, r, err)
+		return
+	}
+	for _, x := range v.Msg.GetViolations() {
+		f.reject(x.GetField(), x.GetMessage())
+	}
+	if len(f.Errors) == 0 && f.Error == "" {
 		_, err := a.opts.Pricing.SetPickupLocation(r.Context(), connect.NewRequest(&pricingv1.SetPickupLocationRequest{Location: l}))
 		if err == nil {
 			http.Redirect(rw, r, "/admin/frete?ok=salvo", http.StatusSeeOther)
@@ -125,14 +136,7 @@ func (a *Admin) pickupSave(rw http.ResponseWriter, r *http.Request) {
 			a.serviceError(rw, r, err)
 			return
 		}
-		switch field := strings.TrimPrefix(e.Field, "location."); field {
-		case "name", "street_address", "extended_address", "address_locality", "address_region", "postal_code", "price":
-			f.Errors.add(field, "Valor recusado: "+e.Message)
-		case "description":
-			f.Errors.add("hours", "Valor recusado: "+e.Message)
-		default:
-			f.Error = "Ponto de retirada recusado: " + e.Message
-		}
+		f.reject(e.Field, e.Message)
 	}
 	a.render(rw, r, http.StatusUnprocessableEntity, "pickup", a.newPage(r, "Ponto de retirada", "frete", f))
 }

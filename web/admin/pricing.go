@@ -54,6 +54,7 @@ type rateForm struct {
 	Active                             bool
 	Errors                             fieldErrors
 	Error                              string
+	cepLines                           []int // the line of each range in CepRanges
 }
 
 func rateToForm(rt *pricingv1.ShippingRate) rateForm {
@@ -78,14 +79,16 @@ func fmtCEP(s string) string {
 	return s
 }
 
-var (
-	cepRangeLine = regexp.MustCompile(`^(\d{5})-?(\d{3})\s*(?:a|até|-|–|—)\s*(\d{5})-?(\d{3})$`)
-	ufList       = regexp.MustCompile(`^[A-Z]{2}$`)
-)
+// cepRangeLine is the form's syntax of one range: two CEPs (their shape
+// tells where the separator is, which may itself be a hyphen) joined by
+// "a", "até" or a dash. Whether they make a range is pricing's to say.
+var cepRangeLine = regexp.MustCompile(`^(\d{5})-?(\d{3})\s*(?:a|até|-|–|—)\s*(\d{5})-?(\d{3})$`)
 
-// parseCEPRanges reads one range per line ("01000-000 a 09999-999").
-func parseCEPRanges(text string) ([]*pricingv1.CepRange, string) {
+// parseCEPRanges reads one range per line ("01000-000 a 09999-999") and
+// the line of each.
+func parseCEPRanges(text string) ([]*pricingv1.CepRange, []int, string) {
 	var out []*pricingv1.CepRange
+	var lines []int
 	for i, line := range strings.Split(strings.ReplaceAll(text, "\r", ""), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" {
@@ -93,15 +96,12 @@ func parseCEPRanges(text string) ([]*pricingv1.CepRange, string) {
 		}
 		m := cepRangeLine.FindStringSubmatch(line)
 		if m == nil {
-			return nil, fmt.Sprintf("Linha %d: faixa de CEP inválida (%q); use 01000-000 a 09999-999.", i+1, line)
+			return nil, nil, fmt.Sprintf("Linha %d: faixa de CEP inválida (%q); use 01000-000 a 09999-999.", i+1, line)
 		}
-		from, to := m[1]+m[2], m[3]+m[4]
-		if from > to {
-			return nil, fmt.Sprintf("Linha %d: o CEP inicial (%s) é maior que o final (%s).", i+1, fmtCEP(from), fmtCEP(to))
-		}
-		out = append(out, &pricingv1.CepRange{From: from, To: to})
+		out = append(out, &pricingv1.CepRange{From: m[1] + m[2], To: m[3] + m[4]})
+		lines = append(lines, i+1)
 	}
-	return out, ""
+	return out, lines, ""
 }
 
 func parseDays(s string) (int32, bool) {
@@ -118,14 +118,10 @@ func (f *rateForm) toRate() *pricingv1.ShippingRate {
 	if f.Title == "" {
 		f.Errors.add("title", "Informe o nome da opção (ex.: PAC).")
 	}
-	for _, uf := range strings.FieldsFunc(strings.ToUpper(f.Regions), func(r rune) bool { return r == ',' || r == ' ' || r == ';' }) {
-		if !ufList.MatchString(uf) {
-			f.Errors.add("regions", fmt.Sprintf("%q não é uma UF; use siglas como SP, RJ.", uf))
-		}
-		rt.Regions = append(rt.Regions, uf)
-	}
+	// The UFs and CEPs are pricing's to check (reject shows what it says).
+	rt.Regions = strings.FieldsFunc(strings.ToUpper(f.Regions), func(r rune) bool { return r == ',' || r == ' ' || r == ';' })
 	var msg string
-	if rt.CepRanges, msg = parseCEPRanges(f.CepRanges); msg != "" {
+	if rt.CepRanges, f.cepLines, msg = parseCEPRanges(f.CepRanges); msg != "" {
 		f.Errors.add("cep_ranges", msg)
 	}
 	if rt.Price, msg = ParseBRL(f.Price); msg != "" {
@@ -146,6 +142,26 @@ func (f *rateForm) toRate() *pricingv1.ShippingRate {
 		f.Errors.add("max_days", "O prazo máximo não pode ser menor que o mínimo.")
 	}
 	return rt
+}
+
+// reject shows a rule pricing says the rate breaks next to its field; a
+// CEP range's by its line.
+func (f *rateForm) reject(field, msg string) {
+	field = strings.TrimPrefix(field, "rate.")
+	var k int
+	if _, err := fmt.Sscanf(field, "cep_ranges[%d]", &k); err == nil && k >= 0 && k < len(f.cepLines) {
+		f.Errors.add("cep_ranges", fmt.Sprintf("Linha %d: faixa de CEP recusada: %s", f.cepLines[k], msg))
+		return
+	}
+	if i := strings.IndexAny(field, "[."); i > 0 {
+		field = field[:i]
+	}
+	switch field {
+	case "title", "carrier", "description", "regions", "cep_ranges", "price", "free_above", "min_days", "max_days":
+		f.Errors.add(field, "Valor recusado: "+msg)
+	default:
+		f.Error = "Tarifa recusada: " + msg
+	}
 }
 
 func parseRateForm(r *http.Request) rateForm {
@@ -199,7 +215,16 @@ func (a *Admin) rateSave(rw http.ResponseWriter, r *http.Request) {
 		f.ID = r.PathValue("id")
 	}
 	rt := f.toRate()
-	if len(f.Errors) == 0 {
+	// Every rule pricing says the rate breaks, next to the form's own.
+	v, err := a.opts.Pricing.SetShippingRate(r.Context(), connect.NewRequest(&pricingv1.SetShippingRateRequest{Rate: rt, ValidateOnly: true}))
+	if err != nil {
+		a.serviceError(rw, r, err)
+		return
+	}
+	for _, x := range v.Msg.GetViolations() {
+		f.reject(x.GetField(), x.GetMessage())
+	}
+	if len(f.Errors) == 0 && f.Error == "" {
 		_, err := a.opts.Pricing.SetShippingRate(r.Context(), connect.NewRequest(&pricingv1.SetShippingRateRequest{Rate: rt}))
 		if err == nil {
 			http.Redirect(rw, r, "/admin/frete?ok=salvo", http.StatusSeeOther)
@@ -210,16 +235,7 @@ func (a *Admin) rateSave(rw http.ResponseWriter, r *http.Request) {
 			a.serviceError(rw, r, err)
 			return
 		}
-		field := strings.TrimPrefix(e.Field, "rate.")
-		if i := strings.IndexAny(field, "[."); i > 0 {
-			field = field[:i]
-		}
-		switch field {
-		case "title", "carrier", "description", "regions", "cep_ranges", "price", "free_above", "min_days", "max_days":
-			f.Errors.add(field, "Valor recusado: "+e.Message)
-		default:
-			f.Error = "Tarifa recusada: " + e.Message
-		}
+		f.reject(e.Field, e.Message)
 	}
 	a.render(rw, r, http.StatusUnprocessableEntity, "rate", a.newPage(r, "Tarifa de frete", "frete", f))
 }
@@ -282,18 +298,11 @@ func parseDiscountForm(r *http.Request) discountForm {
 		Priority: g("priority"), Automatic: g("automatic") == "on", Combinable: g("combinable") == "on", Active: g("active") == "on"}
 }
 
-var codePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
+// toDiscount reads the form; the code is pricing's to check (reject shows
+// what it says).
 func (f *discountForm) toDiscount(now time.Time) *pricingv1.Discount {
 	f.Errors = fieldErrors{}
 	d := &pricingv1.Discount{Id: f.ID, Code: strings.ToUpper(f.Code), Title: f.Title, Automatic: f.Automatic, Combinable: f.Combinable, Active: f.Active}
-	if f.Automatic {
-		if f.Code != "" {
-			f.Errors.add("code", "Descontos automáticos não têm código; deixe em branco.")
-		}
-	} else if !codePattern.MatchString(f.Code) {
-		f.Errors.add("code", "Código de 1 a 64 letras, números, - ou _.")
-	}
 	if f.Title == "" {
 		f.Errors.add("title", "Informe o título mostrado ao comprador.")
 	}
@@ -363,6 +372,16 @@ func (f *discountForm) toDiscount(now time.Time) *pricingv1.Discount {
 	return d
 }
 
+// reject shows a rule pricing says the discount breaks next to its field.
+func (f *discountForm) reject(field, msg string) {
+	switch field = strings.TrimPrefix(field, "discount."); field {
+	case "code", "title", "kind", "value", "min_subtotal", "starts_at", "ends_at", "usage_limit", "usage_limit_per_buyer", "priority":
+		f.Errors.add(field, "Valor recusado: "+msg)
+	default:
+		f.Error = "Desconto recusado: " + msg
+	}
+}
+
 func (a *Admin) findDiscount(r *http.Request, id string) (*pricingv1.Discount, error) {
 	resp, err := a.opts.Pricing.ListDiscounts(r.Context(), connect.NewRequest(&pricingv1.ListDiscountsRequest{}))
 	if err != nil {
@@ -395,7 +414,16 @@ func (a *Admin) discountSave(rw http.ResponseWriter, r *http.Request) {
 		f.ID = r.PathValue("id")
 	}
 	d := f.toDiscount(time.Now())
-	if len(f.Errors) == 0 {
+	// Every rule pricing says the discount breaks, next to the form's own.
+	v, err := a.opts.Pricing.SetDiscount(r.Context(), connect.NewRequest(&pricingv1.SetDiscountRequest{Discount: d, ValidateOnly: true}))
+	if err != nil {
+		a.serviceError(rw, r, err)
+		return
+	}
+	for _, x := range v.Msg.GetViolations() {
+		f.reject(x.GetField(), x.GetMessage())
+	}
+	if len(f.Errors) == 0 && f.Error == "" {
 		_, err := a.opts.Pricing.SetDiscount(r.Context(), connect.NewRequest(&pricingv1.SetDiscountRequest{Discount: d}))
 		if err == nil {
 			http.Redirect(rw, r, "/admin/descontos?ok=salvo", http.StatusSeeOther)
@@ -406,13 +434,7 @@ func (a *Admin) discountSave(rw http.ResponseWriter, r *http.Request) {
 		case e.Kind == apperr.KindAlreadyExists:
 			f.Errors.add("code", "Já existe um desconto com este código.")
 		case e.Kind == apperr.KindInvalidArgument:
-			field := strings.TrimPrefix(e.Field, "discount.")
-			switch field {
-			case "code", "title", "kind", "value", "min_subtotal", "starts_at", "ends_at", "usage_limit", "usage_limit_per_buyer", "priority":
-				f.Errors.add(field, "Valor recusado: "+e.Message)
-			default:
-				f.Error = "Desconto recusado: " + e.Message
-			}
+			f.reject(e.Field, e.Message)
 		default:
 			a.serviceError(rw, r, err)
 			return

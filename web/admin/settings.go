@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -107,6 +108,28 @@ func parseLimits(r *http.Request, d *settingsData, out *tenantsv1.Settings) (bad
 	return bad
 }
 
+// reject shows a rule the tenants service says the settings break next to
+// its field (the form's own errors come first).
+func (d *settingsData) reject(field, msg string) {
+	if field == "settings.checkout_ttl_seconds" {
+		if d.TTLErr == "" {
+			d.TTLErr = "Valor recusado: " + msg
+		}
+		return
+	}
+	for i := range d.Limits {
+		if d.Limits[i].field == field {
+			if d.Limits[i].Err == "" {
+				d.Limits[i].Err = msg
+			}
+			return
+		}
+	}
+	if d.Error == "" {
+		d.Error = "Configurações recusadas: " + msg
+	}
+}
+
 func settingsForm(s *tenantsv1.Settings) settingsData {
 	d := settingsData{TTLHours: strconv.FormatInt(s.GetCheckoutTtlSeconds()/3600, 10)}
 	if s.GetCheckoutTtlSeconds()%3600 != 0 {
@@ -210,13 +233,26 @@ func (a *Admin) saveSettings(rw http.ResponseWriter, r *http.Request) {
 			out.ConsentPurposes = append(out.ConsentPurposes, d.Purposes[i].Name)
 		}
 	}
+	// The lifetime's bounds are the tenants service's (reject shows what it
+	// says); 0 would mean its default, which the form does not offer.
 	d.TTLHours = strings.TrimSpace(r.PostFormValue("ttl_hours"))
 	hours, perr := strconv.ParseFloat(strings.Replace(d.TTLHours, ",", ".", 1), 64)
-	if perr != nil || hours < 1.0/12 || hours > 720 {
-		d.TTLErr, bad = "Entre 0,1 (6 minutos) e 720 horas (30 dias).", true
+	if perr != nil || !(hours > 0) || math.IsInf(hours, 0) {
+		d.TTLErr, bad = "Informe a validade em horas, como 6 ou 0,5.", true
 	}
 	out.CheckoutTtlSeconds = int64(hours * 3600)
 	if parseLimits(r, &d, out) {
+		bad = true
+	}
+	// Every rule the tenants service says the settings break, next to the
+	// form's own.
+	v, err := a.opts.Tenants.SetSettings(r.Context(), connect.NewRequest(&tenantsv1.SetSettingsRequest{Tenant: sess.tenant.String(), Settings: out, ValidateOnly: true}))
+	if err != nil {
+		a.serviceError(rw, r, err)
+		return
+	}
+	for _, x := range v.Msg.GetViolations() {
+		d.reject(x.GetField(), x.GetMessage())
 		bad = true
 	}
 	if !bad && d.Name != oldName {
@@ -239,12 +275,7 @@ func (a *Admin) saveSettings(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		e := appErr(err)
-		d.Error = "Configurações recusadas: " + e.Message
-		for i := range d.Limits {
-			if d.Limits[i].field == e.Field {
-				d.Limits[i].Err, d.Error = e.Message, ""
-			}
-		}
+		d.reject(e.Field, e.Message)
 	}
 	a.render(rw, r, http.StatusUnprocessableEntity, "settings", a.newPage(r, "Configurações da loja", "config", d))
 }

@@ -41,8 +41,8 @@ const (
 // TenantPolicy is what the Authenticator needs to know about a tenant.
 type TenantPolicy struct {
 	Auth Policy
-	// SignAllResponses signs every tools/call response, not only
-	// complete_checkout's.
+	// SignAllResponses signs every tools/call response, not only those of
+	// the operations that are always signed (Operation.Signed).
 	SignAllResponses bool
 	// Development tenants may name http/loopback agent profiles; passed to
 	// the KeySource.
@@ -166,6 +166,11 @@ type Options struct {
 	// PublicMethods are served without credentials (default
 	// DefaultPublicMethods).
 	PublicMethods []string
+	// Operations are the BCP operations (the edge's operation table): the
+	// REST route naming each and whether its responses are always signed.
+	// Nil: REST requests name no operation and only merchants that sign
+	// everything get signed responses.
+	Operations []Operation
 	// Logger (default slog.Default()). Secrets are never logged.
 	Logger *slog.Logger
 }
@@ -180,6 +185,7 @@ type Authenticator struct {
 	refresh  refreshLimiter
 	policies *ttlCache[uuid.UUID, TenantPolicy]
 	apiKeys  *ttlCache[apiKeyCacheKey, apiKeyEntry]
+	ops      *operations
 }
 
 type apiKeyCacheKey struct {
@@ -227,6 +233,7 @@ func New(opts Options) *Authenticator {
 		refresh:  refreshLimiter{interval: opts.ForceRefreshInterval, last: map[string]time.Time{}},
 		policies: newTTLCache[uuid.UUID, TenantPolicy](),
 		apiKeys:  newTTLCache[apiKeyCacheKey, apiKeyEntry](),
+		ops:      newOperations(opts.Operations),
 	}
 }
 

@@ -56,18 +56,19 @@
 // (@method @authority @path, bcp-agent/ucp-agent, idempotency-key,
 // content-digest, content-type), profile binding and Content-Digest. The
 // differences: the profile comes from BCP-Agent/UCP-Agent only (there is
-// no meta); no request is public; the operation is derived from method
-// and path (RESTOperation), so SignResponses signs POST
-// …/checkout-sessions/{id}/complete responses (every response when the
-// tenant signs all); failures are the flat REST body {"code","content"}
+// no meta); no request is public; the operation is the one the edge's
+// operation table (Options.Operations) routes the method and path to, so
+// SignResponses signs the same responses as over MCP (POST
+// …/checkout-sessions/{id}/complete; every response when the tenant signs
+// all); failures are the flat REST body {"code","content"}
 // (WriteRESTFailure) with the same statuses and challenge headers.
 //
 // # Signing (SignResponses, RemoteSigner)
 //
 // The merchant's private keys stay in the tenants service. RemoteSigner
 // builds the signature base and asks SignWithCurrentKey to complete it
-// with the current key's keyid and sign it. SignResponses signs
-// complete_checkout responses (every tools/call response when the tenant
-// signs all) over @status, content-digest and content-type with created
+// with the current key's keyid and sign it. SignResponses signs the
+// responses of the operations marked Signed (complete_checkout; every
+// tools/call response when the tenant signs all) over @status, content-digest and content-type with created
 // and keyid; RemoteSigner.SignWebhook signs order webhooks as requests.
 package agentauth

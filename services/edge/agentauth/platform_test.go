@@ -138,7 +138,7 @@ func TestAPIKeyOfTenantARefusedAtTenantB(t *testing.T) {
 	createTenant(t, op, "Loja B", "b.localhost")
 	keyID, secret := apiKey(t, op, "a.localhost", profileA)
 	stub := &mcpStub{}
-	auth := agentauth.New(agentauth.Options{Tenants: r.Clients.Tenants, Keys: newFakeKeys()})
+	auth := agentauth.New(agentauth.Options{Operations: edge.AuthOperations(), Tenants: r.Clients.Tenants, Keys: newFakeKeys()})
 	srv := edgeLike(t, r, auth, stub, true)
 	ctx := context.Background()
 	client := func(host, profile, key string) *agentclient.Client {
@@ -214,7 +214,7 @@ func TestSignaturePolicyFromRegistry(t *testing.T) {
 	keys.publish(profileA, jwk(t, agentKey, "agent-a-1"))
 	for _, withPolicy := range []bool{true, false} {
 		stub := &mcpStub{}
-		srv := edgeLike(t, r, agentauth.New(agentauth.Options{Tenants: r.Clients.Tenants, Keys: keys}), stub, withPolicy)
+		srv := edgeLike(t, r, agentauth.New(agentauth.Options{Operations: edge.AuthOperations(), Tenants: r.Clients.Tenants, Keys: keys}), stub, withPolicy)
 		keyed := &agentclient.Client{Endpoint: srv.URL + "/bcp/mcp", Transport: &agentclient.Transport{Host: "assinada.localhost", ProfileURL: profileA, APIKey: secret}}
 		resp, err := keyed.CallTool(ctx, "get_checkout", map[string]any{"id": "chk_1"})
 		if err != nil {
@@ -238,7 +238,7 @@ func TestResponseSignatureVerifiesWithWellKnown(t *testing.T) {
 	r, op := startPlatform(t)
 	a := createTenant(t, op, "Loja Resposta", "resposta.localhost")
 	_, secret := apiKey(t, op, a.GetId(), profileA)
-	srv := edgeLike(t, r, agentauth.New(agentauth.Options{Tenants: r.Clients.Tenants}), &mcpStub{}, true)
+	srv := edgeLike(t, r, agentauth.New(agentauth.Options{Operations: edge.AuthOperations(), Tenants: r.Clients.Tenants}), &mcpStub{}, true)
 	ctx := context.Background()
 	agent := &agentclient.Client{Endpoint: srv.URL + "/bcp/mcp", Transport: &agentclient.Transport{Host: "resposta.localhost", ProfileURL: profileA, APIKey: secret}}
 	// The merchant's profile, fetched from the platform's public listener.
@@ -489,7 +489,7 @@ func TestEitherPolicyChecksEveryCredential(t *testing.T) {
 	agentKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	keys.publish(profileA, jwk(t, agentKey, "agent-a-1"))
 	stub := &mcpStub{}
-	srv := edgeLike(t, r, agentauth.New(agentauth.Options{Tenants: r.Clients.Tenants, Keys: keys}), stub, true)
+	srv := edgeLike(t, r, agentauth.New(agentauth.Options{Operations: edge.AuthOperations(), Tenants: r.Clients.Tenants, Keys: keys}), stub, true)
 	ctx := context.Background()
 	call := func(tr *agentclient.Transport) *agentclient.Response {
 		t.Helper()

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 )
 
 // # REST mode
@@ -19,9 +18,10 @@ import (
 //
 //   - the agent profile comes only from BCP-Agent (or UCP-Agent); there is
 //     no meta;
-//   - the operation is derived from the method and path (RESTOperation), so
-//     SignResponses signs POST …/checkout-sessions/{id}/complete responses
-//     (and every response when the tenant signs all);
+//   - the operation is the one Options.Operations routes the method and
+//     path to, so SignResponses signs the responses of the signed ones
+//     (POST …/checkout-sessions/{id}/complete) and every response when the
+//     tenant signs all;
 //   - no request is public: every REST request needs credentials;
 //   - failures are the flat REST error body {"code": …, "content": …} with
 //     the same HTTP status and challenge headers as over MCP.
@@ -43,56 +43,6 @@ func isREST(ctx context.Context) bool {
 	return v
 }
 
-// RESTOperation names the BCP operation (the MCP tool with the same
-// behaviour) a REST request performs, or "" when the path is not one of
-// the binding's. path may carry any mount prefix: the operation is read
-// from the segments from "checkout-sessions" or "orders" on.
-func RESTOperation(method, path string) string {
-	segs := strings.Split(strings.Trim(path, "/"), "/")
-	for i, s := range segs {
-		rest := segs[i+1:]
-		switch s {
-		case "checkout-sessions":
-			switch {
-			case len(rest) == 0 && method == http.MethodPost:
-				return "create_checkout"
-			case len(rest) == 1 && method == http.MethodGet:
-				return "get_checkout"
-			case len(rest) == 1 && method == http.MethodPut:
-				return "update_checkout"
-			case len(rest) == 2 && method == http.MethodPost && rest[1] == "complete":
-				return "complete_checkout"
-			case len(rest) == 2 && method == http.MethodPost && rest[1] == "cancel":
-				return "cancel_checkout"
-			}
-			return ""
-		case "orders":
-			if len(rest) == 1 && method == http.MethodGet {
-				return "get_order"
-			}
-			return ""
-		case "carts":
-			switch {
-			case len(rest) == 0 && method == http.MethodPost:
-				return "create_cart"
-			case len(rest) == 1 && method == http.MethodGet:
-				return "get_cart"
-			case len(rest) == 1 && method == http.MethodPut:
-				return "update_cart"
-			case len(rest) == 2 && method == http.MethodPost && rest[1] == "cancel":
-				return "cancel_cart"
-			}
-			return ""
-		case "catalog":
-			if len(rest) == 1 && method == http.MethodPost {
-				return map[string]string{"search": "search_catalog", "lookup": "lookup_catalog", "product": "get_product"}[rest[0]]
-			}
-			return ""
-		}
-	}
-	return ""
-}
-
 // restMiddleware authenticates a REST request. The request is described to
 // the rest of the package as one tools/call of the equivalent tool, without
 // meta (the profile comes from the headers only).
@@ -105,7 +55,7 @@ func (a *Authenticator) restMiddleware(next http.Handler) http.Handler {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
-		rpc := restRequest(r)
+		rpc := a.restRequest(r)
 		ctx := context.WithValue(r.Context(), requestKey{}, &rpc)
 		p, f := a.authenticate(ctx, r, body, rpc)
 		if f != nil {
@@ -117,8 +67,8 @@ func (a *Authenticator) restMiddleware(next http.Handler) http.Handler {
 	})
 }
 
-func restRequest(r *http.Request) rpcRequest {
-	op := RESTOperation(r.Method, r.URL.Path)
+func (a *Authenticator) restRequest(r *http.Request) rpcRequest {
+	op := a.ops.restTool(r.Method, r.URL.Path)
 	if op == "" {
 		return rpcRequest{}
 	}

@@ -26,7 +26,8 @@ func FormatAgentHeader(profileURL string) (string, error) {
 }
 
 // SignResponses signs, with the merchant's current key, the responses to
-// tools/call requests for complete_checkout, and to any tool when the
+// tools/call requests for the operations that are always signed
+// (Options.Operations: complete_checkout), and to any tool when the
 // tenant's SignAllResponses is on. It buffers such a response (JSON
 // bodies only: an SSE stream passes through unsigned), adds
 // Content-Digest, Signature-Input and Signature, and sends it. When
@@ -50,7 +51,7 @@ func (a *Authenticator) SignResponses(next http.Handler) http.Handler {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			parsed, _ := parseRPC(body)
 			if isREST(r.Context()) {
-				parsed = restRequest(r)
+				parsed = a.restRequest(r)
 			}
 			rpc = &parsed
 		}
@@ -86,7 +87,7 @@ func (a *Authenticator) wantsSignature(ctx context.Context, tid uuid.UUID, rpc *
 		return false
 	}
 	for _, t := range tools {
-		if t == "complete_checkout" {
+		if a.ops.signed[t] {
 			return true
 		}
 	}

@@ -74,7 +74,7 @@ func (x Discount_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Discount_Kind.Descriptor instead.
 func (Discount_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{19, 0}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{20, 0}
 }
 
 type PingRequest struct {
@@ -456,6 +456,69 @@ func (x *ShippingRate) GetPosition() int32 {
 	return 0
 }
 
+// Violation is one rule a value breaks: its field, named as the error of
+// a set names it ("rate.cep_ranges[1].from", "discount.code"), a machine
+// code and a message.
+type Violation struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Field         string                 `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	Code          string                 `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Violation) Reset() {
+	*x = Violation{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Violation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Violation) ProtoMessage() {}
+
+func (x *Violation) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Violation.ProtoReflect.Descriptor instead.
+func (*Violation) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Violation) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *Violation) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *Violation) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type CepRange struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
@@ -466,7 +529,7 @@ type CepRange struct {
 
 func (x *CepRange) Reset() {
 	*x = CepRange{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[5]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -478,7 +541,7 @@ func (x *CepRange) String() string {
 func (*CepRange) ProtoMessage() {}
 
 func (x *CepRange) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[5]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -491,7 +554,7 @@ func (x *CepRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CepRange.ProtoReflect.Descriptor instead.
 func (*CepRange) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{5}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CepRange) GetFrom() string {
@@ -509,15 +572,18 @@ func (x *CepRange) GetTo() string {
 }
 
 type SetShippingRateRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Rate          *ShippingRate          `protobuf:"bytes,1,opt,name=rate,proto3" json:"rate,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Rate  *ShippingRate          `protobuf:"bytes,1,opt,name=rate,proto3" json:"rate,omitempty"`
+	// Check the shipping rate by the rules a set applies, store nothing, and answer
+	// every rule it breaks in violations (merchant file imports, the admin).
+	ValidateOnly  bool `protobuf:"varint,2,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SetShippingRateRequest) Reset() {
 	*x = SetShippingRateRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[6]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -529,7 +595,7 @@ func (x *SetShippingRateRequest) String() string {
 func (*SetShippingRateRequest) ProtoMessage() {}
 
 func (x *SetShippingRateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[6]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -542,7 +608,7 @@ func (x *SetShippingRateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetShippingRateRequest.ProtoReflect.Descriptor instead.
 func (*SetShippingRateRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{6}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SetShippingRateRequest) GetRate() *ShippingRate {
@@ -552,16 +618,27 @@ func (x *SetShippingRateRequest) GetRate() *ShippingRate {
 	return nil
 }
 
+func (x *SetShippingRateRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
 type SetShippingRateResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Rate          *ShippingRate          `protobuf:"bytes,1,opt,name=rate,proto3" json:"rate,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// As stored (unset on validate_only).
+	Rate *ShippingRate `protobuf:"bytes,1,opt,name=rate,proto3" json:"rate,omitempty"`
+	// validate_only: every rule broken, in the order they are checked; empty
+	// when the rate would be stored.
+	Violations    []*Violation `protobuf:"bytes,2,rep,name=violations,proto3" json:"violations,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SetShippingRateResponse) Reset() {
 	*x = SetShippingRateResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[7]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -573,7 +650,7 @@ func (x *SetShippingRateResponse) String() string {
 func (*SetShippingRateResponse) ProtoMessage() {}
 
 func (x *SetShippingRateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[7]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -586,12 +663,19 @@ func (x *SetShippingRateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetShippingRateResponse.ProtoReflect.Descriptor instead.
 func (*SetShippingRateResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{7}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SetShippingRateResponse) GetRate() *ShippingRate {
 	if x != nil {
 		return x.Rate
+	}
+	return nil
+}
+
+func (x *SetShippingRateResponse) GetViolations() []*Violation {
+	if x != nil {
+		return x.Violations
 	}
 	return nil
 }
@@ -604,7 +688,7 @@ type ListShippingRatesRequest struct {
 
 func (x *ListShippingRatesRequest) Reset() {
 	*x = ListShippingRatesRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[8]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -616,7 +700,7 @@ func (x *ListShippingRatesRequest) String() string {
 func (*ListShippingRatesRequest) ProtoMessage() {}
 
 func (x *ListShippingRatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[8]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -629,7 +713,7 @@ func (x *ListShippingRatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShippingRatesRequest.ProtoReflect.Descriptor instead.
 func (*ListShippingRatesRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{8}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{9}
 }
 
 type ListShippingRatesResponse struct {
@@ -641,7 +725,7 @@ type ListShippingRatesResponse struct {
 
 func (x *ListShippingRatesResponse) Reset() {
 	*x = ListShippingRatesResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[9]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -653,7 +737,7 @@ func (x *ListShippingRatesResponse) String() string {
 func (*ListShippingRatesResponse) ProtoMessage() {}
 
 func (x *ListShippingRatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[9]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -666,7 +750,7 @@ func (x *ListShippingRatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShippingRatesResponse.ProtoReflect.Descriptor instead.
 func (*ListShippingRatesResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{9}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListShippingRatesResponse) GetRates() []*ShippingRate {
@@ -685,7 +769,7 @@ type DeleteShippingRateRequest struct {
 
 func (x *DeleteShippingRateRequest) Reset() {
 	*x = DeleteShippingRateRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[10]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -697,7 +781,7 @@ func (x *DeleteShippingRateRequest) String() string {
 func (*DeleteShippingRateRequest) ProtoMessage() {}
 
 func (x *DeleteShippingRateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[10]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -710,7 +794,7 @@ func (x *DeleteShippingRateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteShippingRateRequest.ProtoReflect.Descriptor instead.
 func (*DeleteShippingRateRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{10}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DeleteShippingRateRequest) GetId() string {
@@ -728,7 +812,7 @@ type DeleteShippingRateResponse struct {
 
 func (x *DeleteShippingRateResponse) Reset() {
 	*x = DeleteShippingRateResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[11]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +824,7 @@ func (x *DeleteShippingRateResponse) String() string {
 func (*DeleteShippingRateResponse) ProtoMessage() {}
 
 func (x *DeleteShippingRateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[11]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +837,7 @@ func (x *DeleteShippingRateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteShippingRateResponse.ProtoReflect.Descriptor instead.
 func (*DeleteShippingRateResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{11}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{12}
 }
 
 type PickupLocation struct {
@@ -778,7 +862,7 @@ type PickupLocation struct {
 
 func (x *PickupLocation) Reset() {
 	*x = PickupLocation{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[12]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +874,7 @@ func (x *PickupLocation) String() string {
 func (*PickupLocation) ProtoMessage() {}
 
 func (x *PickupLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[12]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +887,7 @@ func (x *PickupLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PickupLocation.ProtoReflect.Descriptor instead.
 func (*PickupLocation) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{12}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PickupLocation) GetId() string {
@@ -891,15 +975,18 @@ func (x *PickupLocation) GetPosition() int32 {
 }
 
 type SetPickupLocationRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Location      *PickupLocation        `protobuf:"bytes,1,opt,name=location,proto3" json:"location,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Location *PickupLocation        `protobuf:"bytes,1,opt,name=location,proto3" json:"location,omitempty"`
+	// Check the pickup location by the rules a set applies, store nothing, and answer
+	// every rule it breaks in violations (merchant file imports, the admin).
+	ValidateOnly  bool `protobuf:"varint,2,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SetPickupLocationRequest) Reset() {
 	*x = SetPickupLocationRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[13]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +998,7 @@ func (x *SetPickupLocationRequest) String() string {
 func (*SetPickupLocationRequest) ProtoMessage() {}
 
 func (x *SetPickupLocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[13]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1011,7 @@ func (x *SetPickupLocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPickupLocationRequest.ProtoReflect.Descriptor instead.
 func (*SetPickupLocationRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{13}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SetPickupLocationRequest) GetLocation() *PickupLocation {
@@ -934,16 +1021,27 @@ func (x *SetPickupLocationRequest) GetLocation() *PickupLocation {
 	return nil
 }
 
+func (x *SetPickupLocationRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
 type SetPickupLocationResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Location      *PickupLocation        `protobuf:"bytes,1,opt,name=location,proto3" json:"location,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// As stored (unset on validate_only).
+	Location *PickupLocation `protobuf:"bytes,1,opt,name=location,proto3" json:"location,omitempty"`
+	// validate_only: every rule broken, in the order they are checked; empty
+	// when the location would be stored.
+	Violations    []*Violation `protobuf:"bytes,2,rep,name=violations,proto3" json:"violations,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SetPickupLocationResponse) Reset() {
 	*x = SetPickupLocationResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[14]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -955,7 +1053,7 @@ func (x *SetPickupLocationResponse) String() string {
 func (*SetPickupLocationResponse) ProtoMessage() {}
 
 func (x *SetPickupLocationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[14]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -968,12 +1066,19 @@ func (x *SetPickupLocationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPickupLocationResponse.ProtoReflect.Descriptor instead.
 func (*SetPickupLocationResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{14}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SetPickupLocationResponse) GetLocation() *PickupLocation {
 	if x != nil {
 		return x.Location
+	}
+	return nil
+}
+
+func (x *SetPickupLocationResponse) GetViolations() []*Violation {
+	if x != nil {
+		return x.Violations
 	}
 	return nil
 }
@@ -986,7 +1091,7 @@ type ListPickupLocationsRequest struct {
 
 func (x *ListPickupLocationsRequest) Reset() {
 	*x = ListPickupLocationsRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[15]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +1103,7 @@ func (x *ListPickupLocationsRequest) String() string {
 func (*ListPickupLocationsRequest) ProtoMessage() {}
 
 func (x *ListPickupLocationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[15]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +1116,7 @@ func (x *ListPickupLocationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPickupLocationsRequest.ProtoReflect.Descriptor instead.
 func (*ListPickupLocationsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{15}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{16}
 }
 
 type ListPickupLocationsResponse struct {
@@ -1023,7 +1128,7 @@ type ListPickupLocationsResponse struct {
 
 func (x *ListPickupLocationsResponse) Reset() {
 	*x = ListPickupLocationsResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[16]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1035,7 +1140,7 @@ func (x *ListPickupLocationsResponse) String() string {
 func (*ListPickupLocationsResponse) ProtoMessage() {}
 
 func (x *ListPickupLocationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[16]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1048,7 +1153,7 @@ func (x *ListPickupLocationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPickupLocationsResponse.ProtoReflect.Descriptor instead.
 func (*ListPickupLocationsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{16}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListPickupLocationsResponse) GetLocations() []*PickupLocation {
@@ -1067,7 +1172,7 @@ type DeletePickupLocationRequest struct {
 
 func (x *DeletePickupLocationRequest) Reset() {
 	*x = DeletePickupLocationRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[17]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1184,7 @@ func (x *DeletePickupLocationRequest) String() string {
 func (*DeletePickupLocationRequest) ProtoMessage() {}
 
 func (x *DeletePickupLocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[17]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1197,7 @@ func (x *DeletePickupLocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePickupLocationRequest.ProtoReflect.Descriptor instead.
 func (*DeletePickupLocationRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{17}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeletePickupLocationRequest) GetId() string {
@@ -1110,7 +1215,7 @@ type DeletePickupLocationResponse struct {
 
 func (x *DeletePickupLocationResponse) Reset() {
 	*x = DeletePickupLocationResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[18]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1227,7 @@ func (x *DeletePickupLocationResponse) String() string {
 func (*DeletePickupLocationResponse) ProtoMessage() {}
 
 func (x *DeletePickupLocationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[18]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,7 +1240,7 @@ func (x *DeletePickupLocationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePickupLocationResponse.ProtoReflect.Descriptor instead.
 func (*DeletePickupLocationResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{18}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{19}
 }
 
 type Discount struct {
@@ -1169,7 +1274,7 @@ type Discount struct {
 
 func (x *Discount) Reset() {
 	*x = Discount{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[19]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1286,7 @@ func (x *Discount) String() string {
 func (*Discount) ProtoMessage() {}
 
 func (x *Discount) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[19]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1299,7 @@ func (x *Discount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Discount.ProtoReflect.Descriptor instead.
 func (*Discount) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{19}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Discount) GetId() string {
@@ -1303,15 +1408,18 @@ func (x *Discount) GetTimesUsed() int64 {
 }
 
 type SetDiscountRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Discount      *Discount              `protobuf:"bytes,1,opt,name=discount,proto3" json:"discount,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Discount *Discount              `protobuf:"bytes,1,opt,name=discount,proto3" json:"discount,omitempty"`
+	// Check the discount by the rules a set applies, store nothing, and answer
+	// every rule it breaks in violations (merchant file imports, the admin).
+	ValidateOnly  bool `protobuf:"varint,2,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SetDiscountRequest) Reset() {
 	*x = SetDiscountRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[20]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1431,7 @@ func (x *SetDiscountRequest) String() string {
 func (*SetDiscountRequest) ProtoMessage() {}
 
 func (x *SetDiscountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[20]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1444,7 @@ func (x *SetDiscountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetDiscountRequest.ProtoReflect.Descriptor instead.
 func (*SetDiscountRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{20}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetDiscountRequest) GetDiscount() *Discount {
@@ -1346,16 +1454,27 @@ func (x *SetDiscountRequest) GetDiscount() *Discount {
 	return nil
 }
 
+func (x *SetDiscountRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
 type SetDiscountResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Discount      *Discount              `protobuf:"bytes,1,opt,name=discount,proto3" json:"discount,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// As stored (unset on validate_only).
+	Discount *Discount `protobuf:"bytes,1,opt,name=discount,proto3" json:"discount,omitempty"`
+	// validate_only: every rule broken, in the order they are checked; empty
+	// when the discount would be stored.
+	Violations    []*Violation `protobuf:"bytes,2,rep,name=violations,proto3" json:"violations,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SetDiscountResponse) Reset() {
 	*x = SetDiscountResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[21]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1367,7 +1486,7 @@ func (x *SetDiscountResponse) String() string {
 func (*SetDiscountResponse) ProtoMessage() {}
 
 func (x *SetDiscountResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[21]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1380,12 +1499,19 @@ func (x *SetDiscountResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetDiscountResponse.ProtoReflect.Descriptor instead.
 func (*SetDiscountResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{21}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetDiscountResponse) GetDiscount() *Discount {
 	if x != nil {
 		return x.Discount
+	}
+	return nil
+}
+
+func (x *SetDiscountResponse) GetViolations() []*Violation {
+	if x != nil {
+		return x.Violations
 	}
 	return nil
 }
@@ -1398,7 +1524,7 @@ type ListDiscountsRequest struct {
 
 func (x *ListDiscountsRequest) Reset() {
 	*x = ListDiscountsRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[22]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1410,7 +1536,7 @@ func (x *ListDiscountsRequest) String() string {
 func (*ListDiscountsRequest) ProtoMessage() {}
 
 func (x *ListDiscountsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[22]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1423,7 +1549,7 @@ func (x *ListDiscountsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDiscountsRequest.ProtoReflect.Descriptor instead.
 func (*ListDiscountsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{22}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{23}
 }
 
 type ListDiscountsResponse struct {
@@ -1435,7 +1561,7 @@ type ListDiscountsResponse struct {
 
 func (x *ListDiscountsResponse) Reset() {
 	*x = ListDiscountsResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[23]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1573,7 @@ func (x *ListDiscountsResponse) String() string {
 func (*ListDiscountsResponse) ProtoMessage() {}
 
 func (x *ListDiscountsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[23]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1586,7 @@ func (x *ListDiscountsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDiscountsResponse.ProtoReflect.Descriptor instead.
 func (*ListDiscountsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{23}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListDiscountsResponse) GetDiscounts() []*Discount {
@@ -1479,7 +1605,7 @@ type DeleteDiscountRequest struct {
 
 func (x *DeleteDiscountRequest) Reset() {
 	*x = DeleteDiscountRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[24]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1491,7 +1617,7 @@ func (x *DeleteDiscountRequest) String() string {
 func (*DeleteDiscountRequest) ProtoMessage() {}
 
 func (x *DeleteDiscountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[24]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1504,7 +1630,7 @@ func (x *DeleteDiscountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDiscountRequest.ProtoReflect.Descriptor instead.
 func (*DeleteDiscountRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{24}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteDiscountRequest) GetId() string {
@@ -1522,7 +1648,7 @@ type DeleteDiscountResponse struct {
 
 func (x *DeleteDiscountResponse) Reset() {
 	*x = DeleteDiscountResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[25]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1534,7 +1660,7 @@ func (x *DeleteDiscountResponse) String() string {
 func (*DeleteDiscountResponse) ProtoMessage() {}
 
 func (x *DeleteDiscountResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[25]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1547,7 +1673,7 @@ func (x *DeleteDiscountResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDiscountResponse.ProtoReflect.Descriptor instead.
 func (*DeleteDiscountResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{25}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{26}
 }
 
 type RedeemDiscountsRequest struct {
@@ -1562,7 +1688,7 @@ type RedeemDiscountsRequest struct {
 
 func (x *RedeemDiscountsRequest) Reset() {
 	*x = RedeemDiscountsRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[26]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1574,7 +1700,7 @@ func (x *RedeemDiscountsRequest) String() string {
 func (*RedeemDiscountsRequest) ProtoMessage() {}
 
 func (x *RedeemDiscountsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[26]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1587,7 +1713,7 @@ func (x *RedeemDiscountsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedeemDiscountsRequest.ProtoReflect.Descriptor instead.
 func (*RedeemDiscountsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{26}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RedeemDiscountsRequest) GetCheckoutId() string {
@@ -1619,7 +1745,7 @@ type RedeemDiscountsResponse struct {
 
 func (x *RedeemDiscountsResponse) Reset() {
 	*x = RedeemDiscountsResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[27]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1631,7 +1757,7 @@ func (x *RedeemDiscountsResponse) String() string {
 func (*RedeemDiscountsResponse) ProtoMessage() {}
 
 func (x *RedeemDiscountsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[27]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1644,7 +1770,7 @@ func (x *RedeemDiscountsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedeemDiscountsResponse.ProtoReflect.Descriptor instead.
 func (*RedeemDiscountsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{27}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{28}
 }
 
 var File_bcp_pricing_v1_pricing_proto protoreflect.FileDescriptor
@@ -1682,14 +1808,22 @@ const file_bcp_pricing_v1_pricing_proto_rawDesc = "" +
 	"\bmin_days\x18\v \x01(\x05R\aminDays\x12\x19\n" +
 	"\bmax_days\x18\f \x01(\x05R\amaxDays\x12\x16\n" +
 	"\x06active\x18\r \x01(\bR\x06active\x12\x1a\n" +
-	"\bposition\x18\x0e \x01(\x05R\bposition\".\n" +
+	"\bposition\x18\x0e \x01(\x05R\bposition\"O\n" +
+	"\tViolation\x12\x14\n" +
+	"\x05field\x18\x01 \x01(\tR\x05field\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\".\n" +
 	"\bCepRange\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
-	"\x02to\x18\x02 \x01(\tR\x02to\"J\n" +
+	"\x02to\x18\x02 \x01(\tR\x02to\"o\n" +
 	"\x16SetShippingRateRequest\x120\n" +
-	"\x04rate\x18\x01 \x01(\v2\x1c.bcp.pricing.v1.ShippingRateR\x04rate\"K\n" +
+	"\x04rate\x18\x01 \x01(\v2\x1c.bcp.pricing.v1.ShippingRateR\x04rate\x12#\n" +
+	"\rvalidate_only\x18\x02 \x01(\bR\fvalidateOnly\"\x86\x01\n" +
 	"\x17SetShippingRateResponse\x120\n" +
-	"\x04rate\x18\x01 \x01(\v2\x1c.bcp.pricing.v1.ShippingRateR\x04rate\"\x1a\n" +
+	"\x04rate\x18\x01 \x01(\v2\x1c.bcp.pricing.v1.ShippingRateR\x04rate\x129\n" +
+	"\n" +
+	"violations\x18\x02 \x03(\v2\x19.bcp.pricing.v1.ViolationR\n" +
+	"violations\"\x1a\n" +
 	"\x18ListShippingRatesRequest\"O\n" +
 	"\x19ListShippingRatesResponse\x122\n" +
 	"\x05rates\x18\x01 \x03(\v2\x1c.bcp.pricing.v1.ShippingRateR\x05rates\"+\n" +
@@ -1710,11 +1844,15 @@ const file_bcp_pricing_v1_pricing_proto_rawDesc = "" +
 	"\vdescription\x18\n" +
 	" \x01(\tR\vdescription\x12\x16\n" +
 	"\x06active\x18\v \x01(\bR\x06active\x12\x1a\n" +
-	"\bposition\x18\f \x01(\x05R\bposition\"V\n" +
+	"\bposition\x18\f \x01(\x05R\bposition\"{\n" +
 	"\x18SetPickupLocationRequest\x12:\n" +
-	"\blocation\x18\x01 \x01(\v2\x1e.bcp.pricing.v1.PickupLocationR\blocation\"W\n" +
+	"\blocation\x18\x01 \x01(\v2\x1e.bcp.pricing.v1.PickupLocationR\blocation\x12#\n" +
+	"\rvalidate_only\x18\x02 \x01(\bR\fvalidateOnly\"\x92\x01\n" +
 	"\x19SetPickupLocationResponse\x12:\n" +
-	"\blocation\x18\x01 \x01(\v2\x1e.bcp.pricing.v1.PickupLocationR\blocation\"\x1c\n" +
+	"\blocation\x18\x01 \x01(\v2\x1e.bcp.pricing.v1.PickupLocationR\blocation\x129\n" +
+	"\n" +
+	"violations\x18\x02 \x03(\v2\x19.bcp.pricing.v1.ViolationR\n" +
+	"violations\"\x1c\n" +
 	"\x1aListPickupLocationsRequest\"[\n" +
 	"\x1bListPickupLocationsResponse\x12<\n" +
 	"\tlocations\x18\x01 \x03(\v2\x1e.bcp.pricing.v1.PickupLocationR\tlocations\"-\n" +
@@ -1747,11 +1885,15 @@ const file_bcp_pricing_v1_pricing_proto_rawDesc = "" +
 	"\fKIND_PERCENT\x10\x01\x12\x0e\n" +
 	"\n" +
 	"KIND_FIXED\x10\x02\x12\x16\n" +
-	"\x12KIND_FREE_SHIPPING\x10\x03\"J\n" +
+	"\x12KIND_FREE_SHIPPING\x10\x03\"o\n" +
 	"\x12SetDiscountRequest\x124\n" +
-	"\bdiscount\x18\x01 \x01(\v2\x18.bcp.pricing.v1.DiscountR\bdiscount\"K\n" +
+	"\bdiscount\x18\x01 \x01(\v2\x18.bcp.pricing.v1.DiscountR\bdiscount\x12#\n" +
+	"\rvalidate_only\x18\x02 \x01(\bR\fvalidateOnly\"\x86\x01\n" +
 	"\x13SetDiscountResponse\x124\n" +
-	"\bdiscount\x18\x01 \x01(\v2\x18.bcp.pricing.v1.DiscountR\bdiscount\"\x16\n" +
+	"\bdiscount\x18\x01 \x01(\v2\x18.bcp.pricing.v1.DiscountR\bdiscount\x129\n" +
+	"\n" +
+	"violations\x18\x02 \x03(\v2\x19.bcp.pricing.v1.ViolationR\n" +
+	"violations\"\x16\n" +
 	"\x14ListDiscountsRequest\"O\n" +
 	"\x15ListDiscountsResponse\x126\n" +
 	"\tdiscounts\x18\x01 \x03(\v2\x18.bcp.pricing.v1.DiscountR\tdiscounts\"'\n" +
@@ -1793,7 +1935,7 @@ func file_bcp_pricing_v1_pricing_proto_rawDescGZIP() []byte {
 }
 
 var file_bcp_pricing_v1_pricing_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_bcp_pricing_v1_pricing_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_bcp_pricing_v1_pricing_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_bcp_pricing_v1_pricing_proto_goTypes = []any{
 	(Discount_Kind)(0),                   // 0: bcp.pricing.v1.Discount.Kind
 	(*PingRequest)(nil),                  // 1: bcp.pricing.v1.PingRequest
@@ -1801,75 +1943,79 @@ var file_bcp_pricing_v1_pricing_proto_goTypes = []any{
 	(*QuoteRequest)(nil),                 // 3: bcp.pricing.v1.QuoteRequest
 	(*QuoteResponse)(nil),                // 4: bcp.pricing.v1.QuoteResponse
 	(*ShippingRate)(nil),                 // 5: bcp.pricing.v1.ShippingRate
-	(*CepRange)(nil),                     // 6: bcp.pricing.v1.CepRange
-	(*SetShippingRateRequest)(nil),       // 7: bcp.pricing.v1.SetShippingRateRequest
-	(*SetShippingRateResponse)(nil),      // 8: bcp.pricing.v1.SetShippingRateResponse
-	(*ListShippingRatesRequest)(nil),     // 9: bcp.pricing.v1.ListShippingRatesRequest
-	(*ListShippingRatesResponse)(nil),    // 10: bcp.pricing.v1.ListShippingRatesResponse
-	(*DeleteShippingRateRequest)(nil),    // 11: bcp.pricing.v1.DeleteShippingRateRequest
-	(*DeleteShippingRateResponse)(nil),   // 12: bcp.pricing.v1.DeleteShippingRateResponse
-	(*PickupLocation)(nil),               // 13: bcp.pricing.v1.PickupLocation
-	(*SetPickupLocationRequest)(nil),     // 14: bcp.pricing.v1.SetPickupLocationRequest
-	(*SetPickupLocationResponse)(nil),    // 15: bcp.pricing.v1.SetPickupLocationResponse
-	(*ListPickupLocationsRequest)(nil),   // 16: bcp.pricing.v1.ListPickupLocationsRequest
-	(*ListPickupLocationsResponse)(nil),  // 17: bcp.pricing.v1.ListPickupLocationsResponse
-	(*DeletePickupLocationRequest)(nil),  // 18: bcp.pricing.v1.DeletePickupLocationRequest
-	(*DeletePickupLocationResponse)(nil), // 19: bcp.pricing.v1.DeletePickupLocationResponse
-	(*Discount)(nil),                     // 20: bcp.pricing.v1.Discount
-	(*SetDiscountRequest)(nil),           // 21: bcp.pricing.v1.SetDiscountRequest
-	(*SetDiscountResponse)(nil),          // 22: bcp.pricing.v1.SetDiscountResponse
-	(*ListDiscountsRequest)(nil),         // 23: bcp.pricing.v1.ListDiscountsRequest
-	(*ListDiscountsResponse)(nil),        // 24: bcp.pricing.v1.ListDiscountsResponse
-	(*DeleteDiscountRequest)(nil),        // 25: bcp.pricing.v1.DeleteDiscountRequest
-	(*DeleteDiscountResponse)(nil),       // 26: bcp.pricing.v1.DeleteDiscountResponse
-	(*RedeemDiscountsRequest)(nil),       // 27: bcp.pricing.v1.RedeemDiscountsRequest
-	(*RedeemDiscountsResponse)(nil),      // 28: bcp.pricing.v1.RedeemDiscountsResponse
-	(*timestamppb.Timestamp)(nil),        // 29: google.protobuf.Timestamp
+	(*Violation)(nil),                    // 6: bcp.pricing.v1.Violation
+	(*CepRange)(nil),                     // 7: bcp.pricing.v1.CepRange
+	(*SetShippingRateRequest)(nil),       // 8: bcp.pricing.v1.SetShippingRateRequest
+	(*SetShippingRateResponse)(nil),      // 9: bcp.pricing.v1.SetShippingRateResponse
+	(*ListShippingRatesRequest)(nil),     // 10: bcp.pricing.v1.ListShippingRatesRequest
+	(*ListShippingRatesResponse)(nil),    // 11: bcp.pricing.v1.ListShippingRatesResponse
+	(*DeleteShippingRateRequest)(nil),    // 12: bcp.pricing.v1.DeleteShippingRateRequest
+	(*DeleteShippingRateResponse)(nil),   // 13: bcp.pricing.v1.DeleteShippingRateResponse
+	(*PickupLocation)(nil),               // 14: bcp.pricing.v1.PickupLocation
+	(*SetPickupLocationRequest)(nil),     // 15: bcp.pricing.v1.SetPickupLocationRequest
+	(*SetPickupLocationResponse)(nil),    // 16: bcp.pricing.v1.SetPickupLocationResponse
+	(*ListPickupLocationsRequest)(nil),   // 17: bcp.pricing.v1.ListPickupLocationsRequest
+	(*ListPickupLocationsResponse)(nil),  // 18: bcp.pricing.v1.ListPickupLocationsResponse
+	(*DeletePickupLocationRequest)(nil),  // 19: bcp.pricing.v1.DeletePickupLocationRequest
+	(*DeletePickupLocationResponse)(nil), // 20: bcp.pricing.v1.DeletePickupLocationResponse
+	(*Discount)(nil),                     // 21: bcp.pricing.v1.Discount
+	(*SetDiscountRequest)(nil),           // 22: bcp.pricing.v1.SetDiscountRequest
+	(*SetDiscountResponse)(nil),          // 23: bcp.pricing.v1.SetDiscountResponse
+	(*ListDiscountsRequest)(nil),         // 24: bcp.pricing.v1.ListDiscountsRequest
+	(*ListDiscountsResponse)(nil),        // 25: bcp.pricing.v1.ListDiscountsResponse
+	(*DeleteDiscountRequest)(nil),        // 26: bcp.pricing.v1.DeleteDiscountRequest
+	(*DeleteDiscountResponse)(nil),       // 27: bcp.pricing.v1.DeleteDiscountResponse
+	(*RedeemDiscountsRequest)(nil),       // 28: bcp.pricing.v1.RedeemDiscountsRequest
+	(*RedeemDiscountsResponse)(nil),      // 29: bcp.pricing.v1.RedeemDiscountsResponse
+	(*timestamppb.Timestamp)(nil),        // 30: google.protobuf.Timestamp
 }
 var file_bcp_pricing_v1_pricing_proto_depIdxs = []int32{
-	29, // 0: bcp.pricing.v1.QuoteRequest.at:type_name -> google.protobuf.Timestamp
-	6,  // 1: bcp.pricing.v1.ShippingRate.cep_ranges:type_name -> bcp.pricing.v1.CepRange
+	30, // 0: bcp.pricing.v1.QuoteRequest.at:type_name -> google.protobuf.Timestamp
+	7,  // 1: bcp.pricing.v1.ShippingRate.cep_ranges:type_name -> bcp.pricing.v1.CepRange
 	5,  // 2: bcp.pricing.v1.SetShippingRateRequest.rate:type_name -> bcp.pricing.v1.ShippingRate
 	5,  // 3: bcp.pricing.v1.SetShippingRateResponse.rate:type_name -> bcp.pricing.v1.ShippingRate
-	5,  // 4: bcp.pricing.v1.ListShippingRatesResponse.rates:type_name -> bcp.pricing.v1.ShippingRate
-	13, // 5: bcp.pricing.v1.SetPickupLocationRequest.location:type_name -> bcp.pricing.v1.PickupLocation
-	13, // 6: bcp.pricing.v1.SetPickupLocationResponse.location:type_name -> bcp.pricing.v1.PickupLocation
-	13, // 7: bcp.pricing.v1.ListPickupLocationsResponse.locations:type_name -> bcp.pricing.v1.PickupLocation
-	0,  // 8: bcp.pricing.v1.Discount.kind:type_name -> bcp.pricing.v1.Discount.Kind
-	29, // 9: bcp.pricing.v1.Discount.starts_at:type_name -> google.protobuf.Timestamp
-	29, // 10: bcp.pricing.v1.Discount.ends_at:type_name -> google.protobuf.Timestamp
-	20, // 11: bcp.pricing.v1.SetDiscountRequest.discount:type_name -> bcp.pricing.v1.Discount
-	20, // 12: bcp.pricing.v1.SetDiscountResponse.discount:type_name -> bcp.pricing.v1.Discount
-	20, // 13: bcp.pricing.v1.ListDiscountsResponse.discounts:type_name -> bcp.pricing.v1.Discount
-	1,  // 14: bcp.pricing.v1.PricingService.Ping:input_type -> bcp.pricing.v1.PingRequest
-	3,  // 15: bcp.pricing.v1.PricingService.Quote:input_type -> bcp.pricing.v1.QuoteRequest
-	7,  // 16: bcp.pricing.v1.PricingService.SetShippingRate:input_type -> bcp.pricing.v1.SetShippingRateRequest
-	9,  // 17: bcp.pricing.v1.PricingService.ListShippingRates:input_type -> bcp.pricing.v1.ListShippingRatesRequest
-	11, // 18: bcp.pricing.v1.PricingService.DeleteShippingRate:input_type -> bcp.pricing.v1.DeleteShippingRateRequest
-	14, // 19: bcp.pricing.v1.PricingService.SetPickupLocation:input_type -> bcp.pricing.v1.SetPickupLocationRequest
-	16, // 20: bcp.pricing.v1.PricingService.ListPickupLocations:input_type -> bcp.pricing.v1.ListPickupLocationsRequest
-	18, // 21: bcp.pricing.v1.PricingService.DeletePickupLocation:input_type -> bcp.pricing.v1.DeletePickupLocationRequest
-	21, // 22: bcp.pricing.v1.PricingService.SetDiscount:input_type -> bcp.pricing.v1.SetDiscountRequest
-	23, // 23: bcp.pricing.v1.PricingService.ListDiscounts:input_type -> bcp.pricing.v1.ListDiscountsRequest
-	25, // 24: bcp.pricing.v1.PricingService.DeleteDiscount:input_type -> bcp.pricing.v1.DeleteDiscountRequest
-	27, // 25: bcp.pricing.v1.PricingService.RedeemDiscounts:input_type -> bcp.pricing.v1.RedeemDiscountsRequest
-	2,  // 26: bcp.pricing.v1.PricingService.Ping:output_type -> bcp.pricing.v1.PingResponse
-	4,  // 27: bcp.pricing.v1.PricingService.Quote:output_type -> bcp.pricing.v1.QuoteResponse
-	8,  // 28: bcp.pricing.v1.PricingService.SetShippingRate:output_type -> bcp.pricing.v1.SetShippingRateResponse
-	10, // 29: bcp.pricing.v1.PricingService.ListShippingRates:output_type -> bcp.pricing.v1.ListShippingRatesResponse
-	12, // 30: bcp.pricing.v1.PricingService.DeleteShippingRate:output_type -> bcp.pricing.v1.DeleteShippingRateResponse
-	15, // 31: bcp.pricing.v1.PricingService.SetPickupLocation:output_type -> bcp.pricing.v1.SetPickupLocationResponse
-	17, // 32: bcp.pricing.v1.PricingService.ListPickupLocations:output_type -> bcp.pricing.v1.ListPickupLocationsResponse
-	19, // 33: bcp.pricing.v1.PricingService.DeletePickupLocation:output_type -> bcp.pricing.v1.DeletePickupLocationResponse
-	22, // 34: bcp.pricing.v1.PricingService.SetDiscount:output_type -> bcp.pricing.v1.SetDiscountResponse
-	24, // 35: bcp.pricing.v1.PricingService.ListDiscounts:output_type -> bcp.pricing.v1.ListDiscountsResponse
-	26, // 36: bcp.pricing.v1.PricingService.DeleteDiscount:output_type -> bcp.pricing.v1.DeleteDiscountResponse
-	28, // 37: bcp.pricing.v1.PricingService.RedeemDiscounts:output_type -> bcp.pricing.v1.RedeemDiscountsResponse
-	26, // [26:38] is the sub-list for method output_type
-	14, // [14:26] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	6,  // 4: bcp.pricing.v1.SetShippingRateResponse.violations:type_name -> bcp.pricing.v1.Violation
+	5,  // 5: bcp.pricing.v1.ListShippingRatesResponse.rates:type_name -> bcp.pricing.v1.ShippingRate
+	14, // 6: bcp.pricing.v1.SetPickupLocationRequest.location:type_name -> bcp.pricing.v1.PickupLocation
+	14, // 7: bcp.pricing.v1.SetPickupLocationResponse.location:type_name -> bcp.pricing.v1.PickupLocation
+	6,  // 8: bcp.pricing.v1.SetPickupLocationResponse.violations:type_name -> bcp.pricing.v1.Violation
+	14, // 9: bcp.pricing.v1.ListPickupLocationsResponse.locations:type_name -> bcp.pricing.v1.PickupLocation
+	0,  // 10: bcp.pricing.v1.Discount.kind:type_name -> bcp.pricing.v1.Discount.Kind
+	30, // 11: bcp.pricing.v1.Discount.starts_at:type_name -> google.protobuf.Timestamp
+	30, // 12: bcp.pricing.v1.Discount.ends_at:type_name -> google.protobuf.Timestamp
+	21, // 13: bcp.pricing.v1.SetDiscountRequest.discount:type_name -> bcp.pricing.v1.Discount
+	21, // 14: bcp.pricing.v1.SetDiscountResponse.discount:type_name -> bcp.pricing.v1.Discount
+	6,  // 15: bcp.pricing.v1.SetDiscountResponse.violations:type_name -> bcp.pricing.v1.Violation
+	21, // 16: bcp.pricing.v1.ListDiscountsResponse.discounts:type_name -> bcp.pricing.v1.Discount
+	1,  // 17: bcp.pricing.v1.PricingService.Ping:input_type -> bcp.pricing.v1.PingRequest
+	3,  // 18: bcp.pricing.v1.PricingService.Quote:input_type -> bcp.pricing.v1.QuoteRequest
+	8,  // 19: bcp.pricing.v1.PricingService.SetShippingRate:input_type -> bcp.pricing.v1.SetShippingRateRequest
+	10, // 20: bcp.pricing.v1.PricingService.ListShippingRates:input_type -> bcp.pricing.v1.ListShippingRatesRequest
+	12, // 21: bcp.pricing.v1.PricingService.DeleteShippingRate:input_type -> bcp.pricing.v1.DeleteShippingRateRequest
+	15, // 22: bcp.pricing.v1.PricingService.SetPickupLocation:input_type -> bcp.pricing.v1.SetPickupLocationRequest
+	17, // 23: bcp.pricing.v1.PricingService.ListPickupLocations:input_type -> bcp.pricing.v1.ListPickupLocationsRequest
+	19, // 24: bcp.pricing.v1.PricingService.DeletePickupLocation:input_type -> bcp.pricing.v1.DeletePickupLocationRequest
+	22, // 25: bcp.pricing.v1.PricingService.SetDiscount:input_type -> bcp.pricing.v1.SetDiscountRequest
+	24, // 26: bcp.pricing.v1.PricingService.ListDiscounts:input_type -> bcp.pricing.v1.ListDiscountsRequest
+	26, // 27: bcp.pricing.v1.PricingService.DeleteDiscount:input_type -> bcp.pricing.v1.DeleteDiscountRequest
+	28, // 28: bcp.pricing.v1.PricingService.RedeemDiscounts:input_type -> bcp.pricing.v1.RedeemDiscountsRequest
+	2,  // 29: bcp.pricing.v1.PricingService.Ping:output_type -> bcp.pricing.v1.PingResponse
+	4,  // 30: bcp.pricing.v1.PricingService.Quote:output_type -> bcp.pricing.v1.QuoteResponse
+	9,  // 31: bcp.pricing.v1.PricingService.SetShippingRate:output_type -> bcp.pricing.v1.SetShippingRateResponse
+	11, // 32: bcp.pricing.v1.PricingService.ListShippingRates:output_type -> bcp.pricing.v1.ListShippingRatesResponse
+	13, // 33: bcp.pricing.v1.PricingService.DeleteShippingRate:output_type -> bcp.pricing.v1.DeleteShippingRateResponse
+	16, // 34: bcp.pricing.v1.PricingService.SetPickupLocation:output_type -> bcp.pricing.v1.SetPickupLocationResponse
+	18, // 35: bcp.pricing.v1.PricingService.ListPickupLocations:output_type -> bcp.pricing.v1.ListPickupLocationsResponse
+	20, // 36: bcp.pricing.v1.PricingService.DeletePickupLocation:output_type -> bcp.pricing.v1.DeletePickupLocationResponse
+	23, // 37: bcp.pricing.v1.PricingService.SetDiscount:output_type -> bcp.pricing.v1.SetDiscountResponse
+	25, // 38: bcp.pricing.v1.PricingService.ListDiscounts:output_type -> bcp.pricing.v1.ListDiscountsResponse
+	27, // 39: bcp.pricing.v1.PricingService.DeleteDiscount:output_type -> bcp.pricing.v1.DeleteDiscountResponse
+	29, // 40: bcp.pricing.v1.PricingService.RedeemDiscounts:output_type -> bcp.pricing.v1.RedeemDiscountsResponse
+	29, // [29:41] is the sub-list for method output_type
+	17, // [17:29] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_bcp_pricing_v1_pricing_proto_init() }
@@ -1883,7 +2029,7 @@ func file_bcp_pricing_v1_pricing_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_pricing_v1_pricing_proto_rawDesc), len(file_bcp_pricing_v1_pricing_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

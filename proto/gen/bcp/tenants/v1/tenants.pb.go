@@ -290,7 +290,7 @@ func (x WatchChangesResponse_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchChangesResponse_Kind.Descriptor instead.
 func (WatchChangesResponse_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{32, 0}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{33, 0}
 }
 
 type PingRequest struct {
@@ -1639,7 +1639,10 @@ type SetPaymentHandlerRequest struct {
 	Handler *PaymentHandler        `protobuf:"bytes,2,opt,name=handler,proto3" json:"handler,omitempty"`
 	// JSON object of secret settings (PSP credentials...). Sealed at rest,
 	// never returned. Empty keeps the stored secrets.
-	SecretsJson   string `protobuf:"bytes,3,opt,name=secrets_json,json=secretsJson,proto3" json:"secrets_json,omitempty"`
+	SecretsJson string `protobuf:"bytes,3,opt,name=secrets_json,json=secretsJson,proto3" json:"secrets_json,omitempty"`
+	// Check the handler by the rules a set applies, store nothing, and
+	// answer every rule it breaks in violations (the admin's forms).
+	ValidateOnly  bool `protobuf:"varint,4,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1695,9 +1698,20 @@ func (x *SetPaymentHandlerRequest) GetSecretsJson() string {
 	return ""
 }
 
+func (x *SetPaymentHandlerRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
 type SetPaymentHandlerResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Handler       *PaymentHandler        `protobuf:"bytes,1,opt,name=handler,proto3" json:"handler,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// As stored (unset on validate_only).
+	Handler *PaymentHandler `protobuf:"bytes,1,opt,name=handler,proto3" json:"handler,omitempty"`
+	// validate_only: every rule broken, in the order they are checked; empty
+	// when the handler would be stored.
+	Violations    []*Violation `protobuf:"bytes,2,rep,name=violations,proto3" json:"violations,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1739,6 +1753,76 @@ func (x *SetPaymentHandlerResponse) GetHandler() *PaymentHandler {
 	return nil
 }
 
+func (x *SetPaymentHandlerResponse) GetViolations() []*Violation {
+	if x != nil {
+		return x.Violations
+	}
+	return nil
+}
+
+// Violation is one rule a value breaks: its field, named as the error of
+// a set names it ("handler.name", "settings.links[0].url"), a machine code
+// and a message.
+type Violation struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Field         string                 `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	Code          string                 `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Violation) Reset() {
+	*x = Violation{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Violation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Violation) ProtoMessage() {}
+
+func (x *Violation) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Violation.ProtoReflect.Descriptor instead.
+func (*Violation) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *Violation) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *Violation) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *Violation) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type RemovePaymentHandlerRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
@@ -1749,7 +1833,7 @@ type RemovePaymentHandlerRequest struct {
 
 func (x *RemovePaymentHandlerRequest) Reset() {
 	*x = RemovePaymentHandlerRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[25]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1761,7 +1845,7 @@ func (x *RemovePaymentHandlerRequest) String() string {
 func (*RemovePaymentHandlerRequest) ProtoMessage() {}
 
 func (x *RemovePaymentHandlerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[25]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1774,7 +1858,7 @@ func (x *RemovePaymentHandlerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePaymentHandlerRequest.ProtoReflect.Descriptor instead.
 func (*RemovePaymentHandlerRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{25}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RemovePaymentHandlerRequest) GetTenant() string {
@@ -1799,7 +1883,7 @@ type RemovePaymentHandlerResponse struct {
 
 func (x *RemovePaymentHandlerResponse) Reset() {
 	*x = RemovePaymentHandlerResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[26]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +1895,7 @@ func (x *RemovePaymentHandlerResponse) String() string {
 func (*RemovePaymentHandlerResponse) ProtoMessage() {}
 
 func (x *RemovePaymentHandlerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[26]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +1908,7 @@ func (x *RemovePaymentHandlerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePaymentHandlerResponse.ProtoReflect.Descriptor instead.
 func (*RemovePaymentHandlerResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{26}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{27}
 }
 
 type ResolveHostRequest struct {
@@ -1836,7 +1920,7 @@ type ResolveHostRequest struct {
 
 func (x *ResolveHostRequest) Reset() {
 	*x = ResolveHostRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[27]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1848,7 +1932,7 @@ func (x *ResolveHostRequest) String() string {
 func (*ResolveHostRequest) ProtoMessage() {}
 
 func (x *ResolveHostRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[27]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1861,7 +1945,7 @@ func (x *ResolveHostRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveHostRequest.ProtoReflect.Descriptor instead.
 func (*ResolveHostRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{27}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ResolveHostRequest) GetHost() string {
@@ -1880,7 +1964,7 @@ type ResolveHostResponse struct {
 
 func (x *ResolveHostResponse) Reset() {
 	*x = ResolveHostResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[28]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1892,7 +1976,7 @@ func (x *ResolveHostResponse) String() string {
 func (*ResolveHostResponse) ProtoMessage() {}
 
 func (x *ResolveHostResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[28]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1905,7 +1989,7 @@ func (x *ResolveHostResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveHostResponse.ProtoReflect.Descriptor instead.
 func (*ResolveHostResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{28}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ResolveHostResponse) GetTenant() *Tenant {
@@ -1924,7 +2008,7 @@ type GetDiscoveryRequest struct {
 
 func (x *GetDiscoveryRequest) Reset() {
 	*x = GetDiscoveryRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[29]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1936,7 +2020,7 @@ func (x *GetDiscoveryRequest) String() string {
 func (*GetDiscoveryRequest) ProtoMessage() {}
 
 func (x *GetDiscoveryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[29]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1949,7 +2033,7 @@ func (x *GetDiscoveryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDiscoveryRequest.ProtoReflect.Descriptor instead.
 func (*GetDiscoveryRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{29}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetDiscoveryRequest) GetTenantId() string {
@@ -1971,7 +2055,7 @@ type GetDiscoveryResponse struct {
 
 func (x *GetDiscoveryResponse) Reset() {
 	*x = GetDiscoveryResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[30]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1983,7 +2067,7 @@ func (x *GetDiscoveryResponse) String() string {
 func (*GetDiscoveryResponse) ProtoMessage() {}
 
 func (x *GetDiscoveryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[30]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1996,7 +2080,7 @@ func (x *GetDiscoveryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDiscoveryResponse.ProtoReflect.Descriptor instead.
 func (*GetDiscoveryResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{30}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetDiscoveryResponse) GetTenant() *Tenant {
@@ -2028,7 +2112,7 @@ type WatchChangesRequest struct {
 
 func (x *WatchChangesRequest) Reset() {
 	*x = WatchChangesRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[31]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2040,7 +2124,7 @@ func (x *WatchChangesRequest) String() string {
 func (*WatchChangesRequest) ProtoMessage() {}
 
 func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[31]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2053,7 +2137,7 @@ func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchChangesRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{31}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{32}
 }
 
 type WatchChangesResponse struct {
@@ -2066,7 +2150,7 @@ type WatchChangesResponse struct {
 
 func (x *WatchChangesResponse) Reset() {
 	*x = WatchChangesResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[32]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2078,7 +2162,7 @@ func (x *WatchChangesResponse) String() string {
 func (*WatchChangesResponse) ProtoMessage() {}
 
 func (x *WatchChangesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[32]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2091,7 +2175,7 @@ func (x *WatchChangesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchChangesResponse.ProtoReflect.Descriptor instead.
 func (*WatchChangesResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{32}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WatchChangesResponse) GetKind() WatchChangesResponse_Kind {
@@ -2130,7 +2214,7 @@ type Settings struct {
 
 func (x *Settings) Reset() {
 	*x = Settings{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[33]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2142,7 +2226,7 @@ func (x *Settings) String() string {
 func (*Settings) ProtoMessage() {}
 
 func (x *Settings) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[33]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2155,7 +2239,7 @@ func (x *Settings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settings.ProtoReflect.Descriptor instead.
 func (*Settings) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{33}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Settings) GetLinks() []*Link {
@@ -2202,7 +2286,7 @@ type RateLimits struct {
 
 func (x *RateLimits) Reset() {
 	*x = RateLimits{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[34]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2214,7 +2298,7 @@ func (x *RateLimits) String() string {
 func (*RateLimits) ProtoMessage() {}
 
 func (x *RateLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[34]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2227,7 +2311,7 @@ func (x *RateLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateLimits.ProtoReflect.Descriptor instead.
 func (*RateLimits) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{34}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RateLimits) GetMerchantRatePerSecond() float64 {
@@ -2272,7 +2356,7 @@ type LeaseRateTokensRequest struct {
 
 func (x *LeaseRateTokensRequest) Reset() {
 	*x = LeaseRateTokensRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[35]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2284,7 +2368,7 @@ func (x *LeaseRateTokensRequest) String() string {
 func (*LeaseRateTokensRequest) ProtoMessage() {}
 
 func (x *LeaseRateTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[35]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2297,7 +2381,7 @@ func (x *LeaseRateTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRateTokensRequest.ProtoReflect.Descriptor instead.
 func (*LeaseRateTokensRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{35}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *LeaseRateTokensRequest) GetKey() string {
@@ -2330,7 +2414,7 @@ type LeaseRateTokensResponse struct {
 
 func (x *LeaseRateTokensResponse) Reset() {
 	*x = LeaseRateTokensResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[36]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2342,7 +2426,7 @@ func (x *LeaseRateTokensResponse) String() string {
 func (*LeaseRateTokensResponse) ProtoMessage() {}
 
 func (x *LeaseRateTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[36]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2355,7 +2439,7 @@ func (x *LeaseRateTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRateTokensResponse.ProtoReflect.Descriptor instead.
 func (*LeaseRateTokensResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{36}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *LeaseRateTokensResponse) GetGranted() int64 {
@@ -2397,7 +2481,7 @@ type Link struct {
 
 func (x *Link) Reset() {
 	*x = Link{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[37]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2409,7 +2493,7 @@ func (x *Link) String() string {
 func (*Link) ProtoMessage() {}
 
 func (x *Link) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[37]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2422,7 +2506,7 @@ func (x *Link) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Link.ProtoReflect.Descriptor instead.
 func (*Link) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{37}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Link) GetType() string {
@@ -2455,7 +2539,7 @@ type GetSettingsRequest struct {
 
 func (x *GetSettingsRequest) Reset() {
 	*x = GetSettingsRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[38]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2467,7 +2551,7 @@ func (x *GetSettingsRequest) String() string {
 func (*GetSettingsRequest) ProtoMessage() {}
 
 func (x *GetSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[38]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2480,7 +2564,7 @@ func (x *GetSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSettingsRequest.ProtoReflect.Descriptor instead.
 func (*GetSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{38}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetSettingsRequest) GetTenantId() string {
@@ -2499,7 +2583,7 @@ type GetSettingsResponse struct {
 
 func (x *GetSettingsResponse) Reset() {
 	*x = GetSettingsResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2511,7 +2595,7 @@ func (x *GetSettingsResponse) String() string {
 func (*GetSettingsResponse) ProtoMessage() {}
 
 func (x *GetSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2524,7 +2608,7 @@ func (x *GetSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSettingsResponse.ProtoReflect.Descriptor instead.
 func (*GetSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{39}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetSettingsResponse) GetSettings() *Settings {
@@ -2535,16 +2619,20 @@ func (x *GetSettingsResponse) GetSettings() *Settings {
 }
 
 type SetSettingsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	Settings      *Settings              `protobuf:"bytes,2,opt,name=settings,proto3" json:"settings,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Tenant   string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Settings *Settings              `protobuf:"bytes,2,opt,name=settings,proto3" json:"settings,omitempty"`
+	// Check the settings by the rules a set applies, store nothing, and
+	// answer every rule they break in violations (merchant file imports, the
+	// admin's settings page).
+	ValidateOnly  bool `protobuf:"varint,3,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SetSettingsRequest) Reset() {
 	*x = SetSettingsRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2556,7 +2644,7 @@ func (x *SetSettingsRequest) String() string {
 func (*SetSettingsRequest) ProtoMessage() {}
 
 func (x *SetSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2569,7 +2657,7 @@ func (x *SetSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSettingsRequest.ProtoReflect.Descriptor instead.
 func (*SetSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{40}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SetSettingsRequest) GetTenant() string {
@@ -2586,16 +2674,27 @@ func (x *SetSettingsRequest) GetSettings() *Settings {
 	return nil
 }
 
+func (x *SetSettingsRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
 type SetSettingsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Settings      *Settings              `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// As stored (unset on validate_only).
+	Settings *Settings `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
+	// validate_only: every rule broken, in the order they are checked; empty
+	// when the settings would be stored.
+	Violations    []*Violation `protobuf:"bytes,2,rep,name=violations,proto3" json:"violations,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SetSettingsResponse) Reset() {
 	*x = SetSettingsResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2607,7 +2706,7 @@ func (x *SetSettingsResponse) String() string {
 func (*SetSettingsResponse) ProtoMessage() {}
 
 func (x *SetSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2620,12 +2719,19 @@ func (x *SetSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSettingsResponse.ProtoReflect.Descriptor instead.
 func (*SetSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{41}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SetSettingsResponse) GetSettings() *Settings {
 	if x != nil {
 		return x.Settings
+	}
+	return nil
+}
+
+func (x *SetSettingsResponse) GetViolations() []*Violation {
+	if x != nil {
+		return x.Violations
 	}
 	return nil
 }
@@ -2643,7 +2749,7 @@ type SetAgentAuthPolicyRequest struct {
 
 func (x *SetAgentAuthPolicyRequest) Reset() {
 	*x = SetAgentAuthPolicyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2655,7 +2761,7 @@ func (x *SetAgentAuthPolicyRequest) String() string {
 func (*SetAgentAuthPolicyRequest) ProtoMessage() {}
 
 func (x *SetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2668,7 +2774,7 @@ func (x *SetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAgentAuthPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetAgentAuthPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{42}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SetAgentAuthPolicyRequest) GetTenant() string {
@@ -2701,7 +2807,7 @@ type SetAgentAuthPolicyResponse struct {
 
 func (x *SetAgentAuthPolicyResponse) Reset() {
 	*x = SetAgentAuthPolicyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2713,7 +2819,7 @@ func (x *SetAgentAuthPolicyResponse) String() string {
 func (*SetAgentAuthPolicyResponse) ProtoMessage() {}
 
 func (x *SetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2726,7 +2832,7 @@ func (x *SetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAgentAuthPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetAgentAuthPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{43}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SetAgentAuthPolicyResponse) GetTenant() *Tenant {
@@ -2745,7 +2851,7 @@ type GetAgentAuthPolicyRequest struct {
 
 func (x *GetAgentAuthPolicyRequest) Reset() {
 	*x = GetAgentAuthPolicyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2757,7 +2863,7 @@ func (x *GetAgentAuthPolicyRequest) String() string {
 func (*GetAgentAuthPolicyRequest) ProtoMessage() {}
 
 func (x *GetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2770,7 +2876,7 @@ func (x *GetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentAuthPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetAgentAuthPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{44}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetAgentAuthPolicyRequest) GetTenantId() string {
@@ -2792,7 +2898,7 @@ type GetAgentAuthPolicyResponse struct {
 
 func (x *GetAgentAuthPolicyResponse) Reset() {
 	*x = GetAgentAuthPolicyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2804,7 +2910,7 @@ func (x *GetAgentAuthPolicyResponse) String() string {
 func (*GetAgentAuthPolicyResponse) ProtoMessage() {}
 
 func (x *GetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2817,7 +2923,7 @@ func (x *GetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentAuthPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetAgentAuthPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{45}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetAgentAuthPolicyResponse) GetPolicy() AgentAuthPolicy {
@@ -2852,7 +2958,7 @@ type AuthenticateAPIKeyRequest struct {
 
 func (x *AuthenticateAPIKeyRequest) Reset() {
 	*x = AuthenticateAPIKeyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2864,7 +2970,7 @@ func (x *AuthenticateAPIKeyRequest) String() string {
 func (*AuthenticateAPIKeyRequest) ProtoMessage() {}
 
 func (x *AuthenticateAPIKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2877,7 +2983,7 @@ func (x *AuthenticateAPIKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateAPIKeyRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateAPIKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{46}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AuthenticateAPIKeyRequest) GetTenantId() string {
@@ -2905,7 +3011,7 @@ type AuthenticateAPIKeyResponse struct {
 
 func (x *AuthenticateAPIKeyResponse) Reset() {
 	*x = AuthenticateAPIKeyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2917,7 +3023,7 @@ func (x *AuthenticateAPIKeyResponse) String() string {
 func (*AuthenticateAPIKeyResponse) ProtoMessage() {}
 
 func (x *AuthenticateAPIKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2930,7 +3036,7 @@ func (x *AuthenticateAPIKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateAPIKeyResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateAPIKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{47}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *AuthenticateAPIKeyResponse) GetApiKeyId() string {
@@ -2964,7 +3070,7 @@ type SigningKey struct {
 
 func (x *SigningKey) Reset() {
 	*x = SigningKey{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2976,7 +3082,7 @@ func (x *SigningKey) String() string {
 func (*SigningKey) ProtoMessage() {}
 
 func (x *SigningKey) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2989,7 +3095,7 @@ func (x *SigningKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SigningKey.ProtoReflect.Descriptor instead.
 func (*SigningKey) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{48}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *SigningKey) GetKid() string {
@@ -3057,7 +3163,7 @@ type ListSigningKeysRequest struct {
 
 func (x *ListSigningKeysRequest) Reset() {
 	*x = ListSigningKeysRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3069,7 +3175,7 @@ func (x *ListSigningKeysRequest) String() string {
 func (*ListSigningKeysRequest) ProtoMessage() {}
 
 func (x *ListSigningKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3082,7 +3188,7 @@ func (x *ListSigningKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSigningKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListSigningKeysRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{49}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListSigningKeysRequest) GetTenant() string {
@@ -3102,7 +3208,7 @@ type ListSigningKeysResponse struct {
 
 func (x *ListSigningKeysResponse) Reset() {
 	*x = ListSigningKeysResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3114,7 +3220,7 @@ func (x *ListSigningKeysResponse) String() string {
 func (*ListSigningKeysResponse) ProtoMessage() {}
 
 func (x *ListSigningKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3127,7 +3233,7 @@ func (x *ListSigningKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSigningKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListSigningKeysResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{50}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListSigningKeysResponse) GetKeys() []*SigningKey {
@@ -3152,7 +3258,7 @@ type RotateSigningKeyRequest struct {
 
 func (x *RotateSigningKeyRequest) Reset() {
 	*x = RotateSigningKeyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3164,7 +3270,7 @@ func (x *RotateSigningKeyRequest) String() string {
 func (*RotateSigningKeyRequest) ProtoMessage() {}
 
 func (x *RotateSigningKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3177,7 +3283,7 @@ func (x *RotateSigningKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateSigningKeyRequest.ProtoReflect.Descriptor instead.
 func (*RotateSigningKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{51}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RotateSigningKeyRequest) GetTenant() string {
@@ -3211,7 +3317,7 @@ type RotateSigningKeyResponse struct {
 
 func (x *RotateSigningKeyResponse) Reset() {
 	*x = RotateSigningKeyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3223,7 +3329,7 @@ func (x *RotateSigningKeyResponse) String() string {
 func (*RotateSigningKeyResponse) ProtoMessage() {}
 
 func (x *RotateSigningKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3236,7 +3342,7 @@ func (x *RotateSigningKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateSigningKeyResponse.ProtoReflect.Descriptor instead.
 func (*RotateSigningKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{52}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RotateSigningKeyResponse) GetKey() *SigningKey {
@@ -3266,7 +3372,7 @@ type RevokeSigningKeyRequest struct {
 
 func (x *RevokeSigningKeyRequest) Reset() {
 	*x = RevokeSigningKeyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3278,7 +3384,7 @@ func (x *RevokeSigningKeyRequest) String() string {
 func (*RevokeSigningKeyRequest) ProtoMessage() {}
 
 func (x *RevokeSigningKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3291,7 +3397,7 @@ func (x *RevokeSigningKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSigningKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeSigningKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{53}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RevokeSigningKeyRequest) GetTenant() string {
@@ -3324,7 +3430,7 @@ type RevokeSigningKeyResponse struct {
 
 func (x *RevokeSigningKeyResponse) Reset() {
 	*x = RevokeSigningKeyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3336,7 +3442,7 @@ func (x *RevokeSigningKeyResponse) String() string {
 func (*RevokeSigningKeyResponse) ProtoMessage() {}
 
 func (x *RevokeSigningKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3349,7 +3455,7 @@ func (x *RevokeSigningKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSigningKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeSigningKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{54}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RevokeSigningKeyResponse) GetKey() *SigningKey {
@@ -3376,7 +3482,7 @@ type SignWithCurrentKeyRequest struct {
 
 func (x *SignWithCurrentKeyRequest) Reset() {
 	*x = SignWithCurrentKeyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3388,7 +3494,7 @@ func (x *SignWithCurrentKeyRequest) String() string {
 func (*SignWithCurrentKeyRequest) ProtoMessage() {}
 
 func (x *SignWithCurrentKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3401,7 +3507,7 @@ func (x *SignWithCurrentKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignWithCurrentKeyRequest.ProtoReflect.Descriptor instead.
 func (*SignWithCurrentKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{55}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SignWithCurrentKeyRequest) GetTenantId() string {
@@ -3441,7 +3547,7 @@ type SignWithCurrentKeyResponse struct {
 
 func (x *SignWithCurrentKeyResponse) Reset() {
 	*x = SignWithCurrentKeyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3453,7 +3559,7 @@ func (x *SignWithCurrentKeyResponse) String() string {
 func (*SignWithCurrentKeyResponse) ProtoMessage() {}
 
 func (x *SignWithCurrentKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3466,7 +3572,7 @@ func (x *SignWithCurrentKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignWithCurrentKeyResponse.ProtoReflect.Descriptor instead.
 func (*SignWithCurrentKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{56}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *SignWithCurrentKeyResponse) GetKid() string {
@@ -3513,7 +3619,7 @@ type MerchantUser struct {
 
 func (x *MerchantUser) Reset() {
 	*x = MerchantUser{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3525,7 +3631,7 @@ func (x *MerchantUser) String() string {
 func (*MerchantUser) ProtoMessage() {}
 
 func (x *MerchantUser) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3538,7 +3644,7 @@ func (x *MerchantUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MerchantUser.ProtoReflect.Descriptor instead.
 func (*MerchantUser) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{57}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *MerchantUser) GetId() string {
@@ -3603,7 +3709,7 @@ type InviteMerchantUserRequest struct {
 
 func (x *InviteMerchantUserRequest) Reset() {
 	*x = InviteMerchantUserRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3615,7 +3721,7 @@ func (x *InviteMerchantUserRequest) String() string {
 func (*InviteMerchantUserRequest) ProtoMessage() {}
 
 func (x *InviteMerchantUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3628,7 +3734,7 @@ func (x *InviteMerchantUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteMerchantUserRequest.ProtoReflect.Descriptor instead.
 func (*InviteMerchantUserRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{58}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *InviteMerchantUserRequest) GetTenant() string {
@@ -3663,7 +3769,7 @@ type InviteMerchantUserResponse struct {
 
 func (x *InviteMerchantUserResponse) Reset() {
 	*x = InviteMerchantUserResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3675,7 +3781,7 @@ func (x *InviteMerchantUserResponse) String() string {
 func (*InviteMerchantUserResponse) ProtoMessage() {}
 
 func (x *InviteMerchantUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3688,7 +3794,7 @@ func (x *InviteMerchantUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteMerchantUserResponse.ProtoReflect.Descriptor instead.
 func (*InviteMerchantUserResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{59}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *InviteMerchantUserResponse) GetUser() *MerchantUser {
@@ -3714,7 +3820,7 @@ type ListMerchantUsersRequest struct {
 
 func (x *ListMerchantUsersRequest) Reset() {
 	*x = ListMerchantUsersRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3726,7 +3832,7 @@ func (x *ListMerchantUsersRequest) String() string {
 func (*ListMerchantUsersRequest) ProtoMessage() {}
 
 func (x *ListMerchantUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3739,7 +3845,7 @@ func (x *ListMerchantUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMerchantUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListMerchantUsersRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{60}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListMerchantUsersRequest) GetTenant() string {
@@ -3758,7 +3864,7 @@ type ListMerchantUsersResponse struct {
 
 func (x *ListMerchantUsersResponse) Reset() {
 	*x = ListMerchantUsersResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3770,7 +3876,7 @@ func (x *ListMerchantUsersResponse) String() string {
 func (*ListMerchantUsersResponse) ProtoMessage() {}
 
 func (x *ListMerchantUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3783,7 +3889,7 @@ func (x *ListMerchantUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMerchantUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListMerchantUsersResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{61}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListMerchantUsersResponse) GetUsers() []*MerchantUser {
@@ -3804,7 +3910,7 @@ type SignInMerchantUserRequest struct {
 
 func (x *SignInMerchantUserRequest) Reset() {
 	*x = SignInMerchantUserRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3816,7 +3922,7 @@ func (x *SignInMerchantUserRequest) String() string {
 func (*SignInMerchantUserRequest) ProtoMessage() {}
 
 func (x *SignInMerchantUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3829,7 +3935,7 @@ func (x *SignInMerchantUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignInMerchantUserRequest.ProtoReflect.Descriptor instead.
 func (*SignInMerchantUserRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{62}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *SignInMerchantUserRequest) GetTenantId() string {
@@ -3865,7 +3971,7 @@ type SignInMerchantUserResponse struct {
 
 func (x *SignInMerchantUserResponse) Reset() {
 	*x = SignInMerchantUserResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3877,7 +3983,7 @@ func (x *SignInMerchantUserResponse) String() string {
 func (*SignInMerchantUserResponse) ProtoMessage() {}
 
 func (x *SignInMerchantUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3890,7 +3996,7 @@ func (x *SignInMerchantUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignInMerchantUserResponse.ProtoReflect.Descriptor instead.
 func (*SignInMerchantUserResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{63}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *SignInMerchantUserResponse) GetUser() *MerchantUser {
@@ -3924,7 +4030,7 @@ type GetMerchantSessionRequest struct {
 
 func (x *GetMerchantSessionRequest) Reset() {
 	*x = GetMerchantSessionRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3936,7 +4042,7 @@ func (x *GetMerchantSessionRequest) String() string {
 func (*GetMerchantSessionRequest) ProtoMessage() {}
 
 func (x *GetMerchantSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3949,7 +4055,7 @@ func (x *GetMerchantSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMerchantSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetMerchantSessionRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{64}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GetMerchantSessionRequest) GetTenantId() string {
@@ -3976,7 +4082,7 @@ type GetMerchantSessionResponse struct {
 
 func (x *GetMerchantSessionResponse) Reset() {
 	*x = GetMerchantSessionResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3988,7 +4094,7 @@ func (x *GetMerchantSessionResponse) String() string {
 func (*GetMerchantSessionResponse) ProtoMessage() {}
 
 func (x *GetMerchantSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4001,7 +4107,7 @@ func (x *GetMerchantSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMerchantSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetMerchantSessionResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{65}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GetMerchantSessionResponse) GetUser() *MerchantUser {
@@ -4028,7 +4134,7 @@ type EndMerchantSessionRequest struct {
 
 func (x *EndMerchantSessionRequest) Reset() {
 	*x = EndMerchantSessionRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4040,7 +4146,7 @@ func (x *EndMerchantSessionRequest) String() string {
 func (*EndMerchantSessionRequest) ProtoMessage() {}
 
 func (x *EndMerchantSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4053,7 +4159,7 @@ func (x *EndMerchantSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMerchantSessionRequest.ProtoReflect.Descriptor instead.
 func (*EndMerchantSessionRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{66}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *EndMerchantSessionRequest) GetTenantId() string {
@@ -4078,7 +4184,7 @@ type EndMerchantSessionResponse struct {
 
 func (x *EndMerchantSessionResponse) Reset() {
 	*x = EndMerchantSessionResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4090,7 +4196,7 @@ func (x *EndMerchantSessionResponse) String() string {
 func (*EndMerchantSessionResponse) ProtoMessage() {}
 
 func (x *EndMerchantSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4103,7 +4209,7 @@ func (x *EndMerchantSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMerchantSessionResponse.ProtoReflect.Descriptor instead.
 func (*EndMerchantSessionResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{67}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{68}
 }
 
 type SetTenantNameRequest struct {
@@ -4116,7 +4222,7 @@ type SetTenantNameRequest struct {
 
 func (x *SetTenantNameRequest) Reset() {
 	*x = SetTenantNameRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4128,7 +4234,7 @@ func (x *SetTenantNameRequest) String() string {
 func (*SetTenantNameRequest) ProtoMessage() {}
 
 func (x *SetTenantNameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4141,7 +4247,7 @@ func (x *SetTenantNameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantNameRequest.ProtoReflect.Descriptor instead.
 func (*SetTenantNameRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{68}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SetTenantNameRequest) GetTenant() string {
@@ -4167,7 +4273,7 @@ type SetTenantNameResponse struct {
 
 func (x *SetTenantNameResponse) Reset() {
 	*x = SetTenantNameResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4179,7 +4285,7 @@ func (x *SetTenantNameResponse) String() string {
 func (*SetTenantNameResponse) ProtoMessage() {}
 
 func (x *SetTenantNameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4192,7 +4298,7 @@ func (x *SetTenantNameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantNameResponse.ProtoReflect.Descriptor instead.
 func (*SetTenantNameResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{69}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *SetTenantNameResponse) GetTenant() *Tenant {
@@ -4219,7 +4325,7 @@ type UsageCount struct {
 
 func (x *UsageCount) Reset() {
 	*x = UsageCount{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4231,7 +4337,7 @@ func (x *UsageCount) String() string {
 func (*UsageCount) ProtoMessage() {}
 
 func (x *UsageCount) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4244,7 +4350,7 @@ func (x *UsageCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageCount.ProtoReflect.Descriptor instead.
 func (*UsageCount) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{70}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *UsageCount) GetTenantId() string {
@@ -4285,7 +4391,7 @@ type RecordUsageRequest struct {
 
 func (x *RecordUsageRequest) Reset() {
 	*x = RecordUsageRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4297,7 +4403,7 @@ func (x *RecordUsageRequest) String() string {
 func (*RecordUsageRequest) ProtoMessage() {}
 
 func (x *RecordUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4310,7 +4416,7 @@ func (x *RecordUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordUsageRequest.ProtoReflect.Descriptor instead.
 func (*RecordUsageRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{71}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *RecordUsageRequest) GetCounts() []*UsageCount {
@@ -4328,7 +4434,7 @@ type RecordUsageResponse struct {
 
 func (x *RecordUsageResponse) Reset() {
 	*x = RecordUsageResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4340,7 +4446,7 @@ func (x *RecordUsageResponse) String() string {
 func (*RecordUsageResponse) ProtoMessage() {}
 
 func (x *RecordUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4353,7 +4459,7 @@ func (x *RecordUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordUsageResponse.ProtoReflect.Descriptor instead.
 func (*RecordUsageResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{72}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{73}
 }
 
 type GetUsageRequest struct {
@@ -4371,7 +4477,7 @@ type GetUsageRequest struct {
 
 func (x *GetUsageRequest) Reset() {
 	*x = GetUsageRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4383,7 +4489,7 @@ func (x *GetUsageRequest) String() string {
 func (*GetUsageRequest) ProtoMessage() {}
 
 func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4396,7 +4502,7 @@ func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{73}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *GetUsageRequest) GetTenant() string {
@@ -4432,7 +4538,7 @@ type GetUsageResponse struct {
 
 func (x *GetUsageResponse) Reset() {
 	*x = GetUsageResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4444,7 +4550,7 @@ func (x *GetUsageResponse) String() string {
 func (*GetUsageResponse) ProtoMessage() {}
 
 func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4457,7 +4563,7 @@ func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{74}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *GetUsageResponse) GetDays() []*UsageCount {
@@ -4580,13 +4686,21 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\vhas_secrets\x18\t \x01(\bR\n" +
 	"hasSecrets\x12\x1a\n" +
 	"\bposition\x18\n" +
-	" \x01(\x05R\bposition\"\x8f\x01\n" +
+	" \x01(\x05R\bposition\"\xb4\x01\n" +
 	"\x18SetPaymentHandlerRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x128\n" +
 	"\ahandler\x18\x02 \x01(\v2\x1e.bcp.tenants.v1.PaymentHandlerR\ahandler\x12!\n" +
-	"\fsecrets_json\x18\x03 \x01(\tR\vsecretsJson\"U\n" +
+	"\fsecrets_json\x18\x03 \x01(\tR\vsecretsJson\x12#\n" +
+	"\rvalidate_only\x18\x04 \x01(\bR\fvalidateOnly\"\x90\x01\n" +
 	"\x19SetPaymentHandlerResponse\x128\n" +
-	"\ahandler\x18\x01 \x01(\v2\x1e.bcp.tenants.v1.PaymentHandlerR\ahandler\"T\n" +
+	"\ahandler\x18\x01 \x01(\v2\x1e.bcp.tenants.v1.PaymentHandlerR\ahandler\x129\n" +
+	"\n" +
+	"violations\x18\x02 \x03(\v2\x19.bcp.tenants.v1.ViolationR\n" +
+	"violations\"O\n" +
+	"\tViolation\x12\x14\n" +
+	"\x05field\x18\x01 \x01(\tR\x05field\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"T\n" +
 	"\x1bRemovePaymentHandlerRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1d\n" +
 	"\n" +
@@ -4639,12 +4753,16 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x12GetSettingsRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"K\n" +
 	"\x13GetSettingsResponse\x124\n" +
-	"\bsettings\x18\x01 \x01(\v2\x18.bcp.tenants.v1.SettingsR\bsettings\"b\n" +
+	"\bsettings\x18\x01 \x01(\v2\x18.bcp.tenants.v1.SettingsR\bsettings\"\x87\x01\n" +
 	"\x12SetSettingsRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x124\n" +
-	"\bsettings\x18\x02 \x01(\v2\x18.bcp.tenants.v1.SettingsR\bsettings\"K\n" +
+	"\bsettings\x18\x02 \x01(\v2\x18.bcp.tenants.v1.SettingsR\bsettings\x12#\n" +
+	"\rvalidate_only\x18\x03 \x01(\bR\fvalidateOnly\"\x86\x01\n" +
 	"\x13SetSettingsResponse\x124\n" +
-	"\bsettings\x18\x01 \x01(\v2\x18.bcp.tenants.v1.SettingsR\bsettings\"\xb6\x01\n" +
+	"\bsettings\x18\x01 \x01(\v2\x18.bcp.tenants.v1.SettingsR\bsettings\x129\n" +
+	"\n" +
+	"violations\x18\x02 \x03(\v2\x19.bcp.tenants.v1.ViolationR\n" +
+	"violations\"\xb6\x01\n" +
 	"\x19SetAgentAuthPolicyRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x127\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x1f.bcp.tenants.v1.AgentAuthPolicyR\x06policy\x121\n" +
@@ -4838,7 +4956,7 @@ func file_bcp_tenants_v1_tenants_proto_rawDescGZIP() []byte {
 }
 
 var file_bcp_tenants_v1_tenants_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
+var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_bcp_tenants_v1_tenants_proto_goTypes = []any{
 	(TenantStatus)(0),                    // 0: bcp.tenants.v1.TenantStatus
 	(Environment)(0),                     // 1: bcp.tenants.v1.Environment
@@ -4870,63 +4988,64 @@ var file_bcp_tenants_v1_tenants_proto_goTypes = []any{
 	(*PaymentHandler)(nil),               // 27: bcp.tenants.v1.PaymentHandler
 	(*SetPaymentHandlerRequest)(nil),     // 28: bcp.tenants.v1.SetPaymentHandlerRequest
 	(*SetPaymentHandlerResponse)(nil),    // 29: bcp.tenants.v1.SetPaymentHandlerResponse
-	(*RemovePaymentHandlerRequest)(nil),  // 30: bcp.tenants.v1.RemovePaymentHandlerRequest
-	(*RemovePaymentHandlerResponse)(nil), // 31: bcp.tenants.v1.RemovePaymentHandlerResponse
-	(*ResolveHostRequest)(nil),           // 32: bcp.tenants.v1.ResolveHostRequest
-	(*ResolveHostResponse)(nil),          // 33: bcp.tenants.v1.ResolveHostResponse
-	(*GetDiscoveryRequest)(nil),          // 34: bcp.tenants.v1.GetDiscoveryRequest
-	(*GetDiscoveryResponse)(nil),         // 35: bcp.tenants.v1.GetDiscoveryResponse
-	(*WatchChangesRequest)(nil),          // 36: bcp.tenants.v1.WatchChangesRequest
-	(*WatchChangesResponse)(nil),         // 37: bcp.tenants.v1.WatchChangesResponse
-	(*Settings)(nil),                     // 38: bcp.tenants.v1.Settings
-	(*RateLimits)(nil),                   // 39: bcp.tenants.v1.RateLimits
-	(*LeaseRateTokensRequest)(nil),       // 40: bcp.tenants.v1.LeaseRateTokensRequest
-	(*LeaseRateTokensResponse)(nil),      // 41: bcp.tenants.v1.LeaseRateTokensResponse
-	(*Link)(nil),                         // 42: bcp.tenants.v1.Link
-	(*GetSettingsRequest)(nil),           // 43: bcp.tenants.v1.GetSettingsRequest
-	(*GetSettingsResponse)(nil),          // 44: bcp.tenants.v1.GetSettingsResponse
-	(*SetSettingsRequest)(nil),           // 45: bcp.tenants.v1.SetSettingsRequest
-	(*SetSettingsResponse)(nil),          // 46: bcp.tenants.v1.SetSettingsResponse
-	(*SetAgentAuthPolicyRequest)(nil),    // 47: bcp.tenants.v1.SetAgentAuthPolicyRequest
-	(*SetAgentAuthPolicyResponse)(nil),   // 48: bcp.tenants.v1.SetAgentAuthPolicyResponse
-	(*GetAgentAuthPolicyRequest)(nil),    // 49: bcp.tenants.v1.GetAgentAuthPolicyRequest
-	(*GetAgentAuthPolicyResponse)(nil),   // 50: bcp.tenants.v1.GetAgentAuthPolicyResponse
-	(*AuthenticateAPIKeyRequest)(nil),    // 51: bcp.tenants.v1.AuthenticateAPIKeyRequest
-	(*AuthenticateAPIKeyResponse)(nil),   // 52: bcp.tenants.v1.AuthenticateAPIKeyResponse
-	(*SigningKey)(nil),                   // 53: bcp.tenants.v1.SigningKey
-	(*ListSigningKeysRequest)(nil),       // 54: bcp.tenants.v1.ListSigningKeysRequest
-	(*ListSigningKeysResponse)(nil),      // 55: bcp.tenants.v1.ListSigningKeysResponse
-	(*RotateSigningKeyRequest)(nil),      // 56: bcp.tenants.v1.RotateSigningKeyRequest
-	(*RotateSigningKeyResponse)(nil),     // 57: bcp.tenants.v1.RotateSigningKeyResponse
-	(*RevokeSigningKeyRequest)(nil),      // 58: bcp.tenants.v1.RevokeSigningKeyRequest
-	(*RevokeSigningKeyResponse)(nil),     // 59: bcp.tenants.v1.RevokeSigningKeyResponse
-	(*SignWithCurrentKeyRequest)(nil),    // 60: bcp.tenants.v1.SignWithCurrentKeyRequest
-	(*SignWithCurrentKeyResponse)(nil),   // 61: bcp.tenants.v1.SignWithCurrentKeyResponse
-	(*MerchantUser)(nil),                 // 62: bcp.tenants.v1.MerchantUser
-	(*InviteMerchantUserRequest)(nil),    // 63: bcp.tenants.v1.InviteMerchantUserRequest
-	(*InviteMerchantUserResponse)(nil),   // 64: bcp.tenants.v1.InviteMerchantUserResponse
-	(*ListMerchantUsersRequest)(nil),     // 65: bcp.tenants.v1.ListMerchantUsersRequest
-	(*ListMerchantUsersResponse)(nil),    // 66: bcp.tenants.v1.ListMerchantUsersResponse
-	(*SignInMerchantUserRequest)(nil),    // 67: bcp.tenants.v1.SignInMerchantUserRequest
-	(*SignInMerchantUserResponse)(nil),   // 68: bcp.tenants.v1.SignInMerchantUserResponse
-	(*GetMerchantSessionRequest)(nil),    // 69: bcp.tenants.v1.GetMerchantSessionRequest
-	(*GetMerchantSessionResponse)(nil),   // 70: bcp.tenants.v1.GetMerchantSessionResponse
-	(*EndMerchantSessionRequest)(nil),    // 71: bcp.tenants.v1.EndMerchantSessionRequest
-	(*EndMerchantSessionResponse)(nil),   // 72: bcp.tenants.v1.EndMerchantSessionResponse
-	(*SetTenantNameRequest)(nil),         // 73: bcp.tenants.v1.SetTenantNameRequest
-	(*SetTenantNameResponse)(nil),        // 74: bcp.tenants.v1.SetTenantNameResponse
-	(*UsageCount)(nil),                   // 75: bcp.tenants.v1.UsageCount
-	(*RecordUsageRequest)(nil),           // 76: bcp.tenants.v1.RecordUsageRequest
-	(*RecordUsageResponse)(nil),          // 77: bcp.tenants.v1.RecordUsageResponse
-	(*GetUsageRequest)(nil),              // 78: bcp.tenants.v1.GetUsageRequest
-	(*GetUsageResponse)(nil),             // 79: bcp.tenants.v1.GetUsageResponse
-	(*timestamppb.Timestamp)(nil),        // 80: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),          // 81: google.protobuf.Duration
+	(*Violation)(nil),                    // 30: bcp.tenants.v1.Violation
+	(*RemovePaymentHandlerRequest)(nil),  // 31: bcp.tenants.v1.RemovePaymentHandlerRequest
+	(*RemovePaymentHandlerResponse)(nil), // 32: bcp.tenants.v1.RemovePaymentHandlerResponse
+	(*ResolveHostRequest)(nil),           // 33: bcp.tenants.v1.ResolveHostRequest
+	(*ResolveHostResponse)(nil),          // 34: bcp.tenants.v1.ResolveHostResponse
+	(*GetDiscoveryRequest)(nil),          // 35: bcp.tenants.v1.GetDiscoveryRequest
+	(*GetDiscoveryResponse)(nil),         // 36: bcp.tenants.v1.GetDiscoveryResponse
+	(*WatchChangesRequest)(nil),          // 37: bcp.tenants.v1.WatchChangesRequest
+	(*WatchChangesResponse)(nil),         // 38: bcp.tenants.v1.WatchChangesResponse
+	(*Settings)(nil),                     // 39: bcp.tenants.v1.Settings
+	(*RateLimits)(nil),                   // 40: bcp.tenants.v1.RateLimits
+	(*LeaseRateTokensRequest)(nil),       // 41: bcp.tenants.v1.LeaseRateTokensRequest
+	(*LeaseRateTokensResponse)(nil),      // 42: bcp.tenants.v1.LeaseRateTokensResponse
+	(*Link)(nil),                         // 43: bcp.tenants.v1.Link
+	(*GetSettingsRequest)(nil),           // 44: bcp.tenants.v1.GetSettingsRequest
+	(*GetSettingsResponse)(nil),          // 45: bcp.tenants.v1.GetSettingsResponse
+	(*SetSettingsRequest)(nil),           // 46: bcp.tenants.v1.SetSettingsRequest
+	(*SetSettingsResponse)(nil),          // 47: bcp.tenants.v1.SetSettingsResponse
+	(*SetAgentAuthPolicyRequest)(nil),    // 48: bcp.tenants.v1.SetAgentAuthPolicyRequest
+	(*SetAgentAuthPolicyResponse)(nil),   // 49: bcp.tenants.v1.SetAgentAuthPolicyResponse
+	(*GetAgentAuthPolicyRequest)(nil),    // 50: bcp.tenants.v1.GetAgentAuthPolicyRequest
+	(*GetAgentAuthPolicyResponse)(nil),   // 51: bcp.tenants.v1.GetAgentAuthPolicyResponse
+	(*AuthenticateAPIKeyRequest)(nil),    // 52: bcp.tenants.v1.AuthenticateAPIKeyRequest
+	(*AuthenticateAPIKeyResponse)(nil),   // 53: bcp.tenants.v1.AuthenticateAPIKeyResponse
+	(*SigningKey)(nil),                   // 54: bcp.tenants.v1.SigningKey
+	(*ListSigningKeysRequest)(nil),       // 55: bcp.tenants.v1.ListSigningKeysRequest
+	(*ListSigningKeysResponse)(nil),      // 56: bcp.tenants.v1.ListSigningKeysResponse
+	(*RotateSigningKeyRequest)(nil),      // 57: bcp.tenants.v1.RotateSigningKeyRequest
+	(*RotateSigningKeyResponse)(nil),     // 58: bcp.tenants.v1.RotateSigningKeyResponse
+	(*RevokeSigningKeyRequest)(nil),      // 59: bcp.tenants.v1.RevokeSigningKeyRequest
+	(*RevokeSigningKeyResponse)(nil),     // 60: bcp.tenants.v1.RevokeSigningKeyResponse
+	(*SignWithCurrentKeyRequest)(nil),    // 61: bcp.tenants.v1.SignWithCurrentKeyRequest
+	(*SignWithCurrentKeyResponse)(nil),   // 62: bcp.tenants.v1.SignWithCurrentKeyResponse
+	(*MerchantUser)(nil),                 // 63: bcp.tenants.v1.MerchantUser
+	(*InviteMerchantUserRequest)(nil),    // 64: bcp.tenants.v1.InviteMerchantUserRequest
+	(*InviteMerchantUserResponse)(nil),   // 65: bcp.tenants.v1.InviteMerchantUserResponse
+	(*ListMerchantUsersRequest)(nil),     // 66: bcp.tenants.v1.ListMerchantUsersRequest
+	(*ListMerchantUsersResponse)(nil),    // 67: bcp.tenants.v1.ListMerchantUsersResponse
+	(*SignInMerchantUserRequest)(nil),    // 68: bcp.tenants.v1.SignInMerchantUserRequest
+	(*SignInMerchantUserResponse)(nil),   // 69: bcp.tenants.v1.SignInMerchantUserResponse
+	(*GetMerchantSessionRequest)(nil),    // 70: bcp.tenants.v1.GetMerchantSessionRequest
+	(*GetMerchantSessionResponse)(nil),   // 71: bcp.tenants.v1.GetMerchantSessionResponse
+	(*EndMerchantSessionRequest)(nil),    // 72: bcp.tenants.v1.EndMerchantSessionRequest
+	(*EndMerchantSessionResponse)(nil),   // 73: bcp.tenants.v1.EndMerchantSessionResponse
+	(*SetTenantNameRequest)(nil),         // 74: bcp.tenants.v1.SetTenantNameRequest
+	(*SetTenantNameResponse)(nil),        // 75: bcp.tenants.v1.SetTenantNameResponse
+	(*UsageCount)(nil),                   // 76: bcp.tenants.v1.UsageCount
+	(*RecordUsageRequest)(nil),           // 77: bcp.tenants.v1.RecordUsageRequest
+	(*RecordUsageResponse)(nil),          // 78: bcp.tenants.v1.RecordUsageResponse
+	(*GetUsageRequest)(nil),              // 79: bcp.tenants.v1.GetUsageRequest
+	(*GetUsageResponse)(nil),             // 80: bcp.tenants.v1.GetUsageResponse
+	(*timestamppb.Timestamp)(nil),        // 81: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),          // 82: google.protobuf.Duration
 }
 var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	0,  // 0: bcp.tenants.v1.Tenant.status:type_name -> bcp.tenants.v1.TenantStatus
 	1,  // 1: bcp.tenants.v1.Tenant.environment:type_name -> bcp.tenants.v1.Environment
-	80, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	81, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
 	2,  // 3: bcp.tenants.v1.Tenant.agent_auth_policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
 	1,  // 4: bcp.tenants.v1.CreateTenantRequest.environment:type_name -> bcp.tenants.v1.Environment
 	7,  // 5: bcp.tenants.v1.CreateTenantResponse.tenant:type_name -> bcp.tenants.v1.Tenant
@@ -4936,120 +5055,122 @@ var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	7,  // 9: bcp.tenants.v1.SetTenantStatusResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	7,  // 10: bcp.tenants.v1.AddDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	7,  // 11: bcp.tenants.v1.RemoveDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	80, // 12: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
-	80, // 13: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
+	81, // 12: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
+	81, // 13: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
 	20, // 14: bcp.tenants.v1.CreateAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
 	20, // 15: bcp.tenants.v1.RevokeAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
 	20, // 16: bcp.tenants.v1.ListAPIKeysResponse.api_keys:type_name -> bcp.tenants.v1.APIKey
 	27, // 17: bcp.tenants.v1.SetPaymentHandlerRequest.handler:type_name -> bcp.tenants.v1.PaymentHandler
 	27, // 18: bcp.tenants.v1.SetPaymentHandlerResponse.handler:type_name -> bcp.tenants.v1.PaymentHandler
-	7,  // 19: bcp.tenants.v1.ResolveHostResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	7,  // 20: bcp.tenants.v1.GetDiscoveryResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	27, // 21: bcp.tenants.v1.GetDiscoveryResponse.payment_handlers:type_name -> bcp.tenants.v1.PaymentHandler
-	4,  // 22: bcp.tenants.v1.WatchChangesResponse.kind:type_name -> bcp.tenants.v1.WatchChangesResponse.Kind
-	42, // 23: bcp.tenants.v1.Settings.links:type_name -> bcp.tenants.v1.Link
-	39, // 24: bcp.tenants.v1.Settings.rate_limits:type_name -> bcp.tenants.v1.RateLimits
-	38, // 25: bcp.tenants.v1.GetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
-	38, // 26: bcp.tenants.v1.SetSettingsRequest.settings:type_name -> bcp.tenants.v1.Settings
-	38, // 27: bcp.tenants.v1.SetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
-	2,  // 28: bcp.tenants.v1.SetAgentAuthPolicyRequest.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
-	7,  // 29: bcp.tenants.v1.SetAgentAuthPolicyResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	2,  // 30: bcp.tenants.v1.GetAgentAuthPolicyResponse.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
-	1,  // 31: bcp.tenants.v1.GetAgentAuthPolicyResponse.environment:type_name -> bcp.tenants.v1.Environment
-	80, // 32: bcp.tenants.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
-	80, // 33: bcp.tenants.v1.SigningKey.sign_from_time:type_name -> google.protobuf.Timestamp
-	80, // 34: bcp.tenants.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
-	80, // 35: bcp.tenants.v1.SigningKey.revoke_time:type_name -> google.protobuf.Timestamp
-	3,  // 36: bcp.tenants.v1.SigningKey.status:type_name -> bcp.tenants.v1.SigningKeyStatus
-	53, // 37: bcp.tenants.v1.ListSigningKeysResponse.keys:type_name -> bcp.tenants.v1.SigningKey
-	81, // 38: bcp.tenants.v1.RotateSigningKeyRequest.delay:type_name -> google.protobuf.Duration
-	81, // 39: bcp.tenants.v1.RotateSigningKeyRequest.retention:type_name -> google.protobuf.Duration
-	53, // 40: bcp.tenants.v1.RotateSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
-	53, // 41: bcp.tenants.v1.RotateSigningKeyResponse.keys:type_name -> bcp.tenants.v1.SigningKey
-	53, // 42: bcp.tenants.v1.RevokeSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
-	80, // 43: bcp.tenants.v1.MerchantUser.create_time:type_name -> google.protobuf.Timestamp
-	80, // 44: bcp.tenants.v1.MerchantUser.last_login_time:type_name -> google.protobuf.Timestamp
-	80, // 45: bcp.tenants.v1.MerchantUser.locked_until:type_name -> google.protobuf.Timestamp
-	62, // 46: bcp.tenants.v1.InviteMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	62, // 47: bcp.tenants.v1.ListMerchantUsersResponse.users:type_name -> bcp.tenants.v1.MerchantUser
-	62, // 48: bcp.tenants.v1.SignInMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	80, // 49: bcp.tenants.v1.SignInMerchantUserResponse.expire_time:type_name -> google.protobuf.Timestamp
-	62, // 50: bcp.tenants.v1.GetMerchantSessionResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	80, // 51: bcp.tenants.v1.GetMerchantSessionResponse.expire_time:type_name -> google.protobuf.Timestamp
-	7,  // 52: bcp.tenants.v1.SetTenantNameResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	75, // 53: bcp.tenants.v1.RecordUsageRequest.counts:type_name -> bcp.tenants.v1.UsageCount
-	75, // 54: bcp.tenants.v1.GetUsageResponse.days:type_name -> bcp.tenants.v1.UsageCount
-	5,  // 55: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
-	8,  // 56: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
-	10, // 57: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
-	12, // 58: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
-	14, // 59: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
-	16, // 60: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
-	18, // 61: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
-	21, // 62: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
-	23, // 63: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
-	25, // 64: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
-	28, // 65: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
-	30, // 66: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
-	43, // 67: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
-	45, // 68: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
-	32, // 69: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
-	34, // 70: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
-	36, // 71: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
-	47, // 72: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:input_type -> bcp.tenants.v1.SetAgentAuthPolicyRequest
-	49, // 73: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:input_type -> bcp.tenants.v1.GetAgentAuthPolicyRequest
-	51, // 74: bcp.tenants.v1.TenantService.AuthenticateAPIKey:input_type -> bcp.tenants.v1.AuthenticateAPIKeyRequest
-	54, // 75: bcp.tenants.v1.TenantService.ListSigningKeys:input_type -> bcp.tenants.v1.ListSigningKeysRequest
-	56, // 76: bcp.tenants.v1.TenantService.RotateSigningKey:input_type -> bcp.tenants.v1.RotateSigningKeyRequest
-	58, // 77: bcp.tenants.v1.TenantService.RevokeSigningKey:input_type -> bcp.tenants.v1.RevokeSigningKeyRequest
-	60, // 78: bcp.tenants.v1.TenantService.SignWithCurrentKey:input_type -> bcp.tenants.v1.SignWithCurrentKeyRequest
-	63, // 79: bcp.tenants.v1.TenantService.InviteMerchantUser:input_type -> bcp.tenants.v1.InviteMerchantUserRequest
-	65, // 80: bcp.tenants.v1.TenantService.ListMerchantUsers:input_type -> bcp.tenants.v1.ListMerchantUsersRequest
-	67, // 81: bcp.tenants.v1.TenantService.SignInMerchantUser:input_type -> bcp.tenants.v1.SignInMerchantUserRequest
-	69, // 82: bcp.tenants.v1.TenantService.GetMerchantSession:input_type -> bcp.tenants.v1.GetMerchantSessionRequest
-	71, // 83: bcp.tenants.v1.TenantService.EndMerchantSession:input_type -> bcp.tenants.v1.EndMerchantSessionRequest
-	73, // 84: bcp.tenants.v1.TenantService.SetTenantName:input_type -> bcp.tenants.v1.SetTenantNameRequest
-	76, // 85: bcp.tenants.v1.TenantService.RecordUsage:input_type -> bcp.tenants.v1.RecordUsageRequest
-	78, // 86: bcp.tenants.v1.TenantService.GetUsage:input_type -> bcp.tenants.v1.GetUsageRequest
-	40, // 87: bcp.tenants.v1.TenantService.LeaseRateTokens:input_type -> bcp.tenants.v1.LeaseRateTokensRequest
-	6,  // 88: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
-	9,  // 89: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
-	11, // 90: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
-	13, // 91: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
-	15, // 92: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
-	17, // 93: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
-	19, // 94: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
-	22, // 95: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
-	24, // 96: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
-	26, // 97: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
-	29, // 98: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
-	31, // 99: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
-	44, // 100: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
-	46, // 101: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
-	33, // 102: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
-	35, // 103: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
-	37, // 104: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
-	48, // 105: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:output_type -> bcp.tenants.v1.SetAgentAuthPolicyResponse
-	50, // 106: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:output_type -> bcp.tenants.v1.GetAgentAuthPolicyResponse
-	52, // 107: bcp.tenants.v1.TenantService.AuthenticateAPIKey:output_type -> bcp.tenants.v1.AuthenticateAPIKeyResponse
-	55, // 108: bcp.tenants.v1.TenantService.ListSigningKeys:output_type -> bcp.tenants.v1.ListSigningKeysResponse
-	57, // 109: bcp.tenants.v1.TenantService.RotateSigningKey:output_type -> bcp.tenants.v1.RotateSigningKeyResponse
-	59, // 110: bcp.tenants.v1.TenantService.RevokeSigningKey:output_type -> bcp.tenants.v1.RevokeSigningKeyResponse
-	61, // 111: bcp.tenants.v1.TenantService.SignWithCurrentKey:output_type -> bcp.tenants.v1.SignWithCurrentKeyResponse
-	64, // 112: bcp.tenants.v1.TenantService.InviteMerchantUser:output_type -> bcp.tenants.v1.InviteMerchantUserResponse
-	66, // 113: bcp.tenants.v1.TenantService.ListMerchantUsers:output_type -> bcp.tenants.v1.ListMerchantUsersResponse
-	68, // 114: bcp.tenants.v1.TenantService.SignInMerchantUser:output_type -> bcp.tenants.v1.SignInMerchantUserResponse
-	70, // 115: bcp.tenants.v1.TenantService.GetMerchantSession:output_type -> bcp.tenants.v1.GetMerchantSessionResponse
-	72, // 116: bcp.tenants.v1.TenantService.EndMerchantSession:output_type -> bcp.tenants.v1.EndMerchantSessionResponse
-	74, // 117: bcp.tenants.v1.TenantService.SetTenantName:output_type -> bcp.tenants.v1.SetTenantNameResponse
-	77, // 118: bcp.tenants.v1.TenantService.RecordUsage:output_type -> bcp.tenants.v1.RecordUsageResponse
-	79, // 119: bcp.tenants.v1.TenantService.GetUsage:output_type -> bcp.tenants.v1.GetUsageResponse
-	41, // 120: bcp.tenants.v1.TenantService.LeaseRateTokens:output_type -> bcp.tenants.v1.LeaseRateTokensResponse
-	88, // [88:121] is the sub-list for method output_type
-	55, // [55:88] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	30, // 19: bcp.tenants.v1.SetPaymentHandlerResponse.violations:type_name -> bcp.tenants.v1.Violation
+	7,  // 20: bcp.tenants.v1.ResolveHostResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	7,  // 21: bcp.tenants.v1.GetDiscoveryResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	27, // 22: bcp.tenants.v1.GetDiscoveryResponse.payment_handlers:type_name -> bcp.tenants.v1.PaymentHandler
+	4,  // 23: bcp.tenants.v1.WatchChangesResponse.kind:type_name -> bcp.tenants.v1.WatchChangesResponse.Kind
+	43, // 24: bcp.tenants.v1.Settings.links:type_name -> bcp.tenants.v1.Link
+	40, // 25: bcp.tenants.v1.Settings.rate_limits:type_name -> bcp.tenants.v1.RateLimits
+	39, // 26: bcp.tenants.v1.GetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
+	39, // 27: bcp.tenants.v1.SetSettingsRequest.settings:type_name -> bcp.tenants.v1.Settings
+	39, // 28: bcp.tenants.v1.SetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
+	30, // 29: bcp.tenants.v1.SetSettingsResponse.violations:type_name -> bcp.tenants.v1.Violation
+	2,  // 30: bcp.tenants.v1.SetAgentAuthPolicyRequest.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
+	7,  // 31: bcp.tenants.v1.SetAgentAuthPolicyResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	2,  // 32: bcp.tenants.v1.GetAgentAuthPolicyResponse.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
+	1,  // 33: bcp.tenants.v1.GetAgentAuthPolicyResponse.environment:type_name -> bcp.tenants.v1.Environment
+	81, // 34: bcp.tenants.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
+	81, // 35: bcp.tenants.v1.SigningKey.sign_from_time:type_name -> google.protobuf.Timestamp
+	81, // 36: bcp.tenants.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
+	81, // 37: bcp.tenants.v1.SigningKey.revoke_time:type_name -> google.protobuf.Timestamp
+	3,  // 38: bcp.tenants.v1.SigningKey.status:type_name -> bcp.tenants.v1.SigningKeyStatus
+	54, // 39: bcp.tenants.v1.ListSigningKeysResponse.keys:type_name -> bcp.tenants.v1.SigningKey
+	82, // 40: bcp.tenants.v1.RotateSigningKeyRequest.delay:type_name -> google.protobuf.Duration
+	82, // 41: bcp.tenants.v1.RotateSigningKeyRequest.retention:type_name -> google.protobuf.Duration
+	54, // 42: bcp.tenants.v1.RotateSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
+	54, // 43: bcp.tenants.v1.RotateSigningKeyResponse.keys:type_name -> bcp.tenants.v1.SigningKey
+	54, // 44: bcp.tenants.v1.RevokeSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
+	81, // 45: bcp.tenants.v1.MerchantUser.create_time:type_name -> google.protobuf.Timestamp
+	81, // 46: bcp.tenants.v1.MerchantUser.last_login_time:type_name -> google.protobuf.Timestamp
+	81, // 47: bcp.tenants.v1.MerchantUser.locked_until:type_name -> google.protobuf.Timestamp
+	63, // 48: bcp.tenants.v1.InviteMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	63, // 49: bcp.tenants.v1.ListMerchantUsersResponse.users:type_name -> bcp.tenants.v1.MerchantUser
+	63, // 50: bcp.tenants.v1.SignInMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	81, // 51: bcp.tenants.v1.SignInMerchantUserResponse.expire_time:type_name -> google.protobuf.Timestamp
+	63, // 52: bcp.tenants.v1.GetMerchantSessionResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	81, // 53: bcp.tenants.v1.GetMerchantSessionResponse.expire_time:type_name -> google.protobuf.Timestamp
+	7,  // 54: bcp.tenants.v1.SetTenantNameResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	76, // 55: bcp.tenants.v1.RecordUsageRequest.counts:type_name -> bcp.tenants.v1.UsageCount
+	76, // 56: bcp.tenants.v1.GetUsageResponse.days:type_name -> bcp.tenants.v1.UsageCount
+	5,  // 57: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
+	8,  // 58: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
+	10, // 59: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
+	12, // 60: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
+	14, // 61: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
+	16, // 62: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
+	18, // 63: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
+	21, // 64: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
+	23, // 65: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
+	25, // 66: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
+	28, // 67: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
+	31, // 68: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
+	44, // 69: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
+	46, // 70: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
+	33, // 71: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
+	35, // 72: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
+	37, // 73: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
+	48, // 74: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:input_type -> bcp.tenants.v1.SetAgentAuthPolicyRequest
+	50, // 75: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:input_type -> bcp.tenants.v1.GetAgentAuthPolicyRequest
+	52, // 76: bcp.tenants.v1.TenantService.AuthenticateAPIKey:input_type -> bcp.tenants.v1.AuthenticateAPIKeyRequest
+	55, // 77: bcp.tenants.v1.TenantService.ListSigningKeys:input_type -> bcp.tenants.v1.ListSigningKeysRequest
+	57, // 78: bcp.tenants.v1.TenantService.RotateSigningKey:input_type -> bcp.tenants.v1.RotateSigningKeyRequest
+	59, // 79: bcp.tenants.v1.TenantService.RevokeSigningKey:input_type -> bcp.tenants.v1.RevokeSigningKeyRequest
+	61, // 80: bcp.tenants.v1.TenantService.SignWithCurrentKey:input_type -> bcp.tenants.v1.SignWithCurrentKeyRequest
+	64, // 81: bcp.tenants.v1.TenantService.InviteMerchantUser:input_type -> bcp.tenants.v1.InviteMerchantUserRequest
+	66, // 82: bcp.tenants.v1.TenantService.ListMerchantUsers:input_type -> bcp.tenants.v1.ListMerchantUsersRequest
+	68, // 83: bcp.tenants.v1.TenantService.SignInMerchantUser:input_type -> bcp.tenants.v1.SignInMerchantUserRequest
+	70, // 84: bcp.tenants.v1.TenantService.GetMerchantSession:input_type -> bcp.tenants.v1.GetMerchantSessionRequest
+	72, // 85: bcp.tenants.v1.TenantService.EndMerchantSession:input_type -> bcp.tenants.v1.EndMerchantSessionRequest
+	74, // 86: bcp.tenants.v1.TenantService.SetTenantName:input_type -> bcp.tenants.v1.SetTenantNameRequest
+	77, // 87: bcp.tenants.v1.TenantService.RecordUsage:input_type -> bcp.tenants.v1.RecordUsageRequest
+	79, // 88: bcp.tenants.v1.TenantService.GetUsage:input_type -> bcp.tenants.v1.GetUsageRequest
+	41, // 89: bcp.tenants.v1.TenantService.LeaseRateTokens:input_type -> bcp.tenants.v1.LeaseRateTokensRequest
+	6,  // 90: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
+	9,  // 91: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
+	11, // 92: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
+	13, // 93: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
+	15, // 94: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
+	17, // 95: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
+	19, // 96: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
+	22, // 97: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
+	24, // 98: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
+	26, // 99: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
+	29, // 100: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
+	32, // 101: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
+	45, // 102: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
+	47, // 103: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
+	34, // 104: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
+	36, // 105: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
+	38, // 106: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
+	49, // 107: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:output_type -> bcp.tenants.v1.SetAgentAuthPolicyResponse
+	51, // 108: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:output_type -> bcp.tenants.v1.GetAgentAuthPolicyResponse
+	53, // 109: bcp.tenants.v1.TenantService.AuthenticateAPIKey:output_type -> bcp.tenants.v1.AuthenticateAPIKeyResponse
+	56, // 110: bcp.tenants.v1.TenantService.ListSigningKeys:output_type -> bcp.tenants.v1.ListSigningKeysResponse
+	58, // 111: bcp.tenants.v1.TenantService.RotateSigningKey:output_type -> bcp.tenants.v1.RotateSigningKeyResponse
+	60, // 112: bcp.tenants.v1.TenantService.RevokeSigningKey:output_type -> bcp.tenants.v1.RevokeSigningKeyResponse
+	62, // 113: bcp.tenants.v1.TenantService.SignWithCurrentKey:output_type -> bcp.tenants.v1.SignWithCurrentKeyResponse
+	65, // 114: bcp.tenants.v1.TenantService.InviteMerchantUser:output_type -> bcp.tenants.v1.InviteMerchantUserResponse
+	67, // 115: bcp.tenants.v1.TenantService.ListMerchantUsers:output_type -> bcp.tenants.v1.ListMerchantUsersResponse
+	69, // 116: bcp.tenants.v1.TenantService.SignInMerchantUser:output_type -> bcp.tenants.v1.SignInMerchantUserResponse
+	71, // 117: bcp.tenants.v1.TenantService.GetMerchantSession:output_type -> bcp.tenants.v1.GetMerchantSessionResponse
+	73, // 118: bcp.tenants.v1.TenantService.EndMerchantSession:output_type -> bcp.tenants.v1.EndMerchantSessionResponse
+	75, // 119: bcp.tenants.v1.TenantService.SetTenantName:output_type -> bcp.tenants.v1.SetTenantNameResponse
+	78, // 120: bcp.tenants.v1.TenantService.RecordUsage:output_type -> bcp.tenants.v1.RecordUsageResponse
+	80, // 121: bcp.tenants.v1.TenantService.GetUsage:output_type -> bcp.tenants.v1.GetUsageResponse
+	42, // 122: bcp.tenants.v1.TenantService.LeaseRateTokens:output_type -> bcp.tenants.v1.LeaseRateTokensResponse
+	90, // [90:123] is the sub-list for method output_type
+	57, // [57:90] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_bcp_tenants_v1_tenants_proto_init() }
@@ -5057,14 +5178,14 @@ func file_bcp_tenants_v1_tenants_proto_init() {
 	if File_bcp_tenants_v1_tenants_proto != nil {
 		return
 	}
-	file_bcp_tenants_v1_tenants_proto_msgTypes[42].OneofWrappers = []any{}
+	file_bcp_tenants_v1_tenants_proto_msgTypes[43].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_tenants_v1_tenants_proto_rawDesc), len(file_bcp_tenants_v1_tenants_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   75,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
