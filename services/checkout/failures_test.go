@@ -9,8 +9,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 
+	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/jobs"
 
+	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
@@ -287,6 +289,66 @@ func TestDependencyFailures(t *testing.T) {
 		}
 	})
 
+	t.Run("a declined card whose reopen cannot be written: the settle sweep reopens it", func(t *testing.T) {
+		defer e.use(t)()
+		c := e.ready()
+		restore := e.refuse("checkout.sessions", "UPDATE", is("NEW.id", c.ID)+" AND OLD.status = 'complete_in_progress'")
+		_, err := e.complete(c.ID, card(tok("0002")))
+		if connect.CodeOf(err) != connect.CodeInternal {
+			t.Fatalf("complete: %v, want internal", err)
+		}
+		// Claimed and declined: the stock is back already, the session is
+		// still on its attempt.
+		if m := e.money(c.ID); m.status != bcp.StatusCompleteInProgress || m.sessionAttmpt == "" || m.reserved != 0 || m.keptCharges != 0 {
+			t.Fatalf("ledgers: %+v", m)
+		}
+		restore()
+		e.due()
+		e.eventually("the sweep reopens it", func() bool { return e.money(c.ID).status == bcp.StatusReadyForComplete })
+		if got := e.get(c.ID); got.Payment != nil || !hasMessage(got, bcp.CodePaymentFailed) {
+			t.Errorf("reopened: %+v %v", got.Payment, msgs(got))
+		}
+		if again := e.mustComplete(c.ID, card(tok("4242"))); again.Status != bcp.StatusCompleted {
+			t.Fatalf("paid again: %s %v", again.Status, msgs(again))
+		}
+		e.settledMoney(c.ID)
+	})
+
+	t.Run("a cart sold out since whose conversion cannot be undone: converted to nothing until the stock is back", func(t *testing.T) {
+		defer e.use(t)()
+		ops := e.r.ClientsWithToken(operatorToken)
+		if _, err := ops.Catalog.CreateProduct(e.ctx, connect.NewRequest(&catalogv1.CreateProductRequest{Product: &catalogv1.Product{
+			Id: "prd_ult", Title: "Boné", Active: true, Variants: []*catalogv1.Variant{{Id: "var_ult", Sku: "ULT", Title: "Boné verde", Price: 3990, Stock: 1, Active: true}}}})); err != nil {
+			t.Fatal(err)
+		}
+		ag := e.cartAgent()
+		id := e.mustCart(map[string]any{"line_items": []any{map[string]any{"item": map[string]any{"id": "var_ult"}, "quantity": 1}}})
+		e.exec(`UPDATE catalog.variants SET stock = 0 WHERE tenant_id = $1 AND id = 'var_ult'`, e.m.TenantID)
+		restore := e.refuse("checkout.carts", "UPDATE", is("NEW.id", id)+" AND NEW.status = 'active'")
+		_, err := e.convert(ag, id)
+		restore()
+		if connect.CodeOf(err) != connect.CodeInternal {
+			t.Fatalf("convert: %v, want internal", err)
+		}
+		reserved := e.str(`SELECT status || ' ' || checkout_id FROM checkout.carts WHERE id = $1`, id)
+		if n := e.sql(`SELECT count(*) FROM checkout.sessions WHERE id = $1`, reserved[len("converted "):]); reserved[:len("converted ")] != "converted " || n != 0 {
+			t.Fatalf("cart %q with %d sessions", reserved, n)
+		}
+		// Still nothing to sell: still no checkout.
+		if res, err := e.convert(ag, id); err != nil || !res.GetErrorResponse() {
+			t.Fatalf("convert again: %v %v", res, err)
+		}
+		// Back in stock: the checkout opens under the id the cart holds.
+		e.exec(`UPDATE catalog.variants SET stock = 1 WHERE tenant_id = $1 AND id = 'var_ult'`, e.m.TenantID)
+		res, err := e.convert(ag, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := decode(t, res); "converted "+c.ID != reserved || total(c) != 3990 {
+			t.Errorf("opened %s (%d), cart %q", c.ID, total(c), reserved)
+		}
+	})
+
 	t.Run("the idempotency keys' writes fail", func(t *testing.T) {
 		defer e.use(t)()
 		cl := e.r.Clients.Checkout
@@ -340,6 +402,20 @@ func TestSettleOfAClaimThePaymentsServiceNeverSaw(t *testing.T) {
 	}
 	svc := checkout.New(e.r.Pool, checkout.Clients{Catalog: e.r.Clients.Catalog, Pricing: e.r.Clients.Pricing, Tenants: e.r.Clients.Tenants,
 		Payments: e.r.Clients.Payments, Orders: e.r.Clients.Orders})
+	// The payments service cannot record the attempt given up: the sweep
+	// leaves the session as it is and looks again a minute later.
+	e.due()
+	restore := e.refuse("payments.attempts", "INSERT", is("NEW.id", a))
+	if n, err := svc.SweepSettles(e.ctx); err != nil || n != 0 {
+		t.Fatalf("SweepSettles with the payments failing = %d, %v; want 0, nil", n, err)
+	}
+	restore()
+	if m := e.money(c.ID); m.status != bcp.StatusCompleteInProgress || m.sessionAttmpt != a {
+		t.Fatalf("after the failed sweep: %+v", m)
+	}
+	if n := e.sql(`SELECT count(*) FROM checkout.sessions WHERE id = $1 AND settle_after > now() + interval '50 seconds'`, c.ID); n != 1 {
+		t.Error("not looked at again a minute later")
+	}
 	e.due()
 	if n, err := svc.SweepSettles(e.ctx); err != nil || n != 1 {
 		t.Fatalf("SweepSettles = %d, %v; want 1", n, err)
@@ -379,5 +455,93 @@ func TestJobQueues(t *testing.T) {
 		if opts.Queue != jobs.QueueCheckout {
 			t.Errorf("%s jobs go to queue %q, want %q", kind, opts.Queue, jobs.QueueCheckout)
 		}
+	}
+}
+
+// lose makes every write of table's rows matching when lose its race
+// until the returned func runs: PostgreSQL skips the row (a BEFORE
+// trigger returning NULL), so the optimistic write matches no row, exactly
+// as when another request changed the row since it was read.
+func (e *env) lose(table, ops, when string) (restore func()) {
+	e.t.Helper()
+	e.exec(`CREATE OR REPLACE FUNCTION public.bcp_test_lose() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`)
+	name := "lose_" + uuid.NewString()[:8]
+	e.exec(fmt.Sprintf(`CREATE TRIGGER %s BEFORE %s ON %s FOR EACH ROW WHEN (%s) EXECUTE FUNCTION public.bcp_test_lose()`, name, ops, table, when))
+	return func() { e.exec(fmt.Sprintf(`DROP TRIGGER %s ON %s`, name, table)) }
+}
+
+// Writes that keep losing their race: the ones that cannot retry say
+// concurrent_update at once, the ones that do retry give up after a few
+// tries with the same; nothing is written either way, and the next
+// request goes through.
+func TestWritesThatKeepLosingTheirRace(t *testing.T) {
+	e := newEnv(t)
+	aborted := func(t *testing.T, what string, err error) {
+		t.Helper()
+		if connect.CodeOf(err) != connect.CodeAborted || apperr.As(err).Code != "concurrent_update" {
+			t.Errorf("%s: %v, want aborted concurrent_update", what, err)
+		}
+	}
+
+	t.Run("checkout", func(t *testing.T) {
+		defer e.use(t)()
+		c := e.ready()
+		restore := e.lose("checkout.sessions", "UPDATE", is("NEW.id", c.ID))
+		_, err := e.update(c.ID, e.readyBody(c, 1))
+		aborted(t, "update", err)
+		_, err = e.cancel(c.ID)
+		aborted(t, "cancel", err)
+		restore()
+		if m := e.money(c.ID); m.status != bcp.StatusReadyForComplete || e.version(c.ID) != 2 {
+			t.Errorf("the session changed: %+v version %d", m, e.version(c.ID))
+		}
+		if got, err := e.update(c.ID, e.readyBody(c, 1)); err != nil || total(got) != 5990+1500 {
+			t.Errorf("update afterwards: %v", err)
+		}
+		if got, err := e.cancel(c.ID); err != nil || got.Status != bcp.StatusCanceled {
+			t.Errorf("cancel afterwards: %v", err)
+		}
+	})
+
+	t.Run("cart", func(t *testing.T) {
+		defer e.use(t)()
+		ag := e.cartAgent()
+		id := e.mustCart(map[string]any{"line_items": shirts(1)})
+		restore := e.lose("checkout.carts", "UPDATE", is("NEW.id", id))
+		_, err := e.r.Clients.Checkout.UpdateCart(e.ctx, connect.NewRequest(&checkoutv1.UpdateCartRequest{Agent: ag, Id: id, CartJson: jsonBody(map[string]any{"line_items": shirts(2)})}))
+		aborted(t, "update", err)
+		_, err = e.r.Clients.Checkout.CancelCart(e.ctx, connect.NewRequest(&checkoutv1.CancelCartRequest{Agent: ag, Id: id}))
+		aborted(t, "cancel", err)
+		sessions := e.sql(`SELECT count(*) FROM checkout.sessions`)
+		_, err = e.convert(ag, id)
+		aborted(t, "convert", err)
+		restore()
+		if st := e.str(`SELECT status || ' ' || version FROM checkout.carts WHERE id = $1`, id); st != "active 1" {
+			t.Errorf("cart %q, want active 1", st)
+		}
+		if n := e.sql(`SELECT count(*) FROM checkout.sessions`); n != sessions {
+			t.Errorf("%d sessions, want %d", n, sessions)
+		}
+		if res, err := e.convert(ag, id); err != nil || decode(t, res).Status == "" {
+			t.Errorf("convert afterwards: %v", err)
+		}
+	})
+}
+
+// An unknown cart id is not found on every cart operation and on a
+// conversion.
+func TestUnknownCart(t *testing.T) {
+	e := newEnv(t)
+	ag := e.cartAgent()
+	_, err := e.r.Clients.Checkout.GetCart(e.ctx, connect.NewRequest(&checkoutv1.GetCartRequest{Agent: ag, Id: "cart_nope"}))
+	wantErr(t, err, connect.CodeNotFound, bcp.CodeNotFound, "")
+	_, err = e.r.Clients.Checkout.UpdateCart(e.ctx, connect.NewRequest(&checkoutv1.UpdateCartRequest{Agent: ag, Id: "cart_nope", CartJson: jsonBody(map[string]any{"line_items": shirts(1)})}))
+	wantErr(t, err, connect.CodeNotFound, bcp.CodeNotFound, "")
+	_, err = e.r.Clients.Checkout.CancelCart(e.ctx, connect.NewRequest(&checkoutv1.CancelCartRequest{Agent: ag, Id: "cart_nope"}))
+	wantErr(t, err, connect.CodeNotFound, bcp.CodeNotFound, "")
+	_, err = e.convert(ag, "cart_nope")
+	wantErr(t, err, connect.CodeNotFound, bcp.CodeNotFound, "")
+	if n := e.sql(`SELECT count(*) FROM checkout.sessions`); n != 0 {
+		t.Errorf("%d sessions", n)
 	}
 }
