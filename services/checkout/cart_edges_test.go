@@ -273,3 +273,67 @@ func TestCartConversionEdges(t *testing.T) {
 		}
 	})
 }
+
+// Past its expiry, every operation on a checkout or a cart finds it ended:
+// a checkout whose card payment waits for the buyer's 3-D Secure is closed
+// on the next read with its sale voided and its stock back; a cancel of an
+// expired open checkout cancels it; an expired cart is not found on any
+// cart operation.
+func TestExpiryOnEveryOperation(t *testing.T) {
+	e := quietEnv(t)
+	past := func(table, id string) {
+		e.exec(`UPDATE checkout.`+table+` SET expires_at = now() - interval '1 second' WHERE id = $1`, id)
+	}
+
+	t.Run("get of a payment waiting for 3-D Secure", func(t *testing.T) {
+		defer e.use(t)()
+		c := e.ready()
+		if got := e.mustComplete(c.ID, card(tok("3220"))); got.Status != bcp.StatusRequiresEscalation {
+			t.Fatalf("3DS: %s", got.Status)
+		}
+		past("sessions", c.ID)
+		got := e.get(c.ID)
+		if got.Status != bcp.StatusCanceled || !equalStrings(msgs(got), []string{"info expired"}) || got.ContinueURL != "" {
+			t.Errorf("get: %s %v %q", got.Status, msgs(got), got.ContinueURL)
+		}
+		if n := e.sql(`SELECT count(*) FROM payments.sim_card_charges c JOIN payments.attempts a ON a.tenant_id = c.tenant_id AND a.id = c.idempotency_key
+			WHERE a.checkout_id = $1 AND c.status = 'voided'`, c.ID); n != 1 {
+			t.Errorf("%d voided charges, want 1", n)
+		}
+		if m := e.settledMoney(c.ID); m.status != bcp.StatusCanceled {
+			t.Errorf("ledgers: %+v", m)
+		}
+	})
+
+	t.Run("cancel of an expired open checkout", func(t *testing.T) {
+		defer e.use(t)()
+		c := e.ready()
+		past("sessions", c.ID)
+		got, err := e.cancel(c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != bcp.StatusCanceled || len(got.Messages) != 0 {
+			t.Errorf("cancel: %s %v", got.Status, msgs(got))
+		}
+		if m := e.settledMoney(c.ID); m.status != bcp.StatusCanceled {
+			t.Errorf("ledgers: %+v", m)
+		}
+	})
+
+	t.Run("an expired cart", func(t *testing.T) {
+		defer e.use(t)()
+		ag := e.cartAgent()
+		id := e.mustCart(map[string]any{"line_items": shirts(1)})
+		past("carts", id)
+		_, err := e.r.Clients.Checkout.GetCart(e.ctx, connect.NewRequest(&checkoutv1.GetCartRequest{Agent: ag, Id: id}))
+		wantErr(t, err, connect.CodeNotFound, bcp.CodeNotFound, "")
+		_, err = e.r.Clients.Checkout.UpdateCart(e.ctx, connect.NewRequest(&checkoutv1.UpdateCartRequest{Agent: ag, Id: id, CartJson: jsonBody(map[string]any{"line_items": shirts(2)})}))
+		wantErr(t, err, connect.CodeNotFound, bcp.CodeNotFound, "")
+		_, err = e.r.Clients.Checkout.CancelCart(e.ctx, connect.NewRequest(&checkoutv1.CancelCartRequest{Agent: ag, Id: id}))
+		wantErr(t, err, connect.CodeNotFound, bcp.CodeNotFound, "")
+		if st := e.str(`SELECT status || ' ' || version FROM checkout.carts WHERE id = $1`, id); st != "active 1" {
+			t.Errorf("cart %q", st)
+		}
+	})
+}
