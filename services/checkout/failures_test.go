@@ -314,7 +314,7 @@ func TestDependencyFailures(t *testing.T) {
 		e.settledMoney(c.ID)
 	})
 
-	t.Run("a cart sold out since whose conversion cannot be undone: converted to nothing until the stock is back", func(t *testing.T) {
+	t.Run("a cart sold out since whose conversion cannot be undone: given back by the next conversion", func(t *testing.T) {
 		defer e.use(t)()
 		ops := e.r.ClientsWithToken(operatorToken)
 		if _, err := ops.Catalog.CreateProduct(e.ctx, connect.NewRequest(&catalogv1.CreateProductRequest{Product: &catalogv1.Product{
@@ -334,18 +334,27 @@ func TestDependencyFailures(t *testing.T) {
 		if n := e.sql(`SELECT count(*) FROM checkout.sessions WHERE id = $1`, reserved[len("converted "):]); reserved[:len("converted ")] != "converted " || n != 0 {
 			t.Fatalf("cart %q with %d sessions", reserved, n)
 		}
-		// Still nothing to sell: still no checkout.
+		// The next conversion still has nothing to sell: no checkout, and
+		// the cart is given back to its agent, as when the first
+		// conversion's undo works.
 		if res, err := e.convert(ag, id); err != nil || !res.GetErrorResponse() {
 			t.Fatalf("convert again: %v %v", res, err)
 		}
-		// Back in stock: the checkout opens under the id the cart holds.
+		if st := e.str(`SELECT status || ' ' || coalesce(checkout_id, '-') FROM checkout.carts WHERE id = $1`, id); st != "active -" {
+			t.Errorf("cart %q after a conversion that opened nothing, want active with no checkout", st)
+		}
+		if _, err := e.r.Clients.Checkout.GetCart(e.ctx, connect.NewRequest(&checkoutv1.GetCartRequest{Agent: ag, Id: id})); err != nil {
+			t.Errorf("get_cart: %v", err)
+		}
+		// Back in stock: the conversion opens the checkout.
 		e.exec(`UPDATE catalog.variants SET stock = 1 WHERE tenant_id = $1 AND id = 'var_ult'`, e.m.TenantID)
 		res, err := e.convert(ag, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c := decode(t, res); "converted "+c.ID != reserved || total(c) != 3990 {
-			t.Errorf("opened %s (%d), cart %q", c.ID, total(c), reserved)
+		c := decode(t, res)
+		if st := e.str(`SELECT status || ' ' || checkout_id FROM checkout.carts WHERE id = $1`, id); st != "converted "+c.ID || total(c) != 3990 {
+			t.Errorf("opened %s (%d), cart %q", c.ID, total(c), st)
 		}
 	})
 
