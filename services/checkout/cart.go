@@ -296,7 +296,8 @@ func fromCart(cartReq, req *bcp.Checkout) *bcp.Checkout {
 // converted with the new checkout's id before the checkout is written, so
 // two conversions of one cart open one checkout: the one that loses the
 // compare-and-swap, or a retry after a crash in between, finds the cart
-// converted and returns (or opens, under that same id) its checkout.
+// converted and returns (or opens, under that same id) its checkout. A
+// conversion that opens nothing gives the cart back (openReserved).
 func (s *Service) convertCart(ctx context.Context, tid uuid.UUID, agent agentInfo, cartID string, req *bcp.Checkout) (*checkoutv1.CheckoutResult, error) {
 	for range 3 {
 		c, err := s.store.getCart(ctx, cartID)
@@ -314,7 +315,9 @@ func (s *Service) convertCart(ctx context.Context, tid uuid.UUID, agent agentInf
 		case c.Status == cartConverted && c.CheckoutID != nil:
 			sess, err := s.store.get(ctx, *c.CheckoutID)
 			if err != nil && apperr.As(err).Kind == apperr.KindNotFound {
-				return s.openConverted(ctx, tid, agent, *c.CheckoutID, fromCart(cartReq, req))
+				// Its checkout was never written (a crash in between, or a
+				// conversion whose undo failed): open it now.
+				return s.openReserved(ctx, tid, agent, c.ID, *c.CheckoutID, fromCart(cartReq, req))
 			}
 			if err != nil {
 				return nil, err
@@ -337,18 +340,26 @@ func (s *Service) convertCart(ctx context.Context, tid uuid.UUID, agent agentInf
 		if !ok {
 			continue // updated, canceled or converted meanwhile: read it again
 		}
-		res, err := s.openConverted(ctx, tid, agent, id, fromCart(cartReq, req))
-		if err != nil || res.GetErrorResponse() {
-			// No checkout was opened: the cart stays the agent's.
-			if _, rerr := s.store.cartWrite(context.WithoutCancel(ctx), func(q *checkoutdb.Queries, tid uuid.UUID) (int64, error) {
-				return q.RevertCartConversion(ctx, checkoutdb.RevertCartConversionParams{TenantID: tid, ID: c.ID, CheckoutID: id})
-			}); rerr != nil && err == nil {
-				err = rerr
-			}
-		}
-		return res, err
+		return s.openReserved(ctx, tid, agent, c.ID, id, fromCart(cartReq, req))
 	}
 	return nil, apperr.New(apperr.KindAborted, "concurrent_update", "the cart changed while it was being converted; retry")
+}
+
+// openReserved opens the checkout cart cartID was converted into, under
+// its reserved id. When none is opened (nothing left to sell, or the
+// create failed) the conversion is undone: the cart stays the agent's,
+// whether this conversion marked it or an earlier one did and never wrote
+// its checkout.
+func (s *Service) openReserved(ctx context.Context, tid uuid.UUID, agent agentInfo, cartID, id string, req *bcp.Checkout) (*checkoutv1.CheckoutResult, error) {
+	res, err := s.openConverted(ctx, tid, agent, id, req)
+	if err != nil || res.GetErrorResponse() {
+		if _, rerr := s.store.cartWrite(context.WithoutCancel(ctx), func(q *checkoutdb.Queries, tid uuid.UUID) (int64, error) {
+			return q.RevertCartConversion(ctx, checkoutdb.RevertCartConversionParams{TenantID: tid, ID: cartID, CheckoutID: id})
+		}); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return res, err
 }
 
 // openConverted opens the checkout of a conversion under its reserved id;
