@@ -53,6 +53,9 @@ commands:
   agent call <endpoint> <tool> --profile URL (--key-file PEM [--kid KID] | --api-key KEY)
              [--args JSON] [--idempotency-key KEY|auto] [--host HOST] [--verify]
   agent keygen [--out FILE] [--kid KID]
+  agent mandate --key-file PEM --audience ORIGIN [--kid KID] [--checkout FILE|-] [--issuer URL] [--lifetime 10m]
+             the test wallet: prints the AP2 checkout mandate (SD-JWT+kb) for a checkout response
+  ap2 on|off|status <tenant>   AP2 mandates (br.dev.bcp.shopping.ap2_mandate) for the merchant
   catalog import <tenant> <file.json|file.csv> [--dry-run]
   catalog list <tenant>
   merchant export <tenant> [--out FILE]
@@ -304,6 +307,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return c.authPolicy(ctx, sub)
 	case "rate limits":
 		return c.rateLimits(ctx, sub)
+	case "ap2 on", "ap2 off", "ap2 status":
+		return c.ap2Set(ctx, rest[1], sub)
 	case "handler set":
 		return c.handlerSet(ctx, sub)
 	case "handler remove":

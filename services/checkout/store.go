@@ -107,13 +107,13 @@ func (st store) update(ctx context.Context, sess session, status string, total i
 
 // claim is the one write that lets money move: the session becomes
 // complete_in_progress with the attempt's id (machine.go, "claim").
-func (st store) claim(ctx context.Context, sess session, attemptID, webhookURL, baseURL string, state []byte, settleAfter time.Time) (bool, error) {
+func (st store) claim(ctx context.Context, sess session, attemptID, webhookURL, baseURL string, state, mandate []byte, settleAfter time.Time) (bool, error) {
 	var n int64
 	err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
 		var err error
 		n, err = q.SetSessionPayment(ctx, checkoutdb.SetSessionPaymentParams{
 			TenantID: tid, ID: sess.ID, Version: sess.Version, Status: bcp.StatusCompleteInProgress, PaymentAttemptID: &attemptID,
-			OrderWebhookUrl: webhookURL, BaseUrl: baseURL, State: state, SettleAfter: &settleAfter,
+			OrderWebhookUrl: webhookURL, BaseUrl: baseURL, State: state, SettleAfter: &settleAfter, Ap2Mandate: mandate,
 		})
 		return err
 	})

@@ -23,6 +23,7 @@ import (
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
 	"github.com/bcpdev/bcp/services/edge/agentprofile"
@@ -53,6 +54,7 @@ type mcpEdge struct {
 	checkout checkoutv1connect.CheckoutServiceClient
 	orders   ordersv1connect.OrdersServiceClient
 	catalog  catalogv1connect.CatalogServiceClient // catalog_tools.go
+	tenants  tenantsv1connect.TenantServiceClient  // ap2.go: merchant authorizations
 	profiles *agentprofile.Fetcher
 	log      *slog.Logger
 	handler  http.Handler
@@ -71,7 +73,7 @@ type mcpEdge struct {
 }
 
 func newMCPEdge(e *Edge, c Clients, profiles *agentprofile.Fetcher, log *slog.Logger) *mcpEdge {
-	m := &mcpEdge{e: e, checkout: c.Checkout, orders: c.Orders, catalog: c.Catalog, profiles: profiles, log: log,
+	m := &mcpEdge{e: e, checkout: c.Checkout, orders: c.Orders, catalog: c.Catalog, tenants: c.Tenants, profiles: profiles, log: log,
 		servers: map[string]*mcp.Server{}, offers: map[string]agentprofile.BusinessOffer{}, shared: map[string]any{}, validators: map[string]*bcpschema.Validator{}, schemas: map[string][2]json.RawMessage{}}
 	m.handler = mcp.NewStreamableHTTPHandler(m.serverFor, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
@@ -343,11 +345,15 @@ func (m *mcpEdge) execute(ctx context.Context, spec toolSpec, call *toolCall, ne
 	case len(neg.PaymentHandlers) > 0:
 		handlers = neg.PaymentHandlers
 	}
-	return m.wrap(res.GetCheckoutJson(), envelope{
+	out, err := m.wrap(res.GetCheckoutJson(), envelope{
 		Version:         bcpnames.Version,
 		Capabilities:    neg.ResponseCapabilities(spec.root),
 		PaymentHandlers: handlers,
 	})
+	if err != nil || spec.root != bcpnames.Checkout || !neg.Has(bcpnames.AP2Mandate) {
+		return out, err
+	}
+	return m.authorize(ctx, out)
 }
 
 // envelope is the "ucp" member of a response.

@@ -30,7 +30,11 @@ func (s *Service) GetOrder(ctx context.Context, r *connect.Request[ordersv1.GetO
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&ordersv1.GetOrderResponse{OrderJson: b, AgentProfileUrl: row.AgentProfileUrl}), nil
+	out := &ordersv1.GetOrderResponse{OrderJson: b, AgentProfileUrl: row.AgentProfileUrl}
+	if r.Msg.GetAgentProfileUrl() == "" {
+		out.Ap2MandateJson = row.Ap2Mandate // the merchant's record, never sent to agents
+	}
+	return connect.NewResponse(out), nil
 }
 
 // ListOrders pages through the tenant's orders, newest first.

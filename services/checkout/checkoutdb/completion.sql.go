@@ -147,8 +147,9 @@ func (q *Queries) ListDueSettles(ctx context.Context, arg ListDueSettlesParams) 
 const setSessionPayment = `-- name: SetSessionPayment :execrows
 UPDATE checkout.sessions SET
   status = $1, payment_attempt_id = $2, order_webhook_url = $3,
-  base_url = $4, state = $5, settle_after = $6, version = version + 1, updated_at = now()
-WHERE tenant_id = $7 AND id = $8 AND version = $9
+  base_url = $4, state = $5, settle_after = $6, ap2_mandate = $7,
+  version = version + 1, updated_at = now()
+WHERE tenant_id = $8 AND id = $9 AND version = $10
 `
 
 type SetSessionPaymentParams struct {
@@ -158,6 +159,7 @@ type SetSessionPaymentParams struct {
 	BaseUrl          string
 	State            []byte
 	SettleAfter      *time.Time
+	Ap2Mandate       []byte
 	TenantID         uuid.UUID
 	ID               string
 	Version          int32
@@ -173,6 +175,7 @@ func (q *Queries) SetSessionPayment(ctx context.Context, arg SetSessionPaymentPa
 		arg.BaseUrl,
 		arg.State,
 		arg.SettleAfter,
+		arg.Ap2Mandate,
 		arg.TenantID,
 		arg.ID,
 		arg.Version,

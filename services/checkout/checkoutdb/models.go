@@ -56,4 +56,5 @@ type CheckoutSession struct {
 	OrderWebhookUrl  string
 	BaseUrl          string
 	SettleAfter      *time.Time
+	Ap2Mandate       []byte
 }

@@ -1,0 +1,9 @@
+-- +goose Up
+-- AP2 mandates (issue 22). The checkout mandate a completion was verified
+-- with is recorded as its digest and claims, never the mandate itself:
+-- written by the claim that starts the payment (replaced by each claim, so
+-- it is the one of the attempt that pays) and handed to the order.
+ALTER TABLE checkout.sessions ADD COLUMN ap2_mandate jsonb;
+
+-- +goose Down
+ALTER TABLE checkout.sessions DROP COLUMN ap2_mandate;
