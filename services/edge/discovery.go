@@ -41,9 +41,9 @@ type ServiceEntry struct {
 
 // CapabilityEntry advertises one capability version.
 type CapabilityEntry struct {
-	Version string `json:"version"`
-	Spec    string `json:"spec"`
-	Schema  string `json:"schema"`
+	Version string          `json:"version"`
+	Spec    string          `json:"spec"`
+	Schema  string          `json:"schema"`
 	Extends string          `json:"extends,omitempty"`
 	Config  json.RawMessage `json:"config,omitempty"`
 }
