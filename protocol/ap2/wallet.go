@@ -33,6 +33,9 @@ type MandateOptions struct {
 	Now time.Time
 	// NoKeyBinding leaves the key-binding JWT out.
 	NoKeyBinding bool
+	// Nonce defaults to the checkout's id (tests bind a mandate to
+	// another checkout with it).
+	Nonce string
 }
 
 // Mandate makes the checkout mandate for checkout (the checkout response
@@ -84,8 +87,12 @@ func (w *Wallet) Mandate(checkout json.RawMessage, audience string, o MandateOpt
 	if o.NoKeyBinding {
 		return issuerJWT + "~" + disclosure, nil
 	}
+	nonce := o.Nonce
+	if nonce == "" {
+		nonce = c.ID
+	}
 	kb, err := signJWT(holder, "", TypeKeyBinding, map[string]any{
-		"iat": now.Unix(), "aud": audience, "nonce": c.ID, "sd_hash": sdHash(sd),
+		"iat": now.Unix(), "aud": audience, "nonce": nonce, "sd_hash": sdHash(sd),
 	})
 	if err != nil {
 		return "", err
