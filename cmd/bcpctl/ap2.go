@@ -118,7 +118,6 @@ func agentMandate(args []string, in io.Reader, out io.Writer) error {
 // or a whole JSON-RPC response holding one.
 func checkoutOf(raw []byte) (json.RawMessage, error) {
 	var probe struct {
-		ID                string          `json:"id"`
 		Result            json.RawMessage `json:"result"`
 		StructuredContent json.RawMessage `json:"structuredContent"`
 		AP2               *struct {
