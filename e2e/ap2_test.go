@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -527,4 +528,59 @@ func TestAP2NotNegotiated(t *testing.T) {
 			t.Fatalf("%+v: %+v", c, done)
 		}
 	}
+}
+
+// TestAP2Admin: the merchant switches AP2 on in the admin settings (an
+// older form without the section keeps it), and the order page of an AP2
+// purchase shows the mandate's digest, never the mandate.
+func TestAP2Admin(t *testing.T) {
+	const host = "ap2-admin.localhost"
+	w := newAP2World(t, host)
+	b := newBrowser(t, w.r, host)
+	if p := b.signIn("dona@ap2.com.br", invite(t, w.r, host, "dona@ap2.com.br")); p.status != http.StatusSeeOther {
+		t.Fatalf("sign in: %d", p.status)
+	}
+	st := b.do("GET", "/admin/configuracoes", nil)
+	if !strings.Contains(st.body, `name="ap2_mandates">`) || strings.Contains(st.body, `name="ap2_mandates" checked`) {
+		t.Fatalf("settings page without an unchecked AP2 box:\n%s", st.body)
+	}
+	form := url.Values{"_csrf": {csrfOf(t, st)}, "name": {"Loja " + host}, "ttl_hours": {"6"}, "ap2_section": {"1"}, "ap2_mandates": {"on"}}
+	if p := b.do("POST", "/admin/configuracoes", form); p.status != http.StatusSeeOther {
+		t.Fatalf("save AP2 on: %d\n%s", p.status, p.body)
+	}
+	eventually(t, 5*time.Second, "profile advertises AP2", func() bool {
+		_, ok := w.merchantProfile(host).UCP.Capabilities[ap2Cap]
+		return ok
+	})
+	if p := b.do("POST", "/admin/configuracoes", url.Values{"_csrf": form["_csrf"], "name": {"Loja " + host}, "ttl_hours": {"6"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("older form: %d", p.status)
+	}
+	if !strings.Contains(b.do("GET", "/admin/configuracoes", nil).body, `name="ap2_mandates" checked`) {
+		t.Fatal("a form without the AP2 section switched it off")
+	}
+
+	d := w.driver("mcp", "ap2", host)
+	ready := d.ready(w.rates(host))[1]
+	m := w.mandate(host, ready, ap2.MandateOptions{})
+	done := decodeAP2(t, d.complete(decodeAP2(t, ready).ID, m, freshToken()))
+	if done.Order == nil {
+		t.Fatalf("not completed: %+v", done)
+	}
+	p := b.do("GET", "/admin/pedidos/"+done.Order.ID, nil)
+	sum := sha256.Sum256([]byte(m))
+	if p.status != http.StatusOK || !strings.Contains(p.body, `<code data-field="mandate_digest">`+hex.EncodeToString(sum[:])+`</code>`) || !strings.Contains(p.body, "wallet-1") {
+		t.Fatalf("order page: %d\n%s", p.status, p.body)
+	}
+	if strings.Contains(p.body, strings.Split(m, "~")[0]) {
+		t.Fatal("the order page shows the mandate")
+	}
+
+	form.Del("ap2_mandates")
+	if p := b.do("POST", "/admin/configuracoes", form); p.status != http.StatusSeeOther {
+		t.Fatalf("save AP2 off: %d", p.status)
+	}
+	eventually(t, 5*time.Second, "profile drops AP2", func() bool {
+		_, ok := w.merchantProfile(host).UCP.Capabilities[ap2Cap]
+		return !ok
+	})
 }
