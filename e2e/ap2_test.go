@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ import (
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/ap2"
+	"github.com/bcpdev/bcp/services/merchantio"
 )
 
 const ap2Cap = "br.dev.bcp.shopping.ap2_mandate"
@@ -347,6 +349,7 @@ func TestAP2PurchaseOverMCPAndREST(t *testing.T) {
 		}
 	}
 	ops := w.r.ClientsWithToken(operatorToken)
+	digests := map[string][]string{}
 	for _, binding := range []string{"mcp", "rest"} {
 		for _, h := range hosts {
 			d := w.driver(binding, "ap2", h)
@@ -389,6 +392,30 @@ func TestAP2PurchaseOverMCPAndREST(t *testing.T) {
 				t.Fatalf("cancel: %s", canceled)
 			}
 			w.verified(h, canceled)
+			digests[h] = append(digests[h], hex.EncodeToString(sum[:]))
+		}
+	}
+	// The merchant's export lists its AP2 orders' mandates and the opt-in;
+	// the document still imports (the list is export only).
+	for _, h := range hosts {
+		doc, err := merchantio.Export(context.Background(), merchantio.Clients{Tenants: ops.Tenants, Catalog: ops.Catalog, Pricing: ops.Pricing, Orders: ops.Orders}, uuid.MustParse(w.tenantID(h)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range doc.AP2Mandates {
+			var rec struct{ Digest string }
+			_ = json.Unmarshal(m.Mandate, &rec)
+			got = append(got, rec.Digest)
+		}
+		slices.Sort(got)
+		slices.Sort(digests[h])
+		if doc.Settings.AP2Mandates == nil || !*doc.Settings.AP2Mandates || !slices.Equal(got, digests[h]) {
+			t.Fatalf("%s export: ap2 %v, mandates %v, want %v", h, doc.Settings.AP2Mandates, got, digests[h])
+		}
+		raw, _ := merchantio.Marshal(doc)
+		if _, problems := merchantio.Decode(raw); problems != nil {
+			t.Fatalf("the export does not decode: %v", problems)
 		}
 	}
 }

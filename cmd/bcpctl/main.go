@@ -21,6 +21,7 @@ import (
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
@@ -144,6 +145,7 @@ type cli struct {
 	client  tenantsv1connect.TenantServiceClient
 	catalog catalogv1connect.CatalogServiceClient
 	pricing pricingv1connect.PricingServiceClient
+	orders  ordersv1connect.OrdersServiceClient // merchant export (AP2 mandates)
 	out     io.Writer
 	json    bool
 }
@@ -197,6 +199,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		// A large import runs longer than any registry call.
 		catalog: catalogv1connect.NewCatalogServiceClient(&http.Client{Timeout: 5 * time.Minute}, strings.TrimRight(*catalogServer, "/"), auth),
 		pricing: pricingv1connect.NewPricingServiceClient(&http.Client{Timeout: 30 * time.Second}, strings.TrimRight(*catalogServer, "/"), auth),
+		orders:  ordersv1connect.NewOrdersServiceClient(&http.Client{Timeout: 30 * time.Second}, strings.TrimRight(*catalogServer, "/"), auth),
 		out:     out, json: *asJSON,
 	}
 	if len(rest) < 2 {

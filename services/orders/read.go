@@ -62,7 +62,7 @@ func (s *Service) ListOrders(ctx context.Context, r *connect.Request[ordersv1.Li
 		for _, row := range rows {
 			out.Orders = append(out.Orders, &ordersv1.OrderSummary{
 				Id: row.ID, CheckoutId: row.CheckoutID, Total: row.Total, Currency: row.Currency,
-				AgentProfileUrl: row.AgentProfileUrl, Status: row.Status, CreateTimeUnix: row.CreatedAt.Unix(),
+				AgentProfileUrl: row.AgentProfileUrl, Status: row.Status, CreateTimeUnix: row.CreatedAt.Unix(), Ap2MandateJson: row.Ap2Mandate,
 			})
 		}
 		if int32(len(rows)) == size {

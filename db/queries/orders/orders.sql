@@ -34,7 +34,7 @@ WHERE tenant_id = @tenant_id AND id = @id
 RETURNING version;
 
 -- name: ListOrders :many
-SELECT id, checkout_id, total, currency, agent_profile_url, status, created_at
+SELECT id, checkout_id, total, currency, agent_profile_url, status, created_at, ap2_mandate
 FROM orders.orders
 WHERE tenant_id = @tenant_id
   AND (sqlc.narg(before_id)::text IS NULL OR id < sqlc.narg(before_id)::text)

@@ -319,7 +319,7 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 }
 
 const listOrders = `-- name: ListOrders :many
-SELECT id, checkout_id, total, currency, agent_profile_url, status, created_at
+SELECT id, checkout_id, total, currency, agent_profile_url, status, created_at, ap2_mandate
 FROM orders.orders
 WHERE tenant_id = $1
   AND ($2::text IS NULL OR id < $2::text)
@@ -341,6 +341,7 @@ type ListOrdersRow struct {
 	AgentProfileUrl string
 	Status          string
 	CreatedAt       time.Time
+	Ap2Mandate      []byte
 }
 
 func (q *Queries) ListOrders(ctx context.Context, arg ListOrdersParams) ([]ListOrdersRow, error) {
@@ -360,6 +361,7 @@ func (q *Queries) ListOrders(ctx context.Context, arg ListOrdersParams) ([]ListO
 			&i.AgentProfileUrl,
 			&i.Status,
 			&i.CreatedAt,
+			&i.Ap2Mandate,
 		); err != nil {
 			return nil, err
 		}

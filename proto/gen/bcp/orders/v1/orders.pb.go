@@ -403,8 +403,11 @@ type OrderSummary struct {
 	AgentProfileUrl string                 `protobuf:"bytes,5,opt,name=agent_profile_url,json=agentProfileUrl,proto3" json:"agent_profile_url,omitempty"`
 	Status          string                 `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
 	CreateTimeUnix  int64                  `protobuf:"varint,7,opt,name=create_time_unix,json=createTimeUnix,proto3" json:"create_time_unix,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The verified AP2 checkout mandate's digest and claims (JSON), as
+	// GetOrder's; empty without AP2.
+	Ap2MandateJson []byte `protobuf:"bytes,8,opt,name=ap2_mandate_json,json=ap2MandateJson,proto3" json:"ap2_mandate_json,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *OrderSummary) Reset() {
@@ -484,6 +487,13 @@ func (x *OrderSummary) GetCreateTimeUnix() int64 {
 		return x.CreateTimeUnix
 	}
 	return 0
+}
+
+func (x *OrderSummary) GetAp2MandateJson() []byte {
+	if x != nil {
+		return x.Ap2MandateJson
+	}
+	return nil
 }
 
 type ListOrdersRequest struct {
@@ -1460,7 +1470,7 @@ const file_bcp_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
 	"order_json\x18\x01 \x01(\fR\torderJson\x12*\n" +
 	"\x11agent_profile_url\x18\x02 \x01(\tR\x0fagentProfileUrl\x12(\n" +
-	"\x10ap2_mandate_json\x18\x03 \x01(\fR\x0eap2MandateJson\"\xdf\x01\n" +
+	"\x10ap2_mandate_json\x18\x03 \x01(\fR\x0eap2MandateJson\"\x89\x02\n" +
 	"\fOrderSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vcheckout_id\x18\x02 \x01(\tR\n" +
@@ -1469,7 +1479,8 @@ const file_bcp_orders_v1_orders_proto_rawDesc = "" +
 	"\bcurrency\x18\x04 \x01(\tR\bcurrency\x12*\n" +
 	"\x11agent_profile_url\x18\x05 \x01(\tR\x0fagentProfileUrl\x12\x16\n" +
 	"\x06status\x18\x06 \x01(\tR\x06status\x12(\n" +
-	"\x10create_time_unix\x18\a \x01(\x03R\x0ecreateTimeUnix\"O\n" +
+	"\x10create_time_unix\x18\a \x01(\x03R\x0ecreateTimeUnix\x12(\n" +
+	"\x10ap2_mandate_json\x18\b \x01(\fR\x0eap2MandateJson\"O\n" +
 	"\x11ListOrdersRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
