@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/go-jose/go-jose/v4"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -610,4 +611,57 @@ func TestAP2Admin(t *testing.T) {
 		_, ok := w.merchantProfile(host).UCP.Capabilities[ap2Cap]
 		return !ok
 	})
+}
+
+// TestAP2PaymentMandate: the payment mandate in credential.token reaches
+// the delegated handler, which verifies it with the agent profile's key
+// (bound to this checkout and amount): one for this checkout pays, one for
+// another checkout is refused by the handler (payment_failed), after the
+// checkout mandate was accepted.
+func TestAP2PaymentMandate(t *testing.T) {
+	const host = "ap2-pagamento.localhost"
+	w := newAP2World(t, host)
+	w.setAP2(host, true)
+	d := w.driver("mcp", "ap2", host)
+	ready := d.ready(w.rates(host))[1]
+	c := decodeAP2(t, ready)
+	var totals struct {
+		Totals []struct {
+			Type   string
+			Amount int64
+		}
+	}
+	_ = json.Unmarshal(ready, &totals)
+	var total int64
+	for _, tt := range totals.Totals {
+		if tt.Type == "total" {
+			total = tt.Amount
+		}
+	}
+	paymentMandate := func(checkoutID string) string {
+		signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: jose.JSONWebKey{Key: w.wallet.Issuer, KeyID: "wallet-1"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims, _ := json.Marshal(map[string]any{"aud": "card", "iss": w.profile["ap2"], "exp": time.Now().Add(5 * time.Minute).Unix(),
+			"checkout_id": checkoutID, "max_amount": total, "currency": "BRL", "jti": uuid.NewString(), "brand": "visa", "last_digits": "4242"})
+		obj, err := signer.Sign(claims)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := obj.CompactSerialize()
+		return s
+	}
+	pay := func(token string) ap2Checkout {
+		body := map[string]any{"payment": map[string]any{"instruments": []any{map[string]any{"id": "pi_card", "handler_id": "card", "type": "card",
+			"credential": map[string]any{"type": "token", "token": token}}}},
+			"ap2": map[string]any{"checkout_mandate": w.mandate(host, d.do("get_checkout", c.ID, nil), ap2.MandateOptions{})}}
+		return decodeAP2(t, d.do("complete_checkout", c.ID, body))
+	}
+	if got := pay(paymentMandate("chk_outro")); got.Status != "ready_for_complete" || len(got.Messages) == 0 || got.Messages[0].Code != "payment_failed" {
+		t.Fatalf("a payment mandate for another checkout: %+v", got)
+	}
+	if got := pay(paymentMandate(c.ID)); got.Status != "completed" || got.Order == nil {
+		t.Fatalf("the payment mandate for this checkout: %+v", got)
+	}
 }
