@@ -487,6 +487,13 @@ func TestAP2MandateFailures(t *testing.T) {
 			// The agent without a key in its profile.
 			nokey := w.driver(binding, "nokey", host)
 			nk := nokey.ready(w.rates(host))[1]
+			// A mandate that is not a string (the schema leaves ap2 to the
+			// checkout service).
+			odd := decodeAP2(t, d.do("complete_checkout", id, map[string]any{"payment": map[string]any{"instruments": []any{cardInstrument(freshToken())}},
+				"ap2": map[string]any{"checkout_mandate": 42}}))
+			if odd.Status != "ready_for_complete" || odd.Messages[0].Code != ap2.CodeMandateInvalidSignature || odd.Messages[0].Path != "$.ap2.checkout_mandate" {
+				t.Fatalf("a number for a mandate: %+v", odd)
+			}
 			got := decodeAP2(t, nokey.complete(decodeAP2(t, nk).ID, w.mandate(host, nk, ap2.MandateOptions{}), freshToken()))
 			if got.Status != "ready_for_complete" || got.Messages[0].Code != ap2.CodeAgentMissingKey || got.Messages[0].Path != "$.ap2.checkout_mandate" {
 				t.Fatalf("agent without keys: %+v", got)

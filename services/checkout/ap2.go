@@ -57,7 +57,9 @@ func (s *Service) verifyMandate(ctx context.Context, r completion, sess session,
 		Mandate string `json:"checkout_mandate"`
 	}
 	if len(r.req.AP2) > 0 && json.Unmarshal(r.req.AP2, &in) != nil {
-		in.Mandate = ""
+		// Not checked by the schema (see the edge's run): a mandate that
+		// is not a string is no mandate anyone signed.
+		return bad(ap2.CodeMandateInvalidSignature, "ap2.checkout_mandate deve ser uma string (SD-JWT+kb).")
 	}
 	if in.Mandate == "" {
 		return bad(ap2.CodeMandateRequired, "Este checkout usa mandatos AP2: envie ap2.checkout_mandate (SD-JWT+kb com o checkout autorizado pelo comprador).")
