@@ -42,6 +42,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./services/payments/pix/brcode/
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSignatureInput$$' -fuzztime=$(FUZZTIME) ./httpsig/
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=$(FUZZTIME) ./internal/jsonmembers/
+	$(GO) test -run='^$$' -fuzz='^FuzzMandate$$' -fuzztime=$(FUZZTIME) ./protocol/ap2/
 
 ## fuzz-short: the test run's few seconds of each, counted in executions: a duration can end a
 ## run with a spurious "context deadline exceeded" on a loaded machine (golang/go#75804, fixed in
@@ -52,6 +53,7 @@ fuzz-short:
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=40000x ./services/payments/pix/brcode/
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSignatureInput$$' -fuzztime=40000x ./httpsig/
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=40000x ./internal/jsonmembers/
+	$(GO) test -run='^$$' -fuzz='^FuzzMandate$$' -fuzztime=5000x ./protocol/ap2/
 
 ## build: the two binaries into bin/
 build:

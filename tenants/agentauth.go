@@ -411,37 +411,13 @@ func (s *Service) SignWithCurrentKey(ctx context.Context, req *connect.Request[t
 		return nil, err
 	}
 	ctx = tenancy.With(ctx, id)
-	live, err := s.liveSigningKeys(ctx, id)
+	k, priv, err := s.currentKey(ctx, id)
 	if err != nil {
 		return nil, err
-	}
-	now := time.Now()
-	i := pickCurrent(live.keys, now)
-	if i < 0 && live.cached {
-		// Nothing usable in the cached set: read again rather than refuse
-		// on a set that may predate the key that signs now.
-		s.signCache.Invalidate(id.String())
-		if live, err = s.liveSigningKeys(ctx, id); err != nil {
-			return nil, err
-		}
-		i = pickCurrent(live.keys, now)
-	}
-	if i < 0 {
-		return nil, apperr.New(apperr.KindFailedPrecondition, "no_signing_key", "the tenant has no usable signing key; rotate to make one")
-	}
-	k := live.keys[i]
-	if k.alg != keyring.AlgES256 {
-		return nil, apperr.New(apperr.KindInternal, "internal", "signing key %s has unsupported algorithm %s", k.kid, k.alg)
 	}
 	params, err := withKeyID(req.Msg.GetSignatureParams(), k.kid)
 	if err != nil {
 		return nil, err
-	}
-	priv := live.priv[i]
-	if priv == nil {
-		if priv, err = keyring.OpenES256(s.sealer, id, k.kid, k.sealed); err != nil {
-			return nil, err // unseal failure: internal, logged by the interceptor without key material
-		}
 	}
 	full := make([]byte, 0, len(base)+len(params)+24)
 	full = append(append(append(full, base...), `"@signature-params": `...), params...)
@@ -450,6 +426,40 @@ func (s *Service) SignWithCurrentKey(ctx context.Context, req *connect.Request[t
 		return nil, err
 	}
 	return connect.NewResponse(&tenantsv1.SignWithCurrentKeyResponse{Kid: k.kid, Alg: k.alg, Signature: sig, SignatureParams: params}), nil
+}
+
+// currentKey is the key the tenant signs with now (pickCurrent over its
+// live keys), unsealed. The private key never leaves this process.
+func (s *Service) currentKey(ctx context.Context, id uuid.UUID) (signingKey, *ecdsa.PrivateKey, error) {
+	live, err := s.liveSigningKeys(ctx, id)
+	if err != nil {
+		return signingKey{}, nil, err
+	}
+	now := time.Now()
+	i := pickCurrent(live.keys, now)
+	if i < 0 && live.cached {
+		// Nothing usable in the cached set: read again rather than refuse
+		// on a set that may predate the key that signs now.
+		s.signCache.Invalidate(id.String())
+		if live, err = s.liveSigningKeys(ctx, id); err != nil {
+			return signingKey{}, nil, err
+		}
+		i = pickCurrent(live.keys, now)
+	}
+	if i < 0 {
+		return signingKey{}, nil, apperr.New(apperr.KindFailedPrecondition, "no_signing_key", "the tenant has no usable signing key; rotate to make one")
+	}
+	k := live.keys[i]
+	if k.alg != keyring.AlgES256 {
+		return signingKey{}, nil, apperr.New(apperr.KindInternal, "internal", "signing key %s has unsupported algorithm %s", k.kid, k.alg)
+	}
+	priv := live.priv[i]
+	if priv == nil {
+		if priv, err = keyring.OpenES256(s.sealer, id, k.kid, k.sealed); err != nil {
+			return signingKey{}, nil, err // unseal failure: internal, logged by the interceptor without key material
+		}
+	}
+	return k, priv, nil
 }
 
 // liveKeys are a tenant's live signing keys (ListLiveSigningKeys), with

@@ -58,6 +58,7 @@ func Policy(procedure string) svcauth.Access {
 		tenantsv1connect.TenantServiceGetAgentAuthPolicyProcedure,
 		tenantsv1connect.TenantServiceAuthenticateAPIKeyProcedure,
 		tenantsv1connect.TenantServiceSignWithCurrentKeyProcedure,
+		tenantsv1connect.TenantServiceSignCheckoutAuthorizationProcedure,
 		// The admin web (issue 6): sign-in, sessions, inviting users, the
 		// merchant's own agent API keys and store settings (the admin
 		// passes the tenant of the request's Host; keys are shown once
@@ -75,6 +76,7 @@ func Policy(procedure string) svcauth.Access {
 		// signing keys, payment handlers (secrets stay write-only) and the
 		// agent auth policy, always for the tenant of the request's Host.
 		tenantsv1connect.TenantServiceSetTenantNameProcedure,
+		tenantsv1connect.TenantServiceSetAP2MandatesProcedure,
 		tenantsv1connect.TenantServiceListSigningKeysProcedure,
 		tenantsv1connect.TenantServiceRotateSigningKeyProcedure,
 		tenantsv1connect.TenantServiceRevokeSigningKeyProcedure,

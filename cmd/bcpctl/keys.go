@@ -169,6 +169,8 @@ func agentCommand(ctx context.Context, args []string, out io.Writer) error {
 		return agentCall(ctx, args[1:], out)
 	case "keygen":
 		return agentKeygen(args[1:], out)
+	case "mandate":
+		return agentMandate(args[1:], os.Stdin, out)
 	}
 	return usageError{"unknown command agent " + args[0]}
 }

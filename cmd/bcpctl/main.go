@@ -21,6 +21,7 @@ import (
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
@@ -53,6 +54,9 @@ commands:
   agent call <endpoint> <tool> --profile URL (--key-file PEM [--kid KID] | --api-key KEY)
              [--args JSON] [--idempotency-key KEY|auto] [--host HOST] [--verify]
   agent keygen [--out FILE] [--kid KID]
+  agent mandate --key-file PEM --audience ORIGIN [--kid KID] [--checkout FILE|-] [--issuer URL] [--lifetime 10m]
+             the test wallet: prints the AP2 checkout mandate (SD-JWT+kb) for a checkout response
+  ap2 on|off|status <tenant>   AP2 mandates (br.dev.bcp.shopping.ap2_mandate) for the merchant
   catalog import <tenant> <file.json|file.csv> [--dry-run]
   catalog list <tenant>
   merchant export <tenant> [--out FILE]
@@ -141,6 +145,7 @@ type cli struct {
 	client  tenantsv1connect.TenantServiceClient
 	catalog catalogv1connect.CatalogServiceClient
 	pricing pricingv1connect.PricingServiceClient
+	orders  ordersv1connect.OrdersServiceClient // merchant export (AP2 mandates)
 	out     io.Writer
 	json    bool
 }
@@ -194,6 +199,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		// A large import runs longer than any registry call.
 		catalog: catalogv1connect.NewCatalogServiceClient(&http.Client{Timeout: 5 * time.Minute}, strings.TrimRight(*catalogServer, "/"), auth),
 		pricing: pricingv1connect.NewPricingServiceClient(&http.Client{Timeout: 30 * time.Second}, strings.TrimRight(*catalogServer, "/"), auth),
+		orders:  ordersv1connect.NewOrdersServiceClient(&http.Client{Timeout: 30 * time.Second}, strings.TrimRight(*catalogServer, "/"), auth),
 		out:     out, json: *asJSON,
 	}
 	if len(rest) < 2 {
@@ -304,6 +310,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return c.authPolicy(ctx, sub)
 	case "rate limits":
 		return c.rateLimits(ctx, sub)
+	case "ap2 on", "ap2 off", "ap2 status":
+		return c.ap2Set(ctx, rest[1], sub)
 	case "handler set":
 		return c.handlerSet(ctx, sub)
 	case "handler remove":

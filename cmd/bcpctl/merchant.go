@@ -13,7 +13,7 @@ import (
 
 // merchantClients are the services a merchant document spans.
 func (c *cli) merchantClients() merchantio.Clients {
-	return merchantio.Clients{Tenants: c.client, Catalog: c.catalog, Pricing: c.pricing}
+	return merchantio.Clients{Tenants: c.client, Catalog: c.catalog, Pricing: c.pricing, Orders: c.orders}
 }
 
 func (c *cli) merchantTenant(ctx context.Context, ref string) (uuid.UUID, error) {

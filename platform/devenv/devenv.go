@@ -96,7 +96,11 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		o.OperatorHost = OperatorHost
 	}
 	_, publicPort, _ := net.SplitHostPort(o.PublicAddr)
-	agentPattern, agentHandler := DemoAgentHandler()
+	agentPattern, agentHandler, err := DemoAgentHandler(dataDir)
+	if err != nil {
+		env.Stop()
+		return nil, err
+	}
 	env.Platform, err = platform.Start(ctx, platform.Config{
 		InternalRoutes: map[string]http.Handler{agentPattern: agentHandler},
 		Services:       platform.AllServices,
@@ -153,6 +157,7 @@ BCP platform running (bcpd all on a private PostgreSQL).
   agent endpoint    %s/bcp/mcp
   admin URL         %s/admin/   (e-mail %s, password %s)
   demo agent        profile %s, API key %s
+  demo wallet       %s (the demo agent's AP2 test key: bcpctl agent mandate --key-file it)
   operator API      http://%s   (token in %s; bcpctl finds both through %s,
                     from another directory with --data-dir %s or BCP_DATA_DIR)
   operator console  http://%s:%s/   (sign in with the operator token)
@@ -161,7 +166,7 @@ BCP platform running (bcpd all on a private PostgreSQL).
     curl -H 'Host: %s' http://127.0.0.1:%s/.well-known/bcp
 
 Ctrl-C stops the platform and PostgreSQL; data stays in %s.
-`, tenant.GetName(), DemoDomain, tenant.GetId(), base, base, base, adminEmail, adminPassword, agentProfile, apiKey,
+`, tenant.GetName(), DemoDomain, tenant.GetId(), base, base, base, adminEmail, adminPassword, agentProfile, apiKey, filepath.Join(dataDir, DemoWalletFile),
 		env.Platform.InternalAddr, filepath.Join(dataDir, "operator-token"), DevFile, dataDir, o.OperatorHost, port, history, DemoDomain, port, dataDir)
 	return env, nil
 }

@@ -3,6 +3,7 @@ package devenv
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ import (
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	"github.com/bcpdev/bcp/protocol/ap2"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
@@ -318,4 +320,136 @@ func mustRead(t *testing.T, e *Env, name string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// The README's AP2 purchase: the demo merchant switches AP2 on, and the
+// demo agent, with the test wallet bcpd dev keeps in the data directory
+// (its public key is the demo agent profile's signing key), completes a
+// card purchase with a mandate; without one it gets mandate_required.
+func TestDemoAP2Purchase(t *testing.T) {
+	d := testdb.New(t)
+	dir := t.TempDir()
+	var out bytes.Buffer
+	e, err := Start(context.Background(), Options{DataDir: dir, DatabaseURL: d.AppURL, OwnerURL: d.OwnerURL,
+		PublicAddr: "127.0.0.1:0", InternalAddr: "127.0.0.1:0", Out: &out, NoDemoHistory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	if !strings.Contains(out.String(), dir+"/"+DemoWalletFile) {
+		t.Errorf("the banner does not name the wallet:\n%s", out.String())
+	}
+	token, _ := os.ReadFile(dir + "/operator-token")
+	if _, err := e.Platform.ClientsWithToken(strings.TrimSpace(string(token))).Tenants.SetAP2Mandates(context.Background(),
+		connect.NewRequest(&tenantsv1.SetAP2MandatesRequest{Tenant: DemoSlug, Enabled: true})); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := os.ReadFile(dir + "/demo-api-key")
+	profile := DemoAgentProfileURL(e.Platform.InternalAddr)
+	c := &agentclient.Client{Endpoint: "http://" + e.Platform.PublicAddr + "/bcp/mcp",
+		Transport: &agentclient.Transport{ProfileURL: profile, APIKey: strings.TrimSpace(string(key)), Host: DemoDomain}}
+	call := func(tool string, args map[string]any) json.RawMessage {
+		t.Helper()
+		meta, _ := args["meta"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+			args["meta"] = meta
+		}
+		meta["ucp-agent"] = map[string]any{"profile": profile}
+		resp, err := c.CallTool(context.Background(), tool, args)
+		if err != nil || resp.Error != nil {
+			t.Fatalf("%s: %v %v", tool, err, resp.Error)
+		}
+		var res struct {
+			StructuredContent json.RawMessage `json:"structuredContent"`
+		}
+		_ = json.Unmarshal(resp.Result, &res)
+		return res.StructuredContent
+	}
+	var co struct {
+		ID, Status string
+		LineItems  []struct{ ID string } `json:"line_items"`
+		Messages   []struct{ Code, Path string }
+		AP2        *struct {
+			MerchantAuthorization string `json:"merchant_authorization"`
+		} `json:"ap2"`
+		Fulfillment struct {
+			Methods []struct {
+				ID                    string `json:"id"`
+				SelectedDestinationID string `json:"selected_destination_id"`
+				Groups                []struct {
+					ID      string `json:"id"`
+					Options []struct{ ID string }
+				}
+			}
+		}
+	}
+	raw := call("create_checkout", map[string]any{"checkout": map[string]any{
+		"line_items":  []any{map[string]any{"item": map[string]any{"id": "var_caneca_350"}, "quantity": 1}},
+		"buyer":       map[string]any{"email": "ana@example.com"},
+		"fulfillment": map[string]any{"methods": []any{map[string]any{"type": "shipping", "destinations": []any{demoAddress}}}}}})
+	_ = json.Unmarshal(raw, &co)
+	if co.AP2 == nil {
+		t.Fatalf("no merchant authorization with AP2 on: %s", raw)
+	}
+	m := co.Fulfillment.Methods[0]
+	raw = call("update_checkout", map[string]any{"id": co.ID, "checkout": map[string]any{
+		"line_items": []any{map[string]any{"id": co.LineItems[0].ID, "item": map[string]any{"id": "var_caneca_350"}, "quantity": 1}},
+		"buyer":      map[string]any{"email": "ana@example.com"},
+		"fulfillment": map[string]any{"methods": []any{map[string]any{"id": m.ID, "type": "shipping", "line_item_ids": []any{co.LineItems[0].ID},
+			"selected_destination_id": m.SelectedDestinationID,
+			"groups":                  []any{map[string]any{"id": m.Groups[0].ID, "selected_option_id": m.Groups[0].Options[0].ID}}}}}}})
+	_ = json.Unmarshal(raw, &co)
+	if co.Status != "ready_for_complete" {
+		t.Fatalf("not ready: %s", raw)
+	}
+	complete := func(mandate string) {
+		body := map[string]any{"payment": map[string]any{"instruments": []any{map[string]any{"id": "pi_1", "handler_id": "cartao_demo", "type": "card",
+			"display": map[string]any{"brand": "visa", "last_digits": "4242"}, "credential": map[string]any{"type": "token", "token": "tok_ap2demo_4242"}}}}}
+		if mandate != "" {
+			body["ap2"] = map[string]any{"checkout_mandate": mandate}
+		}
+		co.Messages = nil
+		_ = json.Unmarshal(call("complete_checkout", map[string]any{"id": co.ID, "meta": map[string]any{"idempotency-key": uuid.NewString()}, "checkout": body}), &co)
+	}
+	complete("")
+	if co.Status != "ready_for_complete" || len(co.Messages) == 0 || co.Messages[0].Code != "mandate_required" || co.Messages[0].Path != "$.ap2.checkout_mandate" {
+		t.Fatalf("without a mandate: %+v", co)
+	}
+	pemBytes, err := os.ReadFile(dir + "/" + DemoWalletFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := agentclient.ParsePrivateKeyPEM(pemBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jwk struct{ Kid string }
+	pub, _ := agentclient.PublicJWK(signer, "")
+	_ = json.Unmarshal(pub, &jwk)
+	w := &ap2.Wallet{Issuer: signer.(*ecdsa.PrivateKey), IssuerKID: jwk.Kid}
+	// The key binding's audience is the merchant's origin as its profile
+	// names it (the MCP endpoint without /bcp/mcp).
+	req, _ := http.NewRequest(http.MethodGet, "http://"+e.Platform.PublicAddr+"/.well-known/bcp", nil)
+	req.Host = DemoDomain
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prof struct {
+		UCP struct {
+			Services map[string][]struct{ Transport, Endpoint string }
+		}
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&prof)
+	resp.Body.Close()
+	origin := strings.TrimSuffix(prof.UCP.Services["br.dev.bcp.shopping"][0].Endpoint, "/bcp/mcp")
+	mandate, err := w.Mandate(raw, origin, ap2.MandateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	complete(mandate)
+	if co.Status != "completed" {
+		t.Fatalf("with the demo wallet's mandate: %+v", co)
+	}
 }

@@ -2,6 +2,7 @@ package devenv
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/bcpdev/bcp/agentclient"
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/bcpnames"
 	"github.com/bcpdev/bcp/internal/tenancy"
@@ -36,7 +38,8 @@ const (
 func DemoAgentProfileURL(internalAddr string) string { return "http://" + internalAddr + demoAgentPath }
 
 // demoAgentProfile is a platform profile that supports everything the
-// platform offers, with the demo merchant's payment handler names.
+// platform offers, with the demo merchant's payment handler names. %s is
+// its signing_keys: the demo wallet's public key (demoWallet).
 const demoAgentProfile = `{"ucp":{"version":"2026-07-28",
  "services":{"br.dev.bcp.shopping":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/overview","transport":"mcp","schema":"https://bcp.dev.br/draft/services/shopping/mcp.openrpc.json"}]},
  "capabilities":{
@@ -44,20 +47,70 @@ const demoAgentProfile = `{"ucp":{"version":"2026-07-28",
   "br.dev.bcp.shopping.fulfillment":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/fulfillment","schema":"https://bcp.dev.br/draft/schemas/shopping/fulfillment.json","extends":"br.dev.bcp.shopping.checkout"}],
   "br.dev.bcp.shopping.discount":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/discount","schema":"https://bcp.dev.br/draft/schemas/shopping/discount.json","extends":"br.dev.bcp.shopping.checkout"}],
   "br.dev.bcp.shopping.buyer_consent":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/buyer-consent","schema":"https://bcp.dev.br/draft/schemas/shopping/buyer_consent.json","extends":"br.dev.bcp.shopping.checkout"}],
+  "br.dev.bcp.shopping.ap2_mandate":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/ap2-mandates","schema":"https://bcp.dev.br/draft/schemas/shopping/ap2_mandate.json","extends":"br.dev.bcp.shopping.checkout","config":{"vp_formats_supported":{"dc+sd-jwt":{}}}}],
   "br.dev.bcp.shopping.catalog.search":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/catalog/search","schema":"https://bcp.dev.br/draft/schemas/shopping/catalog_search.json"}],
   "br.dev.bcp.shopping.catalog.lookup":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/catalog/lookup","schema":"https://bcp.dev.br/draft/schemas/shopping/catalog_lookup.json"}]},
  "payment_handlers":{
   "br.dev.bcp.pix":[{"id":"agent_pix","version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/pix","schema":"https://bcp.dev.br/draft/schemas/handlers/pix.json"}],
-  "com.example.vendor.delegate_payment":[{"id":"agent_card","version":"2026-07-28","spec":"https://example.vendor.com/specs/delegate-payment","schema":"https://example.vendor.com/schemas/delegate-payment-config.json"}]}}}
+  "com.example.vendor.delegate_payment":[{"id":"agent_card","version":"2026-07-28","spec":"https://example.vendor.com/specs/delegate-payment","schema":"https://example.vendor.com/schemas/delegate-payment-config.json"}]}},
+ "signing_keys":[%s]}
 `
 
-// DemoAgentHandler serves the demo agent profile.
-func DemoAgentHandler() (string, http.Handler) {
+// DemoWalletFile is the demo agent's test wallet key (PEM, P-256) in the
+// data directory: its public half is the demo agent profile's signing key,
+// so `bcpctl agent mandate --key-file .bcp/demo-wallet.pem` makes mandates
+// the demo merchant accepts once AP2 is on. A development key only.
+const DemoWalletFile = "demo-wallet.pem"
+
+// demoWallet loads the wallet key from dataDir, making it on first use.
+func demoWallet(dataDir string) (*ecdsa.PrivateKey, error) {
+	path := filepath.Join(dataDir, DemoWalletFile)
+	if b, err := os.ReadFile(path); err == nil {
+		k, err := agentclient.ParsePrivateKeyPEM(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		ec, ok := k.(*ecdsa.PrivateKey)
+		if !ok {
+			return nil, fmt.Errorf("%s: not a P-256 key", path)
+		}
+		return ec, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	k, err := agentclient.GenerateES256()
+	if err != nil {
+		return nil, err
+	}
+	pemBytes, err := agentclient.MarshalPrivateKeyPEM(k)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, pemBytes, 0o600); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// DemoAgentHandler serves the demo agent profile, with the demo wallet's
+// key (made in dataDir on first use) as its signing key.
+func DemoAgentHandler(dataDir string) (string, http.Handler, error) {
+	k, err := demoWallet(dataDir)
+	if err != nil {
+		return "", nil, fmt.Errorf("demo wallet: %w", err)
+	}
+	// kid: the RFC 7638 thumbprint, what bcpctl agent mandate assumes
+	// without --kid.
+	jwk, err := agentclient.PublicJWK(k, "")
+	if err != nil {
+		return "", nil, err
+	}
+	doc := []byte(fmt.Sprintf(demoAgentProfile, jwk))
 	return "GET " + demoAgentPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "public, max-age=300")
-		_, _ = w.Write([]byte(demoAgentProfile))
-	})
+		_, _ = w.Write(doc)
+	}), nil
 }
 
 // SeedDemo creates the demo merchant through the services' APIs when it

@@ -58,6 +58,19 @@ func (s *Service) complete(ctx context.Context, r completion) (*checkoutv1.Check
 		return unchanged(cur, bcp.Error("not_ready", bcp.SeverityRecoverable, "$.status",
 			"O checkout ainda não está pronto para ser concluído; resolva as mensagens de erro antes."))
 	}
+	// With AP2 the buyer's mandate comes first: nothing is checked or
+	// claimed for a completion the buyer has not authorized (ap2.go).
+	var mandate []byte
+	if ap2Locked(sess, r.agent) {
+		rec, msg, err := s.verifyMandate(ctx, r, sess, cur)
+		if err != nil {
+			return nil, err
+		}
+		if msg != nil {
+			return unchanged(cur, *msg)
+		}
+		mandate = rec
+	}
 	// Exactly one instrument (no split payments).
 	if r.req.Payment == nil || len(r.req.Payment.Instruments) != 1 {
 		return unchanged(cur, bcp.Error(bcp.CodePaymentFailed, bcp.SeverityRecoverable, "$.payment.instruments",
@@ -81,7 +94,7 @@ func (s *Service) complete(ctx context.Context, r completion) (*checkoutv1.Check
 		return s.refresh(ctx, r.agent, sess)
 	}
 
-	attemptID, state, err := s.claim(ctx, r, sess, cur, inst, b.automaticDiscounts)
+	attemptID, state, err := s.claim(ctx, r, sess, cur, inst, mandate, b.automaticDiscounts)
 	if err == errRaced {
 		// Someone else completed or changed it first: show what won.
 		_, latest, lerr := s.store.getState(ctx, r.id)
@@ -123,7 +136,8 @@ func (s *Service) complete(ctx context.Context, r completion) (*checkoutv1.Check
 	hint := &settleHint{sess: sess}
 	hint.sess.Version++
 	hint.sess.Status, hint.sess.PaymentAttemptID, hint.sess.State = bcp.StatusCompleteInProgress, &attemptID, state
-	hint.sess.OrderWebhookUrl, hint.sess.BaseUrl, hint.sess.AutomaticDiscountIds = r.webhookURL, r.agent.baseURL, b.automaticDiscounts
+	hint.sess.OrderWebhookUrl, hint.sess.BaseUrl, hint.sess.Ap2Mandate = r.webhookURL, r.agent.baseURL, mandate
+	hint.sess.AutomaticDiscountIds = b.automaticDiscounts
 	if err != nil {
 		slog.WarnContext(ctx, "checkout: start payment failed; settling from the payments service's record", "checkout_id", r.id, "attempt_id", attemptID, "err", err)
 	} else if started.Msg.GetAttempt().GetId() == attemptID {
@@ -137,7 +151,7 @@ var errRaced = apperr.New(apperr.KindAborted, "concurrent_update", "the checkout
 // claim registers the payment attempt on the session (the fence: no money
 // moves for this checkout unless this write won), with the settle_after
 // from which the settle sweep finishes it if this process dies.
-func (s *Service) claim(ctx context.Context, r completion, sess session, cur *bcp.Checkout, inst bcp.PaymentInstrument, automaticDiscounts []string) (string, []byte, error) {
+func (s *Service) claim(ctx context.Context, r completion, sess session, cur *bcp.Checkout, inst bcp.PaymentInstrument, mandate []byte, automaticDiscounts []string) (string, []byte, error) {
 	if err := move("claim", sess.Status, bcp.StatusCompleteInProgress); err != nil {
 		return "", nil, err
 	}
@@ -149,7 +163,7 @@ func (s *Service) claim(ctx context.Context, r completion, sess session, cur *bc
 	if err != nil {
 		return "", nil, err
 	}
-	ok, err := s.store.claim(ctx, sess, attemptID, r.webhookURL, r.agent.baseURL, state, s.now().Add(settleSafetyNet), automaticDiscounts)
+	ok, err := s.store.claim(ctx, sess, attemptID, r.webhookURL, r.agent.baseURL, state, mandate, s.now().Add(settleSafetyNet), automaticDiscounts)
 	if err == nil && !ok {
 		err = errRaced
 	}

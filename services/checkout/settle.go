@@ -190,7 +190,7 @@ func (s *Service) order(ctx context.Context, sess session, next *bcp.Checkout, a
 	}()
 	o, err := s.orders.CreateOrder(ctx, connect.NewRequest(&ordersv1.CreateOrderRequest{
 		CheckoutId: sess.ID, CheckoutJson: snapshot, PaymentAttemptId: attemptID, AgentProfileUrl: sess.AgentProfileUrl,
-		WebhookUrl: sess.OrderWebhookUrl, BaseUrl: sess.BaseUrl,
+		WebhookUrl: sess.OrderWebhookUrl, BaseUrl: sess.BaseUrl, Ap2MandateJson: sess.Ap2Mandate,
 	}))
 	<-redeemed
 	if err != nil {

@@ -107,7 +107,7 @@ func (st store) update(ctx context.Context, sess session, status string, total i
 
 // claim is the one write that lets money move: the session becomes
 // complete_in_progress with the attempt's id (machine.go, "claim").
-func (st store) claim(ctx context.Context, sess session, attemptID, webhookURL, baseURL string, state []byte, settleAfter time.Time, automaticDiscounts []string) (bool, error) {
+func (st store) claim(ctx context.Context, sess session, attemptID, webhookURL, baseURL string, state, mandate []byte, settleAfter time.Time, automaticDiscounts []string) (bool, error) {
 	if automaticDiscounts == nil {
 		automaticDiscounts = []string{}
 	}
@@ -116,7 +116,7 @@ func (st store) claim(ctx context.Context, sess session, attemptID, webhookURL, 
 		var err error
 		n, err = q.SetSessionPayment(ctx, checkoutdb.SetSessionPaymentParams{
 			TenantID: tid, ID: sess.ID, Version: sess.Version, Status: bcp.StatusCompleteInProgress, PaymentAttemptID: &attemptID,
-			OrderWebhookUrl: webhookURL, BaseUrl: baseURL, State: state, SettleAfter: &settleAfter, AutomaticDiscountIds: automaticDiscounts,
+			OrderWebhookUrl: webhookURL, BaseUrl: baseURL, State: state, SettleAfter: &settleAfter, Ap2Mandate: mandate, AutomaticDiscountIds: automaticDiscounts,
 		})
 		return err
 	})

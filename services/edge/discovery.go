@@ -12,6 +12,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/bcpnames"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/protocol/ap2"
 )
 
 // Profile is the business discovery profile served at /.well-known/bcp.
@@ -40,10 +41,11 @@ type ServiceEntry struct {
 
 // CapabilityEntry advertises one capability version.
 type CapabilityEntry struct {
-	Version string `json:"version"`
-	Spec    string `json:"spec"`
-	Schema  string `json:"schema"`
-	Extends string `json:"extends,omitempty"`
+	Version string          `json:"version"`
+	Spec    string          `json:"spec"`
+	Schema  string          `json:"schema"`
+	Extends string          `json:"extends,omitempty"`
+	Config  json.RawMessage `json:"config,omitempty"`
 }
 
 // PaymentHandlerItem advertises one configured handler instance.
@@ -85,7 +87,11 @@ func BuildProfile(d *tenantsv1.GetDiscoveryResponse, baseURL string) *Profile {
 		if !enabled[c.Name] || (c.Extends != "" && !enabled[c.Extends]) {
 			continue
 		}
-		p.UCP.Capabilities[c.Name] = []CapabilityEntry{{Version: bcpnames.Version, Spec: c.Spec, Schema: c.Schema, Extends: c.Extends}}
+		entry := CapabilityEntry{Version: bcpnames.Version, Spec: c.Spec, Schema: c.Schema, Extends: c.Extends}
+		if c.Name == bcpnames.AP2Mandate {
+			entry.Config = ap2.Config
+		}
+		p.UCP.Capabilities[c.Name] = []CapabilityEntry{entry}
 	}
 	for _, h := range d.GetPaymentHandlers() {
 		item := PaymentHandlerItem{ID: h.GetId(), Version: h.GetVersion(), Spec: h.GetSpec(), Schema: h.GetSchema(), Config: json.RawMessage(h.GetConfigJson())}

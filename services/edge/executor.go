@@ -202,7 +202,11 @@ func (m *mcpEdge) runCheckout(ctx context.Context, req opRequest) (json.RawMessa
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
 	}
-	v, err := m.validator(checkoutCapabilities(t.GetCapabilities()))
+	// Without AP2 in the schema set: with AP2 negotiated the checkout
+	// service refuses a completion without a mandate as the extension says
+	// (mandate_required, a business outcome), not as a schema violation,
+	// and for an agent that does not speak AP2 there is nothing to require.
+	v, err := m.validator(withoutAP2(checkoutCapabilities(t.GetCapabilities())))
 	if err != nil {
 		return nil, err
 	}

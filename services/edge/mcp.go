@@ -19,6 +19,7 @@ import (
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
 	"github.com/bcpdev/bcp/services/edge/agentprofile"
@@ -49,6 +50,7 @@ type mcpEdge struct {
 	checkout checkoutv1connect.CheckoutServiceClient
 	orders   ordersv1connect.OrdersServiceClient
 	catalog  catalogv1connect.CatalogServiceClient // catalog_tools.go
+	tenants  tenantsv1connect.TenantServiceClient  // ap2.go: merchant authorizations
 	profiles *agentprofile.Fetcher
 	log      *slog.Logger
 	handler  http.Handler
@@ -70,7 +72,7 @@ type mcpEdge struct {
 }
 
 func newMCPEdge(e *Edge, c Clients, profiles *agentprofile.Fetcher, log *slog.Logger) *mcpEdge {
-	m := &mcpEdge{e: e, checkout: c.Checkout, orders: c.Orders, catalog: c.Catalog, profiles: profiles, log: log,
+	m := &mcpEdge{e: e, checkout: c.Checkout, orders: c.Orders, catalog: c.Catalog, tenants: c.Tenants, profiles: profiles, log: log,
 		servers: map[string]*mcp.Server{}, offers: map[string]agentprofile.BusinessOffer{}, shared: map[string]any{}, tools: Tools(), validators: map[string]*bcpschema.ToolValidator{}, schemas: map[string][2]json.RawMessage{}}
 	m.handler = mcp.NewStreamableHTTPHandler(m.serverFor, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
@@ -240,11 +242,15 @@ func (m *mcpEdge) execute(ctx context.Context, op *operation, call *opCall, neg 
 	case len(neg.PaymentHandlers) > 0:
 		handlers = neg.PaymentHandlers
 	}
-	return m.wrap(res.body, envelope{
+	out, err := m.wrap(res.body, envelope{
 		Version:         bcpnames.Version,
 		Capabilities:    neg.ResponseCapabilities(op.capability),
 		PaymentHandlers: handlers,
 	})
+	if err != nil || op.capability != bcpnames.Checkout || !neg.Has(bcpnames.AP2Mandate) {
+		return out, err
+	}
+	return m.authorize(ctx, out)
 }
 
 // envelope is the "ucp" member of a response.

@@ -121,7 +121,9 @@ var operations = []operation{
 			"if the response is lost, call get_checkout, and only if still undetermined retry with the SAME key; after a payment_failed use a NEW key), id (required), " +
 			"checkout (required) with payment.instruments holding exactly one instrument whose handler_id is one of ucp.payment_handlers: " +
 			"Pix (type pix) answers complete_in_progress with the copia-e-cola and QR in the instrument's display — poll get_checkout until completed; " +
-			"delegated cards (type card) take a token credential only and answer completed with order {id, permalink_url}, or payment_failed.",
+			"delegated cards (type card) take a token credential only and answer completed with order {id, permalink_url}, or payment_failed. " +
+			"With br.dev.bcp.shopping.ap2_mandate negotiated (every checkout answer then carries ap2.merchant_authorization), checkout.ap2.checkout_mandate is required: " +
+			"an SD-JWT+kb signed with a key of your profile's signing_keys, embedding the checkout as the merchant answered it, key-bound to the merchant's origin (aud) and the checkout id (nonce).",
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
 			return checkoutResult(m.checkout.CompleteCheckout(ctx, connect.NewRequest(&checkoutv1.CompleteCheckoutRequest{
 				Agent: c.agent, Id: c.id, CheckoutJson: c.payload,

@@ -3,7 +3,9 @@
 //
 // The document holds the catalog (products, variants, prices, stock), the
 // shipping rates, pickup points, discount codes, automatic discounts and
-// the settings (links, consent purposes, checkout lifetime). It carries no
+// the settings (links, consent purposes, checkout lifetime, AP2 mandates);
+// an export also lists the AP2 mandates its orders were paid with (digest
+// and claims), which import ignores. It carries no
 // secrets and no platform ids other than catalog ids (products and
 // variants keep theirs, so agents' item ids survive a move); pricing
 // entries are matched by their natural key: rates by title, pickup points
@@ -48,9 +50,12 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/bcpdev/bcp/internal/bcpnames"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
+	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
+	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
@@ -69,6 +74,19 @@ type Document struct {
 	DiscountCodes      []Discount     `json:"discount_codes"`
 	AutomaticDiscounts []Discount     `json:"automatic_discounts"`
 	Settings           Settings       `json:"settings"`
+	// AP2Mandates lists the orders paid with a verified AP2 checkout
+	// mandate, with its digest and claims. Export only: import reads and
+	// ignores it (orders are not configuration).
+	AP2Mandates []OrderMandate `json:"ap2_mandates,omitempty"`
+}
+
+// OrderMandate is one order's AP2 mandate record (the orders service's
+// ap2_mandate_json: digest, issuer and merchant kids, exp, aud, nonce,
+// total, verified_at).
+type OrderMandate struct {
+	OrderID    string          `json:"order_id"`
+	CheckoutID string          `json:"checkout_id"`
+	Mandate    json.RawMessage `json:"mandate"`
 }
 
 type Catalog struct {
@@ -153,6 +171,9 @@ type Settings struct {
 	Links              []Link   `json:"links"`
 	ConsentPurposes    []string `json:"consent_purposes"`
 	CheckoutTTLSeconds int64    `json:"checkout_ttl_seconds"`
+	// AP2Mandates is the AP2 mandates opt-in; exported when on, and an
+	// import sets it only when the document has it.
+	AP2Mandates *bool `json:"ap2_mandates,omitempty"`
 }
 
 type Link struct {
@@ -175,6 +196,8 @@ type Clients struct {
 	Tenants tenantsv1connect.TenantServiceClient
 	Catalog catalogv1connect.CatalogServiceClient
 	Pricing pricingv1connect.PricingServiceClient
+	// Orders, when set, adds the orders' AP2 mandates to an export.
+	Orders ordersv1connect.OrdersServiceClient
 }
 
 // Export reads the tenant's configuration. Output order is stable
@@ -242,6 +265,32 @@ func Export(ctx context.Context, c Clients, tenantID uuid.UUID) (*Document, erro
 		doc.Settings.Links = append(doc.Settings.Links, Link{Type: l.GetType(), URL: l.GetUrl(), Title: l.GetTitle()})
 	}
 	doc.Settings.ConsentPurposes = append(doc.Settings.ConsentPurposes, set.Msg.GetSettings().GetConsentPurposes()...)
+	disc, err := c.Tenants.GetDiscovery(ctx, connect.NewRequest(&tenantsv1.GetDiscoveryRequest{TenantId: tenantID.String()}))
+	if err != nil {
+		return nil, fmt.Errorf("capabilities: %w", err)
+	}
+	if slices.Contains(disc.Msg.GetTenant().GetCapabilities(), bcpnames.AP2Mandate) {
+		on := true
+		doc.Settings.AP2Mandates = &on
+	}
+	if c.Orders != nil {
+		token := ""
+		for {
+			r, err := c.Orders.ListOrders(tctx, connect.NewRequest(&ordersv1.ListOrdersRequest{PageSize: 500, PageToken: token}))
+			if err != nil {
+				return nil, fmt.Errorf("orders: %w", err)
+			}
+			for _, o := range r.Msg.GetOrders() {
+				if m := o.GetAp2MandateJson(); len(m) > 0 {
+					doc.AP2Mandates = append(doc.AP2Mandates, OrderMandate{OrderID: o.GetId(), CheckoutID: o.GetCheckoutId(), Mandate: json.RawMessage(m)})
+				}
+			}
+			if token = r.Msg.GetNextPageToken(); token == "" {
+				break
+			}
+		}
+		sort.Slice(doc.AP2Mandates, func(i, j int) bool { return doc.AP2Mandates[i].OrderID < doc.AP2Mandates[j].OrderID })
+	}
 	return doc, nil
 }
 
@@ -492,6 +541,18 @@ func apply(ctx context.Context, c Clients, tenantID uuid.UUID, doc *Document) (*
 			return rep, fmt.Errorf("settings (everything else applied): %w", err)
 		}
 		rep.Settings = "updated"
+	}
+	if on := doc.Settings.AP2Mandates; on != nil {
+		disc, err := c.Tenants.GetDiscovery(ctx, connect.NewRequest(&tenantsv1.GetDiscoveryRequest{TenantId: tenantID.String()}))
+		if err != nil {
+			return rep, fmt.Errorf("AP2 mandates (everything else applied): %w", err)
+		}
+		if slices.Contains(disc.Msg.GetTenant().GetCapabilities(), bcpnames.AP2Mandate) != *on {
+			if _, err := c.Tenants.SetAP2Mandates(ctx, connect.NewRequest(&tenantsv1.SetAP2MandatesRequest{Tenant: tenantID.String(), Enabled: *on})); err != nil {
+				return rep, fmt.Errorf("AP2 mandates (everything else applied): %w", err)
+			}
+			rep.Settings = "updated"
+		}
 	}
 	return rep, nil
 }

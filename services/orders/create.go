@@ -66,6 +66,16 @@ func (s *Service) CreateOrder(ctx context.Context, r *connect.Request[ordersv1.C
 	if c.ID != "" && c.ID != checkoutID {
 		return nil, apperr.Invalid("checkout_json.id", "checkout_mismatch", "checkout_json is checkout %q, not %q", c.ID, checkoutID)
 	}
+	// The AP2 mandate record (digest and claims) is the checkout service's,
+	// kept as it came; it must be a JSON object.
+	var ap2Mandate []byte
+	if a := m.GetAp2MandateJson(); len(a) > 0 {
+		var obj map[string]json.RawMessage
+		if len(a) > 16<<10 || json.Unmarshal(a, &obj) != nil || obj == nil {
+			return nil, apperr.Invalid("ap2_mandate_json", "invalid_ap2_mandate", "ap2_mandate_json must be a JSON object (at most 16 KiB)")
+		}
+		ap2Mandate = a
+	}
 	id := ids.New("ord")
 	o, total, err := buildOrder(id, checkoutID, base, c)
 	if err != nil {
@@ -83,7 +93,7 @@ func (s *Service) CreateOrder(ctx context.Context, r *connect.Request[ordersv1.C
 	params := ordersdb.InsertNumberedOrderParams{
 		TenantID: tid, ID: id, CheckoutID: checkoutID, PaymentAttemptID: row.PaymentAttemptID,
 		AgentProfileUrl: row.AgentProfileUrl, WebhookUrl: row.WebhookUrl, BaseUrl: base, Currency: row.Currency,
-		Total: total, Status: row.Status, Snapshot: snap,
+		Total: total, Status: row.Status, Snapshot: snap, Ap2Mandate: ap2Mandate,
 	}
 	if row.WebhookUrl == "" {
 		// Nothing else to write: the numbered insert is the whole

@@ -30,7 +30,11 @@ func (s *Service) GetOrder(ctx context.Context, r *connect.Request[ordersv1.GetO
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&ordersv1.GetOrderResponse{OrderJson: b, AgentProfileUrl: row.AgentProfileUrl}), nil
+	out := &ordersv1.GetOrderResponse{OrderJson: b, AgentProfileUrl: row.AgentProfileUrl}
+	if r.Msg.GetAgentProfileUrl() == "" {
+		out.Ap2MandateJson = row.Ap2Mandate // the merchant's record, never sent to agents
+	}
+	return connect.NewResponse(out), nil
 }
 
 // ListOrders pages through the tenant's orders, newest first.
@@ -58,7 +62,7 @@ func (s *Service) ListOrders(ctx context.Context, r *connect.Request[ordersv1.Li
 		for _, row := range rows {
 			out.Orders = append(out.Orders, &ordersv1.OrderSummary{
 				Id: row.ID, CheckoutId: row.CheckoutID, Total: row.Total, Currency: row.Currency,
-				AgentProfileUrl: row.AgentProfileUrl, Status: row.Status, CreateTimeUnix: row.CreatedAt.Unix(),
+				AgentProfileUrl: row.AgentProfileUrl, Status: row.Status, CreateTimeUnix: row.CreatedAt.Unix(), Ap2MandateJson: row.Ap2Mandate,
 			})
 		}
 		if int32(len(rows)) == size {

@@ -282,6 +282,43 @@ func (q *Queries) PromoteOldestDomain(ctx context.Context, tenantID uuid.UUID) e
 	return err
 }
 
+const setTenantCapability = `-- name: SetTenantCapability :one
+UPDATE tenants.tenants
+SET capabilities = CASE
+      WHEN NOT $1::boolean THEN array_remove(capabilities, $2::text)
+      WHEN $2::text = ANY (capabilities) THEN capabilities
+      ELSE capabilities || $2::text
+    END,
+    updated_at = now()
+WHERE tenant_id = $3
+RETURNING tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses
+`
+
+type SetTenantCapabilityParams struct {
+	Enabled    bool
+	Capability string
+	TenantID   uuid.UUID
+}
+
+// Adds (once) or removes one opt-in capability, e.g. AP2 mandates.
+func (q *Queries) SetTenantCapability(ctx context.Context, arg SetTenantCapabilityParams) (TenantsTenant, error) {
+	row := q.db.QueryRow(ctx, setTenantCapability, arg.Enabled, arg.Capability, arg.TenantID)
+	var i TenantsTenant
+	err := row.Scan(
+		&i.TenantID,
+		&i.Slug,
+		&i.Name,
+		&i.Status,
+		&i.Environment,
+		&i.Capabilities,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.AgentAuthPolicy,
+		&i.SignAllResponses,
+	)
+	return i, err
+}
+
 const setTenantName = `-- name: SetTenantName :one
 UPDATE tenants.tenants SET name = $1, updated_at = now()
 WHERE tenant_id = $2

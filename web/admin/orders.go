@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -31,6 +32,7 @@ func (a *Admin) orders(rw http.ResponseWriter, r *http.Request) {
 // orderData is the order page: the order and its two forms as typed.
 type orderData struct {
 	Order       *bcp.Order
+	Mandate     *orderMandate // nil: not an AP2 purchase
 	Total       int64
 	Refunded    int64
 	Refund      refundForm
@@ -57,20 +59,45 @@ type fulfillmentForm struct {
 
 var eventTypes = []string{"processing", "shipped", "in_transit", "delivered", "failed_attempt", "canceled", "undeliverable", "returned_to_sender"}
 
-func (a *Admin) loadOrder(r *http.Request) (*bcp.Order, error) {
+// orderMandate is what the order page shows of the AP2 checkout mandate
+// the order was paid with: its digest and claims (the mandate itself is
+// not kept).
+type orderMandate struct {
+	Digest      string    `json:"digest"`
+	IssuerKID   string    `json:"issuer_kid"`
+	Issuer      string    `json:"iss"`
+	Expires     int64     `json:"exp"`
+	KeyBoundAt  int64     `json:"kb_iat"`
+	Audience    string    `json:"aud"`
+	MerchantKID string    `json:"merchant_kid"`
+	Total       int64     `json:"total"`
+	VerifiedAt  time.Time `json:"verified_at"`
+}
+
+func (m *orderMandate) ExpiresAt() time.Time    { return time.Unix(m.Expires, 0) }
+func (m *orderMandate) KeyBoundTime() time.Time { return time.Unix(m.KeyBoundAt, 0) }
+
+func (a *Admin) loadOrder(r *http.Request) (*bcp.Order, *orderMandate, error) {
 	resp, err := a.opts.Orders.GetOrder(r.Context(), connect.NewRequest(&ordersv1.GetOrderRequest{Id: r.PathValue("id")}))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	o := &bcp.Order{}
 	if err := json.Unmarshal(resp.Msg.GetOrderJson(), o); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return o, nil
+	var m *orderMandate
+	if raw := resp.Msg.GetAp2MandateJson(); len(raw) > 0 {
+		m = &orderMandate{}
+		if err := json.Unmarshal(raw, m); err != nil {
+			return nil, nil, err
+		}
+	}
+	return o, m, nil
 }
 
-func newOrderData(o *bcp.Order) orderData {
-	d := orderData{Order: o, EventTypes: eventTypes,
+func newOrderData(o *bcp.Order, m *orderMandate) orderData {
+	d := orderData{Order: o, Mandate: m, EventTypes: eventTypes,
 		Refund:      refundForm{Key: ids.New("rfd")},
 		Fulfillment: fulfillmentForm{Type: "shipped", Key: ids.New("evt")}}
 	for _, t := range o.Totals {
@@ -98,12 +125,12 @@ func sign(v int64) int64 {
 }
 
 func (a *Admin) order(rw http.ResponseWriter, r *http.Request) {
-	o, err := a.loadOrder(r)
+	o, mandate, err := a.loadOrder(r)
 	if err != nil {
 		a.serviceError(rw, r, err)
 		return
 	}
-	a.render(rw, r, http.StatusOK, "order", a.newPage(r, "Pedido "+o.ID, "pedidos", newOrderData(o)))
+	a.render(rw, r, http.StatusOK, "order", a.newPage(r, "Pedido "+o.ID, "pedidos", newOrderData(o, mandate)))
 }
 
 func validKey(k string) bool {
@@ -122,12 +149,12 @@ func validKey(k string) bool {
 // the whole remaining amount). The form's key makes a double submit one
 // refund.
 func (a *Admin) refund(rw http.ResponseWriter, r *http.Request) {
-	o, err := a.loadOrder(r)
+	o, mandate, err := a.loadOrder(r)
 	if err != nil {
 		a.serviceError(rw, r, err)
 		return
 	}
-	d := newOrderData(o)
+	d := newOrderData(o, mandate)
 	f := refundForm{Amount: strings.TrimSpace(r.PostFormValue("amount")), Reason: strings.TrimSpace(r.PostFormValue("reason")), Key: r.PostFormValue("key"), Errors: map[string]string{}}
 	if !validKey(f.Key) {
 		f.Key = d.Refund.Key
@@ -179,12 +206,12 @@ func refundMessage(e *apperr.Error) string {
 }
 
 func (a *Admin) fulfillment(rw http.ResponseWriter, r *http.Request) {
-	o, err := a.loadOrder(r)
+	o, mandate, err := a.loadOrder(r)
 	if err != nil {
 		a.serviceError(rw, r, err)
 		return
 	}
-	d := newOrderData(o)
+	d := newOrderData(o, mandate)
 	f := fulfillmentForm{Type: r.PostFormValue("type"), TrackingNumber: strings.TrimSpace(r.PostFormValue("tracking_number")),
 		TrackingURL: strings.TrimSpace(r.PostFormValue("tracking_url")), Carrier: strings.TrimSpace(r.PostFormValue("carrier")),
 		Description: strings.TrimSpace(r.PostFormValue("description")), Key: r.PostFormValue("key"), Errors: map[string]string{}}

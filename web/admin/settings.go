@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/bcpnames"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 )
 
@@ -43,6 +44,7 @@ type settingsData struct {
 	TTLHours string
 	TTLErr   string
 	Limits   []settingsLimit
+	AP2      bool // AP2 mandates (br.dev.bcp.shopping.ap2_mandate) on
 	Error    string
 	others   []*tenantsv1.Link // links of other types, kept as they are
 }
@@ -165,13 +167,20 @@ func (a *Admin) loadSettings(r *http.Request) (*tenantsv1.Settings, error) {
 }
 
 // storeName is the tenant's name as agents and buyers see it (the
-// registry serves it with the discovery data).
+// registry serves it with the discovery data), and whether AP2 mandates
+// are on.
 func (a *Admin) storeName(r *http.Request) (string, error) {
+	name, _, err := a.storeState(r)
+	return name, err
+}
+
+func (a *Admin) storeState(r *http.Request) (string, bool, error) {
 	resp, err := a.opts.Tenants.GetDiscovery(r.Context(), connect.NewRequest(&tenantsv1.GetDiscoveryRequest{TenantId: sessionFrom(r.Context()).tenant.String()}))
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	return resp.Msg.GetTenant().GetName(), nil
+	t := resp.Msg.GetTenant()
+	return t.GetName(), slices.Contains(t.GetCapabilities(), bcpnames.AP2Mandate), nil
 }
 
 func (a *Admin) settings(rw http.ResponseWriter, r *http.Request) {
@@ -181,7 +190,7 @@ func (a *Admin) settings(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := settingsForm(s)
-	if d.Name, err = a.storeName(r); err != nil {
+	if d.Name, d.AP2, err = a.storeState(r); err != nil {
 		a.serviceError(rw, r, err)
 		return
 	}
@@ -202,10 +211,15 @@ func (a *Admin) saveSettings(rw http.ResponseWriter, r *http.Request) {
 	d := settingsForm(cur)
 	out := &tenantsv1.Settings{Links: d.others}
 	bad := false
-	oldName, err := a.storeName(r)
+	oldName, oldAP2, err := a.storeState(r)
 	if err != nil {
 		a.serviceError(rw, r, err)
 		return
+	}
+	// A form without the AP2 section (an older page) keeps it as it is.
+	d.AP2 = oldAP2
+	if _, ok := r.PostForm["ap2_section"]; ok {
+		d.AP2 = r.PostFormValue("ap2_mandates") == "on"
 	}
 	// A form without the field (an older page) keeps the name.
 	d.Name = oldName
@@ -262,6 +276,12 @@ func (a *Admin) saveSettings(rw http.ResponseWriter, r *http.Request) {
 				return
 			}
 			d.NameErr, bad = "Nome recusado: "+appErr(err).Message, true
+		}
+	}
+	if !bad && d.AP2 != oldAP2 {
+		if _, err := a.opts.Tenants.SetAP2Mandates(r.Context(), connect.NewRequest(&tenantsv1.SetAP2MandatesRequest{Tenant: sess.tenant.String(), Enabled: d.AP2})); err != nil {
+			a.serviceError(rw, r, err)
+			return
 		}
 	}
 	if !bad {

@@ -3,7 +3,8 @@
 -- settle sweep settles it at settle_after if nothing else has.
 UPDATE checkout.sessions SET
   status = @status, payment_attempt_id = @payment_attempt_id, order_webhook_url = @order_webhook_url,
-  base_url = @base_url, state = @state, settle_after = @settle_after, automatic_discount_ids = @automatic_discount_ids,
+  base_url = @base_url, state = @state, settle_after = @settle_after, ap2_mandate = sqlc.narg(ap2_mandate),
+  automatic_discount_ids = @automatic_discount_ids,
   version = version + 1, updated_at = now()
 WHERE tenant_id = @tenant_id AND id = @id AND version = @version;
 

@@ -10,9 +10,9 @@ WITH n AS (
     ON CONFLICT (tenant_id) DO UPDATE SET last = orders.label_counters.last + 1
     RETURNING ('#' || last)::text AS label
 )
-INSERT INTO orders.orders (tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, status, snapshot)
+INSERT INTO orders.orders (tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, status, snapshot, ap2_mandate)
 SELECT @tenant_id, @id, @checkout_id, n.label, @payment_attempt_id, @agent_profile_url, @webhook_url, @base_url, @currency, @total, @status,
-       jsonb_set(@snapshot::jsonb, '{label}', to_jsonb(n.label))
+       jsonb_set(@snapshot::jsonb, '{label}', to_jsonb(n.label)), sqlc.narg(ap2_mandate)
 FROM n
 RETURNING label;
 
@@ -34,7 +34,7 @@ WHERE tenant_id = @tenant_id AND id = @id
 RETURNING version;
 
 -- name: ListOrders :many
-SELECT id, checkout_id, total, currency, agent_profile_url, status, created_at
+SELECT id, checkout_id, total, currency, agent_profile_url, status, created_at, ap2_mandate
 FROM orders.orders
 WHERE tenant_id = @tenant_id
   AND (sqlc.narg(before_id)::text IS NULL OR id < sqlc.narg(before_id)::text)

@@ -53,3 +53,15 @@ SELECT count(*) FROM tenants.domains WHERE tenant_id = @tenant_id;
 UPDATE tenants.tenants SET name = @name, updated_at = now()
 WHERE tenant_id = @tenant_id
 RETURNING *;
+
+-- name: SetTenantCapability :one
+-- Adds (once) or removes one opt-in capability, e.g. AP2 mandates.
+UPDATE tenants.tenants
+SET capabilities = CASE
+      WHEN NOT @enabled::boolean THEN array_remove(capabilities, @capability::text)
+      WHEN @capability::text = ANY (capabilities) THEN capabilities
+      ELSE capabilities || @capability::text
+    END,
+    updated_at = now()
+WHERE tenant_id = @tenant_id
+RETURNING *;

@@ -147,9 +147,10 @@ func (q *Queries) ListDueSettles(ctx context.Context, arg ListDueSettlesParams) 
 const setSessionPayment = `-- name: SetSessionPayment :execrows
 UPDATE checkout.sessions SET
   status = $1, payment_attempt_id = $2, order_webhook_url = $3,
-  base_url = $4, state = $5, settle_after = $6, automatic_discount_ids = $7,
+  base_url = $4, state = $5, settle_after = $6, ap2_mandate = $7,
+  automatic_discount_ids = $8,
   version = version + 1, updated_at = now()
-WHERE tenant_id = $8 AND id = $9 AND version = $10
+WHERE tenant_id = $9 AND id = $10 AND version = $11
 `
 
 type SetSessionPaymentParams struct {
@@ -159,6 +160,7 @@ type SetSessionPaymentParams struct {
 	BaseUrl              string
 	State                []byte
 	SettleAfter          *time.Time
+	Ap2Mandate           []byte
 	AutomaticDiscountIds []string
 	TenantID             uuid.UUID
 	ID                   string
@@ -175,6 +177,7 @@ func (q *Queries) SetSessionPayment(ctx context.Context, arg SetSessionPaymentPa
 		arg.BaseUrl,
 		arg.State,
 		arg.SettleAfter,
+		arg.Ap2Mandate,
 		arg.AutomaticDiscountIds,
 		arg.TenantID,
 		arg.ID,

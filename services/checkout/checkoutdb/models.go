@@ -56,5 +56,6 @@ type CheckoutSession struct {
 	OrderWebhookUrl      string
 	BaseUrl              string
 	SettleAfter          *time.Time
+	Ap2Mandate           []byte
 	AutomaticDiscountIds []string
 }

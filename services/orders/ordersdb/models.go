@@ -60,6 +60,7 @@ type OrdersOrder struct {
 	Version          int32
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+	Ap2Mandate       []byte
 }
 
 type OrdersWebhookDelivery struct {

@@ -69,7 +69,7 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Order
 }
 
 const getOrder = `-- name: GetOrder :one
-SELECT tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, refunded, status, snapshot, version, created_at, updated_at FROM orders.orders WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, refunded, status, snapshot, version, created_at, updated_at, ap2_mandate FROM orders.orders WHERE tenant_id = $1 AND id = $2
 `
 
 type GetOrderParams struct {
@@ -97,12 +97,13 @@ func (q *Queries) GetOrder(ctx context.Context, arg GetOrderParams) (OrdersOrder
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Ap2Mandate,
 	)
 	return i, err
 }
 
 const getOrderByCheckout = `-- name: GetOrderByCheckout :one
-SELECT tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, refunded, status, snapshot, version, created_at, updated_at FROM orders.orders WHERE tenant_id = $1 AND checkout_id = $2
+SELECT tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, refunded, status, snapshot, version, created_at, updated_at, ap2_mandate FROM orders.orders WHERE tenant_id = $1 AND checkout_id = $2
 `
 
 type GetOrderByCheckoutParams struct {
@@ -130,6 +131,7 @@ func (q *Queries) GetOrderByCheckout(ctx context.Context, arg GetOrderByCheckout
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Ap2Mandate,
 	)
 	return i, err
 }
@@ -228,9 +230,9 @@ WITH n AS (
     ON CONFLICT (tenant_id) DO UPDATE SET last = orders.label_counters.last + 1
     RETURNING ('#' || last)::text AS label
 )
-INSERT INTO orders.orders (tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, status, snapshot)
+INSERT INTO orders.orders (tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, status, snapshot, ap2_mandate)
 SELECT $1, $2, $3, n.label, $4, $5, $6, $7, $8, $9, $10,
-       jsonb_set($11::jsonb, '{label}', to_jsonb(n.label))
+       jsonb_set($11::jsonb, '{label}', to_jsonb(n.label)), $12
 FROM n
 RETURNING label
 `
@@ -247,6 +249,7 @@ type InsertNumberedOrderParams struct {
 	Total            int64
 	Status           string
 	Snapshot         json.RawMessage
+	Ap2Mandate       []byte
 }
 
 // The order with the tenant's next label ("#1001", "#1002", …), also
@@ -268,6 +271,7 @@ func (q *Queries) InsertNumberedOrder(ctx context.Context, arg InsertNumberedOrd
 		arg.Total,
 		arg.Status,
 		arg.Snapshot,
+		arg.Ap2Mandate,
 	)
 	var label string
 	err := row.Scan(&label)
@@ -315,7 +319,7 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 }
 
 const listOrders = `-- name: ListOrders :many
-SELECT id, checkout_id, total, currency, agent_profile_url, status, created_at
+SELECT id, checkout_id, total, currency, agent_profile_url, status, created_at, ap2_mandate
 FROM orders.orders
 WHERE tenant_id = $1
   AND ($2::text IS NULL OR id < $2::text)
@@ -337,6 +341,7 @@ type ListOrdersRow struct {
 	AgentProfileUrl string
 	Status          string
 	CreatedAt       time.Time
+	Ap2Mandate      []byte
 }
 
 func (q *Queries) ListOrders(ctx context.Context, arg ListOrdersParams) ([]ListOrdersRow, error) {
@@ -356,6 +361,7 @@ func (q *Queries) ListOrders(ctx context.Context, arg ListOrdersParams) ([]ListO
 			&i.AgentProfileUrl,
 			&i.Status,
 			&i.CreatedAt,
+			&i.Ap2Mandate,
 		); err != nil {
 			return nil, err
 		}
@@ -368,7 +374,7 @@ func (q *Queries) ListOrders(ctx context.Context, arg ListOrdersParams) ([]ListO
 }
 
 const lockOrder = `-- name: LockOrder :one
-SELECT tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, refunded, status, snapshot, version, created_at, updated_at FROM orders.orders WHERE tenant_id = $1 AND id = $2 FOR UPDATE
+SELECT tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, refunded, status, snapshot, version, created_at, updated_at, ap2_mandate FROM orders.orders WHERE tenant_id = $1 AND id = $2 FOR UPDATE
 `
 
 type LockOrderParams struct {
@@ -399,6 +405,7 @@ func (q *Queries) LockOrder(ctx context.Context, arg LockOrderParams) (OrdersOrd
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Ap2Mandate,
 	)
 	return i, err
 }

@@ -119,9 +119,12 @@ type CreateOrderRequest struct {
 	// From the agent profile's order capability config; empty = no webhooks.
 	WebhookUrl string `protobuf:"bytes,5,opt,name=webhook_url,json=webhookUrl,proto3" json:"webhook_url,omitempty"`
 	// Merchant origin, for permalink_url and the BCP-Agent header of webhooks.
-	BaseUrl       string `protobuf:"bytes,6,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	BaseUrl string `protobuf:"bytes,6,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	// The AP2 checkout mandate the completion was verified with, as its
+	// digest and claims (JSON); empty without AP2.
+	Ap2MandateJson []byte `protobuf:"bytes,7,opt,name=ap2_mandate_json,json=ap2MandateJson,proto3" json:"ap2_mandate_json,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CreateOrderRequest) Reset() {
@@ -194,6 +197,13 @@ func (x *CreateOrderRequest) GetBaseUrl() string {
 		return x.BaseUrl
 	}
 	return ""
+}
+
+func (x *CreateOrderRequest) GetAp2MandateJson() []byte {
+	if x != nil {
+		return x.Ap2MandateJson
+	}
+	return nil
 }
 
 type CreateOrderResponse struct {
@@ -326,8 +336,11 @@ type GetOrderResponse struct {
 	OrderJson []byte                 `protobuf:"bytes,1,opt,name=order_json,json=orderJson,proto3" json:"order_json,omitempty"`
 	// The agent that created it (only that agent may read it over MCP).
 	AgentProfileUrl string `protobuf:"bytes,2,opt,name=agent_profile_url,json=agentProfileUrl,proto3" json:"agent_profile_url,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The verified AP2 checkout mandate's digest and claims (JSON), for the
+	// merchant (admin, export); never in the agent's order. Empty without AP2.
+	Ap2MandateJson []byte `protobuf:"bytes,3,opt,name=ap2_mandate_json,json=ap2MandateJson,proto3" json:"ap2_mandate_json,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *GetOrderResponse) Reset() {
@@ -374,6 +387,13 @@ func (x *GetOrderResponse) GetAgentProfileUrl() string {
 	return ""
 }
 
+func (x *GetOrderResponse) GetAp2MandateJson() []byte {
+	if x != nil {
+		return x.Ap2MandateJson
+	}
+	return nil
+}
+
 type OrderSummary struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Id              string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -383,8 +403,11 @@ type OrderSummary struct {
 	AgentProfileUrl string                 `protobuf:"bytes,5,opt,name=agent_profile_url,json=agentProfileUrl,proto3" json:"agent_profile_url,omitempty"`
 	Status          string                 `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
 	CreateTimeUnix  int64                  `protobuf:"varint,7,opt,name=create_time_unix,json=createTimeUnix,proto3" json:"create_time_unix,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The verified AP2 checkout mandate's digest and claims (JSON), as
+	// GetOrder's; empty without AP2.
+	Ap2MandateJson []byte `protobuf:"bytes,8,opt,name=ap2_mandate_json,json=ap2MandateJson,proto3" json:"ap2_mandate_json,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *OrderSummary) Reset() {
@@ -464,6 +487,13 @@ func (x *OrderSummary) GetCreateTimeUnix() int64 {
 		return x.CreateTimeUnix
 	}
 	return 0
+}
+
+func (x *OrderSummary) GetAp2MandateJson() []byte {
+	if x != nil {
+		return x.Ap2MandateJson
+	}
+	return nil
 }
 
 type ListOrdersRequest struct {
@@ -1416,7 +1446,7 @@ const file_bcp_orders_v1_orders_proto_rawDesc = "" +
 	"\fPingResponse\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x1f\n" +
 	"\vdatabase_ok\x18\x02 \x01(\bR\n" +
-	"databaseOk\"\xf0\x01\n" +
+	"databaseOk\"\x9a\x02\n" +
 	"\x12CreateOrderRequest\x12\x1f\n" +
 	"\vcheckout_id\x18\x01 \x01(\tR\n" +
 	"checkoutId\x12#\n" +
@@ -1425,7 +1455,8 @@ const file_bcp_orders_v1_orders_proto_rawDesc = "" +
 	"\x11agent_profile_url\x18\x04 \x01(\tR\x0fagentProfileUrl\x12\x1f\n" +
 	"\vwebhook_url\x18\x05 \x01(\tR\n" +
 	"webhookUrl\x12\x19\n" +
-	"\bbase_url\x18\x06 \x01(\tR\abaseUrl\"\x8e\x01\n" +
+	"\bbase_url\x18\x06 \x01(\tR\abaseUrl\x12(\n" +
+	"\x10ap2_mandate_json\x18\a \x01(\fR\x0eap2MandateJson\"\x8e\x01\n" +
 	"\x13CreateOrderResponse\x12\x1d\n" +
 	"\n" +
 	"order_json\x18\x01 \x01(\fR\torderJson\x12\x19\n" +
@@ -1434,11 +1465,12 @@ const file_bcp_orders_v1_orders_proto_rawDesc = "" +
 	"\acreated\x18\x04 \x01(\bR\acreated\"M\n" +
 	"\x0fGetOrderRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12*\n" +
-	"\x11agent_profile_url\x18\x02 \x01(\tR\x0fagentProfileUrl\"]\n" +
+	"\x11agent_profile_url\x18\x02 \x01(\tR\x0fagentProfileUrl\"\x87\x01\n" +
 	"\x10GetOrderResponse\x12\x1d\n" +
 	"\n" +
 	"order_json\x18\x01 \x01(\fR\torderJson\x12*\n" +
-	"\x11agent_profile_url\x18\x02 \x01(\tR\x0fagentProfileUrl\"\xdf\x01\n" +
+	"\x11agent_profile_url\x18\x02 \x01(\tR\x0fagentProfileUrl\x12(\n" +
+	"\x10ap2_mandate_json\x18\x03 \x01(\fR\x0eap2MandateJson\"\x89\x02\n" +
 	"\fOrderSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vcheckout_id\x18\x02 \x01(\tR\n" +
@@ -1447,7 +1479,8 @@ const file_bcp_orders_v1_orders_proto_rawDesc = "" +
 	"\bcurrency\x18\x04 \x01(\tR\bcurrency\x12*\n" +
 	"\x11agent_profile_url\x18\x05 \x01(\tR\x0fagentProfileUrl\x12\x16\n" +
 	"\x06status\x18\x06 \x01(\tR\x06status\x12(\n" +
-	"\x10create_time_unix\x18\a \x01(\x03R\x0ecreateTimeUnix\"O\n" +
+	"\x10create_time_unix\x18\a \x01(\x03R\x0ecreateTimeUnix\x12(\n" +
+	"\x10ap2_mandate_json\x18\b \x01(\fR\x0eap2MandateJson\"O\n" +
 	"\x11ListOrdersRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +

@@ -3603,6 +3603,209 @@ func (x *SignWithCurrentKeyResponse) GetSignatureParams() string {
 	return ""
 }
 
+type SignCheckoutAuthorizationRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TenantId string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// The signed content: the RFC 8785 canonical JSON of the checkout
+	// without "ap2" (protocol/ap2.Payload).
+	Payload       []byte `protobuf:"bytes,2,opt,name=payload,proto3" json:"payload,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignCheckoutAuthorizationRequest) Reset() {
+	*x = SignCheckoutAuthorizationRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignCheckoutAuthorizationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignCheckoutAuthorizationRequest) ProtoMessage() {}
+
+func (x *SignCheckoutAuthorizationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignCheckoutAuthorizationRequest.ProtoReflect.Descriptor instead.
+func (*SignCheckoutAuthorizationRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *SignCheckoutAuthorizationRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *SignCheckoutAuthorizationRequest) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+type SignCheckoutAuthorizationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// <base64url header>..<base64url signature>
+	MerchantAuthorization string `protobuf:"bytes,1,opt,name=merchant_authorization,json=merchantAuthorization,proto3" json:"merchant_authorization,omitempty"`
+	Kid                   string `protobuf:"bytes,2,opt,name=kid,proto3" json:"kid,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *SignCheckoutAuthorizationResponse) Reset() {
+	*x = SignCheckoutAuthorizationResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignCheckoutAuthorizationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignCheckoutAuthorizationResponse) ProtoMessage() {}
+
+func (x *SignCheckoutAuthorizationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignCheckoutAuthorizationResponse.ProtoReflect.Descriptor instead.
+func (*SignCheckoutAuthorizationResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *SignCheckoutAuthorizationResponse) GetMerchantAuthorization() string {
+	if x != nil {
+		return x.MerchantAuthorization
+	}
+	return ""
+}
+
+func (x *SignCheckoutAuthorizationResponse) GetKid() string {
+	if x != nil {
+		return x.Kid
+	}
+	return ""
+}
+
+type SetAP2MandatesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Enabled       bool                   `protobuf:"varint,2,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetAP2MandatesRequest) Reset() {
+	*x = SetAP2MandatesRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetAP2MandatesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetAP2MandatesRequest) ProtoMessage() {}
+
+func (x *SetAP2MandatesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetAP2MandatesRequest.ProtoReflect.Descriptor instead.
+func (*SetAP2MandatesRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *SetAP2MandatesRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SetAP2MandatesRequest) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+type SetAP2MandatesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        *Tenant                `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetAP2MandatesResponse) Reset() {
+	*x = SetAP2MandatesResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetAP2MandatesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetAP2MandatesResponse) ProtoMessage() {}
+
+func (x *SetAP2MandatesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetAP2MandatesResponse.ProtoReflect.Descriptor instead.
+func (*SetAP2MandatesResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *SetAP2MandatesResponse) GetTenant() *Tenant {
+	if x != nil {
+		return x.Tenant
+	}
+	return nil
+}
+
 type MerchantUser struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -3619,7 +3822,7 @@ type MerchantUser struct {
 
 func (x *MerchantUser) Reset() {
 	*x = MerchantUser{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3631,7 +3834,7 @@ func (x *MerchantUser) String() string {
 func (*MerchantUser) ProtoMessage() {}
 
 func (x *MerchantUser) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3644,7 +3847,7 @@ func (x *MerchantUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MerchantUser.ProtoReflect.Descriptor instead.
 func (*MerchantUser) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{58}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *MerchantUser) GetId() string {
@@ -3709,7 +3912,7 @@ type InviteMerchantUserRequest struct {
 
 func (x *InviteMerchantUserRequest) Reset() {
 	*x = InviteMerchantUserRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3721,7 +3924,7 @@ func (x *InviteMerchantUserRequest) String() string {
 func (*InviteMerchantUserRequest) ProtoMessage() {}
 
 func (x *InviteMerchantUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3734,7 +3937,7 @@ func (x *InviteMerchantUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteMerchantUserRequest.ProtoReflect.Descriptor instead.
 func (*InviteMerchantUserRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{59}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *InviteMerchantUserRequest) GetTenant() string {
@@ -3769,7 +3972,7 @@ type InviteMerchantUserResponse struct {
 
 func (x *InviteMerchantUserResponse) Reset() {
 	*x = InviteMerchantUserResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3781,7 +3984,7 @@ func (x *InviteMerchantUserResponse) String() string {
 func (*InviteMerchantUserResponse) ProtoMessage() {}
 
 func (x *InviteMerchantUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3794,7 +3997,7 @@ func (x *InviteMerchantUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteMerchantUserResponse.ProtoReflect.Descriptor instead.
 func (*InviteMerchantUserResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{60}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *InviteMerchantUserResponse) GetUser() *MerchantUser {
@@ -3820,7 +4023,7 @@ type ListMerchantUsersRequest struct {
 
 func (x *ListMerchantUsersRequest) Reset() {
 	*x = ListMerchantUsersRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3832,7 +4035,7 @@ func (x *ListMerchantUsersRequest) String() string {
 func (*ListMerchantUsersRequest) ProtoMessage() {}
 
 func (x *ListMerchantUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3845,7 +4048,7 @@ func (x *ListMerchantUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMerchantUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListMerchantUsersRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{61}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ListMerchantUsersRequest) GetTenant() string {
@@ -3864,7 +4067,7 @@ type ListMerchantUsersResponse struct {
 
 func (x *ListMerchantUsersResponse) Reset() {
 	*x = ListMerchantUsersResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3876,7 +4079,7 @@ func (x *ListMerchantUsersResponse) String() string {
 func (*ListMerchantUsersResponse) ProtoMessage() {}
 
 func (x *ListMerchantUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3889,7 +4092,7 @@ func (x *ListMerchantUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMerchantUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListMerchantUsersResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{62}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ListMerchantUsersResponse) GetUsers() []*MerchantUser {
@@ -3910,7 +4113,7 @@ type SignInMerchantUserRequest struct {
 
 func (x *SignInMerchantUserRequest) Reset() {
 	*x = SignInMerchantUserRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3922,7 +4125,7 @@ func (x *SignInMerchantUserRequest) String() string {
 func (*SignInMerchantUserRequest) ProtoMessage() {}
 
 func (x *SignInMerchantUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3935,7 +4138,7 @@ func (x *SignInMerchantUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignInMerchantUserRequest.ProtoReflect.Descriptor instead.
 func (*SignInMerchantUserRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{63}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *SignInMerchantUserRequest) GetTenantId() string {
@@ -3971,7 +4174,7 @@ type SignInMerchantUserResponse struct {
 
 func (x *SignInMerchantUserResponse) Reset() {
 	*x = SignInMerchantUserResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3983,7 +4186,7 @@ func (x *SignInMerchantUserResponse) String() string {
 func (*SignInMerchantUserResponse) ProtoMessage() {}
 
 func (x *SignInMerchantUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3996,7 +4199,7 @@ func (x *SignInMerchantUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignInMerchantUserResponse.ProtoReflect.Descriptor instead.
 func (*SignInMerchantUserResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{64}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *SignInMerchantUserResponse) GetUser() *MerchantUser {
@@ -4030,7 +4233,7 @@ type GetMerchantSessionRequest struct {
 
 func (x *GetMerchantSessionRequest) Reset() {
 	*x = GetMerchantSessionRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4042,7 +4245,7 @@ func (x *GetMerchantSessionRequest) String() string {
 func (*GetMerchantSessionRequest) ProtoMessage() {}
 
 func (x *GetMerchantSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4055,7 +4258,7 @@ func (x *GetMerchantSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMerchantSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetMerchantSessionRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{65}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *GetMerchantSessionRequest) GetTenantId() string {
@@ -4082,7 +4285,7 @@ type GetMerchantSessionResponse struct {
 
 func (x *GetMerchantSessionResponse) Reset() {
 	*x = GetMerchantSessionResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4094,7 +4297,7 @@ func (x *GetMerchantSessionResponse) String() string {
 func (*GetMerchantSessionResponse) ProtoMessage() {}
 
 func (x *GetMerchantSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4107,7 +4310,7 @@ func (x *GetMerchantSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMerchantSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetMerchantSessionResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{66}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *GetMerchantSessionResponse) GetUser() *MerchantUser {
@@ -4134,7 +4337,7 @@ type EndMerchantSessionRequest struct {
 
 func (x *EndMerchantSessionRequest) Reset() {
 	*x = EndMerchantSessionRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4146,7 +4349,7 @@ func (x *EndMerchantSessionRequest) String() string {
 func (*EndMerchantSessionRequest) ProtoMessage() {}
 
 func (x *EndMerchantSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4159,7 +4362,7 @@ func (x *EndMerchantSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMerchantSessionRequest.ProtoReflect.Descriptor instead.
 func (*EndMerchantSessionRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{67}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *EndMerchantSessionRequest) GetTenantId() string {
@@ -4184,7 +4387,7 @@ type EndMerchantSessionResponse struct {
 
 func (x *EndMerchantSessionResponse) Reset() {
 	*x = EndMerchantSessionResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4196,7 +4399,7 @@ func (x *EndMerchantSessionResponse) String() string {
 func (*EndMerchantSessionResponse) ProtoMessage() {}
 
 func (x *EndMerchantSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4209,7 +4412,7 @@ func (x *EndMerchantSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMerchantSessionResponse.ProtoReflect.Descriptor instead.
 func (*EndMerchantSessionResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{68}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{72}
 }
 
 type SetTenantNameRequest struct {
@@ -4222,7 +4425,7 @@ type SetTenantNameRequest struct {
 
 func (x *SetTenantNameRequest) Reset() {
 	*x = SetTenantNameRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4234,7 +4437,7 @@ func (x *SetTenantNameRequest) String() string {
 func (*SetTenantNameRequest) ProtoMessage() {}
 
 func (x *SetTenantNameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4247,7 +4450,7 @@ func (x *SetTenantNameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantNameRequest.ProtoReflect.Descriptor instead.
 func (*SetTenantNameRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{69}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *SetTenantNameRequest) GetTenant() string {
@@ -4273,7 +4476,7 @@ type SetTenantNameResponse struct {
 
 func (x *SetTenantNameResponse) Reset() {
 	*x = SetTenantNameResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4285,7 +4488,7 @@ func (x *SetTenantNameResponse) String() string {
 func (*SetTenantNameResponse) ProtoMessage() {}
 
 func (x *SetTenantNameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4298,7 +4501,7 @@ func (x *SetTenantNameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantNameResponse.ProtoReflect.Descriptor instead.
 func (*SetTenantNameResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{70}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *SetTenantNameResponse) GetTenant() *Tenant {
@@ -4325,7 +4528,7 @@ type UsageCount struct {
 
 func (x *UsageCount) Reset() {
 	*x = UsageCount{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4337,7 +4540,7 @@ func (x *UsageCount) String() string {
 func (*UsageCount) ProtoMessage() {}
 
 func (x *UsageCount) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4350,7 +4553,7 @@ func (x *UsageCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageCount.ProtoReflect.Descriptor instead.
 func (*UsageCount) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{71}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *UsageCount) GetTenantId() string {
@@ -4391,7 +4594,7 @@ type RecordUsageRequest struct {
 
 func (x *RecordUsageRequest) Reset() {
 	*x = RecordUsageRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4403,7 +4606,7 @@ func (x *RecordUsageRequest) String() string {
 func (*RecordUsageRequest) ProtoMessage() {}
 
 func (x *RecordUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4416,7 +4619,7 @@ func (x *RecordUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordUsageRequest.ProtoReflect.Descriptor instead.
 func (*RecordUsageRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{72}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *RecordUsageRequest) GetCounts() []*UsageCount {
@@ -4434,7 +4637,7 @@ type RecordUsageResponse struct {
 
 func (x *RecordUsageResponse) Reset() {
 	*x = RecordUsageResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4446,7 +4649,7 @@ func (x *RecordUsageResponse) String() string {
 func (*RecordUsageResponse) ProtoMessage() {}
 
 func (x *RecordUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4459,7 +4662,7 @@ func (x *RecordUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordUsageResponse.ProtoReflect.Descriptor instead.
 func (*RecordUsageResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{73}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{77}
 }
 
 type GetUsageRequest struct {
@@ -4477,7 +4680,7 @@ type GetUsageRequest struct {
 
 func (x *GetUsageRequest) Reset() {
 	*x = GetUsageRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4489,7 +4692,7 @@ func (x *GetUsageRequest) String() string {
 func (*GetUsageRequest) ProtoMessage() {}
 
 func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4502,7 +4705,7 @@ func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{74}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *GetUsageRequest) GetTenant() string {
@@ -4538,7 +4741,7 @@ type GetUsageResponse struct {
 
 func (x *GetUsageResponse) Reset() {
 	*x = GetUsageResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[75]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4550,7 +4753,7 @@ func (x *GetUsageResponse) String() string {
 func (*GetUsageResponse) ProtoMessage() {}
 
 func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[75]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4563,7 +4766,7 @@ func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{75}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *GetUsageResponse) GetDays() []*UsageCount {
@@ -4821,7 +5024,18 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x03kid\x18\x01 \x01(\tR\x03kid\x12\x10\n" +
 	"\x03alg\x18\x02 \x01(\tR\x03alg\x12\x1c\n" +
 	"\tsignature\x18\x03 \x01(\fR\tsignature\x12)\n" +
-	"\x10signature_params\x18\x04 \x01(\tR\x0fsignatureParams\"\xa5\x02\n" +
+	"\x10signature_params\x18\x04 \x01(\tR\x0fsignatureParams\"Y\n" +
+	" SignCheckoutAuthorizationRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x18\n" +
+	"\apayload\x18\x02 \x01(\fR\apayload\"l\n" +
+	"!SignCheckoutAuthorizationResponse\x125\n" +
+	"\x16merchant_authorization\x18\x01 \x01(\tR\x15merchantAuthorization\x12\x10\n" +
+	"\x03kid\x18\x02 \x01(\tR\x03kid\"I\n" +
+	"\x15SetAP2MandatesRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x18\n" +
+	"\aenabled\x18\x02 \x01(\bR\aenabled\"H\n" +
+	"\x16SetAP2MandatesResponse\x12.\n" +
+	"\x06tenant\x18\x01 \x01(\v2\x16.bcp.tenants.v1.TenantR\x06tenant\"\xa5\x02\n" +
 	"\fMerchantUser\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x14\n" +
@@ -4906,7 +5120,7 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x1aSIGNING_KEY_STATUS_CURRENT\x10\x02\x12\x1f\n" +
 	"\x1bSIGNING_KEY_STATUS_RETIRING\x10\x03\x12\x1e\n" +
 	"\x1aSIGNING_KEY_STATUS_RETIRED\x10\x04\x12\x1e\n" +
-	"\x1aSIGNING_KEY_STATUS_REVOKED\x10\x052\xbc\x19\n" +
+	"\x1aSIGNING_KEY_STATUS_REVOKED\x10\x052\xa0\x1b\n" +
 	"\rTenantService\x12F\n" +
 	"\x04Ping\x12\x1b.bcp.tenants.v1.PingRequest\x1a\x1c.bcp.tenants.v1.PingResponse\"\x03\x90\x02\x01\x12Y\n" +
 	"\fCreateTenant\x12#.bcp.tenants.v1.CreateTenantRequest\x1a$.bcp.tenants.v1.CreateTenantResponse\x12U\n" +
@@ -4931,7 +5145,9 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x0fListSigningKeys\x12&.bcp.tenants.v1.ListSigningKeysRequest\x1a'.bcp.tenants.v1.ListSigningKeysResponse\"\x03\x90\x02\x01\x12e\n" +
 	"\x10RotateSigningKey\x12'.bcp.tenants.v1.RotateSigningKeyRequest\x1a(.bcp.tenants.v1.RotateSigningKeyResponse\x12e\n" +
 	"\x10RevokeSigningKey\x12'.bcp.tenants.v1.RevokeSigningKeyRequest\x1a(.bcp.tenants.v1.RevokeSigningKeyResponse\x12k\n" +
-	"\x12SignWithCurrentKey\x12).bcp.tenants.v1.SignWithCurrentKeyRequest\x1a*.bcp.tenants.v1.SignWithCurrentKeyResponse\x12k\n" +
+	"\x12SignWithCurrentKey\x12).bcp.tenants.v1.SignWithCurrentKeyRequest\x1a*.bcp.tenants.v1.SignWithCurrentKeyResponse\x12\x80\x01\n" +
+	"\x19SignCheckoutAuthorization\x120.bcp.tenants.v1.SignCheckoutAuthorizationRequest\x1a1.bcp.tenants.v1.SignCheckoutAuthorizationResponse\x12_\n" +
+	"\x0eSetAP2Mandates\x12%.bcp.tenants.v1.SetAP2MandatesRequest\x1a&.bcp.tenants.v1.SetAP2MandatesResponse\x12k\n" +
 	"\x12InviteMerchantUser\x12).bcp.tenants.v1.InviteMerchantUserRequest\x1a*.bcp.tenants.v1.InviteMerchantUserResponse\x12m\n" +
 	"\x11ListMerchantUsers\x12(.bcp.tenants.v1.ListMerchantUsersRequest\x1a).bcp.tenants.v1.ListMerchantUsersResponse\"\x03\x90\x02\x01\x12k\n" +
 	"\x12SignInMerchantUser\x12).bcp.tenants.v1.SignInMerchantUserRequest\x1a*.bcp.tenants.v1.SignInMerchantUserResponse\x12k\n" +
@@ -4956,96 +5172,100 @@ func file_bcp_tenants_v1_tenants_proto_rawDescGZIP() []byte {
 }
 
 var file_bcp_tenants_v1_tenants_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
+var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
 var file_bcp_tenants_v1_tenants_proto_goTypes = []any{
-	(TenantStatus)(0),                    // 0: bcp.tenants.v1.TenantStatus
-	(Environment)(0),                     // 1: bcp.tenants.v1.Environment
-	(AgentAuthPolicy)(0),                 // 2: bcp.tenants.v1.AgentAuthPolicy
-	(SigningKeyStatus)(0),                // 3: bcp.tenants.v1.SigningKeyStatus
-	(WatchChangesResponse_Kind)(0),       // 4: bcp.tenants.v1.WatchChangesResponse.Kind
-	(*PingRequest)(nil),                  // 5: bcp.tenants.v1.PingRequest
-	(*PingResponse)(nil),                 // 6: bcp.tenants.v1.PingResponse
-	(*Tenant)(nil),                       // 7: bcp.tenants.v1.Tenant
-	(*CreateTenantRequest)(nil),          // 8: bcp.tenants.v1.CreateTenantRequest
-	(*CreateTenantResponse)(nil),         // 9: bcp.tenants.v1.CreateTenantResponse
-	(*GetTenantRequest)(nil),             // 10: bcp.tenants.v1.GetTenantRequest
-	(*GetTenantResponse)(nil),            // 11: bcp.tenants.v1.GetTenantResponse
-	(*ListTenantsRequest)(nil),           // 12: bcp.tenants.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),          // 13: bcp.tenants.v1.ListTenantsResponse
-	(*SetTenantStatusRequest)(nil),       // 14: bcp.tenants.v1.SetTenantStatusRequest
-	(*SetTenantStatusResponse)(nil),      // 15: bcp.tenants.v1.SetTenantStatusResponse
-	(*AddDomainRequest)(nil),             // 16: bcp.tenants.v1.AddDomainRequest
-	(*AddDomainResponse)(nil),            // 17: bcp.tenants.v1.AddDomainResponse
-	(*RemoveDomainRequest)(nil),          // 18: bcp.tenants.v1.RemoveDomainRequest
-	(*RemoveDomainResponse)(nil),         // 19: bcp.tenants.v1.RemoveDomainResponse
-	(*APIKey)(nil),                       // 20: bcp.tenants.v1.APIKey
-	(*CreateAPIKeyRequest)(nil),          // 21: bcp.tenants.v1.CreateAPIKeyRequest
-	(*CreateAPIKeyResponse)(nil),         // 22: bcp.tenants.v1.CreateAPIKeyResponse
-	(*RevokeAPIKeyRequest)(nil),          // 23: bcp.tenants.v1.RevokeAPIKeyRequest
-	(*RevokeAPIKeyResponse)(nil),         // 24: bcp.tenants.v1.RevokeAPIKeyResponse
-	(*ListAPIKeysRequest)(nil),           // 25: bcp.tenants.v1.ListAPIKeysRequest
-	(*ListAPIKeysResponse)(nil),          // 26: bcp.tenants.v1.ListAPIKeysResponse
-	(*PaymentHandler)(nil),               // 27: bcp.tenants.v1.PaymentHandler
-	(*SetPaymentHandlerRequest)(nil),     // 28: bcp.tenants.v1.SetPaymentHandlerRequest
-	(*SetPaymentHandlerResponse)(nil),    // 29: bcp.tenants.v1.SetPaymentHandlerResponse
-	(*Violation)(nil),                    // 30: bcp.tenants.v1.Violation
-	(*RemovePaymentHandlerRequest)(nil),  // 31: bcp.tenants.v1.RemovePaymentHandlerRequest
-	(*RemovePaymentHandlerResponse)(nil), // 32: bcp.tenants.v1.RemovePaymentHandlerResponse
-	(*ResolveHostRequest)(nil),           // 33: bcp.tenants.v1.ResolveHostRequest
-	(*ResolveHostResponse)(nil),          // 34: bcp.tenants.v1.ResolveHostResponse
-	(*GetDiscoveryRequest)(nil),          // 35: bcp.tenants.v1.GetDiscoveryRequest
-	(*GetDiscoveryResponse)(nil),         // 36: bcp.tenants.v1.GetDiscoveryResponse
-	(*WatchChangesRequest)(nil),          // 37: bcp.tenants.v1.WatchChangesRequest
-	(*WatchChangesResponse)(nil),         // 38: bcp.tenants.v1.WatchChangesResponse
-	(*Settings)(nil),                     // 39: bcp.tenants.v1.Settings
-	(*RateLimits)(nil),                   // 40: bcp.tenants.v1.RateLimits
-	(*LeaseRateTokensRequest)(nil),       // 41: bcp.tenants.v1.LeaseRateTokensRequest
-	(*LeaseRateTokensResponse)(nil),      // 42: bcp.tenants.v1.LeaseRateTokensResponse
-	(*Link)(nil),                         // 43: bcp.tenants.v1.Link
-	(*GetSettingsRequest)(nil),           // 44: bcp.tenants.v1.GetSettingsRequest
-	(*GetSettingsResponse)(nil),          // 45: bcp.tenants.v1.GetSettingsResponse
-	(*SetSettingsRequest)(nil),           // 46: bcp.tenants.v1.SetSettingsRequest
-	(*SetSettingsResponse)(nil),          // 47: bcp.tenants.v1.SetSettingsResponse
-	(*SetAgentAuthPolicyRequest)(nil),    // 48: bcp.tenants.v1.SetAgentAuthPolicyRequest
-	(*SetAgentAuthPolicyResponse)(nil),   // 49: bcp.tenants.v1.SetAgentAuthPolicyResponse
-	(*GetAgentAuthPolicyRequest)(nil),    // 50: bcp.tenants.v1.GetAgentAuthPolicyRequest
-	(*GetAgentAuthPolicyResponse)(nil),   // 51: bcp.tenants.v1.GetAgentAuthPolicyResponse
-	(*AuthenticateAPIKeyRequest)(nil),    // 52: bcp.tenants.v1.AuthenticateAPIKeyRequest
-	(*AuthenticateAPIKeyResponse)(nil),   // 53: bcp.tenants.v1.AuthenticateAPIKeyResponse
-	(*SigningKey)(nil),                   // 54: bcp.tenants.v1.SigningKey
-	(*ListSigningKeysRequest)(nil),       // 55: bcp.tenants.v1.ListSigningKeysRequest
-	(*ListSigningKeysResponse)(nil),      // 56: bcp.tenants.v1.ListSigningKeysResponse
-	(*RotateSigningKeyRequest)(nil),      // 57: bcp.tenants.v1.RotateSigningKeyRequest
-	(*RotateSigningKeyResponse)(nil),     // 58: bcp.tenants.v1.RotateSigningKeyResponse
-	(*RevokeSigningKeyRequest)(nil),      // 59: bcp.tenants.v1.RevokeSigningKeyRequest
-	(*RevokeSigningKeyResponse)(nil),     // 60: bcp.tenants.v1.RevokeSigningKeyResponse
-	(*SignWithCurrentKeyRequest)(nil),    // 61: bcp.tenants.v1.SignWithCurrentKeyRequest
-	(*SignWithCurrentKeyResponse)(nil),   // 62: bcp.tenants.v1.SignWithCurrentKeyResponse
-	(*MerchantUser)(nil),                 // 63: bcp.tenants.v1.MerchantUser
-	(*InviteMerchantUserRequest)(nil),    // 64: bcp.tenants.v1.InviteMerchantUserRequest
-	(*InviteMerchantUserResponse)(nil),   // 65: bcp.tenants.v1.InviteMerchantUserResponse
-	(*ListMerchantUsersRequest)(nil),     // 66: bcp.tenants.v1.ListMerchantUsersRequest
-	(*ListMerchantUsersResponse)(nil),    // 67: bcp.tenants.v1.ListMerchantUsersResponse
-	(*SignInMerchantUserRequest)(nil),    // 68: bcp.tenants.v1.SignInMerchantUserRequest
-	(*SignInMerchantUserResponse)(nil),   // 69: bcp.tenants.v1.SignInMerchantUserResponse
-	(*GetMerchantSessionRequest)(nil),    // 70: bcp.tenants.v1.GetMerchantSessionRequest
-	(*GetMerchantSessionResponse)(nil),   // 71: bcp.tenants.v1.GetMerchantSessionResponse
-	(*EndMerchantSessionRequest)(nil),    // 72: bcp.tenants.v1.EndMerchantSessionRequest
-	(*EndMerchantSessionResponse)(nil),   // 73: bcp.tenants.v1.EndMerchantSessionResponse
-	(*SetTenantNameRequest)(nil),         // 74: bcp.tenants.v1.SetTenantNameRequest
-	(*SetTenantNameResponse)(nil),        // 75: bcp.tenants.v1.SetTenantNameResponse
-	(*UsageCount)(nil),                   // 76: bcp.tenants.v1.UsageCount
-	(*RecordUsageRequest)(nil),           // 77: bcp.tenants.v1.RecordUsageRequest
-	(*RecordUsageResponse)(nil),          // 78: bcp.tenants.v1.RecordUsageResponse
-	(*GetUsageRequest)(nil),              // 79: bcp.tenants.v1.GetUsageRequest
-	(*GetUsageResponse)(nil),             // 80: bcp.tenants.v1.GetUsageResponse
-	(*timestamppb.Timestamp)(nil),        // 81: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),          // 82: google.protobuf.Duration
+	(TenantStatus)(0),                         // 0: bcp.tenants.v1.TenantStatus
+	(Environment)(0),                          // 1: bcp.tenants.v1.Environment
+	(AgentAuthPolicy)(0),                      // 2: bcp.tenants.v1.AgentAuthPolicy
+	(SigningKeyStatus)(0),                     // 3: bcp.tenants.v1.SigningKeyStatus
+	(WatchChangesResponse_Kind)(0),            // 4: bcp.tenants.v1.WatchChangesResponse.Kind
+	(*PingRequest)(nil),                       // 5: bcp.tenants.v1.PingRequest
+	(*PingResponse)(nil),                      // 6: bcp.tenants.v1.PingResponse
+	(*Tenant)(nil),                            // 7: bcp.tenants.v1.Tenant
+	(*CreateTenantRequest)(nil),               // 8: bcp.tenants.v1.CreateTenantRequest
+	(*CreateTenantResponse)(nil),              // 9: bcp.tenants.v1.CreateTenantResponse
+	(*GetTenantRequest)(nil),                  // 10: bcp.tenants.v1.GetTenantRequest
+	(*GetTenantResponse)(nil),                 // 11: bcp.tenants.v1.GetTenantResponse
+	(*ListTenantsRequest)(nil),                // 12: bcp.tenants.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),               // 13: bcp.tenants.v1.ListTenantsResponse
+	(*SetTenantStatusRequest)(nil),            // 14: bcp.tenants.v1.SetTenantStatusRequest
+	(*SetTenantStatusResponse)(nil),           // 15: bcp.tenants.v1.SetTenantStatusResponse
+	(*AddDomainRequest)(nil),                  // 16: bcp.tenants.v1.AddDomainRequest
+	(*AddDomainResponse)(nil),                 // 17: bcp.tenants.v1.AddDomainResponse
+	(*RemoveDomainRequest)(nil),               // 18: bcp.tenants.v1.RemoveDomainRequest
+	(*RemoveDomainResponse)(nil),              // 19: bcp.tenants.v1.RemoveDomainResponse
+	(*APIKey)(nil),                            // 20: bcp.tenants.v1.APIKey
+	(*CreateAPIKeyRequest)(nil),               // 21: bcp.tenants.v1.CreateAPIKeyRequest
+	(*CreateAPIKeyResponse)(nil),              // 22: bcp.tenants.v1.CreateAPIKeyResponse
+	(*RevokeAPIKeyRequest)(nil),               // 23: bcp.tenants.v1.RevokeAPIKeyRequest
+	(*RevokeAPIKeyResponse)(nil),              // 24: bcp.tenants.v1.RevokeAPIKeyResponse
+	(*ListAPIKeysRequest)(nil),                // 25: bcp.tenants.v1.ListAPIKeysRequest
+	(*ListAPIKeysResponse)(nil),               // 26: bcp.tenants.v1.ListAPIKeysResponse
+	(*PaymentHandler)(nil),                    // 27: bcp.tenants.v1.PaymentHandler
+	(*SetPaymentHandlerRequest)(nil),          // 28: bcp.tenants.v1.SetPaymentHandlerRequest
+	(*SetPaymentHandlerResponse)(nil),         // 29: bcp.tenants.v1.SetPaymentHandlerResponse
+	(*Violation)(nil),                         // 30: bcp.tenants.v1.Violation
+	(*RemovePaymentHandlerRequest)(nil),       // 31: bcp.tenants.v1.RemovePaymentHandlerRequest
+	(*RemovePaymentHandlerResponse)(nil),      // 32: bcp.tenants.v1.RemovePaymentHandlerResponse
+	(*ResolveHostRequest)(nil),                // 33: bcp.tenants.v1.ResolveHostRequest
+	(*ResolveHostResponse)(nil),               // 34: bcp.tenants.v1.ResolveHostResponse
+	(*GetDiscoveryRequest)(nil),               // 35: bcp.tenants.v1.GetDiscoveryRequest
+	(*GetDiscoveryResponse)(nil),              // 36: bcp.tenants.v1.GetDiscoveryResponse
+	(*WatchChangesRequest)(nil),               // 37: bcp.tenants.v1.WatchChangesRequest
+	(*WatchChangesResponse)(nil),              // 38: bcp.tenants.v1.WatchChangesResponse
+	(*Settings)(nil),                          // 39: bcp.tenants.v1.Settings
+	(*RateLimits)(nil),                        // 40: bcp.tenants.v1.RateLimits
+	(*LeaseRateTokensRequest)(nil),            // 41: bcp.tenants.v1.LeaseRateTokensRequest
+	(*LeaseRateTokensResponse)(nil),           // 42: bcp.tenants.v1.LeaseRateTokensResponse
+	(*Link)(nil),                              // 43: bcp.tenants.v1.Link
+	(*GetSettingsRequest)(nil),                // 44: bcp.tenants.v1.GetSettingsRequest
+	(*GetSettingsResponse)(nil),               // 45: bcp.tenants.v1.GetSettingsResponse
+	(*SetSettingsRequest)(nil),                // 46: bcp.tenants.v1.SetSettingsRequest
+	(*SetSettingsResponse)(nil),               // 47: bcp.tenants.v1.SetSettingsResponse
+	(*SetAgentAuthPolicyRequest)(nil),         // 48: bcp.tenants.v1.SetAgentAuthPolicyRequest
+	(*SetAgentAuthPolicyResponse)(nil),        // 49: bcp.tenants.v1.SetAgentAuthPolicyResponse
+	(*GetAgentAuthPolicyRequest)(nil),         // 50: bcp.tenants.v1.GetAgentAuthPolicyRequest
+	(*GetAgentAuthPolicyResponse)(nil),        // 51: bcp.tenants.v1.GetAgentAuthPolicyResponse
+	(*AuthenticateAPIKeyRequest)(nil),         // 52: bcp.tenants.v1.AuthenticateAPIKeyRequest
+	(*AuthenticateAPIKeyResponse)(nil),        // 53: bcp.tenants.v1.AuthenticateAPIKeyResponse
+	(*SigningKey)(nil),                        // 54: bcp.tenants.v1.SigningKey
+	(*ListSigningKeysRequest)(nil),            // 55: bcp.tenants.v1.ListSigningKeysRequest
+	(*ListSigningKeysResponse)(nil),           // 56: bcp.tenants.v1.ListSigningKeysResponse
+	(*RotateSigningKeyRequest)(nil),           // 57: bcp.tenants.v1.RotateSigningKeyRequest
+	(*RotateSigningKeyResponse)(nil),          // 58: bcp.tenants.v1.RotateSigningKeyResponse
+	(*RevokeSigningKeyRequest)(nil),           // 59: bcp.tenants.v1.RevokeSigningKeyRequest
+	(*RevokeSigningKeyResponse)(nil),          // 60: bcp.tenants.v1.RevokeSigningKeyResponse
+	(*SignWithCurrentKeyRequest)(nil),         // 61: bcp.tenants.v1.SignWithCurrentKeyRequest
+	(*SignWithCurrentKeyResponse)(nil),        // 62: bcp.tenants.v1.SignWithCurrentKeyResponse
+	(*SignCheckoutAuthorizationRequest)(nil),  // 63: bcp.tenants.v1.SignCheckoutAuthorizationRequest
+	(*SignCheckoutAuthorizationResponse)(nil), // 64: bcp.tenants.v1.SignCheckoutAuthorizationResponse
+	(*SetAP2MandatesRequest)(nil),             // 65: bcp.tenants.v1.SetAP2MandatesRequest
+	(*SetAP2MandatesResponse)(nil),            // 66: bcp.tenants.v1.SetAP2MandatesResponse
+	(*MerchantUser)(nil),                      // 67: bcp.tenants.v1.MerchantUser
+	(*InviteMerchantUserRequest)(nil),         // 68: bcp.tenants.v1.InviteMerchantUserRequest
+	(*InviteMerchantUserResponse)(nil),        // 69: bcp.tenants.v1.InviteMerchantUserResponse
+	(*ListMerchantUsersRequest)(nil),          // 70: bcp.tenants.v1.ListMerchantUsersRequest
+	(*ListMerchantUsersResponse)(nil),         // 71: bcp.tenants.v1.ListMerchantUsersResponse
+	(*SignInMerchantUserRequest)(nil),         // 72: bcp.tenants.v1.SignInMerchantUserRequest
+	(*SignInMerchantUserResponse)(nil),        // 73: bcp.tenants.v1.SignInMerchantUserResponse
+	(*GetMerchantSessionRequest)(nil),         // 74: bcp.tenants.v1.GetMerchantSessionRequest
+	(*GetMerchantSessionResponse)(nil),        // 75: bcp.tenants.v1.GetMerchantSessionResponse
+	(*EndMerchantSessionRequest)(nil),         // 76: bcp.tenants.v1.EndMerchantSessionRequest
+	(*EndMerchantSessionResponse)(nil),        // 77: bcp.tenants.v1.EndMerchantSessionResponse
+	(*SetTenantNameRequest)(nil),              // 78: bcp.tenants.v1.SetTenantNameRequest
+	(*SetTenantNameResponse)(nil),             // 79: bcp.tenants.v1.SetTenantNameResponse
+	(*UsageCount)(nil),                        // 80: bcp.tenants.v1.UsageCount
+	(*RecordUsageRequest)(nil),                // 81: bcp.tenants.v1.RecordUsageRequest
+	(*RecordUsageResponse)(nil),               // 82: bcp.tenants.v1.RecordUsageResponse
+	(*GetUsageRequest)(nil),                   // 83: bcp.tenants.v1.GetUsageRequest
+	(*GetUsageResponse)(nil),                  // 84: bcp.tenants.v1.GetUsageResponse
+	(*timestamppb.Timestamp)(nil),             // 85: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),               // 86: google.protobuf.Duration
 }
 var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	0,  // 0: bcp.tenants.v1.Tenant.status:type_name -> bcp.tenants.v1.TenantStatus
 	1,  // 1: bcp.tenants.v1.Tenant.environment:type_name -> bcp.tenants.v1.Environment
-	81, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	85, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
 	2,  // 3: bcp.tenants.v1.Tenant.agent_auth_policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
 	1,  // 4: bcp.tenants.v1.CreateTenantRequest.environment:type_name -> bcp.tenants.v1.Environment
 	7,  // 5: bcp.tenants.v1.CreateTenantResponse.tenant:type_name -> bcp.tenants.v1.Tenant
@@ -5055,8 +5275,8 @@ var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	7,  // 9: bcp.tenants.v1.SetTenantStatusResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	7,  // 10: bcp.tenants.v1.AddDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	7,  // 11: bcp.tenants.v1.RemoveDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	81, // 12: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
-	81, // 13: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
+	85, // 12: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
+	85, // 13: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
 	20, // 14: bcp.tenants.v1.CreateAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
 	20, // 15: bcp.tenants.v1.RevokeAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
 	20, // 16: bcp.tenants.v1.ListAPIKeysResponse.api_keys:type_name -> bcp.tenants.v1.APIKey
@@ -5077,100 +5297,105 @@ var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	7,  // 31: bcp.tenants.v1.SetAgentAuthPolicyResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	2,  // 32: bcp.tenants.v1.GetAgentAuthPolicyResponse.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
 	1,  // 33: bcp.tenants.v1.GetAgentAuthPolicyResponse.environment:type_name -> bcp.tenants.v1.Environment
-	81, // 34: bcp.tenants.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
-	81, // 35: bcp.tenants.v1.SigningKey.sign_from_time:type_name -> google.protobuf.Timestamp
-	81, // 36: bcp.tenants.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
-	81, // 37: bcp.tenants.v1.SigningKey.revoke_time:type_name -> google.protobuf.Timestamp
+	85, // 34: bcp.tenants.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
+	85, // 35: bcp.tenants.v1.SigningKey.sign_from_time:type_name -> google.protobuf.Timestamp
+	85, // 36: bcp.tenants.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
+	85, // 37: bcp.tenants.v1.SigningKey.revoke_time:type_name -> google.protobuf.Timestamp
 	3,  // 38: bcp.tenants.v1.SigningKey.status:type_name -> bcp.tenants.v1.SigningKeyStatus
 	54, // 39: bcp.tenants.v1.ListSigningKeysResponse.keys:type_name -> bcp.tenants.v1.SigningKey
-	82, // 40: bcp.tenants.v1.RotateSigningKeyRequest.delay:type_name -> google.protobuf.Duration
-	82, // 41: bcp.tenants.v1.RotateSigningKeyRequest.retention:type_name -> google.protobuf.Duration
+	86, // 40: bcp.tenants.v1.RotateSigningKeyRequest.delay:type_name -> google.protobuf.Duration
+	86, // 41: bcp.tenants.v1.RotateSigningKeyRequest.retention:type_name -> google.protobuf.Duration
 	54, // 42: bcp.tenants.v1.RotateSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
 	54, // 43: bcp.tenants.v1.RotateSigningKeyResponse.keys:type_name -> bcp.tenants.v1.SigningKey
 	54, // 44: bcp.tenants.v1.RevokeSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
-	81, // 45: bcp.tenants.v1.MerchantUser.create_time:type_name -> google.protobuf.Timestamp
-	81, // 46: bcp.tenants.v1.MerchantUser.last_login_time:type_name -> google.protobuf.Timestamp
-	81, // 47: bcp.tenants.v1.MerchantUser.locked_until:type_name -> google.protobuf.Timestamp
-	63, // 48: bcp.tenants.v1.InviteMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	63, // 49: bcp.tenants.v1.ListMerchantUsersResponse.users:type_name -> bcp.tenants.v1.MerchantUser
-	63, // 50: bcp.tenants.v1.SignInMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	81, // 51: bcp.tenants.v1.SignInMerchantUserResponse.expire_time:type_name -> google.protobuf.Timestamp
-	63, // 52: bcp.tenants.v1.GetMerchantSessionResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	81, // 53: bcp.tenants.v1.GetMerchantSessionResponse.expire_time:type_name -> google.protobuf.Timestamp
-	7,  // 54: bcp.tenants.v1.SetTenantNameResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	76, // 55: bcp.tenants.v1.RecordUsageRequest.counts:type_name -> bcp.tenants.v1.UsageCount
-	76, // 56: bcp.tenants.v1.GetUsageResponse.days:type_name -> bcp.tenants.v1.UsageCount
-	5,  // 57: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
-	8,  // 58: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
-	10, // 59: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
-	12, // 60: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
-	14, // 61: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
-	16, // 62: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
-	18, // 63: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
-	21, // 64: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
-	23, // 65: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
-	25, // 66: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
-	28, // 67: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
-	31, // 68: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
-	44, // 69: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
-	46, // 70: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
-	33, // 71: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
-	35, // 72: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
-	37, // 73: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
-	48, // 74: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:input_type -> bcp.tenants.v1.SetAgentAuthPolicyRequest
-	50, // 75: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:input_type -> bcp.tenants.v1.GetAgentAuthPolicyRequest
-	52, // 76: bcp.tenants.v1.TenantService.AuthenticateAPIKey:input_type -> bcp.tenants.v1.AuthenticateAPIKeyRequest
-	55, // 77: bcp.tenants.v1.TenantService.ListSigningKeys:input_type -> bcp.tenants.v1.ListSigningKeysRequest
-	57, // 78: bcp.tenants.v1.TenantService.RotateSigningKey:input_type -> bcp.tenants.v1.RotateSigningKeyRequest
-	59, // 79: bcp.tenants.v1.TenantService.RevokeSigningKey:input_type -> bcp.tenants.v1.RevokeSigningKeyRequest
-	61, // 80: bcp.tenants.v1.TenantService.SignWithCurrentKey:input_type -> bcp.tenants.v1.SignWithCurrentKeyRequest
-	64, // 81: bcp.tenants.v1.TenantService.InviteMerchantUser:input_type -> bcp.tenants.v1.InviteMerchantUserRequest
-	66, // 82: bcp.tenants.v1.TenantService.ListMerchantUsers:input_type -> bcp.tenants.v1.ListMerchantUsersRequest
-	68, // 83: bcp.tenants.v1.TenantService.SignInMerchantUser:input_type -> bcp.tenants.v1.SignInMerchantUserRequest
-	70, // 84: bcp.tenants.v1.TenantService.GetMerchantSession:input_type -> bcp.tenants.v1.GetMerchantSessionRequest
-	72, // 85: bcp.tenants.v1.TenantService.EndMerchantSession:input_type -> bcp.tenants.v1.EndMerchantSessionRequest
-	74, // 86: bcp.tenants.v1.TenantService.SetTenantName:input_type -> bcp.tenants.v1.SetTenantNameRequest
-	77, // 87: bcp.tenants.v1.TenantService.RecordUsage:input_type -> bcp.tenants.v1.RecordUsageRequest
-	79, // 88: bcp.tenants.v1.TenantService.GetUsage:input_type -> bcp.tenants.v1.GetUsageRequest
-	41, // 89: bcp.tenants.v1.TenantService.LeaseRateTokens:input_type -> bcp.tenants.v1.LeaseRateTokensRequest
-	6,  // 90: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
-	9,  // 91: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
-	11, // 92: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
-	13, // 93: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
-	15, // 94: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
-	17, // 95: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
-	19, // 96: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
-	22, // 97: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
-	24, // 98: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
-	26, // 99: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
-	29, // 100: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
-	32, // 101: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
-	45, // 102: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
-	47, // 103: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
-	34, // 104: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
-	36, // 105: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
-	38, // 106: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
-	49, // 107: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:output_type -> bcp.tenants.v1.SetAgentAuthPolicyResponse
-	51, // 108: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:output_type -> bcp.tenants.v1.GetAgentAuthPolicyResponse
-	53, // 109: bcp.tenants.v1.TenantService.AuthenticateAPIKey:output_type -> bcp.tenants.v1.AuthenticateAPIKeyResponse
-	56, // 110: bcp.tenants.v1.TenantService.ListSigningKeys:output_type -> bcp.tenants.v1.ListSigningKeysResponse
-	58, // 111: bcp.tenants.v1.TenantService.RotateSigningKey:output_type -> bcp.tenants.v1.RotateSigningKeyResponse
-	60, // 112: bcp.tenants.v1.TenantService.RevokeSigningKey:output_type -> bcp.tenants.v1.RevokeSigningKeyResponse
-	62, // 113: bcp.tenants.v1.TenantService.SignWithCurrentKey:output_type -> bcp.tenants.v1.SignWithCurrentKeyResponse
-	65, // 114: bcp.tenants.v1.TenantService.InviteMerchantUser:output_type -> bcp.tenants.v1.InviteMerchantUserResponse
-	67, // 115: bcp.tenants.v1.TenantService.ListMerchantUsers:output_type -> bcp.tenants.v1.ListMerchantUsersResponse
-	69, // 116: bcp.tenants.v1.TenantService.SignInMerchantUser:output_type -> bcp.tenants.v1.SignInMerchantUserResponse
-	71, // 117: bcp.tenants.v1.TenantService.GetMerchantSession:output_type -> bcp.tenants.v1.GetMerchantSessionResponse
-	73, // 118: bcp.tenants.v1.TenantService.EndMerchantSession:output_type -> bcp.tenants.v1.EndMerchantSessionResponse
-	75, // 119: bcp.tenants.v1.TenantService.SetTenantName:output_type -> bcp.tenants.v1.SetTenantNameResponse
-	78, // 120: bcp.tenants.v1.TenantService.RecordUsage:output_type -> bcp.tenants.v1.RecordUsageResponse
-	80, // 121: bcp.tenants.v1.TenantService.GetUsage:output_type -> bcp.tenants.v1.GetUsageResponse
-	42, // 122: bcp.tenants.v1.TenantService.LeaseRateTokens:output_type -> bcp.tenants.v1.LeaseRateTokensResponse
-	90, // [90:123] is the sub-list for method output_type
-	57, // [57:90] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	7,  // 45: bcp.tenants.v1.SetAP2MandatesResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	85, // 46: bcp.tenants.v1.MerchantUser.create_time:type_name -> google.protobuf.Timestamp
+	85, // 47: bcp.tenants.v1.MerchantUser.last_login_time:type_name -> google.protobuf.Timestamp
+	85, // 48: bcp.tenants.v1.MerchantUser.locked_until:type_name -> google.protobuf.Timestamp
+	67, // 49: bcp.tenants.v1.InviteMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	67, // 50: bcp.tenants.v1.ListMerchantUsersResponse.users:type_name -> bcp.tenants.v1.MerchantUser
+	67, // 51: bcp.tenants.v1.SignInMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	85, // 52: bcp.tenants.v1.SignInMerchantUserResponse.expire_time:type_name -> google.protobuf.Timestamp
+	67, // 53: bcp.tenants.v1.GetMerchantSessionResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	85, // 54: bcp.tenants.v1.GetMerchantSessionResponse.expire_time:type_name -> google.protobuf.Timestamp
+	7,  // 55: bcp.tenants.v1.SetTenantNameResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	80, // 56: bcp.tenants.v1.RecordUsageRequest.counts:type_name -> bcp.tenants.v1.UsageCount
+	80, // 57: bcp.tenants.v1.GetUsageResponse.days:type_name -> bcp.tenants.v1.UsageCount
+	5,  // 58: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
+	8,  // 59: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
+	10, // 60: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
+	12, // 61: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
+	14, // 62: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
+	16, // 63: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
+	18, // 64: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
+	21, // 65: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
+	23, // 66: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
+	25, // 67: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
+	28, // 68: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
+	31, // 69: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
+	44, // 70: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
+	46, // 71: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
+	33, // 72: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
+	35, // 73: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
+	37, // 74: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
+	48, // 75: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:input_type -> bcp.tenants.v1.SetAgentAuthPolicyRequest
+	50, // 76: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:input_type -> bcp.tenants.v1.GetAgentAuthPolicyRequest
+	52, // 77: bcp.tenants.v1.TenantService.AuthenticateAPIKey:input_type -> bcp.tenants.v1.AuthenticateAPIKeyRequest
+	55, // 78: bcp.tenants.v1.TenantService.ListSigningKeys:input_type -> bcp.tenants.v1.ListSigningKeysRequest
+	57, // 79: bcp.tenants.v1.TenantService.RotateSigningKey:input_type -> bcp.tenants.v1.RotateSigningKeyRequest
+	59, // 80: bcp.tenants.v1.TenantService.RevokeSigningKey:input_type -> bcp.tenants.v1.RevokeSigningKeyRequest
+	61, // 81: bcp.tenants.v1.TenantService.SignWithCurrentKey:input_type -> bcp.tenants.v1.SignWithCurrentKeyRequest
+	63, // 82: bcp.tenants.v1.TenantService.SignCheckoutAuthorization:input_type -> bcp.tenants.v1.SignCheckoutAuthorizationRequest
+	65, // 83: bcp.tenants.v1.TenantService.SetAP2Mandates:input_type -> bcp.tenants.v1.SetAP2MandatesRequest
+	68, // 84: bcp.tenants.v1.TenantService.InviteMerchantUser:input_type -> bcp.tenants.v1.InviteMerchantUserRequest
+	70, // 85: bcp.tenants.v1.TenantService.ListMerchantUsers:input_type -> bcp.tenants.v1.ListMerchantUsersRequest
+	72, // 86: bcp.tenants.v1.TenantService.SignInMerchantUser:input_type -> bcp.tenants.v1.SignInMerchantUserRequest
+	74, // 87: bcp.tenants.v1.TenantService.GetMerchantSession:input_type -> bcp.tenants.v1.GetMerchantSessionRequest
+	76, // 88: bcp.tenants.v1.TenantService.EndMerchantSession:input_type -> bcp.tenants.v1.EndMerchantSessionRequest
+	78, // 89: bcp.tenants.v1.TenantService.SetTenantName:input_type -> bcp.tenants.v1.SetTenantNameRequest
+	81, // 90: bcp.tenants.v1.TenantService.RecordUsage:input_type -> bcp.tenants.v1.RecordUsageRequest
+	83, // 91: bcp.tenants.v1.TenantService.GetUsage:input_type -> bcp.tenants.v1.GetUsageRequest
+	41, // 92: bcp.tenants.v1.TenantService.LeaseRateTokens:input_type -> bcp.tenants.v1.LeaseRateTokensRequest
+	6,  // 93: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
+	9,  // 94: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
+	11, // 95: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
+	13, // 96: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
+	15, // 97: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
+	17, // 98: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
+	19, // 99: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
+	22, // 100: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
+	24, // 101: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
+	26, // 102: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
+	29, // 103: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
+	32, // 104: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
+	45, // 105: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
+	47, // 106: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
+	34, // 107: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
+	36, // 108: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
+	38, // 109: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
+	49, // 110: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:output_type -> bcp.tenants.v1.SetAgentAuthPolicyResponse
+	51, // 111: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:output_type -> bcp.tenants.v1.GetAgentAuthPolicyResponse
+	53, // 112: bcp.tenants.v1.TenantService.AuthenticateAPIKey:output_type -> bcp.tenants.v1.AuthenticateAPIKeyResponse
+	56, // 113: bcp.tenants.v1.TenantService.ListSigningKeys:output_type -> bcp.tenants.v1.ListSigningKeysResponse
+	58, // 114: bcp.tenants.v1.TenantService.RotateSigningKey:output_type -> bcp.tenants.v1.RotateSigningKeyResponse
+	60, // 115: bcp.tenants.v1.TenantService.RevokeSigningKey:output_type -> bcp.tenants.v1.RevokeSigningKeyResponse
+	62, // 116: bcp.tenants.v1.TenantService.SignWithCurrentKey:output_type -> bcp.tenants.v1.SignWithCurrentKeyResponse
+	64, // 117: bcp.tenants.v1.TenantService.SignCheckoutAuthorization:output_type -> bcp.tenants.v1.SignCheckoutAuthorizationResponse
+	66, // 118: bcp.tenants.v1.TenantService.SetAP2Mandates:output_type -> bcp.tenants.v1.SetAP2MandatesResponse
+	69, // 119: bcp.tenants.v1.TenantService.InviteMerchantUser:output_type -> bcp.tenants.v1.InviteMerchantUserResponse
+	71, // 120: bcp.tenants.v1.TenantService.ListMerchantUsers:output_type -> bcp.tenants.v1.ListMerchantUsersResponse
+	73, // 121: bcp.tenants.v1.TenantService.SignInMerchantUser:output_type -> bcp.tenants.v1.SignInMerchantUserResponse
+	75, // 122: bcp.tenants.v1.TenantService.GetMerchantSession:output_type -> bcp.tenants.v1.GetMerchantSessionResponse
+	77, // 123: bcp.tenants.v1.TenantService.EndMerchantSession:output_type -> bcp.tenants.v1.EndMerchantSessionResponse
+	79, // 124: bcp.tenants.v1.TenantService.SetTenantName:output_type -> bcp.tenants.v1.SetTenantNameResponse
+	82, // 125: bcp.tenants.v1.TenantService.RecordUsage:output_type -> bcp.tenants.v1.RecordUsageResponse
+	84, // 126: bcp.tenants.v1.TenantService.GetUsage:output_type -> bcp.tenants.v1.GetUsageResponse
+	42, // 127: bcp.tenants.v1.TenantService.LeaseRateTokens:output_type -> bcp.tenants.v1.LeaseRateTokensResponse
+	93, // [93:128] is the sub-list for method output_type
+	58, // [58:93] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_bcp_tenants_v1_tenants_proto_init() }
@@ -5185,7 +5410,7 @@ func file_bcp_tenants_v1_tenants_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_tenants_v1_tenants_proto_rawDesc), len(file_bcp_tenants_v1_tenants_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   76,
+			NumMessages:   80,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

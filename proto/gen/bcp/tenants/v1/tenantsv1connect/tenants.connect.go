@@ -102,6 +102,12 @@ const (
 	// TenantServiceSignWithCurrentKeyProcedure is the fully-qualified name of the TenantService's
 	// SignWithCurrentKey RPC.
 	TenantServiceSignWithCurrentKeyProcedure = "/bcp.tenants.v1.TenantService/SignWithCurrentKey"
+	// TenantServiceSignCheckoutAuthorizationProcedure is the fully-qualified name of the
+	// TenantService's SignCheckoutAuthorization RPC.
+	TenantServiceSignCheckoutAuthorizationProcedure = "/bcp.tenants.v1.TenantService/SignCheckoutAuthorization"
+	// TenantServiceSetAP2MandatesProcedure is the fully-qualified name of the TenantService's
+	// SetAP2Mandates RPC.
+	TenantServiceSetAP2MandatesProcedure = "/bcp.tenants.v1.TenantService/SetAP2Mandates"
 	// TenantServiceInviteMerchantUserProcedure is the fully-qualified name of the TenantService's
 	// InviteMerchantUser RPC.
 	TenantServiceInviteMerchantUserProcedure = "/bcp.tenants.v1.TenantService/InviteMerchantUser"
@@ -179,6 +185,16 @@ type TenantServiceClient interface {
 	// SignWithCurrentKey signs an RFC 9421 signature base with the tenant's
 	// current key (internal: the edge signs responses, orders signs webhooks).
 	SignWithCurrentKey(context.Context, *connect.Request[v1.SignWithCurrentKeyRequest]) (*connect.Response[v1.SignWithCurrentKeyResponse], error)
+	// SignCheckoutAuthorization makes an AP2 merchant_authorization: a
+	// detached JWS (ES256, kid of the current key in its header) over the
+	// JCS form of a checkout without "ap2" (internal: the edge signs every
+	// checkout response of an AP2 session).
+	SignCheckoutAuthorization(context.Context, *connect.Request[v1.SignCheckoutAuthorizationRequest]) (*connect.Response[v1.SignCheckoutAuthorizationResponse], error)
+	// SetAP2Mandates switches the merchant's AP2 mandates extension
+	// (br.dev.bcp.shopping.ap2_mandate) on or off: its profile advertises it
+	// while on. Internal: the operator, or a merchant admin through the
+	// admin web.
+	SetAP2Mandates(context.Context, *connect.Request[v1.SetAP2MandatesRequest]) (*connect.Response[v1.SetAP2MandatesResponse], error)
 	// InviteMerchantUser creates a merchant user with a random initial
 	// password, returned once (internal: the operator, bcpctl, or a merchant
 	// admin through the admin web).
@@ -377,6 +393,18 @@ func NewTenantServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(tenantServiceMethods.ByName("SignWithCurrentKey")),
 			connect.WithClientOptions(opts...),
 		),
+		signCheckoutAuthorization: connect.NewClient[v1.SignCheckoutAuthorizationRequest, v1.SignCheckoutAuthorizationResponse](
+			httpClient,
+			baseURL+TenantServiceSignCheckoutAuthorizationProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("SignCheckoutAuthorization")),
+			connect.WithClientOptions(opts...),
+		),
+		setAP2Mandates: connect.NewClient[v1.SetAP2MandatesRequest, v1.SetAP2MandatesResponse](
+			httpClient,
+			baseURL+TenantServiceSetAP2MandatesProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("SetAP2Mandates")),
+			connect.WithClientOptions(opts...),
+		),
 		inviteMerchantUser: connect.NewClient[v1.InviteMerchantUserRequest, v1.InviteMerchantUserResponse](
 			httpClient,
 			baseURL+TenantServiceInviteMerchantUserProcedure,
@@ -438,39 +466,41 @@ func NewTenantServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 
 // tenantServiceClient implements TenantServiceClient.
 type tenantServiceClient struct {
-	ping                 *connect.Client[v1.PingRequest, v1.PingResponse]
-	createTenant         *connect.Client[v1.CreateTenantRequest, v1.CreateTenantResponse]
-	getTenant            *connect.Client[v1.GetTenantRequest, v1.GetTenantResponse]
-	listTenants          *connect.Client[v1.ListTenantsRequest, v1.ListTenantsResponse]
-	setTenantStatus      *connect.Client[v1.SetTenantStatusRequest, v1.SetTenantStatusResponse]
-	addDomain            *connect.Client[v1.AddDomainRequest, v1.AddDomainResponse]
-	removeDomain         *connect.Client[v1.RemoveDomainRequest, v1.RemoveDomainResponse]
-	createAPIKey         *connect.Client[v1.CreateAPIKeyRequest, v1.CreateAPIKeyResponse]
-	revokeAPIKey         *connect.Client[v1.RevokeAPIKeyRequest, v1.RevokeAPIKeyResponse]
-	listAPIKeys          *connect.Client[v1.ListAPIKeysRequest, v1.ListAPIKeysResponse]
-	setPaymentHandler    *connect.Client[v1.SetPaymentHandlerRequest, v1.SetPaymentHandlerResponse]
-	removePaymentHandler *connect.Client[v1.RemovePaymentHandlerRequest, v1.RemovePaymentHandlerResponse]
-	getSettings          *connect.Client[v1.GetSettingsRequest, v1.GetSettingsResponse]
-	setSettings          *connect.Client[v1.SetSettingsRequest, v1.SetSettingsResponse]
-	resolveHost          *connect.Client[v1.ResolveHostRequest, v1.ResolveHostResponse]
-	getDiscovery         *connect.Client[v1.GetDiscoveryRequest, v1.GetDiscoveryResponse]
-	watchChanges         *connect.Client[v1.WatchChangesRequest, v1.WatchChangesResponse]
-	setAgentAuthPolicy   *connect.Client[v1.SetAgentAuthPolicyRequest, v1.SetAgentAuthPolicyResponse]
-	getAgentAuthPolicy   *connect.Client[v1.GetAgentAuthPolicyRequest, v1.GetAgentAuthPolicyResponse]
-	authenticateAPIKey   *connect.Client[v1.AuthenticateAPIKeyRequest, v1.AuthenticateAPIKeyResponse]
-	listSigningKeys      *connect.Client[v1.ListSigningKeysRequest, v1.ListSigningKeysResponse]
-	rotateSigningKey     *connect.Client[v1.RotateSigningKeyRequest, v1.RotateSigningKeyResponse]
-	revokeSigningKey     *connect.Client[v1.RevokeSigningKeyRequest, v1.RevokeSigningKeyResponse]
-	signWithCurrentKey   *connect.Client[v1.SignWithCurrentKeyRequest, v1.SignWithCurrentKeyResponse]
-	inviteMerchantUser   *connect.Client[v1.InviteMerchantUserRequest, v1.InviteMerchantUserResponse]
-	listMerchantUsers    *connect.Client[v1.ListMerchantUsersRequest, v1.ListMerchantUsersResponse]
-	signInMerchantUser   *connect.Client[v1.SignInMerchantUserRequest, v1.SignInMerchantUserResponse]
-	getMerchantSession   *connect.Client[v1.GetMerchantSessionRequest, v1.GetMerchantSessionResponse]
-	endMerchantSession   *connect.Client[v1.EndMerchantSessionRequest, v1.EndMerchantSessionResponse]
-	setTenantName        *connect.Client[v1.SetTenantNameRequest, v1.SetTenantNameResponse]
-	recordUsage          *connect.Client[v1.RecordUsageRequest, v1.RecordUsageResponse]
-	getUsage             *connect.Client[v1.GetUsageRequest, v1.GetUsageResponse]
-	leaseRateTokens      *connect.Client[v1.LeaseRateTokensRequest, v1.LeaseRateTokensResponse]
+	ping                      *connect.Client[v1.PingRequest, v1.PingResponse]
+	createTenant              *connect.Client[v1.CreateTenantRequest, v1.CreateTenantResponse]
+	getTenant                 *connect.Client[v1.GetTenantRequest, v1.GetTenantResponse]
+	listTenants               *connect.Client[v1.ListTenantsRequest, v1.ListTenantsResponse]
+	setTenantStatus           *connect.Client[v1.SetTenantStatusRequest, v1.SetTenantStatusResponse]
+	addDomain                 *connect.Client[v1.AddDomainRequest, v1.AddDomainResponse]
+	removeDomain              *connect.Client[v1.RemoveDomainRequest, v1.RemoveDomainResponse]
+	createAPIKey              *connect.Client[v1.CreateAPIKeyRequest, v1.CreateAPIKeyResponse]
+	revokeAPIKey              *connect.Client[v1.RevokeAPIKeyRequest, v1.RevokeAPIKeyResponse]
+	listAPIKeys               *connect.Client[v1.ListAPIKeysRequest, v1.ListAPIKeysResponse]
+	setPaymentHandler         *connect.Client[v1.SetPaymentHandlerRequest, v1.SetPaymentHandlerResponse]
+	removePaymentHandler      *connect.Client[v1.RemovePaymentHandlerRequest, v1.RemovePaymentHandlerResponse]
+	getSettings               *connect.Client[v1.GetSettingsRequest, v1.GetSettingsResponse]
+	setSettings               *connect.Client[v1.SetSettingsRequest, v1.SetSettingsResponse]
+	resolveHost               *connect.Client[v1.ResolveHostRequest, v1.ResolveHostResponse]
+	getDiscovery              *connect.Client[v1.GetDiscoveryRequest, v1.GetDiscoveryResponse]
+	watchChanges              *connect.Client[v1.WatchChangesRequest, v1.WatchChangesResponse]
+	setAgentAuthPolicy        *connect.Client[v1.SetAgentAuthPolicyRequest, v1.SetAgentAuthPolicyResponse]
+	getAgentAuthPolicy        *connect.Client[v1.GetAgentAuthPolicyRequest, v1.GetAgentAuthPolicyResponse]
+	authenticateAPIKey        *connect.Client[v1.AuthenticateAPIKeyRequest, v1.AuthenticateAPIKeyResponse]
+	listSigningKeys           *connect.Client[v1.ListSigningKeysRequest, v1.ListSigningKeysResponse]
+	rotateSigningKey          *connect.Client[v1.RotateSigningKeyRequest, v1.RotateSigningKeyResponse]
+	revokeSigningKey          *connect.Client[v1.RevokeSigningKeyRequest, v1.RevokeSigningKeyResponse]
+	signWithCurrentKey        *connect.Client[v1.SignWithCurrentKeyRequest, v1.SignWithCurrentKeyResponse]
+	signCheckoutAuthorization *connect.Client[v1.SignCheckoutAuthorizationRequest, v1.SignCheckoutAuthorizationResponse]
+	setAP2Mandates            *connect.Client[v1.SetAP2MandatesRequest, v1.SetAP2MandatesResponse]
+	inviteMerchantUser        *connect.Client[v1.InviteMerchantUserRequest, v1.InviteMerchantUserResponse]
+	listMerchantUsers         *connect.Client[v1.ListMerchantUsersRequest, v1.ListMerchantUsersResponse]
+	signInMerchantUser        *connect.Client[v1.SignInMerchantUserRequest, v1.SignInMerchantUserResponse]
+	getMerchantSession        *connect.Client[v1.GetMerchantSessionRequest, v1.GetMerchantSessionResponse]
+	endMerchantSession        *connect.Client[v1.EndMerchantSessionRequest, v1.EndMerchantSessionResponse]
+	setTenantName             *connect.Client[v1.SetTenantNameRequest, v1.SetTenantNameResponse]
+	recordUsage               *connect.Client[v1.RecordUsageRequest, v1.RecordUsageResponse]
+	getUsage                  *connect.Client[v1.GetUsageRequest, v1.GetUsageResponse]
+	leaseRateTokens           *connect.Client[v1.LeaseRateTokensRequest, v1.LeaseRateTokensResponse]
 }
 
 // Ping calls bcp.tenants.v1.TenantService.Ping.
@@ -593,6 +623,16 @@ func (c *tenantServiceClient) SignWithCurrentKey(ctx context.Context, req *conne
 	return c.signWithCurrentKey.CallUnary(ctx, req)
 }
 
+// SignCheckoutAuthorization calls bcp.tenants.v1.TenantService.SignCheckoutAuthorization.
+func (c *tenantServiceClient) SignCheckoutAuthorization(ctx context.Context, req *connect.Request[v1.SignCheckoutAuthorizationRequest]) (*connect.Response[v1.SignCheckoutAuthorizationResponse], error) {
+	return c.signCheckoutAuthorization.CallUnary(ctx, req)
+}
+
+// SetAP2Mandates calls bcp.tenants.v1.TenantService.SetAP2Mandates.
+func (c *tenantServiceClient) SetAP2Mandates(ctx context.Context, req *connect.Request[v1.SetAP2MandatesRequest]) (*connect.Response[v1.SetAP2MandatesResponse], error) {
+	return c.setAP2Mandates.CallUnary(ctx, req)
+}
+
 // InviteMerchantUser calls bcp.tenants.v1.TenantService.InviteMerchantUser.
 func (c *tenantServiceClient) InviteMerchantUser(ctx context.Context, req *connect.Request[v1.InviteMerchantUserRequest]) (*connect.Response[v1.InviteMerchantUserResponse], error) {
 	return c.inviteMerchantUser.CallUnary(ctx, req)
@@ -687,6 +727,16 @@ type TenantServiceHandler interface {
 	// SignWithCurrentKey signs an RFC 9421 signature base with the tenant's
 	// current key (internal: the edge signs responses, orders signs webhooks).
 	SignWithCurrentKey(context.Context, *connect.Request[v1.SignWithCurrentKeyRequest]) (*connect.Response[v1.SignWithCurrentKeyResponse], error)
+	// SignCheckoutAuthorization makes an AP2 merchant_authorization: a
+	// detached JWS (ES256, kid of the current key in its header) over the
+	// JCS form of a checkout without "ap2" (internal: the edge signs every
+	// checkout response of an AP2 session).
+	SignCheckoutAuthorization(context.Context, *connect.Request[v1.SignCheckoutAuthorizationRequest]) (*connect.Response[v1.SignCheckoutAuthorizationResponse], error)
+	// SetAP2Mandates switches the merchant's AP2 mandates extension
+	// (br.dev.bcp.shopping.ap2_mandate) on or off: its profile advertises it
+	// while on. Internal: the operator, or a merchant admin through the
+	// admin web.
+	SetAP2Mandates(context.Context, *connect.Request[v1.SetAP2MandatesRequest]) (*connect.Response[v1.SetAP2MandatesResponse], error)
 	// InviteMerchantUser creates a merchant user with a random initial
 	// password, returned once (internal: the operator, bcpctl, or a merchant
 	// admin through the admin web).
@@ -881,6 +931,18 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(tenantServiceMethods.ByName("SignWithCurrentKey")),
 		connect.WithHandlerOptions(opts...),
 	)
+	tenantServiceSignCheckoutAuthorizationHandler := connect.NewUnaryHandler(
+		TenantServiceSignCheckoutAuthorizationProcedure,
+		svc.SignCheckoutAuthorization,
+		connect.WithSchema(tenantServiceMethods.ByName("SignCheckoutAuthorization")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceSetAP2MandatesHandler := connect.NewUnaryHandler(
+		TenantServiceSetAP2MandatesProcedure,
+		svc.SetAP2Mandates,
+		connect.WithSchema(tenantServiceMethods.ByName("SetAP2Mandates")),
+		connect.WithHandlerOptions(opts...),
+	)
 	tenantServiceInviteMerchantUserHandler := connect.NewUnaryHandler(
 		TenantServiceInviteMerchantUserProcedure,
 		svc.InviteMerchantUser,
@@ -987,6 +1049,10 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 			tenantServiceRevokeSigningKeyHandler.ServeHTTP(w, r)
 		case TenantServiceSignWithCurrentKeyProcedure:
 			tenantServiceSignWithCurrentKeyHandler.ServeHTTP(w, r)
+		case TenantServiceSignCheckoutAuthorizationProcedure:
+			tenantServiceSignCheckoutAuthorizationHandler.ServeHTTP(w, r)
+		case TenantServiceSetAP2MandatesProcedure:
+			tenantServiceSetAP2MandatesHandler.ServeHTTP(w, r)
 		case TenantServiceInviteMerchantUserProcedure:
 			tenantServiceInviteMerchantUserHandler.ServeHTTP(w, r)
 		case TenantServiceListMerchantUsersProcedure:
@@ -1108,6 +1174,14 @@ func (UnimplementedTenantServiceHandler) RevokeSigningKey(context.Context, *conn
 
 func (UnimplementedTenantServiceHandler) SignWithCurrentKey(context.Context, *connect.Request[v1.SignWithCurrentKeyRequest]) (*connect.Response[v1.SignWithCurrentKeyResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.SignWithCurrentKey is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) SignCheckoutAuthorization(context.Context, *connect.Request[v1.SignCheckoutAuthorizationRequest]) (*connect.Response[v1.SignCheckoutAuthorizationResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.SignCheckoutAuthorization is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) SetAP2Mandates(context.Context, *connect.Request[v1.SetAP2MandatesRequest]) (*connect.Response[v1.SetAP2MandatesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.SetAP2Mandates is not implemented"))
 }
 
 func (UnimplementedTenantServiceHandler) InviteMerchantUser(context.Context, *connect.Request[v1.InviteMerchantUserRequest]) (*connect.Response[v1.InviteMerchantUserResponse], error) {

@@ -210,6 +210,22 @@ func (c *tenantServiceClient) SignWithCurrentKey(ctx context.Context, req *conne
 	return direct.Unary(ctx, c.chain, tenantsv1connect.TenantServiceSignWithCurrentKeyProcedure, req, h.SignWithCurrentKey)
 }
 
+func (c *tenantServiceClient) SignCheckoutAuthorization(ctx context.Context, req *connect.Request[v1.SignCheckoutAuthorizationRequest]) (*connect.Response[v1.SignCheckoutAuthorizationResponse], error) {
+	h, ok := c.h.Get()
+	if !ok {
+		return nil, direct.NotMounted(tenantsv1connect.TenantServiceSignCheckoutAuthorizationProcedure)
+	}
+	return direct.Unary(ctx, c.chain, tenantsv1connect.TenantServiceSignCheckoutAuthorizationProcedure, req, h.SignCheckoutAuthorization)
+}
+
+func (c *tenantServiceClient) SetAP2Mandates(ctx context.Context, req *connect.Request[v1.SetAP2MandatesRequest]) (*connect.Response[v1.SetAP2MandatesResponse], error) {
+	h, ok := c.h.Get()
+	if !ok {
+		return nil, direct.NotMounted(tenantsv1connect.TenantServiceSetAP2MandatesProcedure)
+	}
+	return direct.Unary(ctx, c.chain, tenantsv1connect.TenantServiceSetAP2MandatesProcedure, req, h.SetAP2Mandates)
+}
+
 func (c *tenantServiceClient) InviteMerchantUser(ctx context.Context, req *connect.Request[v1.InviteMerchantUserRequest]) (*connect.Response[v1.InviteMerchantUserResponse], error) {
 	h, ok := c.h.Get()
 	if !ok {
