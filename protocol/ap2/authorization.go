@@ -73,16 +73,9 @@ func Payload(checkout []byte) ([]byte, error) {
 	if len(checkout) > maxCheckout {
 		return nil, errors.New("ap2: checkout too large")
 	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(checkout, &members); err != nil || members == nil {
-		return nil, errors.New("ap2: checkout is not a JSON object")
-	}
-	if _, ok := members["ap2"]; ok {
-		delete(members, "ap2")
-		var err error
-		if checkout, err = json.Marshal(members); err != nil {
-			return nil, err
-		}
+	checkout, _, err := withoutAP2(checkout)
+	if err != nil {
+		return nil, err
 	}
 	return jcs.Transform(checkout)
 }
@@ -192,17 +185,9 @@ func Sign(signer jose.Signer, payload []byte) (string, error) {
 // Insert sets checkout's "ap2" member to {"merchant_authorization": auth},
 // replacing any "ap2" it had; the other members keep their bytes and order.
 func Insert(checkout []byte, auth string) ([]byte, error) {
-	checkout = bytes.TrimSpace(checkout)
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(checkout, &members); err != nil || members == nil {
-		return nil, errors.New("ap2: checkout is not a JSON object")
-	}
-	if _, ok := members["ap2"]; ok {
-		delete(members, "ap2")
-		var err error
-		if checkout, err = json.Marshal(members); err != nil {
-			return nil, err
-		}
+	checkout, n, err := withoutAP2(bytes.TrimSpace(checkout))
+	if err != nil {
+		return nil, err
 	}
 	ap2, err := json.Marshal(map[string]string{"merchant_authorization": auth})
 	if err != nil {
@@ -210,10 +195,25 @@ func Insert(checkout []byte, auth string) ([]byte, error) {
 	}
 	out := make([]byte, 0, len(checkout)+len(ap2)+8)
 	out = append(out, checkout[:len(checkout)-1]...)
-	if len(members) > 0 {
+	if n > 0 {
 		out = append(out, ',')
 	}
 	out = append(out, `"ap2":`...)
 	out = append(out, ap2...)
 	return append(out, '}'), nil
+}
+
+// withoutAP2 is checkout (a JSON object) without its "ap2" member, and
+// how many members it has left; without one it keeps its bytes.
+func withoutAP2(checkout []byte) ([]byte, int, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(checkout, &members); err != nil || members == nil {
+		return nil, 0, errors.New("ap2: checkout is not a JSON object")
+	}
+	if _, ok := members["ap2"]; !ok {
+		return checkout, len(members), nil
+	}
+	delete(members, "ap2")
+	out, err := json.Marshal(members)
+	return out, len(members), err
 }
