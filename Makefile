@@ -20,8 +20,9 @@ run:
 	./bin/bcpd dev --data-dir $(DATA_DIR)
 
 ## ha: a local high-availability formation (pg_auto_failover monitor, primary and synchronous
-## standby on ports 6000-6002) with two bcpd processes on its multi-host URL; Ctrl-C stops it
-## (HA_DIR=.bcp/ha keeps its state; deploy/README.md explains the production setup)
+## standby on ports 6000-6002) with one bcpd per role on its multi-host URL (two edges on 8080 and
+## 8081, two checkouts) and the demo merchant; Ctrl-C stops it (HA_DIR=.bcp/ha keeps its state;
+## deploy/README.md, "Database", explains it and the production setup)
 ha:
 	@scripts/ensure-postgres.sh
 	scripts/ha.sh
