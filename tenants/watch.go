@@ -74,14 +74,15 @@ func (b *Broadcaster) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		listened := false
 		err := pgstore.Listen(ctx, b.pool, channel, func() { listened = true; b.up() }, b.notify)
-		b.down()
 		if ctx.Err() != nil {
 			return
 		}
-		// A session that got going was a working database: the next
-		// break (the next failover) starts its retries from the shortest
-		// wait again.
+		// A session that got going broke: its streams end. A session that
+		// never got going ends none (they wait for the next up), and the
+		// next break (the next failover) starts its retries from the
+		// shortest wait again.
 		if listened {
+			b.down()
 			backoff = first
 		}
 		b.log.Warn("tenant change listener disconnected; reconnecting", "err", err, "backoff", backoff)

@@ -210,7 +210,7 @@ func apiDurability(ctx context.Context, a *agents) check {
 			var v *loadkit.CheckoutView
 			var code string
 			for try := 0; try < 3; try++ {
-				resp, err := a.clients[it.s.merchant].CallTool(cctx, "get_checkout", map[string]any{"id": it.id})
+				resp, err := a.client(it.s.merchant).CallTool(cctx, "get_checkout", map[string]any{"id": it.id})
 				if v, code = loadkit.Decode(cctx, resp, err); !transient(code) || cctx.Err() != nil {
 					break
 				}
