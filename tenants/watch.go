@@ -91,7 +91,11 @@ func (b *Broadcaster) Run(ctx context.Context) {
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		// At most a second apart: a failover keeps the database away for
+		// ≈ 10 s, and the sooner LISTEN is back on the new primary the
+		// sooner every cache is watched again (until then they keep
+		// entries 2 s); a connection attempt a second costs nothing.
+		backoff = min(backoff*2, time.Second)
 	}
 }
 

@@ -106,6 +106,9 @@ func run(ctx context.Context, log *slog.Logger, name string, targets []Target, f
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		// At most a second apart, as the registry's own listener
+		// (tenants.Broadcaster): back on a new primary, or a restarted
+		// registry, within a second.
+		backoff = min(backoff*2, time.Second)
 	}
 }
