@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -122,6 +122,9 @@ func (f *formation) start(ctx context.Context) error {
 	if err := f.waitMonitor(ctx, 60*time.Second); err != nil {
 		return err
 	}
+	if err := f.tuneMonitor(ctx); err != nil {
+		return err
+	}
 	monitor := fmt.Sprintf("postgres://autoctl_node@127.0.0.1:%d/pg_auto_failover?sslmode=disable", f.port[0])
 	node := func(i int) error {
 		name := "node" + strconv.Itoa(i)
@@ -140,6 +143,36 @@ func (f *formation) start(ctx context.Context) error {
 		return err
 	}
 	return f.waitHealthy(ctx, 120*time.Second)
+}
+
+// MonitorHealthChecks are the monitor settings of the local formations
+// (this one and make ha's): a health check every 2 s with a 2-s timeout,
+// retried twice 1 s apart, where the defaults are 5 s, 5 s and 2 s. The
+// keeper of a primary whose PostgreSQL will not start tries three local
+// restarts before telling the monitor, so it is the monitor's failing
+// health checks that start the failover: ≈ 15 s after the crash with the
+// defaults, ≈ 6 s with these (docs/performance.md, "Failover under load").
+// Shorter checks fail over sooner, and on a false alarm too.
+var MonitorHealthChecks = map[string]string{
+	"pgautofailover.health_check_period":      "2000",
+	"pgautofailover.health_check_timeout":     "2000",
+	"pgautofailover.health_check_retry_delay": "1000",
+	"pgautofailover.health_check_max_retries": "2",
+}
+
+func (f *formation) tuneMonitor(ctx context.Context) error {
+	c, err := pgx.Connect(ctx, fmt.Sprintf("postgres://%s@127.0.0.1:%d/pg_auto_failover?sslmode=disable", f.super, f.port[0]))
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	for k, v := range MonitorHealthChecks {
+		if _, err := c.Exec(ctx, fmt.Sprintf("ALTER SYSTEM SET %s = %s", k, v)); err != nil {
+			return fmt.Errorf("monitor setting %s: %w", k, err)
+		}
+	}
+	_, err = c.Exec(ctx, "SELECT pg_reload_conf()")
+	return err
 }
 
 // waitMonitor waits until the monitor answers.
@@ -255,19 +288,70 @@ func (f *formation) primary(ctx context.Context) int {
 	return 0
 }
 
-// killPostgres SIGKILLs node i's postmaster, leaving its keeper running:
-// what losing the primary's PostgreSQL looks like to the monitor.
-func (f *formation) killPostgres(i int) error {
-	b, err := os.ReadFile(filepath.Join(f.dir, "node"+strconv.Itoa(i), "postmaster.pid"))
+// killPostgres SIGKILLs node i's postmaster, leaving its keeper running
+// (as on a host whose PostgreSQL crashed), and returns the pid killed.
+func (f *formation) killPostgres(i int) (int, error) {
+	pid, err := postmasterPID(filepath.Join(f.dir, "node"+strconv.Itoa(i)))
 	if err != nil {
-		return err
+		return 0, err
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	return pid, syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// crash SIGKILLs node i's PostgreSQL and keeps it from coming back until
+// released is closed (or within passes): it holds the node's port, so the
+// keeper's restarts fail ("could not bind"). A lone SIGKILL is often no
+// failover: the keeper restarts PostgreSQL in place within a second or
+// two, before the monitor acts, and the primary stays (two failovers in
+// three of the first --ha runs); killing each restart again confused the
+// keeper's demotion and cost the monitor's 30-s demote timeout. A
+// PostgreSQL that cannot start while its keeper reports so, as on a host
+// whose disk went away, is what the monitor fails over from at once.
+// It returns how many times it killed the postmaster.
+func (f *formation) crash(ctx context.Context, i int, released <-chan struct{}, within time.Duration) (int, error) {
+	addr := "127.0.0.1:" + strconv.Itoa(f.port[i])
+	pid, err := f.killPostgres(i)
 	if err != nil {
-		return fmt.Errorf("postmaster.pid of node%d: %w", i, err)
+		return 0, err
 	}
-	return syscall.Kill(pid, syscall.SIGKILL)
+	kills := 1
+	var ln net.Listener
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		// Still bound: the dying postmaster, or the keeper's restart won
+		// the race (then it dies too).
+		if p, perr := postmasterPID(filepath.Join(f.dir, "node"+strconv.Itoa(i))); perr == nil && p != pid && syscall.Kill(p, syscall.SIGKILL) == nil {
+			pid = p
+			kills++
+		}
+		if time.Now().After(deadline) {
+			return kills, fmt.Errorf("node%d: could not take its port after the kill: %w", i, err)
+		}
+	}
+	defer ln.Close()
+	// Connections are reset at once, as by a port nothing listens on (a
+	// listener that let them wait would look like a hung host, and each
+	// client would wait out its connect timeout before the next host).
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
+			c.Close()
+		}
+	}()
+	select {
+	case <-released:
+	case <-ctx.Done():
+	case <-time.After(within):
+	}
+	return kills, nil
 }
 
 // timeline is node i's current timeline (one more per promotion).

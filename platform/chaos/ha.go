@@ -39,6 +39,7 @@ const sentinelHost = "sentinela.chaos.localhost"
 // failover is one SIGKILL of the primary's PostgreSQL and what followed.
 type failover struct {
 	from, to, timeline int
+	kills              int             // SIGKILLs of the old primary's postmaster (crash; one unless its keeper restarted it first)
 	promoted           time.Duration   // kill → the standby accepts writes (promoted and no longer read-only; -1: never)
 	firstOK            []time.Duration // per edge: kill → first success answered after the promotion (-1: never)
 	anyOK              []time.Duration // per edge: kill → first success at all (the old primary may answer once more, restarted by its keeper)
@@ -176,8 +177,8 @@ func runHA(ctx context.Context, cfg Config, tmp string, rng *rand.Rand, out io.W
 			lastFailover = time.Now()
 			fo := failOver(ctx, cfg, f, a, edges, ops)
 			fos = append(fos, fo)
-			logf("failover %d/%d: node%d → node%d (timeline %d): new primary writable %s after the kill, first success on it %s (edges 1, 2), probes saw %s; suspension refused at the edges after %s; formation healthy after %s",
-				ev.n, cfg.Failovers, fo.from, fo.to, fo.timeline, ms2(fo.promoted), durs(fo.firstOK), wireSummary(fo.probeWire), durs(fo.suspended), ms2(fo.healthy))
+			logf("failover %d/%d: node%d → node%d (timeline %d, %d kill(s)): new primary writable %s after the first kill, first success on it %s (edges 1, 2), probes saw %s; suspension refused at the edges after %s; formation healthy after %s",
+				ev.n, cfg.Failovers, fo.from, fo.to, fo.timeline, fo.kills, ms2(fo.promoted), durs(fo.firstOK), wireSummary(fo.probeWire), durs(fo.suspended), ms2(fo.healthy))
 			if fo.healthy < 0 {
 				logf("the formation did not heal: no more failovers")
 				cfg.Failovers = len(fos)
@@ -256,8 +257,8 @@ func runHA(ctx context.Context, cfg Config, tmp string, rng *rand.Rand, out io.W
 		len(fos), total, strings.Join(roleKills, ", "), cfg.Outages, cfg.PSPTimeout,
 		map[bool]string{true: fmt.Sprintf(", %d recovery jobs fast-forwarded", warped), false: ""}[cfg.Warp])
 	for i, fo := range fos {
-		fmt.Fprintf(tw, "failover %d\tnode%d → node%d, timeline %d: new primary writable %s after the kill; first success on it %s (edges 1, 2; first success at all %s); probes saw %s; agents saw %s; suspension refused after %s, resumption served after %s; primary with a synchronous standby again after %s\n",
-			i+1, fo.from, fo.to, fo.timeline, ms2(fo.promoted), durs(fo.firstOK), durs(fo.anyOK), wireSummary(fo.probeWire), wireSummary(fo.agentWire),
+		fmt.Fprintf(tw, "failover %d\tnode%d → node%d, timeline %d, %d SIGKILL(s) of node%d's PostgreSQL: new primary writable %s after the first; first success on it %s (edges 1, 2; first success at all %s); probes saw %s; agents saw %s; suspension refused after %s, resumption served after %s; primary with a synchronous standby again after %s\n",
+			i+1, fo.from, fo.to, fo.timeline, fo.kills, fo.from, ms2(fo.promoted), durs(fo.firstOK), durs(fo.anyOK), wireSummary(fo.probeWire), wireSummary(fo.agentWire),
 			durs(fo.suspended), durs(fo.resumed), ms2(fo.healthy))
 	}
 	agentLines(tw, a, rcv)
@@ -358,9 +359,9 @@ func haSchedule(cfg Config, rng *rand.Rand) []event {
 	return ev
 }
 
-// failOver SIGKILLs the primary's postmaster (its keeper lives on, as on a
-// host whose PostgreSQL crashed) while each edge is probed with a
-// create_checkout every 100 ms, and measures the promotion, the first
+// failOver SIGKILLs the primary's postmaster and keeps it down (its keeper
+// lives on and reports it; crash) until the standby is promoted, while
+// each edge is probed with a create_checkout every 100 ms, and measures the promotion, the first
 // success on the new primary at each edge, what agents and probes were
 // answered meanwhile, how fast a merchant suspended then is refused at
 // both edges, and when the formation has a synchronous standby again.
@@ -379,13 +380,23 @@ func failOver(ctx context.Context, cfg Config, f *formation, a *agents, edges []
 	var mu sync.Mutex
 	var promotedAt time.Time
 	t0 := time.Now()
-	if err := f.killPostgres(fo.from); err != nil {
-		logf("failover: kill node%d: %v", fo.from, err)
-		return fo
-	}
 	pctx, stop := context.WithTimeout(ctx, 90*time.Second)
 	defer stop()
+	// The old primary's PostgreSQL stays down until the standby is
+	// promoted, then its keeper brings it back as the new standby.
+	promoted, crashed := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(crashed)
+		n, err := f.crash(pctx, fo.from, promoted, 60*time.Second)
+		mu.Lock()
+		fo.kills = n
+		mu.Unlock()
+		if err != nil {
+			logf("failover: %v", err)
+		}
+	}()
+	go func() {
+		defer close(promoted)
 		for pctx.Err() == nil && !f.writable(pctx, fo.to) {
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -430,6 +441,7 @@ func failOver(ctx context.Context, cfg Config, f *formation, a *agents, edges []
 	}
 	wg.Wait()
 	stop()
+	<-crashed
 	fo.agentWire = diffWires(a.cnt.wires(), agentsBefore)
 	fo.timeline = f.timeline(ctx, fo.to)
 
