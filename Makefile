@@ -28,7 +28,8 @@ ha:
 	scripts/ha.sh
 
 ## test: generated-code check, vet, every test (each package starts its own PostgreSQL, the e2e
-## package includes the short fault-injection run; BCP_CHAOS=0 skips it), a short fuzz run
+## package includes the short fault-injection run and platform/chaos the short failover run, which
+## needs pg_autoctl; BCP_CHAOS=0 skips both), a short fuzz run
 BCP_CHAOS ?= 1
 test: check-generate vet
 	@scripts/ensure-postgres.sh
