@@ -124,7 +124,7 @@ chaos-short:
 	$(GO) build -o bin/bcpd ./cmd/bcpd
 	$(GO) run ./cmd/bcpchaos --short --bcpd bin/bcpd $(CHAOS_FLAGS)
 
-## chaos-ha: the failover run (about 5 minutes): one bcpd per role (two edges, two checkouts) on a
+## chaos-ha: the failover run (6-10 minutes on 2 cores): one bcpd per role (two edges, two checkouts) on a
 ## pg_auto_failover formation; 3 primary failovers (the last two fail back) and 12 service-process
 ## SIGKILLs under purchases over both edges, then the chaos invariants and the failover checks
 ## (time to the first success on the new primary, answers meanwhile, a suspension reaching both

@@ -395,8 +395,3 @@ func (f *formation) stop(ctx context.Context) {
 		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 	}
 }
-
-// logTail is the end of a formation log, for a failed run's report.
-func (f *formation) logTail(name string, n int) string {
-	return tail(filepath.Join(f.dir, name+".log"), n, 300)
-}

@@ -174,15 +174,15 @@ func runHA(ctx context.Context, cfg Config, tmp string, rng *rand.Rand, out io.W
 			}
 			kills[p.role] = append(kills[p.role], time.Since(t0))
 		case "failover":
+			if len(fos) > 0 && fos[len(fos)-1].healthy < 0 {
+				logf("failover %d/%d skipped: the formation did not heal after the last one", ev.n, cfg.Failovers)
+				continue
+			}
 			lastFailover = time.Now()
 			fo := failOver(ctx, cfg, f, a, edges, ops)
 			fos = append(fos, fo)
 			logf("failover %d/%d: node%d → node%d (timeline %d, %d kill(s)): new primary writable %s after the first kill, first success on it %s (edges 1, 2), probes saw %s; suspension refused at the edges after %s; formation healthy after %s",
 				ev.n, cfg.Failovers, fo.from, fo.to, fo.timeline, fo.kills, ms2(fo.promoted), durs(fo.firstOK), wireSummary(fo.probeWire), durs(fo.suspended), ms2(fo.healthy))
-			if fo.healthy < 0 {
-				logf("the formation did not heal: no more failovers")
-				cfg.Failovers = len(fos)
-			}
 		case "outage":
 			d := time.Duration(2+rng.IntN(5)) * time.Second
 			rcv.outage(d)
