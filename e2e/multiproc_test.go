@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -75,16 +74,7 @@ func TestTwoEdgesTwoCheckoutProcesses(t *testing.T) {
 	edge1 := start([]string{platform.Edge}, freeAddr(t), pub1, co1)
 	edge2 := start([]string{platform.Edge}, freeAddr(t), pub2, co2)
 
-	hooks := &hookReceiver{failures: 2}
-	hookSrv := httptest.NewServer(hooks)
-	t.Cleanup(hookSrv.Close)
-	prof := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		doc := agentProfile("br.dev.bcp.shopping.checkout", "br.dev.bcp.shopping.fulfillment", "br.dev.bcp.shopping.discount")
-		doc = strings.Replace(doc, `"capabilities":{`, `"capabilities":{"br.dev.bcp.shopping.order":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/order","schema":"https://bcp.dev.br/draft/schemas/shopping/order.json","config":{"webhook_url":"`+hookSrv.URL+`/orders"}}],`, 1)
-		doc = strings.Replace(doc, `"payment_handlers":{`, `"payment_handlers":{"com.example.vendor.delegate_payment":[{"id":"agent_card","version":"2026-07-28","spec":"https://example.vendor.com/specs/delegate-payment","schema":"https://example.vendor.com/schemas/delegate-payment-config.json"}],`, 1)
-		_, _ = w.Write([]byte(doc))
-	}))
-	t.Cleanup(prof.Close)
+	hooks, profile := orderAgent(t, 2)
 	const host = "duasfilas.localhost"
 	m := setupMerchant(t, registry, "Loja Duas Filas", host, 0)
 	if _, err := registry.ClientsWithToken(operatorToken).Tenants.SetPaymentHandler(context.Background(), connect.NewRequest(&tenantsv1.SetPaymentHandlerRequest{Tenant: host,
@@ -96,7 +86,6 @@ func TestTwoEdgesTwoCheckoutProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	profile := prof.URL + "/agent.json"
 	s := &shopper{t: t, r: edge1, db: d, v: v, profile: profile, hooks: hooks, merchant: map[string]merchant{host: m}, agents: map[string]*agent{}}
 	s.agents[host] = &agent{t: t, s: agentSession(t, edge1, host, profile), profile: profile, v: v}
 	other := &agent{t: t, s: agentSession(t, edge2, host, profile), profile: profile, v: v}

@@ -293,16 +293,11 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	}
 	defer superPool.Close()
 
-	rcv, err := newReceiver(cfg.Seed, cfg.WebhookFailFirst)
+	rcv, profile, stopAgentSide, err := agentSide(cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer rcv.srv.Close()
-	profile, stopProfile, err := serveProfile(rcv.url)
-	if err != nil {
-		return nil, err
-	}
-	defer stopProfile()
+	defer stopAgentSide()
 
 	pub, err := freePort()
 	if err != nil {
@@ -697,6 +692,20 @@ func restartPG(ctx context.Context, pg *postgres, a *agents, probeID, mode strin
 	case <-ctx.Done():
 	}
 	return f, nil
+}
+
+// agentSide is the agent platform's side of a run: its order webhook
+// receiver and the agent profile that names it; stop ends both.
+func agentSide(cfg Config) (rcv *receiver, profile string, stop func(), err error) {
+	if rcv, err = newReceiver(cfg.Seed, cfg.WebhookFailFirst); err != nil {
+		return nil, "", nil, err
+	}
+	profile, stopProfile, err := serveProfile(rcv.url)
+	if err != nil {
+		rcv.srv.Close()
+		return nil, "", nil, err
+	}
+	return rcv, profile, func() { stopProfile(); rcv.srv.Close() }, nil
 }
 
 // serveProfile serves the agent's profile, with the order webhook.

@@ -81,16 +81,11 @@ func runHA(ctx context.Context, cfg Config, tmp string, rng *rand.Rand, out io.W
 	}
 	defer superPool.Close()
 
-	rcv, err := newReceiver(cfg.Seed, cfg.WebhookFailFirst)
+	rcv, profile, stopAgentSide, err := agentSide(cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer rcv.srv.Close()
-	profile, stopProfile, err := serveProfile(rcv.url)
-	if err != nil {
-		return nil, err
-	}
-	defer stopProfile()
+	defer stopAgentSide()
 
 	procs, edges, svcURLs, err := haTopology(cfg, tmp, urls.App)
 	if err != nil {

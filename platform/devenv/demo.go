@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/bcpdev/bcp/platform"
 	"github.com/bcpdev/bcp/services/edge"
@@ -70,42 +69,18 @@ func StartDemo(ctx context.Context, o DemoOptions) (*platform.Running, error) {
 	if p := o.PublicPort; !(o.PublicScheme == "http" && p == "80") && !(o.PublicScheme == "https" && p == "443") {
 		base += ":" + p
 	}
-	tenant, apiKey, created, err := SeedDemo(ctx, c, dataDir, profile, base)
+	sd, err := seedAll(ctx, c, dataDir, profile, base, net.JoinHostPort("127.0.0.1", o.PublicPort), o.NoDemoHistory, o.Logger)
 	if err != nil {
 		r.Stop()
-		return nil, fmt.Errorf("seed demo merchant: %w", err)
-	}
-	email, _, err := SeedDemoAdmin(ctx, c, tenant.GetId(), dataDir)
-	if err != nil {
-		r.Stop()
-		return nil, fmt.Errorf("seed demo admin: %w", err)
-	}
-	history := ""
-	switch {
-	case created && o.NoDemoHistory:
-		history = "demo history: skipped (--no-demo-history)"
-	case created:
-		log := o.Logger
-		if log == nil {
-			log = slog.Default()
-		}
-		hctx, cancel := context.WithTimeout(ctx, time.Minute)
-		h, err := SeedDemoHistory(hctx, c, tenant.GetId(), net.JoinHostPort("127.0.0.1", o.PublicPort), apiKey, profile)
-		cancel()
-		if err != nil {
-			log.Warn("demo history not seeded", "err", err)
-			history = "demo history: failed, the platform runs without it (" + err.Error() + ")"
-		} else {
-			history = h.String()
-		}
+		return nil, err
 	}
 	// The banner goes to a log: it names the files holding the secrets,
 	// never the secrets.
 	if o.Out != nil {
 		fmt.Fprintf(o.Out, "demo merchant %s (%s), tenant %s\n  admin     %s/admin/ (e-mail %s, password in %s)\n  agent     profile %s, API key in %s\n",
-			tenant.GetName(), DemoDomain, tenant.GetId(), base, email, filepath.Join(dataDir, "demo-admin-password"), profile, filepath.Join(dataDir, "demo-api-key"))
-		if history != "" {
-			fmt.Fprintln(o.Out, "  "+history)
+			sd.tenant.GetName(), DemoDomain, sd.tenant.GetId(), base, sd.adminEmail, filepath.Join(dataDir, "demo-admin-password"), profile, filepath.Join(dataDir, "demo-api-key"))
+		if sd.history != "" {
+			fmt.Fprintln(o.Out, "  "+sd.history)
 		}
 	}
 	return r, nil
