@@ -9,7 +9,7 @@ DATA_DIR ?= .bcp
 SQLC     := $(GO) tool -modfile=tools/sqlc/go.mod sqlc
 BUF      := $(GO) tool -modfile=tools/buf/go.mod buf
 
-.PHONY: ha run test generate check-generate build vet lint fuzz fuzz-short bench bench-long bench-ab scale chaos chaos-short
+.PHONY: ha run test generate check-generate build vet lint fuzz fuzz-short bench bench-long bench-ab scale chaos chaos-short chaos-ha chaos-ha-short
 .DEFAULT_GOAL := test
 
 ## run: start the whole platform on a private PostgreSQL with a demo merchant
@@ -20,14 +20,16 @@ run:
 	./bin/bcpd dev --data-dir $(DATA_DIR)
 
 ## ha: a local high-availability formation (pg_auto_failover monitor, primary and synchronous
-## standby on ports 6000-6002) with two bcpd processes on its multi-host URL; Ctrl-C stops it
-## (HA_DIR=.bcp/ha keeps its state; deploy/README.md explains the production setup)
+## standby on ports 6000-6002) with one bcpd per role on its multi-host URL (two edges on 8080 and
+## 8081, two checkouts) and the demo merchant; Ctrl-C stops it (HA_DIR=.bcp/ha keeps its state;
+## deploy/README.md, "Database", explains it and the production setup)
 ha:
 	@scripts/ensure-postgres.sh
 	scripts/ha.sh
 
 ## test: generated-code check, vet, every test (each package starts its own PostgreSQL, the e2e
-## package includes the short fault-injection run; BCP_CHAOS=0 skips it), a short fuzz run
+## package includes the short fault-injection run and platform/chaos the short failover run, which
+## needs pg_autoctl; BCP_CHAOS=0 skips both), a short fuzz run
 BCP_CHAOS ?= 1
 test: check-generate vet
 	@scripts/ensure-postgres.sh
@@ -123,3 +125,21 @@ chaos-short:
 	@scripts/ensure-postgres.sh
 	$(GO) build -o bin/bcpd ./cmd/bcpd
 	$(GO) run ./cmd/bcpchaos --short --bcpd bin/bcpd $(CHAOS_FLAGS)
+
+## chaos-ha: the failover run (6-10 minutes on 2 cores): one bcpd per role (two edges, two checkouts) on a
+## pg_auto_failover formation; 3 primary failovers (the last two fail back) and 12 service-process
+## SIGKILLs under purchases over both edges, then the chaos invariants and the failover checks
+## (time to the first success on the new primary, answers meanwhile, a suspension reaching both
+## edges, the standby holding what the primary holds). Needs pg_autoctl (postgresql-15-auto-failover,
+## pg-auto-failover-cli). Results: docs/performance.md, "Failover under load".
+chaos-ha:
+	@scripts/ensure-postgres.sh
+	$(GO) build -o bin/bcpd ./cmd/bcpd
+	$(GO) run ./cmd/bcpchaos --ha --bcpd bin/bcpd $(CHAOS_FLAGS)
+
+## chaos-ha-short: its CI form (1 failover, a kill of each role, recovery jobs fast-forwarded; about
+## 2 minutes; also BCP_CHAOS=1 go test ./platform/chaos -run TestChaosHAShort, which make test runs)
+chaos-ha-short:
+	@scripts/ensure-postgres.sh
+	$(GO) build -o bin/bcpd ./cmd/bcpd
+	$(GO) run ./cmd/bcpchaos --ha --short --bcpd bin/bcpd $(CHAOS_FLAGS)

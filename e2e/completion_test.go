@@ -82,21 +82,12 @@ func newShopperWith(t *testing.T, hookFailures int, adjust func(*platform.Config
 	t.Helper()
 	d := testdb.New(t)
 	r := startPlatformWith(t, platform.AllServices, d.AppURL, nil, adjust)
-	hooks := &hookReceiver{failures: hookFailures}
-	hookSrv := httptest.NewServer(hooks)
-	t.Cleanup(hookSrv.Close)
-	prof := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		doc := agentProfile("br.dev.bcp.shopping.checkout", "br.dev.bcp.shopping.fulfillment", "br.dev.bcp.shopping.discount")
-		doc = strings.Replace(doc, `"capabilities":{`, `"capabilities":{"br.dev.bcp.shopping.order":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/order","schema":"https://bcp.dev.br/draft/schemas/shopping/order.json","config":{"webhook_url":"`+hookSrv.URL+`/orders"}}],`, 1)
-		doc = strings.Replace(doc, `"payment_handlers":{`, `"payment_handlers":{"com.example.vendor.delegate_payment":[{"id":"agent_card","version":"2026-07-28","spec":"https://example.vendor.com/specs/delegate-payment","schema":"https://example.vendor.com/schemas/delegate-payment-config.json"}],`, 1)
-		_, _ = w.Write([]byte(doc))
-	}))
-	t.Cleanup(prof.Close)
+	hooks, profile := orderAgent(t, hookFailures)
 	v, err := bcpschema.NewValidator()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &shopper{t: t, r: r, db: d, v: v, profile: prof.URL + "/agent.json", hooks: hooks, agents: map[string]*agent{}, merchant: map[string]merchant{}}
+	s := &shopper{t: t, r: r, db: d, v: v, profile: profile, hooks: hooks, agents: map[string]*agent{}, merchant: map[string]merchant{}}
 	for i, h := range hosts {
 		m := setupMerchant(t, r, "Loja "+h, h, int64(i)*1000)
 		_, err := r.ClientsWithToken(operatorToken).Tenants.SetPaymentHandler(context.Background(), connect.NewRequest(&tenantsv1.SetPaymentHandlerRequest{Tenant: h,
@@ -109,6 +100,25 @@ func newShopperWith(t *testing.T, hookFailures int, adjust func(*platform.Config
 		s.agents[h] = &agent{t: t, s: agentSession(t, r, h, s.profile), profile: s.profile, v: v}
 	}
 	return s
+}
+
+// orderAgent is an agent platform with an order webhook receiver that
+// refuses its first hookFailures deliveries, and the URL of its profile
+// (checkout, fulfillment, discount and order with that webhook; Pix and a
+// delegated card handler).
+func orderAgent(t *testing.T, hookFailures int) (*hookReceiver, string) {
+	t.Helper()
+	hooks := &hookReceiver{failures: hookFailures}
+	hookSrv := httptest.NewServer(hooks)
+	t.Cleanup(hookSrv.Close)
+	prof := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		doc := agentProfile("br.dev.bcp.shopping.checkout", "br.dev.bcp.shopping.fulfillment", "br.dev.bcp.shopping.discount")
+		doc = strings.Replace(doc, `"capabilities":{`, `"capabilities":{"br.dev.bcp.shopping.order":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/order","schema":"https://bcp.dev.br/draft/schemas/shopping/order.json","config":{"webhook_url":"`+hookSrv.URL+`/orders"}}],`, 1)
+		doc = strings.Replace(doc, `"payment_handlers":{`, `"payment_handlers":{"com.example.vendor.delegate_payment":[{"id":"agent_card","version":"2026-07-28","spec":"https://example.vendor.com/specs/delegate-payment","schema":"https://example.vendor.com/schemas/delegate-payment-config.json"}],`, 1)
+		_, _ = w.Write([]byte(doc))
+	}))
+	t.Cleanup(prof.Close)
+	return hooks, prof.URL + "/agent.json"
 }
 
 // ready takes a fresh checkout at host to ready_for_complete (2 shirts,

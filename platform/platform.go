@@ -253,9 +253,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		case Checkout:
 			svc := checkout.New(r.Pool, checkout.Clients{Catalog: clients.Catalog, Pricing: clients.Pricing, Tenants: clients.Tenants, Payments: clients.Payments, Orders: clients.Orders})
 			svc.UseHooks(cfg.CheckoutHooks)
-			river.AddWorker(workers, &checkout.ExpireWorker{Service: svc})
-			river.AddWorker(workers, &checkout.SweepWorker{Service: svc})
-			river.AddWorker(workers, &checkout.SettleWorker{Service: svc})
+			checkout.AddWorkers(workers, svc)
 			queues = append(queues, jobs.QueueCheckout)
 			r.goRun(func() { svc.Run(ctx, log) })
 			r.handlers.checkout.Set(svc)
@@ -279,8 +277,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			internal.Handle(paymentsv1connect.NewPaymentsServiceHandler(svc, handlerOpts(payments.Policy)))
 		case Orders:
 			svc := orders.New(r.Pool, orders.Config{Payments: clients.Payments, Tenants: clients.Tenants, Signer: orders.NewTenantSigner(clients.Tenants), Logger: log, Metrics: reg, WebhookBackoff: cfg.WebhookBackoff})
-			river.AddWorker(workers, &orders.WebhookWorker{Service: svc})
-			river.AddWorker(workers, &orders.RefundWorker{Service: svc})
+			orders.AddWorkers(workers, svc)
 			queues = append(queues, jobs.QueueOrders)
 			jobUsers = append(jobUsers, svc.UseJobs)
 			r.handlers.orders.Set(svc)
@@ -297,6 +294,18 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		// hosting that service (with one role per process, a leader that
 		// registered only its own sweeps left the others never run).
 		periodic = append(periodic, checkout.SweepJob(cfg.SweepEvery), payments.SweepJob(cfg.SweepEvery))
+		// Stand-ins for the job kinds of the services hosted elsewhere:
+		// the leader, whichever process it is, rescues their stuck jobs
+		// instead of discarding them (jobs.AddWorker).
+		for name, add := range map[string]func(){
+			Checkout: func() { checkout.AddWorkers(workers, nil) },
+			Payments: func() { payments.AddWorkers(workers, nil) },
+			Orders:   func() { orders.AddWorkers(workers, nil) },
+		} {
+			if !cfg.hosts(name) {
+				add()
+			}
+		}
 		jc, err := jobs.NewClient(r.Pool, workers, periodic, queues, log)
 		if err != nil {
 			return fail(fmt.Errorf("job client: %w", err))

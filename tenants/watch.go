@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenantcache"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 )
@@ -19,7 +20,8 @@ const channel = "bcp_tenant_changes"
 
 // Broadcaster LISTENs for registry changes and fans them out to every
 // WatchChanges stream. Whenever it (re)connects it tells subscribers to
-// reset, because notifications sent while it was away are lost.
+// reset, because notifications sent while it was away are lost; while it
+// is disconnected it serves no stream.
 type Broadcaster struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
@@ -67,54 +69,63 @@ func (b *Broadcaster) setLocalWatched(w bool) {
 // every subscriber's stream ends.
 func (b *Broadcaster) Run(ctx context.Context) {
 	defer b.closeAll()
-	backoff := 100 * time.Millisecond
+	const first = 100 * time.Millisecond
+	backoff := first
 	for ctx.Err() == nil {
-		err := b.listen(ctx)
-		b.setLocalWatched(false)
+		listened := false
+		err := pgstore.Listen(ctx, b.pool, channel, func() { listened = true; b.up() }, b.notify)
 		if ctx.Err() != nil {
 			return
 		}
+		// A session that got going broke: its streams end. A session that
+		// never got going ends none (they wait for the next up), and the
+		// next break (the next failover) starts its retries from the
+		// shortest wait again.
+		if listened {
+			b.down()
+			backoff = first
+		}
 		b.log.Warn("tenant change listener disconnected; reconnecting", "err", err, "backoff", backoff)
-		b.publish(&tenantsv1.WatchChangesResponse{Kind: tenantsv1.WatchChangesResponse_KIND_RESET})
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		// At most a second apart: a failover keeps the database away for
+		// ≈ 10 s, and the sooner LISTEN is back on the new primary the
+		// sooner every cache is watched again (until then they keep
+		// entries 2 s); a connection attempt a second costs nothing.
+		backoff = min(backoff*2, time.Second)
 	}
 }
 
-func (b *Broadcaster) listen(ctx context.Context) error {
-	conn, err := b.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	// The connection ends in LISTEN state; never hand it back to the pool.
-	pc := conn.Hijack()
-	defer pc.Close(context.Background())
-	if _, err := pc.Exec(ctx, "LISTEN "+channel); err != nil {
-		return err
-	}
+// up: LISTEN is in place. Anything may have changed since the last
+// notification seen (before a failover, on another primary), so every
+// cache starts over, watched from now on.
+func (b *Broadcaster) up() {
 	b.setLocalWatched(true)
 	b.readyOnce.Do(func() { close(b.ready) })
-	// Anything may have changed between the last notification we saw and
-	// now: subscribers start over.
 	b.publish(&tenantsv1.WatchChangesResponse{Kind: tenantsv1.WatchChangesResponse_KIND_RESET})
-	for {
-		n, err := pc.WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		var payload struct {
-			TenantID string `json:"tenant_id"`
-		}
-		if json.Unmarshal([]byte(n.Payload), &payload) != nil || payload.TenantID == "" {
-			b.publish(&tenantsv1.WatchChangesResponse{Kind: tenantsv1.WatchChangesResponse_KIND_RESET})
-			continue
-		}
-		b.publish(&tenantsv1.WatchChangesResponse{Kind: tenantsv1.WatchChangesResponse_KIND_TENANT, TenantId: payload.TenantID})
+}
+
+// down: nothing listens. Local caches go back to short lifetimes, and
+// every stream ends, so the edges' and services' caches do the same (a
+// stream's reset tells its follower it is watched); their new streams wait
+// in Serve for the next up.
+func (b *Broadcaster) down() {
+	b.setLocalWatched(false)
+	b.closeAll()
+}
+
+func (b *Broadcaster) notify(payload string) {
+	var p struct {
+		TenantID string `json:"tenant_id"`
 	}
+	if json.Unmarshal([]byte(payload), &p) != nil || p.TenantID == "" {
+		b.publish(&tenantsv1.WatchChangesResponse{Kind: tenantsv1.WatchChangesResponse_KIND_RESET})
+		return
+	}
+	b.publish(&tenantsv1.WatchChangesResponse{Kind: tenantsv1.WatchChangesResponse_KIND_TENANT, TenantId: p.TenantID})
 }
 
 func (b *Broadcaster) closeAll() {
@@ -149,11 +160,14 @@ func (b *Broadcaster) publish(ev *tenantsv1.WatchChangesResponse) {
 	}
 }
 
-// Serve streams changes to send until ctx ends. It starts with a reset.
+// Serve streams changes to send until ctx ends or the listener breaks. It
+// starts with a reset, sent once LISTEN is in place: a follower treats a
+// reset as "watched", which must not be true while nothing listens.
 func (b *Broadcaster) Serve(ctx context.Context, send func(*tenantsv1.WatchChangesResponse) error) error {
 	ch := make(chan *tenantsv1.WatchChangesResponse, 256)
 	b.mu.Lock()
 	b.subs[ch] = struct{}{}
+	listening := b.listening
 	b.mu.Unlock()
 	defer func() {
 		b.mu.Lock()
@@ -163,8 +177,11 @@ func (b *Broadcaster) Serve(ctx context.Context, send func(*tenantsv1.WatchChang
 		}
 		b.mu.Unlock()
 	}()
-	if err := send(&tenantsv1.WatchChangesResponse{Kind: tenantsv1.WatchChangesResponse_KIND_RESET}); err != nil {
-		return err
+	// Not listening: the reset of the next up reaches ch.
+	if listening {
+		if err := send(&tenantsv1.WatchChangesResponse{Kind: tenantsv1.WatchChangesResponse_KIND_RESET}); err != nil {
+			return err
+		}
 	}
 	for {
 		select {

@@ -1,10 +1,14 @@
 // Command bcpchaos runs the fault injector of package platform/chaos:
 // SIGKILLs of `bcpd all`, PostgreSQL restarts, webhook receiver and PSP
 // failures under sustained purchases, then invariant checks over SQL and
-// MCP. It exits 1 on a violation, 2 when the run could not be carried out.
+// MCP. With --ha, primary failovers of a pg_auto_failover formation and
+// SIGKILLs of one-role processes instead. It exits 1 on a violation, 2
+// when the run could not be carried out.
 //
 //	go run ./cmd/bcpchaos                 # full run (make chaos)
 //	go run ./cmd/bcpchaos --short         # CI form (make chaos-short)
+//	go run ./cmd/bcpchaos --ha            # failover run (make chaos-ha)
+//	go run ./cmd/bcpchaos --ha --short    # its CI form (make chaos-ha-short)
 package main
 
 import (
@@ -13,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/bcpdev/bcp/platform/chaos"
@@ -20,15 +25,27 @@ import (
 )
 
 func main() {
-	short := len(os.Args) > 1 && (os.Args[1] == "--short" || os.Args[1] == "-short")
+	// --ha and --short choose the defaults of every other flag, so they
+	// are read first, wherever they are.
+	short := slices.ContainsFunc(os.Args[1:], func(a string) bool { return a == "--short" || a == "-short" })
+	ha := slices.ContainsFunc(os.Args[1:], func(a string) bool { return a == "--ha" || a == "-ha" })
 	cfg := chaos.FullConfig()
-	if short {
+	switch {
+	case ha && short:
+		cfg = chaos.ShortHAConfig()
+	case ha:
+		cfg = chaos.FullHAConfig()
+	case short:
 		cfg = chaos.ShortConfig()
 	}
-	flag.Bool("short", false, "the CI form: 3 kills, 1 PostgreSQL restart, recovery jobs fast-forwarded (must come first)")
+	flag.Bool("short", false, "the CI form: 3 kills, 1 PostgreSQL restart, recovery jobs fast-forwarded (with --ha: 1 failover, 7 kills)")
+	flag.Bool("ha", false, "the failover run: one bcpd per role (two edges, two checkouts) on a pg_auto_failover formation; primary failovers and service-process kills")
+	flag.IntVar(&cfg.Failovers, "failovers", cfg.Failovers, "--ha: SIGKILLs of the primary's PostgreSQL (the standby is promoted; the next fails back)")
+	flag.DurationVar(&cfg.MaxFailover, "max-failover", cfg.MaxFailover, "--ha: fail when a failover's kill → first success on the new primary takes longer")
+	flag.DurationVar(&cfg.MaxSuspend, "max-suspend", cfg.MaxSuspend, "--ha: fail when a merchant suspended after a failover is served longer by an edge")
 	flag.Uint64Var(&cfg.Seed, "seed", 0, "random seed (0: from the clock; printed)")
 	flag.DurationVar(&cfg.Duration, "duration", cfg.Duration, "load phase (the fault schedule spreads over it)")
-	flag.IntVar(&cfg.Kills, "kills", cfg.Kills, "SIGKILLs of bcpd")
+	flag.IntVar(&cfg.Kills, "kills", cfg.Kills, "SIGKILLs of bcpd (--ha: of service processes, each role once from 7)")
 	flag.IntVar(&cfg.PGRestarts, "pg-restarts", cfg.PGRestarts, "PostgreSQL restarts (alternately fast and immediate shutdowns)")
 	flag.IntVar(&cfg.Outages, "webhook-outages", cfg.Outages, "periods (2-6 s) when the order webhook receiver answers 503 to everything")
 	flag.IntVar(&cfg.Agents, "agents", cfg.Agents, "concurrent simulated agents")

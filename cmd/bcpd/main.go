@@ -4,6 +4,7 @@
 //	bcpd <service>  one of edge|tenants|catalog|pricing|checkout|payments|orders
 //	bcpd dev        private PostgreSQL + migrations + demo merchant + all
 //	bcpd migrate up|status
+//	bcpd demo       the demo merchant, seeded through services elsewhere (make ha)
 //
 // Every flag has an environment variable (shown in -h).
 package main
@@ -50,6 +51,8 @@ roles:
                            one service per process (set --<service>-url for the others)
   dev                      private PostgreSQL, migrations, demo merchant, then all
   migrate up|status        apply or show database migrations
+  demo                     seed the demo merchant through the services at --<service>-url and
+                           serve the demo agent's profile on --internal-addr (make ha)
 `
 
 type flags struct {
@@ -130,6 +133,8 @@ func run(args []string) error {
 		return runMigrate(ctx, rest)
 	case "dev":
 		return runDev(ctx, rest)
+	case "demo":
+		return runDemo(ctx, rest)
 	case "all":
 		return runServices(ctx, platform.AllServices, rest)
 	}
@@ -237,6 +242,34 @@ func runDev(ctx context.Context, args []string) error {
 	if err == nil {
 		fmt.Println("stopped; PostgreSQL shut down cleanly")
 	}
+	return err
+}
+
+// runDemo is `bcpd demo`: the demo merchant of a formation whose services
+// run one per process (scripts/ha.sh), and its agent's profile.
+func runDemo(ctx context.Context, args []string) error {
+	f := newFlags("demo")
+	if err := f.fs.Parse(args); err != nil {
+		return helpIsNoError(err)
+	}
+	urls := map[string]string{}
+	for s, u := range f.serviceURLs {
+		urls[s] = *u
+	}
+	r, err := devenv.StartDemo(ctx, devenv.DemoOptions{
+		DataDir: *f.dataDir, InternalAddr: *f.internalAddr, ServiceURLs: urls,
+		InternalToken: *f.internalToken, OperatorToken: *f.operatorToken,
+		PublicScheme: *f.publicScheme, PublicPort: *f.publicPort, NoDemoHistory: *f.noDemoHistory,
+		Logger: f.logger(), Out: os.Stdout,
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-r.Err():
+	}
+	r.Stop()
 	return err
 }
 

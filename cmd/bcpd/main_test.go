@@ -10,7 +10,7 @@ func TestHelpNeedsNothingAndSucceeds(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--help"}, {"-h"}, {"help"},
-		{"all", "--help"}, {"dev", "--help"}, {"edge", "-h"}, {"tenants", "--help"}, {"checkout", "-help"},
+		{"all", "--help"}, {"dev", "--help"}, {"demo", "--help"}, {"edge", "-h"}, {"tenants", "--help"}, {"checkout", "-help"},
 		{"migrate", "--help"}, {"migrate", "up", "--help"}, {"migrate", "status", "-h"},
 	} {
 		if err := run(args); err != nil {

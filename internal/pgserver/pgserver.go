@@ -104,7 +104,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cred, err := runAs()
+	cred, err := RunAs()
 	if err != nil {
 		return nil, err
 	}
@@ -275,9 +275,9 @@ func initCluster(ctx context.Context, bin, dataDir, pwFile string, cred *syscall
 	return nil
 }
 
-// runAs returns the credentials to run PostgreSQL with: nil when we are not
+// RunAs returns the credentials to run PostgreSQL with: nil when we are not
 // root, otherwise the "postgres" user (created by the OS package) or nobody.
-func runAs() (*syscall.Credential, error) {
+func RunAs() (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}

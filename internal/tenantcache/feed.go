@@ -10,6 +10,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bcpdev/bcp/internal/pgstore"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 )
@@ -41,26 +42,12 @@ func Follow(ctx context.Context, client tenantsv1connect.TenantServiceClient, lo
 
 // Listen applies a PostgreSQL notification channel to targets until ctx
 // ends. A payload is a tenant id, or {"tenant_id": …}; anything else resets.
-// The connection is taken from pool and never returned (it ends in LISTEN
-// state).
+// Each session holds a connection of pool (pgstore.Listen).
 func Listen(ctx context.Context, pool *pgxpool.Pool, channel string, log *slog.Logger, targets ...Target) {
 	run(ctx, log, "change listener "+channel, targets, func(onReset func(), onTenant func(string)) error {
-		conn, err := pool.Acquire(ctx)
-		if err != nil {
-			return err
-		}
-		pc := conn.Hijack()
-		defer pc.Close(context.Background())
-		if _, err := pc.Exec(ctx, "LISTEN "+channel); err != nil {
-			return err
-		}
-		onReset() // anything may have changed before LISTEN took effect
-		for {
-			n, err := pc.WaitForNotification(ctx)
-			if err != nil {
-				return err
-			}
-			tid := n.Payload
+		// The reset once LISTEN is in place: anything may have changed
+		// before it took effect.
+		return pgstore.Listen(ctx, pool, channel, onReset, func(tid string) {
 			if len(tid) > 0 && tid[0] == '{' {
 				var p struct {
 					TenantID string `json:"tenant_id"`
@@ -70,10 +57,10 @@ func Listen(ctx context.Context, pool *pgxpool.Pool, channel string, log *slog.L
 			}
 			if tid == "" {
 				onReset()
-				continue
+				return
 			}
 			onTenant(tid)
-		}
+		})
 	})
 }
 
@@ -83,7 +70,9 @@ func run(ctx context.Context, log *slog.Logger, name string, targets []Target, f
 	if log == nil {
 		log = slog.Default()
 	}
+	var connected bool
 	onReset := func() {
+		connected = true
 		for _, t := range targets {
 			t.Reset()
 			t.SetWatched(true)
@@ -94,8 +83,10 @@ func run(ctx context.Context, log *slog.Logger, name string, targets []Target, f
 			t.Invalidate(id)
 		}
 	}
-	backoff := 100 * time.Millisecond
+	const first = 100 * time.Millisecond
+	backoff := first
 	for ctx.Err() == nil {
+		connected = false
 		err := follow(onReset, onTenant)
 		for _, t := range targets {
 			t.SetWatched(false)
@@ -104,12 +95,20 @@ func run(ctx context.Context, log *slog.Logger, name string, targets []Target, f
 		if ctx.Err() != nil {
 			return
 		}
+		// A feed that got going: the next break (a failover) retries from
+		// the shortest wait again.
+		if connected {
+			backoff = first
+		}
 		log.Warn(name+" interrupted; caches use short lifetimes until it is back", "err", err, "retry_in", backoff)
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		// At most a second apart, as the registry's own listener
+		// (tenants.Broadcaster): back on a new primary, or a restarted
+		// registry, within a second.
+		backoff = min(backoff*2, time.Second)
 	}
 }

@@ -3,11 +3,13 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +44,9 @@ type seen struct {
 type ledger struct {
 	mu        sync.Mutex
 	checkouts map[string]*seen
+	// twoOrders lists checkouts for which answers named two different
+	// orders (a completion executed twice, say across a failover).
+	twoOrders []string
 }
 
 func (l *ledger) saw(merchant int, c *loadkit.CheckoutView) {
@@ -59,6 +64,9 @@ func (l *ledger) saw(merchant int, c *loadkit.CheckoutView) {
 		s.status = c.Status
 	}
 	if c.Status == "completed" && c.Order != nil && c.Order.ID != "" {
+		if s.orderID != "" && s.orderID != c.Order.ID {
+			l.twoOrders = append(l.twoOrders, c.ID+" (orders "+s.orderID+" and "+c.Order.ID+")")
+		}
 		s.orderID = c.Order.ID
 	}
 	if c.Status == "canceled" {
@@ -89,6 +97,55 @@ type counters struct {
 	mu                                                sync.Mutex
 	errs                                              map[string]int
 	races                                             map[string]int // racing workloads run, by kind
+	wire                                              map[string]int // failed answers by wire form (wireOf)
+}
+
+func (c *counters) wireErr(w string) {
+	c.mu.Lock()
+	c.wire[w]++
+	c.mu.Unlock()
+}
+
+// wires is a copy of the wire counts.
+func (c *counters) wires() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.wire)
+}
+
+// wireOf is how a failed answer looked on the wire: HTTP status, JSON-RPC
+// code and data code, and for a 503 or 429 whether it said when to come
+// back ("" for a success or a business outcome, which are HTTP 200 results).
+func wireOf(resp *agentclient.Response, err error) string {
+	if err != nil || resp == nil {
+		return "no answer"
+	}
+	if resp.Status == http.StatusOK && resp.Error == nil {
+		return ""
+	}
+	w := "HTTP " + strconv.Itoa(resp.Status)
+	if resp.Error != nil {
+		w += " " + strconv.Itoa(resp.Error.Code)
+		if c := resp.Error.DataCode(); c != "" {
+			w += " " + c
+		}
+	}
+	if resp.Status == http.StatusServiceUnavailable || resp.Status == http.StatusTooManyRequests {
+		if resp.Header.Get("Retry-After") == "" {
+			w += " without Retry-After"
+		} else {
+			w += " with Retry-After"
+		}
+	}
+	return w
+}
+
+// badWire: what an agent must never see, faults or not — an internal
+// error (-32603, HTTP 500), a gateway error, or a 503 that does not say
+// when to retry. Unavailability is -32000 / 503 with Retry-After.
+func badWire(w string) bool {
+	return strings.Contains(w, " -32603") || strings.HasPrefix(w, "HTTP 500") || strings.HasPrefix(w, "HTTP 502") ||
+		strings.HasPrefix(w, "HTTP 504") || strings.Contains(w, "without Retry-After")
 }
 
 func (c *counters) race(kind string) {
@@ -118,7 +175,11 @@ type stuckCall struct {
 type agents struct {
 	stuckMu sync.Mutex
 	stuck   []*stuckCall
-	clients []*agentclient.Client
+	// clients[merchant][edge]: each call goes to the next edge in turn,
+	// as through a load balancer without affinity, so one purchase's calls
+	// and a retry after a failure reach different edge processes.
+	clients [][]*agentclient.Client
+	next    atomic.Uint64
 	ms      []*loadkit.Merchant
 	ops     *platform.Clients
 	led     *ledger
@@ -131,15 +192,25 @@ type agents struct {
 	su        *pgxpool.Pool
 }
 
-func newAgents(publicAddr, profile string, ms []*loadkit.Merchant, ops *platform.Clients, pixShare, raceShare float64, su *pgxpool.Pool) *agents {
+func newAgents(publicAddrs []string, profile string, ms []*loadkit.Merchant, ops *platform.Clients, pixShare, raceShare float64, su *pgxpool.Pool) *agents {
 	tr := &http.Transport{DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}
 	a := &agents{ms: ms, ops: ops, pixRate: pixShare, raceShare: raceShare, su: su, led: &ledger{checkouts: map[string]*seen{}},
-		cnt: &counters{errs: map[string]int{}, races: map[string]int{}}}
+		cnt: &counters{errs: map[string]int{}, races: map[string]int{}, wire: map[string]int{}}}
 	for _, m := range ms {
 		t := &agentclient.Transport{Base: tr, ProfileURL: profile, Host: m.Host, APIKey: m.APIKey}
-		a.clients = append(a.clients, &agentclient.Client{Endpoint: "http://" + publicAddr + "/bcp/mcp", Transport: t, Timeout: 10 * time.Second})
+		var cs []*agentclient.Client
+		for _, addr := range publicAddrs {
+			cs = append(cs, &agentclient.Client{Endpoint: "http://" + addr + "/bcp/mcp", Transport: t, Timeout: 10 * time.Second})
+		}
+		a.clients = append(a.clients, cs)
 	}
 	return a
+}
+
+// client is merchant mi's client on the next edge.
+func (a *agents) client(mi int) *agentclient.Client {
+	cs := a.clients[mi]
+	return cs[int(a.next.Add(1)%uint64(len(cs)))]
 }
 
 // transient failures are retried with the same arguments (the same
@@ -161,7 +232,7 @@ func (a *agents) call(ctx context.Context, mi int, tool string, args map[string]
 	backoff := 100 * time.Millisecond
 	for {
 		a.cnt.calls.Add(1)
-		resp, err := a.clients[mi].CallTool(ctx, tool, args)
+		resp, err := a.client(mi).CallTool(ctx, tool, args)
 		c, code := loadkit.Decode(ctx, resp, err)
 		if code == "" {
 			a.led.saw(mi, c)
@@ -169,6 +240,9 @@ func (a *agents) call(ctx context.Context, mi int, tool string, args map[string]
 		}
 		if ctx.Err() != nil {
 			return nil, "stopped"
+		}
+		if w := wireOf(resp, err); w != "" {
+			a.cnt.wireErr(w)
 		}
 		a.cnt.callErrors.Add(1)
 		a.cnt.err(tool + ":" + code)
@@ -345,7 +419,7 @@ func (a *agents) retryStuck(ctx context.Context) (total int, open []string) {
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, 40*time.Second)
 			defer cancel()
-			resp, err := a.clients[s.merchant].CallTool(cctx, s.tool, s.args)
+			resp, err := a.client(s.merchant).CallTool(cctx, s.tool, s.args)
 			c, code := loadkit.Decode(cctx, resp, err)
 			if code == "" {
 				a.led.saw(s.merchant, c)

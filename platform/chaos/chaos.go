@@ -30,10 +30,12 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -53,6 +55,7 @@ import (
 
 	"github.com/bcpdev/bcp/agentclient"
 	"github.com/bcpdev/bcp/db"
+	"github.com/bcpdev/bcp/platform"
 	"github.com/bcpdev/bcp/platform/loadkit"
 	"github.com/bcpdev/bcp/services/payments"
 )
@@ -81,6 +84,13 @@ type Config struct {
 	Keep              bool          // keep the run directory
 	MaxDownP99        time.Duration // bound on the edge's p99 while PostgreSQL is down
 	MaxRecovery       time.Duration // bound on the first success after PostgreSQL is back
+	// The HA run (runHA): one bcpd per role, two edges and two checkouts,
+	// on a pg_auto_failover formation; Kills are then SIGKILLs of service
+	// processes (every role once when Kills ≥ 7) and PGRestarts unused.
+	HA          bool
+	Failovers   int           // SIGKILLs of the primary's PostgreSQL (the standby takes over; the next fails back)
+	MaxFailover time.Duration // bound on the kill → first success on the new primary (target 15 s)
+	MaxSuspend  time.Duration // bound on a suspension after a failover being refused at both edges
 	// Out receives the summary (nil: os.Stdout); Log the progress lines
 	// (nil: os.Stderr).
 	Out, Log io.Writer
@@ -117,6 +127,28 @@ func ShortConfig() Config {
 	return c
 }
 
+// FullHAConfig is `make chaos-ha`: 3 failovers (node1 → node2 → node1 →
+// node2) and 12 service-process kills over 180 s of purchases on both
+// edges, recovery on the platform's own clocks.
+func FullHAConfig() Config {
+	c := FullConfig()
+	c.HA, c.Duration, c.Failovers, c.Kills, c.PGRestarts, c.Outages = true, 180*time.Second, 3, 12, 0, 2
+	c.MaxFailover, c.MaxSuspend = 30*time.Second, 15*time.Second
+	return c
+}
+
+// ShortHAConfig is the CI form: one failover and one kill of each role
+// over 40 s, recovery jobs fast-forwarded (about 2 minutes). Its bounds
+// are loose for the same reason as ShortConfig's: the 15-s target is
+// reported, and only a failover far beyond it fails the run.
+func ShortHAConfig() Config {
+	c := FullHAConfig()
+	c.Duration, c.Failovers, c.Kills, c.Outages, c.Agents, c.Merchants = 40*time.Second, 1, 7, 1, 4, 2
+	c.Drain, c.Warp = 2*time.Minute, true
+	c.MaxFailover, c.MaxSuspend = 60*time.Second, 30*time.Second
+	return c
+}
+
 var (
 	logMu   sync.Mutex
 	logOut  io.Writer = os.Stderr
@@ -132,8 +164,9 @@ func logf(format string, args ...any) {
 // event is one fault of the schedule.
 type event struct {
 	at   time.Duration
-	kind string // kill | pg | outage
+	kind string // kill | pg | outage (HA: failover | kill | outage)
 	n    int
+	role string // HA kill: the role whose process is killed
 }
 
 func schedule(cfg Config, rng *rand.Rand) []event {
@@ -142,15 +175,15 @@ func schedule(cfg Config, rng *rand.Rand) []event {
 		return time.Duration(float64(cfg.Duration) * (0.1 + 0.8*rng.Float64()))
 	}
 	for i := range cfg.Kills {
-		ev = append(ev, event{span(), "kill", i + 1})
+		ev = append(ev, event{at: span(), kind: "kill", n: i + 1})
 	}
 	for i := range cfg.PGRestarts {
 		// Spread over the run: restart i in its own slice.
 		slice := cfg.Duration * 8 / 10 / time.Duration(cfg.PGRestarts)
-		ev = append(ev, event{cfg.Duration/10 + slice*time.Duration(i) + time.Duration(rng.Float64()*float64(slice)), "pg", i + 1})
+		ev = append(ev, event{at: cfg.Duration/10 + slice*time.Duration(i) + time.Duration(rng.Float64()*float64(slice)), kind: "pg", n: i + 1})
 	}
 	for i := range cfg.Outages {
-		ev = append(ev, event{span(), "outage", i + 1})
+		ev = append(ev, event{at: span(), kind: "outage", n: i + 1})
 	}
 	sort.Slice(ev, func(i, j int) bool { return ev[i].at < ev[j].at })
 	n := map[string]int{}
@@ -182,14 +215,14 @@ func (v Violation) String() string {
 	return fmt.Sprintf("%s: %d of %d violate it: %s", v.Invariant, len(v.IDs), v.Checked, examples(v.IDs, 20))
 }
 
-// Run runs the schedule and the checks and returns the invariants that
-// were violated (none: the run passed). err is for runs that could not be
-// carried out.
-func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
+// prepare is what every run starts with: the seed (printed), where the
+// summary and the progress lines go, the run directory (removed by done
+// unless Keep) and bcpd built into it unless BcpdBin names one.
+func prepare(ctx context.Context, cfg *Config) (tmp string, rng *rand.Rand, out io.Writer, done func(), err error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}
-	out := cfg.Out
+	out = cfg.Out
 	if out == nil {
 		out = os.Stdout
 	}
@@ -199,27 +232,42 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 		logMu.Unlock()
 	}
 	started = time.Now()
-	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
+	rng = rand.New(rand.NewPCG(cfg.Seed, 1))
 	logf("seed %d (replay with --seed %d)", cfg.Seed, cfg.Seed)
-	tmp, err := os.MkdirTemp("", "bcpchaos-")
+	tmp, err = os.MkdirTemp("", "bcpchaos-")
 	if err != nil {
-		return nil, err
+		return "", nil, nil, nil, err
 	}
 	_ = os.Chmod(tmp, 0o755)
-	if !cfg.Keep {
-		defer os.RemoveAll(tmp)
-	} else {
+	done = func() { _ = os.RemoveAll(tmp) }
+	if cfg.Keep {
+		done = func() {}
 		logf("run directory %s (kept)", tmp)
 	}
-
 	if cfg.BcpdBin == "" {
 		cfg.BcpdBin = filepath.Join(tmp, "bcpd")
 		logf("building bcpd")
 		b := exec.CommandContext(ctx, "go", "build", "-o", cfg.BcpdBin, "github.com/bcpdev/bcp/cmd/bcpd")
 		b.Stdout, b.Stderr = os.Stderr, os.Stderr
 		if err := b.Run(); err != nil {
-			return nil, fmt.Errorf("go build bcpd: %w", err)
+			done()
+			return "", nil, nil, nil, fmt.Errorf("go build bcpd: %w", err)
 		}
+	}
+	return tmp, rng, out, done, nil
+}
+
+// Run runs the schedule and the checks and returns the invariants that
+// were violated (none: the run passed). err is for runs that could not be
+// carried out.
+func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
+	tmp, rng, out, done, err := prepare(ctx, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if cfg.HA {
+		return runHA(ctx, cfg, tmp, rng, out)
 	}
 
 	// PostgreSQL with fsync on: the durability checks must not be undone
@@ -245,16 +293,11 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	}
 	defer superPool.Close()
 
-	rcv, err := newReceiver(cfg.Seed, cfg.WebhookFailFirst)
+	rcv, profile, stopAgentSide, err := agentSide(cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer rcv.srv.Close()
-	profile, stopProfile, err := serveProfile(rcv.url)
-	if err != nil {
-		return nil, err
-	}
-	defer stopProfile()
+	defer stopAgentSide()
 
 	pub, err := freePort()
 	if err != nil {
@@ -264,36 +307,21 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	if err != nil {
 		return nil, err
 	}
-	faults := fmt.Sprintf("timeout=%g,hang=2s", cfg.PSPTimeout)
-	if cfg.PSPTimeout == 0 {
-		faults = ""
-	}
-	b := &bcpd{bin: cfg.BcpdBin, logPath: filepath.Join(tmp, "bcpd.log"),
+	b := &bcpd{bin: cfg.BcpdBin, role: "all", logPath: filepath.Join(tmp, "bcpd.log"),
 		publicAddr: "127.0.0.1:" + strconv.Itoa(pub), internal: "127.0.0.1:" + strconv.Itoa(in)}
-	b.env = append(os.Environ(),
-		"BCP_DATABASE_URL="+urls.App, "BCP_PUBLIC_ADDR="+b.publicAddr, "BCP_INTERNAL_ADDR="+b.internal,
-		"BCP_INTERNAL_TOKEN="+internalToken, "BCP_OPERATOR_TOKEN="+operatorToken,
-		"BCP_MASTER_KEY="+base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
-		// The sweeps (checkout expiry and settle, card resolve) every 2 s
-		// instead of 15 s, so the drain does not wait on their clock.
-		"BCP_SWEEP_EVERY=2s",
-		"BCP_PUBLIC_SCHEME=http", "BCP_LOG_LEVEL=warn", payments.SimFaultsEnv+"="+faults)
-	logf("starting bcpd all (public %s, internal %s, %s=%q)", b.publicAddr, b.internal, payments.SimFaultsEnv, faults)
+	b.env = append(baseEnv(cfg, urls.App), "BCP_PUBLIC_ADDR="+b.publicAddr, "BCP_INTERNAL_ADDR="+b.internal)
+	logf("starting bcpd all (public %s, internal %s, %s=%q)", b.publicAddr, b.internal, payments.SimFaultsEnv, pspFaults(cfg))
 	if err := b.start(ctx); err != nil {
 		return nil, err
 	}
 	defer b.stop()
 
 	ops := loadkit.RemoteClients("http://"+b.internal, operatorToken)
-	var ms []*loadkit.Merchant
-	for i := range cfg.Merchants {
-		m, err := loadkit.SeedMerchant(ctx, ops, fmt.Sprintf("loja%02d.chaos.localhost", i), profile)
-		if err != nil {
-			return nil, fmt.Errorf("seed merchant %d: %w", i, err)
-		}
-		ms = append(ms, m)
+	ms, err := seedMerchants(ctx, ops, cfg.Merchants, profile)
+	if err != nil {
+		return nil, err
 	}
-	a := newAgents(b.publicAddr, profile, ms, ops, cfg.PixShare, cfg.RaceShare, superPool)
+	a := newAgents([]string{b.publicAddr}, profile, ms, ops, cfg.PixShare, cfg.RaceShare, superPool)
 	base, err := stockSnapshot(ctx, superPool)
 	if err != nil {
 		return nil, err
@@ -312,13 +340,7 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	var lastPGStop time.Time
 	var killDowntime []time.Duration
 	for _, ev := range schedule(cfg, rng) {
-		if wait := time.Until(loadStart.Add(ev.at)); wait > 0 {
-			select {
-			case <-ctx.Done():
-			case <-time.After(wait):
-			}
-		}
-		if ctx.Err() != nil {
+		if !sleepUntil(ctx, loadStart.Add(ev.at)) {
 			break
 		}
 		switch ev.kind {
@@ -359,12 +381,7 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 			logf("webhook outage %d/%d: receiver refuses everything for %s", ev.n, cfg.Outages, d)
 		}
 	}
-	if rest := time.Until(loadStart.Add(cfg.Duration)); rest > 0 {
-		select {
-		case <-ctx.Done():
-		case <-time.After(rest):
-		}
-	}
+	sleepUntil(ctx, loadStart.Add(cfg.Duration))
 	stopLoad()
 	wg.Wait()
 	loadTime := time.Since(loadStart)
@@ -380,66 +397,16 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	logf("load done (%s): %d purchases started; draining (up to %s%s); %s", loadTime.Round(time.Second), a.cnt.purchases.Load(), cfg.Drain,
 		map[bool]string{true: ", recovery jobs fast-forwarded", false: ""}[cfg.Warp], pendingWork(ctx, superPool))
 
-	// Drain: the invariants must come to hold on their own (the platform's
-	// jobs settle payments and retry webhooks).
-	drainStart := time.Now()
-	var checks []check
-	var warped int64
-	for {
-		if cfg.Warp {
-			b.mu.Lock()
-			lk := b.lastKill
-			b.mu.Unlock()
-			lf := lk
-			if lastPGStop.After(lf) {
-				lf = lastPGStop
-			}
-			n, err := warp(ctx, superPool, lk, lf)
-			if err != nil {
-				return nil, err
-			}
-			warped += n
-		}
-		checks, err = sqlChecks(ctx, superPool, rcv)
-		if err != nil {
-			return nil, err
-		}
-		d, err := durability(ctx, superPool, a.led)
-		if err != nil {
-			return nil, err
-		}
-		checks = append(checks, d)
-		sc, err := stockCheck(ctx, superPool, base)
-		if err != nil {
-			return nil, err
-		}
-		checks = append(checks, sc)
-		total, open := a.retryStuck(ctx)
-		checks = append(checks, check{name: "complete requests cut short resolve on retry (same key)", checked: total, violations: open})
-		if allOK(checks) || time.Since(drainStart) > cfg.Drain || ctx.Err() != nil {
-			break
-		}
-		var still []string
-		for _, c := range checks {
-			if !c.ok() {
-				still = append(still, fmt.Sprintf("%s (%d)", c.name, len(c.violations)))
-			}
-		}
-		logf("draining %s: not yet: %s", time.Since(drainStart).Round(time.Second), strings.Join(still, "; "))
-		time.Sleep(2 * time.Second)
+	checks, warped, drained, err := drain(ctx, cfg, superPool, rcv, a, base, func() (time.Time, time.Time) {
+		b.mu.Lock()
+		lk := b.lastKill
+		b.mu.Unlock()
+		return lk, later(lk, lastPGStop)
+	})
+	if err != nil {
+		return nil, err
 	}
-	drained := time.Since(drainStart)
-	checks = append(checks, apiDurability(ctx, a))
-	b.mu.Lock()
-	unexpected := b.unexpect
-	b.mu.Unlock()
-	checks = append(checks, check{name: "bcpd never exited on its own", checked: b.starts,
-		violations: func() []string {
-			if unexpected > 0 {
-				return []string{fmt.Sprintf("%d unexpected exits (see bcpd.log)", unexpected)}
-			}
-			return nil
-		}()})
+	checks = append(checks, apiDurability(ctx, a), exits(b))
 
 	// PostgreSQL-down figures, over every restart.
 	var answers []time.Duration
@@ -469,17 +436,12 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	}
 
 	// Summary.
-	acc, ref, ords := rcv.stats()
 	fmt.Fprintf(out, "\nbcpchaos: seed %d, %s load + %s drain, %d CPUs, %s\n", cfg.Seed, loadTime.Round(time.Second), drained.Round(time.Second), runtime.NumCPU(), runtime.Version())
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "faults\t%d bcpd SIGKILLs (restart p50 %s, max %s), %d PostgreSQL restarts (%s down each), %d webhook outages, PSP timeouts %g%s\n",
 		len(killDowntime), ms2(pct(killDowntime, .5)), ms2(pct(killDowntime, 1)), len(pgFaults), cfg.PGDown, cfg.Outages, cfg.PSPTimeout,
 		map[bool]string{true: fmt.Sprintf(", %d recovery jobs fast-forwarded", warped), false: ""}[cfg.Warp])
-	fmt.Fprintf(tw, "purchases\t%d started, %d completed by card, %d by Pix, %d abandoned (faults); %d calls, %d failed, %d retried\n",
-		a.cnt.purchases.Load(), a.cnt.completedCard.Load(), a.cnt.completedPix.Load(), a.cnt.abandoned.Load(), a.cnt.calls.Load(), a.cnt.callErrors.Load(), a.cnt.retries.Load())
-	fmt.Fprintf(tw, "races\t%s\n", raceSummary(a.cnt))
-	fmt.Fprintf(tw, "agent errors\t%s\n", topErrors(a.cnt))
-	fmt.Fprintf(tw, "webhooks\t%d accepted by the receiver (%d orders), %d refused\n", acc, ords, ref)
+	agentLines(tw, a, rcv)
 	if len(pgFaults) > 0 {
 		fmt.Fprintf(tw, "PostgreSQL down\tedge answers p50 %s, p99 %s, max %s over %d probes %v; first success after PostgreSQL back: %s\n",
 			ms2(pct(answers, .5)), ms2(p99), ms2(pct(answers, 1)), len(answers), codes, recoveries(pgFaults))
@@ -487,7 +449,134 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	fmt.Fprintf(tw, "left open\t%s\n", pendingWork(ctx, superPool))
 	tw.Flush()
 	fmt.Fprintln(out)
-	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	return report(ctx, out, cfg, superPool, checks, b.logPath), nil
+}
+
+// baseEnv is the environment every bcpd of a run shares: the database,
+// the tokens and master key, short sweeps, and the simulators' faults.
+func baseEnv(cfg Config, dbURL string) []string {
+	return append(os.Environ(),
+		"BCP_DATABASE_URL="+dbURL, "BCP_INTERNAL_TOKEN="+internalToken, "BCP_OPERATOR_TOKEN="+operatorToken,
+		"BCP_MASTER_KEY="+base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
+		// The sweeps (checkout expiry and settle, card resolve) every 2 s
+		// instead of 15 s, so the drain does not wait on their clock.
+		"BCP_SWEEP_EVERY=2s",
+		"BCP_PUBLIC_SCHEME=http", "BCP_LOG_LEVEL=warn", payments.SimFaultsEnv+"="+pspFaults(cfg))
+}
+
+func pspFaults(cfg Config) string {
+	if cfg.PSPTimeout == 0 {
+		return ""
+	}
+	return fmt.Sprintf("timeout=%g,hang=2s", cfg.PSPTimeout)
+}
+
+func seedMerchants(ctx context.Context, ops *platform.Clients, n int, profile string) ([]*loadkit.Merchant, error) {
+	var ms []*loadkit.Merchant
+	for i := range n {
+		m, err := loadkit.SeedMerchant(ctx, ops, fmt.Sprintf("loja%02d.chaos.localhost", i), profile)
+		if err != nil {
+			return nil, fmt.Errorf("seed merchant %d: %w", i, err)
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
+}
+
+// sleepUntil waits until t; false if ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	if wait := time.Until(t); wait > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+	return ctx.Err() == nil
+}
+
+// agentLines are the summary's lines about the agents' work.
+func agentLines(tw io.Writer, a *agents, rcv *receiver) {
+	acc, ref, ords := rcv.stats()
+	fmt.Fprintf(tw, "purchases\t%d started, %d completed by card, %d by Pix, %d abandoned (faults); %d calls, %d failed, %d retried\n",
+		a.cnt.purchases.Load(), a.cnt.completedCard.Load(), a.cnt.completedPix.Load(), a.cnt.abandoned.Load(), a.cnt.calls.Load(), a.cnt.callErrors.Load(), a.cnt.retries.Load())
+	fmt.Fprintf(tw, "races\t%s\n", raceSummary(a.cnt))
+	fmt.Fprintf(tw, "agent errors\t%s\n", topErrors(a.cnt))
+	fmt.Fprintf(tw, "on the wire\t%s\n", wireSummary(a.cnt.wires()))
+	fmt.Fprintf(tw, "webhooks\t%d accepted by the receiver (%d orders), %d refused\n", acc, ords, ref)
+}
+
+// drain waits, up to cfg.Drain, for the invariants to hold on their own
+// (the platform's jobs settle payments and retry webhooks), fast-forwarding
+// recovery work when cfg.Warp (warp, with the last kill and the last fault
+// from faults), and returns the last checks.
+func drain(ctx context.Context, cfg Config, su *pgxpool.Pool, rcv *receiver, a *agents, base stockBase,
+	faults func() (lastKill, lastFault time.Time)) (checks []check, warped int64, took time.Duration, err error) {
+	start := time.Now()
+	for {
+		if cfg.Warp {
+			lk, lf := faults()
+			n, err := warp(ctx, su, lk, lf)
+			if err != nil {
+				return nil, 0, 0, err
+			}
+			warped += n
+		}
+		checks, err = sqlChecks(ctx, su, rcv)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		d, err := durability(ctx, su, a.led)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		sc, err := stockCheck(ctx, su, base)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		total, open := a.retryStuck(ctx)
+		checks = append(checks, d, sc, check{name: "complete requests cut short resolve on retry (same key)", checked: total, violations: open})
+		if allOK(checks) || time.Since(start) > cfg.Drain || ctx.Err() != nil {
+			return checks, warped, time.Since(start), nil
+		}
+		var still []string
+		for _, c := range checks {
+			if !c.ok() {
+				still = append(still, fmt.Sprintf("%s (%d)", c.name, len(c.violations)))
+			}
+		}
+		logf("draining %s: not yet: %s", time.Since(start).Round(time.Second), strings.Join(still, "; "))
+		time.Sleep(2 * time.Second)
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// exits is the check that the bcpd processes exited only when killed.
+func exits(ps ...*bcpd) check {
+	c := check{name: "bcpd never exited on its own"}
+	for _, b := range ps {
+		b.mu.Lock()
+		c.checked += b.starts
+		if b.unexpect > 0 {
+			c.violations = append(c.violations, fmt.Sprintf("%s: %d unexpected exits (see %s)", cmp.Or(b.name, b.role), b.unexpect, filepath.Base(b.logPath)))
+		}
+		b.mu.Unlock()
+	}
+	return c
+}
+
+// report prints the invariants table and, for a failed run, everything the
+// next person needs from a CI log alone: each violated invariant with its
+// offending ids, the jobs left and the end of the logs (the run directory
+// is gone unless --keep). It returns the violations.
+func report(ctx context.Context, out io.Writer, cfg Config, su *pgxpool.Pool, checks []check, logs ...string) []Violation {
+	var violated []Violation
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "INVARIANT\tCHECKED\tVIOLATIONS\tEXAMPLES")
 	for _, c := range checks {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", c.name, c.checked, len(c.violations), examples(c.violations, 3))
@@ -498,18 +587,17 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	tw.Flush()
 	if len(violated) == 0 {
 		fmt.Fprintln(out, "\nPASS: no invariant violated")
-		return nil, nil
+		return nil
 	}
-	// Everything the next person needs from a CI log alone: each violated
-	// invariant with its offending ids, and the end of bcpd's log (the run
-	// directory is gone unless --keep).
 	fmt.Fprintf(out, "\nFAIL: invariants violated (seed %d; rerun with --seed %d --keep for the run directory)\n", cfg.Seed, cfg.Seed)
 	for _, v := range violated {
 		fmt.Fprintf(out, "  VIOLATED %s: %d of %d: %s\n", v.Invariant, len(v.IDs), v.Checked, examples(v.IDs, 50))
 	}
-	fmt.Fprintf(out, "\njobs not done at the end (now %s):\n    %s\n", time.Now().UTC().Format("15:04:05.000"), jobsLeft(ctx, superPool))
-	fmt.Fprintf(out, "\nlast lines of bcpd.log (level warn and above):\n%s\n", tail(b.logPath, 60, 400))
-	return violated, nil
+	fmt.Fprintf(out, "\njobs not done at the end (now %s):\n    %s\n", time.Now().UTC().Format("15:04:05.000"), jobsLeft(ctx, su))
+	for _, l := range logs {
+		fmt.Fprintf(out, "\nlast lines of %s (level warn and above):\n%s\n", filepath.Base(l), tail(l, 60, 400))
+	}
+	return violated
 }
 
 // tail is the last n lines of the file at path, each cut to width bytes.
@@ -549,7 +637,7 @@ func restartPG(ctx context.Context, pg *postgres, a *agents, probeID, mode strin
 	var backAt time.Time
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	defer stopProbe()
-	cl := &agentclient.Client{Endpoint: a.clients[0].Endpoint, Transport: a.clients[0].Transport, Timeout: 15 * time.Second}
+	cl := &agentclient.Client{Endpoint: a.clients[0][0].Endpoint, Transport: a.clients[0][0].Transport, Timeout: 15 * time.Second}
 	probeDone := make(chan struct{})
 	go func() {
 		defer close(probeDone)
@@ -606,6 +694,20 @@ func restartPG(ctx context.Context, pg *postgres, a *agents, probeID, mode strin
 	return f, nil
 }
 
+// agentSide is the agent platform's side of a run: its order webhook
+// receiver and the agent profile that names it; stop ends both.
+func agentSide(cfg Config) (rcv *receiver, profile string, stop func(), err error) {
+	if rcv, err = newReceiver(cfg.Seed, cfg.WebhookFailFirst); err != nil {
+		return nil, "", nil, err
+	}
+	profile, stopProfile, err := serveProfile(rcv.url)
+	if err != nil {
+		rcv.srv.Close()
+		return nil, "", nil, err
+	}
+	return rcv, profile, func() { stopProfile(); rcv.srv.Close() }, nil
+}
+
 // serveProfile serves the agent's profile, with the order webhook.
 func serveProfile(webhookURL string) (string, func(), error) {
 	key, err := agentclient.GenerateES256()
@@ -654,6 +756,20 @@ func recoveries(fs []*pgFault) string {
 	var s []string
 	for _, f := range fs {
 		s = append(s, f.mode+" "+ms2(f.recovered))
+	}
+	return strings.Join(s, ", ")
+}
+
+// wireSummary lists failed answers by their wire form, most frequent first.
+func wireSummary(w map[string]int) string {
+	if len(w) == 0 {
+		return "no failed answer"
+	}
+	keys := slices.Collect(maps.Keys(w))
+	sort.Slice(keys, func(i, j int) bool { return w[keys[i]] > w[keys[j]] || (w[keys[i]] == w[keys[j]] && keys[i] < keys[j]) })
+	var s []string
+	for _, k := range keys {
+		s = append(s, fmt.Sprintf("%s ×%d", k, w[k]))
 	}
 	return strings.Join(s, ", ")
 }

@@ -19,10 +19,12 @@ import (
 	"github.com/bcpdev/bcp/internal/pgserver"
 )
 
-// bcpd is the platform under test: `bcpd all` as a child process that the
-// schedule SIGKILLs and starts again on the same addresses.
+// bcpd is one process of the platform under test (`bcpd all`, or one role
+// of the HA run's topology) that the schedule SIGKILLs and starts again on
+// the same addresses.
 type bcpd struct {
-	bin, logPath         string
+	bin, role, logPath   string
+	name                 string // the HA run's instance name (edge-1, …)
 	env                  []string
 	publicAddr, internal string
 
@@ -45,14 +47,14 @@ func freePort() (int, error) {
 }
 
 // start runs bcpd and waits until its internal listener answers /healthz
-// and its public one accepts connections. A process that exits before
+// and its public one (if it has one) accepts connections. A process that exits before
 // that (e.g. PostgreSQL is down) is an error.
 func (b *bcpd) start(ctx context.Context) error {
 	logf, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(b.bin, "all")
+	cmd := exec.Command(b.bin, b.role)
 	cmd.Env = b.env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group, and SIGKILL if we die: no orphan holds the ports.
@@ -94,6 +96,9 @@ func (b *bcpd) start(ctx context.Context) error {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			continue
+		}
+		if b.publicAddr == "" {
+			return nil
 		}
 		if c, err := net.DialTimeout("tcp", b.publicAddr, time.Second); err == nil {
 			c.Close()

@@ -206,12 +206,13 @@ func apiDurability(ctx context.Context, a *agents) check {
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
 			// A transient failure (a slow answer on a loaded machine, a 503)
-			// says nothing about durability: try again, three times at most.
+			// or the agent's rate limit (a thousand read-backs at once) says
+			// nothing about durability: try again, five times at most.
 			var v *loadkit.CheckoutView
 			var code string
-			for try := 0; try < 3; try++ {
-				resp, err := a.clients[it.s.merchant].CallTool(cctx, "get_checkout", map[string]any{"id": it.id})
-				if v, code = loadkit.Decode(cctx, resp, err); !transient(code) || cctx.Err() != nil {
+			for try := 0; try < 5; try++ {
+				resp, err := a.client(it.s.merchant).CallTool(cctx, "get_checkout", map[string]any{"id": it.id})
+				if v, code = loadkit.Decode(cctx, resp, err); !(transient(code) || strings.HasPrefix(code, "http_429")) || cctx.Err() != nil {
 					break
 				}
 				time.Sleep(time.Second)

@@ -23,6 +23,7 @@ import (
 	"github.com/bcpdev/bcp/internal/pgserver"
 	"github.com/bcpdev/bcp/internal/sealer"
 	"github.com/bcpdev/bcp/platform"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/services/edge"
 )
 
@@ -128,24 +129,15 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	if _, p, _ := net.SplitHostPort(env.Platform.PublicAddr); p != "" && p != "80" {
 		demoBase += ":" + p
 	}
-	tenant, apiKey, created, err := SeedDemo(ctx, env.Platform.ClientsWithToken(opToken), dataDir, agentProfile, demoBase)
+	sd, err := seedAll(ctx, env.Platform.ClientsWithToken(opToken), dataDir, agentProfile, demoBase, env.Platform.PublicAddr, o.NoDemoHistory, o.Logger)
 	if err != nil {
 		env.Stop()
-		return nil, fmt.Errorf("seed demo merchant: %w", err)
+		return nil, err
 	}
-	adminEmail, adminPassword, err := SeedDemoAdmin(ctx, env.Platform.ClientsWithToken(opToken), tenant.GetId(), dataDir)
-	if err != nil {
-		env.Stop()
-		return nil, fmt.Errorf("seed demo admin: %w", err)
-	}
-	// Only a freshly seeded merchant gets a history; later runs keep
-	// whatever the data directory holds.
+	tenant, apiKey, adminEmail, adminPassword := sd.tenant, sd.apiKey, sd.adminEmail, sd.adminPassword
 	history := ""
-	switch {
-	case created && o.NoDemoHistory:
-		history = "\n  demo history: skipped (--no-demo-history)\n"
-	case created:
-		history = "\n  " + seedHistory(ctx, env.Platform, opToken, tenant.GetId(), apiKey, agentProfile, o.Logger) + "\n"
+	if sd.history != "" {
+		history = "\n  " + sd.history + "\n"
 	}
 	_, port, _ := net.SplitHostPort(env.Platform.PublicAddr)
 	base := "http://" + DemoDomain + ":" + port
@@ -171,22 +163,51 @@ Ctrl-C stops the platform and PostgreSQL; data stays in %s.
 	return env, nil
 }
 
-// seedHistory buys the demo history; a failure is a warning, not a reason
-// to stop the platform.
-func seedHistory(ctx context.Context, p *platform.Running, opToken, tenantID, apiKey, agentProfile string, log *slog.Logger) string {
-	if log == nil {
-		log = slog.Default()
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	start := time.Now()
-	h, err := SeedDemoHistory(ctx, p.ClientsWithToken(opToken), tenantID, p.PublicAddr, apiKey, agentProfile)
+// seeded is the demo merchant as seeding left it; history is the line
+// about its first-day history ("" when the merchant existed already).
+type seeded struct {
+	tenant                            *tenantsv1.Tenant
+	apiKey, adminEmail, adminPassword string
+	history                           string
+}
+
+// seedAll seeds the demo merchant and its admin user through c (once:
+// later runs find them), and gives a merchant it just created its history,
+// bought through publicAddr (unless noHistory). A failed history is a
+// warning, not a reason to stop the platform.
+func seedAll(ctx context.Context, c *platform.Clients, dataDir, agentProfile, demoBase, publicAddr string, noHistory bool, log *slog.Logger) (seeded, error) {
+	var sd seeded
+	var created bool
+	var err error
+	sd.tenant, sd.apiKey, created, err = SeedDemo(ctx, c, dataDir, agentProfile, demoBase)
 	if err != nil {
-		log.Warn("demo history not seeded", "err", err)
-		return "demo history: failed, the platform runs without it (" + err.Error() + ")"
+		return sd, fmt.Errorf("seed demo merchant: %w", err)
 	}
-	log.Info("demo history seeded", "orders", h.Orders, "checkouts", h.Checkouts, "took_ms", time.Since(start).Milliseconds())
-	return h.String()
+	if sd.adminEmail, sd.adminPassword, err = SeedDemoAdmin(ctx, c, sd.tenant.GetId(), dataDir); err != nil {
+		return sd, fmt.Errorf("seed demo admin: %w", err)
+	}
+	switch {
+	case created && noHistory:
+		sd.history = "demo history: skipped (--no-demo-history)"
+	case created:
+		if log == nil {
+			log = slog.Default()
+		}
+		// A minute: bought through one process per role (make ha) it
+		// takes longer than in one.
+		hctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		start := time.Now()
+		h, err := SeedDemoHistory(hctx, c, sd.tenant.GetId(), publicAddr, sd.apiKey, agentProfile)
+		if err != nil {
+			log.Warn("demo history not seeded", "err", err)
+			sd.history = "demo history: failed, the platform runs without it (" + err.Error() + ")"
+		} else {
+			log.Info("demo history seeded", "orders", h.Orders, "checkouts", h.Checkouts, "took_ms", time.Since(start).Milliseconds())
+			sd.history = h.String()
+		}
+	}
+	return sd, nil
 }
 
 // DevFile is the file in the data directory where a running `bcpd dev`

@@ -45,13 +45,19 @@ type Merchant struct {
 // RemoteClients reaches a running bcpd's internal listener (base URL)
 // with token (operator or internal).
 func RemoteClients(base, token string) *platform.Clients {
+	return RemoteClientsAt(map[string]string{platform.Tenants: base, platform.Catalog: base, platform.Pricing: base, platform.Payments: base}, token)
+}
+
+// RemoteClientsAt is RemoteClients for services in processes of their
+// own: the tenants, catalog, pricing and payments base URLs by service name.
+func RemoteClientsAt(urls map[string]string, token string) *platform.Clients {
 	opts := connect.WithInterceptors(svcauth.Client(token))
 	hc := &http.Client{Timeout: 30 * time.Second}
 	return &platform.Clients{
-		Tenants:  tenantsv1connect.NewTenantServiceClient(hc, base, opts),
-		Catalog:  catalogv1connect.NewCatalogServiceClient(hc, base, opts),
-		Pricing:  pricingv1connect.NewPricingServiceClient(hc, base, opts),
-		Payments: paymentsv1connect.NewPaymentsServiceClient(hc, base, opts),
+		Tenants:  tenantsv1connect.NewTenantServiceClient(hc, urls[platform.Tenants], opts),
+		Catalog:  catalogv1connect.NewCatalogServiceClient(hc, urls[platform.Catalog], opts),
+		Pricing:  pricingv1connect.NewPricingServiceClient(hc, urls[platform.Pricing], opts),
+		Payments: paymentsv1connect.NewPaymentsServiceClient(hc, urls[platform.Payments], opts),
 	}
 }
 

@@ -158,3 +158,13 @@ func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[ExpireArgs]) err
 	_, err := w.Service.end(tenancy.With(ctx, job.Args.TenantID), job.Args.CheckoutID, endExpire, "")
 	return err
 }
+
+// AddWorkers registers the service's durable jobs (the payments service's
+// news, checkout_settle, among them); with a nil s, stand-ins for them
+// (jobs.AddWorker), for a process that does not host checkout.
+func AddWorkers(w *river.Workers, s *Service) {
+	hosted := s != nil
+	jobs.AddWorker(w, &ExpireWorker{Service: s}, hosted)
+	jobs.AddWorker(w, &SweepWorker{Service: s}, hosted)
+	jobs.AddWorker(w, &SettleWorker{Service: s}, hosted)
+}

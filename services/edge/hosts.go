@@ -172,10 +172,16 @@ type changeFeed struct {
 }
 
 func (f *changeFeed) run(ctx context.Context) {
-	backoff := 100 * time.Millisecond
+	const first = 100 * time.Millisecond
+	backoff := first
 	for ctx.Err() == nil {
 		err := f.follow(ctx)
-		f.watched.Store(false)
+		// A stream that got its reset was a working registry: the next
+		// break (a tenants restart, a database failover) retries from the
+		// shortest wait again.
+		if f.watched.Swap(false) {
+			backoff = first
+		}
 		f.reset() // we may have missed changes while away
 		if ctx.Err() != nil {
 			return

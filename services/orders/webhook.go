@@ -82,6 +82,14 @@ type WebhookWorker struct {
 	Service *Service
 }
 
+// AddWorkers registers the service's durable jobs; with a nil s, stand-ins
+// for them (jobs.AddWorker), for a process that does not host orders.
+func AddWorkers(w *river.Workers, s *Service) {
+	hosted := s != nil
+	jobs.AddWorker(w, &WebhookWorker{Service: s}, hosted)
+	jobs.AddWorker(w, &RefundWorker{Service: s}, hosted)
+}
+
 // NextRetry applies the service's webhook backoff.
 func (w *WebhookWorker) NextRetry(job *river.Job[WebhookArgs]) time.Time {
 	return time.Now().Add(w.Service.cfg.WebhookBackoff(job.Attempt))

@@ -151,16 +151,22 @@ func (s *Service) UseJobs(c *jobs.Client) {
 	s.sim.UseJobs(c)
 }
 
-// AddWorkers registers the service's durable jobs.
+// AddWorkers registers the service's durable jobs; with a nil s, stand-ins
+// for them (jobs.AddWorker), for a process that does not host payments.
 func AddWorkers(w *river.Workers, s *Service) {
-	river.AddWorker(w, &expireWorker{s: s})
-	river.AddWorker(w, &pollWorker{s: s})
-	river.AddWorker(w, &reconcileWorker{s: s})
-	river.AddWorker(w, &settleWorker{s: s})
-	river.AddWorker(w, &refundWorker{s: s})
-	river.AddWorker(w, &cardResolveWorker{s: s}) // jobs queued before the resolve sweep
-	river.AddWorker(w, &resolveSweepWorker{s: s})
-	river.AddWorker(w, &simpsp.DeliverWorker{Sim: s.sim})
+	hosted := s != nil
+	var sim *simpsp.Sim
+	if hosted {
+		sim = s.sim
+	}
+	jobs.AddWorker(w, &expireWorker{s: s}, hosted)
+	jobs.AddWorker(w, &pollWorker{s: s}, hosted)
+	jobs.AddWorker(w, &reconcileWorker{s: s}, hosted)
+	jobs.AddWorker(w, &settleWorker{s: s}, hosted)
+	jobs.AddWorker(w, &refundWorker{s: s}, hosted)
+	jobs.AddWorker(w, &cardResolveWorker{s: s}, hosted) // jobs queued before the resolve sweep
+	jobs.AddWorker(w, &resolveSweepWorker{s: s}, hosted)
+	jobs.AddWorker(w, &simpsp.DeliverWorker{Sim: sim}, hosted)
 }
 
 // Sim is the simulated PSP (sandbox tooling and tests).
