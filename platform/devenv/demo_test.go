@@ -1,6 +1,8 @@
 package devenv
 
 import (
+	"fmt"
+
 	"bytes"
 	"context"
 	"io"
@@ -10,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bcpdev/bcp/agentclient"
 
 	"github.com/bcpdev/bcp/internal/testdb"
 	"github.com/bcpdev/bcp/platform"
@@ -68,7 +72,17 @@ func TestDemoRoleSeedsRemotePlatform(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || string(body) != demoAgentProfile {
+	// The profile as bcpd dev serves it: with the demo wallet's public key
+	// (AP2 mandates) as its signing key.
+	wallet, err := demoWallet(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwk, err := agentclient.PublicJWK(wallet, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || string(body) != fmt.Sprintf(demoAgentProfile, jwk) {
 		t.Fatalf("agent profile: %d %s", resp.StatusCode, body)
 	}
 	tenantID := tenantOf(t, banner)
