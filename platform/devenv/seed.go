@@ -45,7 +45,8 @@ const demoAgentProfile = `{"ucp":{"version":"2026-07-28",
   "br.dev.bcp.shopping.discount":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/discount","schema":"https://bcp.dev.br/draft/schemas/shopping/discount.json","extends":"br.dev.bcp.shopping.checkout"}],
   "br.dev.bcp.shopping.buyer_consent":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/buyer-consent","schema":"https://bcp.dev.br/draft/schemas/shopping/buyer_consent.json","extends":"br.dev.bcp.shopping.checkout"}],
   "br.dev.bcp.shopping.catalog.search":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/catalog/search","schema":"https://bcp.dev.br/draft/schemas/shopping/catalog_search.json"}],
-  "br.dev.bcp.shopping.catalog.lookup":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/catalog/lookup","schema":"https://bcp.dev.br/draft/schemas/shopping/catalog_lookup.json"}]},
+  "br.dev.bcp.shopping.catalog.lookup":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/catalog/lookup","schema":"https://bcp.dev.br/draft/schemas/shopping/catalog_lookup.json"}],
+  "br.dev.bcp.shopping.cart":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/cart","schema":"https://bcp.dev.br/draft/schemas/shopping/cart.json"}]},
  "payment_handlers":{
   "br.dev.bcp.pix":[{"id":"agent_pix","version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/pix","schema":"https://bcp.dev.br/draft/schemas/handlers/pix.json"}],
   "com.example.vendor.delegate_payment":[{"id":"agent_card","version":"2026-07-28","spec":"https://example.vendor.com/specs/delegate-payment","schema":"https://example.vendor.com/schemas/delegate-payment-config.json"}]}}}
