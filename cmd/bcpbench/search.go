@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -35,7 +34,8 @@ import (
 // It starts the platform in process on a durable PostgreSQL (as the other
 // phases), onboards --tenants merchants through the operator APIs, then
 // seeds --products products per merchant with set-based INSERT … SELECT
-// FROM unnest as the application role in each merchant's scope (row
+// FROM unnest, --seed-batch at a time and the merchants interleaved, as
+// the application role in each merchant's scope (row
 // security checks every row; the generated search columns and the GIN and
 // btree indexes are the migrations' own), VACUUM ANALYZEs the catalog (what
 // autovacuum would have done to a catalog that has been there a while),
@@ -53,6 +53,7 @@ import (
 // searchConfig are bcpbench search's flags.
 type searchConfig struct {
 	tenants, products, seedConc int
+	seedBatch                   int
 	rate                        float64
 	duration, warmup            time.Duration
 	peakConc, rounds            int
@@ -119,7 +120,8 @@ func runSearchBench(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bcpbench search", flag.ExitOnError)
 	fs.IntVar(&cfg.tenants, "tenants", 100, "merchants")
 	fs.IntVar(&cfg.products, "products", 10_000, "products seeded per merchant (1 to 3 variants each)")
-	fs.IntVar(&cfg.seedConc, "seed-concurrency", 2, "merchants' catalogs inserted at once")
+	fs.IntVar(&cfg.seedConc, "seed-concurrency", 2, "seed transactions at once")
+	fs.IntVar(&cfg.seedBatch, "seed-batch", 500, "products per seed transaction: the merchants' catalogs are inserted a batch of each at a time, interleaved")
 	fs.Float64Var(&cfg.rate, "rate", 50, "open loop: searches (and get_checkout calls, in their own phase) per second")
 	fs.DurationVar(&cfg.duration, "duration", 30*time.Second, "length of each measured phase")
 	fs.DurationVar(&cfg.warmup, "warmup", 10*time.Second, "unmeasured searches and get_checkout calls before the phases")
@@ -136,7 +138,7 @@ func runSearchBench(ctx context.Context, args []string) error {
 	}
 	res := &SearchResult{Started: time.Now().UTC(), Machine: machine(), Empty: map[string]map[string]int{}, Config: map[string]any{
 		"tenants": cfg.tenants, "products": cfg.products, "rate": cfg.rate, "duration": cfg.duration.String(), "warmup": cfg.warmup.String(),
-		"peak_concurrency": cfg.peakConc, "rounds": cfg.rounds, "fsync": !noFsync, "args": args}}
+		"peak_concurrency": cfg.peakConc, "rounds": cfg.rounds, "seed_batch": cfg.seedBatch, "fsync": !noFsync, "args": args}}
 
 	e, err := startEnv(ctx, envOptions{tenants: cfg.tenants, statements: cfg.statements >= 0, catalogAgent: true}, logf)
 	if err != nil {
@@ -147,10 +149,13 @@ func runSearchBench(ctx context.Context, args []string) error {
 	for i, m := range e.merchants {
 		tids[i] = m.TenantID
 	}
-	logf("seeding %d products at each of %d merchants (%d at a time)", cfg.products, len(tids), cfg.seedConc)
+	logf("seeding %d products at each of %d merchants, %d per transaction, %d transactions at a time", cfg.products, len(tids), cfg.seedBatch, cfg.seedConc)
 	t0 := time.Now()
-	if err := seedCatalogs(ctx, e.pool, tids, cfg.products, cfg.seedConc, func(done int) {
-		logf("  %d merchants' catalogs (%.0f products/s)", done, float64(done*cfg.products)/time.Since(t0).Seconds())
+	if err := seedCatalogs(ctx, e.pool, tids, cfg.products, cfg.seedBatch, cfg.seedConc, func(round, rounds int) {
+		if round%max(1, rounds/10) == 0 || round == rounds {
+			done := min(round*cfg.seedBatch, cfg.products) * len(tids)
+			logf("  round %d of %d: %d products (%.0f/s)", round, rounds, done, float64(done)/time.Since(t0).Seconds())
+		}
 	}); err != nil {
 		return err
 	}
@@ -277,6 +282,9 @@ type catalogRows struct {
 	pid, ptitle, pdesc, pcat, pvtext []string
 	vid, vpid, vsku, vtitle          []string
 	vprice, vstock                   []int64
+	// vstart[i] is where product i's variants start in the v… columns
+	// (vstart[n] is their length).
+	vstart []int
 }
 
 // genCatalog draws merchant m's n products.
@@ -305,6 +313,7 @@ func genCatalog(m, n int) catalogRows {
 		sizes := seedSizes[sn.kind]
 		first := rng.IntN(len(sizes))
 		nv := 1 + rng.IntN(3)
+		c.vstart = append(c.vstart, len(c.vid))
 		var vtext []variantIn
 		for s := 0; s < nv && first+s < len(sizes); s++ {
 			v := variantIn{title: sizes[first+s], sku: fmt.Sprintf("SKU-%05d-%d", i, s)}
@@ -326,6 +335,7 @@ func genCatalog(m, n int) catalogRows {
 		c.pcat = append(c.pcat, sn.category)
 		c.pvtext = append(c.pvtext, variantText(vtext))
 	}
+	c.vstart = append(c.vstart, len(c.vid))
 	return c
 }
 
@@ -349,58 +359,72 @@ func variantText(vs []variantIn) string {
 	return strings.Join(parts, " ")
 }
 
-// seedCatalog inserts merchant m's n products into tenant's catalog in
+// seedCatalog inserts rows [from, to) of catalog c into tenant's catalog in
 // one transaction of the application role in the tenant's scope: row
 // security checks each row, and the generated search columns and every
 // index are maintained as for the catalog service's own writes.
-func seedCatalog(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID, m, n int) error {
-	c := genCatalog(m, n)
+func seedCatalog(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID, c catalogRows, from, to int) error {
+	vfrom, vto := c.vstart[from], c.vstart[to]
 	return pgstore.InTenant(tenancy.With(ctx, tenant), pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO catalog.products (tenant_id, id, title, description, category, variant_text)
 			SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[])`,
-			tenant, c.pid, c.ptitle, c.pdesc, c.pcat, c.pvtext); err != nil {
+			tenant, c.pid[from:to], c.ptitle[from:to], c.pdesc[from:to], c.pcat[from:to], c.pvtext[from:to]); err != nil {
 			return fmt.Errorf("products: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO catalog.variants (tenant_id, id, product_id, sku, title, price, stock)
 			SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[])`,
-			tenant, c.vid, c.vpid, c.vsku, c.vtitle, c.vprice, c.vstock); err != nil {
+			tenant, c.vid[vfrom:vto], c.vpid[vfrom:vto], c.vsku[vfrom:vto], c.vtitle[vfrom:vto], c.vprice[vfrom:vto], c.vstock[vfrom:vto]); err != nil {
 			return fmt.Errorf("variants: %w", err)
 		}
 		return nil
 	})
 }
 
-// seedCatalogs seeds every tenant's catalog, conc at a time, calling
-// progress every 10 merchants.
-func seedCatalogs(ctx context.Context, pool *pgxpool.Pool, tenants []uuid.UUID, n, conc int, progress func(done int)) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, len(tenants))
+// seedCatalogs seeds every tenant's n products in batches of batch, round
+// by round (every merchant's first batch, then every merchant's second…),
+// conc transactions at a time, calling progress after each round. The
+// rounds interleave the merchants' rows in the tables as catalogs that grew
+// side by side would, instead of one merchant's 10 000 rows after
+// another's.
+func seedCatalogs(ctx context.Context, pool *pgxpool.Pool, tenants []uuid.UUID, n, batch, conc int, progress func(round, rounds int)) error {
+	batch = max(1, min(batch, n))
+	cats := make([]catalogRows, len(tenants))
+	for i := range tenants {
+		cats[i] = genCatalog(i, n)
+	}
+	rounds := (n + batch - 1) / batch
 	sem := make(chan struct{}, max(conc, 1))
-	var done atomic.Int64
-	for i, t := range tenants {
-		if ctx.Err() != nil {
-			break
+	for r := range rounds {
+		from, to := r*batch, min((r+1)*batch, n)
+		var wg sync.WaitGroup
+		errs := make(chan error, len(tenants))
+		for i, t := range tenants {
+			if ctx.Err() != nil {
+				break
+			}
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				if err := seedCatalog(ctx, pool, t, cats[i], from, to); err != nil {
+					errs <- fmt.Errorf("catalog of merchant %d, products %d–%d: %w", i, from+1, to, err)
+				}
+			}()
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := seedCatalog(ctx, pool, t, i, n); err != nil {
-				errs <- fmt.Errorf("catalog of merchant %d: %w", i, err)
-				return
-			}
-			if d := done.Add(1); progress != nil && d%10 == 0 {
-				progress(int(d))
-			}
-		}()
+		wg.Wait()
+		close(errs)
+		if err := <-errs; err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(r+1, rounds)
+		}
 	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return err
-	}
-	return ctx.Err()
+	return nil
 }
 
 // catalogStats VACUUM ANALYZEs the catalog and counts what is in it, as

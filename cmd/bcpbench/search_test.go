@@ -21,13 +21,13 @@ import (
 )
 
 // The seed puts exactly n products in each merchant's catalog, with the
-// variants genCatalog drew, through row security (each merchant sees its
+// variants genCatalog drew (in batches that do not divide n), through row security (each merchant sees its
 // own only), and variant_text as the catalog's migration computes it.
 func TestSeedCatalogExactCounts(t *testing.T) {
 	d := testdb.New(t)
 	ctx := context.Background()
 	tenants := []uuid.UUID{uuid.New(), uuid.New()}
-	if err := seedCatalogs(ctx, d.Pool, tenants, 300, 2, nil); err != nil {
+	if err := seedCatalogs(ctx, d.Pool, tenants, 300, 70, 2, nil); err != nil {
 		t.Fatal(err)
 	}
 	super, err := pgx.Connect(ctx, d.SuperURL)
@@ -76,7 +76,7 @@ func TestSearchMixFindsItsProducts(t *testing.T) {
 	d := testdb.New(t)
 	ctx := context.Background()
 	tid := uuid.New()
-	if err := seedCatalogs(ctx, d.Pool, []uuid.UUID{tid}, 10_000, 1, nil); err != nil {
+	if err := seedCatalogs(ctx, d.Pool, []uuid.UUID{tid}, 10_000, 500, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	super, err := pgx.Connect(ctx, d.SuperURL)
