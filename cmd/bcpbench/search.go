@@ -35,9 +35,9 @@ import (
 // phases), onboards --tenants merchants through the operator APIs, then
 // seeds --products products per merchant with set-based INSERT … SELECT
 // FROM unnest, --seed-batch at a time and the merchants interleaved, as
-// the application role in each merchant's scope (row
-// security checks every row; the generated search columns and the GIN and
-// btree indexes are the migrations' own), VACUUM ANALYZEs the catalog (what
+// the application role in each merchant's scope (row security checks every
+// row; the generated search columns and the GIN and btree indexes are the
+// migrations' own), VACUUM ANALYZEs the catalog (what
 // autovacuum would have done to a catalog that has been there a while),
 // checks the plans of every search filter combination with EXPLAIN ANALYZE
 // on that data (searchplan), and measures, in this order and --rounds
