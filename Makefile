@@ -9,7 +9,7 @@ DATA_DIR ?= .bcp
 SQLC     := $(GO) tool -modfile=tools/sqlc/go.mod sqlc
 BUF      := $(GO) tool -modfile=tools/buf/go.mod buf
 
-.PHONY: ha run test generate check-generate build vet lint fuzz fuzz-short bench bench-long bench-ab scale chaos chaos-short chaos-ha chaos-ha-short
+.PHONY: ha run test generate check-generate build vet lint fuzz fuzz-short bench bench-long bench-ab bench-search scale chaos chaos-short chaos-ha chaos-ha-short
 .DEFAULT_GOAL := test
 
 ## run: start the whole platform on a private PostgreSQL with a demo merchant
@@ -101,6 +101,17 @@ AB_ROUNDS ?= 3
 bench-ab:
 	@scripts/ensure-postgres.sh
 	@scripts/bench-ab.sh $(AB) $(AB_ROUNDS)
+
+## bench-search: search_catalog at a real catalog's size (issue 25): 100 merchants × 10 000 products
+## (1M, seeded set-based through the catalog schema as the application role), EXPLAIN ANALYZE of every
+## search filter combination on it, then get_checkout and search_catalog at 50/s (open loop) and a
+## closed-loop search peak; durable PostgreSQL; 10–21 minutes on 2 cores, most of it the seed.
+## Prints the table, writes $(BENCH_OUT)/search.json. Figures: docs/performance.md, "Catalog search at 1M products".
+SEARCH_FLAGS ?= --tenants 100 --products 10000 --rate 50 --duration 30s
+bench-search:
+	@scripts/ensure-postgres.sh
+	@mkdir -p $(BENCH_OUT)
+	$(GO) run ./cmd/bcpbench search $(SEARCH_FLAGS) --out $(BENCH_OUT)/search.json
 
 ## scale: memory and latency of one `bcpd all` at 10 000 merchants vs 10 (onboarded through the operator
 ## APIs; ≈ 2–3 minutes on 2 cores); prints the table and writes $(BENCH_OUT)/scale.json.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -505,5 +507,49 @@ func TestCatalogCapabilitiesForExistingMerchants(t *testing.T) {
 		if got != want {
 			t.Errorf("capabilities = %s, want %s", got, want)
 		}
+	}
+}
+
+// The search indexes lead with tenant_id (00032), so a search reads its
+// merchant's entries only; down to 00027 they are the single-column ones
+// again, and up again restores them.
+func TestCatalogSearchIndexesLeadWithTenant(t *testing.T) {
+	ctx := context.Background()
+	conn, p := migrated(t)
+	defs := func() []string {
+		t.Helper()
+		rows, err := conn.Query(ctx, `SELECT pg_get_indexdef(indexrelid) FROM pg_index
+			WHERE indexrelid IN ('catalog.products_search'::regclass, 'catalog.products_title_trgm'::regclass) ORDER BY indexrelid::regclass::text`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want := []string{
+		"CREATE INDEX products_search ON catalog.products USING gin (tenant_id, search_tsv) WITH (fastupdate=off)",
+		"CREATE INDEX products_title_trgm ON catalog.products USING gin (tenant_id, search_title gin_trgm_ops) WITH (fastupdate=off)",
+	}
+	if got := defs(); !slices.Equal(got, want) {
+		t.Fatalf("indexes\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := p.DownTo(ctx, 27); err != nil {
+		t.Fatal(err)
+	}
+	before := []string{
+		"CREATE INDEX products_search ON catalog.products USING gin (search_tsv) WITH (fastupdate=off)",
+		"CREATE INDEX products_title_trgm ON catalog.products USING gin (search_title gin_trgm_ops) WITH (fastupdate=off)",
+	}
+	if got := defs(); !slices.Equal(got, before) {
+		t.Fatalf("after down\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(before, "\n"))
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := defs(); !slices.Equal(got, want) {
+		t.Fatalf("up again\n%s", strings.Join(got, "\n"))
 	}
 }

@@ -19,6 +19,7 @@
 //	go run ./cmd/bcpbench --tenants 20 --duration 5s --concurrency 16
 //	go run ./cmd/bcpbench --auth signature --rate 80 --duration 30s   # one open-loop run
 //	go run ./cmd/bcpbench scale --tenants 10000                       # memory and latency at 10 000 merchants (scale.go)
+//	go run ./cmd/bcpbench search --tenants 100 --products 10000       # search_catalog at 1M products (search.go)
 package main
 
 import (
@@ -146,10 +147,14 @@ type Target struct {
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "scale" {
+	if len(os.Args) > 1 && (os.Args[1] == "scale" || os.Args[1] == "search") {
 		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 		defer cancel()
-		if err := runScale(ctx, os.Args[2:]); err != nil {
+		sub := runScale
+		if os.Args[1] == "search" {
+			sub = runSearchBench
+		}
+		if err := sub(ctx, os.Args[2:]); err != nil {
 			fatal(err)
 		}
 		return
@@ -218,7 +223,7 @@ func run(ctx context.Context, cfg config) error {
 		}
 		e, err = startRemoteEnv(ctx, strings.TrimPrefix(cfg.target, "http://"), cfg.targetInternal, cfg.operatorToken, cfg.internalToken, cfg.profileAddr, cfg.tenants, logf)
 	} else {
-		e, err = startEnv(ctx, cfg.tenants, cfg.statements >= 0, logf)
+		e, err = startEnv(ctx, envOptions{tenants: cfg.tenants, statements: cfg.statements >= 0}, logf)
 	}
 	if err != nil {
 		return err
@@ -253,14 +258,7 @@ func run(ctx context.Context, cfg config) error {
 		logf("no --internal-token: no no-op baseline")
 	}
 
-	// One connection pool for the simulated agents, big enough that every
-	// agent keeps its connection (http.DefaultTransport keeps 2 per host).
-	base := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        4096,
-		MaxIdleConnsPerHost: 4096,
-		IdleConnTimeout:     90 * time.Second,
-	}
+	base := benchTransport()
 	signed := cfg.auth == "signature"
 	b := &bench{cfg: cfg, env: e, ops: e.ops,
 		platformAgents: newAgents("http://"+e.publicAddr+"/bcp/mcp", e, signed, base),
@@ -289,37 +287,11 @@ func run(ctx context.Context, cfg config) error {
 	// phaseOn runs one phase and reports the waits of pool (noop_durable's
 	// own for that phase); phase reports the platform's.
 	phaseOn := func(pool *pgxpool.Pool, name string, a *agents, mode string, conc int, rate float64, w workload) Phase {
-		a.rec = newRecorder()
-		var before *PoolStats
-		if pool != nil {
-			before = poolStats(pool, nil)
-		}
-		cpu0 := e.cpu()
-		sched0 := readSched()
-		stmts0 := e.statements(ctx)
-		wal0 := e.walNow(ctx)
-		started := time.Now()
-		logf("phase %s (%s, concurrency %d, rate %.0f/s) for %s", name, mode, conc, rate, cfg.duration)
-		var el time.Duration
-		if mode == "closed" {
-			el = closedLoop(ctx, conc, cfg.duration, w)
-		} else {
-			el = openLoop(ctx, rate, cfg.duration, cfg.maxInFlight, a.rec, w)
-		}
-		p := Phase{Name: name, Mode: mode, Concurrency: conc, OfferedRate: rate, Seconds: el.Seconds(),
-			Completed: a.rec.done.Load(), Throughput: float64(a.rec.done.Load()) / el.Seconds(), Ops: a.rec.stats(el), Errors: a.rec.errs}
-		if before != nil {
-			p.Pool = poolStats(pool, before)
-		}
-		p.CPU = cpuUse(cpu0, e.cpu(), p.Completed)
-		p.Sched = schedDelta(sched0, readSched(), p.Completed)
 		top := 0
 		if mode == "closed" {
 			top = cfg.statements
 		}
-		p.SQL = stmtDelta(stmts0, e.statements(ctx), p.Completed, top)
-		p.Durable = walDelta(wal0, e.walNow(ctx), p.Completed)
-		p.Autovacuum = e.autovacuumSince(ctx, started)
+		p := measurePhase(ctx, e, pool, a, phaseSpec{name: name, mode: mode, conc: conc, rate: rate, d: cfg.duration, maxInFlight: cfg.maxInFlight, top: top}, w)
 		res.Phases = append(res.Phases, p)
 		return p
 	}
@@ -436,6 +408,64 @@ func run(ctx context.Context, cfg config) error {
 		logf("wrote %s", cfg.svg)
 	}
 	return nil
+}
+
+// phaseSpec is one phase to measure: closed loop at conc, or open loop
+// at rate, for d; top is how many of pg_stat_statements' most frequent
+// statements it reports.
+type phaseSpec struct {
+	name, mode       string
+	conc             int
+	rate             float64
+	d                time.Duration
+	maxInFlight, top int
+}
+
+// measurePhase runs w as s says, with a fresh recorder for a's calls, and
+// reports it with the CPU, the scheduler and the machine, the statements,
+// the WAL, autovacuum and pool's waits (none when pool is nil).
+func measurePhase(ctx context.Context, e *env, pool *pgxpool.Pool, a *agents, s phaseSpec, w workload) Phase {
+	a.rec = newRecorder()
+	r := a.rec
+	var before *PoolStats
+	if pool != nil {
+		before = poolStats(pool, nil)
+	}
+	cpu0 := e.cpu()
+	sched0 := readSched()
+	stmts0 := e.statements(ctx)
+	wal0 := e.walNow(ctx)
+	started := time.Now()
+	logf("phase %s (%s, concurrency %d, rate %.0f/s) for %s", s.name, s.mode, s.conc, s.rate, s.d)
+	var el time.Duration
+	if s.mode == "closed" {
+		el = closedLoop(ctx, s.conc, s.d, w)
+	} else {
+		el = openLoop(ctx, s.rate, s.d, s.maxInFlight, r, w)
+	}
+	p := Phase{Name: s.name, Mode: s.mode, Concurrency: s.conc, OfferedRate: s.rate, Seconds: el.Seconds(),
+		Completed: r.done.Load(), Throughput: float64(r.done.Load()) / el.Seconds(), Ops: r.stats(el), Errors: r.errs}
+	if before != nil {
+		p.Pool = poolStats(pool, before)
+	}
+	p.CPU = cpuUse(cpu0, e.cpu(), p.Completed)
+	p.Sched = schedDelta(sched0, readSched(), p.Completed)
+	p.SQL = stmtDelta(stmts0, e.statements(ctx), p.Completed, s.top)
+	p.Durable = walDelta(wal0, e.walNow(ctx), p.Completed)
+	p.Autovacuum = e.autovacuumSince(ctx, started)
+	return p
+}
+
+// benchTransport is one connection pool for the simulated agents, big
+// enough that every agent keeps its connection (http.DefaultTransport
+// keeps 2 per host).
+func benchTransport() *http.Transport {
+	return &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        4096,
+		MaxIdleConnsPerHost: 4096,
+		IdleConnTimeout:     90 * time.Second,
+	}
 }
 
 func poolStats(pool *pgxpool.Pool, before *PoolStats) *PoolStats {

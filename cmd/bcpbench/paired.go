@@ -57,7 +57,7 @@ type holderBlock struct {
 func runHolder(ctx context.Context, cfg scaleConfig, in io.Reader, out io.Writer) error {
 	// --cpuprofile is diagnosis: pg_stat_statements too (in both holders).
 	diag := cfg.cpuprofile != ""
-	e, err := startEnv(ctx, cfg.base, diag, logf)
+	e, err := startEnv(ctx, envOptions{tenants: cfg.base, statements: diag}, logf)
 	if err != nil {
 		return err
 	}

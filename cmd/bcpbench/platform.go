@@ -56,6 +56,21 @@ type env struct {
 	profSrv    *http.Server
 	merchants  []*loadkit.Merchant
 	key        crypto.Signer // agent signing key (signature mode)
+	// urls are the bench database's role URLs (none with --target);
+	// catalogAgent: the agent profile also speaks catalog search.
+	urls         db.URLs
+	catalogAgent bool
+}
+
+// envOptions say what startEnv seeds and measures.
+type envOptions struct {
+	tenants int
+	// statements: pg_stat_statements loaded (a restart of the fresh
+	// cluster).
+	statements bool
+	// catalogAgent: the agent's profile speaks catalog search and lookup
+	// too (bcpbench search).
+	catalogAgent bool
 }
 
 func (e *env) stop() {
@@ -80,8 +95,9 @@ func (e *env) stop() {
 // writes and synchronous commit on: a figure bought with durability does
 // not count; --no-fsync keeps the earlier mode for comparison), migrates, starts every service and
 // seeds `tenants` merchants through the operator APIs.
-func startEnv(ctx context.Context, tenants int, statements bool, logf func(string, ...any)) (*env, error) {
-	e := &env{}
+func startEnv(ctx context.Context, opts envOptions, logf func(string, ...any)) (*env, error) {
+	tenants, statements := opts.tenants, opts.statements
+	e := &env{catalogAgent: opts.catalogAgent}
 	ok := false
 	defer func() {
 		if !ok {
@@ -108,6 +124,7 @@ func startEnv(ctx context.Context, tenants int, statements bool, logf func(strin
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
+	e.urls = urls
 	if statements {
 		if err := e.openStats(ctx, benchDB); err != nil {
 			return nil, fmt.Errorf("pg_stat_statements: %w", err)
@@ -159,6 +176,9 @@ func (e *env) serveProfile(addr string) error {
 		return err
 	}
 	doc := loadkit.AgentProfileJSON(string(jwk), "")
+	if e.catalogAgent {
+		doc = loadkit.CatalogAgentProfileJSON(string(jwk))
+	}
 	e.profSrv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "max-age=3600")

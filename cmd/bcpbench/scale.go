@@ -142,7 +142,7 @@ func runScale(ctx context.Context, args []string) error {
 		}
 		return finishScale(res, cfg)
 	}
-	e, err := startEnv(ctx, cfg.base, false, logf)
+	e, err := startEnv(ctx, envOptions{tenants: cfg.base}, logf)
 	if err != nil {
 		return err
 	}

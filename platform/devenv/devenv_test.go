@@ -259,6 +259,134 @@ func TestDemoCatalogSearch(t *testing.T) {
 	}
 }
 
+// The README's cart story works with the demo agent's profile: "caneca"
+// finds var_caneca_350, a cart of two with BEMVINDO10 is priced 7182, the
+// checkout made from it carries its line items, buyer and code, PAC makes
+// it 9072 and Pix leaves it complete_in_progress.
+func TestDemoCartStory(t *testing.T) {
+	d := testdb.New(t)
+	dir := t.TempDir()
+	var out bytes.Buffer
+	e, err := Start(context.Background(), Options{DataDir: dir, DatabaseURL: d.AppURL, OwnerURL: d.OwnerURL,
+		PublicAddr: "127.0.0.1:0", InternalAddr: "127.0.0.1:0", Out: &out, NoDemoHistory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	key, _ := os.ReadFile(dir + "/demo-api-key")
+	profile := DemoAgentProfileURL(e.Platform.InternalAddr)
+	c := &agentclient.Client{Endpoint: "http://" + e.Platform.PublicAddr + "/bcp/mcp",
+		Transport: &agentclient.Transport{ProfileURL: profile, APIKey: strings.TrimSpace(string(key)), Host: DemoDomain}}
+	type doc struct {
+		UCP struct {
+			Status string `json:"status"`
+		} `json:"ucp"`
+		ID        string `json:"id"`
+		Status    string `json:"status"`
+		LineItems []struct {
+			Item struct {
+				ID string `json:"id"`
+			} `json:"item"`
+			Quantity int `json:"quantity"`
+		} `json:"line_items"`
+		Buyer struct {
+			Email string `json:"email"`
+		} `json:"buyer"`
+		Totals []struct {
+			Type   string `json:"type"`
+			Amount int64  `json:"amount"`
+		} `json:"totals"`
+		Discounts struct {
+			Codes []string `json:"codes"`
+		} `json:"discounts"`
+		Fulfillment struct {
+			Methods []struct {
+				Groups []struct {
+					Options []struct {
+						ID    string `json:"id"`
+						Title string `json:"title"`
+					} `json:"options"`
+				} `json:"groups"`
+			} `json:"methods"`
+		} `json:"fulfillment"`
+		Products []struct {
+			Variants []struct {
+				ID string `json:"id"`
+			} `json:"variants"`
+		} `json:"products"`
+	}
+	meta := map[string]any{"ucp-agent": map[string]any{"profile": profile}}
+	call := func(tool string, args map[string]any) doc {
+		t.Helper()
+		if args["meta"] == nil {
+			args["meta"] = meta
+		}
+		resp, err := c.CallTool(context.Background(), tool, args)
+		if err != nil || resp.Error != nil {
+			t.Fatalf("%s: %v %v", tool, err, resp.Error)
+		}
+		var res struct {
+			StructuredContent doc `json:"structuredContent"`
+		}
+		if err := json.Unmarshal(resp.Result, &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.StructuredContent.UCP.Status == "error" {
+			t.Fatalf("%s: %s", tool, resp.Result)
+		}
+		return res.StructuredContent
+	}
+	totals := func(d doc) string {
+		var s []string
+		for _, t := range d.Totals {
+			s = append(s, fmt.Sprintf("%s=%d", t.Type, t.Amount))
+		}
+		return strings.Join(s, " ")
+	}
+	found := call("search_catalog", map[string]any{"catalog": map[string]any{"query": "caneca", "filters": map[string]any{"price": map[string]any{"max": 5000}}}})
+	if len(found.Products) == 0 || len(found.Products[0].Variants) == 0 || found.Products[0].Variants[0].ID != "var_caneca_350" {
+		t.Fatalf("caneca: %+v", found.Products)
+	}
+	lines := []any{map[string]any{"item": map[string]any{"id": "var_caneca_350"}, "quantity": 2}}
+	cart := call("create_cart", map[string]any{"cart": map[string]any{"line_items": lines,
+		"buyer": map[string]any{"email": "ana@example.com"}, "discounts": map[string]any{"codes": []any{"BEMVINDO10"}}}})
+	if got := totals(cart); got != "subtotal=7980 items_discount=-798 total=7182" {
+		t.Errorf("cart totals %s", got)
+	}
+	chk := call("create_checkout", map[string]any{"checkout": map[string]any{"cart_id": cart.ID, "line_items": lines,
+		"fulfillment": map[string]any{"methods": []any{map[string]any{"type": "shipping", "destinations": []any{map[string]any{
+			"street_address": "Av. Paulista, 1000", "address_locality": "São Paulo", "address_region": "SP",
+			"postal_code": "01310-100", "address_country": "BR"}}}}}}})
+	if chk.Status != "incomplete" || len(chk.LineItems) != 1 || chk.LineItems[0].Item.ID != "var_caneca_350" || chk.LineItems[0].Quantity != 2 ||
+		chk.Buyer.Email != "ana@example.com" || !slices.Equal(chk.Discounts.Codes, []string{"BEMVINDO10"}) || totals(chk) != totals(cart) {
+		t.Fatalf("checkout from the cart: %+v", chk)
+	}
+	if again := call("create_checkout", map[string]any{"checkout": map[string]any{"cart_id": cart.ID, "line_items": lines}}); again.ID != chk.ID {
+		t.Errorf("converting the cart again gave %s, want %s", again.ID, chk.ID)
+	}
+	pac := ""
+	for _, o := range chk.Fulfillment.Methods[0].Groups[0].Options {
+		if o.Title == "PAC" {
+			pac = o.ID
+		}
+	}
+	ready := call("update_checkout", map[string]any{"id": chk.ID, "checkout": map[string]any{
+		"line_items": []any{map[string]any{"id": "li_1", "item": map[string]any{"id": "var_caneca_350"}, "quantity": 2}},
+		"buyer":      map[string]any{"email": "ana@example.com"},
+		"fulfillment": map[string]any{"methods": []any{map[string]any{"id": "ship_1", "type": "shipping", "line_item_ids": []any{"li_1"},
+			"selected_destination_id": "dest_1", "groups": []any{map[string]any{"id": "grp_1", "selected_option_id": pac}}}}},
+		"discounts": map[string]any{"codes": []any{"BEMVINDO10"}}}})
+	if ready.Status != "ready_for_complete" || totals(ready) != "subtotal=7980 items_discount=-798 fulfillment=1890 total=9072" {
+		t.Fatalf("with PAC: %s %s", ready.Status, totals(ready))
+	}
+	paid := call("complete_checkout", map[string]any{"id": chk.ID,
+		"meta":     map[string]any{"ucp-agent": map[string]any{"profile": profile}, "idempotency-key": uuid.NewString()},
+		"checkout": map[string]any{"payment": map[string]any{"instruments": []any{map[string]any{"id": "pi_1", "handler_id": "pix_demo", "type": "pix"}}}}})
+	if paid.Status != "complete_in_progress" {
+		t.Errorf("Pix: %s", paid.Status)
+	}
+}
+
 // The demo merchant's privacy and terms links point at pages the
 // platform serves on its host, at the port bcpd dev listens on.
 func TestDemoPolicyLinksResolve(t *testing.T) {

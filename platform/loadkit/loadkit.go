@@ -65,6 +65,16 @@ func RemoteClientsAt(urls map[string]string, token string) *platform.Clients {
 // fulfillment and discount (and order, with its webhook, when
 // orderWebhookURL is set); Pix and card handlers; signing key jwk.
 func AgentProfileJSON(jwk, orderWebhookURL string) string {
+	return agentProfileJSON(jwk, orderWebhookURL, false)
+}
+
+// CatalogAgentProfileJSON is AgentProfileJSON's profile that also speaks
+// catalog search and lookup (bcpbench search).
+func CatalogAgentProfileJSON(jwk string) string {
+	return agentProfileJSON(jwk, "", true)
+}
+
+func agentProfileJSON(jwk, orderWebhookURL string, catalog bool) string {
 	cap := func(name, extends, config string) string {
 		s := fmt.Sprintf(`"br.dev.bcp.shopping.%s":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/%s","schema":"https://bcp.dev.br/draft/schemas/shopping/%s.json"`, name, name, name)
 		if extends != "" {
@@ -76,6 +86,10 @@ func AgentProfileJSON(jwk, orderWebhookURL string) string {
 		return s + `}]`
 	}
 	caps := []string{cap("checkout", "", ""), cap("fulfillment", "br.dev.bcp.shopping.checkout", ""), cap("discount", "br.dev.bcp.shopping.checkout", "")}
+	if catalog {
+		caps = append(caps, `"br.dev.bcp.shopping.catalog.search":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/catalog/search","schema":"https://bcp.dev.br/draft/schemas/shopping/catalog_search.json"}]`,
+			`"br.dev.bcp.shopping.catalog.lookup":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/catalog/lookup","schema":"https://bcp.dev.br/draft/schemas/shopping/catalog_lookup.json"}]`)
+	}
 	if orderWebhookURL != "" {
 		hook, _ := json.Marshal(map[string]string{"webhook_url": orderWebhookURL})
 		caps = append([]string{cap("order", "", string(hook))}, caps...)

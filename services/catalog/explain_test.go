@@ -2,59 +2,15 @@ package catalog_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 
-	"connectrpc.com/connect"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
-	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
-	"github.com/bcpdev/bcp/services/catalog"
+	"github.com/bcpdev/bcp/services/catalog/searchplan"
 )
-
-// statementRecorder keeps the SQL and arguments of the search statements
-// the service sends, including the first statement of a transaction, which
-// pgstore sends in a batch with BEGIN.
-type statementRecorder struct {
-	mu   sync.Mutex
-	last map[string]recorded // sqlc query name → last execution
-}
-
-type recorded struct {
-	sql  string
-	args []any
-}
-
-func (r *statementRecorder) record(sql string, args []any) {
-	for _, name := range []string{"SearchProducts", "SearchProductsFuzzy", "BrowseProducts"} {
-		if strings.HasPrefix(sql, "-- name: "+name+" ") {
-			r.mu.Lock()
-			r.last[name] = recorded{sql, args}
-			r.mu.Unlock()
-		}
-	}
-}
-
-func (r *statementRecorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	r.record(d.SQL, d.Args)
-	return ctx
-}
-func (r *statementRecorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (r *statementRecorder) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
-}
-func (r *statementRecorder) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
-	r.record(d.SQL, d.Args)
-}
-func (r *statementRecorder) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // The search statements use the indexes for every filter combination the
 // schema allows (query text or none × categories × price min/max × first or
@@ -107,183 +63,23 @@ func TestSearchPlansUseIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rec := &statementRecorder{last: map[string]recorded{}}
+	rec := searchplan.NewRecorder()
 	pool := d.OneConnPool(t, rec)
-	svc := catalog.New(pool)
-	tctx := tenancy.With(ctx, uuid.MustParse(tenants[0]))
-
-	type combo struct {
-		query      string
-		categories bool
-		min, max   bool
-		next       bool
-	}
-	var combos []combo
-	for _, q := range []string{"", "camiseta preta", "camizeta"} {
-		for _, cat := range []bool{false, true} {
-			for _, pr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
-				for _, next := range []bool{false, true} {
-					combos = append(combos, combo{q, cat, pr[0], pr[1], next})
-				}
-			}
-		}
-	}
-	reported := false
-	for _, c := range combos {
-		name := fmt.Sprintf("query=%q categories=%v min=%v max=%v next=%v", c.query, c.categories, c.min, c.max, c.next)
-		req := &catalogv1.SearchCatalogRequest{Query: c.query, Limit: 3}
-		if c.categories {
-			req.Categories = []string{"Vestuário", "Casa"}
-		}
-		if c.min {
-			req.MinPrice = ptr[int64](2000)
-		}
-		if c.max {
-			req.MaxPrice = ptr[int64](30000)
-		}
-		clear(rec.last)
-		r, err := svc.SearchCatalog(tctx, connect.NewRequest(req))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if c.next {
-			if r.Msg.GetNextCursor() == "" {
-				t.Fatalf("%s: no second page to plan", name)
-			}
-			req.Cursor = r.Msg.GetNextCursor()
-			clear(rec.last)
-			if _, err := svc.SearchCatalog(tctx, connect.NewRequest(req)); err != nil {
-				t.Fatalf("%s, next page: %v", name, err)
-			}
-		}
-		stmt, textIndex := "BrowseProducts", ""
-		switch c.query {
-		case "camiseta preta":
-			stmt, textIndex = "SearchProducts", "products_search"
-		case "camizeta":
-			stmt, textIndex = "SearchProductsFuzzy", "products_title_trgm"
-		}
-		got, ok := rec.last[stmt]
-		if !ok {
-			t.Fatalf("%s: the service did not run %s", name, stmt)
-		}
-		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-			plan := explain(t, pool, tenants[0], mode, got)
-			if !reported && stmt == "SearchProducts" && mode == "force_custom_plan" {
-				t.Logf("plan of %s (%s):\n%s", stmt, name, plan.text)
-				reported = true
-			}
-			if plan.scans["Seq Scan"] != nil {
-				t.Errorf("%s (%s): sequential scan of %v\n%s", name, mode, plan.scans["Seq Scan"], plan.text)
-			}
-			if textIndex != "" && !plan.indexes[textIndex] {
-				t.Errorf("%s (%s): the plan does not use %s\n%s", name, mode, textIndex, plan.text)
-			}
-		}
-	}
-}
-
-type plan struct {
-	text    string
-	scans   map[string][]string // node type → relations
-	indexes map[string]bool
-}
-
-// explain plans rec's statement as the service's role would, in the
-// tenant's scope (RLS adds its predicate) with the search's settings.
-func explain(t *testing.T, pool *pgxpool.Pool, tenantID, mode string, rec recorded) plan {
-	t.Helper()
-	ctx := context.Background()
-	tx, err := pool.Begin(ctx)
+	checked, err := searchplan.Check(ctx, pool, rec, uuid.MustParse(tenants[0]), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx)
-	for _, set := range [][2]string{{"app.tenant_id", tenantID}, {"pg_trgm.word_similarity_threshold", "0.4"}, {"plan_cache_mode", mode}} {
-		if _, err := tx.Exec(ctx, `SELECT set_config($1, $2, true)`, set[0], set[1]); err != nil {
-			t.Fatal(err)
+	if len(checked) != 96 {
+		t.Fatalf("%d plans checked, want 48 combinations × 2 modes", len(checked))
+	}
+	reported := false
+	for _, c := range checked {
+		if !reported && c.Statement == "SearchProducts" && c.Mode == "force_custom_plan" {
+			t.Logf("plan of %s (%s):\n%s", c.Statement, c.Combo, c.Plan.Text)
+			reported = true
+		}
+		for _, p := range c.Problems {
+			t.Errorf("%s (%s): %s\n%s", c.Combo, c.Mode, p, c.Plan.Text)
 		}
 	}
-	// An SQL-level prepared statement and EXPLAIN EXECUTE, so that
-	// plan_cache_mode decides custom versus generic as it does for the
-	// pool's cached statements.
-	stmt := "explain_" + strings.TrimPrefix(mode, "force_")
-	if _, err := tx.Exec(ctx, "PREPARE "+stmt+" AS "+rec.sql); err != nil {
-		t.Fatal(err)
-	}
-	lits := make([]string, len(rec.args))
-	for i, a := range rec.args {
-		lits[i] = literal(t, a)
-	}
-	var raw []byte
-	if err := tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE "+stmt+"("+strings.Join(lits, ", ")+")").Scan(&raw); err != nil {
-		t.Fatalf("EXPLAIN: %v", err)
-	}
-	if _, err := tx.Exec(ctx, "DEALLOCATE "+stmt); err != nil {
-		t.Fatal(err)
-	}
-	var doc []struct {
-		Plan json.RawMessage `json:"Plan"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil || len(doc) != 1 {
-		t.Fatalf("EXPLAIN output: %v %s", err, raw)
-	}
-	p := plan{scans: map[string][]string{}, indexes: map[string]bool{}}
-	var b strings.Builder
-	var walk func(n map[string]any, depth int)
-	walk = func(n map[string]any, depth int) {
-		typ, _ := n["Node Type"].(string)
-		rel, _ := n["Relation Name"].(string)
-		idx, _ := n["Index Name"].(string)
-		fmt.Fprintf(&b, "%s%s %s %s\n", strings.Repeat("  ", depth), typ, rel, idx)
-		if rel != "" {
-			p.scans[typ] = append(p.scans[typ], rel)
-		}
-		if idx != "" {
-			p.indexes[idx] = true
-		}
-		children, _ := n["Plans"].([]any)
-		for _, c := range children {
-			if m, ok := c.(map[string]any); ok {
-				walk(m, depth+1)
-			}
-		}
-	}
-	var root map[string]any
-	if err := json.Unmarshal(doc[0].Plan, &root); err != nil {
-		t.Fatal(err)
-	}
-	walk(root, 0)
-	p.text = b.String()
-	return p
-}
-
-// literal renders one recorded argument as an SQL literal (the argument
-// types sqlc generates for the search statements).
-func literal(t *testing.T, a any) string {
-	t.Helper()
-	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-	switch v := a.(type) {
-	case string:
-		return quote(v)
-	case uuid.UUID:
-		return quote(v.String()) + "::uuid"
-	case []string:
-		q := make([]string, len(v))
-		for i, s := range v {
-			q[i] = quote(s)
-		}
-		return "ARRAY[" + strings.Join(q, ",") + "]::text[]"
-	case bool:
-		return strconv.FormatBool(v)
-	case int32:
-		return strconv.FormatInt(int64(v), 10)
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case float32:
-		// Shortest decimal that reads back as the same float4.
-		return quote(strconv.FormatFloat(float64(v), 'g', -1, 32)) + "::real"
-	}
-	t.Fatalf("no literal for %T", a)
-	return ""
 }
