@@ -89,7 +89,13 @@ type limitAnswer struct {
 // outcome (not_found) when served, so only the limiter makes it an error.
 // Safe from several goroutines.
 func getCheckoutMCP(addr, host string, a limitAgent, id int) (limitAnswer, error) {
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get_checkout","arguments":{"meta":{"ucp-agent":{"profile":%q}},"id":"chk_nenhum"}}}`, id, a.profile)
+	return toolMCP(addr, host, a, id, "get_checkout", `"id":"chk_nenhum"`)
+}
+
+// toolMCP calls tool with the agent's meta and the given further arguments
+// (JSON members) over MCP.
+func toolMCP(addr, host string, a limitAgent, id int, tool, args string) (limitAnswer, error) {
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"meta":{"ucp-agent":{"profile":%q}},%s}}}`, id, tool, a.profile, args)
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/bcp/mcp", strings.NewReader(body))
 	req.Host = host
 	req.Header.Set("Content-Type", "application/json")
@@ -229,8 +235,19 @@ func TestRateLimitPerMerchant(t *testing.T) {
 	if !strings.Contains(rest.body, `"content":"too many requests from agents of this merchant`) {
 		t.Errorf("REST body %s", rest.body)
 	}
-	if v := metric(t, r, `bcp_rate_limited_total{scope="merchant",tenant="`+m.tenantID.String()+`"}`); v != "2" {
-		t.Errorf("bcp_rate_limited_total for the merchant = %s, want 2", v)
+	// Every operation shares the bucket: the catalog and cart tools too.
+	for i, call := range []struct{ tool, args string }{
+		{"search_catalog", `"catalog":{"query":"caneca"}`},
+		{"create_cart", `"cart":{"line_items":[]}`},
+	} {
+		ans, err := toolMCP(r.PublicAddr, host, a, 10+i, call.tool, call.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantLimitedMCP(t, call.tool+" over MCP", ans, 10+i)
+	}
+	if v := metric(t, r, `bcp_rate_limited_total{scope="merchant",tenant="`+m.tenantID.String()+`"}`); v != "4" {
+		t.Errorf("bcp_rate_limited_total for the merchant = %s, want 4", v)
 	}
 	if v := metric(t, r, `bcp_rate_limit_leases_total{result="error"}`); v != "0" {
 		t.Errorf("lease errors = %s, want 0", v)

@@ -40,9 +40,6 @@ type cartArgs struct {
 
 // runCart executes one cart operation for either binding.
 func (m *mcpEdge) runCart(ctx context.Context, req opRequest) (json.RawMessage, error) {
-	if pe := m.e.limits.check(ctx); pe != nil {
-		return nil, pe
-	}
 	op, raw := req.op, req.args
 	t := tenantFrom(ctx)
 	if len(raw) == 0 {

@@ -186,17 +186,18 @@ type opRequest struct {
 // outcome (resource or error_response, with its "ucp" envelope); a
 // *protoError means the request was not processed.
 func (m *mcpEdge) run(ctx context.Context, req opRequest) (json.RawMessage, error) {
+	// Rate limits first, for every operation of every binding: a refused
+	// request costs no validation, profile fetch or service call
+	// (ratelimit.go).
+	if pe := m.e.limits.check(ctx); pe != nil {
+		return nil, pe
+	}
 	return req.op.family.run(m, ctx, req)
 }
 
 // runCheckout executes a checkout or order operation: validate, negotiate,
 // claim the idempotency key, call the service, wrap.
 func (m *mcpEdge) runCheckout(ctx context.Context, req opRequest) (json.RawMessage, error) {
-	// Rate limits first: a refused request costs no validation, profile
-	// fetch or service call (ratelimit.go).
-	if pe := m.e.limits.check(ctx); pe != nil {
-		return nil, pe
-	}
 	op, raw := req.op, req.args
 	t := tenantFrom(ctx)
 	if len(raw) == 0 {
