@@ -243,6 +243,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			internal.Handle(tenantsv1connect.NewTenantServiceHandler(svc, handlerOpts(tenants.Policy)))
 		case Catalog:
 			svc := catalog.New(r.Pool)
+			r.goRun(func() { svc.Run(ctx, log) })
 			r.handlers.catalog.Set(svc)
 			internal.Handle(catalogv1connect.NewCatalogServiceHandler(svc, handlerOpts(catalog.Policy)))
 		case Pricing:

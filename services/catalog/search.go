@@ -180,14 +180,14 @@ func (s *Service) SearchCatalog(ctx context.Context, req *connect.Request[catalo
 		if resp.Products, err = withVariants(ctx, q, tid, rows, minPrice, maxPrice); err != nil {
 			return err
 		}
-		// A search is counted once, on its first page.
-		if query != "" && !after {
-			return q.RecordSearchTerm(ctx, catalogdb.RecordSearchTermParams{TenantID: tid, Term: query, Found: len(resp.Products) > 0})
-		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	// A search is counted once, on its first page, in memory (terms.go).
+	if query != "" && !after {
+		s.terms.add(tid, s.now(), query, len(resp.Products) > 0)
 	}
 	return connect.NewResponse(resp), nil
 }
@@ -416,6 +416,11 @@ func (s *Service) SearchTerms(ctx context.Context, req *connect.Request[catalogv
 		limit = 10
 	}
 	days, limit = min(days, 90), min(limit, 100)
+	// What this process counted and has not written yet is part of the
+	// answer (other catalog processes write theirs within termsFlushEvery).
+	if err := s.flushTerms(ctx, &tid); err != nil {
+		return nil, err
+	}
 	resp := &catalogv1.SearchTermsResponse{}
 	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
 		q := catalogdb.New(tx)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 
 	"connectrpc.com/connect"
 
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -330,4 +332,40 @@ func TestCatalogUnstorableText(t *testing.T) {
 	forged := base64.RawURLEncoding.EncodeToString([]byte(`{"d":"x","i":"a\u0000b"}`))
 	_, err = e.client.SearchCatalog(ctx, connect.NewRequest(&catalogv1.SearchCatalogRequest{Cursor: forged}))
 	wantErr(t, err, connect.CodeInvalidArgument, "invalid_cursor", "pagination.cursor")
+}
+
+// A search writes nothing: its term is counted in memory and written on a
+// clean stop (Run's end), or before the merchant reads the terms; two
+// spellings of one term add to one row.
+func TestSearchTermsCountedInMemory(t *testing.T) {
+	e := start(t)
+	ctx := tenant()
+	e.seedSearch(ctx, 0)
+	run, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.svc.Run(run, slog.New(slog.DiscardHandler)) }()
+	for _, q := range []string{"Café", "cafe", "geladeira"} {
+		e.search(ctx, &catalogv1.SearchCatalogRequest{Query: q})
+	}
+	super, err := pgxpool.New(context.Background(), e.db.SuperURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer super.Close()
+	rows := func() string {
+		t.Helper()
+		var out string
+		if err := super.QueryRow(context.Background(), `SELECT coalesce(string_agg(term || ':' || searches || '/' || empty, ' ' ORDER BY term), '') FROM catalog.search_terms`).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got := rows(); got != "" {
+		t.Fatalf("searches wrote %q before any flush; want nothing", got)
+	}
+	stop()
+	<-done
+	if got := rows(); got != "cafe:2/0 geladeira:1/1" {
+		t.Fatalf("after a clean stop: %q, want cafe:2/0 geladeira:1/1", got)
+	}
 }

@@ -28,6 +28,8 @@ import (
 	"errors"
 	"strings"
 
+	"time"
+
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -45,11 +47,13 @@ import (
 
 // Service implements catalogv1connect.CatalogServiceHandler.
 type Service struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	terms termCounts // search terms counted in memory (terms.go)
+	now   func() time.Time
 }
 
 // New returns the service.
-func New(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
+func New(pool *pgxpool.Pool) *Service { return &Service{pool: pool, now: time.Now} }
 
 var _ catalogv1connect.CatalogServiceHandler = (*Service)(nil)
 

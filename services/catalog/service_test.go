@@ -33,6 +33,7 @@ func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
 type env struct {
 	t      *testing.T
 	db     *testdb.DB
+	svc    *catalog.Service
 	client catalogv1connect.CatalogServiceClient
 }
 
@@ -44,11 +45,12 @@ func start(t *testing.T) *env {
 	tokens := svcauth.Tokens{Internal: "int", Operator: "op"}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mux := http.NewServeMux()
-	mux.Handle(catalogv1connect.NewCatalogServiceHandler(catalog.New(d.Pool),
+	svc := catalog.New(d.Pool)
+	mux.Handle(catalogv1connect.NewCatalogServiceHandler(svc,
 		connect.WithInterceptors(apperr.Interceptor(log), svcauth.Server(tokens, catalog.Policy))))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return &env{t: t, db: d, client: catalogv1connect.NewCatalogServiceClient(srv.Client(), srv.URL,
+	return &env{t: t, db: d, svc: svc, client: catalogv1connect.NewCatalogServiceClient(srv.Client(), srv.URL,
 		connect.WithInterceptors(svcauth.Client("int")))}
 }
 

@@ -82,15 +82,6 @@ WHERE p.tenant_id = @tenant_id AND p.id = ANY(@ids::text[]) AND p.active;
 SELECT v.id, v.sku, v.product_id FROM catalog.variants v
 WHERE v.tenant_id = @tenant_id AND (v.id = ANY(@ids::text[]) OR v.sku = ANY(@ids::text[])) AND v.active;
 
--- name: RecordSearchTerm :exec
--- Counts one first-page search of a term (folded like the index: lower
--- case, no accents) on today's row, and whether it found nothing.
-INSERT INTO catalog.search_terms (tenant_id, day, term, searches, empty)
-VALUES (@tenant_id, (now() AT TIME ZONE 'America/Sao_Paulo')::date, left(catalog.f_unaccent(lower(@term::text)), 200), 1,
-        CASE WHEN @found::boolean THEN 0 ELSE 1 END)
-ON CONFLICT (tenant_id, day, term) DO UPDATE
-SET searches = catalog.search_terms.searches + 1, empty = catalog.search_terms.empty + EXCLUDED.empty;
-
 -- name: TopSearchTerms :many
 -- The most searched terms of the last @days days (today included).
 SELECT term, sum(searches)::bigint AS searches, sum(empty)::bigint AS empty
@@ -108,3 +99,18 @@ WHERE tenant_id = @tenant_id AND day > (now() AT TIME ZONE 'America/Sao_Paulo'):
 GROUP BY term
 ORDER BY sum(empty) DESC, term
 LIMIT @max_terms;
+
+-- name: AddSearchTerms :exec
+-- Adds first-page searches counted in memory (terms.go): per day (São
+-- Paulo) and term, folded like the index (lower case, no accents), so two
+-- spellings of one term add to one row.
+INSERT INTO catalog.search_terms (tenant_id, day, term, searches, empty)
+SELECT @tenant_id, f.day, f.term, sum(f.searches), sum(f.empty)
+FROM (
+  SELECT u.day::date AS day, left(catalog.f_unaccent(lower(u.term)), 200) AS term, u.searches, u.empty
+  FROM (SELECT unnest(@days::text[]) AS day, unnest(@terms::text[]) AS term,
+               unnest(@searches::bigint[]) AS searches, unnest(@empties::bigint[]) AS empty) u
+) f
+GROUP BY f.day, f.term
+ON CONFLICT (tenant_id, day, term) DO UPDATE
+SET searches = catalog.search_terms.searches + EXCLUDED.searches, empty = catalog.search_terms.empty + EXCLUDED.empty;

@@ -147,6 +147,41 @@ func (q *Queries) ActiveVariantsOfProducts(ctx context.Context, arg ActiveVarian
 	return items, nil
 }
 
+const addSearchTerms = `-- name: AddSearchTerms :exec
+INSERT INTO catalog.search_terms (tenant_id, day, term, searches, empty)
+SELECT $1, f.day, f.term, sum(f.searches), sum(f.empty)
+FROM (
+  SELECT u.day::date AS day, left(catalog.f_unaccent(lower(u.term)), 200) AS term, u.searches, u.empty
+  FROM (SELECT unnest($2::text[]) AS day, unnest($3::text[]) AS term,
+               unnest($4::bigint[]) AS searches, unnest($5::bigint[]) AS empty) u
+) f
+GROUP BY f.day, f.term
+ON CONFLICT (tenant_id, day, term) DO UPDATE
+SET searches = catalog.search_terms.searches + EXCLUDED.searches, empty = catalog.search_terms.empty + EXCLUDED.empty
+`
+
+type AddSearchTermsParams struct {
+	TenantID uuid.UUID
+	Days     []string
+	Terms    []string
+	Searches []int64
+	Empties  []int64
+}
+
+// Adds first-page searches counted in memory (terms.go): per day (São
+// Paulo) and term, folded like the index (lower case, no accents), so two
+// spellings of one term add to one row.
+func (q *Queries) AddSearchTerms(ctx context.Context, arg AddSearchTermsParams) error {
+	_, err := q.db.Exec(ctx, addSearchTerms,
+		arg.TenantID,
+		arg.Days,
+		arg.Terms,
+		arg.Searches,
+		arg.Empties,
+	)
+	return err
+}
+
 const browseProducts = `-- name: BrowseProducts :many
 SELECT p.id, p.title, p.description, p.image_url, p.category
 FROM catalog.products p
@@ -251,27 +286,6 @@ func (q *Queries) EmptySearchTerms(ctx context.Context, arg EmptySearchTermsPara
 		return nil, err
 	}
 	return items, nil
-}
-
-const recordSearchTerm = `-- name: RecordSearchTerm :exec
-INSERT INTO catalog.search_terms (tenant_id, day, term, searches, empty)
-VALUES ($1, (now() AT TIME ZONE 'America/Sao_Paulo')::date, left(catalog.f_unaccent(lower($2::text)), 200), 1,
-        CASE WHEN $3::boolean THEN 0 ELSE 1 END)
-ON CONFLICT (tenant_id, day, term) DO UPDATE
-SET searches = catalog.search_terms.searches + 1, empty = catalog.search_terms.empty + EXCLUDED.empty
-`
-
-type RecordSearchTermParams struct {
-	TenantID uuid.UUID
-	Term     string
-	Found    bool
-}
-
-// Counts one first-page search of a term (folded like the index: lower
-// case, no accents) on today's row, and whether it found nothing.
-func (q *Queries) RecordSearchTerm(ctx context.Context, arg RecordSearchTermParams) error {
-	_, err := q.db.Exec(ctx, recordSearchTerm, arg.TenantID, arg.Term, arg.Found)
-	return err
 }
 
 const searchProducts = `-- name: SearchProducts :many
