@@ -9,9 +9,7 @@ import (
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/bcpnames"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
-	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
-	"github.com/bcpdev/bcp/services/edge/agentprofile"
 )
 
 // The cart operations (UCP cart, BCP-renamed br.dev.bcp.shopping.cart):
@@ -40,36 +38,13 @@ type cartArgs struct {
 
 // runCart executes one cart operation for either binding.
 func (m *mcpEdge) runCart(ctx context.Context, req opRequest) (json.RawMessage, error) {
-	op, raw := req.op, req.args
-	t := tenantFrom(ctx)
-	if len(raw) == 0 {
-		raw = json.RawMessage("{}")
-	}
-	v, err := m.validator(checkoutCapabilities(t.GetCapabilities()))
-	if err != nil {
-		return nil, err
-	}
-	if err := v.ValidateToolInput(op.name, raw); err != nil {
-		return nil, invalidParams(err)
-	}
+	op := req.op
 	var args cartArgs
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return nil, invalidParams(err)
-	}
-	dev := t.GetEnvironment() == tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT
-	profile, err := m.profiles.Get(ctx, args.Meta.Agent.Profile, dev)
-	if err != nil {
-		return nil, discoveryError(err)
-	}
-	offer, err := m.offer(ctx, t.GetId())
+	a, err := m.admit(ctx, op, req.args, checkoutCapabilities(tenantFrom(ctx).GetCapabilities()), &args, func() string { return args.Meta.Agent.Profile })
 	if err != nil {
 		return nil, err
 	}
-	neg, err := agentprofile.Negotiate(offer, profile)
-	if err != nil {
-		return nil, discoveryError(err)
-	}
-	baseURL := m.e.BaseURL(hostFrom(ctx))
+	raw, profile, neg, baseURL := a.raw, a.profile, a.neg, a.baseURL
 	if !neg.Has(op.capability) {
 		return m.errorResponse(bcp.Error(bcp.CodeCapabilitiesIncompatible, bcp.SeverityUnrecoverable, "",
 			"Este agente e a loja não têm carrinho em comum; use create_checkout."), baseURL+"/", true)

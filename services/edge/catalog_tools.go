@@ -16,10 +16,8 @@ import (
 	"github.com/bcpdev/bcp/internal/bcpnames"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
-	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
-	"github.com/bcpdev/bcp/services/edge/agentprofile"
 )
 
 // The catalog operations (UCP catalog search and lookup, BCP-renamed):
@@ -85,36 +83,13 @@ func catalogCall(read func(ctx context.Context, c catalogv1connect.CatalogServic
 
 // runCatalog executes one catalog operation for either binding.
 func (m *mcpEdge) runCatalog(ctx context.Context, req opRequest) (json.RawMessage, error) {
-	op, raw := req.op, req.args
-	t := tenantFrom(ctx)
-	if len(raw) == 0 {
-		raw = json.RawMessage("{}")
-	}
-	v, err := m.validator(checkoutCapabilities(t.GetCapabilities()))
-	if err != nil {
-		return nil, err
-	}
-	if err := v.ValidateToolInput(op.name, raw); err != nil {
-		return nil, invalidParams(err)
-	}
+	op := req.op
 	var args catalogArgs
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return nil, invalidParams(err)
-	}
-	dev := t.GetEnvironment() == tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT
-	profile, err := m.profiles.Get(ctx, args.Meta.Agent.Profile, dev)
-	if err != nil {
-		return nil, discoveryError(err)
-	}
-	offer, err := m.offer(ctx, t.GetId())
+	a, err := m.admit(ctx, op, req.args, checkoutCapabilities(tenantFrom(ctx).GetCapabilities()), &args, func() string { return args.Meta.Agent.Profile })
 	if err != nil {
 		return nil, err
 	}
-	neg, err := agentprofile.Negotiate(offer, profile)
-	if err != nil {
-		return nil, discoveryError(err)
-	}
-	baseURL := m.e.BaseURL(hostFrom(ctx))
+	profile, neg, baseURL := a.profile, a.neg, a.baseURL
 	// The same business outcome as a checkout call without checkout in
 	// common: the operation's capability was not negotiated.
 	if !neg.Has(op.capability) {

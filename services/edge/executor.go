@@ -195,31 +195,36 @@ func (m *mcpEdge) run(ctx context.Context, req opRequest) (json.RawMessage, erro
 	return req.op.family.run(m, ctx, req)
 }
 
-// runCheckout executes a checkout or order operation: validate, negotiate,
-// claim the idempotency key, call the service, wrap.
-func (m *mcpEdge) runCheckout(ctx context.Context, req opRequest) (json.RawMessage, error) {
-	op, raw := req.op, req.args
+// admission is what an operation knows once its arguments are valid and
+// its agent's profile negotiated.
+type admission struct {
+	raw     json.RawMessage // the arguments ({} when none came)
+	profile *agentprofile.Profile
+	neg     *agentprofile.Result
+	baseURL string
+}
+
+// admit is the start every operation shares: its arguments validated
+// against its tool schema for the capabilities, decoded into args, the
+// agent profile they name (profileURL, read after decoding) fetched and
+// negotiated with the merchant's offer.
+func (m *mcpEdge) admit(ctx context.Context, op *operation, raw json.RawMessage, capabilities []string, args any, profileURL func() string) (*admission, error) {
 	t := tenantFrom(ctx)
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
 	}
-	// Without AP2 in the schema set: with AP2 negotiated the checkout
-	// service refuses a completion without a mandate as the extension says
-	// (mandate_required, a business outcome), not as a schema violation,
-	// and for an agent that does not speak AP2 there is nothing to require.
-	v, err := m.validator(withoutAP2(checkoutCapabilities(t.GetCapabilities())))
+	v, err := m.validator(capabilities)
 	if err != nil {
 		return nil, err
 	}
 	if err := v.ValidateToolInput(op.name, raw); err != nil {
 		return nil, invalidParams(err)
 	}
-	var args toolArgs
-	if err := json.Unmarshal(raw, &args); err != nil {
+	if err := json.Unmarshal(raw, args); err != nil {
 		return nil, invalidParams(err)
 	}
 	dev := t.GetEnvironment() == tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT
-	profile, err := m.profiles.Get(ctx, args.Meta.Agent.Profile, dev)
+	profile, err := m.profiles.Get(ctx, profileURL(), dev)
 	if err != nil {
 		return nil, discoveryError(err)
 	}
@@ -231,7 +236,23 @@ func (m *mcpEdge) runCheckout(ctx context.Context, req opRequest) (json.RawMessa
 	if err != nil {
 		return nil, discoveryError(err)
 	}
-	baseURL := m.e.BaseURL(hostFrom(ctx))
+	return &admission{raw: raw, profile: profile, neg: neg, baseURL: m.e.BaseURL(hostFrom(ctx))}, nil
+}
+
+// runCheckout executes a checkout or order operation: validate, negotiate,
+// claim the idempotency key, call the service, wrap.
+func (m *mcpEdge) runCheckout(ctx context.Context, req opRequest) (json.RawMessage, error) {
+	// Without AP2 in the schema set: with AP2 negotiated the checkout
+	// service refuses a completion without a mandate as the extension says
+	// (mandate_required, a business outcome), not as a schema violation,
+	// and for an agent that does not speak AP2 there is nothing to require.
+	op := req.op
+	var args toolArgs
+	a, err := m.admit(ctx, op, req.args, withoutAP2(checkoutCapabilities(tenantFrom(ctx).GetCapabilities())), &args, func() string { return args.Meta.Agent.Profile })
+	if err != nil {
+		return nil, err
+	}
+	raw, profile, neg, baseURL := a.raw, a.profile, a.neg, a.baseURL
 	if neg.Incompatible {
 		return m.errorResponse(bcp.Error(bcp.CodeCapabilitiesIncompatible, bcp.SeverityUnrecoverable, "",
 			"Este agente e a loja não têm capacidades de checkout em comum; continue pela loja."), baseURL+"/", true)
