@@ -366,10 +366,8 @@ func TestTenantFence(t *testing.T) {
 	_, direct["list"] = svc.ListCheckouts(bg, connect.NewRequest(&checkoutv1.ListCheckoutsRequest{}))
 	_, direct["expire"] = svc.ExpireCheckouts(bg, connect.NewRequest(&checkoutv1.ExpireCheckoutsRequest{}))
 	_, direct["stats"] = svc.GetCheckoutStats(bg, connect.NewRequest(&checkoutv1.GetCheckoutStatsRequest{}))
-	key := &checkoutv1.ClaimIdempotencyKeyRequest{Scope: "s", Key: "k", RequestHash: make([]byte, 32)}
-	_, direct["claim"] = svc.ClaimIdempotencyKey(bg, connect.NewRequest(key))
-	_, direct["finish"] = svc.FinishIdempotencyKey(bg, connect.NewRequest(&checkoutv1.FinishIdempotencyKeyRequest{Scope: "s", Key: "k"}))
-	_, direct["release"] = svc.ReleaseIdempotencyKey(bg, connect.NewRequest(&checkoutv1.ReleaseIdempotencyKeyRequest{Scope: "s", Key: "k"}))
+	key := &checkoutv1.Idempotency{Scope: "s", Key: "k", RequestHash: make([]byte, 32)}
+	_, direct["keyed cancel"] = svc.CancelCheckout(bg, connect.NewRequest(&checkoutv1.CancelCheckoutRequest{Id: c.ID, Idempotency: key}))
 	for name, err := range direct {
 		if !errors.Is(err, tenancy.ErrNoTenant) {
 			t.Errorf("%s without a tenant: %v, want %v", name, err, tenancy.ErrNoTenant)

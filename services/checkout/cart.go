@@ -44,10 +44,17 @@ type cart = checkoutdb.CheckoutCart
 
 func errCartNotFound(id string) error { return apperr.NotFound(bcp.CodeNotFound, "no cart %q", id) }
 
-func (st store) insertCart(ctx context.Context, p checkoutdb.InsertCartParams) error {
+// insertCart writes a new cart; with k, its key and answer too.
+func (st store) insertCart(ctx context.Context, p checkoutdb.InsertCartParams, k *opKey) error {
+	answer, err := k.answer(cartResult(p.State))
+	if err != nil {
+		return err
+	}
 	return st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
-		p.TenantID = tid
-		return q.InsertCart(ctx, p)
+		p.TenantID, p.Idem, p.IdemResponse = tid, k.arg(), answer
+		kept, err := q.InsertCart(ctx, p)
+		k.wrote(kept, true)
+		return err
 	})
 }
 
@@ -74,6 +81,41 @@ func (st store) cartWrite(ctx context.Context, fn func(q *checkoutdb.Queries, ti
 		return err
 	})
 	return n == 1, err
+}
+
+// updateCart rewrites an active cart, with k's key and answer; false: it
+// changed (or left active) since it was read.
+func (st store) updateCart(ctx context.Context, c cart, request, state []byte, k *opKey) (bool, error) {
+	answer, err := k.answer(cartResult(state))
+	if err != nil {
+		return false, err
+	}
+	var row checkoutdb.UpdateCartRow
+	err = st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		var err error
+		row, err = q.UpdateCart(ctx, checkoutdb.UpdateCartParams{TenantID: tid, ID: c.ID, Version: c.Version, Request: request, State: state,
+			Idem: k.arg(), IdemResponse: answer})
+		return err
+	})
+	k.wrote(row.Kept, true)
+	return row.Written == 1, err
+}
+
+// cancelCart ends an active cart (answering it as it was), with k's key
+// and answer; false: it changed (or left active) since it was read.
+func (st store) cancelCart(ctx context.Context, c cart, k *opKey) (bool, error) {
+	answer, err := k.answer(cartResult(c.State))
+	if err != nil {
+		return false, err
+	}
+	var row checkoutdb.CancelCartRow
+	err = st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		var err error
+		row, err = q.CancelCart(ctx, checkoutdb.CancelCartParams{TenantID: tid, ID: c.ID, Version: c.Version, Idem: k.arg(), IdemResponse: answer})
+		return err
+	})
+	k.wrote(row.Kept, true)
+	return row.Written == 1, err
 }
 
 // liveCart reads a cart the agent may use: its own (the checkout's owned
@@ -156,26 +198,37 @@ func (s *Service) CreateCart(ctx context.Context, r *connect.Request[checkoutv1.
 	if err != nil {
 		return nil, err
 	}
-	id := ids.New("cart")
-	b, err := s.priceCart(ctx, agent, id, req, nil, nil, tid.String())
+	k, err := newOpKey(r.Msg.GetIdempotency(), s.now())
 	if err != nil {
 		return nil, err
 	}
-	if b.noItems {
-		res, err := cartErrorResult(b.noItemsBy, agent.baseURL)
-		return connect.NewResponse(&checkoutv1.CreateCartResponse{Result: res}), err
-	}
-	expires := s.now().UTC().Truncate(time.Second).Add(cartTTL)
-	b.checkout.ExpiresAt = &expires
-	state, reqJSON, err := encodeBoth(b.checkout, b.request)
+	res, err := keyed(ctx, s.store, k, func() (*checkoutv1.CartResult, error) {
+		id := ids.New("cart")
+		b, err := s.priceCart(ctx, agent, id, req, nil, nil, tid.String())
+		if err != nil {
+			return nil, err
+		}
+		if b.noItems {
+			return cartErrorResult(b.noItemsBy, agent.baseURL)
+		}
+		expires := s.now().UTC().Truncate(time.Second).Add(cartTTL)
+		b.checkout.ExpiresAt = &expires
+		state, reqJSON, err := encodeBoth(b.checkout, b.request)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.store.insertCart(ctx, checkoutdb.InsertCartParams{ID: id, AgentProfileUrl: agent.profileURL, Request: reqJSON, State: state, ExpiresAt: expires}, k); err != nil {
+			return nil, err
+		}
+		return cartResult(state), nil
+	}, newCartResult)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.store.insertCart(ctx, checkoutdb.InsertCartParams{ID: id, AgentProfileUrl: agent.profileURL, Request: reqJSON, State: state, ExpiresAt: expires}); err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&checkoutv1.CreateCartResponse{Result: cartResult(state)}), nil
+	return connect.NewResponse(&checkoutv1.CreateCartResponse{Result: res}), nil
 }
+
+func newCartResult() *checkoutv1.CartResult { return &checkoutv1.CartResult{} }
 
 // GetCart returns the cart as last priced.
 func (s *Service) GetCart(ctx context.Context, r *connect.Request[checkoutv1.GetCartRequest]) (*connect.Response[checkoutv1.GetCartResponse], error) {
@@ -201,56 +254,72 @@ func (s *Service) UpdateCart(ctx context.Context, r *connect.Request[checkoutv1.
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.liveCart(ctx, r.Msg.GetId(), agent.profileURL)
+	k, err := newOpKey(r.Msg.GetIdempotency(), s.now())
 	if err != nil {
 		return nil, err
 	}
-	prev := &bcp.Checkout{}
-	if err := segjson.Unmarshal(c.State, prev); err != nil {
-		return nil, err
-	}
-	b, err := s.priceCart(ctx, agent, c.ID, req, prev, c.State, tid.String())
+	res, err := keyed(ctx, s.store, k, func() (*checkoutv1.CartResult, error) {
+		c, err := s.liveCart(ctx, r.Msg.GetId(), agent.profileURL)
+		if err != nil {
+			return nil, err
+		}
+		prev := &bcp.Checkout{}
+		if err := segjson.Unmarshal(c.State, prev); err != nil {
+			return nil, err
+		}
+		b, err := s.priceCart(ctx, agent, c.ID, req, prev, c.State, tid.String())
+		if err != nil {
+			return nil, err
+		}
+		b.checkout.ExpiresAt = prev.ExpiresAt
+		state, reqJSON, err := encodeBoth(b.checkout, b.request)
+		if err != nil {
+			return nil, err
+		}
+		ok, err := s.store.updateCart(ctx, c, reqJSON, state, k)
+		if err == nil && !ok {
+			err = apperr.New(apperr.KindAborted, "concurrent_update", "the cart changed while this update was being processed; retry")
+		}
+		if err != nil {
+			return nil, err
+		}
+		return cartResult(state), nil
+	}, newCartResult)
 	if err != nil {
 		return nil, err
 	}
-	b.checkout.ExpiresAt = prev.ExpiresAt
-	state, reqJSON, err := encodeBoth(b.checkout, b.request)
-	if err != nil {
-		return nil, err
-	}
-	ok, err := s.store.cartWrite(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) (int64, error) {
-		return q.UpdateCart(ctx, checkoutdb.UpdateCartParams{TenantID: tid, ID: c.ID, Version: c.Version, Request: reqJSON, State: state})
-	})
-	if err == nil && !ok {
-		err = apperr.New(apperr.KindAborted, "concurrent_update", "the cart changed while this update was being processed; retry")
-	}
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&checkoutv1.UpdateCartResponse{Result: cartResult(state)}), nil
+	return connect.NewResponse(&checkoutv1.UpdateCartResponse{Result: res}), nil
 }
 
 // CancelCart ends an active cart and returns it as it was; it is not found
 // afterwards.
 func (s *Service) CancelCart(ctx context.Context, r *connect.Request[checkoutv1.CancelCartRequest]) (*connect.Response[checkoutv1.CancelCartResponse], error) {
-	c, err := s.liveCart(ctx, r.Msg.GetId(), r.Msg.GetAgent().GetProfileUrl())
+	k, err := newOpKey(r.Msg.GetIdempotency(), s.now())
 	if err != nil {
 		return nil, err
 	}
-	ok, err := s.store.cartWrite(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) (int64, error) {
-		return q.CancelCart(ctx, checkoutdb.CancelCartParams{TenantID: tid, ID: c.ID, Version: c.Version})
-	})
-	if err == nil && !ok {
-		// Converted, canceled or updated meanwhile: whatever it is now,
-		// only an active cart can be canceled.
-		if _, err = s.liveCart(ctx, c.ID, ""); err == nil {
-			err = apperr.New(apperr.KindAborted, "concurrent_update", "the cart changed while it was being canceled; retry")
+	res, err := keyed(ctx, s.store, k, func() (*checkoutv1.CartResult, error) {
+		c, err := s.liveCart(ctx, r.Msg.GetId(), r.Msg.GetAgent().GetProfileUrl())
+		if err != nil {
+			return nil, err
 		}
-	}
+		ok, err := s.store.cancelCart(ctx, c, k)
+		if err == nil && !ok {
+			// Converted, canceled or updated meanwhile: whatever it is now,
+			// only an active cart can be canceled.
+			if _, err = s.liveCart(ctx, c.ID, ""); err == nil {
+				err = apperr.New(apperr.KindAborted, "concurrent_update", "the cart changed while it was being canceled; retry")
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return cartResult(c.State), nil
+	}, newCartResult)
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&checkoutv1.CancelCartResponse{Result: cartResult(c.State)}), nil
+	return connect.NewResponse(&checkoutv1.CancelCartResponse{Result: res}), nil
 }
 
 // cartIDOf reads cart_id from a create_checkout payload ("" when absent).
@@ -365,7 +434,7 @@ func (s *Service) openReserved(ctx context.Context, tid uuid.UUID, agent agentIn
 // openConverted opens the checkout of a conversion under its reserved id;
 // when a concurrent conversion wrote it first, that one is returned.
 func (s *Service) openConverted(ctx context.Context, tid uuid.UUID, agent agentInfo, id string, req *bcp.Checkout) (*checkoutv1.CheckoutResult, error) {
-	res, err := s.open(ctx, tid, agent, id, req)
+	res, err := s.open(ctx, tid, agent, id, req, nil)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		sess, err := s.store.get(ctx, id)

@@ -27,7 +27,8 @@ const (
 const releaseSafetyNet = time.Minute
 
 // end closes a session without an order (machine.go: cancel, expire);
-// owner is the calling agent's profile ("" for the platform's own). A
+// owner is the calling agent's profile ("" for the platform's own), k a
+// cancel's idempotency key (kept with the close). A
 // session with an attempt on it is closed only once the payments service
 // has stopped that attempt for good (stop); if its money had already
 // moved, completion wins: the session is settled and returned completed
@@ -37,7 +38,7 @@ const releaseSafetyNet = time.Minute
 // A cancel whose payment cannot be stopped now (the processor or PSP does
 // not answer) gets the checkout as it is with a recoverable message; an
 // expiry leaves it for the next sweep.
-func (s *Service) end(ctx context.Context, id string, why endReason, owner string) (*checkoutv1.CheckoutResult, error) {
+func (s *Service) end(ctx context.Context, id string, why endReason, owner string, k *opKey) (*checkoutv1.CheckoutResult, error) {
 	for try := 0; try < 5; try++ {
 		sess, c, err := s.store.getState(ctx, id)
 		if err == nil {
@@ -90,7 +91,7 @@ func (s *Service) end(ctx context.Context, id string, why endReason, owner strin
 				return nil, err
 			}
 		}
-		res, ok, err := s.close(ctx, sess, c, why)
+		res, ok, err := s.close(ctx, sess, c, why, k)
 		if err != nil || ok {
 			return res, err
 		}
@@ -103,7 +104,7 @@ func (s *Service) end(ctx context.Context, id string, why endReason, owner strin
 // session changed since it was read. Its stock is released and fenced
 // right after, and until that confirms the settle sweep keeps a release
 // due.
-func (s *Service) close(ctx context.Context, sess session, c *bcp.Checkout, why endReason) (*checkoutv1.CheckoutResult, bool, error) {
+func (s *Service) close(ctx context.Context, sess session, c *bcp.Checkout, why endReason, k *opKey) (*checkoutv1.CheckoutResult, bool, error) {
 	transition := "cancel"
 	c.Messages = nil
 	if why == endExpire {
@@ -123,7 +124,7 @@ func (s *Service) close(ctx context.Context, sess session, c *bcp.Checkout, why 
 	// a completion that claimed earlier and was reopened by the settle
 	// sweep may still be on its way to reserve.
 	releaseBy := s.now().Add(releaseSafetyNet)
-	ok, err := s.store.close(ctx, sess, state, &releaseBy)
+	ok, err := s.store.close(ctx, sess, state, &releaseBy, k)
 	if err != nil || !ok {
 		return nil, false, err
 	}

@@ -29,6 +29,7 @@ type completion struct {
 	req        *bcp.Checkout // the payment the agent sent
 	webhookURL string
 	agentKeys  []string
+	key        *opKey // claimed with the payment, answered with the settle
 }
 
 // complete places the order of a ready checkout, in the steps of the
@@ -44,7 +45,7 @@ func (s *Service) complete(ctx context.Context, r completion) (*checkoutv1.Check
 		return nil, err
 	}
 	if !terminal(sess.Status) && sess.Status != bcp.StatusCompleteInProgress && !s.now().Before(sess.ExpiresAt) {
-		return s.end(ctx, r.id, endExpire, "")
+		return s.end(ctx, r.id, endExpire, "", nil)
 	}
 	switch {
 	case sess.Status == bcp.StatusCompleted:
@@ -91,7 +92,7 @@ func (s *Service) complete(ctx context.Context, r completion) (*checkoutv1.Check
 		return nil, err
 	}
 	if b.checkout.Status = statusFor(b.checkout.Messages); b.checkout.Status != bcp.StatusReadyForComplete || grandTotal(b.checkout) != grandTotal(cur) {
-		return s.refresh(ctx, r.agent, sess)
+		return s.refresh(ctx, r.agent, sess, r.key)
 	}
 
 	attemptID, state, err := s.claim(ctx, r, sess, cur, inst, mandate, b.automaticDiscounts)
@@ -133,7 +134,7 @@ func (s *Service) complete(ctx context.Context, r completion) (*checkoutv1.Check
 	// claim just wrote it (version + 1), so settle need not read it again
 	// (a versioned write fails if it changed meanwhile, and settle
 	// re-reads).
-	hint := &settleHint{sess: sess}
+	hint := &settleHint{sess: sess, key: r.key}
 	hint.sess.Version++
 	hint.sess.Status, hint.sess.PaymentAttemptID, hint.sess.State = bcp.StatusCompleteInProgress, &attemptID, state
 	hint.sess.OrderWebhookUrl, hint.sess.BaseUrl, hint.sess.Ap2Mandate = r.webhookURL, r.agent.baseURL, mandate
@@ -163,7 +164,7 @@ func (s *Service) claim(ctx context.Context, r completion, sess session, cur *bc
 	if err != nil {
 		return "", nil, err
 	}
-	ok, err := s.store.claim(ctx, sess, attemptID, r.webhookURL, r.agent.baseURL, state, mandate, s.now().Add(settleSafetyNet), automaticDiscounts)
+	ok, err := s.store.claim(ctx, sess, attemptID, r.webhookURL, r.agent.baseURL, state, mandate, s.now().Add(settleSafetyNet), automaticDiscounts, r.key)
 	if err == nil && !ok {
 		err = errRaced
 	}
@@ -192,7 +193,7 @@ func (s *Service) reserve(ctx context.Context, r completion, sess session, cur *
 		if rerr != nil {
 			return nil, rerr
 		}
-		return s.reopenAs(ctx, r.id, attemptID, "refresh", func(*bcp.Checkout) *bcp.Checkout { return fresh })
+		return s.reopenAs(ctx, r.id, attemptID, "refresh", r.key, func(*bcp.Checkout) *bcp.Checkout { return fresh })
 	case codeCheckoutClosed:
 		// Canceled after the claim: what the cancel left is the answer.
 		_, c, lerr := s.store.getState(ctx, r.id)
@@ -201,7 +202,7 @@ func (s *Service) reserve(ctx context.Context, r completion, sess session, cur *
 		}
 		return result(c)
 	}
-	return s.reopenAs(ctx, r.id, attemptID, "reopen", func(c *bcp.Checkout) *bcp.Checkout {
+	return s.reopenAs(ctx, r.id, attemptID, "reopen", r.key, func(c *bcp.Checkout) *bcp.Checkout {
 		c.Status, c.Payment = bcp.StatusReadyForComplete, nil
 		c.Messages = []bcp.Message{bcp.Error(bcp.CodePaymentFailed, bcp.SeverityRecoverable, "$.payment.instruments[0]",
 			"Não foi possível reservar o estoque agora; tente novamente com uma nova chave de idempotência.")}
@@ -218,9 +219,9 @@ const (
 )
 
 // refresh answers a complete_checkout that found its checkout out of date
-// (prices, stock, shipping): the session is rebuilt and saved, nothing is
-// charged.
-func (s *Service) refresh(ctx context.Context, agent agentInfo, sess session) (*checkoutv1.CheckoutResult, error) {
+// (prices, stock, shipping): the session is rebuilt and saved (with the
+// completion's key k), nothing is charged.
+func (s *Service) refresh(ctx context.Context, agent agentInfo, sess session, k *opKey) (*checkoutv1.CheckoutResult, error) {
 	fresh, req, err := s.rebuilt(ctx, agent, sess)
 	if err != nil {
 		return nil, err
@@ -232,7 +233,7 @@ func (s *Service) refresh(ctx context.Context, agent agentInfo, sess session) (*
 	if err != nil {
 		return nil, err
 	}
-	ok, err := s.store.update(ctx, sess, fresh.Status, grandTotal(fresh), buyerEmail(fresh), sess.Capabilities, reqJSON, state)
+	ok, err := s.store.update(ctx, sess, fresh.Status, grandTotal(fresh), buyerEmail(fresh), sess.Capabilities, reqJSON, state, k)
 	if err == nil && !ok {
 		err = apperr.New(apperr.KindAborted, "concurrent_update", "the checkout changed while this request was being processed; retry")
 	}
@@ -270,8 +271,9 @@ func (s *Service) rebuilt(ctx context.Context, agent agentInfo, sess session) (*
 }
 
 // reopenAs gives up an attempt that was never started: the session
-// becomes next(its checkout), which has no payment.
-func (s *Service) reopenAs(ctx context.Context, id, attemptID, transition string, next func(*bcp.Checkout) *bcp.Checkout) (*checkoutv1.CheckoutResult, error) {
+// becomes next(its checkout), which has no payment (the answer to the
+// completion's key k).
+func (s *Service) reopenAs(ctx context.Context, id, attemptID, transition string, k *opKey, next func(*bcp.Checkout) *bcp.Checkout) (*checkoutv1.CheckoutResult, error) {
 	for try := 0; try < 5; try++ {
 		sess, c, err := s.store.getState(ctx, id)
 		if err != nil {
@@ -288,7 +290,7 @@ func (s *Service) reopenAs(ctx context.Context, id, attemptID, transition string
 		if err != nil {
 			return nil, err
 		}
-		ok, err := s.store.finish(ctx, sess, c.Status, nil, nil, state)
+		ok, err := s.store.finish(ctx, sess, c.Status, nil, nil, state, k)
 		if err != nil {
 			return nil, err
 		}

@@ -1,145 +1,230 @@
 package checkout
 
 import (
-	"bytes"
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 
-	"connectrpc.com/connect"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/bcpdev/bcp/internal/apperr"
-	"github.com/bcpdev/bcp/internal/pgstore"
-	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/internal/ids"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	"github.com/bcpdev/bcp/services/checkout/checkoutdb"
 )
 
-// IdempotencyTTL is how long keys and their responses are kept (the
-// protocol asks for at least 24 h; 48 h is its recommendation).
-const IdempotencyTTL = 48 * time.Hour
+// Idempotency keys (ucp-digest §10) are kept by the statement that writes
+// the request's outcome, not by commits of their own before and after it
+// (issue 23): a keyed create, update or cancel stores its key with its
+// answer in the statement that writes the checkout or cart; a completion
+// claims its key (in flight) in the statement that claims the payment, the
+// fence, and stores its answer in the one that settles the session. An
+// answer no write of the request's own stored (a refusal with the checkout
+// as it is, an error_response) is stored on its own. The SQL is
+// checkout.keep_key (migration 00034); what a caller sees is keyed's.
+//
+// A repeat of a request is executed up to its first write, which fails
+// (nothing written) because the key is taken: only then is the key read,
+// and the stored answer replayed, the conflict refused or the request
+// told to wait. Until that write a request only reads, so this is safe,
+// and the common case (a key used once) costs no read of the key at all.
+// The 48-hour retention and the 2-minute in-flight lease live in keep_key.
 
-// inFlightLease is how long a claimed key may stay in flight before a
-// retry of the same request takes it over. A process that dies mid-request
-// (or loses the database before releasing the key) never finishes its
-// claim; without a lease the agent's retries with that key got
-// request_in_flight for 48 h (found by cmd/bcpchaos). No request runs this
-// long, and a re-execution is safe anyway: a checkout never starts a
-// second payment.
-const inFlightLease = 2 * time.Minute
-
-func validKeyArgs(scope, key string) error {
-	if scope == "" || len(scope) > 2300 {
-		return apperr.Invalid("scope", "invalid_scope", "scope is required")
-	}
-	if key == "" || len(key) > 255 {
-		return apperr.Invalid("key", "invalid_idempotency_key", "idempotency key must have 1 to 255 characters")
-	}
-	return nil
+// opKey is one request's idempotency key (nil: the request has none).
+type opKey struct {
+	scope, key string
+	hash       []byte
+	token      string    // this request's own, to tell its claim from another's
+	now        time.Time // the request's clock (tests move it)
+	claimed    bool      // this request holds the key in flight
+	kept       bool      // the answer is stored
 }
 
-// ClaimIdempotencyKey claims a key for a request or reports what happened
-// to it before.
-func (s *Service) ClaimIdempotencyKey(ctx context.Context, r *connect.Request[checkoutv1.ClaimIdempotencyKeyRequest]) (*connect.Response[checkoutv1.ClaimIdempotencyKeyResponse], error) {
-	tid, err := tenancy.From(ctx)
-	if err != nil {
-		return nil, err
+// errKeyTaken is a keyed write refused because another request holds or
+// answered the key (keep_key's SQLSTATE BCK01): the write did not happen.
+var errKeyTaken = apperr.New(apperr.KindAborted, "idempotency_key_taken", "the idempotency key is held by another request")
+
+// Refusals of a repeated key, as the edge renders them (409, -32000).
+var (
+	errKeyConflict = apperr.New(apperr.KindAlreadyExists, "idempotency_conflict",
+		"this idempotency key was already used with a different request; use a new key for a new request")
+	errKeyInFlight = apperr.New(apperr.KindAborted, "request_in_flight",
+		"a request with this idempotency key is still being processed; retry later with the same key")
+)
+
+// newOpKey validates the key the edge sent with a request.
+func newOpKey(m *checkoutv1.Idempotency, now time.Time) (*opKey, error) {
+	if m == nil {
+		return nil, nil
 	}
-	m := r.Msg
-	if err := validKeyArgs(m.GetScope(), m.GetKey()); err != nil {
-		return nil, err
+	if m.GetScope() == "" || len(m.GetScope()) > 2300 {
+		return nil, apperr.Invalid("idempotency.scope", "invalid_scope", "scope is required")
+	}
+	if m.GetKey() == "" || len(m.GetKey()) > 255 {
+		return nil, apperr.Invalid("idempotency.key", "invalid_idempotency_key", "idempotency key must have 1 to 255 characters")
 	}
 	if len(m.GetRequestHash()) != 32 {
-		return nil, apperr.Invalid("request_hash", "invalid_hash", "request_hash must be a SHA-256 digest")
+		return nil, apperr.Invalid("idempotency.request_hash", "invalid_hash", "request_hash must be a SHA-256 digest")
 	}
-	var row checkoutdb.ClaimIdempotencyKeyRow
-	now := s.now()
+	return &opKey{scope: m.GetScope(), key: m.GetKey(), hash: m.GetRequestHash(), token: ids.New("idk"), now: now}, nil
+}
+
+// arg is the key as keep_key reads it (nil without a key). must: a key
+// this request does not hold fails the write (errKeyTaken). A request that
+// claimed its key stores its answer without must: if the key was taken
+// over meanwhile (the 2-minute lease), its write still stands.
+func (k *opKey) arg() []byte {
+	if k == nil {
+		return nil
+	}
+	b, _ := json.Marshal(struct {
+		Scope string    `json:"scope"`
+		Key   string    `json:"key"`
+		Hash  string    `json:"hash"`
+		Token string    `json:"token"`
+		Now   time.Time `json:"now"`
+		Must  bool      `json:"must"`
+	}{k.scope, k.key, hex.EncodeToString(k.hash), k.token, k.now, !k.claimed})
+	return b
+}
+
+// answer is the stored answer of res (nil without a key).
+func (k *opKey) answer(res proto.Message) ([]byte, error) {
+	if k == nil {
+		return nil, nil
+	}
+	return proto.Marshal(res)
+}
+
+// wrote records what a keyed write did to the key: claimed it (an answer
+// of nil) or stored the answer.
+func (k *opKey) wrote(kept bool, answered bool) {
+	if k == nil || !kept {
+		return
+	}
+	if answered {
+		k.kept = true
+	} else {
+		k.claimed = true
+	}
+}
+
+// keyTaken maps keep_key's refusal to errKeyTaken.
+func keyTaken(err error) error {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && pg.Code == "BCK01" {
+		return errKeyTaken
+	}
+	return err
+}
+
+// keyed runs one keyed operation (run) and answers it: a result whose
+// answer no write stored is stored now; a write refused because the key
+// is taken answers what the key says (replay, conflict, in flight). So
+// does a failure, when the key has an answer: a repeat can fail because of
+// what the first request did (a canceled cart is not found). A failure
+// gives back a key the request claimed, so a retry executes.
+func keyed[R proto.Message](ctx context.Context, st store, k *opKey, run func() (R, error), empty func() R) (R, error) {
+	if k == nil {
+		return run()
+	}
+	var zero R
 	// Keep the table small without a cross-tenant sweeper: now and then a
-	// claim clears this tenant's expired keys first.
+	// request clears this tenant's expired keys first.
 	if rand.IntN(100) == 0 {
-		err = pgstore.Single(ctx, s.store.pool, func(q *pgstore.SingleQuerier) error {
-			_, err := checkoutdb.New(q).DeleteExpiredIdempotencyKeys(ctx, tid)
+		if err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+			_, err := q.DeleteExpiredIdempotencyKeys(ctx, tid)
 			return err
-		})
-		if err != nil {
-			return nil, err
+		}); err != nil {
+			return zero, err
 		}
 	}
-	// The claim is one statement (one round trip).
-	err = pgstore.Single(ctx, s.store.pool, func(q *pgstore.SingleQuerier) error {
-		row, err = checkoutdb.New(q).ClaimIdempotencyKey(ctx, checkoutdb.ClaimIdempotencyKeyParams{
-			TenantID: tid, Scope: m.GetScope(), Key: m.GetKey(), RequestHash: m.GetRequestHash(), ClaimedAt: now, ExpiresAt: now.Add(IdempotencyTTL),
-			StaleBefore: now.Add(-inFlightLease),
-		})
-		return err
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		// A concurrent claim committed after the statement's snapshot: read
-		// it with a fresh one.
-		err = pgstore.Single(ctx, s.store.pool, func(q *pgstore.SingleQuerier) error {
-			got, err := checkoutdb.New(q).GetIdempotencyKey(ctx, checkoutdb.GetIdempotencyKeyParams{TenantID: tid, Scope: m.GetScope(), Key: m.GetKey()})
-			row = checkoutdb.ClaimIdempotencyKeyRow{RequestHash: got.RequestHash, State: got.State, Response: got.Response}
-			return err
-		})
+	res, err := run()
+	// Once executed, the outcome is recorded even if the caller went away.
+	bg := context.WithoutCancel(ctx)
+	if err == nil && !k.kept {
+		err = st.keepKey(bg, k, res)
 	}
-	if err != nil {
-		return nil, err
-	}
-	out := &checkoutv1.ClaimIdempotencyKeyResponse{}
 	switch {
-	case row.Claimed:
-		out.Outcome = checkoutv1.ClaimIdempotencyKeyResponse_OUTCOME_EXECUTE
-	case !bytes.Equal(row.RequestHash, m.GetRequestHash()):
-		out.Outcome = checkoutv1.ClaimIdempotencyKeyResponse_OUTCOME_CONFLICT
-	case row.State == "done":
-		out.Outcome, out.Response = checkoutv1.ClaimIdempotencyKeyResponse_OUTCOME_REPLAY, row.Response
-	default:
-		out.Outcome = checkoutv1.ClaimIdempotencyKeyResponse_OUTCOME_IN_FLIGHT
+	case err == nil:
+		return res, nil
+	case k.claimed && !k.kept:
+		st.releaseKey(bg, k)
+		return zero, err
+	case k.claimed:
+		return zero, err
 	}
-	return connect.NewResponse(out), nil
-}
-
-// FinishIdempotencyKey stores a request's response for replays.
-func (s *Service) FinishIdempotencyKey(ctx context.Context, r *connect.Request[checkoutv1.FinishIdempotencyKeyRequest]) (*connect.Response[checkoutv1.FinishIdempotencyKeyResponse], error) {
-	tid, err := tenancy.From(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := validKeyArgs(r.Msg.GetScope(), r.Msg.GetKey()); err != nil {
-		return nil, err
-	}
-	err = pgstore.Single(ctx, s.store.pool, func(q *pgstore.SingleQuerier) error {
-		n, err := checkoutdb.New(q).FinishIdempotencyKey(ctx, checkoutdb.FinishIdempotencyKeyParams{
-			TenantID: tid, Scope: r.Msg.GetScope(), Key: r.Msg.GetKey(), Response: r.Msg.GetResponse(),
-		})
-		if err == nil && n == 0 {
-			return apperr.New(apperr.KindFailedPrecondition, "not_claimed", "the idempotency key is not claimed")
+	r, rerr := replay(ctx, st, k, empty)
+	switch {
+	case errors.Is(err, errKeyTaken):
+		if errors.Is(rerr, errNoKey) {
+			rerr = errKeyInFlight // given back meanwhile: the retry executes
 		}
-		return err
-	})
-	if err != nil {
-		return nil, err
+		return r, rerr
+	case errors.Is(rerr, errNoKey):
+		return zero, err
 	}
-	return connect.NewResponse(&checkoutv1.FinishIdempotencyKeyResponse{}), nil
+	return r, rerr
 }
 
-// ReleaseIdempotencyKey drops an in-flight claim.
-func (s *Service) ReleaseIdempotencyKey(ctx context.Context, r *connect.Request[checkoutv1.ReleaseIdempotencyKeyRequest]) (*connect.Response[checkoutv1.ReleaseIdempotencyKeyResponse], error) {
-	tid, err := tenancy.From(ctx)
+// errNoKey: the key has no row (nobody used it, or it was given back).
+var errNoKey = errors.New("checkout: idempotency key not found")
+
+// replay answers a request whose key another request holds or answered:
+// the stored answer, or a refusal.
+func replay[R proto.Message](ctx context.Context, st store, k *opKey, empty func() R) (R, error) {
+	var zero R
+	var row checkoutdb.GetIdempotencyKeyRow
+	err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		var err error
+		row, err = q.GetIdempotencyKey(ctx, checkoutdb.GetIdempotencyKeyParams{TenantID: tid, Scope: k.scope, Key: k.key})
+		return err
+	})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return zero, errNoKey
+	case err != nil:
+		return zero, err
+	case string(row.RequestHash) != string(k.hash):
+		return zero, errKeyConflict
+	case row.State != "done":
+		return zero, errKeyInFlight
+	}
+	res := empty()
+	if err := proto.Unmarshal(row.Response, res); err != nil {
+		return zero, err
+	}
+	return res, nil
+}
+
+// keepKey stores the answer of a request no write of its own answered.
+func (st store) keepKey(ctx context.Context, k *opKey, res proto.Message) error {
+	answer, err := k.answer(res)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := validKeyArgs(r.Msg.GetScope(), r.Msg.GetKey()); err != nil {
-		return nil, err
-	}
-	err = pgstore.InTenant(ctx, s.store.pool, func(tx pgx.Tx) error {
-		_, err := checkoutdb.New(tx).ReleaseIdempotencyKey(ctx, checkoutdb.ReleaseIdempotencyKeyParams{TenantID: tid, Scope: r.Msg.GetScope(), Key: r.Msg.GetKey()})
+	return st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		kept, err := q.KeepIdempotencyKey(ctx, checkoutdb.KeepIdempotencyKeyParams{TenantID: tid, Idem: k.arg(), Response: answer})
+		k.wrote(kept, true)
+		return err
+	})
+}
+
+// releaseKey gives back the key a failed request claimed (best effort: a
+// key left in flight is taken over by a retry after the lease).
+func (st store) releaseKey(ctx context.Context, k *opKey) {
+	err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		_, err := q.ReleaseIdempotencyKey(ctx, checkoutdb.ReleaseIdempotencyKeyParams{TenantID: tid, Scope: k.scope, Key: k.key, ClaimToken: k.token})
 		return err
 	})
 	if err != nil {
-		return nil, err
+		slog.WarnContext(ctx, "checkout: release idempotency key", "err", err)
 	}
-	return connect.NewResponse(&checkoutv1.ReleaseIdempotencyKeyResponse{}), nil
 }

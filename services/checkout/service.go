@@ -157,23 +157,31 @@ func (s *Service) CreateCheckout(ctx context.Context, r *connect.Request[checkou
 	if err != nil {
 		return nil, err
 	}
-	var res *checkoutv1.CheckoutResult
-	switch {
-	case cartID != "" && agent.has(bcpnames.Cart):
-		res, err = s.convertCart(ctx, tid, agent, cartID, req)
-	case len(req.LineItems) == 0:
-		return nil, apperr.Invalid("checkout.line_items", "line_items_required", "a checkout needs at least one line item")
-	default:
-		res, err = s.open(ctx, tid, agent, ids.New("chk"), req)
+	k, err := newOpKey(r.Msg.GetIdempotency(), s.now())
+	if err != nil {
+		return nil, err
 	}
+	res, err := keyed(ctx, s.store, k, func() (*checkoutv1.CheckoutResult, error) {
+		switch {
+		case cartID != "" && agent.has(bcpnames.Cart):
+			// Not keyed by the insert: a conversion is idempotent per cart
+			// already, and its key is stored after it.
+			return s.convertCart(ctx, tid, agent, cartID, req)
+		case len(req.LineItems) == 0:
+			return nil, apperr.Invalid("checkout.line_items", "line_items_required", "a checkout needs at least one line item")
+		}
+		return s.open(ctx, tid, agent, ids.New("chk"), req, k)
+	}, newCheckoutResult)
 	if err != nil {
 		return nil, err
 	}
 	return connect.NewResponse(&checkoutv1.CreateCheckoutResponse{Result: res}), nil
 }
 
-// open prices and stores a new session under id.
-func (s *Service) open(ctx context.Context, tid uuid.UUID, agent agentInfo, id string, req *bcp.Checkout) (*checkoutv1.CheckoutResult, error) {
+func newCheckoutResult() *checkoutv1.CheckoutResult { return &checkoutv1.CheckoutResult{} }
+
+// open prices and stores a new session under id (with k's key, if any).
+func (s *Service) open(ctx context.Context, tid uuid.UUID, agent agentInfo, id string, req *bcp.Checkout, k *opKey) (*checkoutv1.CheckoutResult, error) {
 	b, err := s.build(ctx, agent, id, req, nil, nil, tid.String(), false)
 	if err != nil {
 		return nil, err
@@ -198,7 +206,7 @@ func (s *Service) open(ctx context.Context, tid uuid.UUID, agent agentInfo, id s
 	err = s.store.insert(ctx, checkoutdb.InsertSessionParams{
 		TenantID: tid, ID: id, Status: c.Status, Currency: c.Currency, Total: grandTotal(c), BuyerEmail: buyerEmail(c),
 		AgentProfileUrl: agent.profileURL, Capabilities: nonNil(agent.capabilities), Request: reqJSON, State: state, ExpiresAt: expires,
-	})
+	}, k)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +224,7 @@ func (s *Service) GetCheckout(ctx context.Context, r *connect.Request[checkoutv1
 		return nil, err
 	}
 	if !terminal(sess.Status) && !s.now().Before(sess.ExpiresAt) {
-		c, err := s.end(ctx, r.Msg.GetId(), endExpire, "")
+		c, err := s.end(ctx, r.Msg.GetId(), endExpire, "", nil)
 		if err != nil {
 			return nil, err
 		}
@@ -241,7 +249,22 @@ func (s *Service) UpdateCheckout(ctx context.Context, r *connect.Request[checkou
 	if err != nil {
 		return nil, err
 	}
-	id := r.Msg.GetId()
+	k, err := newOpKey(r.Msg.GetIdempotency(), s.now())
+	if err != nil {
+		return nil, err
+	}
+	res, err := keyed(ctx, s.store, k, func() (*checkoutv1.CheckoutResult, error) {
+		return s.update(ctx, tid, agent, r.Msg.GetId(), req, k)
+	}, newCheckoutResult)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&checkoutv1.UpdateCheckoutResponse{Result: res}), nil
+}
+
+// update prices a full replacement of session id's writable members and
+// stores it (with k's key, if any).
+func (s *Service) update(ctx context.Context, tid uuid.UUID, agent agentInfo, id string, req *bcp.Checkout, k *opKey) (*checkoutv1.CheckoutResult, error) {
 	sess, err := s.store.get(ctx, id)
 	if err == nil {
 		err = owned(sess, agent.profileURL)
@@ -250,7 +273,7 @@ func (s *Service) UpdateCheckout(ctx context.Context, r *connect.Request[checkou
 		return nil, err
 	}
 	if !terminal(sess.Status) && !s.now().Before(sess.ExpiresAt) {
-		if _, err := s.end(ctx, id, endExpire, ""); err != nil {
+		if _, err := s.end(ctx, id, endExpire, "", nil); err != nil {
 			return nil, err
 		}
 		if sess, err = s.store.get(ctx, id); err != nil {
@@ -268,8 +291,7 @@ func (s *Service) UpdateCheckout(ctx context.Context, r *connect.Request[checkou
 		if modifiable(status) {
 			status = bcp.StatusCompleteInProgress
 		}
-		res, err := unchanged(prev, notModifiable(status))
-		return connect.NewResponse(&checkoutv1.UpdateCheckoutResponse{Result: res}), err
+		return unchanged(prev, notModifiable(status))
 	}
 	b, err := s.build(ctx, agent, id, req, prev, sess.State, tid.String(), false)
 	if err != nil {
@@ -286,14 +308,14 @@ func (s *Service) UpdateCheckout(ctx context.Context, r *connect.Request[checkou
 	if err != nil {
 		return nil, err
 	}
-	ok, err := s.store.update(ctx, sess, c.Status, grandTotal(c), buyerEmail(c), nonNil(agent.capabilities), reqJSON, state)
+	ok, err := s.store.update(ctx, sess, c.Status, grandTotal(c), buyerEmail(c), nonNil(agent.capabilities), reqJSON, state, k)
 	if err == nil && !ok {
 		err = apperr.New(apperr.KindAborted, "concurrent_update", "the checkout changed while this update was being processed; retry")
 	}
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&checkoutv1.UpdateCheckoutResponse{Result: &checkoutv1.CheckoutResult{CheckoutJson: state, Status: c.Status}}), nil
+	return &checkoutv1.CheckoutResult{CheckoutJson: state, Status: c.Status}, nil
 }
 
 // CancelCheckout cancels an open session (close.go). Like get, update and
@@ -303,7 +325,13 @@ func (s *Service) UpdateCheckout(ctx context.Context, r *connect.Request[checkou
 // an error message, and so is one whose payment turns out to have been
 // made first (completion wins).
 func (s *Service) CancelCheckout(ctx context.Context, r *connect.Request[checkoutv1.CancelCheckoutRequest]) (*connect.Response[checkoutv1.CancelCheckoutResponse], error) {
-	res, err := s.end(ctx, r.Msg.GetId(), endCancel, r.Msg.GetAgent().GetProfileUrl())
+	k, err := newOpKey(r.Msg.GetIdempotency(), s.now())
+	if err != nil {
+		return nil, err
+	}
+	res, err := keyed(ctx, s.store, k, func() (*checkoutv1.CheckoutResult, error) {
+		return s.end(ctx, r.Msg.GetId(), endCancel, r.Msg.GetAgent().GetProfileUrl(), k)
+	}, newCheckoutResult)
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +353,13 @@ func (s *Service) CompleteCheckout(ctx context.Context, r *connect.Request[check
 			return nil, apperr.Invalid("checkout", "invalid_checkout", "checkout is not a valid BCP checkout: %v", err)
 		}
 	}
-	res, err := s.complete(ctx, completion{agent: agent, id: r.Msg.GetId(), req: req, webhookURL: r.Msg.GetOrderWebhookUrl(), agentKeys: r.Msg.GetAgentSigningKeysJson()})
+	k, err := newOpKey(r.Msg.GetIdempotency(), s.now())
+	if err != nil {
+		return nil, err
+	}
+	res, err := keyed(ctx, s.store, k, func() (*checkoutv1.CheckoutResult, error) {
+		return s.complete(ctx, completion{agent: agent, id: r.Msg.GetId(), req: req, webhookURL: r.Msg.GetOrderWebhookUrl(), agentKeys: r.Msg.GetAgentSigningKeysJson(), key: k})
+	}, newCheckoutResult)
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +384,7 @@ func (s *Service) ExpireCheckouts(ctx context.Context, _ *connect.Request[checko
 	}
 	n := int32(0)
 	for _, id := range due {
-		res, err := s.end(ctx, id, endExpire, "")
+		res, err := s.end(ctx, id, endExpire, "", nil)
 		if err != nil {
 			return nil, err
 		}

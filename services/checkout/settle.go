@@ -24,6 +24,7 @@ import (
 type settleHint struct {
 	sess    session
 	attempt *paymentsv1.Attempt
+	key     *opKey // the completion's idempotency key: answered by the settle's write
 }
 
 // settle brings a completing session in line with its attempt (outcomes,
@@ -60,13 +61,21 @@ func (s *Service) settle(ctx context.Context, id, attemptID string, giveUpUnknow
 		if a == nil {
 			return result(c) // unknown and not given up: the sweep decides later
 		}
-		res, ok, err := s.apply(ctx, sess, c, a)
+		res, ok, err := s.apply(ctx, sess, c, a, hint.opKey())
 		if err != nil || ok {
 			return res, err
 		}
 		// Raced with another settle or a cancel: read again.
 	}
 	return nil, apperr.New(apperr.KindAborted, "concurrent_update", "the checkout kept changing; retry")
+}
+
+// opKey is the completion's key (nil without a hint).
+func (h *settleHint) opKey() *opKey {
+	if h == nil {
+		return nil
+	}
+	return h.key
 }
 
 // attempt reads the session's attempt from the payments service; one it
@@ -103,7 +112,7 @@ func (s *Service) stop(ctx context.Context, sess session, c *bcp.Checkout) (*pay
 
 // apply writes the transition attempt a's status causes (outcomes); ok is
 // false when the session changed since it was read.
-func (s *Service) apply(ctx context.Context, sess session, c *bcp.Checkout, a *paymentsv1.Attempt) (*checkoutv1.CheckoutResult, bool, error) {
+func (s *Service) apply(ctx context.Context, sess session, c *bcp.Checkout, a *paymentsv1.Attempt, k *opKey) (*checkoutv1.CheckoutResult, bool, error) {
 	transition := outcomes[a.GetStatus()]
 	next, orderID, keep := c, (*string)(nil), sess.PaymentAttemptID
 	switch transition {
@@ -166,7 +175,7 @@ func (s *Service) apply(ctx context.Context, sess session, c *bcp.Checkout, a *p
 	if err != nil {
 		return nil, false, err
 	}
-	ok, err := s.store.finish(ctx, sess, next.Status, keep, orderID, state)
+	ok, err := s.store.finish(ctx, sess, next.Status, keep, orderID, state, k)
 	if err != nil || !ok {
 		return nil, false, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/services/checkout/checkoutdb"
 )
@@ -33,17 +34,24 @@ func (st store) one(ctx context.Context, fn func(q *checkoutdb.Queries, tid uuid
 	if err != nil {
 		return err
 	}
-	return pgstore.Single(ctx, st.pool, func(q *pgstore.SingleQuerier) error { return fn(checkoutdb.New(q), tid) })
+	return keyTaken(pgstore.Single(ctx, st.pool, func(q *pgstore.SingleQuerier) error { return fn(checkoutdb.New(q), tid) }))
 }
 
 // errNotFound is the answer for an id this tenant has no session with
 // (another tenant's id included: RLS and the tenant filter).
 func errNotFound(id string) error { return apperr.NotFound(bcp.CodeNotFound, "no checkout %q", id) }
 
-func (st store) insert(ctx context.Context, p checkoutdb.InsertSessionParams) error {
+// insert writes a new session; with k, its key and answer too.
+func (st store) insert(ctx context.Context, p checkoutdb.InsertSessionParams, k *opKey) error {
+	answer, err := k.answer(&checkoutv1.CheckoutResult{CheckoutJson: p.State, Status: p.Status})
+	if err != nil {
+		return err
+	}
 	return st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
-		p.TenantID = tid
-		return q.InsertSession(ctx, p)
+		p.TenantID, p.Idem, p.IdemResponse = tid, k.arg(), answer
+		kept, err := q.InsertSession(ctx, p)
+		k.wrote(kept, true)
+		return err
 	})
 }
 
@@ -90,63 +98,85 @@ func decodeState(sess session) (*bcp.Checkout, error) {
 	return c, nil
 }
 
-// update rewrites an open session (build, refresh); false: it changed
-// since it was read.
-func (st store) update(ctx context.Context, sess session, status string, total int64, email string, capabilities []string, request, state []byte) (bool, error) {
-	var n int64
-	err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+// update rewrites an open session (build, refresh), with k's key and
+// answer; false: it changed since it was read.
+func (st store) update(ctx context.Context, sess session, status string, total int64, email string, capabilities []string, request, state []byte, k *opKey) (bool, error) {
+	answer, err := k.answer(&checkoutv1.CheckoutResult{CheckoutJson: state, Status: status})
+	if err != nil {
+		return false, err
+	}
+	var row checkoutdb.UpdateSessionRow
+	err = st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
 		var err error
-		n, err = q.UpdateSession(ctx, checkoutdb.UpdateSessionParams{
+		row, err = q.UpdateSession(ctx, checkoutdb.UpdateSessionParams{
 			TenantID: tid, ID: sess.ID, Version: sess.Version, Status: status, Total: total, BuyerEmail: email,
-			Capabilities: capabilities, Request: request, State: state,
+			Capabilities: capabilities, Request: request, State: state, Idem: k.arg(), IdemResponse: answer,
 		})
 		return err
 	})
-	return n == 1, err
+	k.wrote(row.Kept, true)
+	return row.Written == 1, err
 }
 
 // claim is the one write that lets money move: the session becomes
-// complete_in_progress with the attempt's id (machine.go, "claim").
-func (st store) claim(ctx context.Context, sess session, attemptID, webhookURL, baseURL string, state, mandate []byte, settleAfter time.Time, automaticDiscounts []string) (bool, error) {
+// complete_in_progress with the attempt's id (machine.go, "claim"); the
+// completion's key, if any, is claimed with it.
+func (st store) claim(ctx context.Context, sess session, attemptID, webhookURL, baseURL string, state, mandate []byte, settleAfter time.Time, automaticDiscounts []string, k *opKey) (bool, error) {
 	if automaticDiscounts == nil {
 		automaticDiscounts = []string{}
 	}
-	var n int64
+	var row checkoutdb.SetSessionPaymentRow
 	err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
 		var err error
-		n, err = q.SetSessionPayment(ctx, checkoutdb.SetSessionPaymentParams{
+		row, err = q.SetSessionPayment(ctx, checkoutdb.SetSessionPaymentParams{
 			TenantID: tid, ID: sess.ID, Version: sess.Version, Status: bcp.StatusCompleteInProgress, PaymentAttemptID: &attemptID,
 			OrderWebhookUrl: webhookURL, BaseUrl: baseURL, State: state, SettleAfter: &settleAfter, Ap2Mandate: mandate, AutomaticDiscountIds: automaticDiscounts,
+			Idem: k.arg(),
 		})
 		return err
 	})
-	return n == 1, err
+	k.wrote(row.Kept, false)
+	return row.Written == 1, err
 }
 
 // finish records where a completion ended: completed with its order, back
-// where the buyer can try again (attempt nil), or waiting (same attempt).
-func (st store) finish(ctx context.Context, sess session, status string, attemptID, orderID *string, state []byte) (bool, error) {
-	var n int64
-	err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+// where the buyer can try again (attempt nil), or waiting (same attempt);
+// with the completion's key (k), its answer too.
+func (st store) finish(ctx context.Context, sess session, status string, attemptID, orderID *string, state []byte, k *opKey) (bool, error) {
+	answer, err := k.answer(&checkoutv1.CheckoutResult{CheckoutJson: state, Status: status})
+	if err != nil {
+		return false, err
+	}
+	var row checkoutdb.FinishSessionRow
+	err = st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
 		var err error
-		n, err = q.FinishSession(ctx, checkoutdb.FinishSessionParams{
+		row, err = q.FinishSession(ctx, checkoutdb.FinishSessionParams{
 			TenantID: tid, ID: sess.ID, Version: sess.Version, Status: status, PaymentAttemptID: attemptID, OrderID: orderID, State: state,
+			Idem: k.arg(), IdemResponse: answer,
 		})
 		return err
 	})
-	return n == 1, err
+	k.wrote(row.Kept, true)
+	return row.Written == 1, err
 }
 
 // close ends a session without an order; releaseBy, when set, is when the
-// settle sweep makes sure its stock went back.
-func (st store) close(ctx context.Context, sess session, state []byte, releaseBy *time.Time) (bool, error) {
-	var n int64
-	err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+// settle sweep makes sure its stock went back. With a cancel's key (k),
+// its key and answer too.
+func (st store) close(ctx context.Context, sess session, state []byte, releaseBy *time.Time, k *opKey) (bool, error) {
+	answer, err := k.answer(&checkoutv1.CheckoutResult{CheckoutJson: state, Status: bcp.StatusCanceled})
+	if err != nil {
+		return false, err
+	}
+	var row checkoutdb.CloseSessionRow
+	err = st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
 		var err error
-		n, err = q.CloseSession(ctx, checkoutdb.CloseSessionParams{TenantID: tid, ID: sess.ID, Version: sess.Version, State: state, SettleAfter: releaseBy})
+		row, err = q.CloseSession(ctx, checkoutdb.CloseSessionParams{TenantID: tid, ID: sess.ID, Version: sess.Version, State: state, SettleAfter: releaseBy,
+			Idem: k.arg(), IdemResponse: answer})
 		return err
 	})
-	return n == 1, err
+	k.wrote(row.Kept, true)
+	return row.Written == 1, err
 }
 
 // released says a closed session's stock release confirmed.

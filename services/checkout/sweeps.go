@@ -79,7 +79,7 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 	return sweep(ctx, s, func(q checkoutdb.Queries, now time.Time) ([]checkoutdb.ListDueSessionsRow, error) {
 		return q.ListDueSessions(ctx, checkoutdb.ListDueSessionsParams{Now: now, MaxRows: jobs.SweepBatch})
 	}, func(d checkoutdb.ListDueSessionsRow) (bool, error) {
-		res, err := s.end(tenancy.With(ctx, d.TenantID), d.ID, endExpire, "")
+		res, err := s.end(tenancy.With(ctx, d.TenantID), d.ID, endExpire, "", nil)
 		return err == nil && res.GetStatus() == bcp.StatusCanceled, err
 	})
 }
@@ -155,7 +155,7 @@ type ExpireWorker struct {
 
 // Work cancels the session if it is still open and past its expiry.
 func (w *ExpireWorker) Work(ctx context.Context, job *river.Job[ExpireArgs]) error {
-	_, err := w.Service.end(tenancy.With(ctx, job.Args.TenantID), job.Args.CheckoutID, endExpire, "")
+	_, err := w.Service.end(tenancy.With(ctx, job.Args.TenantID), job.Args.CheckoutID, endExpire, "", nil)
 	return err
 }
 

@@ -19,7 +19,7 @@ import (
 // {base}/carts/{id}, POST {base}/carts/{id}/cancel with the cart object as
 // the body. Their rows are in operations.go; both bindings run runCart:
 // validate against the BCP cart schema, fetch and negotiate the agent
-// profile, claim the idempotency key (as checkout does: honoured on
+// profile, name the idempotency key (as checkout does: honoured on
 // create and update, required on cancel), call the checkout service,
 // splice the "ucp" envelope in. A cart becomes a checkout through
 // create_checkout's cart_id (the checkout service).
@@ -55,11 +55,10 @@ func (m *mcpEdge) runCart(ctx context.Context, req opRequest) (json.RawMessage, 
 	}
 	slices.Sort(caps)
 	agent := &checkoutv1.Agent{ProfileUrl: args.Meta.Agent.Profile, Capabilities: caps, BaseUrl: baseURL}
-	// The idempotency claim is the checkout one, keyed by the tool name.
-	var ta toolArgs
-	ta.Meta.Agent.Profile, ta.Meta.IdempotencyKey = args.Meta.Agent.Profile, args.Meta.IdempotencyKey
-	return m.idempotent(ctx, req.binding, op, ta, raw, func() (json.RawMessage, error) {
-		res, err := op.call(ctx, m, &opCall{agent: agent, profile: profile, id: args.ID, payload: args.Cart})
+	call := &opCall{agent: agent, profile: profile, id: args.ID, payload: args.Cart,
+		idem: idempotencyOf(req.binding, op, args.Meta.Agent.Profile, args.Meta.IdempotencyKey, raw)}
+	return awaitKey(ctx, func() (json.RawMessage, error) {
+		res, err := op.call(ctx, m, call)
 		if err != nil {
 			if e := apperr.As(err); e.Kind == apperr.KindNotFound {
 				return m.errorResponse(bcp.Error(bcp.CodeNotFound, bcp.SeverityUnrecoverable, "$.id", "Carrinho não encontrado."), baseURL+"/", false)

@@ -126,7 +126,7 @@ func (e *protoError) writeREST(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
-	if e.status == http.StatusServiceUnavailable || e.status == http.StatusTooManyRequests || e.code == "request_in_flight" {
+	if e.status == http.StatusServiceUnavailable || e.status == http.StatusTooManyRequests || e.code == codeRequestInFlight {
 		h.Set("Retry-After", e.retryAfterHeader())
 	}
 	w.WriteHeader(e.status)
@@ -267,8 +267,9 @@ func (m *mcpEdge) runCheckout(ctx context.Context, req opRequest) (json.RawMessa
 		profile: profile,
 		id:      args.ID,
 		payload: args.Checkout,
+		idem:    idempotencyOf(req.binding, op, args.Meta.Agent.Profile, args.Meta.IdempotencyKey, raw),
 	}
-	return m.idempotent(ctx, req.binding, op, args, raw, func() (json.RawMessage, error) {
+	return awaitKey(ctx, func() (json.RawMessage, error) {
 		return m.execute(ctx, op, call, neg, baseURL)
 	})
 }

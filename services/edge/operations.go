@@ -61,6 +61,9 @@ type opCall struct {
 	id      string
 	// payload is the tool's payload argument (checkout, cart or catalog).
 	payload json.RawMessage
+	// idem is the request's idempotency key, for the service that keeps
+	// it (nil: none, or a read).
+	idem *checkoutv1.Idempotency
 }
 
 // opResult is a service's answer: the resource, or an error_response when
@@ -93,7 +96,7 @@ var operations = []operation{
 			"checkout (required; line_items with item.id and quantity, optionally buyer, fulfillment and discounts; never an id). " +
 			"Returns the checkout with prices in centavos (BRL), totals, messages telling what is missing, and continue_url for the buyer.",
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
-			return checkoutResult(m.checkout.CreateCheckout(ctx, connect.NewRequest(&checkoutv1.CreateCheckoutRequest{Agent: c.agent, CheckoutJson: c.payload})))
+			return checkoutResult(m.checkout.CreateCheckout(ctx, connect.NewRequest(&checkoutv1.CreateCheckoutRequest{Agent: c.agent, CheckoutJson: c.payload, Idempotency: c.idem})))
 		},
 	},
 	{
@@ -110,7 +113,7 @@ var operations = []operation{
 		description: "Update a checkout session. This is a full replacement: send every field you want to keep (line_items, buyer, fulfillment, discounts). " +
 			"Arguments: meta (required), id (required), checkout (required, without id). Select shipping with fulfillment.methods[].groups[].selected_option_id.",
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
-			return checkoutResult(m.checkout.UpdateCheckout(ctx, connect.NewRequest(&checkoutv1.UpdateCheckoutRequest{Agent: c.agent, Id: c.id, CheckoutJson: c.payload})))
+			return checkoutResult(m.checkout.UpdateCheckout(ctx, connect.NewRequest(&checkoutv1.UpdateCheckoutRequest{Agent: c.agent, Id: c.id, CheckoutJson: c.payload, Idempotency: c.idem})))
 		},
 	},
 	{
@@ -127,7 +130,7 @@ var operations = []operation{
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
 			return checkoutResult(m.checkout.CompleteCheckout(ctx, connect.NewRequest(&checkoutv1.CompleteCheckoutRequest{
 				Agent: c.agent, Id: c.id, CheckoutJson: c.payload,
-				AgentSigningKeysJson: rawStrings(c.profile.SigningKeys()), OrderWebhookUrl: c.profile.OrderWebhookURL(),
+				AgentSigningKeysJson: rawStrings(c.profile.SigningKeys()), OrderWebhookUrl: c.profile.OrderWebhookURL(), Idempotency: c.idem,
 			})))
 		},
 	},
@@ -138,7 +141,7 @@ var operations = []operation{
 		description: "Cancel a checkout session. Arguments: meta (required, with meta[\"idempotency-key\"], a UUID: reuse the same key when you retry " +
 			"after a lost response), id (required).",
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
-			return checkoutResult(m.checkout.CancelCheckout(ctx, connect.NewRequest(&checkoutv1.CancelCheckoutRequest{Agent: c.agent, Id: c.id})))
+			return checkoutResult(m.checkout.CancelCheckout(ctx, connect.NewRequest(&checkoutv1.CancelCheckoutRequest{Agent: c.agent, Id: c.id, Idempotency: c.idem})))
 		},
 	},
 	{
@@ -185,7 +188,7 @@ var operations = []operation{
 			"cart (required): line_items with item.id (a variant id from search_catalog) and quantity, optionally buyer, context and discounts.codes. " +
 			"Turn it into a checkout with create_checkout and checkout.cart_id.",
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
-			return cartResult(m.checkout.CreateCart(ctx, connect.NewRequest(&checkoutv1.CreateCartRequest{Agent: c.agent, CartJson: c.payload})))
+			return cartResult(m.checkout.CreateCart(ctx, connect.NewRequest(&checkoutv1.CreateCartRequest{Agent: c.agent, CartJson: c.payload, Idempotency: c.idem})))
 		},
 	},
 	{
@@ -202,7 +205,7 @@ var operations = []operation{
 		description: "Update a cart. This is a full replacement: send every line item, the buyer and the discount codes you want to keep. " +
 			"Arguments: meta (required), id (required), cart (required, without id).",
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
-			return cartResult(m.checkout.UpdateCart(ctx, connect.NewRequest(&checkoutv1.UpdateCartRequest{Agent: c.agent, Id: c.id, CartJson: c.payload})))
+			return cartResult(m.checkout.UpdateCart(ctx, connect.NewRequest(&checkoutv1.UpdateCartRequest{Agent: c.agent, Id: c.id, CartJson: c.payload, Idempotency: c.idem})))
 		},
 	},
 	{
@@ -211,7 +214,7 @@ var operations = []operation{
 		requireKey:  true,
 		description: "Cancel a cart; it is not found afterwards. Arguments: meta (required, with meta[\"idempotency-key\"], a UUID), id (required).",
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
-			return cartResult(m.checkout.CancelCart(ctx, connect.NewRequest(&checkoutv1.CancelCartRequest{Agent: c.agent, Id: c.id})))
+			return cartResult(m.checkout.CancelCart(ctx, connect.NewRequest(&checkoutv1.CancelCartRequest{Agent: c.agent, Id: c.id, Idempotency: c.idem})))
 		},
 	},
 }

@@ -1,18 +1,32 @@
--- name: InsertCart :exec
-INSERT INTO checkout.carts (tenant_id, id, status, agent_profile_url, request, state, expires_at)
-VALUES (@tenant_id, @id, 'active', @agent_profile_url, @request, @state, @expires_at);
+-- name: InsertCart :one
+-- The idempotency key, if any, kept by the same statement (keep_key).
+WITH w AS (
+  INSERT INTO checkout.carts (tenant_id, id, status, agent_profile_url, request, state, expires_at)
+  VALUES (@tenant_id, @id, 'active', @agent_profile_url, @request, @state, @expires_at)
+  RETURNING 1
+)
+SELECT checkout.keep_key(@tenant_id, sqlc.narg(idem)::jsonb, sqlc.narg(idem_response)::bytea, count(*) > 0)::boolean AS kept FROM w;
 
 -- name: GetCart :one
 SELECT * FROM checkout.carts WHERE tenant_id = @tenant_id AND id = @id;
 
--- name: UpdateCart :execrows
--- Optimistic, and only while the cart is active.
-UPDATE checkout.carts SET request = @request, state = @state, version = version + 1, updated_at = now()
-WHERE tenant_id = @tenant_id AND id = @id AND version = @version AND status = 'active';
+-- name: UpdateCart :one
+-- Optimistic, and only while the cart is active; the idempotency key, if
+-- any, kept by the same statement (keep_key).
+WITH w AS (
+  UPDATE checkout.carts SET request = @request, state = @state, version = version + 1, updated_at = now()
+  WHERE tenant_id = @tenant_id AND id = @id AND version = @version AND status = 'active'
+  RETURNING 1
+)
+SELECT count(*)::bigint AS written, checkout.keep_key(@tenant_id, sqlc.narg(idem)::jsonb, sqlc.narg(idem_response)::bytea, count(*) > 0)::boolean AS kept FROM w;
 
--- name: CancelCart :execrows
-UPDATE checkout.carts SET status = 'canceled', version = version + 1, updated_at = now()
-WHERE tenant_id = @tenant_id AND id = @id AND version = @version AND status = 'active';
+-- name: CancelCart :one
+WITH w AS (
+  UPDATE checkout.carts SET status = 'canceled', version = version + 1, updated_at = now()
+  WHERE tenant_id = @tenant_id AND id = @id AND version = @version AND status = 'active'
+  RETURNING 1
+)
+SELECT count(*)::bigint AS written, checkout.keep_key(@tenant_id, sqlc.narg(idem)::jsonb, sqlc.narg(idem_response)::bytea, count(*) > 0)::boolean AS kept FROM w;
 
 -- name: ConvertCart :execrows
 -- Optimistic: the cart becomes the checkout @checkout_id (at most once).

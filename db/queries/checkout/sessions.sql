@@ -1,16 +1,28 @@
--- name: InsertSession :exec
-INSERT INTO checkout.sessions (tenant_id, id, status, currency, total, buyer_email, agent_profile_url, capabilities, request, state, expires_at)
-VALUES (@tenant_id, @id, @status, @currency, @total, @buyer_email, @agent_profile_url, @capabilities, @request, @state, @expires_at);
+-- name: InsertSession :one
+-- With an idempotency key (idem), the key and its answer are kept by the
+-- same statement (keep_key, migration 00034): a key already used rolls the
+-- insert back with it.
+WITH w AS (
+  INSERT INTO checkout.sessions (tenant_id, id, status, currency, total, buyer_email, agent_profile_url, capabilities, request, state, expires_at)
+  VALUES (@tenant_id, @id, @status, @currency, @total, @buyer_email, @agent_profile_url, @capabilities, @request, @state, @expires_at)
+  RETURNING 1
+)
+SELECT checkout.keep_key(@tenant_id, sqlc.narg(idem)::jsonb, sqlc.narg(idem_response)::bytea, count(*) > 0)::boolean AS kept FROM w;
 
 -- name: GetSession :one
 SELECT * FROM checkout.sessions WHERE tenant_id = @tenant_id AND id = @id;
 
--- name: UpdateSession :execrows
--- Optimistic: only if nobody changed the session since it was read.
-UPDATE checkout.sessions SET
-  status = @status, total = @total, buyer_email = @buyer_email, capabilities = @capabilities,
-  request = @request, state = @state, version = version + 1, updated_at = now()
-WHERE tenant_id = @tenant_id AND id = @id AND version = @version;
+-- name: UpdateSession :one
+-- Optimistic: only if nobody changed the session since it was read; the
+-- idempotency key, if any, kept by the same statement (keep_key).
+WITH w AS (
+  UPDATE checkout.sessions SET
+    status = @status, total = @total, buyer_email = @buyer_email, capabilities = @capabilities,
+    request = @request, state = @state, version = version + 1, updated_at = now()
+  WHERE tenant_id = @tenant_id AND id = @id AND version = @version
+  RETURNING 1
+)
+SELECT count(*)::bigint AS written, checkout.keep_key(@tenant_id, sqlc.narg(idem)::jsonb, sqlc.narg(idem_response)::bytea, count(*) > 0)::boolean AS kept FROM w;
 
 -- name: ListSessions :many
 SELECT id, status, currency, total, agent_profile_url, buyer_email, created_at, updated_at

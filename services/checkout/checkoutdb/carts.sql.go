@@ -13,23 +13,39 @@ import (
 	"github.com/google/uuid"
 )
 
-const cancelCart = `-- name: CancelCart :execrows
-UPDATE checkout.carts SET status = 'canceled', version = version + 1, updated_at = now()
-WHERE tenant_id = $1 AND id = $2 AND version = $3 AND status = 'active'
+const cancelCart = `-- name: CancelCart :one
+WITH w AS (
+  UPDATE checkout.carts SET status = 'canceled', version = version + 1, updated_at = now()
+  WHERE tenant_id = $1 AND id = $4 AND version = $5 AND status = 'active'
+  RETURNING 1
+)
+SELECT count(*)::bigint AS written, checkout.keep_key($1, $2::jsonb, $3::bytea, count(*) > 0)::boolean AS kept FROM w
 `
 
 type CancelCartParams struct {
-	TenantID uuid.UUID
-	ID       string
-	Version  int32
+	TenantID     uuid.UUID
+	Idem         []byte
+	IdemResponse []byte
+	ID           string
+	Version      int32
 }
 
-func (q *Queries) CancelCart(ctx context.Context, arg CancelCartParams) (int64, error) {
-	result, err := q.db.Exec(ctx, cancelCart, arg.TenantID, arg.ID, arg.Version)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+type CancelCartRow struct {
+	Written int64
+	Kept    bool
+}
+
+func (q *Queries) CancelCart(ctx context.Context, arg CancelCartParams) (CancelCartRow, error) {
+	row := q.db.QueryRow(ctx, cancelCart,
+		arg.TenantID,
+		arg.Idem,
+		arg.IdemResponse,
+		arg.ID,
+		arg.Version,
+	)
+	var i CancelCartRow
+	err := row.Scan(&i.Written, &i.Kept)
+	return i, err
 }
 
 const convertCart = `-- name: ConvertCart :execrows
@@ -86,13 +102,19 @@ func (q *Queries) GetCart(ctx context.Context, arg GetCartParams) (CheckoutCart,
 	return i, err
 }
 
-const insertCart = `-- name: InsertCart :exec
-INSERT INTO checkout.carts (tenant_id, id, status, agent_profile_url, request, state, expires_at)
-VALUES ($1, $2, 'active', $3, $4, $5, $6)
+const insertCart = `-- name: InsertCart :one
+WITH w AS (
+  INSERT INTO checkout.carts (tenant_id, id, status, agent_profile_url, request, state, expires_at)
+  VALUES ($1, $4, 'active', $5, $6, $7, $8)
+  RETURNING 1
+)
+SELECT checkout.keep_key($1, $2::jsonb, $3::bytea, count(*) > 0)::boolean AS kept FROM w
 `
 
 type InsertCartParams struct {
 	TenantID        uuid.UUID
+	Idem            []byte
+	IdemResponse    []byte
 	ID              string
 	AgentProfileUrl string
 	Request         json.RawMessage
@@ -100,16 +122,21 @@ type InsertCartParams struct {
 	ExpiresAt       time.Time
 }
 
-func (q *Queries) InsertCart(ctx context.Context, arg InsertCartParams) error {
-	_, err := q.db.Exec(ctx, insertCart,
+// The idempotency key, if any, kept by the same statement (keep_key).
+func (q *Queries) InsertCart(ctx context.Context, arg InsertCartParams) (bool, error) {
+	row := q.db.QueryRow(ctx, insertCart,
 		arg.TenantID,
+		arg.Idem,
+		arg.IdemResponse,
 		arg.ID,
 		arg.AgentProfileUrl,
 		arg.Request,
 		arg.State,
 		arg.ExpiresAt,
 	)
-	return err
+	var kept bool
+	err := row.Scan(&kept)
+	return kept, err
 }
 
 const revertCartConversion = `-- name: RevertCartConversion :execrows
@@ -134,30 +161,43 @@ func (q *Queries) RevertCartConversion(ctx context.Context, arg RevertCartConver
 	return result.RowsAffected(), nil
 }
 
-const updateCart = `-- name: UpdateCart :execrows
-UPDATE checkout.carts SET request = $1, state = $2, version = version + 1, updated_at = now()
-WHERE tenant_id = $3 AND id = $4 AND version = $5 AND status = 'active'
+const updateCart = `-- name: UpdateCart :one
+WITH w AS (
+  UPDATE checkout.carts SET request = $4, state = $5, version = version + 1, updated_at = now()
+  WHERE tenant_id = $1 AND id = $6 AND version = $7 AND status = 'active'
+  RETURNING 1
+)
+SELECT count(*)::bigint AS written, checkout.keep_key($1, $2::jsonb, $3::bytea, count(*) > 0)::boolean AS kept FROM w
 `
 
 type UpdateCartParams struct {
-	Request  json.RawMessage
-	State    json.RawMessage
-	TenantID uuid.UUID
-	ID       string
-	Version  int32
+	TenantID     uuid.UUID
+	Idem         []byte
+	IdemResponse []byte
+	Request      json.RawMessage
+	State        json.RawMessage
+	ID           string
+	Version      int32
 }
 
-// Optimistic, and only while the cart is active.
-func (q *Queries) UpdateCart(ctx context.Context, arg UpdateCartParams) (int64, error) {
-	result, err := q.db.Exec(ctx, updateCart,
+type UpdateCartRow struct {
+	Written int64
+	Kept    bool
+}
+
+// Optimistic, and only while the cart is active; the idempotency key, if
+// any, kept by the same statement (keep_key).
+func (q *Queries) UpdateCart(ctx context.Context, arg UpdateCartParams) (UpdateCartRow, error) {
+	row := q.db.QueryRow(ctx, updateCart,
+		arg.TenantID,
+		arg.Idem,
+		arg.IdemResponse,
 		arg.Request,
 		arg.State,
-		arg.TenantID,
 		arg.ID,
 		arg.Version,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var i UpdateCartRow
+	err := row.Scan(&i.Written, &i.Kept)
+	return i, err
 }

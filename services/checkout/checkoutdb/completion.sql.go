@@ -31,69 +31,96 @@ func (q *Queries) ClearSettleAfter(ctx context.Context, arg ClearSettleAfterPara
 	return result.RowsAffected(), nil
 }
 
-const closeSession = `-- name: CloseSession :execrows
-UPDATE checkout.sessions SET
-  status = 'canceled', state = $1, settle_after = $2, version = version + 1, updated_at = now()
-WHERE tenant_id = $3 AND id = $4 AND version = $5
+const closeSession = `-- name: CloseSession :one
+WITH w AS (
+  UPDATE checkout.sessions SET
+    status = 'canceled', state = $4, settle_after = $5, version = version + 1, updated_at = now()
+  WHERE tenant_id = $1 AND id = $6 AND version = $7
+  RETURNING 1
+)
+SELECT count(*)::bigint AS written, checkout.keep_key($1, $2::jsonb, $3::bytea, count(*) > 0)::boolean AS kept FROM w
 `
 
 type CloseSessionParams struct {
-	State       []byte
-	SettleAfter *time.Time
-	TenantID    uuid.UUID
-	ID          string
-	Version     int32
+	TenantID     uuid.UUID
+	Idem         []byte
+	IdemResponse []byte
+	State        []byte
+	SettleAfter  *time.Time
+	ID           string
+	Version      int32
+}
+
+type CloseSessionRow struct {
+	Written int64
+	Kept    bool
 }
 
 // Optimistic: a checkout ends without an order (canceled or expired).
 // settle_after is when the settle sweep makes sure its stock went back
-// (cleared by ClearSettleAfter once the release confirmed).
-func (q *Queries) CloseSession(ctx context.Context, arg CloseSessionParams) (int64, error) {
-	result, err := q.db.Exec(ctx, closeSession,
+// (cleared by ClearSettleAfter once the release confirmed). A cancel's
+// idempotency key, if any, is kept by the same statement (keep_key).
+func (q *Queries) CloseSession(ctx context.Context, arg CloseSessionParams) (CloseSessionRow, error) {
+	row := q.db.QueryRow(ctx, closeSession,
+		arg.TenantID,
+		arg.Idem,
+		arg.IdemResponse,
 		arg.State,
 		arg.SettleAfter,
-		arg.TenantID,
 		arg.ID,
 		arg.Version,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var i CloseSessionRow
+	err := row.Scan(&i.Written, &i.Kept)
+	return i, err
 }
 
-const finishSession = `-- name: FinishSession :execrows
-UPDATE checkout.sessions SET
-  status = $1, payment_attempt_id = $2, order_id = $3,
-  state = $4, version = version + 1, updated_at = now()
-WHERE tenant_id = $5 AND id = $6 AND version = $7
+const finishSession = `-- name: FinishSession :one
+WITH w AS (
+  UPDATE checkout.sessions SET
+    status = $4, payment_attempt_id = $5, order_id = $6,
+    state = $7, version = version + 1, updated_at = now()
+  WHERE tenant_id = $1 AND id = $8 AND version = $9
+  RETURNING 1
+)
+SELECT count(*)::bigint AS written, checkout.keep_key($1, $2::jsonb, $3::bytea, count(*) > 0)::boolean AS kept FROM w
 `
 
 type FinishSessionParams struct {
+	TenantID         uuid.UUID
+	Idem             []byte
+	IdemResponse     []byte
 	Status           string
 	PaymentAttemptID *string
 	OrderID          *string
 	State            []byte
-	TenantID         uuid.UUID
 	ID               string
 	Version          int32
 }
 
-// Optimistic: settle a session (completed with its order, or reopened).
-func (q *Queries) FinishSession(ctx context.Context, arg FinishSessionParams) (int64, error) {
-	result, err := q.db.Exec(ctx, finishSession,
+type FinishSessionRow struct {
+	Written int64
+	Kept    bool
+}
+
+// Optimistic: settle a session (completed with its order, or reopened);
+// with the completion's idempotency key, its answer is stored by the same
+// statement (keep_key).
+func (q *Queries) FinishSession(ctx context.Context, arg FinishSessionParams) (FinishSessionRow, error) {
+	row := q.db.QueryRow(ctx, finishSession,
+		arg.TenantID,
+		arg.Idem,
+		arg.IdemResponse,
 		arg.Status,
 		arg.PaymentAttemptID,
 		arg.OrderID,
 		arg.State,
-		arg.TenantID,
 		arg.ID,
 		arg.Version,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var i FinishSessionRow
+	err := row.Scan(&i.Written, &i.Kept)
+	return i, err
 }
 
 const listDueSettles = `-- name: ListDueSettles :many
@@ -144,16 +171,22 @@ func (q *Queries) ListDueSettles(ctx context.Context, arg ListDueSettlesParams) 
 	return items, nil
 }
 
-const setSessionPayment = `-- name: SetSessionPayment :execrows
-UPDATE checkout.sessions SET
-  status = $1, payment_attempt_id = $2, order_webhook_url = $3,
-  base_url = $4, state = $5, settle_after = $6, ap2_mandate = $7,
-  automatic_discount_ids = $8,
-  version = version + 1, updated_at = now()
-WHERE tenant_id = $9 AND id = $10 AND version = $11
+const setSessionPayment = `-- name: SetSessionPayment :one
+WITH w AS (
+  UPDATE checkout.sessions SET
+    status = $3, payment_attempt_id = $4, order_webhook_url = $5,
+    base_url = $6, state = $7, settle_after = $8, ap2_mandate = $9,
+    automatic_discount_ids = $10,
+    version = version + 1, updated_at = now()
+  WHERE tenant_id = $1 AND id = $11 AND version = $12
+  RETURNING 1
+)
+SELECT count(*)::bigint AS written, checkout.keep_key($1, $2::jsonb, NULL::bytea, count(*) > 0)::boolean AS kept FROM w
 `
 
 type SetSessionPaymentParams struct {
+	TenantID             uuid.UUID
+	Idem                 []byte
 	Status               string
 	PaymentAttemptID     *string
 	OrderWebhookUrl      string
@@ -162,15 +195,23 @@ type SetSessionPaymentParams struct {
 	SettleAfter          *time.Time
 	Ap2Mandate           []byte
 	AutomaticDiscountIds []string
-	TenantID             uuid.UUID
 	ID                   string
 	Version              int32
 }
 
+type SetSessionPaymentRow struct {
+	Written int64
+	Kept    bool
+}
+
 // Optimistic: the one transition that starts a payment attempt; the
-// settle sweep settles it at settle_after if nothing else has.
-func (q *Queries) SetSessionPayment(ctx context.Context, arg SetSessionPaymentParams) (int64, error) {
-	result, err := q.db.Exec(ctx, setSessionPayment,
+// settle sweep settles it at settle_after if nothing else has. The
+// completion's idempotency key, if any, is claimed (in flight) by the same
+// statement (keep_key).
+func (q *Queries) SetSessionPayment(ctx context.Context, arg SetSessionPaymentParams) (SetSessionPaymentRow, error) {
+	row := q.db.QueryRow(ctx, setSessionPayment,
+		arg.TenantID,
+		arg.Idem,
 		arg.Status,
 		arg.PaymentAttemptID,
 		arg.OrderWebhookUrl,
@@ -179,14 +220,12 @@ func (q *Queries) SetSessionPayment(ctx context.Context, arg SetSessionPaymentPa
 		arg.SettleAfter,
 		arg.Ap2Mandate,
 		arg.AutomaticDiscountIds,
-		arg.TenantID,
 		arg.ID,
 		arg.Version,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var i SetSessionPaymentRow
+	err := row.Scan(&i.Written, &i.Kept)
+	return i, err
 }
 
 const setSettleAfter = `-- name: SetSettleAfter :execrows

@@ -7,67 +7,10 @@ package checkoutdb
 
 import (
 	"context"
-	"time"
+	"encoding/json"
 
 	"github.com/google/uuid"
 )
-
-const claimIdempotencyKey = `-- name: ClaimIdempotencyKey :one
-WITH ins AS (
-  INSERT INTO checkout.idempotency_keys AS k (tenant_id, scope, key, request_hash, state, created_at, expires_at)
-  VALUES ($1, $2, $3, $4, 'in_flight', $5, $6)
-  ON CONFLICT (tenant_id, scope, key) DO UPDATE SET created_at = EXCLUDED.created_at
-    WHERE k.state = 'in_flight' AND k.created_at < $7 AND k.request_hash = EXCLUDED.request_hash
-  RETURNING k.request_hash, k.state, k.response, true AS claimed
-)
-SELECT request_hash, state, response, claimed FROM ins
-UNION ALL
-SELECT k.request_hash, k.state, k.response, false AS claimed FROM checkout.idempotency_keys k
-WHERE k.tenant_id = $1 AND k.scope = $2 AND k.key = $3 AND NOT EXISTS (SELECT 1 FROM ins)
-LIMIT 1
-`
-
-type ClaimIdempotencyKeyParams struct {
-	TenantID    uuid.UUID
-	Scope       string
-	Key         string
-	RequestHash []byte
-	ClaimedAt   time.Time
-	ExpiresAt   time.Time
-	StaleBefore time.Time
-}
-
-type ClaimIdempotencyKeyRow struct {
-	RequestHash []byte
-	State       string
-	Response    []byte
-	Claimed     bool
-}
-
-// Inserts an in-flight claim, or returns the existing row untouched —
-// except a claim of the same request still in flight since before
-// @stale_before: the process that held it died mid-request (a crash, or
-// the database went away before it could release the key), so this
-// request takes it over (created_at becomes the new claim's time).
-func (q *Queries) ClaimIdempotencyKey(ctx context.Context, arg ClaimIdempotencyKeyParams) (ClaimIdempotencyKeyRow, error) {
-	row := q.db.QueryRow(ctx, claimIdempotencyKey,
-		arg.TenantID,
-		arg.Scope,
-		arg.Key,
-		arg.RequestHash,
-		arg.ClaimedAt,
-		arg.ExpiresAt,
-		arg.StaleBefore,
-	)
-	var i ClaimIdempotencyKeyRow
-	err := row.Scan(
-		&i.RequestHash,
-		&i.State,
-		&i.Response,
-		&i.Claimed,
-	)
-	return i, err
-}
 
 const deleteExpiredIdempotencyKeys = `-- name: DeleteExpiredIdempotencyKeys :execrows
 DELETE FROM checkout.idempotency_keys WHERE tenant_id = $1 AND expires_at < now()
@@ -75,31 +18,6 @@ DELETE FROM checkout.idempotency_keys WHERE tenant_id = $1 AND expires_at < now(
 
 func (q *Queries) DeleteExpiredIdempotencyKeys(ctx context.Context, tenantID uuid.UUID) (int64, error) {
 	result, err := q.db.Exec(ctx, deleteExpiredIdempotencyKeys, tenantID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const finishIdempotencyKey = `-- name: FinishIdempotencyKey :execrows
-UPDATE checkout.idempotency_keys SET state = 'done', response = $1
-WHERE tenant_id = $2 AND scope = $3 AND key = $4 AND state = 'in_flight'
-`
-
-type FinishIdempotencyKeyParams struct {
-	Response []byte
-	TenantID uuid.UUID
-	Scope    string
-	Key      string
-}
-
-func (q *Queries) FinishIdempotencyKey(ctx context.Context, arg FinishIdempotencyKeyParams) (int64, error) {
-	result, err := q.db.Exec(ctx, finishIdempotencyKey,
-		arg.Response,
-		arg.TenantID,
-		arg.Scope,
-		arg.Key,
-	)
 	if err != nil {
 		return 0, err
 	}
@@ -130,21 +48,48 @@ func (q *Queries) GetIdempotencyKey(ctx context.Context, arg GetIdempotencyKeyPa
 	return i, err
 }
 
+const keepIdempotencyKey = `-- name: KeepIdempotencyKey :one
+SELECT checkout.keep_key($1, $2::jsonb, $3::bytea, true)::boolean AS kept
+`
+
+type KeepIdempotencyKeyParams struct {
+	TenantID uuid.UUID
+	Idem     json.RawMessage
+	Response []byte
+}
+
+// The key of a request whose answer no write of its own stored (a refusal
+// answered with the checkout as it is, an error_response, a completion
+// that ended without a write of its session), stored on its own
+// (keep_key, migration 00034).
+func (q *Queries) KeepIdempotencyKey(ctx context.Context, arg KeepIdempotencyKeyParams) (bool, error) {
+	row := q.db.QueryRow(ctx, keepIdempotencyKey, arg.TenantID, arg.Idem, arg.Response)
+	var kept bool
+	err := row.Scan(&kept)
+	return kept, err
+}
+
 const releaseIdempotencyKey = `-- name: ReleaseIdempotencyKey :execrows
 DELETE FROM checkout.idempotency_keys
-WHERE tenant_id = $1 AND scope = $2 AND key = $3 AND state = 'in_flight'
+WHERE tenant_id = $1 AND scope = $2 AND key = $3 AND state = 'in_flight' AND claim_token = $4
 `
 
 type ReleaseIdempotencyKeyParams struct {
-	TenantID uuid.UUID
-	Scope    string
-	Key      string
+	TenantID   uuid.UUID
+	Scope      string
+	Key        string
+	ClaimToken string
 }
 
-// A request that failed without an outcome gives its key back, so the
-// retry executes.
+// A request that claimed its key and failed without an outcome gives the
+// key back, so the retry executes.
 func (q *Queries) ReleaseIdempotencyKey(ctx context.Context, arg ReleaseIdempotencyKeyParams) (int64, error) {
-	result, err := q.db.Exec(ctx, releaseIdempotencyKey, arg.TenantID, arg.Scope, arg.Key)
+	result, err := q.db.Exec(ctx, releaseIdempotencyKey,
+		arg.TenantID,
+		arg.Scope,
+		arg.Key,
+		arg.ClaimToken,
+	)
 	if err != nil {
 		return 0, err
 	}

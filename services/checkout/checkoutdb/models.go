@@ -34,6 +34,7 @@ type CheckoutIdempotencyKey struct {
 	Response    []byte
 	CreatedAt   time.Time
 	ExpiresAt   time.Time
+	ClaimToken  string
 }
 
 type CheckoutSession struct {

@@ -50,13 +50,19 @@ func (q *Queries) GetSession(ctx context.Context, arg GetSessionParams) (Checkou
 	return i, err
 }
 
-const insertSession = `-- name: InsertSession :exec
-INSERT INTO checkout.sessions (tenant_id, id, status, currency, total, buyer_email, agent_profile_url, capabilities, request, state, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+const insertSession = `-- name: InsertSession :one
+WITH w AS (
+  INSERT INTO checkout.sessions (tenant_id, id, status, currency, total, buyer_email, agent_profile_url, capabilities, request, state, expires_at)
+  VALUES ($1, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+  RETURNING 1
+)
+SELECT checkout.keep_key($1, $2::jsonb, $3::bytea, count(*) > 0)::boolean AS kept FROM w
 `
 
 type InsertSessionParams struct {
 	TenantID        uuid.UUID
+	Idem            []byte
+	IdemResponse    []byte
 	ID              string
 	Status          string
 	Currency        string
@@ -69,9 +75,14 @@ type InsertSessionParams struct {
 	ExpiresAt       time.Time
 }
 
-func (q *Queries) InsertSession(ctx context.Context, arg InsertSessionParams) error {
-	_, err := q.db.Exec(ctx, insertSession,
+// With an idempotency key (idem), the key and its answer are kept by the
+// same statement (keep_key, migration 00034): a key already used rolls the
+// insert back with it.
+func (q *Queries) InsertSession(ctx context.Context, arg InsertSessionParams) (bool, error) {
+	row := q.db.QueryRow(ctx, insertSession,
 		arg.TenantID,
+		arg.Idem,
+		arg.IdemResponse,
 		arg.ID,
 		arg.Status,
 		arg.Currency,
@@ -83,7 +94,9 @@ func (q *Queries) InsertSession(ctx context.Context, arg InsertSessionParams) er
 		arg.State,
 		arg.ExpiresAt,
 	)
-	return err
+	var kept bool
+	err := row.Scan(&kept)
+	return kept, err
 }
 
 const listDueSessions = `-- name: ListDueSessions :many
@@ -220,40 +233,53 @@ func (q *Queries) ListSessions(ctx context.Context, arg ListSessionsParams) ([]L
 	return items, nil
 }
 
-const updateSession = `-- name: UpdateSession :execrows
-UPDATE checkout.sessions SET
-  status = $1, total = $2, buyer_email = $3, capabilities = $4,
-  request = $5, state = $6, version = version + 1, updated_at = now()
-WHERE tenant_id = $7 AND id = $8 AND version = $9
+const updateSession = `-- name: UpdateSession :one
+WITH w AS (
+  UPDATE checkout.sessions SET
+    status = $4, total = $5, buyer_email = $6, capabilities = $7,
+    request = $8, state = $9, version = version + 1, updated_at = now()
+  WHERE tenant_id = $1 AND id = $10 AND version = $11
+  RETURNING 1
+)
+SELECT count(*)::bigint AS written, checkout.keep_key($1, $2::jsonb, $3::bytea, count(*) > 0)::boolean AS kept FROM w
 `
 
 type UpdateSessionParams struct {
+	TenantID     uuid.UUID
+	Idem         []byte
+	IdemResponse []byte
 	Status       string
 	Total        int64
 	BuyerEmail   string
 	Capabilities []string
 	Request      []byte
 	State        []byte
-	TenantID     uuid.UUID
 	ID           string
 	Version      int32
 }
 
-// Optimistic: only if nobody changed the session since it was read.
-func (q *Queries) UpdateSession(ctx context.Context, arg UpdateSessionParams) (int64, error) {
-	result, err := q.db.Exec(ctx, updateSession,
+type UpdateSessionRow struct {
+	Written int64
+	Kept    bool
+}
+
+// Optimistic: only if nobody changed the session since it was read; the
+// idempotency key, if any, kept by the same statement (keep_key).
+func (q *Queries) UpdateSession(ctx context.Context, arg UpdateSessionParams) (UpdateSessionRow, error) {
+	row := q.db.QueryRow(ctx, updateSession,
+		arg.TenantID,
+		arg.Idem,
+		arg.IdemResponse,
 		arg.Status,
 		arg.Total,
 		arg.BuyerEmail,
 		arg.Capabilities,
 		arg.Request,
 		arg.State,
-		arg.TenantID,
 		arg.ID,
 		arg.Version,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var i UpdateSessionRow
+	err := row.Scan(&i.Written, &i.Kept)
+	return i, err
 }

@@ -21,65 +21,6 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-type ClaimIdempotencyKeyResponse_Outcome int32
-
-const (
-	ClaimIdempotencyKeyResponse_OUTCOME_UNSPECIFIED ClaimIdempotencyKeyResponse_Outcome = 0
-	// First time: execute, then Finish or Release.
-	ClaimIdempotencyKeyResponse_OUTCOME_EXECUTE ClaimIdempotencyKeyResponse_Outcome = 1
-	// Same key, same request, finished: send response.
-	ClaimIdempotencyKeyResponse_OUTCOME_REPLAY ClaimIdempotencyKeyResponse_Outcome = 2
-	// Same key, different request.
-	ClaimIdempotencyKeyResponse_OUTCOME_CONFLICT ClaimIdempotencyKeyResponse_Outcome = 3
-	// Same key, same request, still running.
-	ClaimIdempotencyKeyResponse_OUTCOME_IN_FLIGHT ClaimIdempotencyKeyResponse_Outcome = 4
-)
-
-// Enum value maps for ClaimIdempotencyKeyResponse_Outcome.
-var (
-	ClaimIdempotencyKeyResponse_Outcome_name = map[int32]string{
-		0: "OUTCOME_UNSPECIFIED",
-		1: "OUTCOME_EXECUTE",
-		2: "OUTCOME_REPLAY",
-		3: "OUTCOME_CONFLICT",
-		4: "OUTCOME_IN_FLIGHT",
-	}
-	ClaimIdempotencyKeyResponse_Outcome_value = map[string]int32{
-		"OUTCOME_UNSPECIFIED": 0,
-		"OUTCOME_EXECUTE":     1,
-		"OUTCOME_REPLAY":      2,
-		"OUTCOME_CONFLICT":    3,
-		"OUTCOME_IN_FLIGHT":   4,
-	}
-)
-
-func (x ClaimIdempotencyKeyResponse_Outcome) Enum() *ClaimIdempotencyKeyResponse_Outcome {
-	p := new(ClaimIdempotencyKeyResponse_Outcome)
-	*p = x
-	return p
-}
-
-func (x ClaimIdempotencyKeyResponse_Outcome) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (ClaimIdempotencyKeyResponse_Outcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_bcp_checkout_v1_checkout_proto_enumTypes[0].Descriptor()
-}
-
-func (ClaimIdempotencyKeyResponse_Outcome) Type() protoreflect.EnumType {
-	return &file_bcp_checkout_v1_checkout_proto_enumTypes[0]
-}
-
-func (x ClaimIdempotencyKeyResponse_Outcome) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use ClaimIdempotencyKeyResponse_Outcome.Descriptor instead.
-func (ClaimIdempotencyKeyResponse_Outcome) EnumDescriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{22, 0}
-}
-
 type PingRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -233,18 +174,88 @@ func (x *Agent) GetBaseUrl() string {
 	return ""
 }
 
+// Idempotency is an agent request's idempotency key. The service keeps it
+// in the same statement that writes the request's outcome: a repeat of
+// the same request gets the stored answer (the result, as if executed), a
+// different request under the same key fails with AlreadyExists
+// "idempotency_conflict", and a repeat while the first still runs fails
+// with Aborted "request_in_flight" (retry with the same key).
+type Idempotency struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Binding + agent profile URL + operation: keys are unique per agent
+	// and operation.
+	Scope string `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	Key   string `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// SHA-256 of the request.
+	RequestHash   []byte `protobuf:"bytes,3,opt,name=request_hash,json=requestHash,proto3" json:"request_hash,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Idempotency) Reset() {
+	*x = Idempotency{}
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Idempotency) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Idempotency) ProtoMessage() {}
+
+func (x *Idempotency) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Idempotency.ProtoReflect.Descriptor instead.
+func (*Idempotency) Descriptor() ([]byte, []int) {
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Idempotency) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *Idempotency) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Idempotency) GetRequestHash() []byte {
+	if x != nil {
+		return x.RequestHash
+	}
+	return nil
+}
+
 type CreateCheckoutRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Agent *Agent                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
 	// The "checkout" argument (BCP JSON, create shape).
-	CheckoutJson  []byte `protobuf:"bytes,2,opt,name=checkout_json,json=checkoutJson,proto3" json:"checkout_json,omitempty"`
+	CheckoutJson  []byte       `protobuf:"bytes,2,opt,name=checkout_json,json=checkoutJson,proto3" json:"checkout_json,omitempty"`
+	Idempotency   *Idempotency `protobuf:"bytes,3,opt,name=idempotency,proto3" json:"idempotency,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateCheckoutRequest) Reset() {
 	*x = CreateCheckoutRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[3]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -256,7 +267,7 @@ func (x *CreateCheckoutRequest) String() string {
 func (*CreateCheckoutRequest) ProtoMessage() {}
 
 func (x *CreateCheckoutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[3]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -269,7 +280,7 @@ func (x *CreateCheckoutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCheckoutRequest.ProtoReflect.Descriptor instead.
 func (*CreateCheckoutRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{3}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateCheckoutRequest) GetAgent() *Agent {
@@ -286,6 +297,13 @@ func (x *CreateCheckoutRequest) GetCheckoutJson() []byte {
 	return nil
 }
 
+func (x *CreateCheckoutRequest) GetIdempotency() *Idempotency {
+	if x != nil {
+		return x.Idempotency
+	}
+	return nil
+}
+
 type GetCheckoutRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Agent         *Agent                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
@@ -296,7 +314,7 @@ type GetCheckoutRequest struct {
 
 func (x *GetCheckoutRequest) Reset() {
 	*x = GetCheckoutRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[4]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -308,7 +326,7 @@ func (x *GetCheckoutRequest) String() string {
 func (*GetCheckoutRequest) ProtoMessage() {}
 
 func (x *GetCheckoutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[4]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -321,7 +339,7 @@ func (x *GetCheckoutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckoutRequest.ProtoReflect.Descriptor instead.
 func (*GetCheckoutRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{4}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetCheckoutRequest) GetAgent() *Agent {
@@ -343,14 +361,15 @@ type UpdateCheckoutRequest struct {
 	Agent *Agent                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
 	Id    string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
 	// The "checkout" argument (BCP JSON, update shape; full replacement).
-	CheckoutJson  []byte `protobuf:"bytes,3,opt,name=checkout_json,json=checkoutJson,proto3" json:"checkout_json,omitempty"`
+	CheckoutJson  []byte       `protobuf:"bytes,3,opt,name=checkout_json,json=checkoutJson,proto3" json:"checkout_json,omitempty"`
+	Idempotency   *Idempotency `protobuf:"bytes,4,opt,name=idempotency,proto3" json:"idempotency,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateCheckoutRequest) Reset() {
 	*x = UpdateCheckoutRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[5]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -362,7 +381,7 @@ func (x *UpdateCheckoutRequest) String() string {
 func (*UpdateCheckoutRequest) ProtoMessage() {}
 
 func (x *UpdateCheckoutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[5]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -375,7 +394,7 @@ func (x *UpdateCheckoutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCheckoutRequest.ProtoReflect.Descriptor instead.
 func (*UpdateCheckoutRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{5}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *UpdateCheckoutRequest) GetAgent() *Agent {
@@ -399,17 +418,25 @@ func (x *UpdateCheckoutRequest) GetCheckoutJson() []byte {
 	return nil
 }
 
+func (x *UpdateCheckoutRequest) GetIdempotency() *Idempotency {
+	if x != nil {
+		return x.Idempotency
+	}
+	return nil
+}
+
 type CancelCheckoutRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Agent         *Agent                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
 	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Idempotency   *Idempotency           `protobuf:"bytes,3,opt,name=idempotency,proto3" json:"idempotency,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CancelCheckoutRequest) Reset() {
 	*x = CancelCheckoutRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[6]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -421,7 +448,7 @@ func (x *CancelCheckoutRequest) String() string {
 func (*CancelCheckoutRequest) ProtoMessage() {}
 
 func (x *CancelCheckoutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[6]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -434,7 +461,7 @@ func (x *CancelCheckoutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelCheckoutRequest.ProtoReflect.Descriptor instead.
 func (*CancelCheckoutRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{6}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CancelCheckoutRequest) GetAgent() *Agent {
@@ -451,6 +478,13 @@ func (x *CancelCheckoutRequest) GetId() string {
 	return ""
 }
 
+func (x *CancelCheckoutRequest) GetIdempotency() *Idempotency {
+	if x != nil {
+		return x.Idempotency
+	}
+	return nil
+}
+
 type CompleteCheckoutRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Agent *Agent                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
@@ -461,14 +495,15 @@ type CompleteCheckoutRequest struct {
 	// payment tokens signed by the agent's platform.
 	AgentSigningKeysJson []string `protobuf:"bytes,4,rep,name=agent_signing_keys_json,json=agentSigningKeysJson,proto3" json:"agent_signing_keys_json,omitempty"`
 	// From the agent profile's order capability config.
-	OrderWebhookUrl string `protobuf:"bytes,5,opt,name=order_webhook_url,json=orderWebhookUrl,proto3" json:"order_webhook_url,omitempty"`
+	OrderWebhookUrl string       `protobuf:"bytes,5,opt,name=order_webhook_url,json=orderWebhookUrl,proto3" json:"order_webhook_url,omitempty"`
+	Idempotency     *Idempotency `protobuf:"bytes,6,opt,name=idempotency,proto3" json:"idempotency,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CompleteCheckoutRequest) Reset() {
 	*x = CompleteCheckoutRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[7]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -480,7 +515,7 @@ func (x *CompleteCheckoutRequest) String() string {
 func (*CompleteCheckoutRequest) ProtoMessage() {}
 
 func (x *CompleteCheckoutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[7]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -493,7 +528,7 @@ func (x *CompleteCheckoutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteCheckoutRequest.ProtoReflect.Descriptor instead.
 func (*CompleteCheckoutRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{7}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CompleteCheckoutRequest) GetAgent() *Agent {
@@ -531,6 +566,13 @@ func (x *CompleteCheckoutRequest) GetOrderWebhookUrl() string {
 	return ""
 }
 
+func (x *CompleteCheckoutRequest) GetIdempotency() *Idempotency {
+	if x != nil {
+		return x.Idempotency
+	}
+	return nil
+}
+
 type CompleteCheckoutResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Result        *CheckoutResult        `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
@@ -540,7 +582,7 @@ type CompleteCheckoutResponse struct {
 
 func (x *CompleteCheckoutResponse) Reset() {
 	*x = CompleteCheckoutResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[8]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +594,7 @@ func (x *CompleteCheckoutResponse) String() string {
 func (*CompleteCheckoutResponse) ProtoMessage() {}
 
 func (x *CompleteCheckoutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[8]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +607,7 @@ func (x *CompleteCheckoutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteCheckoutResponse.ProtoReflect.Descriptor instead.
 func (*CompleteCheckoutResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{8}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CompleteCheckoutResponse) GetResult() *CheckoutResult {
@@ -585,7 +627,7 @@ type SettlePaymentRequest struct {
 
 func (x *SettlePaymentRequest) Reset() {
 	*x = SettlePaymentRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[9]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -597,7 +639,7 @@ func (x *SettlePaymentRequest) String() string {
 func (*SettlePaymentRequest) ProtoMessage() {}
 
 func (x *SettlePaymentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[9]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -610,7 +652,7 @@ func (x *SettlePaymentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SettlePaymentRequest.ProtoReflect.Descriptor instead.
 func (*SettlePaymentRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{9}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SettlePaymentRequest) GetCheckoutId() string {
@@ -636,7 +678,7 @@ type SettlePaymentResponse struct {
 
 func (x *SettlePaymentResponse) Reset() {
 	*x = SettlePaymentResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[10]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -648,7 +690,7 @@ func (x *SettlePaymentResponse) String() string {
 func (*SettlePaymentResponse) ProtoMessage() {}
 
 func (x *SettlePaymentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[10]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -661,7 +703,7 @@ func (x *SettlePaymentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SettlePaymentResponse.ProtoReflect.Descriptor instead.
 func (*SettlePaymentResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{10}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SettlePaymentResponse) GetStatus() string {
@@ -680,7 +722,7 @@ type CreateCheckoutResponse struct {
 
 func (x *CreateCheckoutResponse) Reset() {
 	*x = CreateCheckoutResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[11]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -692,7 +734,7 @@ func (x *CreateCheckoutResponse) String() string {
 func (*CreateCheckoutResponse) ProtoMessage() {}
 
 func (x *CreateCheckoutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[11]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -705,7 +747,7 @@ func (x *CreateCheckoutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCheckoutResponse.ProtoReflect.Descriptor instead.
 func (*CreateCheckoutResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{11}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateCheckoutResponse) GetResult() *CheckoutResult {
@@ -724,7 +766,7 @@ type GetCheckoutResponse struct {
 
 func (x *GetCheckoutResponse) Reset() {
 	*x = GetCheckoutResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[12]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -736,7 +778,7 @@ func (x *GetCheckoutResponse) String() string {
 func (*GetCheckoutResponse) ProtoMessage() {}
 
 func (x *GetCheckoutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[12]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -749,7 +791,7 @@ func (x *GetCheckoutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckoutResponse.ProtoReflect.Descriptor instead.
 func (*GetCheckoutResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{12}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetCheckoutResponse) GetResult() *CheckoutResult {
@@ -768,7 +810,7 @@ type UpdateCheckoutResponse struct {
 
 func (x *UpdateCheckoutResponse) Reset() {
 	*x = UpdateCheckoutResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[13]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +822,7 @@ func (x *UpdateCheckoutResponse) String() string {
 func (*UpdateCheckoutResponse) ProtoMessage() {}
 
 func (x *UpdateCheckoutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[13]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +835,7 @@ func (x *UpdateCheckoutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCheckoutResponse.ProtoReflect.Descriptor instead.
 func (*UpdateCheckoutResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{13}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *UpdateCheckoutResponse) GetResult() *CheckoutResult {
@@ -812,7 +854,7 @@ type CancelCheckoutResponse struct {
 
 func (x *CancelCheckoutResponse) Reset() {
 	*x = CancelCheckoutResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[14]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -824,7 +866,7 @@ func (x *CancelCheckoutResponse) String() string {
 func (*CancelCheckoutResponse) ProtoMessage() {}
 
 func (x *CancelCheckoutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[14]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -837,7 +879,7 @@ func (x *CancelCheckoutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelCheckoutResponse.ProtoReflect.Descriptor instead.
 func (*CancelCheckoutResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{14}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CancelCheckoutResponse) GetResult() *CheckoutResult {
@@ -860,7 +902,7 @@ type CheckoutResult struct {
 
 func (x *CheckoutResult) Reset() {
 	*x = CheckoutResult{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[15]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -872,7 +914,7 @@ func (x *CheckoutResult) String() string {
 func (*CheckoutResult) ProtoMessage() {}
 
 func (x *CheckoutResult) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[15]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -885,7 +927,7 @@ func (x *CheckoutResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckoutResult.ProtoReflect.Descriptor instead.
 func (*CheckoutResult) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{15}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CheckoutResult) GetCheckoutJson() []byte {
@@ -925,7 +967,7 @@ type CheckoutSummary struct {
 
 func (x *CheckoutSummary) Reset() {
 	*x = CheckoutSummary{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[16]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -937,7 +979,7 @@ func (x *CheckoutSummary) String() string {
 func (*CheckoutSummary) ProtoMessage() {}
 
 func (x *CheckoutSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[16]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -950,7 +992,7 @@ func (x *CheckoutSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckoutSummary.ProtoReflect.Descriptor instead.
 func (*CheckoutSummary) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{16}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CheckoutSummary) GetId() string {
@@ -1021,7 +1063,7 @@ type ListCheckoutsRequest struct {
 
 func (x *ListCheckoutsRequest) Reset() {
 	*x = ListCheckoutsRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[17]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1033,7 +1075,7 @@ func (x *ListCheckoutsRequest) String() string {
 func (*ListCheckoutsRequest) ProtoMessage() {}
 
 func (x *ListCheckoutsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[17]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1046,7 +1088,7 @@ func (x *ListCheckoutsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCheckoutsRequest.ProtoReflect.Descriptor instead.
 func (*ListCheckoutsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{17}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListCheckoutsRequest) GetStatus() string {
@@ -1080,7 +1122,7 @@ type ListCheckoutsResponse struct {
 
 func (x *ListCheckoutsResponse) Reset() {
 	*x = ListCheckoutsResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[18]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1134,7 @@ func (x *ListCheckoutsResponse) String() string {
 func (*ListCheckoutsResponse) ProtoMessage() {}
 
 func (x *ListCheckoutsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[18]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1147,7 @@ func (x *ListCheckoutsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCheckoutsResponse.ProtoReflect.Descriptor instead.
 func (*ListCheckoutsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{18}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListCheckoutsResponse) GetCheckouts() []*CheckoutSummary {
@@ -1130,7 +1172,7 @@ type ExpireCheckoutsRequest struct {
 
 func (x *ExpireCheckoutsRequest) Reset() {
 	*x = ExpireCheckoutsRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[19]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1142,7 +1184,7 @@ func (x *ExpireCheckoutsRequest) String() string {
 func (*ExpireCheckoutsRequest) ProtoMessage() {}
 
 func (x *ExpireCheckoutsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[19]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1155,7 +1197,7 @@ func (x *ExpireCheckoutsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireCheckoutsRequest.ProtoReflect.Descriptor instead.
 func (*ExpireCheckoutsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{19}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{20}
 }
 
 type ExpireCheckoutsResponse struct {
@@ -1167,7 +1209,7 @@ type ExpireCheckoutsResponse struct {
 
 func (x *ExpireCheckoutsResponse) Reset() {
 	*x = ExpireCheckoutsResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[20]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1221,7 @@ func (x *ExpireCheckoutsResponse) String() string {
 func (*ExpireCheckoutsResponse) ProtoMessage() {}
 
 func (x *ExpireCheckoutsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[20]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1234,7 @@ func (x *ExpireCheckoutsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireCheckoutsResponse.ProtoReflect.Descriptor instead.
 func (*ExpireCheckoutsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{20}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ExpireCheckoutsResponse) GetExpired() int32 {
@@ -1200,304 +1242,6 @@ func (x *ExpireCheckoutsResponse) GetExpired() int32 {
 		return x.Expired
 	}
 	return 0
-}
-
-type ClaimIdempotencyKeyRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Agent profile URL + operation: keys are unique per agent and operation.
-	Scope string `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
-	Key   string `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
-	// SHA-256 of the request.
-	RequestHash   []byte `protobuf:"bytes,3,opt,name=request_hash,json=requestHash,proto3" json:"request_hash,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ClaimIdempotencyKeyRequest) Reset() {
-	*x = ClaimIdempotencyKeyRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[21]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ClaimIdempotencyKeyRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ClaimIdempotencyKeyRequest) ProtoMessage() {}
-
-func (x *ClaimIdempotencyKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[21]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ClaimIdempotencyKeyRequest.ProtoReflect.Descriptor instead.
-func (*ClaimIdempotencyKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{21}
-}
-
-func (x *ClaimIdempotencyKeyRequest) GetScope() string {
-	if x != nil {
-		return x.Scope
-	}
-	return ""
-}
-
-func (x *ClaimIdempotencyKeyRequest) GetKey() string {
-	if x != nil {
-		return x.Key
-	}
-	return ""
-}
-
-func (x *ClaimIdempotencyKeyRequest) GetRequestHash() []byte {
-	if x != nil {
-		return x.RequestHash
-	}
-	return nil
-}
-
-type ClaimIdempotencyKeyResponse struct {
-	state         protoimpl.MessageState              `protogen:"open.v1"`
-	Outcome       ClaimIdempotencyKeyResponse_Outcome `protobuf:"varint,1,opt,name=outcome,proto3,enum=bcp.checkout.v1.ClaimIdempotencyKeyResponse_Outcome" json:"outcome,omitempty"`
-	Response      []byte                              `protobuf:"bytes,2,opt,name=response,proto3" json:"response,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ClaimIdempotencyKeyResponse) Reset() {
-	*x = ClaimIdempotencyKeyResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[22]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ClaimIdempotencyKeyResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ClaimIdempotencyKeyResponse) ProtoMessage() {}
-
-func (x *ClaimIdempotencyKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[22]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ClaimIdempotencyKeyResponse.ProtoReflect.Descriptor instead.
-func (*ClaimIdempotencyKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{22}
-}
-
-func (x *ClaimIdempotencyKeyResponse) GetOutcome() ClaimIdempotencyKeyResponse_Outcome {
-	if x != nil {
-		return x.Outcome
-	}
-	return ClaimIdempotencyKeyResponse_OUTCOME_UNSPECIFIED
-}
-
-func (x *ClaimIdempotencyKeyResponse) GetResponse() []byte {
-	if x != nil {
-		return x.Response
-	}
-	return nil
-}
-
-type FinishIdempotencyKeyRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Scope         string                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
-	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
-	Response      []byte                 `protobuf:"bytes,3,opt,name=response,proto3" json:"response,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *FinishIdempotencyKeyRequest) Reset() {
-	*x = FinishIdempotencyKeyRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[23]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *FinishIdempotencyKeyRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*FinishIdempotencyKeyRequest) ProtoMessage() {}
-
-func (x *FinishIdempotencyKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[23]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use FinishIdempotencyKeyRequest.ProtoReflect.Descriptor instead.
-func (*FinishIdempotencyKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{23}
-}
-
-func (x *FinishIdempotencyKeyRequest) GetScope() string {
-	if x != nil {
-		return x.Scope
-	}
-	return ""
-}
-
-func (x *FinishIdempotencyKeyRequest) GetKey() string {
-	if x != nil {
-		return x.Key
-	}
-	return ""
-}
-
-func (x *FinishIdempotencyKeyRequest) GetResponse() []byte {
-	if x != nil {
-		return x.Response
-	}
-	return nil
-}
-
-type FinishIdempotencyKeyResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *FinishIdempotencyKeyResponse) Reset() {
-	*x = FinishIdempotencyKeyResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[24]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *FinishIdempotencyKeyResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*FinishIdempotencyKeyResponse) ProtoMessage() {}
-
-func (x *FinishIdempotencyKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[24]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use FinishIdempotencyKeyResponse.ProtoReflect.Descriptor instead.
-func (*FinishIdempotencyKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{24}
-}
-
-type ReleaseIdempotencyKeyRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Scope         string                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
-	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ReleaseIdempotencyKeyRequest) Reset() {
-	*x = ReleaseIdempotencyKeyRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[25]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ReleaseIdempotencyKeyRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ReleaseIdempotencyKeyRequest) ProtoMessage() {}
-
-func (x *ReleaseIdempotencyKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[25]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ReleaseIdempotencyKeyRequest.ProtoReflect.Descriptor instead.
-func (*ReleaseIdempotencyKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{25}
-}
-
-func (x *ReleaseIdempotencyKeyRequest) GetScope() string {
-	if x != nil {
-		return x.Scope
-	}
-	return ""
-}
-
-func (x *ReleaseIdempotencyKeyRequest) GetKey() string {
-	if x != nil {
-		return x.Key
-	}
-	return ""
-}
-
-type ReleaseIdempotencyKeyResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ReleaseIdempotencyKeyResponse) Reset() {
-	*x = ReleaseIdempotencyKeyResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[26]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ReleaseIdempotencyKeyResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ReleaseIdempotencyKeyResponse) ProtoMessage() {}
-
-func (x *ReleaseIdempotencyKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[26]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ReleaseIdempotencyKeyResponse.ProtoReflect.Descriptor instead.
-func (*ReleaseIdempotencyKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{26}
 }
 
 // Stats windows: creation time in [since_unix, until_unix); 0 = open end.
@@ -1511,7 +1255,7 @@ type GetCheckoutStatsRequest struct {
 
 func (x *GetCheckoutStatsRequest) Reset() {
 	*x = GetCheckoutStatsRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[27]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1523,7 +1267,7 @@ func (x *GetCheckoutStatsRequest) String() string {
 func (*GetCheckoutStatsRequest) ProtoMessage() {}
 
 func (x *GetCheckoutStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[27]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1536,7 +1280,7 @@ func (x *GetCheckoutStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckoutStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetCheckoutStatsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{27}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetCheckoutStatsRequest) GetSinceUnix() int64 {
@@ -1566,7 +1310,7 @@ type GetCheckoutStatsResponse struct {
 
 func (x *GetCheckoutStatsResponse) Reset() {
 	*x = GetCheckoutStatsResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[28]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1578,7 +1322,7 @@ func (x *GetCheckoutStatsResponse) String() string {
 func (*GetCheckoutStatsResponse) ProtoMessage() {}
 
 func (x *GetCheckoutStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[28]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1591,7 +1335,7 @@ func (x *GetCheckoutStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckoutStatsResponse.ProtoReflect.Descriptor instead.
 func (*GetCheckoutStatsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{28}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetCheckoutStatsResponse) GetByStatus() []*StatusCount {
@@ -1625,7 +1369,7 @@ type StatusCount struct {
 
 func (x *StatusCount) Reset() {
 	*x = StatusCount{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[29]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1637,7 +1381,7 @@ func (x *StatusCount) String() string {
 func (*StatusCount) ProtoMessage() {}
 
 func (x *StatusCount) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[29]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1650,7 +1394,7 @@ func (x *StatusCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusCount.ProtoReflect.Descriptor instead.
 func (*StatusCount) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{29}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StatusCount) GetStatus() string {
@@ -1678,7 +1422,7 @@ type DayCount struct {
 
 func (x *DayCount) Reset() {
 	*x = DayCount{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[30]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1690,7 +1434,7 @@ func (x *DayCount) String() string {
 func (*DayCount) ProtoMessage() {}
 
 func (x *DayCount) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[30]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1703,7 +1447,7 @@ func (x *DayCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DayCount.ProtoReflect.Descriptor instead.
 func (*DayCount) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{30}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DayCount) GetDay() string {
@@ -1724,14 +1468,15 @@ type CreateCartRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Agent *Agent                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
 	// The "cart" argument (BCP JSON, create shape).
-	CartJson      []byte `protobuf:"bytes,2,opt,name=cart_json,json=cartJson,proto3" json:"cart_json,omitempty"`
+	CartJson      []byte       `protobuf:"bytes,2,opt,name=cart_json,json=cartJson,proto3" json:"cart_json,omitempty"`
+	Idempotency   *Idempotency `protobuf:"bytes,3,opt,name=idempotency,proto3" json:"idempotency,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateCartRequest) Reset() {
 	*x = CreateCartRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[31]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1743,7 +1488,7 @@ func (x *CreateCartRequest) String() string {
 func (*CreateCartRequest) ProtoMessage() {}
 
 func (x *CreateCartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[31]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1756,7 +1501,7 @@ func (x *CreateCartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCartRequest.ProtoReflect.Descriptor instead.
 func (*CreateCartRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{31}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateCartRequest) GetAgent() *Agent {
@@ -1773,6 +1518,13 @@ func (x *CreateCartRequest) GetCartJson() []byte {
 	return nil
 }
 
+func (x *CreateCartRequest) GetIdempotency() *Idempotency {
+	if x != nil {
+		return x.Idempotency
+	}
+	return nil
+}
+
 type CreateCartResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Result        *CartResult            `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
@@ -1782,7 +1534,7 @@ type CreateCartResponse struct {
 
 func (x *CreateCartResponse) Reset() {
 	*x = CreateCartResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[32]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1794,7 +1546,7 @@ func (x *CreateCartResponse) String() string {
 func (*CreateCartResponse) ProtoMessage() {}
 
 func (x *CreateCartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[32]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1807,7 +1559,7 @@ func (x *CreateCartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCartResponse.ProtoReflect.Descriptor instead.
 func (*CreateCartResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{32}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CreateCartResponse) GetResult() *CartResult {
@@ -1827,7 +1579,7 @@ type GetCartRequest struct {
 
 func (x *GetCartRequest) Reset() {
 	*x = GetCartRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[33]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1839,7 +1591,7 @@ func (x *GetCartRequest) String() string {
 func (*GetCartRequest) ProtoMessage() {}
 
 func (x *GetCartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[33]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1852,7 +1604,7 @@ func (x *GetCartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCartRequest.ProtoReflect.Descriptor instead.
 func (*GetCartRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{33}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetCartRequest) GetAgent() *Agent {
@@ -1878,7 +1630,7 @@ type GetCartResponse struct {
 
 func (x *GetCartResponse) Reset() {
 	*x = GetCartResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[34]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1890,7 +1642,7 @@ func (x *GetCartResponse) String() string {
 func (*GetCartResponse) ProtoMessage() {}
 
 func (x *GetCartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[34]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1903,7 +1655,7 @@ func (x *GetCartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCartResponse.ProtoReflect.Descriptor instead.
 func (*GetCartResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{34}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetCartResponse) GetResult() *CartResult {
@@ -1918,14 +1670,15 @@ type UpdateCartRequest struct {
 	Agent *Agent                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
 	Id    string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
 	// The "cart" argument (BCP JSON, update shape; full replacement).
-	CartJson      []byte `protobuf:"bytes,3,opt,name=cart_json,json=cartJson,proto3" json:"cart_json,omitempty"`
+	CartJson      []byte       `protobuf:"bytes,3,opt,name=cart_json,json=cartJson,proto3" json:"cart_json,omitempty"`
+	Idempotency   *Idempotency `protobuf:"bytes,4,opt,name=idempotency,proto3" json:"idempotency,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateCartRequest) Reset() {
 	*x = UpdateCartRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[35]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1937,7 +1690,7 @@ func (x *UpdateCartRequest) String() string {
 func (*UpdateCartRequest) ProtoMessage() {}
 
 func (x *UpdateCartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[35]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1950,7 +1703,7 @@ func (x *UpdateCartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCartRequest.ProtoReflect.Descriptor instead.
 func (*UpdateCartRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{35}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UpdateCartRequest) GetAgent() *Agent {
@@ -1974,6 +1727,13 @@ func (x *UpdateCartRequest) GetCartJson() []byte {
 	return nil
 }
 
+func (x *UpdateCartRequest) GetIdempotency() *Idempotency {
+	if x != nil {
+		return x.Idempotency
+	}
+	return nil
+}
+
 type UpdateCartResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Result        *CartResult            `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
@@ -1983,7 +1743,7 @@ type UpdateCartResponse struct {
 
 func (x *UpdateCartResponse) Reset() {
 	*x = UpdateCartResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[36]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1995,7 +1755,7 @@ func (x *UpdateCartResponse) String() string {
 func (*UpdateCartResponse) ProtoMessage() {}
 
 func (x *UpdateCartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[36]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2008,7 +1768,7 @@ func (x *UpdateCartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCartResponse.ProtoReflect.Descriptor instead.
 func (*UpdateCartResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{36}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UpdateCartResponse) GetResult() *CartResult {
@@ -2022,13 +1782,14 @@ type CancelCartRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Agent         *Agent                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
 	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Idempotency   *Idempotency           `protobuf:"bytes,3,opt,name=idempotency,proto3" json:"idempotency,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CancelCartRequest) Reset() {
 	*x = CancelCartRequest{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[37]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2040,7 +1801,7 @@ func (x *CancelCartRequest) String() string {
 func (*CancelCartRequest) ProtoMessage() {}
 
 func (x *CancelCartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[37]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2053,7 +1814,7 @@ func (x *CancelCartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelCartRequest.ProtoReflect.Descriptor instead.
 func (*CancelCartRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{37}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CancelCartRequest) GetAgent() *Agent {
@@ -2070,6 +1831,13 @@ func (x *CancelCartRequest) GetId() string {
 	return ""
 }
 
+func (x *CancelCartRequest) GetIdempotency() *Idempotency {
+	if x != nil {
+		return x.Idempotency
+	}
+	return nil
+}
+
 type CancelCartResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Result        *CartResult            `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
@@ -2079,7 +1847,7 @@ type CancelCartResponse struct {
 
 func (x *CancelCartResponse) Reset() {
 	*x = CancelCartResponse{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[38]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2091,7 +1859,7 @@ func (x *CancelCartResponse) String() string {
 func (*CancelCartResponse) ProtoMessage() {}
 
 func (x *CancelCartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[38]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2104,7 +1872,7 @@ func (x *CancelCartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelCartResponse.ProtoReflect.Descriptor instead.
 func (*CancelCartResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{38}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CancelCartResponse) GetResult() *CartResult {
@@ -2126,7 +1894,7 @@ type CartResult struct {
 
 func (x *CartResult) Reset() {
 	*x = CartResult{}
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[39]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2138,7 +1906,7 @@ func (x *CartResult) String() string {
 func (*CartResult) ProtoMessage() {}
 
 func (x *CartResult) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[39]
+	mi := &file_bcp_checkout_v1_checkout_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2151,7 +1919,7 @@ func (x *CartResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CartResult.ProtoReflect.Descriptor instead.
 func (*CartResult) Descriptor() ([]byte, []int) {
-	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{39}
+	return file_bcp_checkout_v1_checkout_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CartResult) GetCartJson() []byte {
@@ -2182,26 +1950,34 @@ const file_bcp_checkout_v1_checkout_proto_rawDesc = "" +
 	"\vprofile_url\x18\x01 \x01(\tR\n" +
 	"profileUrl\x12\"\n" +
 	"\fcapabilities\x18\x02 \x03(\tR\fcapabilities\x12\x19\n" +
-	"\bbase_url\x18\x03 \x01(\tR\abaseUrl\"j\n" +
+	"\bbase_url\x18\x03 \x01(\tR\abaseUrl\"X\n" +
+	"\vIdempotency\x12\x14\n" +
+	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x12!\n" +
+	"\frequest_hash\x18\x03 \x01(\fR\vrequestHash\"\xaa\x01\n" +
 	"\x15CreateCheckoutRequest\x12,\n" +
 	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12#\n" +
-	"\rcheckout_json\x18\x02 \x01(\fR\fcheckoutJson\"R\n" +
+	"\rcheckout_json\x18\x02 \x01(\fR\fcheckoutJson\x12>\n" +
+	"\vidempotency\x18\x03 \x01(\v2\x1c.bcp.checkout.v1.IdempotencyR\vidempotency\"R\n" +
 	"\x12GetCheckoutRequest\x12,\n" +
 	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"z\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\xba\x01\n" +
 	"\x15UpdateCheckoutRequest\x12,\n" +
 	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12#\n" +
-	"\rcheckout_json\x18\x03 \x01(\fR\fcheckoutJson\"U\n" +
+	"\rcheckout_json\x18\x03 \x01(\fR\fcheckoutJson\x12>\n" +
+	"\vidempotency\x18\x04 \x01(\v2\x1c.bcp.checkout.v1.IdempotencyR\vidempotency\"\x95\x01\n" +
 	"\x15CancelCheckoutRequest\x12,\n" +
 	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"\xdf\x01\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12>\n" +
+	"\vidempotency\x18\x03 \x01(\v2\x1c.bcp.checkout.v1.IdempotencyR\vidempotency\"\x9f\x02\n" +
 	"\x17CompleteCheckoutRequest\x12,\n" +
 	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12#\n" +
 	"\rcheckout_json\x18\x03 \x01(\fR\fcheckoutJson\x125\n" +
 	"\x17agent_signing_keys_json\x18\x04 \x03(\tR\x14agentSigningKeysJson\x12*\n" +
-	"\x11order_webhook_url\x18\x05 \x01(\tR\x0forderWebhookUrl\"S\n" +
+	"\x11order_webhook_url\x18\x05 \x01(\tR\x0forderWebhookUrl\x12>\n" +
+	"\vidempotency\x18\x06 \x01(\v2\x1c.bcp.checkout.v1.IdempotencyR\vidempotency\"S\n" +
 	"\x18CompleteCheckoutResponse\x127\n" +
 	"\x06result\x18\x01 \x01(\v2\x1f.bcp.checkout.v1.CheckoutResultR\x06result\"V\n" +
 	"\x14SettlePaymentRequest\x12\x1f\n" +
@@ -2243,29 +2019,7 @@ const file_bcp_checkout_v1_checkout_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x18\n" +
 	"\x16ExpireCheckoutsRequest\"3\n" +
 	"\x17ExpireCheckoutsResponse\x12\x18\n" +
-	"\aexpired\x18\x01 \x01(\x05R\aexpired\"g\n" +
-	"\x1aClaimIdempotencyKeyRequest\x12\x14\n" +
-	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x10\n" +
-	"\x03key\x18\x02 \x01(\tR\x03key\x12!\n" +
-	"\frequest_hash\x18\x03 \x01(\fR\vrequestHash\"\x83\x02\n" +
-	"\x1bClaimIdempotencyKeyResponse\x12N\n" +
-	"\aoutcome\x18\x01 \x01(\x0e24.bcp.checkout.v1.ClaimIdempotencyKeyResponse.OutcomeR\aoutcome\x12\x1a\n" +
-	"\bresponse\x18\x02 \x01(\fR\bresponse\"x\n" +
-	"\aOutcome\x12\x17\n" +
-	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n" +
-	"\x0fOUTCOME_EXECUTE\x10\x01\x12\x12\n" +
-	"\x0eOUTCOME_REPLAY\x10\x02\x12\x14\n" +
-	"\x10OUTCOME_CONFLICT\x10\x03\x12\x15\n" +
-	"\x11OUTCOME_IN_FLIGHT\x10\x04\"a\n" +
-	"\x1bFinishIdempotencyKeyRequest\x12\x14\n" +
-	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x10\n" +
-	"\x03key\x18\x02 \x01(\tR\x03key\x12\x1a\n" +
-	"\bresponse\x18\x03 \x01(\fR\bresponse\"\x1e\n" +
-	"\x1cFinishIdempotencyKeyResponse\"F\n" +
-	"\x1cReleaseIdempotencyKeyRequest\x12\x14\n" +
-	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x10\n" +
-	"\x03key\x18\x02 \x01(\tR\x03key\"\x1f\n" +
-	"\x1dReleaseIdempotencyKeyResponse\"W\n" +
+	"\aexpired\x18\x01 \x01(\x05R\aexpired\"W\n" +
 	"\x17GetCheckoutStatsRequest\x12\x1d\n" +
 	"\n" +
 	"since_unix\x18\x01 \x01(\x03R\tsinceUnix\x12\x1d\n" +
@@ -2280,32 +2034,36 @@ const file_bcp_checkout_v1_checkout_proto_rawDesc = "" +
 	"\x05count\x18\x02 \x01(\x03R\x05count\"2\n" +
 	"\bDayCount\x12\x10\n" +
 	"\x03day\x18\x01 \x01(\tR\x03day\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\x03R\x05count\"^\n" +
+	"\x05count\x18\x02 \x01(\x03R\x05count\"\x9e\x01\n" +
 	"\x11CreateCartRequest\x12,\n" +
 	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12\x1b\n" +
-	"\tcart_json\x18\x02 \x01(\fR\bcartJson\"I\n" +
+	"\tcart_json\x18\x02 \x01(\fR\bcartJson\x12>\n" +
+	"\vidempotency\x18\x03 \x01(\v2\x1c.bcp.checkout.v1.IdempotencyR\vidempotency\"I\n" +
 	"\x12CreateCartResponse\x123\n" +
 	"\x06result\x18\x01 \x01(\v2\x1b.bcp.checkout.v1.CartResultR\x06result\"N\n" +
 	"\x0eGetCartRequest\x12,\n" +
 	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\"F\n" +
 	"\x0fGetCartResponse\x123\n" +
-	"\x06result\x18\x01 \x01(\v2\x1b.bcp.checkout.v1.CartResultR\x06result\"n\n" +
+	"\x06result\x18\x01 \x01(\v2\x1b.bcp.checkout.v1.CartResultR\x06result\"\xae\x01\n" +
 	"\x11UpdateCartRequest\x12,\n" +
 	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x1b\n" +
-	"\tcart_json\x18\x03 \x01(\fR\bcartJson\"I\n" +
+	"\tcart_json\x18\x03 \x01(\fR\bcartJson\x12>\n" +
+	"\vidempotency\x18\x04 \x01(\v2\x1c.bcp.checkout.v1.IdempotencyR\vidempotency\"I\n" +
 	"\x12UpdateCartResponse\x123\n" +
-	"\x06result\x18\x01 \x01(\v2\x1b.bcp.checkout.v1.CartResultR\x06result\"Q\n" +
+	"\x06result\x18\x01 \x01(\v2\x1b.bcp.checkout.v1.CartResultR\x06result\"\x91\x01\n" +
 	"\x11CancelCartRequest\x12,\n" +
 	"\x05agent\x18\x01 \x01(\v2\x16.bcp.checkout.v1.AgentR\x05agent\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"I\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12>\n" +
+	"\vidempotency\x18\x03 \x01(\v2\x1c.bcp.checkout.v1.IdempotencyR\vidempotency\"I\n" +
 	"\x12CancelCartResponse\x123\n" +
 	"\x06result\x18\x01 \x01(\v2\x1b.bcp.checkout.v1.CartResultR\x06result\"P\n" +
 	"\n" +
 	"CartResult\x12\x1b\n" +
 	"\tcart_json\x18\x01 \x01(\fR\bcartJson\x12%\n" +
-	"\x0eerror_response\x18\x02 \x01(\bR\rerrorResponse2\x9c\r\n" +
+	"\x0eerror_response\x18\x02 \x01(\bR\rerrorResponse2\xbd\n" +
+	"\n" +
 	"\x0fCheckoutService\x12H\n" +
 	"\x04Ping\x12\x1c.bcp.checkout.v1.PingRequest\x1a\x1d.bcp.checkout.v1.PingResponse\"\x03\x90\x02\x01\x12a\n" +
 	"\x0eCreateCheckout\x12&.bcp.checkout.v1.CreateCheckoutRequest\x1a'.bcp.checkout.v1.CreateCheckoutResponse\x12]\n" +
@@ -2313,10 +2071,7 @@ const file_bcp_checkout_v1_checkout_proto_rawDesc = "" +
 	"\x0eUpdateCheckout\x12&.bcp.checkout.v1.UpdateCheckoutRequest\x1a'.bcp.checkout.v1.UpdateCheckoutResponse\x12a\n" +
 	"\x0eCancelCheckout\x12&.bcp.checkout.v1.CancelCheckoutRequest\x1a'.bcp.checkout.v1.CancelCheckoutResponse\x12g\n" +
 	"\x10CompleteCheckout\x12(.bcp.checkout.v1.CompleteCheckoutRequest\x1a).bcp.checkout.v1.CompleteCheckoutResponse\x12^\n" +
-	"\rSettlePayment\x12%.bcp.checkout.v1.SettlePaymentRequest\x1a&.bcp.checkout.v1.SettlePaymentResponse\x12p\n" +
-	"\x13ClaimIdempotencyKey\x12+.bcp.checkout.v1.ClaimIdempotencyKeyRequest\x1a,.bcp.checkout.v1.ClaimIdempotencyKeyResponse\x12s\n" +
-	"\x14FinishIdempotencyKey\x12,.bcp.checkout.v1.FinishIdempotencyKeyRequest\x1a-.bcp.checkout.v1.FinishIdempotencyKeyResponse\x12v\n" +
-	"\x15ReleaseIdempotencyKey\x12-.bcp.checkout.v1.ReleaseIdempotencyKeyRequest\x1a..bcp.checkout.v1.ReleaseIdempotencyKeyResponse\x12c\n" +
+	"\rSettlePayment\x12%.bcp.checkout.v1.SettlePaymentRequest\x1a&.bcp.checkout.v1.SettlePaymentResponse\x12c\n" +
 	"\rListCheckouts\x12%.bcp.checkout.v1.ListCheckoutsRequest\x1a&.bcp.checkout.v1.ListCheckoutsResponse\"\x03\x90\x02\x01\x12d\n" +
 	"\x0fExpireCheckouts\x12'.bcp.checkout.v1.ExpireCheckoutsRequest\x1a(.bcp.checkout.v1.ExpireCheckoutsResponse\x12l\n" +
 	"\x10GetCheckoutStats\x12(.bcp.checkout.v1.GetCheckoutStatsRequest\x1a).bcp.checkout.v1.GetCheckoutStatsResponse\"\x03\x90\x02\x01\x12U\n" +
@@ -2341,113 +2096,106 @@ func file_bcp_checkout_v1_checkout_proto_rawDescGZIP() []byte {
 	return file_bcp_checkout_v1_checkout_proto_rawDescData
 }
 
-var file_bcp_checkout_v1_checkout_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_bcp_checkout_v1_checkout_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_bcp_checkout_v1_checkout_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_bcp_checkout_v1_checkout_proto_goTypes = []any{
-	(ClaimIdempotencyKeyResponse_Outcome)(0), // 0: bcp.checkout.v1.ClaimIdempotencyKeyResponse.Outcome
-	(*PingRequest)(nil),                      // 1: bcp.checkout.v1.PingRequest
-	(*PingResponse)(nil),                     // 2: bcp.checkout.v1.PingResponse
-	(*Agent)(nil),                            // 3: bcp.checkout.v1.Agent
-	(*CreateCheckoutRequest)(nil),            // 4: bcp.checkout.v1.CreateCheckoutRequest
-	(*GetCheckoutRequest)(nil),               // 5: bcp.checkout.v1.GetCheckoutRequest
-	(*UpdateCheckoutRequest)(nil),            // 6: bcp.checkout.v1.UpdateCheckoutRequest
-	(*CancelCheckoutRequest)(nil),            // 7: bcp.checkout.v1.CancelCheckoutRequest
-	(*CompleteCheckoutRequest)(nil),          // 8: bcp.checkout.v1.CompleteCheckoutRequest
-	(*CompleteCheckoutResponse)(nil),         // 9: bcp.checkout.v1.CompleteCheckoutResponse
-	(*SettlePaymentRequest)(nil),             // 10: bcp.checkout.v1.SettlePaymentRequest
-	(*SettlePaymentResponse)(nil),            // 11: bcp.checkout.v1.SettlePaymentResponse
-	(*CreateCheckoutResponse)(nil),           // 12: bcp.checkout.v1.CreateCheckoutResponse
-	(*GetCheckoutResponse)(nil),              // 13: bcp.checkout.v1.GetCheckoutResponse
-	(*UpdateCheckoutResponse)(nil),           // 14: bcp.checkout.v1.UpdateCheckoutResponse
-	(*CancelCheckoutResponse)(nil),           // 15: bcp.checkout.v1.CancelCheckoutResponse
-	(*CheckoutResult)(nil),                   // 16: bcp.checkout.v1.CheckoutResult
-	(*CheckoutSummary)(nil),                  // 17: bcp.checkout.v1.CheckoutSummary
-	(*ListCheckoutsRequest)(nil),             // 18: bcp.checkout.v1.ListCheckoutsRequest
-	(*ListCheckoutsResponse)(nil),            // 19: bcp.checkout.v1.ListCheckoutsResponse
-	(*ExpireCheckoutsRequest)(nil),           // 20: bcp.checkout.v1.ExpireCheckoutsRequest
-	(*ExpireCheckoutsResponse)(nil),          // 21: bcp.checkout.v1.ExpireCheckoutsResponse
-	(*ClaimIdempotencyKeyRequest)(nil),       // 22: bcp.checkout.v1.ClaimIdempotencyKeyRequest
-	(*ClaimIdempotencyKeyResponse)(nil),      // 23: bcp.checkout.v1.ClaimIdempotencyKeyResponse
-	(*FinishIdempotencyKeyRequest)(nil),      // 24: bcp.checkout.v1.FinishIdempotencyKeyRequest
-	(*FinishIdempotencyKeyResponse)(nil),     // 25: bcp.checkout.v1.FinishIdempotencyKeyResponse
-	(*ReleaseIdempotencyKeyRequest)(nil),     // 26: bcp.checkout.v1.ReleaseIdempotencyKeyRequest
-	(*ReleaseIdempotencyKeyResponse)(nil),    // 27: bcp.checkout.v1.ReleaseIdempotencyKeyResponse
-	(*GetCheckoutStatsRequest)(nil),          // 28: bcp.checkout.v1.GetCheckoutStatsRequest
-	(*GetCheckoutStatsResponse)(nil),         // 29: bcp.checkout.v1.GetCheckoutStatsResponse
-	(*StatusCount)(nil),                      // 30: bcp.checkout.v1.StatusCount
-	(*DayCount)(nil),                         // 31: bcp.checkout.v1.DayCount
-	(*CreateCartRequest)(nil),                // 32: bcp.checkout.v1.CreateCartRequest
-	(*CreateCartResponse)(nil),               // 33: bcp.checkout.v1.CreateCartResponse
-	(*GetCartRequest)(nil),                   // 34: bcp.checkout.v1.GetCartRequest
-	(*GetCartResponse)(nil),                  // 35: bcp.checkout.v1.GetCartResponse
-	(*UpdateCartRequest)(nil),                // 36: bcp.checkout.v1.UpdateCartRequest
-	(*UpdateCartResponse)(nil),               // 37: bcp.checkout.v1.UpdateCartResponse
-	(*CancelCartRequest)(nil),                // 38: bcp.checkout.v1.CancelCartRequest
-	(*CancelCartResponse)(nil),               // 39: bcp.checkout.v1.CancelCartResponse
-	(*CartResult)(nil),                       // 40: bcp.checkout.v1.CartResult
+	(*PingRequest)(nil),              // 0: bcp.checkout.v1.PingRequest
+	(*PingResponse)(nil),             // 1: bcp.checkout.v1.PingResponse
+	(*Agent)(nil),                    // 2: bcp.checkout.v1.Agent
+	(*Idempotency)(nil),              // 3: bcp.checkout.v1.Idempotency
+	(*CreateCheckoutRequest)(nil),    // 4: bcp.checkout.v1.CreateCheckoutRequest
+	(*GetCheckoutRequest)(nil),       // 5: bcp.checkout.v1.GetCheckoutRequest
+	(*UpdateCheckoutRequest)(nil),    // 6: bcp.checkout.v1.UpdateCheckoutRequest
+	(*CancelCheckoutRequest)(nil),    // 7: bcp.checkout.v1.CancelCheckoutRequest
+	(*CompleteCheckoutRequest)(nil),  // 8: bcp.checkout.v1.CompleteCheckoutRequest
+	(*CompleteCheckoutResponse)(nil), // 9: bcp.checkout.v1.CompleteCheckoutResponse
+	(*SettlePaymentRequest)(nil),     // 10: bcp.checkout.v1.SettlePaymentRequest
+	(*SettlePaymentResponse)(nil),    // 11: bcp.checkout.v1.SettlePaymentResponse
+	(*CreateCheckoutResponse)(nil),   // 12: bcp.checkout.v1.CreateCheckoutResponse
+	(*GetCheckoutResponse)(nil),      // 13: bcp.checkout.v1.GetCheckoutResponse
+	(*UpdateCheckoutResponse)(nil),   // 14: bcp.checkout.v1.UpdateCheckoutResponse
+	(*CancelCheckoutResponse)(nil),   // 15: bcp.checkout.v1.CancelCheckoutResponse
+	(*CheckoutResult)(nil),           // 16: bcp.checkout.v1.CheckoutResult
+	(*CheckoutSummary)(nil),          // 17: bcp.checkout.v1.CheckoutSummary
+	(*ListCheckoutsRequest)(nil),     // 18: bcp.checkout.v1.ListCheckoutsRequest
+	(*ListCheckoutsResponse)(nil),    // 19: bcp.checkout.v1.ListCheckoutsResponse
+	(*ExpireCheckoutsRequest)(nil),   // 20: bcp.checkout.v1.ExpireCheckoutsRequest
+	(*ExpireCheckoutsResponse)(nil),  // 21: bcp.checkout.v1.ExpireCheckoutsResponse
+	(*GetCheckoutStatsRequest)(nil),  // 22: bcp.checkout.v1.GetCheckoutStatsRequest
+	(*GetCheckoutStatsResponse)(nil), // 23: bcp.checkout.v1.GetCheckoutStatsResponse
+	(*StatusCount)(nil),              // 24: bcp.checkout.v1.StatusCount
+	(*DayCount)(nil),                 // 25: bcp.checkout.v1.DayCount
+	(*CreateCartRequest)(nil),        // 26: bcp.checkout.v1.CreateCartRequest
+	(*CreateCartResponse)(nil),       // 27: bcp.checkout.v1.CreateCartResponse
+	(*GetCartRequest)(nil),           // 28: bcp.checkout.v1.GetCartRequest
+	(*GetCartResponse)(nil),          // 29: bcp.checkout.v1.GetCartResponse
+	(*UpdateCartRequest)(nil),        // 30: bcp.checkout.v1.UpdateCartRequest
+	(*UpdateCartResponse)(nil),       // 31: bcp.checkout.v1.UpdateCartResponse
+	(*CancelCartRequest)(nil),        // 32: bcp.checkout.v1.CancelCartRequest
+	(*CancelCartResponse)(nil),       // 33: bcp.checkout.v1.CancelCartResponse
+	(*CartResult)(nil),               // 34: bcp.checkout.v1.CartResult
 }
 var file_bcp_checkout_v1_checkout_proto_depIdxs = []int32{
-	3,  // 0: bcp.checkout.v1.CreateCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
-	3,  // 1: bcp.checkout.v1.GetCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
-	3,  // 2: bcp.checkout.v1.UpdateCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
-	3,  // 3: bcp.checkout.v1.CancelCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
-	3,  // 4: bcp.checkout.v1.CompleteCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
-	16, // 5: bcp.checkout.v1.CompleteCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
-	16, // 6: bcp.checkout.v1.CreateCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
-	16, // 7: bcp.checkout.v1.GetCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
-	16, // 8: bcp.checkout.v1.UpdateCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
-	16, // 9: bcp.checkout.v1.CancelCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
-	17, // 10: bcp.checkout.v1.ListCheckoutsResponse.checkouts:type_name -> bcp.checkout.v1.CheckoutSummary
-	0,  // 11: bcp.checkout.v1.ClaimIdempotencyKeyResponse.outcome:type_name -> bcp.checkout.v1.ClaimIdempotencyKeyResponse.Outcome
-	30, // 12: bcp.checkout.v1.GetCheckoutStatsResponse.by_status:type_name -> bcp.checkout.v1.StatusCount
-	31, // 13: bcp.checkout.v1.GetCheckoutStatsResponse.created_per_day:type_name -> bcp.checkout.v1.DayCount
-	3,  // 14: bcp.checkout.v1.CreateCartRequest.agent:type_name -> bcp.checkout.v1.Agent
-	40, // 15: bcp.checkout.v1.CreateCartResponse.result:type_name -> bcp.checkout.v1.CartResult
-	3,  // 16: bcp.checkout.v1.GetCartRequest.agent:type_name -> bcp.checkout.v1.Agent
-	40, // 17: bcp.checkout.v1.GetCartResponse.result:type_name -> bcp.checkout.v1.CartResult
-	3,  // 18: bcp.checkout.v1.UpdateCartRequest.agent:type_name -> bcp.checkout.v1.Agent
-	40, // 19: bcp.checkout.v1.UpdateCartResponse.result:type_name -> bcp.checkout.v1.CartResult
-	3,  // 20: bcp.checkout.v1.CancelCartRequest.agent:type_name -> bcp.checkout.v1.Agent
-	40, // 21: bcp.checkout.v1.CancelCartResponse.result:type_name -> bcp.checkout.v1.CartResult
-	1,  // 22: bcp.checkout.v1.CheckoutService.Ping:input_type -> bcp.checkout.v1.PingRequest
-	4,  // 23: bcp.checkout.v1.CheckoutService.CreateCheckout:input_type -> bcp.checkout.v1.CreateCheckoutRequest
-	5,  // 24: bcp.checkout.v1.CheckoutService.GetCheckout:input_type -> bcp.checkout.v1.GetCheckoutRequest
-	6,  // 25: bcp.checkout.v1.CheckoutService.UpdateCheckout:input_type -> bcp.checkout.v1.UpdateCheckoutRequest
-	7,  // 26: bcp.checkout.v1.CheckoutService.CancelCheckout:input_type -> bcp.checkout.v1.CancelCheckoutRequest
-	8,  // 27: bcp.checkout.v1.CheckoutService.CompleteCheckout:input_type -> bcp.checkout.v1.CompleteCheckoutRequest
-	10, // 28: bcp.checkout.v1.CheckoutService.SettlePayment:input_type -> bcp.checkout.v1.SettlePaymentRequest
-	22, // 29: bcp.checkout.v1.CheckoutService.ClaimIdempotencyKey:input_type -> bcp.checkout.v1.ClaimIdempotencyKeyRequest
-	24, // 30: bcp.checkout.v1.CheckoutService.FinishIdempotencyKey:input_type -> bcp.checkout.v1.FinishIdempotencyKeyRequest
-	26, // 31: bcp.checkout.v1.CheckoutService.ReleaseIdempotencyKey:input_type -> bcp.checkout.v1.ReleaseIdempotencyKeyRequest
-	18, // 32: bcp.checkout.v1.CheckoutService.ListCheckouts:input_type -> bcp.checkout.v1.ListCheckoutsRequest
-	20, // 33: bcp.checkout.v1.CheckoutService.ExpireCheckouts:input_type -> bcp.checkout.v1.ExpireCheckoutsRequest
-	28, // 34: bcp.checkout.v1.CheckoutService.GetCheckoutStats:input_type -> bcp.checkout.v1.GetCheckoutStatsRequest
-	32, // 35: bcp.checkout.v1.CheckoutService.CreateCart:input_type -> bcp.checkout.v1.CreateCartRequest
-	34, // 36: bcp.checkout.v1.CheckoutService.GetCart:input_type -> bcp.checkout.v1.GetCartRequest
-	36, // 37: bcp.checkout.v1.CheckoutService.UpdateCart:input_type -> bcp.checkout.v1.UpdateCartRequest
-	38, // 38: bcp.checkout.v1.CheckoutService.CancelCart:input_type -> bcp.checkout.v1.CancelCartRequest
-	2,  // 39: bcp.checkout.v1.CheckoutService.Ping:output_type -> bcp.checkout.v1.PingResponse
-	12, // 40: bcp.checkout.v1.CheckoutService.CreateCheckout:output_type -> bcp.checkout.v1.CreateCheckoutResponse
-	13, // 41: bcp.checkout.v1.CheckoutService.GetCheckout:output_type -> bcp.checkout.v1.GetCheckoutResponse
-	14, // 42: bcp.checkout.v1.CheckoutService.UpdateCheckout:output_type -> bcp.checkout.v1.UpdateCheckoutResponse
-	15, // 43: bcp.checkout.v1.CheckoutService.CancelCheckout:output_type -> bcp.checkout.v1.CancelCheckoutResponse
-	9,  // 44: bcp.checkout.v1.CheckoutService.CompleteCheckout:output_type -> bcp.checkout.v1.CompleteCheckoutResponse
-	11, // 45: bcp.checkout.v1.CheckoutService.SettlePayment:output_type -> bcp.checkout.v1.SettlePaymentResponse
-	23, // 46: bcp.checkout.v1.CheckoutService.ClaimIdempotencyKey:output_type -> bcp.checkout.v1.ClaimIdempotencyKeyResponse
-	25, // 47: bcp.checkout.v1.CheckoutService.FinishIdempotencyKey:output_type -> bcp.checkout.v1.FinishIdempotencyKeyResponse
-	27, // 48: bcp.checkout.v1.CheckoutService.ReleaseIdempotencyKey:output_type -> bcp.checkout.v1.ReleaseIdempotencyKeyResponse
+	2,  // 0: bcp.checkout.v1.CreateCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
+	3,  // 1: bcp.checkout.v1.CreateCheckoutRequest.idempotency:type_name -> bcp.checkout.v1.Idempotency
+	2,  // 2: bcp.checkout.v1.GetCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
+	2,  // 3: bcp.checkout.v1.UpdateCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
+	3,  // 4: bcp.checkout.v1.UpdateCheckoutRequest.idempotency:type_name -> bcp.checkout.v1.Idempotency
+	2,  // 5: bcp.checkout.v1.CancelCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
+	3,  // 6: bcp.checkout.v1.CancelCheckoutRequest.idempotency:type_name -> bcp.checkout.v1.Idempotency
+	2,  // 7: bcp.checkout.v1.CompleteCheckoutRequest.agent:type_name -> bcp.checkout.v1.Agent
+	3,  // 8: bcp.checkout.v1.CompleteCheckoutRequest.idempotency:type_name -> bcp.checkout.v1.Idempotency
+	16, // 9: bcp.checkout.v1.CompleteCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	16, // 10: bcp.checkout.v1.CreateCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	16, // 11: bcp.checkout.v1.GetCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	16, // 12: bcp.checkout.v1.UpdateCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	16, // 13: bcp.checkout.v1.CancelCheckoutResponse.result:type_name -> bcp.checkout.v1.CheckoutResult
+	17, // 14: bcp.checkout.v1.ListCheckoutsResponse.checkouts:type_name -> bcp.checkout.v1.CheckoutSummary
+	24, // 15: bcp.checkout.v1.GetCheckoutStatsResponse.by_status:type_name -> bcp.checkout.v1.StatusCount
+	25, // 16: bcp.checkout.v1.GetCheckoutStatsResponse.created_per_day:type_name -> bcp.checkout.v1.DayCount
+	2,  // 17: bcp.checkout.v1.CreateCartRequest.agent:type_name -> bcp.checkout.v1.Agent
+	3,  // 18: bcp.checkout.v1.CreateCartRequest.idempotency:type_name -> bcp.checkout.v1.Idempotency
+	34, // 19: bcp.checkout.v1.CreateCartResponse.result:type_name -> bcp.checkout.v1.CartResult
+	2,  // 20: bcp.checkout.v1.GetCartRequest.agent:type_name -> bcp.checkout.v1.Agent
+	34, // 21: bcp.checkout.v1.GetCartResponse.result:type_name -> bcp.checkout.v1.CartResult
+	2,  // 22: bcp.checkout.v1.UpdateCartRequest.agent:type_name -> bcp.checkout.v1.Agent
+	3,  // 23: bcp.checkout.v1.UpdateCartRequest.idempotency:type_name -> bcp.checkout.v1.Idempotency
+	34, // 24: bcp.checkout.v1.UpdateCartResponse.result:type_name -> bcp.checkout.v1.CartResult
+	2,  // 25: bcp.checkout.v1.CancelCartRequest.agent:type_name -> bcp.checkout.v1.Agent
+	3,  // 26: bcp.checkout.v1.CancelCartRequest.idempotency:type_name -> bcp.checkout.v1.Idempotency
+	34, // 27: bcp.checkout.v1.CancelCartResponse.result:type_name -> bcp.checkout.v1.CartResult
+	0,  // 28: bcp.checkout.v1.CheckoutService.Ping:input_type -> bcp.checkout.v1.PingRequest
+	4,  // 29: bcp.checkout.v1.CheckoutService.CreateCheckout:input_type -> bcp.checkout.v1.CreateCheckoutRequest
+	5,  // 30: bcp.checkout.v1.CheckoutService.GetCheckout:input_type -> bcp.checkout.v1.GetCheckoutRequest
+	6,  // 31: bcp.checkout.v1.CheckoutService.UpdateCheckout:input_type -> bcp.checkout.v1.UpdateCheckoutRequest
+	7,  // 32: bcp.checkout.v1.CheckoutService.CancelCheckout:input_type -> bcp.checkout.v1.CancelCheckoutRequest
+	8,  // 33: bcp.checkout.v1.CheckoutService.CompleteCheckout:input_type -> bcp.checkout.v1.CompleteCheckoutRequest
+	10, // 34: bcp.checkout.v1.CheckoutService.SettlePayment:input_type -> bcp.checkout.v1.SettlePaymentRequest
+	18, // 35: bcp.checkout.v1.CheckoutService.ListCheckouts:input_type -> bcp.checkout.v1.ListCheckoutsRequest
+	20, // 36: bcp.checkout.v1.CheckoutService.ExpireCheckouts:input_type -> bcp.checkout.v1.ExpireCheckoutsRequest
+	22, // 37: bcp.checkout.v1.CheckoutService.GetCheckoutStats:input_type -> bcp.checkout.v1.GetCheckoutStatsRequest
+	26, // 38: bcp.checkout.v1.CheckoutService.CreateCart:input_type -> bcp.checkout.v1.CreateCartRequest
+	28, // 39: bcp.checkout.v1.CheckoutService.GetCart:input_type -> bcp.checkout.v1.GetCartRequest
+	30, // 40: bcp.checkout.v1.CheckoutService.UpdateCart:input_type -> bcp.checkout.v1.UpdateCartRequest
+	32, // 41: bcp.checkout.v1.CheckoutService.CancelCart:input_type -> bcp.checkout.v1.CancelCartRequest
+	1,  // 42: bcp.checkout.v1.CheckoutService.Ping:output_type -> bcp.checkout.v1.PingResponse
+	12, // 43: bcp.checkout.v1.CheckoutService.CreateCheckout:output_type -> bcp.checkout.v1.CreateCheckoutResponse
+	13, // 44: bcp.checkout.v1.CheckoutService.GetCheckout:output_type -> bcp.checkout.v1.GetCheckoutResponse
+	14, // 45: bcp.checkout.v1.CheckoutService.UpdateCheckout:output_type -> bcp.checkout.v1.UpdateCheckoutResponse
+	15, // 46: bcp.checkout.v1.CheckoutService.CancelCheckout:output_type -> bcp.checkout.v1.CancelCheckoutResponse
+	9,  // 47: bcp.checkout.v1.CheckoutService.CompleteCheckout:output_type -> bcp.checkout.v1.CompleteCheckoutResponse
+	11, // 48: bcp.checkout.v1.CheckoutService.SettlePayment:output_type -> bcp.checkout.v1.SettlePaymentResponse
 	19, // 49: bcp.checkout.v1.CheckoutService.ListCheckouts:output_type -> bcp.checkout.v1.ListCheckoutsResponse
 	21, // 50: bcp.checkout.v1.CheckoutService.ExpireCheckouts:output_type -> bcp.checkout.v1.ExpireCheckoutsResponse
-	29, // 51: bcp.checkout.v1.CheckoutService.GetCheckoutStats:output_type -> bcp.checkout.v1.GetCheckoutStatsResponse
-	33, // 52: bcp.checkout.v1.CheckoutService.CreateCart:output_type -> bcp.checkout.v1.CreateCartResponse
-	35, // 53: bcp.checkout.v1.CheckoutService.GetCart:output_type -> bcp.checkout.v1.GetCartResponse
-	37, // 54: bcp.checkout.v1.CheckoutService.UpdateCart:output_type -> bcp.checkout.v1.UpdateCartResponse
-	39, // 55: bcp.checkout.v1.CheckoutService.CancelCart:output_type -> bcp.checkout.v1.CancelCartResponse
-	39, // [39:56] is the sub-list for method output_type
-	22, // [22:39] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	23, // 51: bcp.checkout.v1.CheckoutService.GetCheckoutStats:output_type -> bcp.checkout.v1.GetCheckoutStatsResponse
+	27, // 52: bcp.checkout.v1.CheckoutService.CreateCart:output_type -> bcp.checkout.v1.CreateCartResponse
+	29, // 53: bcp.checkout.v1.CheckoutService.GetCart:output_type -> bcp.checkout.v1.GetCartResponse
+	31, // 54: bcp.checkout.v1.CheckoutService.UpdateCart:output_type -> bcp.checkout.v1.UpdateCartResponse
+	33, // 55: bcp.checkout.v1.CheckoutService.CancelCart:output_type -> bcp.checkout.v1.CancelCartResponse
+	42, // [42:56] is the sub-list for method output_type
+	28, // [28:42] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_bcp_checkout_v1_checkout_proto_init() }
@@ -2460,14 +2208,13 @@ func file_bcp_checkout_v1_checkout_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_checkout_v1_checkout_proto_rawDesc), len(file_bcp_checkout_v1_checkout_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   40,
+			NumEnums:      0,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_bcp_checkout_v1_checkout_proto_goTypes,
 		DependencyIndexes: file_bcp_checkout_v1_checkout_proto_depIdxs,
-		EnumInfos:         file_bcp_checkout_v1_checkout_proto_enumTypes,
 		MessageInfos:      file_bcp_checkout_v1_checkout_proto_msgTypes,
 	}.Build()
 	File_bcp_checkout_v1_checkout_proto = out.File

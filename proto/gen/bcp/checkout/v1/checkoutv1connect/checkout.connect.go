@@ -53,15 +53,6 @@ const (
 	// CheckoutServiceSettlePaymentProcedure is the fully-qualified name of the CheckoutService's
 	// SettlePayment RPC.
 	CheckoutServiceSettlePaymentProcedure = "/bcp.checkout.v1.CheckoutService/SettlePayment"
-	// CheckoutServiceClaimIdempotencyKeyProcedure is the fully-qualified name of the CheckoutService's
-	// ClaimIdempotencyKey RPC.
-	CheckoutServiceClaimIdempotencyKeyProcedure = "/bcp.checkout.v1.CheckoutService/ClaimIdempotencyKey"
-	// CheckoutServiceFinishIdempotencyKeyProcedure is the fully-qualified name of the CheckoutService's
-	// FinishIdempotencyKey RPC.
-	CheckoutServiceFinishIdempotencyKeyProcedure = "/bcp.checkout.v1.CheckoutService/FinishIdempotencyKey"
-	// CheckoutServiceReleaseIdempotencyKeyProcedure is the fully-qualified name of the
-	// CheckoutService's ReleaseIdempotencyKey RPC.
-	CheckoutServiceReleaseIdempotencyKeyProcedure = "/bcp.checkout.v1.CheckoutService/ReleaseIdempotencyKey"
 	// CheckoutServiceListCheckoutsProcedure is the fully-qualified name of the CheckoutService's
 	// ListCheckouts RPC.
 	CheckoutServiceListCheckoutsProcedure = "/bcp.checkout.v1.CheckoutService/ListCheckouts"
@@ -101,16 +92,6 @@ type CheckoutServiceClient interface {
 	// completes (creating the order exactly once) or reopens. Idempotent;
 	// called by the payments service's jobs.
 	SettlePayment(context.Context, *connect.Request[v1.SettlePaymentRequest]) (*connect.Response[v1.SettlePaymentResponse], error)
-	// ClaimIdempotencyKey records an agent request's idempotency key (the
-	// edge calls it before executing the request). The answer says whether
-	// to execute, replay a stored response, refuse (same key, different
-	// request) or wait (the first request is still running).
-	ClaimIdempotencyKey(context.Context, *connect.Request[v1.ClaimIdempotencyKeyRequest]) (*connect.Response[v1.ClaimIdempotencyKeyResponse], error)
-	// FinishIdempotencyKey stores the response of an executed request.
-	FinishIdempotencyKey(context.Context, *connect.Request[v1.FinishIdempotencyKeyRequest]) (*connect.Response[v1.FinishIdempotencyKeyResponse], error)
-	// ReleaseIdempotencyKey forgets a claim whose request produced no
-	// outcome (e.g. a dependency was down), so a retry executes.
-	ReleaseIdempotencyKey(context.Context, *connect.Request[v1.ReleaseIdempotencyKeyRequest]) (*connect.Response[v1.ReleaseIdempotencyKeyResponse], error)
 	// ListCheckouts is for the merchant admin.
 	ListCheckouts(context.Context, *connect.Request[v1.ListCheckoutsRequest]) (*connect.Response[v1.ListCheckoutsResponse], error)
 	// ExpireCheckouts cancels this tenant's sessions past expires_at (run by
@@ -185,24 +166,6 @@ func NewCheckoutServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithSchema(checkoutServiceMethods.ByName("SettlePayment")),
 			connect.WithClientOptions(opts...),
 		),
-		claimIdempotencyKey: connect.NewClient[v1.ClaimIdempotencyKeyRequest, v1.ClaimIdempotencyKeyResponse](
-			httpClient,
-			baseURL+CheckoutServiceClaimIdempotencyKeyProcedure,
-			connect.WithSchema(checkoutServiceMethods.ByName("ClaimIdempotencyKey")),
-			connect.WithClientOptions(opts...),
-		),
-		finishIdempotencyKey: connect.NewClient[v1.FinishIdempotencyKeyRequest, v1.FinishIdempotencyKeyResponse](
-			httpClient,
-			baseURL+CheckoutServiceFinishIdempotencyKeyProcedure,
-			connect.WithSchema(checkoutServiceMethods.ByName("FinishIdempotencyKey")),
-			connect.WithClientOptions(opts...),
-		),
-		releaseIdempotencyKey: connect.NewClient[v1.ReleaseIdempotencyKeyRequest, v1.ReleaseIdempotencyKeyResponse](
-			httpClient,
-			baseURL+CheckoutServiceReleaseIdempotencyKeyProcedure,
-			connect.WithSchema(checkoutServiceMethods.ByName("ReleaseIdempotencyKey")),
-			connect.WithClientOptions(opts...),
-		),
 		listCheckouts: connect.NewClient[v1.ListCheckoutsRequest, v1.ListCheckoutsResponse](
 			httpClient,
 			baseURL+CheckoutServiceListCheckoutsProcedure,
@@ -253,23 +216,20 @@ func NewCheckoutServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 
 // checkoutServiceClient implements CheckoutServiceClient.
 type checkoutServiceClient struct {
-	ping                  *connect.Client[v1.PingRequest, v1.PingResponse]
-	createCheckout        *connect.Client[v1.CreateCheckoutRequest, v1.CreateCheckoutResponse]
-	getCheckout           *connect.Client[v1.GetCheckoutRequest, v1.GetCheckoutResponse]
-	updateCheckout        *connect.Client[v1.UpdateCheckoutRequest, v1.UpdateCheckoutResponse]
-	cancelCheckout        *connect.Client[v1.CancelCheckoutRequest, v1.CancelCheckoutResponse]
-	completeCheckout      *connect.Client[v1.CompleteCheckoutRequest, v1.CompleteCheckoutResponse]
-	settlePayment         *connect.Client[v1.SettlePaymentRequest, v1.SettlePaymentResponse]
-	claimIdempotencyKey   *connect.Client[v1.ClaimIdempotencyKeyRequest, v1.ClaimIdempotencyKeyResponse]
-	finishIdempotencyKey  *connect.Client[v1.FinishIdempotencyKeyRequest, v1.FinishIdempotencyKeyResponse]
-	releaseIdempotencyKey *connect.Client[v1.ReleaseIdempotencyKeyRequest, v1.ReleaseIdempotencyKeyResponse]
-	listCheckouts         *connect.Client[v1.ListCheckoutsRequest, v1.ListCheckoutsResponse]
-	expireCheckouts       *connect.Client[v1.ExpireCheckoutsRequest, v1.ExpireCheckoutsResponse]
-	getCheckoutStats      *connect.Client[v1.GetCheckoutStatsRequest, v1.GetCheckoutStatsResponse]
-	createCart            *connect.Client[v1.CreateCartRequest, v1.CreateCartResponse]
-	getCart               *connect.Client[v1.GetCartRequest, v1.GetCartResponse]
-	updateCart            *connect.Client[v1.UpdateCartRequest, v1.UpdateCartResponse]
-	cancelCart            *connect.Client[v1.CancelCartRequest, v1.CancelCartResponse]
+	ping             *connect.Client[v1.PingRequest, v1.PingResponse]
+	createCheckout   *connect.Client[v1.CreateCheckoutRequest, v1.CreateCheckoutResponse]
+	getCheckout      *connect.Client[v1.GetCheckoutRequest, v1.GetCheckoutResponse]
+	updateCheckout   *connect.Client[v1.UpdateCheckoutRequest, v1.UpdateCheckoutResponse]
+	cancelCheckout   *connect.Client[v1.CancelCheckoutRequest, v1.CancelCheckoutResponse]
+	completeCheckout *connect.Client[v1.CompleteCheckoutRequest, v1.CompleteCheckoutResponse]
+	settlePayment    *connect.Client[v1.SettlePaymentRequest, v1.SettlePaymentResponse]
+	listCheckouts    *connect.Client[v1.ListCheckoutsRequest, v1.ListCheckoutsResponse]
+	expireCheckouts  *connect.Client[v1.ExpireCheckoutsRequest, v1.ExpireCheckoutsResponse]
+	getCheckoutStats *connect.Client[v1.GetCheckoutStatsRequest, v1.GetCheckoutStatsResponse]
+	createCart       *connect.Client[v1.CreateCartRequest, v1.CreateCartResponse]
+	getCart          *connect.Client[v1.GetCartRequest, v1.GetCartResponse]
+	updateCart       *connect.Client[v1.UpdateCartRequest, v1.UpdateCartResponse]
+	cancelCart       *connect.Client[v1.CancelCartRequest, v1.CancelCartResponse]
 }
 
 // Ping calls bcp.checkout.v1.CheckoutService.Ping.
@@ -305,21 +265,6 @@ func (c *checkoutServiceClient) CompleteCheckout(ctx context.Context, req *conne
 // SettlePayment calls bcp.checkout.v1.CheckoutService.SettlePayment.
 func (c *checkoutServiceClient) SettlePayment(ctx context.Context, req *connect.Request[v1.SettlePaymentRequest]) (*connect.Response[v1.SettlePaymentResponse], error) {
 	return c.settlePayment.CallUnary(ctx, req)
-}
-
-// ClaimIdempotencyKey calls bcp.checkout.v1.CheckoutService.ClaimIdempotencyKey.
-func (c *checkoutServiceClient) ClaimIdempotencyKey(ctx context.Context, req *connect.Request[v1.ClaimIdempotencyKeyRequest]) (*connect.Response[v1.ClaimIdempotencyKeyResponse], error) {
-	return c.claimIdempotencyKey.CallUnary(ctx, req)
-}
-
-// FinishIdempotencyKey calls bcp.checkout.v1.CheckoutService.FinishIdempotencyKey.
-func (c *checkoutServiceClient) FinishIdempotencyKey(ctx context.Context, req *connect.Request[v1.FinishIdempotencyKeyRequest]) (*connect.Response[v1.FinishIdempotencyKeyResponse], error) {
-	return c.finishIdempotencyKey.CallUnary(ctx, req)
-}
-
-// ReleaseIdempotencyKey calls bcp.checkout.v1.CheckoutService.ReleaseIdempotencyKey.
-func (c *checkoutServiceClient) ReleaseIdempotencyKey(ctx context.Context, req *connect.Request[v1.ReleaseIdempotencyKeyRequest]) (*connect.Response[v1.ReleaseIdempotencyKeyResponse], error) {
-	return c.releaseIdempotencyKey.CallUnary(ctx, req)
 }
 
 // ListCheckouts calls bcp.checkout.v1.CheckoutService.ListCheckouts.
@@ -374,16 +319,6 @@ type CheckoutServiceHandler interface {
 	// completes (creating the order exactly once) or reopens. Idempotent;
 	// called by the payments service's jobs.
 	SettlePayment(context.Context, *connect.Request[v1.SettlePaymentRequest]) (*connect.Response[v1.SettlePaymentResponse], error)
-	// ClaimIdempotencyKey records an agent request's idempotency key (the
-	// edge calls it before executing the request). The answer says whether
-	// to execute, replay a stored response, refuse (same key, different
-	// request) or wait (the first request is still running).
-	ClaimIdempotencyKey(context.Context, *connect.Request[v1.ClaimIdempotencyKeyRequest]) (*connect.Response[v1.ClaimIdempotencyKeyResponse], error)
-	// FinishIdempotencyKey stores the response of an executed request.
-	FinishIdempotencyKey(context.Context, *connect.Request[v1.FinishIdempotencyKeyRequest]) (*connect.Response[v1.FinishIdempotencyKeyResponse], error)
-	// ReleaseIdempotencyKey forgets a claim whose request produced no
-	// outcome (e.g. a dependency was down), so a retry executes.
-	ReleaseIdempotencyKey(context.Context, *connect.Request[v1.ReleaseIdempotencyKeyRequest]) (*connect.Response[v1.ReleaseIdempotencyKeyResponse], error)
 	// ListCheckouts is for the merchant admin.
 	ListCheckouts(context.Context, *connect.Request[v1.ListCheckoutsRequest]) (*connect.Response[v1.ListCheckoutsResponse], error)
 	// ExpireCheckouts cancels this tenant's sessions past expires_at (run by
@@ -454,24 +389,6 @@ func NewCheckoutServiceHandler(svc CheckoutServiceHandler, opts ...connect.Handl
 		connect.WithSchema(checkoutServiceMethods.ByName("SettlePayment")),
 		connect.WithHandlerOptions(opts...),
 	)
-	checkoutServiceClaimIdempotencyKeyHandler := connect.NewUnaryHandler(
-		CheckoutServiceClaimIdempotencyKeyProcedure,
-		svc.ClaimIdempotencyKey,
-		connect.WithSchema(checkoutServiceMethods.ByName("ClaimIdempotencyKey")),
-		connect.WithHandlerOptions(opts...),
-	)
-	checkoutServiceFinishIdempotencyKeyHandler := connect.NewUnaryHandler(
-		CheckoutServiceFinishIdempotencyKeyProcedure,
-		svc.FinishIdempotencyKey,
-		connect.WithSchema(checkoutServiceMethods.ByName("FinishIdempotencyKey")),
-		connect.WithHandlerOptions(opts...),
-	)
-	checkoutServiceReleaseIdempotencyKeyHandler := connect.NewUnaryHandler(
-		CheckoutServiceReleaseIdempotencyKeyProcedure,
-		svc.ReleaseIdempotencyKey,
-		connect.WithSchema(checkoutServiceMethods.ByName("ReleaseIdempotencyKey")),
-		connect.WithHandlerOptions(opts...),
-	)
 	checkoutServiceListCheckoutsHandler := connect.NewUnaryHandler(
 		CheckoutServiceListCheckoutsProcedure,
 		svc.ListCheckouts,
@@ -533,12 +450,6 @@ func NewCheckoutServiceHandler(svc CheckoutServiceHandler, opts ...connect.Handl
 			checkoutServiceCompleteCheckoutHandler.ServeHTTP(w, r)
 		case CheckoutServiceSettlePaymentProcedure:
 			checkoutServiceSettlePaymentHandler.ServeHTTP(w, r)
-		case CheckoutServiceClaimIdempotencyKeyProcedure:
-			checkoutServiceClaimIdempotencyKeyHandler.ServeHTTP(w, r)
-		case CheckoutServiceFinishIdempotencyKeyProcedure:
-			checkoutServiceFinishIdempotencyKeyHandler.ServeHTTP(w, r)
-		case CheckoutServiceReleaseIdempotencyKeyProcedure:
-			checkoutServiceReleaseIdempotencyKeyHandler.ServeHTTP(w, r)
 		case CheckoutServiceListCheckoutsProcedure:
 			checkoutServiceListCheckoutsHandler.ServeHTTP(w, r)
 		case CheckoutServiceExpireCheckoutsProcedure:
@@ -588,18 +499,6 @@ func (UnimplementedCheckoutServiceHandler) CompleteCheckout(context.Context, *co
 
 func (UnimplementedCheckoutServiceHandler) SettlePayment(context.Context, *connect.Request[v1.SettlePaymentRequest]) (*connect.Response[v1.SettlePaymentResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.SettlePayment is not implemented"))
-}
-
-func (UnimplementedCheckoutServiceHandler) ClaimIdempotencyKey(context.Context, *connect.Request[v1.ClaimIdempotencyKeyRequest]) (*connect.Response[v1.ClaimIdempotencyKeyResponse], error) {
-	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.ClaimIdempotencyKey is not implemented"))
-}
-
-func (UnimplementedCheckoutServiceHandler) FinishIdempotencyKey(context.Context, *connect.Request[v1.FinishIdempotencyKeyRequest]) (*connect.Response[v1.FinishIdempotencyKeyResponse], error) {
-	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.FinishIdempotencyKey is not implemented"))
-}
-
-func (UnimplementedCheckoutServiceHandler) ReleaseIdempotencyKey(context.Context, *connect.Request[v1.ReleaseIdempotencyKeyRequest]) (*connect.Response[v1.ReleaseIdempotencyKeyResponse], error) {
-	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.checkout.v1.CheckoutService.ReleaseIdempotencyKey is not implemented"))
 }
 
 func (UnimplementedCheckoutServiceHandler) ListCheckouts(context.Context, *connect.Request[v1.ListCheckoutsRequest]) (*connect.Response[v1.ListCheckoutsResponse], error) {

@@ -80,30 +80,6 @@ func (c *checkoutServiceClient) SettlePayment(ctx context.Context, req *connect.
 	return direct.Unary(ctx, c.chain, checkoutv1connect.CheckoutServiceSettlePaymentProcedure, req, h.SettlePayment)
 }
 
-func (c *checkoutServiceClient) ClaimIdempotencyKey(ctx context.Context, req *connect.Request[v1.ClaimIdempotencyKeyRequest]) (*connect.Response[v1.ClaimIdempotencyKeyResponse], error) {
-	h, ok := c.h.Get()
-	if !ok {
-		return nil, direct.NotMounted(checkoutv1connect.CheckoutServiceClaimIdempotencyKeyProcedure)
-	}
-	return direct.Unary(ctx, c.chain, checkoutv1connect.CheckoutServiceClaimIdempotencyKeyProcedure, req, h.ClaimIdempotencyKey)
-}
-
-func (c *checkoutServiceClient) FinishIdempotencyKey(ctx context.Context, req *connect.Request[v1.FinishIdempotencyKeyRequest]) (*connect.Response[v1.FinishIdempotencyKeyResponse], error) {
-	h, ok := c.h.Get()
-	if !ok {
-		return nil, direct.NotMounted(checkoutv1connect.CheckoutServiceFinishIdempotencyKeyProcedure)
-	}
-	return direct.Unary(ctx, c.chain, checkoutv1connect.CheckoutServiceFinishIdempotencyKeyProcedure, req, h.FinishIdempotencyKey)
-}
-
-func (c *checkoutServiceClient) ReleaseIdempotencyKey(ctx context.Context, req *connect.Request[v1.ReleaseIdempotencyKeyRequest]) (*connect.Response[v1.ReleaseIdempotencyKeyResponse], error) {
-	h, ok := c.h.Get()
-	if !ok {
-		return nil, direct.NotMounted(checkoutv1connect.CheckoutServiceReleaseIdempotencyKeyProcedure)
-	}
-	return direct.Unary(ctx, c.chain, checkoutv1connect.CheckoutServiceReleaseIdempotencyKeyProcedure, req, h.ReleaseIdempotencyKey)
-}
-
 func (c *checkoutServiceClient) ListCheckouts(ctx context.Context, req *connect.Request[v1.ListCheckoutsRequest]) (*connect.Response[v1.ListCheckoutsResponse], error) {
 	h, ok := c.h.Get()
 	if !ok {
