@@ -28,9 +28,10 @@ import (
 // database, so the one bucket of each (tenant, key) is a row of the tenants
 // service, which also holds the limits (the merchant's settings). An edge
 // keeps a small local allowance per bucket and, when it is spent, leases a
-// batch from the row (LeaseRateTokens): about a tenth of a second's worth,
-// so a busy bucket costs ≈ 10 leases a second per edge, not one per
-// request. Leased tokens not used within leaseTTL are dropped, so an edge
+// batch from the row (LeaseRateTokens): a tenth of a second's worth, or up
+// to a quarter of a second's when the last allowance was spent in full
+// before it expired, so a busy bucket costs a few leases a second per edge,
+// not one per request. Leased tokens not used within leaseTTL are dropped, so an edge
 // cannot hoard them; every token granted came from the row, so across N
 // edges at most burst + rate·t requests pass in any window t.
 //
@@ -79,15 +80,22 @@ type localBucket struct {
 	waiting  int64     // requests waiting for a lease (sizes the next one)
 	rate     float64   // the bucket's limits as of the last lease (0: none yet)
 	burst    int64
+	granted  int64 // the last lease's size
 }
 
-// want is the size of the next lease: a tenth of a second's worth, at
-// least one and at most half the burst (so two edges can share a small
-// bucket), and at least the requests already waiting for it.
+// want is the size of the next lease: a tenth of a second's worth, or
+// twice what the last allowance served when that was more (up to a
+// quarter of a second's worth: a busy bucket leases less often, an edge
+// holds little its other requests or the other edges could use), at least
+// one and at most half the burst (so two edges can share a small bucket),
+// and at least the requests already waiting for it. Called before the
+// allowance is replaced, so tokens is what is left of the last one
+// (expired or not).
 func (b *localBucket) want() int64 {
 	n := int64(1)
 	if b.rate > 0 {
-		n = int64(math.Ceil(b.rate / 10))
+		used := b.granted - max(b.tokens, 0)
+		n = max(int64(math.Ceil(b.rate/10)), min(2*used, int64(math.Ceil(b.rate/4))))
 		n = min(n, max(1, b.burst/2))
 	}
 	return max(n, 1, min(b.waiting, max(1, b.burst)))
@@ -246,7 +254,7 @@ func (l *rateLimiter) lease(ctx context.Context, bk, key string) {
 	}
 	m := resp.Msg
 	b.rate, b.burst = m.GetRatePerSecond(), m.GetBurst()
-	b.tokens, b.expires = m.GetGranted(), now.Add(leaseTTL)
+	b.tokens, b.granted, b.expires = m.GetGranted(), m.GetGranted(), now.Add(leaseTTL)
 	if m.GetGranted() == 0 {
 		l.leases.WithLabelValues("empty").Inc()
 		b.blocked = now.Add(time.Duration(m.GetRetryAfterSeconds() * float64(time.Second)))

@@ -64,8 +64,9 @@ func testLimiter(t *testing.T, s *leaseServer) (*rateLimiter, *time.Time, contex
 }
 
 // Leases are sized from the limits the last one reported (a tenth of a
-// second's worth, at most half the burst), and leased tokens not spent
-// within leaseTTL are void.
+// second's worth, twice the last allowance when it was spent in full, up
+// to a quarter of a second's worth, at most half the burst), and leased
+// tokens not spent within leaseTTL are void.
 func TestRateLimiterLeaseSizeAndExpiry(t *testing.T) {
 	s := &leaseServer{answer: func(want int64) (*tenantsv1.LeaseRateTokensResponse, error) {
 		return &tenantsv1.LeaseRateTokensResponse{Granted: want, RatePerSecond: 100, Burst: 200}, nil
@@ -80,12 +81,21 @@ func TestRateLimiterLeaseSizeAndExpiry(t *testing.T) {
 	if s.calls.Load() != 2 || s.wants[0] != 1 || s.wants[1] != 10 {
 		t.Fatalf("%d leases wanting %v, want 2 wanting [1 10]", s.calls.Load(), s.wants)
 	}
-	if !l.take(ctx, tenant, "merchant").ok || s.calls.Load() != 3 {
-		t.Fatalf("after the batch: %d leases", s.calls.Load())
+	// The 10 were spent in full: the next lease is twice that.
+	if !l.take(ctx, tenant, "merchant").ok || s.calls.Load() != 3 || s.wants[2] != 20 {
+		t.Fatalf("after the batch: %d leases wanting %v, want 3, the last 20", s.calls.Load(), s.wants)
 	}
-	*now = now.Add(leaseTTL + time.Millisecond) // 9 tokens left, now void
-	if !l.take(ctx, tenant, "merchant").ok || s.calls.Load() != 4 {
-		t.Fatalf("after the lease expired: %d leases, want 4", s.calls.Load())
+	for range 19 {
+		l.take(ctx, tenant, "merchant")
+	}
+	// ...and then a quarter of a second's worth at most (25, not 40).
+	if !l.take(ctx, tenant, "merchant").ok || s.calls.Load() != 4 || s.wants[3] != 25 {
+		t.Fatalf("after the second batch: %d leases wanting %v, want 4, the last 25", s.calls.Load(), s.wants)
+	}
+	*now = now.Add(leaseTTL + time.Millisecond) // 24 tokens left, now void
+	// One of 25 served: back to a tenth of a second's worth.
+	if !l.take(ctx, tenant, "merchant").ok || s.calls.Load() != 5 || s.wants[4] != 10 {
+		t.Fatalf("after the lease expired: %d leases wanting %v, want 5, the last 10", s.calls.Load(), s.wants)
 	}
 	// Half the burst bounds a lease: rate 100, burst 6 → 3.
 	s.mu.Lock()
