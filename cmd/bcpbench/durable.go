@@ -64,3 +64,15 @@ func walDelta(before, after *walMark, ops int64) *DurableStats {
 		Fsync:             !noFsync,
 	}
 }
+
+// breakdown splits the write commits into the platform's durable ones,
+// its unsynced ones and the simulated outside world's (with the
+// statement counts of the same phase; "" without them).
+func (d *DurableStats) breakdown(st *StmtStats) string {
+	if st == nil || d.WriteCommitsPerOp == 0 {
+		return ""
+	}
+	platform := d.WriteCommitsPerOp - st.SimulatorWritesPerOp - st.UnsyncedWritesPerOp
+	return fmt.Sprintf(": platform %.1f durable + %.1f unsynced (rate-limit leases), simulated processor/PSP %.1f",
+		platform, st.UnsyncedWritesPerOp, st.SimulatorWritesPerOp)
+}

@@ -593,7 +593,7 @@ func printReport(w io.Writer, res *Result) {
 			fmt.Fprintf(w, "%-16s %s\n", "", p.SQL)
 		}
 		if p.Durable != nil {
-			fmt.Fprintf(w, "%-16s %s\n", "", p.Durable)
+			fmt.Fprintf(w, "%-16s %s%s\n", "", p.Durable, p.Durable.breakdown(p.SQL))
 		}
 		if p.SQL != nil {
 			for _, l := range p.SQL.Top {

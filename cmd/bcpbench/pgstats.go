@@ -29,7 +29,14 @@ type StmtStats struct {
 	StatementsPerOp   float64    `json:"statements_per_op"`
 	RoundTripsPerOp   float64    `json:"round_trips_per_op"`
 	ExecMsPerOp       float64    `json:"exec_ms_per_op"`
-	Top               []StmtLine `json:"top,omitempty"`
+	// Of the write commits (DurableStats): the simulated processor's and
+	// PSP's own (the outside world's ledgers, which share the bench's
+	// PostgreSQL: statements named Sim… that wrote WAL), and the
+	// platform's unsynced ones (rate-limit leases: pgstore.SingleUnsynced,
+	// no wait for the WAL flush).
+	SimulatorWritesPerOp float64    `json:"simulator_writes_per_op"`
+	UnsyncedWritesPerOp  float64    `json:"unsynced_writes_per_op"`
+	Top                  []StmtLine `json:"top,omitempty"`
 }
 
 // StmtLine is one normalised statement.
@@ -45,10 +52,11 @@ type StmtLine struct {
 type stmtSnapshot map[string]stmtCount
 
 type stmtCount struct {
-	query  string
-	calls  int64
-	ms     float64
-	planMs float64
+	query   string
+	calls   int64
+	ms      float64
+	planMs  float64
+	walRecs int64
 }
 
 // enableStatements restarts the fresh cluster with pg_stat_statements
@@ -89,7 +97,7 @@ func (e *env) statements(ctx context.Context) stmtSnapshot {
 	if e.stats == nil {
 		return nil
 	}
-	rows, err := e.stats.Query(ctx, `SELECT queryid::text, query, calls, total_exec_time, total_plan_time FROM pg_stat_statements
+	rows, err := e.stats.Query(ctx, `SELECT queryid::text, query, calls, total_exec_time, total_plan_time, wal_records FROM pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`)
 	if err != nil {
 		logf("pg_stat_statements: %v", err)
@@ -100,7 +108,7 @@ func (e *env) statements(ctx context.Context) stmtSnapshot {
 	for rows.Next() {
 		var id string
 		var c stmtCount
-		if rows.Scan(&id, &c.query, &c.calls, &c.ms, &c.planMs) == nil {
+		if rows.Scan(&id, &c.query, &c.calls, &c.ms, &c.planMs, &c.walRecs) == nil {
 			s[id] = c
 		}
 	}
@@ -116,6 +124,10 @@ const singleScope = "SELECT set_config($2, $1, $3)"
 // singleScopeGenericPlan is pgstore.SingleGenericPlan's, which also
 // forces a generic plan for its statement.
 const singleScopeGenericPlan = "SELECT set_config($2, $1, $3), set_config($4, $5, $6)"
+
+// unsyncedLease starts the one statement the platform commits without
+// waiting for the WAL flush (tenants.LeaseRateTokens).
+const unsyncedLease = "-- name: LeaseRateTokens "
 
 // stmtDelta is what ran between two snapshots, per operation; the top
 // lines are the most frequent statements.
@@ -143,6 +155,14 @@ func stmtDelta(before, after stmtSnapshot, ops int64, top int) *StmtStats {
 			st.RoundTripsPerOp += float64(calls) / n
 		}
 		st.ExecMsPerOp += ms / n
+		if a.walRecs > b.walRecs {
+			switch {
+			case strings.HasPrefix(q, "-- name: Sim"):
+				st.SimulatorWritesPerOp += float64(calls) / n
+			case strings.HasPrefix(q, unsyncedLease):
+				st.UnsyncedWritesPerOp += float64(calls) / n
+			}
+		}
 		lines = append(lines, StmtLine{Query: q, CallsPerOp: float64(calls) / n, MeanMs: ms / float64(calls),
 			MeanPlanMs: (a.planMs - b.planMs) / float64(calls)})
 	}
