@@ -43,6 +43,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bcpdev/bcp/internal/gctune"
 	"github.com/bcpdev/bcp/platform"
 )
 
@@ -147,6 +148,8 @@ type Target struct {
 }
 
 func main() {
+	// The platform runs in this process: tuned as bcpd tunes itself.
+	gctune.Apply()
 	if len(os.Args) > 1 && (os.Args[1] == "scale" || os.Args[1] == "search") {
 		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 		defer cancel()

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/bcpdev/bcp/db"
+	"github.com/bcpdev/bcp/internal/gctune"
 	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/obs"
 	"github.com/bcpdev/bcp/internal/pgserver"
@@ -34,6 +35,7 @@ import (
 )
 
 func main() {
+	gctune.Apply()
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "bcpd:", err)
 		if errors.Is(err, pgserver.ErrBinariesMissing) {
