@@ -13,20 +13,21 @@ ALTER TABLE checkout.idempotency_keys ADD COLUMN claim_token text NOT NULL DEFAU
 
 -- keep_key records the key of the request p_idem describes:
 --   {"scope", "key", "hash" (hex SHA-256 of the request), "token" (the
---    request's own), "now" (timestamptz), "must" (boolean)}
+--    request's own), "now" (timestamptz), "held" (boolean: this request
+--    claimed the key in flight), "must" (boolean)}
 -- as done with p_response (the answer to replay), or in flight when
 -- p_response is NULL; it records nothing when p_wrote is false (the
--- outcome's write did not happen: nothing to answer yet). It writes a new
--- key, or one this request holds in flight, or one whose holder died
--- mid-request (in flight with the same request for longer than the
--- 2-minute lease: the holder's process died, and a retry takes the key
--- over). A key another request holds or answered is not touched: with
--- "must" that raises SQLSTATE BCK01, so the statement's own write is
--- rolled back with it (the request then replays the stored answer, or is
--- told the key is in flight or was used for another request); without
--- "must" (the answer of a request whose key was taken over meanwhile) it
--- returns false. Keys are kept 48 hours (the protocol asks for at least
--- 24).
+-- outcome's write did not happen: nothing to answer yet). A request that
+-- holds its key stores its answer (false if the key was taken over
+-- meanwhile: its write stands, the key is the other request's). Any other
+-- writes a new key, or takes over one whose holder died mid-request (in
+-- flight with the same request for longer than the 2-minute lease: the
+-- holder's process died, and a retry takes the key over). A key another
+-- request holds or answered is not touched: with "must" that raises
+-- SQLSTATE BCK01, so the statement's own write is rolled back with it (the
+-- request then replays the stored answer, or is told the key is in flight
+-- or was used for another request). Keys are kept 48 hours (the protocol
+-- asks for at least 24).
 -- +goose StatementBegin
 CREATE FUNCTION checkout.keep_key(p_tenant uuid, p_idem jsonb, p_response bytea, p_wrote boolean) RETURNS boolean
 LANGUAGE plpgsql AS $$
@@ -37,15 +38,22 @@ BEGIN
     RETURN false;
   END IF;
   v_now := (p_idem->>'now')::timestamptz;
+  IF (p_idem->>'held')::boolean THEN
+    -- The answer of the request that claimed the key: a plain update
+    -- (ON CONFLICT's speculative insertion costs more), which finds
+    -- nothing if the key was taken over meanwhile.
+    UPDATE checkout.idempotency_keys SET state = 'done', response = p_response
+    WHERE tenant_id = p_tenant AND scope = p_idem->>'scope' AND key = p_idem->>'key'
+      AND state = 'in_flight' AND claim_token = p_idem->>'token';
+    RETURN FOUND;
+  END IF;
   INSERT INTO checkout.idempotency_keys AS k (tenant_id, scope, key, request_hash, state, response, claim_token, created_at, expires_at)
   VALUES (p_tenant, p_idem->>'scope', p_idem->>'key', decode(p_idem->>'hash', 'hex'),
           CASE WHEN p_response IS NULL THEN 'in_flight' ELSE 'done' END, p_response, p_idem->>'token',
           v_now, v_now + interval '48 hours')
   ON CONFLICT (tenant_id, scope, key) DO UPDATE
-    SET state = EXCLUDED.state, response = EXCLUDED.response, claim_token = EXCLUDED.claim_token,
-        created_at = CASE WHEN k.claim_token = EXCLUDED.claim_token THEN k.created_at ELSE EXCLUDED.created_at END
-    WHERE k.state = 'in_flight' AND k.request_hash = EXCLUDED.request_hash
-      AND (k.claim_token = EXCLUDED.claim_token OR k.created_at < v_now - interval '2 minutes');
+    SET state = EXCLUDED.state, response = EXCLUDED.response, claim_token = EXCLUDED.claim_token, created_at = EXCLUDED.created_at
+    WHERE k.state = 'in_flight' AND k.request_hash = EXCLUDED.request_hash AND k.created_at < v_now - interval '2 minutes';
   IF FOUND THEN
     RETURN true;
   END IF;

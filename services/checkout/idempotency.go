@@ -76,10 +76,10 @@ func newOpKey(m *checkoutv1.Idempotency, now time.Time) (*opKey, error) {
 	return &opKey{scope: m.GetScope(), key: m.GetKey(), hash: m.GetRequestHash(), token: ids.New("idk"), now: now}, nil
 }
 
-// arg is the key as keep_key reads it (nil without a key). must: a key
-// this request does not hold fails the write (errKeyTaken). A request that
-// claimed its key stores its answer without must: if the key was taken
-// over meanwhile (the 2-minute lease), its write still stands.
+// arg is the key as keep_key reads it (nil without a key). A request that
+// claimed its key stores its answer as its holder (held): if the key was
+// taken over meanwhile (the 2-minute lease), its write still stands. Any
+// other write with a key fails if the key is taken (must: errKeyTaken).
 func (k *opKey) arg() []byte {
 	if k == nil {
 		return nil
@@ -90,8 +90,9 @@ func (k *opKey) arg() []byte {
 		Hash  string    `json:"hash"`
 		Token string    `json:"token"`
 		Now   time.Time `json:"now"`
+		Held  bool      `json:"held"`
 		Must  bool      `json:"must"`
-	}{k.scope, k.key, hex.EncodeToString(k.hash), k.token, k.now, !k.claimed})
+	}{k.scope, k.key, hex.EncodeToString(k.hash), k.token, k.now, k.claimed, !k.claimed})
 	return b
 }
 
