@@ -553,3 +553,82 @@ func TestCatalogSearchIndexesLeadWithTenant(t *testing.T) {
 		t.Fatalf("up again\n%s", strings.Join(got, "\n"))
 	}
 }
+
+// Migration 00040 counts the words of the catalogs that exist (active
+// products only, each merchant apart), and from then on the products'
+// triggers keep the count; down removes the table and the triggers (a
+// product write still works), up again counts afresh.
+func TestSearchWordsCountedForExistingCatalogs(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.NewEmpty(t)
+	p, closeFn, err := db.Provider(d.OwnerURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if _, err := p.UpTo(ctx, 39); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, d.SuperURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	a, b := uuid.New(), uuid.New()
+	if _, err := conn.Exec(ctx, `INSERT INTO catalog.products (tenant_id, id, title, description, category, variant_text, active) VALUES
+		($1, 'prd_1', 'Caneca de Cerâmica', 'Ideal para presente.', 'Cozinha', 'Unidade CAN-1', true),
+		($1, 'prd_2', 'Caneca Esmaltada', '', 'Cozinha', 'Unidade CAN-2', true),
+		($1, 'prd_3', 'Garrafa Antiga', '', 'Cozinha', 'Unidade GAR-3', false),
+		($2, 'prd_1', 'Geladeira', '', '', 'Unidade GEL-1', true)`, a, b); err != nil {
+		t.Fatal(err)
+	}
+	words := func(tid uuid.UUID) string {
+		t.Helper()
+		var out string
+		if err := conn.QueryRow(ctx, `SELECT coalesce(string_agg(word || ':' || products, ' ' ORDER BY word), '') FROM catalog.search_words WHERE tenant_id = $1`, tid).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if _, err := p.UpTo(ctx, 40); err != nil {
+		t.Fatal(err)
+	}
+	wantA := "can:2 caneca:2 ceramica:1 cozinha:2 esmaltada:1 ideal:1 presente:1 unidade:2"
+	if got := words(a); got != wantA {
+		t.Errorf("merchant a: %s, want %s", got, wantA)
+	}
+	if got := words(b); got != "gel:1 geladeira:1 unidade:1" {
+		t.Errorf("merchant b: %s", got)
+	}
+	// The triggers take over: a new product, an update, a deletion.
+	for _, q := range []string{
+		`INSERT INTO catalog.products (tenant_id, id, title) VALUES ($1, 'prd_4', 'Caneca Azul')`,
+		`UPDATE catalog.products SET title = 'Xícara Esmaltada' WHERE tenant_id = $1 AND id = 'prd_2'`,
+		`DELETE FROM catalog.products WHERE tenant_id = $1 AND id = 'prd_1'`,
+	} {
+		if _, err := conn.Exec(ctx, q, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantA = "azul:1 can:1 caneca:1 cozinha:1 esmaltada:1 unidade:1 xicara:1"
+	if got := words(a); got != wantA {
+		t.Errorf("after the writes: %s, want %s", got, wantA)
+	}
+	if _, err := p.DownTo(ctx, 39); err != nil {
+		t.Fatal(err)
+	}
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('catalog.search_words') IS NOT NULL OR EXISTS (SELECT 1 FROM pg_trigger WHERE tgname LIKE 'count_search_words%')`).Scan(&exists); err != nil || exists {
+		t.Fatalf("after down: table or triggers left (%v)", err)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE catalog.products SET title = 'Xícara Lisa' WHERE tenant_id = $1 AND id = 'prd_2'`, a); err != nil {
+		t.Fatalf("a product write after down: %v", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantA = "azul:1 can:1 caneca:1 cozinha:1 lisa:1 unidade:1 xicara:1"
+	if got := words(a); got != wantA {
+		t.Errorf("up again: %s, want %s", got, wantA)
+	}
+}

@@ -41,6 +41,12 @@ type CatalogSearchTerm struct {
 	Empty    int64
 }
 
+type CatalogSearchWord struct {
+	TenantID uuid.UUID
+	Word     string
+	Products int32
+}
+
 type CatalogStockReservation struct {
 	TenantID   uuid.UUID
 	CheckoutID string

@@ -246,6 +246,57 @@ func (q *Queries) BrowseProducts(ctx context.Context, arg BrowseProductsParams) 
 	return items, nil
 }
 
+const correctSearchWords = `-- name: CorrectSearchWords :many
+SELECT q.word, q.folded, coalesce(c.word, '')::text AS correction
+FROM (
+  SELECT w::text AS word, catalog.f_unaccent(lower(w)) AS folded FROM unnest($1::text[]) w
+) q
+LEFT JOIN LATERAL (
+  SELECT s.word FROM catalog.search_words s
+  WHERE s.tenant_id = $2 AND q.folded <% s.word
+    AND to_tsvector('catalog.search_words'::regconfig, q.folded) <> ''::tsvector
+  ORDER BY similarity(q.folded, s.word) DESC, s.products DESC, s.word
+  LIMIT 1
+) c ON true
+`
+
+type CorrectSearchWordsParams struct {
+	Words    []string
+	TenantID uuid.UUID
+}
+
+type CorrectSearchWordsRow struct {
+	Word       string
+	Folded     string
+	Correction string
+}
+
+// A misspelt query's words, each with the merchant's word closest to it
+// (search_words, migration 00040), when full text found nothing. The
+// candidates are the merchant's words with a word similarity of at least
+// the threshold (SetSearchSimilarity; <% through the merchant's trigram
+// index), the closest by similarity, then the one more products have.
+// A word with no candidate, or a stop word, comes back without one.
+func (q *Queries) CorrectSearchWords(ctx context.Context, arg CorrectSearchWordsParams) ([]CorrectSearchWordsRow, error) {
+	rows, err := q.db.Query(ctx, correctSearchWords, arg.Words, arg.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CorrectSearchWordsRow
+	for rows.Next() {
+		var i CorrectSearchWordsRow
+		if err := rows.Scan(&i.Word, &i.Folded, &i.Correction); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const emptySearchTerms = `-- name: EmptySearchTerms :many
 SELECT term, sum(searches)::bigint AS searches, sum(empty)::bigint AS empty
 FROM catalog.search_terms
@@ -371,95 +422,15 @@ func (q *Queries) SearchProducts(ctx context.Context, arg SearchProductsParams) 
 	return items, nil
 }
 
-const searchProductsFuzzy = `-- name: SearchProductsFuzzy :many
-SELECT hits.id, hits.title, hits.description, hits.image_url, hits.category, hits.score
-FROM (
-  SELECT p.id, p.title, p.description, p.image_url, p.category,
-    word_similarity(catalog.f_unaccent(lower($1::text)), p.search_title)::real AS score
-  FROM catalog.products p
-  WHERE p.tenant_id = $2 AND p.active
-    AND catalog.f_unaccent(lower($1::text)) <% p.search_title
-    AND (cardinality($3::text[]) = 0 OR p.category = ANY($3::text[]))
-    AND EXISTS (SELECT 1 FROM catalog.variants v
-                WHERE v.tenant_id = p.tenant_id AND v.product_id = p.id AND v.active
-                  AND v.price BETWEEN $4::bigint AND $5::bigint)
-) hits
-WHERE NOT $6::boolean OR hits.score < $7::real OR (hits.score = $7::real AND hits.id > $8::text)
-ORDER BY hits.score DESC, hits.id
-LIMIT $9
-`
-
-type SearchProductsFuzzyParams struct {
-	Query      string
-	TenantID   uuid.UUID
-	Categories []string
-	MinPrice   int64
-	MaxPrice   int64
-	After      bool
-	AfterScore float32
-	AfterID    string
-	PageSize   int32
-}
-
-type SearchProductsFuzzyRow struct {
-	ID          string
-	Title       string
-	Description string
-	ImageUrl    string
-	Category    string
-	Score       float32
-}
-
-// The fallback when full text finds nothing (a misspelling): titles whose
-// words are similar to the query's trigrams (<%, threshold set by
-// SetSearchSimilarity), most similar first. Same filters and keyset as
-// SearchProducts.
-func (q *Queries) SearchProductsFuzzy(ctx context.Context, arg SearchProductsFuzzyParams) ([]SearchProductsFuzzyRow, error) {
-	rows, err := q.db.Query(ctx, searchProductsFuzzy,
-		arg.Query,
-		arg.TenantID,
-		arg.Categories,
-		arg.MinPrice,
-		arg.MaxPrice,
-		arg.After,
-		arg.AfterScore,
-		arg.AfterID,
-		arg.PageSize,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []SearchProductsFuzzyRow
-	for rows.Next() {
-		var i SearchProductsFuzzyRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Title,
-			&i.Description,
-			&i.ImageUrl,
-			&i.Category,
-			&i.Score,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const setSearchSimilarity = `-- name: SetSearchSimilarity :exec
-SELECT set_config('pg_trgm.word_similarity_threshold', '0.4', true)
+SELECT set_config('pg_trgm.word_similarity_threshold', '0.5', true)
 `
 
-// The word-similarity threshold of <% for this transaction. 0.4 lets a typo
-// through ("camizeta preta" ≈ "camiseta básica preta": 0.46) and keeps
-// "camiseta básica branca" (0.375) out; the default 0.6 misses typos. It
-// only applies when full text found nothing (SearchProductsFuzzy), where
-// "cafe" ≈ "caneca" (0.4) cannot hide the café full text finds.
+// The word-similarity threshold of <% for this transaction, for
+// CorrectSearchWords: 0.5 takes "camizeta" to "camiseta" (0.67),
+// "travseiro" to "travesseiro" (0.8) and "mochilla" to "mochila" (0.78),
+// and finds nothing for a word with nothing that close; the default 0.6
+// would miss typos of short words ("canca" → "caneca", 0.57).
 func (q *Queries) SetSearchSimilarity(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, setSearchSimilarity)
 	return err
