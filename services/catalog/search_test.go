@@ -550,3 +550,47 @@ func TestSearchWordsAreTheMerchants(t *testing.T) {
 		t.Fatalf("writing another merchant's word: %v, want a row security violation", err)
 	}
 }
+
+// A word of many products is ranked by ts_rank alone: the products with it
+// in the title before those with it in the description only, equal ranks
+// by id. The variants (the price filter) are read after the ranking, and
+// paging through still returns every product in the price range exactly
+// once, in that order, and none outside it.
+func TestSearchRanksBroadWordThenFiltersByPrice(t *testing.T) {
+	e := start(t)
+	ctx := tenant()
+	var inTitle, inDescription []string
+	for i := range 24 {
+		id := fmt.Sprintf("prd_%02d", i)
+		p := &catalogv1.Product{Id: id, Title: fmt.Sprintf("Caneca modelo %d", i), Description: "Ideal para presente.", Active: true,
+			Variants: []*catalogv1.Variant{variant(fmt.Sprintf("SKU-%d", i), 1000+int64(i), 1)}}
+		if i%4 == 0 {
+			p.Title = fmt.Sprintf("Kit Presente %d", i)
+			p.Description = ""
+		}
+		if i%3 == 0 {
+			p.Variants[0].Price = 9000 // out of the range searched
+		}
+		e.create(ctx, p)
+		switch {
+		case i%3 == 0:
+		case i%4 == 0:
+			inTitle = append(inTitle, id)
+		default:
+			inDescription = append(inDescription, id)
+		}
+	}
+	want := append(slices.Clone(inTitle), inDescription...)
+	var got []string
+	cursor := ""
+	for pages := 0; pages < 10; pages++ {
+		r := e.search(ctx, &catalogv1.SearchCatalogRequest{Query: "presente", MaxPrice: ptr[int64](5000), Limit: 4, Cursor: cursor})
+		got = append(got, productIDs(r.GetProducts())...)
+		if cursor = r.GetNextCursor(); cursor == "" {
+			break
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("presente ≤ R$ 50 by pages of 4 = %v, want %v", got, want)
+	}
+}

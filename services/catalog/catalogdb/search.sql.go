@@ -340,21 +340,25 @@ func (q *Queries) EmptySearchTerms(ctx context.Context, arg EmptySearchTermsPara
 }
 
 const searchProducts = `-- name: SearchProducts :many
-SELECT hits.id, hits.title, hits.description, hits.image_url, hits.category, hits.score
+SELECT ranked.id, ranked.title, ranked.description, ranked.image_url, ranked.category, ranked.score
 FROM (
-  SELECT p.id, p.title, p.description, p.image_url, p.category,
-    (ts_rank(p.search_tsv, websearch_to_tsquery('pg_catalog.portuguese', catalog.f_unaccent($1::text)))
-     + word_similarity(catalog.f_unaccent(lower($1::text)), p.search_title))::real AS score
-  FROM catalog.products p
-  WHERE p.tenant_id = $2 AND p.active
-    AND p.search_tsv @@ websearch_to_tsquery('pg_catalog.portuguese', catalog.f_unaccent($1::text))
-    AND (cardinality($3::text[]) = 0 OR p.category = ANY($3::text[]))
-    AND EXISTS (SELECT 1 FROM catalog.variants v
-                WHERE v.tenant_id = p.tenant_id AND v.product_id = p.id AND v.active
-                  AND v.price BETWEEN $4::bigint AND $5::bigint)
-) hits
-WHERE NOT $6::boolean OR hits.score < $7::real OR (hits.score = $7::real AND hits.id > $8::text)
-ORDER BY hits.score DESC, hits.id
+  SELECT hits.id, hits.title, hits.description, hits.image_url, hits.category, hits.score
+  FROM (
+    SELECT p.id, p.title, p.description, p.image_url, p.category,
+      ts_rank(p.search_tsv, (SELECT websearch_to_tsquery('pg_catalog.portuguese', catalog.f_unaccent($1::text))))::real AS score
+    FROM catalog.products p
+    WHERE p.tenant_id = $2 AND p.active
+      AND p.search_tsv @@ websearch_to_tsquery('pg_catalog.portuguese', catalog.f_unaccent($1::text))
+      AND (cardinality($3::text[]) = 0 OR p.category = ANY($3::text[]))
+  ) hits
+  WHERE NOT $4::boolean OR hits.score < $5::real OR (hits.score = $5::real AND hits.id > $6::text)
+  ORDER BY hits.score DESC, hits.id
+  OFFSET 0
+) ranked
+WHERE EXISTS (SELECT 1 FROM catalog.variants v
+              WHERE v.tenant_id = $2 AND v.product_id = ranked.id AND v.active
+                AND v.price BETWEEN $7::bigint AND $8::bigint)
+ORDER BY ranked.score DESC, ranked.id
 LIMIT $9
 `
 
@@ -362,11 +366,11 @@ type SearchProductsParams struct {
 	Query      string
 	TenantID   uuid.UUID
 	Categories []string
-	MinPrice   int64
-	MaxPrice   int64
 	After      bool
 	AfterScore float32
 	AfterID    string
+	MinPrice   int64
+	MaxPrice   int64
 	PageSize   int32
 }
 
@@ -380,21 +384,32 @@ type SearchProductsRow struct {
 }
 
 // Text search: Portuguese full text (every word, stemmed) over accent-folded
-// title, category and description. Ranked by ts_rank, then by trigram
-// similarity of the title to the query (the closer wording first). Only
-// products with an active variant in the price range are found. Keyset
-// pagination on (score, id): score is a float4 computed the same way on
-// every page.
+// title, category, description and variants, ranked by ts_rank (the title
+// weighs most, then category, description, variants; words near each
+// other rank higher). Only products with an active variant in the price
+// range are found. Keyset pagination on (score, id): score is a float4
+// computed the same way on every page.
+//
+// The matches are ranked before their variants are read (OFFSET 0 keeps
+// the planner from checking the variants of every match first), so a word
+// of thousands of products reads the variants of the page's products, not
+// of all of them. The query is parsed once for the ranking (a sub-select,
+// run once): in a generic plan the expression would be parsed, folded and
+// stemmed again for every match.
+//
+// No trigram closeness of the title to the query any more: ts_rank already
+// ranks words near each other higher, and word_similarity over every match
+// was the largest cost of a broad word's search.
 func (q *Queries) SearchProducts(ctx context.Context, arg SearchProductsParams) ([]SearchProductsRow, error) {
 	rows, err := q.db.Query(ctx, searchProducts,
 		arg.Query,
 		arg.TenantID,
 		arg.Categories,
-		arg.MinPrice,
-		arg.MaxPrice,
 		arg.After,
 		arg.AfterScore,
 		arg.AfterID,
+		arg.MinPrice,
+		arg.MaxPrice,
 		arg.PageSize,
 	)
 	if err != nil {
