@@ -512,14 +512,16 @@ func TestCatalogCapabilitiesForExistingMerchants(t *testing.T) {
 
 // The search indexes lead with tenant_id (00032), so a search reads its
 // merchant's entries only; down to 00027 they are the single-column ones
-// again, and up again restores them.
+// again, and up again restores them. The title's trigram index is gone
+// since 00041 (nothing reads it) and comes back, leading with tenant_id,
+// below it.
 func TestCatalogSearchIndexesLeadWithTenant(t *testing.T) {
 	ctx := context.Background()
 	conn, p := migrated(t)
 	defs := func() []string {
 		t.Helper()
 		rows, err := conn.Query(ctx, `SELECT pg_get_indexdef(indexrelid) FROM pg_index
-			WHERE indexrelid IN ('catalog.products_search'::regclass, 'catalog.products_title_trgm'::regclass) ORDER BY indexrelid::regclass::text`)
+			WHERE indexrelid IN (to_regclass('catalog.products_search'), to_regclass('catalog.products_title_trgm')) ORDER BY indexrelid::regclass::text`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -529,12 +531,19 @@ func TestCatalogSearchIndexesLeadWithTenant(t *testing.T) {
 		}
 		return out
 	}
+	search := "CREATE INDEX products_search ON catalog.products USING gin (tenant_id, search_tsv) WITH (fastupdate=off)"
 	want := []string{
-		"CREATE INDEX products_search ON catalog.products USING gin (tenant_id, search_tsv) WITH (fastupdate=off)",
+		search,
 		"CREATE INDEX products_title_trgm ON catalog.products USING gin (tenant_id, search_title gin_trgm_ops) WITH (fastupdate=off)",
 	}
+	if got := defs(); !slices.Equal(got, []string{search}) {
+		t.Fatalf("indexes\n%s\nwant only\n%s", strings.Join(got, "\n"), search)
+	}
+	if _, err := p.DownTo(ctx, 40); err != nil {
+		t.Fatal(err)
+	}
 	if got := defs(); !slices.Equal(got, want) {
-		t.Fatalf("indexes\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		t.Fatalf("below 00041\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if _, err := p.DownTo(ctx, 27); err != nil {
 		t.Fatal(err)
@@ -546,10 +555,20 @@ func TestCatalogSearchIndexesLeadWithTenant(t *testing.T) {
 	if got := defs(); !slices.Equal(got, before) {
 		t.Fatalf("after down\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(before, "\n"))
 	}
-	if _, err := p.Up(ctx); err != nil {
+	if _, err := p.UpTo(ctx, 40); err != nil {
 		t.Fatal(err)
 	}
 	if got := defs(); !slices.Equal(got, want) {
+		t.Fatalf("up again to 00040\n%s", strings.Join(got, "\n"))
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var column bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'catalog' AND table_name = 'products' AND column_name = 'search_title')`).Scan(&column); err != nil || column {
+		t.Fatalf("search_title still there after 00041 (%v)", err)
+	}
+	if got := defs(); !slices.Equal(got, []string{search}) {
 		t.Fatalf("up again\n%s", strings.Join(got, "\n"))
 	}
 }

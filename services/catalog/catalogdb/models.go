@@ -30,7 +30,6 @@ type CatalogProduct struct {
 	Category    string
 	VariantText string
 	SearchTsv   interface{}
-	SearchTitle *string
 }
 
 type CatalogSearchTerm struct {
