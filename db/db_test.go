@@ -512,14 +512,16 @@ func TestCatalogCapabilitiesForExistingMerchants(t *testing.T) {
 
 // The search indexes lead with tenant_id (00032), so a search reads its
 // merchant's entries only; down to 00027 they are the single-column ones
-// again, and up again restores them.
+// again, and up again restores them. The title's trigram index is gone
+// since 00041 (nothing reads it) and comes back, leading with tenant_id,
+// below it.
 func TestCatalogSearchIndexesLeadWithTenant(t *testing.T) {
 	ctx := context.Background()
 	conn, p := migrated(t)
 	defs := func() []string {
 		t.Helper()
 		rows, err := conn.Query(ctx, `SELECT pg_get_indexdef(indexrelid) FROM pg_index
-			WHERE indexrelid IN ('catalog.products_search'::regclass, 'catalog.products_title_trgm'::regclass) ORDER BY indexrelid::regclass::text`)
+			WHERE indexrelid IN (to_regclass('catalog.products_search'), to_regclass('catalog.products_title_trgm')) ORDER BY indexrelid::regclass::text`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -529,12 +531,19 @@ func TestCatalogSearchIndexesLeadWithTenant(t *testing.T) {
 		}
 		return out
 	}
+	search := "CREATE INDEX products_search ON catalog.products USING gin (tenant_id, search_tsv) WITH (fastupdate=off)"
 	want := []string{
-		"CREATE INDEX products_search ON catalog.products USING gin (tenant_id, search_tsv) WITH (fastupdate=off)",
+		search,
 		"CREATE INDEX products_title_trgm ON catalog.products USING gin (tenant_id, search_title gin_trgm_ops) WITH (fastupdate=off)",
 	}
+	if got := defs(); !slices.Equal(got, []string{search}) {
+		t.Fatalf("indexes\n%s\nwant only\n%s", strings.Join(got, "\n"), search)
+	}
+	if _, err := p.DownTo(ctx, 40); err != nil {
+		t.Fatal(err)
+	}
 	if got := defs(); !slices.Equal(got, want) {
-		t.Fatalf("indexes\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		t.Fatalf("below 00041\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if _, err := p.DownTo(ctx, 27); err != nil {
 		t.Fatal(err)
@@ -546,10 +555,99 @@ func TestCatalogSearchIndexesLeadWithTenant(t *testing.T) {
 	if got := defs(); !slices.Equal(got, before) {
 		t.Fatalf("after down\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(before, "\n"))
 	}
-	if _, err := p.Up(ctx); err != nil {
+	if _, err := p.UpTo(ctx, 40); err != nil {
 		t.Fatal(err)
 	}
 	if got := defs(); !slices.Equal(got, want) {
+		t.Fatalf("up again to 00040\n%s", strings.Join(got, "\n"))
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var column bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'catalog' AND table_name = 'products' AND column_name = 'search_title')`).Scan(&column); err != nil || column {
+		t.Fatalf("search_title still there after 00041 (%v)", err)
+	}
+	if got := defs(); !slices.Equal(got, []string{search}) {
 		t.Fatalf("up again\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// Migration 00040 counts the words of the catalogs that exist (active
+// products only, each merchant apart), and from then on the products'
+// triggers keep the count; down removes the table and the triggers (a
+// product write still works), up again counts afresh.
+func TestSearchWordsCountedForExistingCatalogs(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.NewEmpty(t)
+	p, closeFn, err := db.Provider(d.OwnerURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if _, err := p.UpTo(ctx, 39); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, d.SuperURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	a, b := uuid.New(), uuid.New()
+	if _, err := conn.Exec(ctx, `INSERT INTO catalog.products (tenant_id, id, title, description, category, variant_text, active) VALUES
+		($1, 'prd_1', 'Caneca de Cerâmica', 'Ideal para presente.', 'Cozinha', 'Unidade CAN-1', true),
+		($1, 'prd_2', 'Caneca Esmaltada', '', 'Cozinha', 'Unidade CAN-2', true),
+		($1, 'prd_3', 'Garrafa Antiga', '', 'Cozinha', 'Unidade GAR-3', false),
+		($2, 'prd_1', 'Geladeira', '', '', 'Unidade GEL-1', true)`, a, b); err != nil {
+		t.Fatal(err)
+	}
+	words := func(tid uuid.UUID) string {
+		t.Helper()
+		var out string
+		if err := conn.QueryRow(ctx, `SELECT coalesce(string_agg(word || ':' || products, ' ' ORDER BY word), '') FROM catalog.search_words WHERE tenant_id = $1`, tid).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if _, err := p.UpTo(ctx, 40); err != nil {
+		t.Fatal(err)
+	}
+	wantA := "can:2 caneca:2 ceramica:1 cozinha:2 esmaltada:1 ideal:1 presente:1 unidade:2"
+	if got := words(a); got != wantA {
+		t.Errorf("merchant a: %s, want %s", got, wantA)
+	}
+	if got := words(b); got != "gel:1 geladeira:1 unidade:1" {
+		t.Errorf("merchant b: %s", got)
+	}
+	// The triggers take over: a new product, an update, a deletion.
+	for _, q := range []string{
+		`INSERT INTO catalog.products (tenant_id, id, title) VALUES ($1, 'prd_4', 'Caneca Azul')`,
+		`UPDATE catalog.products SET title = 'Xícara Esmaltada' WHERE tenant_id = $1 AND id = 'prd_2'`,
+		`DELETE FROM catalog.products WHERE tenant_id = $1 AND id = 'prd_1'`,
+	} {
+		if _, err := conn.Exec(ctx, q, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantA = "azul:1 can:1 caneca:1 cozinha:1 esmaltada:1 unidade:1 xicara:1"
+	if got := words(a); got != wantA {
+		t.Errorf("after the writes: %s, want %s", got, wantA)
+	}
+	if _, err := p.DownTo(ctx, 39); err != nil {
+		t.Fatal(err)
+	}
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('catalog.search_words') IS NOT NULL OR EXISTS (SELECT 1 FROM pg_trigger WHERE tgname LIKE 'count_search_words%')`).Scan(&exists); err != nil || exists {
+		t.Fatalf("after down: table or triggers left (%v)", err)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE catalog.products SET title = 'Xícara Lisa' WHERE tenant_id = $1 AND id = 'prd_2'`, a); err != nil {
+		t.Fatalf("a product write after down: %v", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantA = "azul:1 can:1 caneca:1 cozinha:1 lisa:1 unidade:1 xicara:1"
+	if got := words(a); got != wantA {
+		t.Errorf("up again: %s, want %s", got, wantA)
 	}
 }

@@ -70,7 +70,7 @@ func TestSeedCatalogExactCounts(t *testing.T) {
 }
 
 // Every query of the mix finds products in a 10 000-product catalog, the
-// typos only through the trigram fallback, the second pages have a first
+// typos only once their words are corrected, the second pages have a first
 // page to follow; the weights add up to 100 and every kind is there.
 func TestSearchMixFindsItsProducts(t *testing.T) {
 	d := testdb.New(t)
@@ -84,7 +84,7 @@ func TestSearchMixFindsItsProducts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer super.Close(ctx)
-	if _, err := super.Exec(ctx, `ANALYZE catalog.products; ANALYZE catalog.variants`); err != nil {
+	if _, err := super.Exec(ctx, `ANALYZE catalog.products; ANALYZE catalog.variants; ANALYZE catalog.search_words`); err != nil {
 		t.Fatal(err)
 	}
 	rec := searchplan.NewRecorder()
@@ -106,13 +106,13 @@ func TestSearchMixFindsItsProducts(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", q.query, err)
 		}
-		_, fuzzy := rec.Last("SearchProductsFuzzy")
+		_, fuzzy := rec.Last("CorrectSearchWords")
 		name := fmt.Sprintf("%s %q %v %d–%d", q.kind, q.query, q.cats, q.min, q.max)
 		switch {
 		case len(r.Msg.GetProducts()) == 0:
 			t.Errorf("%s finds nothing", name)
 		case fuzzy != (q.kind == "typo"):
-			t.Errorf("%s: trigram fallback %v, want %v", name, fuzzy, q.kind == "typo")
+			t.Errorf("%s: corrected %v, want %v", name, fuzzy, q.kind == "typo")
 		case q.next && r.Msg.GetNextCursor() == "":
 			t.Errorf("%s has no second page", name)
 		}

@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"connectrpc.com/connect"
@@ -48,8 +49,9 @@ type searchCursor struct {
 	// compare equal in SQL, so no decimal round trip.
 	Score uint32 `json:"s,omitempty"`
 	ID    string `json:"i"`
-	// Fuzzy: the query is answered by trigram similarity (full text found
-	// nothing on the first page), on every page alike.
+	// Fuzzy: the query is answered with its words corrected against the
+	// merchant's (full text found nothing on the first page), on every
+	// page alike.
 	Fuzzy bool `json:"f,omitempty"`
 }
 
@@ -132,26 +134,33 @@ func (s *Service) SearchCatalog(ctx context.Context, req *connect.Request[catalo
 				Query: query, TenantID: tid, Categories: nonNilStrings(categories), MinPrice: minPrice, MaxPrice: maxPrice,
 				After: after, AfterScore: math.Float32frombits(cur.Score), AfterID: cur.ID, PageSize: limit + 1,
 			}
+			// A later page of a corrected query is corrected again: the
+			// same way, unless the catalog changed in between (which moves
+			// the ranking as well).
 			var rows []catalogdb.SearchProductsRow
-			if !cur.Fuzzy {
+			corrected := true
+			if cur.Fuzzy {
+				if params.Query, corrected, err = correctQuery(ctx, q, tid, query); err != nil {
+					return err
+				}
+			}
+			if corrected {
 				if rows, err = q.SearchProducts(ctx, params); err != nil {
 					return err
 				}
 			}
 			// Full text found nothing at all: the query is probably
-			// misspelt, so trigram similarity answers it, on every page.
-			if cur.Fuzzy || (!after && len(rows) == 0) {
-				cur.Fuzzy = true
-				if err := q.SetSearchSimilarity(ctx); err != nil {
+			// misspelt, so its words are corrected against the merchant's
+			// own and searched again, on every page alike.
+			if !after && len(rows) == 0 {
+				if params.Query, corrected, err = correctQuery(ctx, q, tid, query); err != nil {
 					return err
 				}
-				fuzzy, err := q.SearchProductsFuzzy(ctx, catalogdb.SearchProductsFuzzyParams(params))
-				if err != nil {
-					return err
-				}
-				rows = rows[:0]
-				for _, r := range fuzzy {
-					rows = append(rows, catalogdb.SearchProductsRow(r))
+				if corrected {
+					cur.Fuzzy = true
+					if rows, err = q.SearchProducts(ctx, params); err != nil {
+						return err
+					}
 				}
 			}
 			for _, r := range rows {
@@ -190,6 +199,97 @@ func (s *Service) SearchCatalog(ctx context.Context, req *connect.Request[catalo
 		s.terms.add(tid, s.now(), query, len(resp.Products) > 0)
 	}
 	return connect.NewResponse(resp), nil
+}
+
+// minCorrectable is the shortest word correctQuery corrects: a word of one
+// or two letters has too few trigrams to tell a typo from another word.
+const minCorrectable = 3
+
+// correctQuery corrects query against the merchant's words
+// (CorrectSearchWords), considering its words of letters only, of at least
+// minCorrectable letters: a word the merchant has stays as written, a
+// misspelt one becomes the merchant's closest word, and a word with
+// nothing close enough is left out (the merchant sells nothing it names,
+// so it cannot narrow the search; a query of such words only finds
+// nothing). Everything else (numbers, short words, punctuation, quotes,
+// "or", a leading "-") stays as written. ok is false when nothing changed:
+// searching again would find nothing again.
+func correctQuery(ctx context.Context, q *catalogdb.Queries, tid uuid.UUID, query string) (corrected string, ok bool, err error) {
+	spans := queryWords(query)
+	var words []string
+	for _, sp := range spans {
+		if w := query[sp[0]:sp[1]]; !slices.Contains(words, w) {
+			words = append(words, w)
+		}
+	}
+	if len(words) == 0 {
+		return query, false, nil
+	}
+	if err := q.SetSearchSimilarity(ctx); err != nil {
+		return "", false, err
+	}
+	rows, err := q.CorrectSearchWords(ctx, catalogdb.CorrectSearchWordsParams{Words: words, TenantID: tid})
+	if err != nil {
+		return "", false, err
+	}
+	fix := map[string]string{} // word → its correction, "" to leave it out
+	for _, r := range rows {
+		if r.Correction != r.Folded {
+			fix[r.Word] = r.Correction
+		}
+	}
+	if len(fix) == 0 {
+		return query, false, nil
+	}
+	var b strings.Builder
+	last := 0
+	for _, sp := range spans {
+		if c, ok := fix[query[sp[0]:sp[1]]]; ok {
+			b.WriteString(query[last:sp[0]])
+			b.WriteString(c)
+			last = sp[1]
+		}
+	}
+	b.WriteString(query[last:])
+	corrected = b.String()
+	// Nothing searchable left: every word was left out.
+	if !strings.ContainsFunc(corrected, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+		return query, false, nil
+	}
+	return corrected, true, nil
+}
+
+// queryWords are the byte spans of query's correctable words: maximal runs
+// of letters and digits that hold only letters, at least minCorrectable.
+func queryWords(query string) [][2]int {
+	var out [][2]int
+	start, letters, digits := -1, 0, false
+	flush := func(end int) {
+		if start >= 0 && !digits && letters >= minCorrectable {
+			out = append(out, [2]int{start, end})
+		}
+		start, letters, digits = -1, 0, false
+	}
+	for i, r := range query {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsMark(r):
+			if start < 0 {
+				start = i
+			}
+			if unicode.IsLetter(r) {
+				letters++
+			}
+		case unicode.IsDigit(r):
+			if start < 0 {
+				start = i
+			}
+			digits = true
+		default:
+			flush(i)
+		}
+	}
+	flush(len(query))
+	return out
 }
 
 func queryDigest(query string, categories []string, minPrice, maxPrice int64) string {

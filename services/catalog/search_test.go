@@ -3,15 +3,20 @@ package catalog_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"testing"
 
 	"connectrpc.com/connect"
-
-	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bcpdev/bcp/internal/pgstore"
+	"github.com/bcpdev/bcp/internal/tenancy"
+	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -69,8 +74,8 @@ func TestSearchCatalogPortuguese(t *testing.T) {
 		{"caneca ceramica", []string{"prd_caneca"}},                         // no accent finds "Cerâmica"
 		{"CANECA CERÂMICA", []string{"prd_caneca"}},                         // case and accents
 		{"cafe", []string{"prd_cafe"}},                                      // "Café", not "Caneca"
-		{"camizeta preta", []string{"prd_camiseta_preta"}},                  // typo: trigram similarity
-		{"camizeta", []string{"prd_camiseta_branca", "prd_camiseta_preta"}}, // typo: equal similarity, by id
+		{"camizeta preta", []string{"prd_camiseta_preta"}},                  // typo: corrected to the merchant's words
+		{"camizeta", []string{"prd_camiseta_branca", "prd_camiseta_preta"}}, // typo: equal rank, by id
 		{"cafe", []string{"prd_cafe"}},
 		{"camisetas", []string{"prd_camiseta_branca", "prd_camiseta_preta"}}, // plural stems; equal rank by id
 		{"micro-ondas", []string{"prd_caneca"}},                              // description
@@ -367,5 +372,225 @@ func TestSearchTermsCountedInMemory(t *testing.T) {
 	<-done
 	if got := rows(); got != "cafe:2/0 geladeira:1/1" {
 		t.Fatalf("after a clean stop: %q, want cafe:2/0 geladeira:1/1", got)
+	}
+}
+
+// searchWords is the tenant's search words as "word:products", sorted, read
+// as the superuser; stale reports the rows of every tenant that differ from
+// the words of the active products counted afresh (migration 00040's
+// catalog.search_words), in either direction.
+func (e *env) searchWords(ctx context.Context) (words []string, stale []string) {
+	e.t.Helper()
+	tid, _ := tenancy.From(ctx)
+	conn, err := pgx.Connect(ctx, e.db.SuperURL)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT word || ':' || products FROM catalog.search_words WHERE tenant_id = $1 ORDER BY word`, tid)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if words, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		e.t.Fatal(err)
+	}
+	rows, err = conn.Query(ctx, `
+		WITH fresh AS (
+		  SELECT p.tenant_id, w.word, count(*)::integer AS products
+		  FROM catalog.products p, unnest(catalog.search_words(p.title, p.category, p.description, p.variant_text)) w (word)
+		  WHERE p.active GROUP BY 1, 2)
+		SELECT 'stored ' || x.word || ':' || x.products FROM (SELECT tenant_id, word, products FROM catalog.search_words EXCEPT SELECT * FROM fresh) x
+		UNION ALL
+		SELECT 'missing ' || x.word || ':' || x.products FROM (SELECT * FROM fresh EXCEPT SELECT tenant_id, word, products FROM catalog.search_words) x`)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if stale, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		e.t.Fatal(err)
+	}
+	return words, stale
+}
+
+// A misspelt query is corrected against the words of the merchant's own
+// active products and searched with full text: a misspelt word becomes the
+// merchant's closest word, a word the merchant has not at all is left out,
+// and everything else (a number, a negation, a phrase's quotes, a stop
+// word) stays as written; another merchant's words are never used.
+func TestSearchCorrectsTyposWithMerchantWords(t *testing.T) {
+	e := start(t)
+	ctx, other := tenant(), tenant()
+	e.seedSearch(ctx, 0)
+	e.seedSearch(other, 1000)
+	e.create(other, &catalogv1.Product{Id: "prd_geladeira", Title: "Geladeira Duplex", Category: ptr("Eletro"), Active: true,
+		Variants: []*catalogv1.Variant{variant("GEL-1", 300000, 1)}})
+
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{"camizeta preta", []string{"prd_camiseta_preta"}},
+		{"camizeta -preta", []string{"prd_camiseta_branca"}},                          // the negation stays
+		{`"camizeta basica"`, []string{"prd_camiseta_branca", "prd_camiseta_preta"}},  // a phrase stays a phrase
+		{"camizeta com", []string{"prd_camiseta_branca", "prd_camiseta_preta"}},       // "com" is a stop word, not "confortável"
+		{"canneca 350", []string{"prd_caneca"}},                                       // the number stays…
+		{"canneca 999", []string{}},                                                   // …and must match
+		{"cerâmika", []string{"prd_caneca"}},                                          // accents folded
+		{"caneca preta", []string{}},                                                  // both the merchant's words: nothing to correct
+		{"camizeta geladeyra", []string{"prd_camiseta_branca", "prd_camiseta_preta"}}, // nothing here is close to "geladeyra"
+		{"camizeta -xpto", []string{"prd_camiseta_branca", "prd_camiseta_preta"}},
+		{"geladeyra", []string{}}, // another merchant's word
+		{"antigua", []string{}},   // an inactive product's word
+		{"xpto", []string{}},
+	} {
+		got := productIDs(e.search(ctx, &catalogv1.SearchCatalogRequest{Query: c.query}).GetProducts())
+		if !slices.Equal(got, c.want) {
+			t.Errorf("search %q = %v, want %v", c.query, got, c.want)
+		}
+	}
+	if got := productIDs(e.search(other, &catalogv1.SearchCatalogRequest{Query: "geladeyra"}).GetProducts()); !slices.Equal(got, []string{"prd_geladeira"}) {
+		t.Errorf("the other merchant's geladeyra = %v", got)
+	}
+	// A corrected query's second page is corrected the same way.
+	r := e.search(ctx, &catalogv1.SearchCatalogRequest{Query: "camizeta", Limit: 1})
+	next := e.search(ctx, &catalogv1.SearchCatalogRequest{Query: "camizeta", Limit: 1, Cursor: r.GetNextCursor()})
+	if got := append(productIDs(r.GetProducts()), productIDs(next.GetProducts())...); !slices.Equal(got, []string{"prd_camiseta_branca", "prd_camiseta_preta"}) || next.GetNextCursor() != "" {
+		t.Errorf("camizeta by pages = %v (next cursor %q)", got, next.GetNextCursor())
+	}
+}
+
+// The merchant's search words follow every write of its catalog: create,
+// update (title, description, category, variants), deactivation, import
+// and deletion; each word counts the active products that have it, and a
+// word no active product has any more is gone, so a typo is never
+// corrected to it.
+func TestSearchWordsFollowTheCatalog(t *testing.T) {
+	e := start(t)
+	ctx, other := tenant(), tenant()
+	e.create(other, &catalogv1.Product{Id: "prd_o", Title: "Geladeira", Active: true, Variants: []*catalogv1.Variant{variant("O-1", 100, 1)}})
+	check := func(step string, want ...string) {
+		t.Helper()
+		words, stale := e.searchWords(ctx)
+		if !slices.Equal(words, want) || len(stale) != 0 {
+			t.Errorf("%s: words %v, want %v; differing from a fresh count: %v", step, words, want, stale)
+		}
+	}
+	finds := func(query string, want ...string) {
+		t.Helper()
+		if got := productIDs(e.search(ctx, &catalogv1.SearchCatalogRequest{Query: query}).GetProducts()); !slices.Equal(got, append([]string{}, want...)) {
+			t.Errorf("search %q = %v, want %v", query, got, want)
+		}
+	}
+	// variant(sku) is titled "Variante <sku>"; "XG" and "1" are too short
+	// and the SKU's numbers are not words.
+	e.create(ctx, &catalogv1.Product{Id: "prd_a", Title: "Garrafa Térmica", Description: "Inox de parede dupla.", Category: ptr("Cozinha"), Active: true,
+		Variants: []*catalogv1.Variant{variant("GAR-1", 100, 1)}})
+	check("create", "cozinha:1", "dupla:1", "gar:1", "garrafa:1", "inox:1", "parede:1", "termica:1", "variante:1")
+	e.create(ctx, &catalogv1.Product{Id: "prd_b", Title: "Garrafa de Vidro", Active: true, Variants: []*catalogv1.Variant{variant("VID-1", 100, 1)}})
+	check("second product", "cozinha:1", "dupla:1", "gar:1", "garrafa:2", "inox:1", "parede:1", "termica:1", "variante:2", "vid:1", "vidro:1")
+	finds("garafa", "prd_a", "prd_b")
+
+	if _, err := e.update(ctx, &catalogv1.Product{Id: "prd_b", Title: "Pote de Vidro", Category: ptr("Casa"), Active: true,
+		Variants: []*catalogv1.Variant{variant("VID-1", 100, 1), {Sku: "VID-2", Title: "Tampa Bambu", Price: 200, Stock: 1, Active: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	check("update", "bambu:1", "casa:1", "cozinha:1", "dupla:1", "gar:1", "garrafa:1", "inox:1", "parede:1", "pote:1", "tampa:1", "termica:1",
+		"variante:2", "vid:1", "vidro:1")
+	finds("bambo", "prd_b")
+
+	if _, err := e.update(ctx, &catalogv1.Product{Id: "prd_a", Title: "Garrafa Térmica", Description: "Inox de parede dupla.", Category: ptr("Cozinha"), Active: false,
+		Variants: []*catalogv1.Variant{variant("GAR-1", 100, 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	check("deactivate", "bambu:1", "casa:1", "pote:1", "tampa:1", "variante:1", "vid:1", "vidro:1")
+	finds("garafa") // "garrafa" is no active product's word any more
+
+	if r := e.importProducts(ctx, false,
+		&catalogv1.Product{Id: "prd_a", Title: "Garrafa Térmica", Description: "Inox de parede dupla.", Category: ptr("Cozinha"), Active: true,
+			Variants: []*catalogv1.Variant{variant("GAR-1", 100, 1)}},
+		&catalogv1.Product{Id: "prd_c", Title: "Pote Hermético", Active: true, Variants: []*catalogv1.Variant{variant("HER-1", 100, 1)}},
+	); r.GetCreated() != 1 || r.GetUpdated() != 1 {
+		t.Fatalf("import: %v", r)
+	}
+	check("import", "bambu:1", "casa:1", "cozinha:1", "dupla:1", "gar:1", "garrafa:1", "her:1", "hermetico:1", "inox:1", "parede:1", "pote:2",
+		"tampa:1", "termica:1", "variante:3", "vid:1", "vidro:1")
+	finds("garafa", "prd_a")
+
+	// Products are deactivated, not deleted, by the service; a deletion
+	// (by hand, or a merchant's data removed) counts too.
+	tid, _ := tenancy.From(ctx)
+	if err := pgstore.InTenant(ctx, e.db.Pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `DELETE FROM catalog.products WHERE tenant_id = $1 AND id IN ('prd_b', 'prd_c')`, tid)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check("delete", "cozinha:1", "dupla:1", "gar:1", "garrafa:1", "inox:1", "parede:1", "termica:1", "variante:1")
+	if words, _ := e.searchWords(other); !slices.Equal(words, []string{"geladeira:1", "variante:1"}) {
+		t.Errorf("the other merchant's words = %v", words)
+	}
+}
+
+// The merchant's words are its own: another merchant's scope neither sees
+// nor writes them (row security, as on every catalog table).
+func TestSearchWordsAreTheMerchants(t *testing.T) {
+	e := start(t)
+	ctx, other := tenant(), tenant()
+	e.create(ctx, &catalogv1.Product{Id: "prd_a", Title: "Garrafa", Active: true, Variants: []*catalogv1.Variant{variant("A-1", 100, 1)}})
+	tid, _ := tenancy.From(ctx)
+	err := pgstore.InTenant(other, e.db.Pool, func(tx pgx.Tx) error {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM catalog.search_words`).Scan(&n); err != nil || n != 0 {
+			t.Errorf("another merchant sees %d words (%v), want 0", n, err)
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO catalog.search_words (tenant_id, word, products) VALUES ($1, 'garrafa', 1)`, tid)
+		return err
+	})
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+		t.Fatalf("writing another merchant's word: %v, want a row security violation", err)
+	}
+}
+
+// A word of many products is ranked by ts_rank alone: the products with it
+// in the title before those with it in the description only, equal ranks
+// by id. The variants (the price filter) are read after the ranking, and
+// paging through still returns every product in the price range exactly
+// once, in that order, and none outside it.
+func TestSearchRanksBroadWordThenFiltersByPrice(t *testing.T) {
+	e := start(t)
+	ctx := tenant()
+	var inTitle, inDescription []string
+	for i := range 24 {
+		id := fmt.Sprintf("prd_%02d", i)
+		p := &catalogv1.Product{Id: id, Title: fmt.Sprintf("Caneca modelo %d", i), Description: "Ideal para presente.", Active: true,
+			Variants: []*catalogv1.Variant{variant(fmt.Sprintf("SKU-%d", i), 1000+int64(i), 1)}}
+		if i%4 == 0 {
+			p.Title = fmt.Sprintf("Kit Presente %d", i)
+			p.Description = ""
+		}
+		if i%3 == 0 {
+			p.Variants[0].Price = 9000 // out of the range searched
+		}
+		e.create(ctx, p)
+		switch {
+		case i%3 == 0:
+		case i%4 == 0:
+			inTitle = append(inTitle, id)
+		default:
+			inDescription = append(inDescription, id)
+		}
+	}
+	want := append(slices.Clone(inTitle), inDescription...)
+	var got []string
+	cursor := ""
+	for pages := 0; pages < 10; pages++ {
+		r := e.search(ctx, &catalogv1.SearchCatalogRequest{Query: "presente", MaxPrice: ptr[int64](5000), Limit: 4, Cursor: cursor})
+		got = append(got, productIDs(r.GetProducts())...)
+		if cursor = r.GetNextCursor(); cursor == "" {
+			break
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("presente ≤ R$ 50 by pages of 4 = %v, want %v", got, want)
 	}
 }

@@ -1,55 +1,68 @@
 -- name: SetSearchSimilarity :exec
--- The word-similarity threshold of <% for this transaction. 0.4 lets a typo
--- through ("camizeta preta" ≈ "camiseta básica preta": 0.46) and keeps
--- "camiseta básica branca" (0.375) out; the default 0.6 misses typos. It
--- only applies when full text found nothing (SearchProductsFuzzy), where
--- "cafe" ≈ "caneca" (0.4) cannot hide the café full text finds.
-SELECT set_config('pg_trgm.word_similarity_threshold', '0.4', true);
+-- The word-similarity threshold of <% for this transaction, for
+-- CorrectSearchWords: 0.5 takes "camizeta" to "camiseta" (0.67),
+-- "travseiro" to "travesseiro" (0.8) and "mochilla" to "mochila" (0.78),
+-- and finds nothing for a word with nothing that close; the default 0.6
+-- would miss typos of short words ("canca" → "caneca", 0.57).
+SELECT set_config('pg_trgm.word_similarity_threshold', '0.5', true);
 
 -- name: SearchProducts :many
 -- Text search: Portuguese full text (every word, stemmed) over accent-folded
--- title, category and description. Ranked by ts_rank, then by trigram
--- similarity of the title to the query (the closer wording first). Only
--- products with an active variant in the price range are found. Keyset
--- pagination on (score, id): score is a float4 computed the same way on
--- every page.
-SELECT hits.id, hits.title, hits.description, hits.image_url, hits.category, hits.score
+-- title, category, description and variants, ranked by ts_rank (the title
+-- weighs most, then category, description, variants; words near each
+-- other rank higher). Only products with an active variant in the price
+-- range are found. Keyset pagination on (score, id): score is a float4
+-- computed the same way on every page.
+--
+-- The matches are ranked before their variants are read (OFFSET 0 keeps
+-- the planner from checking the variants of every match first), so a word
+-- of thousands of products reads the variants of the page's products, not
+-- of all of them. The query is parsed once for the ranking (a sub-select,
+-- run once): in a generic plan the expression would be parsed, folded and
+-- stemmed again for every match.
+--
+-- No trigram closeness of the title to the query any more: ts_rank already
+-- ranks words near each other higher, and word_similarity over every match
+-- was the largest cost of a broad word's search.
+SELECT ranked.id, ranked.title, ranked.description, ranked.image_url, ranked.category, ranked.score
 FROM (
-  SELECT p.id, p.title, p.description, p.image_url, p.category,
-    (ts_rank(p.search_tsv, websearch_to_tsquery('pg_catalog.portuguese', catalog.f_unaccent(@query::text)))
-     + word_similarity(catalog.f_unaccent(lower(@query::text)), p.search_title))::real AS score
-  FROM catalog.products p
-  WHERE p.tenant_id = @tenant_id AND p.active
-    AND p.search_tsv @@ websearch_to_tsquery('pg_catalog.portuguese', catalog.f_unaccent(@query::text))
-    AND (cardinality(@categories::text[]) = 0 OR p.category = ANY(@categories::text[]))
-    AND EXISTS (SELECT 1 FROM catalog.variants v
-                WHERE v.tenant_id = p.tenant_id AND v.product_id = p.id AND v.active
-                  AND v.price BETWEEN @min_price::bigint AND @max_price::bigint)
-) hits
-WHERE NOT @after::boolean OR hits.score < @after_score::real OR (hits.score = @after_score::real AND hits.id > @after_id::text)
-ORDER BY hits.score DESC, hits.id
+  SELECT hits.*
+  FROM (
+    SELECT p.id, p.title, p.description, p.image_url, p.category,
+      ts_rank(p.search_tsv, (SELECT websearch_to_tsquery('pg_catalog.portuguese', catalog.f_unaccent(@query::text))))::real AS score
+    FROM catalog.products p
+    WHERE p.tenant_id = @tenant_id AND p.active
+      AND p.search_tsv @@ websearch_to_tsquery('pg_catalog.portuguese', catalog.f_unaccent(@query::text))
+      AND (cardinality(@categories::text[]) = 0 OR p.category = ANY(@categories::text[]))
+  ) hits
+  WHERE NOT @after::boolean OR hits.score < @after_score::real OR (hits.score = @after_score::real AND hits.id > @after_id::text)
+  ORDER BY hits.score DESC, hits.id
+  OFFSET 0
+) ranked
+WHERE EXISTS (SELECT 1 FROM catalog.variants v
+              WHERE v.tenant_id = @tenant_id AND v.product_id = ranked.id AND v.active
+                AND v.price BETWEEN @min_price::bigint AND @max_price::bigint)
+ORDER BY ranked.score DESC, ranked.id
 LIMIT @page_size;
 
--- name: SearchProductsFuzzy :many
--- The fallback when full text finds nothing (a misspelling): titles whose
--- words are similar to the query's trigrams (<%, threshold set by
--- SetSearchSimilarity), most similar first. Same filters and keyset as
--- SearchProducts.
-SELECT hits.id, hits.title, hits.description, hits.image_url, hits.category, hits.score
+-- name: CorrectSearchWords :many
+-- A misspelt query's words, each with the merchant's word closest to it
+-- (search_words, migration 00040), when full text found nothing. The
+-- candidates are the merchant's words with a word similarity of at least
+-- the threshold (SetSearchSimilarity; <% through the merchant's trigram
+-- index), the closest by similarity, then the one more products have.
+-- A word with no candidate, or a stop word, comes back without one.
+SELECT q.word, q.folded, coalesce(c.word, '')::text AS correction
 FROM (
-  SELECT p.id, p.title, p.description, p.image_url, p.category,
-    word_similarity(catalog.f_unaccent(lower(@query::text)), p.search_title)::real AS score
-  FROM catalog.products p
-  WHERE p.tenant_id = @tenant_id AND p.active
-    AND catalog.f_unaccent(lower(@query::text)) <% p.search_title
-    AND (cardinality(@categories::text[]) = 0 OR p.category = ANY(@categories::text[]))
-    AND EXISTS (SELECT 1 FROM catalog.variants v
-                WHERE v.tenant_id = p.tenant_id AND v.product_id = p.id AND v.active
-                  AND v.price BETWEEN @min_price::bigint AND @max_price::bigint)
-) hits
-WHERE NOT @after::boolean OR hits.score < @after_score::real OR (hits.score = @after_score::real AND hits.id > @after_id::text)
-ORDER BY hits.score DESC, hits.id
-LIMIT @page_size;
+  SELECT w::text AS word, catalog.f_unaccent(lower(w)) AS folded FROM unnest(@words::text[]) w
+) q
+LEFT JOIN LATERAL (
+  SELECT s.word FROM catalog.search_words s
+  WHERE s.tenant_id = @tenant_id AND q.folded <% s.word
+    AND to_tsvector('catalog.search_words'::regconfig, q.folded) <> ''::tsvector
+  ORDER BY similarity(q.folded, s.word) DESC, s.products DESC, s.word
+  LIMIT 1
+) c ON true;
 
 -- name: BrowseProducts :many
 -- No query text: the tenant's products in id order (keyset on id), with the

@@ -41,7 +41,7 @@ func (q *Queries) DeactivateVariants(ctx context.Context, arg DeactivateVariants
 }
 
 const getProduct = `-- name: GetProduct :one
-SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at, category, variant_text, search_tsv, search_title FROM catalog.products WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at, category, variant_text, search_tsv FROM catalog.products WHERE tenant_id = $1 AND id = $2
 `
 
 type GetProductParams struct {
@@ -64,13 +64,12 @@ func (q *Queries) GetProduct(ctx context.Context, arg GetProductParams) (Catalog
 		&i.Category,
 		&i.VariantText,
 		&i.SearchTsv,
-		&i.SearchTitle,
 	)
 	return i, err
 }
 
 const getProductsByIDs = `-- name: GetProductsByIDs :many
-SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at, category, variant_text, search_tsv, search_title FROM catalog.products WHERE tenant_id = $1 AND id = ANY($2::text[])
+SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at, category, variant_text, search_tsv FROM catalog.products WHERE tenant_id = $1 AND id = ANY($2::text[])
 `
 
 type GetProductsByIDsParams struct {
@@ -99,7 +98,6 @@ func (q *Queries) GetProductsByIDs(ctx context.Context, arg GetProductsByIDsPara
 			&i.Category,
 			&i.VariantText,
 			&i.SearchTsv,
-			&i.SearchTitle,
 		); err != nil {
 			return nil, err
 		}
@@ -196,7 +194,7 @@ func (q *Queries) GetVariantsBySKUs(ctx context.Context, arg GetVariantsBySKUsPa
 }
 
 const listProducts = `-- name: ListProducts :many
-SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at, category, variant_text, search_tsv, search_title FROM catalog.products
+SELECT tenant_id, id, title, description, image_url, active, created_at, updated_at, category, variant_text, search_tsv FROM catalog.products
 WHERE tenant_id = $1 AND ($2::text IS NULL OR id > $2::text)
 ORDER BY id
 LIMIT $3
@@ -229,7 +227,6 @@ func (q *Queries) ListProducts(ctx context.Context, arg ListProductsParams) ([]C
 			&i.Category,
 			&i.VariantText,
 			&i.SearchTsv,
-			&i.SearchTitle,
 		); err != nil {
 			return nil, err
 		}

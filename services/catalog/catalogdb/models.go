@@ -30,7 +30,6 @@ type CatalogProduct struct {
 	Category    string
 	VariantText string
 	SearchTsv   interface{}
-	SearchTitle *string
 }
 
 type CatalogSearchTerm struct {
@@ -39,6 +38,12 @@ type CatalogSearchTerm struct {
 	Term     string
 	Searches int64
 	Empty    int64
+}
+
+type CatalogSearchWord struct {
+	TenantID uuid.UUID
+	Word     string
+	Products int32
 }
 
 type CatalogStockReservation struct {

@@ -246,6 +246,57 @@ func (q *Queries) BrowseProducts(ctx context.Context, arg BrowseProductsParams) 
 	return items, nil
 }
 
+const correctSearchWords = `-- name: CorrectSearchWords :many
+SELECT q.word, q.folded, coalesce(c.word, '')::text AS correction
+FROM (
+  SELECT w::text AS word, catalog.f_unaccent(lower(w)) AS folded FROM unnest($1::text[]) w
+) q
+LEFT JOIN LATERAL (
+  SELECT s.word FROM catalog.search_words s
+  WHERE s.tenant_id = $2 AND q.folded <% s.word
+    AND to_tsvector('catalog.search_words'::regconfig, q.folded) <> ''::tsvector
+  ORDER BY similarity(q.folded, s.word) DESC, s.products DESC, s.word
+  LIMIT 1
+) c ON true
+`
+
+type CorrectSearchWordsParams struct {
+	Words    []string
+	TenantID uuid.UUID
+}
+
+type CorrectSearchWordsRow struct {
+	Word       string
+	Folded     string
+	Correction string
+}
+
+// A misspelt query's words, each with the merchant's word closest to it
+// (search_words, migration 00040), when full text found nothing. The
+// candidates are the merchant's words with a word similarity of at least
+// the threshold (SetSearchSimilarity; <% through the merchant's trigram
+// index), the closest by similarity, then the one more products have.
+// A word with no candidate, or a stop word, comes back without one.
+func (q *Queries) CorrectSearchWords(ctx context.Context, arg CorrectSearchWordsParams) ([]CorrectSearchWordsRow, error) {
+	rows, err := q.db.Query(ctx, correctSearchWords, arg.Words, arg.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CorrectSearchWordsRow
+	for rows.Next() {
+		var i CorrectSearchWordsRow
+		if err := rows.Scan(&i.Word, &i.Folded, &i.Correction); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const emptySearchTerms = `-- name: EmptySearchTerms :many
 SELECT term, sum(searches)::bigint AS searches, sum(empty)::bigint AS empty
 FROM catalog.search_terms
@@ -289,21 +340,25 @@ func (q *Queries) EmptySearchTerms(ctx context.Context, arg EmptySearchTermsPara
 }
 
 const searchProducts = `-- name: SearchProducts :many
-SELECT hits.id, hits.title, hits.description, hits.image_url, hits.category, hits.score
+SELECT ranked.id, ranked.title, ranked.description, ranked.image_url, ranked.category, ranked.score
 FROM (
-  SELECT p.id, p.title, p.description, p.image_url, p.category,
-    (ts_rank(p.search_tsv, websearch_to_tsquery('pg_catalog.portuguese', catalog.f_unaccent($1::text)))
-     + word_similarity(catalog.f_unaccent(lower($1::text)), p.search_title))::real AS score
-  FROM catalog.products p
-  WHERE p.tenant_id = $2 AND p.active
-    AND p.search_tsv @@ websearch_to_tsquery('pg_catalog.portuguese', catalog.f_unaccent($1::text))
-    AND (cardinality($3::text[]) = 0 OR p.category = ANY($3::text[]))
-    AND EXISTS (SELECT 1 FROM catalog.variants v
-                WHERE v.tenant_id = p.tenant_id AND v.product_id = p.id AND v.active
-                  AND v.price BETWEEN $4::bigint AND $5::bigint)
-) hits
-WHERE NOT $6::boolean OR hits.score < $7::real OR (hits.score = $7::real AND hits.id > $8::text)
-ORDER BY hits.score DESC, hits.id
+  SELECT hits.id, hits.title, hits.description, hits.image_url, hits.category, hits.score
+  FROM (
+    SELECT p.id, p.title, p.description, p.image_url, p.category,
+      ts_rank(p.search_tsv, (SELECT websearch_to_tsquery('pg_catalog.portuguese', catalog.f_unaccent($1::text))))::real AS score
+    FROM catalog.products p
+    WHERE p.tenant_id = $2 AND p.active
+      AND p.search_tsv @@ websearch_to_tsquery('pg_catalog.portuguese', catalog.f_unaccent($1::text))
+      AND (cardinality($3::text[]) = 0 OR p.category = ANY($3::text[]))
+  ) hits
+  WHERE NOT $4::boolean OR hits.score < $5::real OR (hits.score = $5::real AND hits.id > $6::text)
+  ORDER BY hits.score DESC, hits.id
+  OFFSET 0
+) ranked
+WHERE EXISTS (SELECT 1 FROM catalog.variants v
+              WHERE v.tenant_id = $2 AND v.product_id = ranked.id AND v.active
+                AND v.price BETWEEN $7::bigint AND $8::bigint)
+ORDER BY ranked.score DESC, ranked.id
 LIMIT $9
 `
 
@@ -311,11 +366,11 @@ type SearchProductsParams struct {
 	Query      string
 	TenantID   uuid.UUID
 	Categories []string
-	MinPrice   int64
-	MaxPrice   int64
 	After      bool
 	AfterScore float32
 	AfterID    string
+	MinPrice   int64
+	MaxPrice   int64
 	PageSize   int32
 }
 
@@ -329,21 +384,32 @@ type SearchProductsRow struct {
 }
 
 // Text search: Portuguese full text (every word, stemmed) over accent-folded
-// title, category and description. Ranked by ts_rank, then by trigram
-// similarity of the title to the query (the closer wording first). Only
-// products with an active variant in the price range are found. Keyset
-// pagination on (score, id): score is a float4 computed the same way on
-// every page.
+// title, category, description and variants, ranked by ts_rank (the title
+// weighs most, then category, description, variants; words near each
+// other rank higher). Only products with an active variant in the price
+// range are found. Keyset pagination on (score, id): score is a float4
+// computed the same way on every page.
+//
+// The matches are ranked before their variants are read (OFFSET 0 keeps
+// the planner from checking the variants of every match first), so a word
+// of thousands of products reads the variants of the page's products, not
+// of all of them. The query is parsed once for the ranking (a sub-select,
+// run once): in a generic plan the expression would be parsed, folded and
+// stemmed again for every match.
+//
+// No trigram closeness of the title to the query any more: ts_rank already
+// ranks words near each other higher, and word_similarity over every match
+// was the largest cost of a broad word's search.
 func (q *Queries) SearchProducts(ctx context.Context, arg SearchProductsParams) ([]SearchProductsRow, error) {
 	rows, err := q.db.Query(ctx, searchProducts,
 		arg.Query,
 		arg.TenantID,
 		arg.Categories,
-		arg.MinPrice,
-		arg.MaxPrice,
 		arg.After,
 		arg.AfterScore,
 		arg.AfterID,
+		arg.MinPrice,
+		arg.MaxPrice,
 		arg.PageSize,
 	)
 	if err != nil {
@@ -371,95 +437,15 @@ func (q *Queries) SearchProducts(ctx context.Context, arg SearchProductsParams) 
 	return items, nil
 }
 
-const searchProductsFuzzy = `-- name: SearchProductsFuzzy :many
-SELECT hits.id, hits.title, hits.description, hits.image_url, hits.category, hits.score
-FROM (
-  SELECT p.id, p.title, p.description, p.image_url, p.category,
-    word_similarity(catalog.f_unaccent(lower($1::text)), p.search_title)::real AS score
-  FROM catalog.products p
-  WHERE p.tenant_id = $2 AND p.active
-    AND catalog.f_unaccent(lower($1::text)) <% p.search_title
-    AND (cardinality($3::text[]) = 0 OR p.category = ANY($3::text[]))
-    AND EXISTS (SELECT 1 FROM catalog.variants v
-                WHERE v.tenant_id = p.tenant_id AND v.product_id = p.id AND v.active
-                  AND v.price BETWEEN $4::bigint AND $5::bigint)
-) hits
-WHERE NOT $6::boolean OR hits.score < $7::real OR (hits.score = $7::real AND hits.id > $8::text)
-ORDER BY hits.score DESC, hits.id
-LIMIT $9
-`
-
-type SearchProductsFuzzyParams struct {
-	Query      string
-	TenantID   uuid.UUID
-	Categories []string
-	MinPrice   int64
-	MaxPrice   int64
-	After      bool
-	AfterScore float32
-	AfterID    string
-	PageSize   int32
-}
-
-type SearchProductsFuzzyRow struct {
-	ID          string
-	Title       string
-	Description string
-	ImageUrl    string
-	Category    string
-	Score       float32
-}
-
-// The fallback when full text finds nothing (a misspelling): titles whose
-// words are similar to the query's trigrams (<%, threshold set by
-// SetSearchSimilarity), most similar first. Same filters and keyset as
-// SearchProducts.
-func (q *Queries) SearchProductsFuzzy(ctx context.Context, arg SearchProductsFuzzyParams) ([]SearchProductsFuzzyRow, error) {
-	rows, err := q.db.Query(ctx, searchProductsFuzzy,
-		arg.Query,
-		arg.TenantID,
-		arg.Categories,
-		arg.MinPrice,
-		arg.MaxPrice,
-		arg.After,
-		arg.AfterScore,
-		arg.AfterID,
-		arg.PageSize,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []SearchProductsFuzzyRow
-	for rows.Next() {
-		var i SearchProductsFuzzyRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Title,
-			&i.Description,
-			&i.ImageUrl,
-			&i.Category,
-			&i.Score,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const setSearchSimilarity = `-- name: SetSearchSimilarity :exec
-SELECT set_config('pg_trgm.word_similarity_threshold', '0.4', true)
+SELECT set_config('pg_trgm.word_similarity_threshold', '0.5', true)
 `
 
-// The word-similarity threshold of <% for this transaction. 0.4 lets a typo
-// through ("camizeta preta" ≈ "camiseta básica preta": 0.46) and keeps
-// "camiseta básica branca" (0.375) out; the default 0.6 misses typos. It
-// only applies when full text found nothing (SearchProductsFuzzy), where
-// "cafe" ≈ "caneca" (0.4) cannot hide the café full text finds.
+// The word-similarity threshold of <% for this transaction, for
+// CorrectSearchWords: 0.5 takes "camizeta" to "camiseta" (0.67),
+// "travseiro" to "travesseiro" (0.8) and "mochilla" to "mochila" (0.78),
+// and finds nothing for a word with nothing that close; the default 0.6
+// would miss typos of short words ("canca" → "caneca", 0.57).
 func (q *Queries) SetSearchSimilarity(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, setSearchSimilarity)
 	return err

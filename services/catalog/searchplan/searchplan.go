@@ -39,7 +39,7 @@ type Recorder struct {
 }
 
 // Statements are the sqlc names of the search statements.
-var Statements = []string{"SearchProducts", "SearchProductsFuzzy", "BrowseProducts"}
+var Statements = []string{"SearchProducts", "CorrectSearchWords", "BrowseProducts"}
 
 func NewRecorder() *Recorder { return &Recorder{last: map[string]Statement{}} }
 
@@ -82,9 +82,9 @@ func (r *Recorder) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBa
 func (r *Recorder) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // Combo is one filter combination: query text (none, full text, or a typo
-// that only trigrams find) × categories × price min/max × first or later
-// page. The words are the ones both the plan test's and bcpbench's
-// catalogs use.
+// that full text finds only once it is corrected against the merchant's
+// words) × categories × price min/max × first or later page. The words are
+// the ones both the plan test's and bcpbench's catalogs use.
 type Combo struct {
 	Query      string
 	Categories bool
@@ -129,16 +129,21 @@ func (c Combo) Request() *catalogv1.SearchCatalogRequest {
 	return req
 }
 
-// Statement is the statement that answers the combination and the text
-// index it must use ("" for none).
-func (c Combo) Statement() (stmt, textIndex string) {
+// Planned is a statement a combination runs and the text index it must
+// use ("" for none).
+type Planned struct{ Statement, TextIndex string }
+
+// Statements are the statements that answer the combination: a typo's
+// words are corrected against the merchant's words (through their trigram
+// index), then searched with full text.
+func (c Combo) Statements() []Planned {
 	switch c.Query {
 	case "":
-		return "BrowseProducts", ""
+		return []Planned{{"BrowseProducts", ""}}
 	case "camizeta":
-		return "SearchProductsFuzzy", "products_title_trgm"
+		return []Planned{{"CorrectSearchWords", "search_words_trgm"}, {"SearchProducts", "products_search"}}
 	}
-	return "SearchProducts", "products_search"
+	return []Planned{{"SearchProducts", "products_search"}}
 }
 
 // Modes are the plans checked: the custom plan (what the first executions
@@ -146,7 +151,7 @@ func (c Combo) Statement() (stmt, textIndex string) {
 // switch to).
 var Modes = []string{"force_custom_plan", "force_generic_plan"}
 
-// Checked is one combination's plan in one mode.
+// Checked is the plan of one statement of a combination in one mode.
 type Checked struct {
 	Combo     Combo
 	Mode      string
@@ -159,7 +164,7 @@ type Checked struct {
 
 // Check runs every combination through a catalog service on pool (whose
 // connections rec traces; one connection, so plans and settings are the
-// service's) as tenant, and explains the statement each sent in both modes.
+// service's) as tenant, and explains the statements each sent in both modes.
 // With analyze the statements run (EXPLAIN ANALYZE, BUFFERS), so the plan
 // carries its execution time.
 func Check(ctx context.Context, pool *pgxpool.Pool, rec *Recorder, tenant uuid.UUID, analyze bool) ([]Checked, error) {
@@ -183,24 +188,25 @@ func Check(ctx context.Context, pool *pgxpool.Pool, rec *Recorder, tenant uuid.U
 				return nil, fmt.Errorf("%s, next page: %w", c, err)
 			}
 		}
-		stmt, textIndex := c.Statement()
-		got, ok := rec.Last(stmt)
-		if !ok {
-			return nil, fmt.Errorf("%s: the service did not run %s", c, stmt)
-		}
-		for _, mode := range Modes {
-			p, err := Explain(ctx, pool, tenant, mode, got, analyze)
-			if err != nil {
-				return nil, fmt.Errorf("%s (%s): %w", c, mode, err)
+		for _, st := range c.Statements() {
+			got, ok := rec.Last(st.Statement)
+			if !ok {
+				return nil, fmt.Errorf("%s: the service did not run %s", c, st.Statement)
 			}
-			ch := Checked{Combo: c, Mode: mode, Statement: stmt, Plan: p}
-			if rels := p.Scans["Seq Scan"]; rels != nil {
-				ch.Problems = append(ch.Problems, fmt.Sprintf("sequential scan of %v", rels))
+			for _, mode := range Modes {
+				p, err := Explain(ctx, pool, tenant, mode, got, analyze)
+				if err != nil {
+					return nil, fmt.Errorf("%s, %s (%s): %w", c, st.Statement, mode, err)
+				}
+				ch := Checked{Combo: c, Mode: mode, Statement: st.Statement, Plan: p}
+				if rels := p.Scans["Seq Scan"]; rels != nil {
+					ch.Problems = append(ch.Problems, fmt.Sprintf("sequential scan of %v", rels))
+				}
+				if st.TextIndex != "" && !p.Indexes[st.TextIndex] {
+					ch.Problems = append(ch.Problems, "does not use "+st.TextIndex)
+				}
+				out = append(out, ch)
 			}
-			if textIndex != "" && !p.Indexes[textIndex] {
-				ch.Problems = append(ch.Problems, "does not use "+textIndex)
-			}
-			out = append(out, ch)
 		}
 	}
 	return out, nil
@@ -234,7 +240,7 @@ func Explain(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID, mode str
 		_ = tx.Rollback(ctx)
 		_, _ = conn.Exec(ctx, "DEALLOCATE "+name)
 	}()
-	for _, set := range [][2]string{{"app.tenant_id", tenant.String()}, {"pg_trgm.word_similarity_threshold", "0.4"}, {"plan_cache_mode", mode}} {
+	for _, set := range [][2]string{{"app.tenant_id", tenant.String()}, {"pg_trgm.word_similarity_threshold", "0.5"}, {"plan_cache_mode", mode}} {
 		if _, err := tx.Exec(ctx, `SELECT set_config($1, $2, true)`, set[0], set[1]); err != nil {
 			return Plan{}, err
 		}
