@@ -105,7 +105,7 @@ bench-ab:
 ## bench-search: search_catalog at a real catalog's size (issue 25): 100 merchants × 10 000 products
 ## (1M, seeded set-based through the catalog schema as the application role), EXPLAIN ANALYZE of every
 ## search filter combination on it, then get_checkout and search_catalog at 50/s (open loop) and a
-## closed-loop search peak; durable PostgreSQL; 10–21 minutes on 2 cores, most of it the seed.
+## closed-loop search peak; durable PostgreSQL; 5–6 minutes on 2 cores, 2 of them the seed.
 ## Prints the table, writes $(BENCH_OUT)/search.json. Figures: docs/performance.md, "Catalog search at 1M products".
 SEARCH_FLAGS ?= --tenants 100 --products 10000 --rate 50 --duration 30s
 bench-search:

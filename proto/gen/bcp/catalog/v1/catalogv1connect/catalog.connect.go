@@ -102,8 +102,9 @@ type CatalogServiceClient interface {
 	GetVariants(context.Context, *connect.Request[v1.GetVariantsRequest]) (*connect.Response[v1.GetVariantsResponse], error)
 	// SearchCatalog finds the active products an agent may buy (UCP catalog
 	// search): Portuguese full text over accent-folded title, category and
-	// description, trigram similarity of titles for typos; filters by
-	// category and price; cursor pagination.
+	// description; a query full text misses has its words corrected against
+	// the merchant's own words (trigram similarity) and is searched again;
+	// filters by category and price; cursor pagination.
 	SearchCatalog(context.Context, *connect.Request[v1.SearchCatalogRequest]) (*connect.Response[v1.SearchCatalogResponse], error)
 	// LookupCatalog resolves product and variant ids to active products (UCP
 	// catalog lookup and get_product). Unknown or inactive ids are absent
@@ -316,8 +317,9 @@ type CatalogServiceHandler interface {
 	GetVariants(context.Context, *connect.Request[v1.GetVariantsRequest]) (*connect.Response[v1.GetVariantsResponse], error)
 	// SearchCatalog finds the active products an agent may buy (UCP catalog
 	// search): Portuguese full text over accent-folded title, category and
-	// description, trigram similarity of titles for typos; filters by
-	// category and price; cursor pagination.
+	// description; a query full text misses has its words corrected against
+	// the merchant's own words (trigram similarity) and is searched again;
+	// filters by category and price; cursor pagination.
 	SearchCatalog(context.Context, *connect.Request[v1.SearchCatalogRequest]) (*connect.Response[v1.SearchCatalogResponse], error)
 	// LookupCatalog resolves product and variant ids to active products (UCP
 	// catalog lookup and get_product). Unknown or inactive ids are absent
