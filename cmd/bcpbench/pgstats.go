@@ -25,10 +25,10 @@ import (
 // StmtStats are the statements executed during a phase, per completed
 // operation.
 type StmtStats struct {
-	TransactionsPerOp float64    `json:"transactions_per_op"`
-	StatementsPerOp   float64    `json:"statements_per_op"`
-	RoundTripsPerOp   float64    `json:"round_trips_per_op"`
-	ExecMsPerOp       float64    `json:"exec_ms_per_op"`
+	TransactionsPerOp float64 `json:"transactions_per_op"`
+	StatementsPerOp   float64 `json:"statements_per_op"`
+	RoundTripsPerOp   float64 `json:"round_trips_per_op"`
+	ExecMsPerOp       float64 `json:"exec_ms_per_op"`
 	// Of the write commits (DurableStats): the simulated processor's and
 	// PSP's own (the outside world's ledgers, which share the bench's
 	// PostgreSQL: statements named Sim… that wrote WAL), and the
