@@ -141,18 +141,24 @@ func (b *bench) purchase(ctx context.Context, rng *rand.Rand) error {
 	m := b.env.merchants[mi]
 	start := time.Now()
 	email := "bench@example.com"
-	c, err := a.call(ctx, mi, "create_checkout", loadkit.CreateArgs(email), "")
+	create := loadkit.CreateArgs(email)
+	if b.cfg.updates == 1 {
+		create = loadkit.CreateShippedArgs(email)
+	}
+	c, err := a.call(ctx, mi, "create_checkout", create, "")
 	if err != nil {
 		return err
 	}
 	if len(c.LineItems) != 1 {
 		return b.unexpected("create_checkout", "no_line_item")
 	}
-	c, err = a.call(ctx, mi, "update_checkout", loadkit.AddressArgs(c.ID, c.LineItems[0].ID, email), "update_checkout")
-	if err != nil {
-		return err
+	if b.cfg.updates != 1 {
+		c, err = a.call(ctx, mi, "update_checkout", loadkit.AddressArgs(c.ID, c.LineItems[0].ID, email), "update_checkout")
+		if err != nil {
+			return err
+		}
 	}
-	args, ok := loadkit.OptionArgs(c, m.PacRate, email)
+	args, ok := loadkit.OptionArgs(c, m.PacRate, email, b.cfg.discount)
 	if !ok {
 		return b.unexpected("update_checkout", "no_shipping_options")
 	}

@@ -48,14 +48,19 @@ import (
 )
 
 type config struct {
-	tenants      int
-	duration     time.Duration
-	warmup       time.Duration
-	concurrency  int
-	rate         float64
-	sweep        []float64
-	pixShare     float64
-	pixPoll      time.Duration
+	tenants     int
+	duration    time.Duration
+	warmup      time.Duration
+	concurrency int
+	rate        float64
+	sweep       []float64
+	pixShare    float64
+	pixPoll     time.Duration
+	// updates is the purchase's update_checkout calls: 2 (the address,
+	// then the option and the code: the flow of record) or 1 (the address
+	// already in create_checkout, as in the README).
+	updates      int
+	discount     bool // the option's update sends the code BEMVINDO10
 	auth         string
 	out, svg     string
 	maxInFlight  int
@@ -171,6 +176,8 @@ func main() {
 	flag.Float64Var(&cfg.rate, "rate", 0, "open loop only: purchases per second (skips the closed-loop phases and the sweep)")
 	flag.StringVar(&sweep, "sweep", "0.2,0.4,0.6,0.8,1.0", "open-loop offered loads, as fractions of the closed-loop peak (\"\" to skip)")
 	flag.Float64Var(&cfg.pixShare, "pix-share", 0.2, "share of purchases paid with Pix (the rest with a delegated card token)")
+	flag.IntVar(&cfg.updates, "updates", 2, "update_checkout calls per purchase: 2 (the address, then the shipping option) or 1 (the address sent with create_checkout)")
+	flag.BoolVar(&cfg.discount, "discount", true, "the shipping option's update also sends the discount code BEMVINDO10")
 	flag.DurationVar(&cfg.pixPoll, "pix-poll", 20*time.Millisecond, "get_checkout polling interval while a Pix is being paid")
 	flag.StringVar(&cfg.auth, "auth", "api_key", "agent credentials: api_key or signature (RFC 9421, ES256)")
 	flag.StringVar(&cfg.out, "out", "bcpbench-result.json", "JSON result file (\"\" for none)")
@@ -199,6 +206,9 @@ func main() {
 	}
 	if cfg.auth != "api_key" && cfg.auth != "signature" {
 		fatal(fmt.Errorf("--auth must be api_key or signature"))
+	}
+	if cfg.updates != 1 && cfg.updates != 2 {
+		fatal(fmt.Errorf("--updates must be 1 or 2"))
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
@@ -272,7 +282,7 @@ func run(ctx context.Context, cfg config) error {
 
 	res := &Result{Started: started, Machine: machine(), Config: map[string]any{
 		"tenants": cfg.tenants, "target": cfg.target, "duration": cfg.duration.String(), "concurrency": cfg.concurrency, "rate": cfg.rate,
-		"sweep": cfg.sweep, "pix_share": cfg.pixShare, "pix_poll": cfg.pixPoll.String(), "auth": cfg.auth, "args": os.Args[1:],
+		"sweep": cfg.sweep, "pix_share": cfg.pixShare, "updates": cfg.updates, "discount": cfg.discount, "pix_poll": cfg.pixPoll.String(), "auth": cfg.auth, "args": os.Args[1:],
 	}}
 
 	if cfg.warmup > 0 {

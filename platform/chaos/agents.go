@@ -290,7 +290,7 @@ func (a *agents) purchase(ctx context.Context, rng *rand.Rand) {
 		abandon()
 		return
 	}
-	args, ok := loadkit.OptionArgs(c, m.PacRate, email)
+	args, ok := loadkit.OptionArgs(c, m.PacRate, email, true)
 	if !ok {
 		abandon()
 		return

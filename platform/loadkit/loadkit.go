@@ -263,6 +263,15 @@ func CreateArgs(email string) map[string]any {
 	}}
 }
 
+// CreateShippedArgs are create_checkout's arguments with the shipping
+// address already (the README's flow: one update then chooses the
+// option).
+func CreateShippedArgs(email string) map[string]any {
+	args := CreateArgs(email)
+	args["checkout"].(map[string]any)["fulfillment"] = map[string]any{"methods": []any{map[string]any{"type": "shipping", "destinations": []any{Address}}}}
+	return args
+}
+
 func lineAndBuyer(li, email string) map[string]any {
 	return map[string]any{
 		"line_items": []any{map[string]any{"id": li, "item": map[string]any{"id": "var_cam"}, "quantity": 1}},
@@ -278,10 +287,10 @@ func AddressArgs(id, li, email string) map[string]any {
 	return map[string]any{"id": id, "checkout": co}
 }
 
-// OptionArgs are the second update_checkout's: the shipping option rate
-// of c's first method and group, and the discount code BEMVINDO10. ok is
+// OptionArgs are the last update_checkout's: the shipping option rate of
+// c's first method and group, and (discount) the code BEMVINDO10. ok is
 // false when c shows no shipping options.
-func OptionArgs(c *CheckoutView, rate, email string) (map[string]any, bool) {
+func OptionArgs(c *CheckoutView, rate, email string, discount bool) (map[string]any, bool) {
 	if len(c.LineItems) != 1 || len(c.Fulfillment.Methods) == 0 || len(c.Fulfillment.Methods[0].Groups) == 0 {
 		return nil, false
 	}
@@ -290,7 +299,9 @@ func OptionArgs(c *CheckoutView, rate, email string) (map[string]any, bool) {
 	co["fulfillment"] = map[string]any{"methods": []any{map[string]any{"id": mth.ID, "type": "shipping", "line_item_ids": []any{li},
 		"selected_destination_id": mth.SelectedDestinationID,
 		"groups":                  []any{map[string]any{"id": mth.Groups[0].ID, "selected_option_id": rate}}}}}
-	co["discounts"] = map[string]any{"codes": []any{"BEMVINDO10"}}
+	if discount {
+		co["discounts"] = map[string]any{"codes": []any{"BEMVINDO10"}}
+	}
 	return map[string]any{"id": c.ID, "checkout": co}, true
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/bcpdev/bcp/agentclient"
@@ -74,7 +75,7 @@ func TestPixAttemptID(t *testing.T) {
 func TestOptionArgs(t *testing.T) {
 	var c CheckoutView
 	_ = json.Unmarshal([]byte(`{"id":"chk_1","line_items":[{"id":"li_1"}],"fulfillment":{"methods":[{"id":"m_1","selected_destination_id":"d_1","groups":[{"id":"g_1"}]}]}}`), &c)
-	args, ok := OptionArgs(&c, "rate_pac", "a@example.com")
+	args, ok := OptionArgs(&c, "rate_pac", "a@example.com", true)
 	if !ok {
 		t.Fatal("no options")
 	}
@@ -85,7 +86,22 @@ func TestOptionArgs(t *testing.T) {
 	if string(got) != want {
 		t.Fatalf("OptionArgs\n got %s\nwant %s", got, want)
 	}
-	if _, ok := OptionArgs(&CheckoutView{ID: "chk_2"}, "rate_pac", "a@example.com"); ok {
+	if _, ok := OptionArgs(&CheckoutView{ID: "chk_2"}, "rate_pac", "a@example.com", true); ok {
 		t.Fatal("OptionArgs without line items or methods must report no options")
+	}
+	// Without the code (bcpbench --discount=false).
+	args, _ = OptionArgs(&c, "rate_pac", "a@example.com", false)
+	if got, _ := json.Marshal(args); string(got) != strings.Replace(want, `"discounts":{"codes":["BEMVINDO10"]},`, "", 1) {
+		t.Fatalf("OptionArgs without the code: %s", got)
+	}
+}
+
+// The README's flow creates the checkout with the address already.
+func TestCreateShippedArgs(t *testing.T) {
+	got, _ := json.Marshal(CreateShippedArgs("a@example.com"))
+	want := `{"checkout":{"buyer":{"email":"a@example.com"},"fulfillment":{"methods":[{"destinations":[{"address_country":"BR","address_locality":"São Paulo","address_region":"SP","postal_code":"01305-000","street_address":"Rua Augusta, 500"}],"type":"shipping"}]},` +
+		`"line_items":[{"item":{"id":"var_cam"},"quantity":1}]}}`
+	if string(got) != want {
+		t.Fatalf("CreateShippedArgs\n got %s\nwant %s", got, want)
 	}
 }
