@@ -102,11 +102,19 @@ func agentProfileJSON(jwk, orderWebhookURL string, catalog bool) string {
 	"signing_keys":[` + jwk + `]}`
 }
 
+// LoadRateLimits are a load merchant's rate limits: several times what one
+// machine serves a merchant of a 20-merchant run, so a load run measures
+// the platform (the limiter's leases included, sized from these limits)
+// and not its refusals. With the defaults (an agent 100 requests/s per
+// merchant), bcpbench's create_checkout-only phase at 20 merchants was
+// refused 209 times once it passed 2 000 calls/s (issue 23).
+var LoadRateLimits = &tenantsv1.RateLimits{MerchantRatePerSecond: 1000, MerchantBurst: 2000, AgentRatePerSecond: 1000, AgentBurst: 2000}
+
 // SeedMerchant onboards one development merchant at host: a catalog (one
 // variant, var_cam at R$ 59,90, stock large enough for any run), two
 // shipping rates (SEDEX, PAC), the discount code BEMVINDO10, a sandbox Pix
-// handler and a sandbox card handler ("card"), and an API key bound to
-// the agent profile.
+// handler and a sandbox card handler ("card"), rate limits of a load
+// merchant (LoadRateLimits), and an API key bound to the agent profile.
 func SeedMerchant(ctx context.Context, ops *platform.Clients, host, profile string) (*Merchant, error) {
 	tr, err := ops.Tenants.CreateTenant(ctx, connect.NewRequest(&tenantsv1.CreateTenantRequest{
 		Name: "Loja " + host, Domains: []string{host}, Environment: tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT,
@@ -127,7 +135,8 @@ func SeedMerchant(ctx context.Context, ops *platform.Clients, host, profile stri
 		return nil, err
 	}
 	if _, err := ops.Tenants.SetSettings(ctx, connect.NewRequest(&tenantsv1.SetSettingsRequest{Tenant: tid, Settings: &tenantsv1.Settings{
-		Links: []*tenantsv1.Link{{Type: "privacy_policy", Url: "https://" + host + "/privacidade"}, {Type: "terms_of_service", Url: "https://" + host + "/termos"}},
+		Links:      []*tenantsv1.Link{{Type: "privacy_policy", Url: "https://" + host + "/privacidade"}, {Type: "terms_of_service", Url: "https://" + host + "/termos"}},
+		RateLimits: LoadRateLimits,
 	}})); err != nil {
 		return nil, err
 	}
