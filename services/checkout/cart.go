@@ -86,36 +86,20 @@ func (st store) cartWrite(ctx context.Context, fn func(q *checkoutdb.Queries, ti
 // updateCart rewrites an active cart, with k's key and answer; false: it
 // changed (or left active) since it was read.
 func (st store) updateCart(ctx context.Context, c cart, request, state []byte, k *opKey) (bool, error) {
-	answer, err := k.answer(cartResult(state))
-	if err != nil {
-		return false, err
-	}
-	var row checkoutdb.UpdateCartRow
-	err = st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
-		var err error
-		row, err = q.UpdateCart(ctx, checkoutdb.UpdateCartParams{TenantID: tid, ID: c.ID, Version: c.Version, Request: request, State: state,
-			Idem: k.arg(), IdemResponse: answer})
-		return err
+	return keyedWrite(ctx, st, k, cartResult(state), func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
+		row, err := q.UpdateCart(ctx, checkoutdb.UpdateCartParams{TenantID: tid, ID: c.ID, Version: c.Version, Request: request, State: state,
+			Idem: idem, IdemResponse: answer})
+		return row.Written, row.Kept, err
 	})
-	k.wrote(row.Kept, true)
-	return row.Written == 1, err
 }
 
 // cancelCart ends an active cart (answering it as it was), with k's key
 // and answer; false: it changed (or left active) since it was read.
 func (st store) cancelCart(ctx context.Context, c cart, k *opKey) (bool, error) {
-	answer, err := k.answer(cartResult(c.State))
-	if err != nil {
-		return false, err
-	}
-	var row checkoutdb.CancelCartRow
-	err = st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
-		var err error
-		row, err = q.CancelCart(ctx, checkoutdb.CancelCartParams{TenantID: tid, ID: c.ID, Version: c.Version, Idem: k.arg(), IdemResponse: answer})
-		return err
+	return keyedWrite(ctx, st, k, cartResult(c.State), func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
+		row, err := q.CancelCart(ctx, checkoutdb.CancelCartParams{TenantID: tid, ID: c.ID, Version: c.Version, Idem: idem, IdemResponse: answer})
+		return row.Written, row.Kept, err
 	})
-	k.wrote(row.Kept, true)
-	return row.Written == 1, err
 }
 
 // liveCart reads a cart the agent may use: its own (the checkout's owned

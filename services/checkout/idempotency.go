@@ -117,6 +117,29 @@ func (k *opKey) wrote(kept bool, answered bool) {
 	}
 }
 
+// keyedWrite runs one optimistic write that keeps k's key in the same
+// statement, with res as the answer (nil: a completion's claim, in
+// flight); write gets the key's arguments and reports the rows it wrote and
+// whether the key was kept. false: the row changed since it was read.
+func keyedWrite(ctx context.Context, st store, k *opKey, res proto.Message, write func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error)) (bool, error) {
+	var answer []byte
+	if res != nil {
+		var err error
+		if answer, err = k.answer(res); err != nil {
+			return false, err
+		}
+	}
+	var written int64
+	var kept bool
+	err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		var err error
+		written, kept, err = write(q, tid, k.arg(), answer)
+		return err
+	})
+	k.wrote(kept, res != nil)
+	return written == 1, err
+}
+
 // keyTaken maps keep_key's refusal to errKeyTaken.
 func keyTaken(err error) error {
 	var pg *pgconn.PgError

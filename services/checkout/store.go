@@ -101,21 +101,13 @@ func decodeState(sess session) (*bcp.Checkout, error) {
 // update rewrites an open session (build, refresh), with k's key and
 // answer; false: it changed since it was read.
 func (st store) update(ctx context.Context, sess session, status string, total int64, email string, capabilities []string, request, state []byte, k *opKey) (bool, error) {
-	answer, err := k.answer(&checkoutv1.CheckoutResult{CheckoutJson: state, Status: status})
-	if err != nil {
-		return false, err
-	}
-	var row checkoutdb.UpdateSessionRow
-	err = st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
-		var err error
-		row, err = q.UpdateSession(ctx, checkoutdb.UpdateSessionParams{
+	return keyedWrite(ctx, st, k, &checkoutv1.CheckoutResult{CheckoutJson: state, Status: status}, func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
+		row, err := q.UpdateSession(ctx, checkoutdb.UpdateSessionParams{
 			TenantID: tid, ID: sess.ID, Version: sess.Version, Status: status, Total: total, BuyerEmail: email,
-			Capabilities: capabilities, Request: request, State: state, Idem: k.arg(), IdemResponse: answer,
+			Capabilities: capabilities, Request: request, State: state, Idem: idem, IdemResponse: answer,
 		})
-		return err
+		return row.Written, row.Kept, err
 	})
-	k.wrote(row.Kept, true)
-	return row.Written == 1, err
 }
 
 // claim is the one write that lets money move: the session becomes
@@ -125,58 +117,38 @@ func (st store) claim(ctx context.Context, sess session, attemptID, webhookURL, 
 	if automaticDiscounts == nil {
 		automaticDiscounts = []string{}
 	}
-	var row checkoutdb.SetSessionPaymentRow
-	err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
-		var err error
-		row, err = q.SetSessionPayment(ctx, checkoutdb.SetSessionPaymentParams{
+	return keyedWrite(ctx, st, k, nil, func(q *checkoutdb.Queries, tid uuid.UUID, idem, _ []byte) (int64, bool, error) {
+		row, err := q.SetSessionPayment(ctx, checkoutdb.SetSessionPaymentParams{
 			TenantID: tid, ID: sess.ID, Version: sess.Version, Status: bcp.StatusCompleteInProgress, PaymentAttemptID: &attemptID,
 			OrderWebhookUrl: webhookURL, BaseUrl: baseURL, State: state, SettleAfter: &settleAfter, Ap2Mandate: mandate, AutomaticDiscountIds: automaticDiscounts,
-			Idem: k.arg(),
+			Idem: idem,
 		})
-		return err
+		return row.Written, row.Kept, err
 	})
-	k.wrote(row.Kept, false)
-	return row.Written == 1, err
 }
 
 // finish records where a completion ended: completed with its order, back
 // where the buyer can try again (attempt nil), or waiting (same attempt);
 // with the completion's key (k), its answer too.
 func (st store) finish(ctx context.Context, sess session, status string, attemptID, orderID *string, state []byte, k *opKey) (bool, error) {
-	answer, err := k.answer(&checkoutv1.CheckoutResult{CheckoutJson: state, Status: status})
-	if err != nil {
-		return false, err
-	}
-	var row checkoutdb.FinishSessionRow
-	err = st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
-		var err error
-		row, err = q.FinishSession(ctx, checkoutdb.FinishSessionParams{
+	return keyedWrite(ctx, st, k, &checkoutv1.CheckoutResult{CheckoutJson: state, Status: status}, func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
+		row, err := q.FinishSession(ctx, checkoutdb.FinishSessionParams{
 			TenantID: tid, ID: sess.ID, Version: sess.Version, Status: status, PaymentAttemptID: attemptID, OrderID: orderID, State: state,
-			Idem: k.arg(), IdemResponse: answer,
+			Idem: idem, IdemResponse: answer,
 		})
-		return err
+		return row.Written, row.Kept, err
 	})
-	k.wrote(row.Kept, true)
-	return row.Written == 1, err
 }
 
 // close ends a session without an order; releaseBy, when set, is when the
 // settle sweep makes sure its stock went back. With a cancel's key (k),
 // its key and answer too.
 func (st store) close(ctx context.Context, sess session, state []byte, releaseBy *time.Time, k *opKey) (bool, error) {
-	answer, err := k.answer(&checkoutv1.CheckoutResult{CheckoutJson: state, Status: bcp.StatusCanceled})
-	if err != nil {
-		return false, err
-	}
-	var row checkoutdb.CloseSessionRow
-	err = st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
-		var err error
-		row, err = q.CloseSession(ctx, checkoutdb.CloseSessionParams{TenantID: tid, ID: sess.ID, Version: sess.Version, State: state, SettleAfter: releaseBy,
-			Idem: k.arg(), IdemResponse: answer})
-		return err
+	return keyedWrite(ctx, st, k, &checkoutv1.CheckoutResult{CheckoutJson: state, Status: bcp.StatusCanceled}, func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
+		row, err := q.CloseSession(ctx, checkoutdb.CloseSessionParams{TenantID: tid, ID: sess.ID, Version: sess.Version, State: state, SettleAfter: releaseBy,
+			Idem: idem, IdemResponse: answer})
+		return row.Written, row.Kept, err
 	})
-	k.wrote(row.Kept, true)
-	return row.Written == 1, err
 }
 
 // released says a closed session's stock release confirmed.
