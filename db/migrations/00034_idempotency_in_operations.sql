@@ -14,7 +14,7 @@ ALTER TABLE checkout.idempotency_keys ADD COLUMN claim_token text NOT NULL DEFAU
 -- keep_key records the key of the request p_idem describes:
 --   {"scope", "key", "hash" (hex SHA-256 of the request), "token" (the
 --    request's own), "now" (timestamptz), "held" (boolean: this request
---    claimed the key in flight), "must" (boolean)}
+--    claimed the key in flight)}
 -- as done with p_response (the answer to replay), or in flight when
 -- p_response is NULL; it records nothing when p_wrote is false (the
 -- outcome's write did not happen: nothing to answer yet). A request that
@@ -23,10 +23,10 @@ ALTER TABLE checkout.idempotency_keys ADD COLUMN claim_token text NOT NULL DEFAU
 -- writes a new key, or takes over one whose holder died mid-request (in
 -- flight with the same request for longer than the 2-minute lease: the
 -- holder's process died, and a retry takes the key over). A key another
--- request holds or answered is not touched: with "must" that raises
--- SQLSTATE BCK01, so the statement's own write is rolled back with it (the
--- request then replays the stored answer, or is told the key is in flight
--- or was used for another request). Keys are kept 48 hours (the protocol
+-- request holds or answered is not touched: that raises SQLSTATE BCK01,
+-- so the statement's own write is rolled back with it (the request then
+-- replays the stored answer, or is told the key is in flight or was used
+-- for another request). Keys are kept 48 hours (the protocol
 -- asks for at least 24).
 -- +goose StatementBegin
 CREATE FUNCTION checkout.keep_key(p_tenant uuid, p_idem jsonb, p_response bytea, p_wrote boolean) RETURNS boolean
@@ -57,10 +57,7 @@ BEGIN
   IF FOUND THEN
     RETURN true;
   END IF;
-  IF (p_idem->>'must')::boolean THEN
-    RAISE EXCEPTION 'idempotency key taken' USING ERRCODE = 'BCK01';
-  END IF;
-  RETURN false;
+  RAISE EXCEPTION 'idempotency key taken' USING ERRCODE = 'BCK01';
 END $$;
 -- +goose StatementEnd
 GRANT EXECUTE ON FUNCTION checkout.keep_key(uuid, jsonb, bytea, boolean) TO bcp_app;

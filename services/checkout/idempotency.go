@@ -79,7 +79,7 @@ func newOpKey(m *checkoutv1.Idempotency, now time.Time) (*opKey, error) {
 // arg is the key as keep_key reads it (nil without a key). A request that
 // claimed its key stores its answer as its holder (held): if the key was
 // taken over meanwhile (the 2-minute lease), its write still stands. Any
-// other write with a key fails if the key is taken (must: errKeyTaken).
+// other write with a key fails if the key is taken (errKeyTaken).
 func (k *opKey) arg() []byte {
 	if k == nil {
 		return nil
@@ -91,8 +91,7 @@ func (k *opKey) arg() []byte {
 		Token string    `json:"token"`
 		Now   time.Time `json:"now"`
 		Held  bool      `json:"held"`
-		Must  bool      `json:"must"`
-	}{k.scope, k.key, hex.EncodeToString(k.hash), k.token, k.now, k.claimed, !k.claimed})
+	}{k.scope, k.key, hex.EncodeToString(k.hash), k.token, k.now, k.claimed})
 	return b
 }
 
