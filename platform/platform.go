@@ -254,6 +254,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		case Checkout:
 			svc := checkout.New(r.Pool, checkout.Clients{Catalog: clients.Catalog, Pricing: clients.Pricing, Tenants: clients.Tenants, Payments: clients.Payments, Orders: clients.Orders})
 			svc.UseHooks(cfg.CheckoutHooks)
+			svc.Metrics(reg)
 			checkout.AddWorkers(workers, svc)
 			queues = append(queues, jobs.QueueCheckout)
 			r.goRun(func() { svc.Run(ctx, log) })

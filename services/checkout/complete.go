@@ -11,6 +11,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/tenancy"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
@@ -37,6 +38,31 @@ type completion struct {
 // payment, settle with its outcome. It never starts a second payment: a
 // checkout already paying or paid is returned as it is, with a message.
 func (s *Service) complete(ctx context.Context, r completion) (*checkoutv1.CheckoutResult, error) {
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The session as this process last wrote it, if this completion would
+	// claim it (seen.go); anything else is answered from a fresh read.
+	if sess, xmin, ok := s.seen.take(tid, r.id, s.now()); ok && sess.AgentProfileUrl == r.agent.profileURL &&
+		sess.Status == bcp.StatusReadyForComplete && sess.PaymentAttemptID == nil && s.now().Before(sess.ExpiresAt) &&
+		!ap2Locked(sess, r.agent) && r.req.Payment != nil && len(r.req.Payment.Instruments) == 1 {
+		s.seen.hits.Add(1)
+		if err := s.checkSeen(ctx, sess, xmin); err != nil {
+			return nil, err
+		}
+		cur, err := decodeState(sess)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.completeFrom(ctx, r, sess, cur, nil, &xmin)
+		if err != errReread {
+			return res, err
+		}
+		s.seen.rereads.Add(1)
+	} else {
+		s.seen.misses.Add(1)
+	}
 	sess, cur, err := s.store.getState(ctx, r.id)
 	if err == nil {
 		err = owned(sess, r.agent.profileURL)
@@ -72,6 +98,14 @@ func (s *Service) complete(ctx context.Context, r completion) (*checkoutv1.Check
 		}
 		mandate = rec
 	}
+	return s.completeFrom(ctx, r, sess, cur, mandate, nil)
+}
+
+// completeFrom completes the ready session sess (whose checkout is cur),
+// with the buyer's AP2 mandate if any. seen is sess's xmin when sess is
+// remembered rather than read (seen.go): the claim is fenced on it, and
+// any outcome but the claim is left to a fresh read (errReread).
+func (s *Service) completeFrom(ctx context.Context, r completion, sess session, cur *bcp.Checkout, mandate []byte, seen *int64) (*checkoutv1.CheckoutResult, error) {
 	// Exactly one instrument (no split payments).
 	if r.req.Payment == nil || len(r.req.Payment.Instruments) != 1 {
 		return unchanged(cur, bcp.Error(bcp.CodePaymentFailed, bcp.SeverityRecoverable, "$.payment.instruments",
@@ -92,10 +126,16 @@ func (s *Service) complete(ctx context.Context, r completion) (*checkoutv1.Check
 		return nil, err
 	}
 	if b.checkout.Status = statusFor(b.checkout.Messages); b.checkout.Status != bcp.StatusReadyForComplete || grandTotal(b.checkout) != grandTotal(cur) {
+		if seen != nil {
+			return nil, errReread
+		}
 		return s.refresh(ctx, r.agent, sess, r.key)
 	}
 
-	attemptID, state, err := s.claim(ctx, r, sess, cur, inst, mandate, b.automaticDiscounts)
+	attemptID, state, err := s.claim(ctx, r, sess, seen, cur, inst, mandate, b.automaticDiscounts)
+	if err == errRaced && seen != nil {
+		return nil, errReread
+	}
 	if err == errRaced {
 		// Someone else completed or changed it first: show what won.
 		_, latest, lerr := s.store.getState(ctx, r.id)
@@ -152,7 +192,7 @@ var errRaced = apperr.New(apperr.KindAborted, "concurrent_update", "the checkout
 // claim registers the payment attempt on the session (the fence: no money
 // moves for this checkout unless this write won), with the settle_after
 // from which the settle sweep finishes it if this process dies.
-func (s *Service) claim(ctx context.Context, r completion, sess session, cur *bcp.Checkout, inst bcp.PaymentInstrument, mandate []byte, automaticDiscounts []string) (string, []byte, error) {
+func (s *Service) claim(ctx context.Context, r completion, sess session, seen *int64, cur *bcp.Checkout, inst bcp.PaymentInstrument, mandate []byte, automaticDiscounts []string) (string, []byte, error) {
 	if err := move("claim", sess.Status, bcp.StatusCompleteInProgress); err != nil {
 		return "", nil, err
 	}
@@ -164,7 +204,7 @@ func (s *Service) claim(ctx context.Context, r completion, sess session, cur *bc
 	if err != nil {
 		return "", nil, err
 	}
-	ok, err := s.store.claim(ctx, sess, attemptID, r.webhookURL, r.agent.baseURL, state, mandate, s.now().Add(settleSafetyNet), automaticDiscounts, r.key)
+	ok, err := s.store.claim(ctx, sess, seen, attemptID, r.webhookURL, r.agent.baseURL, state, mandate, s.now().Add(settleSafetyNet), automaticDiscounts, r.key)
 	if err == nil && !ok {
 		err = errRaced
 	}
@@ -233,7 +273,7 @@ func (s *Service) refresh(ctx context.Context, agent agentInfo, sess session, k 
 	if err != nil {
 		return nil, err
 	}
-	ok, err := s.store.update(ctx, sess, fresh.Status, grandTotal(fresh), buyerEmail(fresh), sess.Capabilities, reqJSON, state, k)
+	ok, _, err := s.store.update(ctx, sess, nil, fresh.Status, grandTotal(fresh), buyerEmail(fresh), sess.Capabilities, reqJSON, state, k)
 	if err == nil && !ok {
 		err = apperr.New(apperr.KindAborted, "concurrent_update", "the checkout changed while this request was being processed; retry")
 	}

@@ -32,6 +32,11 @@ const (
 // instead of hoping for it.
 type Hooks struct {
 	At func(ctx context.Context, step Step, checkoutID string) error
+	// CheckSeen compares every remembered session a request starts from
+	// with its row (seen.go): the same xmin with different columns is a
+	// write that forgot to mirror what it wrote, answered as an internal
+	// error.
+	CheckSeen bool
 }
 
 // UseHooks installs test hooks (nil: none). Production never sets them.

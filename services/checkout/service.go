@@ -29,6 +29,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -72,13 +73,15 @@ type Service struct {
 	// settingsCache holds each merchant's settings, read on every create,
 	// update and complete; Run keeps it in line with the registry.
 	settingsCache *tenantcache.Cache[*tenantsv1.Settings]
+	// seen remembers sessions as this process wrote them (seen.go).
+	seen *seenSessions
 }
 
 // New returns the service over its database and the clients of the
 // services it orchestrates.
 func New(pool *pgxpool.Pool, c Clients) *Service {
 	return &Service{store: store{pool: pool}, catalog: c.Catalog, pricing: c.Pricing, tenants: c.Tenants, payments: c.Payments, orders: c.Orders, now: time.Now,
-		settingsCache: tenantcache.New[*tenantsv1.Settings](tenantcache.Options{})}
+		settingsCache: tenantcache.New[*tenantsv1.Settings](tenantcache.Options{}), seen: newSeenSessions()}
 }
 
 // Run follows the tenant registry's changes so cached merchant settings
@@ -203,13 +206,20 @@ func (s *Service) open(ctx context.Context, tid uuid.UUID, agent agentInfo, id s
 		return nil, err
 	}
 	// One statement (the expiry sweep closes it at expires_at).
-	err = s.store.insert(ctx, checkoutdb.InsertSessionParams{
+	p := checkoutdb.InsertSessionParams{
 		TenantID: tid, ID: id, Status: c.Status, Currency: c.Currency, Total: grandTotal(c), BuyerEmail: buyerEmail(c),
 		AgentProfileUrl: agent.profileURL, Capabilities: nonNil(agent.capabilities), Request: reqJSON, State: state, ExpiresAt: expires,
-	}, k)
+	}
+	xmin, err := s.store.insert(ctx, p, k)
 	if err != nil {
 		return nil, err
 	}
+	// The row as the insert wrote it, columns' defaults included.
+	s.seen.put(session{
+		TenantID: tid, ID: id, Status: p.Status, Currency: p.Currency, Total: p.Total, BuyerEmail: p.BuyerEmail,
+		AgentProfileUrl: p.AgentProfileUrl, Capabilities: p.Capabilities, Request: reqJSON, State: state, Version: 1,
+		ExpiresAt: expires, CreatedAt: now, UpdatedAt: now, AutomaticDiscountIds: []string{},
+	}, xmin, s.now())
 	return &checkoutv1.CheckoutResult{CheckoutJson: state, Status: c.Status}, nil
 }
 
@@ -265,6 +275,26 @@ func (s *Service) UpdateCheckout(ctx context.Context, r *connect.Request[checkou
 // update prices a full replacement of session id's writable members and
 // stores it (with k's key, if any).
 func (s *Service) update(ctx context.Context, tid uuid.UUID, agent agentInfo, id string, req *bcp.Checkout, k *opKey) (*checkoutv1.CheckoutResult, error) {
+	// The session as this process last wrote it, if it is one this update
+	// rewrites (seen.go); anything else is answered from a fresh read.
+	if sess, xmin, ok := s.seen.take(tid, id, s.now()); ok && sess.AgentProfileUrl == agent.profileURL &&
+		modifiable(sess.Status) && sess.PaymentAttemptID == nil && s.now().Before(sess.ExpiresAt) {
+		s.seen.hits.Add(1)
+		if err := s.checkSeen(ctx, sess, xmin); err != nil {
+			return nil, err
+		}
+		prev, err := decodeState(sess)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.rewrite(ctx, tid, agent, sess, prev, &xmin, req, k)
+		if err != errReread {
+			return res, err
+		}
+		s.seen.rereads.Add(1)
+	} else {
+		s.seen.misses.Add(1)
+	}
 	sess, err := s.store.get(ctx, id)
 	if err == nil {
 		err = owned(sess, agent.profileURL)
@@ -293,6 +323,19 @@ func (s *Service) update(ctx context.Context, tid uuid.UUID, agent agentInfo, id
 		}
 		return unchanged(prev, notModifiable(status))
 	}
+	return s.rewrite(ctx, tid, agent, sess, prev, nil, req, k)
+}
+
+// errReread says a request that started from a remembered session must be
+// answered from a fresh read: its fenced write was refused (the row changed
+// since this process wrote it), or it is not one that write ends.
+var errReread = errors.New("checkout: remembered session is stale")
+
+// rewrite prices req against the open session sess (whose checkout is
+// prev) and stores it (with k's key, if any). seen is sess's xmin when sess
+// is remembered rather than read (seen.go).
+func (s *Service) rewrite(ctx context.Context, tid uuid.UUID, agent agentInfo, sess session, prev *bcp.Checkout, seen *int64, req *bcp.Checkout, k *opKey) (*checkoutv1.CheckoutResult, error) {
+	id := sess.ID
 	b, err := s.build(ctx, agent, id, req, prev, sess.State, tid.String(), false)
 	if err != nil {
 		return nil, err
@@ -308,13 +351,21 @@ func (s *Service) update(ctx context.Context, tid uuid.UUID, agent agentInfo, id
 	if err != nil {
 		return nil, err
 	}
-	ok, err := s.store.update(ctx, sess, c.Status, grandTotal(c), buyerEmail(c), nonNil(agent.capabilities), reqJSON, state, k)
+	capabilities := nonNil(agent.capabilities)
+	ok, xmin, err := s.store.update(ctx, sess, seen, c.Status, grandTotal(c), buyerEmail(c), capabilities, reqJSON, state, k)
 	if err == nil && !ok {
+		if seen != nil {
+			return nil, errReread
+		}
 		err = apperr.New(apperr.KindAborted, "concurrent_update", "the checkout changed while this update was being processed; retry")
 	}
 	if err != nil {
 		return nil, err
 	}
+	next := sess
+	next.Status, next.Total, next.BuyerEmail, next.Capabilities = c.Status, grandTotal(c), buyerEmail(c), capabilities
+	next.Request, next.State, next.Version, next.UpdatedAt = reqJSON, state, sess.Version+1, s.now()
+	s.seen.put(next, xmin, s.now())
 	return &checkoutv1.CheckoutResult{CheckoutJson: state, Status: c.Status}, nil
 }
 

@@ -41,18 +41,22 @@ func (st store) one(ctx context.Context, fn func(q *checkoutdb.Queries, tid uuid
 // (another tenant's id included: RLS and the tenant filter).
 func errNotFound(id string) error { return apperr.NotFound(bcp.CodeNotFound, "no checkout %q", id) }
 
-// insert writes a new session; with k, its key and answer too.
-func (st store) insert(ctx context.Context, p checkoutdb.InsertSessionParams, k *opKey) error {
+// insert writes a new session; with k, its key and answer too. It returns
+// the new row's xmin (seen.go).
+func (st store) insert(ctx context.Context, p checkoutdb.InsertSessionParams, k *opKey) (int64, error) {
 	answer, err := k.answer(&checkoutv1.CheckoutResult{CheckoutJson: p.State, Status: p.Status})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+	var xmin int64
+	err = st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
 		p.TenantID, p.Idem, p.IdemResponse = tid, k.arg(), answer
-		kept, err := q.InsertSession(ctx, p)
-		k.wrote(kept, true)
+		row, err := q.InsertSession(ctx, p)
+		k.wrote(row.Kept, true)
+		xmin = row.Seen
 		return err
 	})
+	return xmin, err
 }
 
 func (st store) get(ctx context.Context, id string) (session, error) {
@@ -99,21 +103,25 @@ func decodeState(sess session) (*bcp.Checkout, error) {
 }
 
 // update rewrites an open session (build, refresh), with k's key and
-// answer; false: it changed since it was read.
-func (st store) update(ctx context.Context, sess session, status string, total int64, email string, capabilities []string, request, state []byte, k *opKey) (bool, error) {
-	return keyedWrite(ctx, st, k, &checkoutv1.CheckoutResult{CheckoutJson: state, Status: status}, func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
+// answer; false: it changed since it was read (or, with seen, since this
+// process wrote it: seen.go). It returns the new row's xmin.
+func (st store) update(ctx context.Context, sess session, seen *int64, status string, total int64, email string, capabilities []string, request, state []byte, k *opKey) (bool, int64, error) {
+	var xmin int64
+	ok, err := keyedWrite(ctx, st, k, &checkoutv1.CheckoutResult{CheckoutJson: state, Status: status}, func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
 		row, err := q.UpdateSession(ctx, checkoutdb.UpdateSessionParams{
 			TenantID: tid, ID: sess.ID, Version: sess.Version, Status: status, Total: total, BuyerEmail: email,
-			Capabilities: capabilities, Request: request, State: state, Idem: idem, IdemResponse: answer,
+			Capabilities: capabilities, Request: request, State: state, Idem: idem, IdemResponse: answer, Seen: seen,
 		})
+		xmin = row.NowSeen
 		return row.Written, row.Kept, err
 	})
+	return ok, xmin, err
 }
 
 // claim is the one write that lets money move: the session becomes
 // complete_in_progress with the attempt's id (machine.go, "claim"); the
 // completion's key, if any, is claimed with it.
-func (st store) claim(ctx context.Context, sess session, attemptID, webhookURL, baseURL string, state, mandate []byte, settleAfter time.Time, automaticDiscounts []string, k *opKey) (bool, error) {
+func (st store) claim(ctx context.Context, sess session, seen *int64, attemptID, webhookURL, baseURL string, state, mandate []byte, settleAfter time.Time, automaticDiscounts []string, k *opKey) (bool, error) {
 	if automaticDiscounts == nil {
 		automaticDiscounts = []string{}
 	}
@@ -121,7 +129,7 @@ func (st store) claim(ctx context.Context, sess session, attemptID, webhookURL, 
 		row, err := q.SetSessionPayment(ctx, checkoutdb.SetSessionPaymentParams{
 			TenantID: tid, ID: sess.ID, Version: sess.Version, Status: bcp.StatusCompleteInProgress, PaymentAttemptID: &attemptID,
 			OrderWebhookUrl: webhookURL, BaseUrl: baseURL, State: state, SettleAfter: &settleAfter, Ap2Mandate: mandate, AutomaticDiscountIds: automaticDiscounts,
-			Idem: idem,
+			Idem: idem, Seen: seen,
 		})
 		return row.Written, row.Kept, err
 	})

@@ -2,7 +2,8 @@
 -- Optimistic: the one transition that starts a payment attempt; the
 -- settle sweep settles it at settle_after if nothing else has. The
 -- completion's idempotency key, if any, is claimed (in flight) by the same
--- statement (keep_key).
+-- statement (keep_key). A session this process remembers rather than read
+-- is claimed only if its row's xmin is still seen (seen.go).
 WITH w AS (
   UPDATE checkout.sessions SET
     status = @status, payment_attempt_id = @payment_attempt_id, order_webhook_url = @order_webhook_url,
@@ -10,6 +11,7 @@ WITH w AS (
     automatic_discount_ids = @automatic_discount_ids,
     version = version + 1, updated_at = now()
   WHERE tenant_id = @tenant_id AND id = @id AND version = @version
+    AND (sqlc.narg(seen)::bigint IS NULL OR xmin::text::bigint = sqlc.narg(seen)::bigint)
   RETURNING 1
 )
 SELECT count(*)::bigint AS written, checkout.keep_key(@tenant_id, sqlc.narg(idem)::jsonb, NULL::bytea, count(*) > 0)::boolean AS kept FROM w;

@@ -1,28 +1,33 @@
 -- name: InsertSession :one
 -- With an idempotency key (idem), the key and its answer are kept by the
 -- same statement (keep_key, migration 00034): a key already used rolls the
--- insert back with it.
+-- insert back with it. seen is the new row's xmin (seen.go).
 WITH w AS (
   INSERT INTO checkout.sessions (tenant_id, id, status, currency, total, buyer_email, agent_profile_url, capabilities, request, state, expires_at)
   VALUES (@tenant_id, @id, @status, @currency, @total, @buyer_email, @agent_profile_url, @capabilities, @request, @state, @expires_at)
-  RETURNING 1
+  RETURNING xmin::text::bigint AS x
 )
-SELECT checkout.keep_key(@tenant_id, sqlc.narg(idem)::jsonb, sqlc.narg(idem_response)::bytea, count(*) > 0)::boolean AS kept FROM w;
+SELECT checkout.keep_key(@tenant_id, sqlc.narg(idem)::jsonb, sqlc.narg(idem_response)::bytea, count(*) > 0)::boolean AS kept,
+  coalesce(min(x), 0)::bigint AS seen FROM w;
 
 -- name: GetSession :one
 SELECT * FROM checkout.sessions WHERE tenant_id = @tenant_id AND id = @id;
 
 -- name: UpdateSession :one
--- Optimistic: only if nobody changed the session since it was read; the
--- idempotency key, if any, kept by the same statement (keep_key).
+-- Optimistic: only if nobody changed the session since it was read (and,
+-- for a session this process remembers rather than read, since it wrote
+-- it: the row's xmin is still seen); the idempotency key, if any, kept by
+-- the same statement (keep_key). seen is the new row's xmin.
 WITH w AS (
   UPDATE checkout.sessions SET
     status = @status, total = @total, buyer_email = @buyer_email, capabilities = @capabilities,
     request = @request, state = @state, version = version + 1, updated_at = now()
   WHERE tenant_id = @tenant_id AND id = @id AND version = @version
-  RETURNING 1
+    AND (sqlc.narg(seen)::bigint IS NULL OR xmin::text::bigint = sqlc.narg(seen)::bigint)
+  RETURNING xmin::text::bigint AS x
 )
-SELECT count(*)::bigint AS written, checkout.keep_key(@tenant_id, sqlc.narg(idem)::jsonb, sqlc.narg(idem_response)::bytea, count(*) > 0)::boolean AS kept FROM w;
+SELECT count(*)::bigint AS written, checkout.keep_key(@tenant_id, sqlc.narg(idem)::jsonb, sqlc.narg(idem_response)::bytea, count(*) > 0)::boolean AS kept,
+  coalesce(min(x), 0)::bigint AS now_seen FROM w;
 
 -- name: ListSessions :many
 SELECT id, status, currency, total, agent_profile_url, buyer_email, created_at, updated_at

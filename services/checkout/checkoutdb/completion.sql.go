@@ -179,6 +179,7 @@ WITH w AS (
     automatic_discount_ids = $10,
     version = version + 1, updated_at = now()
   WHERE tenant_id = $1 AND id = $11 AND version = $12
+    AND ($13::bigint IS NULL OR xmin::text::bigint = $13::bigint)
   RETURNING 1
 )
 SELECT count(*)::bigint AS written, checkout.keep_key($1, $2::jsonb, NULL::bytea, count(*) > 0)::boolean AS kept FROM w
@@ -197,6 +198,7 @@ type SetSessionPaymentParams struct {
 	AutomaticDiscountIds []string
 	ID                   string
 	Version              int32
+	Seen                 *int64
 }
 
 type SetSessionPaymentRow struct {
@@ -207,7 +209,8 @@ type SetSessionPaymentRow struct {
 // Optimistic: the one transition that starts a payment attempt; the
 // settle sweep settles it at settle_after if nothing else has. The
 // completion's idempotency key, if any, is claimed (in flight) by the same
-// statement (keep_key).
+// statement (keep_key). A session this process remembers rather than read
+// is claimed only if its row's xmin is still seen (seen.go).
 func (q *Queries) SetSessionPayment(ctx context.Context, arg SetSessionPaymentParams) (SetSessionPaymentRow, error) {
 	row := q.db.QueryRow(ctx, setSessionPayment,
 		arg.TenantID,
@@ -222,6 +225,7 @@ func (q *Queries) SetSessionPayment(ctx context.Context, arg SetSessionPaymentPa
 		arg.AutomaticDiscountIds,
 		arg.ID,
 		arg.Version,
+		arg.Seen,
 	)
 	var i SetSessionPaymentRow
 	err := row.Scan(&i.Written, &i.Kept)

@@ -54,9 +54,10 @@ const insertSession = `-- name: InsertSession :one
 WITH w AS (
   INSERT INTO checkout.sessions (tenant_id, id, status, currency, total, buyer_email, agent_profile_url, capabilities, request, state, expires_at)
   VALUES ($1, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-  RETURNING 1
+  RETURNING xmin::text::bigint AS x
 )
-SELECT checkout.keep_key($1, $2::jsonb, $3::bytea, count(*) > 0)::boolean AS kept FROM w
+SELECT checkout.keep_key($1, $2::jsonb, $3::bytea, count(*) > 0)::boolean AS kept,
+  coalesce(min(x), 0)::bigint AS seen FROM w
 `
 
 type InsertSessionParams struct {
@@ -75,10 +76,15 @@ type InsertSessionParams struct {
 	ExpiresAt       time.Time
 }
 
+type InsertSessionRow struct {
+	Kept bool
+	Seen int64
+}
+
 // With an idempotency key (idem), the key and its answer are kept by the
 // same statement (keep_key, migration 00034): a key already used rolls the
-// insert back with it.
-func (q *Queries) InsertSession(ctx context.Context, arg InsertSessionParams) (bool, error) {
+// insert back with it. seen is the new row's xmin (seen.go).
+func (q *Queries) InsertSession(ctx context.Context, arg InsertSessionParams) (InsertSessionRow, error) {
 	row := q.db.QueryRow(ctx, insertSession,
 		arg.TenantID,
 		arg.Idem,
@@ -94,9 +100,9 @@ func (q *Queries) InsertSession(ctx context.Context, arg InsertSessionParams) (b
 		arg.State,
 		arg.ExpiresAt,
 	)
-	var kept bool
-	err := row.Scan(&kept)
-	return kept, err
+	var i InsertSessionRow
+	err := row.Scan(&i.Kept, &i.Seen)
+	return i, err
 }
 
 const listDueSessions = `-- name: ListDueSessions :many
@@ -239,9 +245,11 @@ WITH w AS (
     status = $4, total = $5, buyer_email = $6, capabilities = $7,
     request = $8, state = $9, version = version + 1, updated_at = now()
   WHERE tenant_id = $1 AND id = $10 AND version = $11
-  RETURNING 1
+    AND ($12::bigint IS NULL OR xmin::text::bigint = $12::bigint)
+  RETURNING xmin::text::bigint AS x
 )
-SELECT count(*)::bigint AS written, checkout.keep_key($1, $2::jsonb, $3::bytea, count(*) > 0)::boolean AS kept FROM w
+SELECT count(*)::bigint AS written, checkout.keep_key($1, $2::jsonb, $3::bytea, count(*) > 0)::boolean AS kept,
+  coalesce(min(x), 0)::bigint AS now_seen FROM w
 `
 
 type UpdateSessionParams struct {
@@ -256,15 +264,19 @@ type UpdateSessionParams struct {
 	State        []byte
 	ID           string
 	Version      int32
+	Seen         *int64
 }
 
 type UpdateSessionRow struct {
 	Written int64
 	Kept    bool
+	NowSeen int64
 }
 
-// Optimistic: only if nobody changed the session since it was read; the
-// idempotency key, if any, kept by the same statement (keep_key).
+// Optimistic: only if nobody changed the session since it was read (and,
+// for a session this process remembers rather than read, since it wrote
+// it: the row's xmin is still seen); the idempotency key, if any, kept by
+// the same statement (keep_key). seen is the new row's xmin.
 func (q *Queries) UpdateSession(ctx context.Context, arg UpdateSessionParams) (UpdateSessionRow, error) {
 	row := q.db.QueryRow(ctx, updateSession,
 		arg.TenantID,
@@ -278,8 +290,9 @@ func (q *Queries) UpdateSession(ctx context.Context, arg UpdateSessionParams) (U
 		arg.State,
 		arg.ID,
 		arg.Version,
+		arg.Seen,
 	)
 	var i UpdateSessionRow
-	err := row.Scan(&i.Written, &i.Kept)
+	err := row.Scan(&i.Written, &i.Kept, &i.NowSeen)
 	return i, err
 }

@@ -27,7 +27,8 @@ type Gate struct {
 }
 
 // Hooks are the checkout hooks that consult the gate.
-func (g *Gate) Hooks() *checkout.Hooks { return &checkout.Hooks{At: g.at} }
+// They also check every remembered session against its row.
+func (g *Gate) Hooks() *checkout.Hooks { return &checkout.Hooks{At: g.at, CheckSeen: true} }
 
 // Hold makes the first request reaching step for checkout id wait there
 // until Release; Reached is closed when it arrives.
