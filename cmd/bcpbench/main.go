@@ -549,8 +549,11 @@ func targets(res *Result) []Target {
 		if len(p.Autovacuum) > 0 {
 			measured += ", autovacuum ran"
 		}
-		out = append(out, Target{What: "p99 of every tool at 60 % of peak (" + fmt.Sprintf("%.0f/s", p.OfferedRate) + ")", Want: "< 50 ms",
-			Measured: measured, Met: worst > 0 && worst < 50e6})
+		// Issue 23 asks for the p99 over at least 2 000 calls: fewer and
+		// it is not measured (make bench-long's 25 s steps give that at
+		// 60 % of a peak above 133 purchases/s).
+		out = append(out, Target{What: "p99 of every tool at 60 % of peak (" + fmt.Sprintf("%.0f/s", p.OfferedRate) + ")", Want: "< 50 ms, ≥ 2 000 calls",
+			Measured: measured, Met: worst > 0 && worst < 50e6 && calls >= 2000})
 	}
 	return out
 }
