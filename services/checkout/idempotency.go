@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -159,15 +159,12 @@ func keyed[R proto.Message](ctx context.Context, st store, k *opKey, run func() 
 		return run()
 	}
 	var zero R
-	// Keep the table small without a cross-tenant sweeper: now and then a
-	// request clears this tenant's expired keys first.
-	if rand.IntN(100) == 0 {
-		if err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
-			_, err := q.DeleteExpiredIdempotencyKeys(ctx, tid)
-			return err
-		}); err != nil {
-			return zero, err
-		}
+	// Keep the table small without a cross-tenant sweeper: every hundredth
+	// keyed request clears its tenant's expired keys, beside it rather
+	// than before it (one request in a hundred is the p99: it must not
+	// wait for a delete that a busy merchant's expired keys can make long).
+	if keyedRequests.Add(1)%cleanEvery == 0 {
+		go st.deleteExpiredKeys(context.WithoutCancel(ctx))
 	}
 	res, err := run()
 	// Once executed, the outcome is recorded even if the caller went away.
@@ -249,5 +246,24 @@ func (st store) releaseKey(ctx context.Context, k *opKey) {
 	})
 	if err != nil {
 		slog.WarnContext(ctx, "checkout: release idempotency key", "err", err)
+	}
+}
+
+// keyedRequests counts this process's keyed requests; every cleanEvery-th
+// clears its tenant's expired keys.
+var keyedRequests atomic.Uint64
+
+const cleanEvery = 100
+
+// deleteExpiredKeys clears the context tenant's expired keys (the
+// protocol asks for at least 24 hours; they are kept 48).
+func (st store) deleteExpiredKeys(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		_, err := q.DeleteExpiredIdempotencyKeys(ctx, tid)
+		return err
+	}); err != nil {
+		slog.WarnContext(ctx, "checkout: delete expired idempotency keys", "err", err)
 	}
 }

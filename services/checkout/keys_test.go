@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -319,5 +320,24 @@ func TestKeyArguments(t *testing.T) {
 	if _, err := e.r.Clients.Checkout.CancelCheckout(e.ctx, connect.NewRequest(&checkoutv1.CancelCheckoutRequest{Agent: e.agent(), Id: c.ID,
 		Idempotency: &checkoutv1.Idempotency{Scope: good.Scope, Key: strings.Repeat("k", 255), RequestHash: good.RequestHash}})); err != nil {
 		t.Errorf("a 255-character key: %v", err)
+	}
+}
+
+// Expired keys are cleared by the tenant's own keyed requests (every
+// hundredth, beside it), and only the expired ones.
+func TestExpiredKeysAreCleared(t *testing.T) {
+	e := newEnv(t)
+	idem := idemOf("complete_checkout", "k-old", []byte("{}"))
+	for _, k := range []struct{ key, expires string }{{"k-old", "now() - interval '1 minute'"}, {"k-live", "now() + interval '1 day'"}} {
+		e.exec(`INSERT INTO checkout.idempotency_keys (tenant_id, scope, key, request_hash, state, response, claim_token, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, 'done', '\x00', 'idk_x', now() - interval '3 days', `+k.expires+`)`, e.m.TenantID, idem.GetScope(), k.key, idem.GetRequestHash())
+	}
+	for i := range 100 {
+		_, err := e.keyedComplete("chk_nope", fmt.Sprintf("k-%d", i), card(tok("4242")))
+		wantCode(t, err, connect.CodeNotFound, bcp.CodeNotFound)
+	}
+	e.eventually("the expired key is cleared", func() bool { return e.keyRow("k-old") == "" })
+	if got := e.keyRow("k-live"); got != "done" {
+		t.Errorf("the live key: %q, want done", got)
 	}
 }
