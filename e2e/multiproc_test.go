@@ -41,7 +41,10 @@ import (
 //   - order webhooks: each order's is delivered (its receiver failing
 //     twice first), by whichever orders process;
 //   - sweeps: a due checkout is expired, and each sweep is inserted once
-//     a period (by river's leader) though three processes register it.
+//     a period (by river's leader) though three processes register it;
+//   - remembered sessions: a checkout updated and completed through the
+//     two checkout processes in turn ends as its last update said, charged
+//     once for that total, each process rereading its stale copy once.
 //
 // The shared rate-limit buckets have their own test with two edges
 // (TestRateLimitAcrossEdges).
@@ -69,8 +72,8 @@ func TestTwoEdgesTwoCheckoutProcesses(t *testing.T) {
 		})
 	}
 	registry := start([]string{platform.Tenants, platform.Catalog, platform.Pricing, platform.Payments}, base, "", co1)
-	start([]string{platform.Checkout, platform.Orders}, co1, "", co1)
-	start([]string{platform.Checkout, platform.Orders}, co2, "", co2)
+	cp1 := start([]string{platform.Checkout, platform.Orders}, co1, "", co1)
+	cp2 := start([]string{platform.Checkout, platform.Orders}, co2, "", co2)
 	edge1 := start([]string{platform.Edge}, freeAddr(t), pub1, co1)
 	edge2 := start([]string{platform.Edge}, freeAddr(t), pub2, co2)
 
@@ -220,5 +223,46 @@ func TestTwoEdgesTwoCheckoutProcesses(t *testing.T) {
 	}
 	if n := s.sql(`SELECT count(*) FROM river.river_job WHERE coalesce(array_length(errors, 1), 0) > 0 AND errors::text LIKE '%not registered%'`); n != 0 {
 		t.Fatalf("%d jobs fetched by a process without their worker", n)
+	}
+
+	// Remembered sessions across checkout processes: each starts an update
+	// or completion from the session as it last wrote it, fenced on the
+	// row's xmin (services/checkout/seen.go). Alternated, each finds its
+	// entry stale, reads the row again and answers from it: the checkout
+	// ends as its last update said, charged once, for that total.
+	remembered := func(r *platform.Running, outcome string) int {
+		n, _ := strconv.Atoi(metric(t, r, `bcp_checkout_remembered_sessions_total{outcome="`+outcome+`"}`))
+		return n
+	}
+	reread1, reread2 := remembered(cp1, "reread"), remembered(cp2, "reread")
+	alt := s.ready(host) // edge 1: checkout 1 creates it and remembers it
+	quantity := func(via *agent, q int) *bcp.Checkout {
+		mth := alt.Fulfillment.Methods[0]
+		_, c := via.call("update_checkout", map[string]any{"id": alt.ID, "checkout": map[string]any{
+			"line_items": []any{map[string]any{"id": alt.LineItems[0].ID, "item": map[string]any{"id": "var_cam"}, "quantity": q}},
+			"buyer":      map[string]any{"email": "rui@example.com"},
+			"fulfillment": map[string]any{"methods": []any{map[string]any{"id": mth.ID, "type": "shipping", "line_item_ids": []any{alt.LineItems[0].ID},
+				"selected_destination_id": *mth.SelectedDestinationID,
+				"groups":                  []any{map[string]any{"id": mth.Groups[0].ID, "selected_option_id": s.merchant[host].rates["PAC"]}}}}},
+		}})
+		if c.Status != bcp.StatusReadyForComplete || c.LineItems[0].Quantity != int64(q) {
+			t.Fatalf("update to %d via the other process: %s, quantity %d", q, c.Status, c.LineItems[0].Quantity)
+		}
+		return c
+	}
+	quantity(other, 3)                  // checkout 2 reads it; checkout 1's entry is now stale
+	last := quantity(s.agents[host], 1) // checkout 1: refused on the xmin, reread
+	altArgs := completeArgs(alt.ID, uuid.NewString(), cardInstrument("tok_alt_4242"))
+	altArgs["meta"].(map[string]any)["ucp-agent"] = map[string]any{"profile": profile}
+	_, done := other.call("complete_checkout", altArgs) // checkout 2: stale too, reread
+	want := totalOf(last.Totals, bcp.TotalTotal)
+	if done.Status != bcp.StatusCompleted || done.LineItems[0].Quantity != 1 || totalOf(done.Totals, bcp.TotalTotal) != want {
+		t.Fatalf("completed across processes: %s, quantity %d, total %d (want 1, %d)", done.Status, done.LineItems[0].Quantity, totalOf(done.Totals, bcp.TotalTotal), want)
+	}
+	if got := s.sql(`SELECT count(*) FROM payments.attempts WHERE checkout_id = $1 AND status = 'succeeded' AND amount = $2`, alt.ID, want); got != 1 {
+		t.Fatalf("%d succeeded attempts of %d for the checkout updated across processes, want 1", got, want)
+	}
+	if d1, d2 := remembered(cp1, "reread")-reread1, remembered(cp2, "reread")-reread2; d1 != 1 || d2 != 1 {
+		t.Errorf("rereads: checkout 1 %d, checkout 2 %d; want 1 each", d1, d2)
 	}
 }
