@@ -44,24 +44,13 @@ func (s *Service) complete(ctx context.Context, r completion) (*checkoutv1.Check
 	}
 	// The session as this process last wrote it, if this completion would
 	// claim it (seen.go); anything else is answered from a fresh read.
-	if sess, xmin, ok := s.seen.take(tid, r.id, s.now()); ok && sess.AgentProfileUrl == r.agent.profileURL &&
-		sess.Status == bcp.StatusReadyForComplete && sess.PaymentAttemptID == nil && s.now().Before(sess.ExpiresAt) &&
-		!ap2Locked(sess, r.agent) && r.req.Payment != nil && len(r.req.Payment.Instruments) == 1 {
-		s.seen.hits.Add(1)
-		if err := s.checkSeen(ctx, sess, xmin); err != nil {
-			return nil, err
-		}
-		cur, err := decodeState(sess)
-		if err != nil {
-			return nil, err
-		}
-		res, err := s.completeFrom(ctx, r, sess, cur, nil, &xmin)
-		if err != errReread {
-			return res, err
-		}
-		s.seen.rereads.Add(1)
-	} else {
-		s.seen.misses.Add(1)
+	if res, done, err := s.fromSeen(ctx, tid, r.id, func(sess session) bool {
+		return sess.AgentProfileUrl == r.agent.profileURL && sess.Status == bcp.StatusReadyForComplete && sess.PaymentAttemptID == nil &&
+			!ap2Locked(sess, r.agent) && r.req.Payment != nil && len(r.req.Payment.Instruments) == 1
+	}, func(sess session, cur *bcp.Checkout, xmin *int64) (*checkoutv1.CheckoutResult, error) {
+		return s.completeFrom(ctx, r, sess, cur, nil, xmin)
+	}); done {
+		return res, err
 	}
 	sess, cur, err := s.store.getState(ctx, r.id)
 	if err == nil {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/pgstore"
+	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
+	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/services/checkout/checkoutdb"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -106,6 +108,33 @@ func (c *seenSessions) trim(now time.Time) {
 		}
 		delete(c.m, k)
 	}
+}
+
+// fromSeen runs fn on the session as this process last wrote it (and its
+// checkout, decoded), when there is one, unexpired, that usable says this
+// request would end in a write fenced on its xmin. done is false when the
+// request is to be answered from a fresh read instead: nothing usable was
+// remembered, or fn answered errReread.
+func (s *Service) fromSeen(ctx context.Context, tid uuid.UUID, id string, usable func(session) bool,
+	fn func(sess session, c *bcp.Checkout, xmin *int64) (*checkoutv1.CheckoutResult, error)) (res *checkoutv1.CheckoutResult, done bool, err error) {
+	sess, xmin, ok := s.seen.take(tid, id, s.now())
+	if !ok || !s.now().Before(sess.ExpiresAt) || !usable(sess) {
+		s.seen.misses.Add(1)
+		return nil, false, nil
+	}
+	s.seen.hits.Add(1)
+	if err := s.checkSeen(ctx, sess, xmin); err != nil {
+		return nil, true, err
+	}
+	c, err := decodeState(sess)
+	if err != nil {
+		return nil, true, err
+	}
+	if res, err = fn(sess, c, &xmin); err == errReread {
+		s.seen.rereads.Add(1)
+		return nil, false, nil
+	}
+	return res, true, err
 }
 
 // checkSeen (tests only: Hooks.CheckSeen) compares a remembered session

@@ -277,23 +277,12 @@ func (s *Service) UpdateCheckout(ctx context.Context, r *connect.Request[checkou
 func (s *Service) update(ctx context.Context, tid uuid.UUID, agent agentInfo, id string, req *bcp.Checkout, k *opKey) (*checkoutv1.CheckoutResult, error) {
 	// The session as this process last wrote it, if it is one this update
 	// rewrites (seen.go); anything else is answered from a fresh read.
-	if sess, xmin, ok := s.seen.take(tid, id, s.now()); ok && sess.AgentProfileUrl == agent.profileURL &&
-		modifiable(sess.Status) && sess.PaymentAttemptID == nil && s.now().Before(sess.ExpiresAt) {
-		s.seen.hits.Add(1)
-		if err := s.checkSeen(ctx, sess, xmin); err != nil {
-			return nil, err
-		}
-		prev, err := decodeState(sess)
-		if err != nil {
-			return nil, err
-		}
-		res, err := s.rewrite(ctx, tid, agent, sess, prev, &xmin, req, k)
-		if err != errReread {
-			return res, err
-		}
-		s.seen.rereads.Add(1)
-	} else {
-		s.seen.misses.Add(1)
+	if res, done, err := s.fromSeen(ctx, tid, id, func(sess session) bool {
+		return sess.AgentProfileUrl == agent.profileURL && modifiable(sess.Status) && sess.PaymentAttemptID == nil
+	}, func(sess session, prev *bcp.Checkout, xmin *int64) (*checkoutv1.CheckoutResult, error) {
+		return s.rewrite(ctx, tid, agent, sess, prev, xmin, req, k)
+	}); done {
+		return res, err
 	}
 	sess, err := s.store.get(ctx, id)
 	if err == nil {
