@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -275,6 +276,7 @@ func closedLoop(ctx context.Context, n int, d time.Duration, w workload) time.Du
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			agentLabels(ctx)
 			rng := rand.New(rand.NewPCG(uint64(i), uint64(start.UnixNano())))
 			for ctx.Err() == nil {
 				_ = w(ctx, rng)
@@ -319,6 +321,7 @@ func openLoop(ctx context.Context, rate float64, d time.Duration, maxInFlight in
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			agentLabels(ctx)
 			_ = w(ctx, rand.New(rand.NewPCG(i, uint64(start.UnixNano()))))
 		}()
 	}
@@ -329,3 +332,11 @@ func openLoop(ctx context.Context, rate float64, d time.Duration, maxInFlight in
 var debug = os.Getenv("BCPBENCH_DEBUG") != ""
 
 func fmtMs(ns int64) string { return fmt.Sprintf("%.1f", float64(ns)/1e6) }
+
+// agentLabels marks the calling goroutine, and the goroutines it starts
+// (an HTTP client's connection loops, the MCP client's), as the simulated
+// agents' in CPU profiles: the agents share the process with the platform,
+// and go tool pprof -tagfocus=side=agents (or -tagignore) tells them apart.
+func agentLabels(ctx context.Context) {
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("side", "agents")))
+}

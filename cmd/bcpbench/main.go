@@ -366,7 +366,7 @@ func run(ctx context.Context, cfg config) error {
 			p := phase(name, b.platformAgents, "closed", cfg.concurrency, 0, w)
 			if cfg.cpuprofile != "" {
 				pprof.StopCPUProfile()
-				logf("wrote %s", cfg.cpuprofile)
+				logf("wrote %s (the simulated agents' share: go tool pprof -top -tagfocus=side=agents %[1]s; the platform's: -tagignore=side=agents)", cfg.cpuprofile)
 			}
 			if cfg.memprofile != "" {
 				if err := writeHeapProfile(cfg.memprofile); err != nil {
