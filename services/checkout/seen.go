@@ -167,8 +167,9 @@ func (s *Service) checkSeen(ctx context.Context, sess session, xmin int64) error
 	return nil
 }
 
-// rememberedMetrics counts what remembered sessions saved (process-wide).
-func (s *Service) rememberedMetrics(reg prometheus.Registerer) {
+// Metrics registers the checkout service's metrics: what remembered
+// sessions saved.
+func (s *Service) Metrics(reg prometheus.Registerer) {
 	for outcome, c := range map[string]*atomic.Int64{"hit": &s.seen.hits, "miss": &s.seen.misses, "reread": &s.seen.rereads} {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "bcp_checkout_remembered_sessions_total", ConstLabels: prometheus.Labels{"outcome": outcome},
@@ -176,6 +177,3 @@ func (s *Service) rememberedMetrics(reg prometheus.Registerer) {
 		}, func() float64 { return float64(c.Load()) }))
 	}
 }
-
-// Metrics registers the checkout service's own metrics.
-func (s *Service) Metrics(reg prometheus.Registerer) { s.rememberedMetrics(reg) }
