@@ -111,7 +111,7 @@ func (s *Service) IngestPixWebhook(ctx context.Context, r *connect.Request[payme
 	for k, v := range m.GetHeaders() {
 		header.Set(k, v)
 	}
-	if err := psp.AuthenticateWebhook(ctx, header, m.GetBody()); err != nil {
+	if err := psp.AuthenticateWebhook(ctx, pix.Webhook{Header: header, Body: m.GetBody()}); err != nil {
 		s.log.WarnContext(ctx, "payments: Pix webhook rejected", "hook_id", hook.ID, "err", err.Error())
 		s.metrics.webhooks.WithLabelValues("unauthenticated").Inc()
 		return nil, apperr.New(apperr.KindUnauthenticated, "invalid_signature", "the webhook is not authenticated")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -140,8 +139,13 @@ func (x faultyPSP) EnsureWebhook(ctx context.Context, chave, url string) error {
 }
 
 // AuthenticateWebhook is a local check, not a PSP call: never faulted.
-func (x faultyPSP) AuthenticateWebhook(ctx context.Context, header http.Header, body []byte) error {
-	return x.psp.AuthenticateWebhook(ctx, header, body)
+func (x faultyPSP) AuthenticateWebhook(ctx context.Context, w pix.Webhook) error {
+	return x.psp.AuthenticateWebhook(ctx, w)
+}
+
+func (x faultyPSP) ListPix(ctx context.Context, inicio, fim time.Time) (out []pix.Pix, err error) {
+	err = x.f.call(ctx, func() error { out, err = x.psp.ListPix(ctx, inicio, fim); return err })
+	return out, err
 }
 
 // faultyProcessor keeps the simulated processor's Lookup (the resolve

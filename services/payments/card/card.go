@@ -67,6 +67,11 @@ type ChargeRequest struct {
 	Scenario string
 	Amount   int64
 	Currency string
+	// ReturnURL is where the buyer comes back to after a 3-D Secure
+	// challenge (the checkout's continue_url).
+	ReturnURL string
+	// CheckoutID is the merchant reference processors keep with the sale.
+	CheckoutID string
 }
 
 // Charge outcomes.
@@ -91,6 +96,9 @@ type Charge struct {
 	Status      string
 	DeclineCode string
 	Amount      int64
+	// ActionURL is the processor's page for the buyer's challenge
+	// (StatusRequiresAction), when it has one.
+	ActionURL string
 }
 
 // Refund is a processor refund (card refunds settle at once here).
@@ -107,6 +115,10 @@ var ErrNotFound = errors.New("card: no charge with that idempotency key")
 
 // ErrRefundExceeds: refunds would exceed the charge.
 var ErrRefundExceeds = errors.New("card: refunds exceed the charged amount")
+
+// ErrCredentials: the processor refused the merchant's credentials (a
+// wrong or revoked API key): a configuration error, never retried.
+var ErrCredentials = errors.New("card: the processor refused the merchant's credentials")
 
 // TokenHash hashes a token for single-use checks and logs.
 func TokenHash(token string) [32]byte { return sha256.Sum256([]byte(token)) }

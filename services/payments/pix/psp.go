@@ -1,9 +1,9 @@
 // Package pix is the boundary between the payments service and a Pix PSP:
 // the subset of the BCB API Pix (v2) a checkout needs, as a Go interface
-// ([PSP]) with the API's own shapes and rules. A real PSP adapter is an
-// HTTP client of that API (OAuth2 client credentials over mTLS); the
-// sandbox uses the simulated PSP in package simpsp, which implements the
-// same interface over PostgreSQL and sends real webhooks.
+// ([PSP]) with the API's own shapes and rules. Its one implementation is
+// the HTTP client in package apipix (OAuth2 client credentials over mTLS),
+// pointed at a real PSP in production and at the PSP simulator (package
+// pixsim, a bcpd role speaking the same wire protocol) in the sandbox.
 //
 // Values cross this boundary the way the API writes them: amounts are
 // decimal strings with exactly two decimals ("123.45"), made from int64
@@ -12,6 +12,7 @@
 package pix
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,16 +40,30 @@ type PSP interface {
 	RemoveCharge(ctx context.Context, txid string) (Cob, error)
 	// GetPix is GET /pix/{e2eid}.
 	GetPix(ctx context.Context, e2eid string) (Pix, error)
+	// ListPix is GET /pix?inicio&fim, every page: the Pix received in
+	// [inicio, fim], for reconciling notifications that never came.
+	ListPix(ctx context.Context, inicio, fim time.Time) ([]Pix, error)
 	// Refund is PUT /pix/{e2eid}/devolucao/{id}: idempotent by id.
 	Refund(ctx context.Context, e2eid, id string, req DevolucaoSolicitada) (Devolucao, error)
 	// GetRefund is GET /pix/{e2eid}/devolucao/{id}.
 	GetRefund(ctx context.Context, e2eid, id string) (Devolucao, error)
 	// EnsureWebhook is PUT /webhook/{chave}: the PSP posts to url + "/pix".
 	EnsureWebhook(ctx context.Context, chave, url string) error
-	// AuthenticateWebhook checks that a notification comes from this PSP.
-	// The API Pix only prescribes mTLS; each PSP adds its own scheme (the
-	// simulated PSP signs with HMAC). Failures wrap ErrUnauthenticated.
-	AuthenticateWebhook(ctx context.Context, header http.Header, body []byte) error
+	// AuthenticateWebhook checks that a notification comes from this PSP:
+	// by the client certificate it presented (mTLS, what the API Pix
+	// prescribes) or a PSP-specific scheme configured for it. Failures
+	// wrap ErrUnauthenticated.
+	AuthenticateWebhook(ctx context.Context, w Webhook) error
+}
+
+// Webhook is a notification as it arrived, for AuthenticateWebhook.
+type Webhook struct {
+	Header http.Header
+	Body   []byte
+	// ClientCertChain is the certificate chain the caller presented
+	// (DER, leaf first): from the TLS handshake, or from the header a
+	// TLS-terminating proxy put it in. Empty when none was presented.
+	ClientCertChain [][]byte
 }
 
 // Charge statuses (CobrancaStatus). An expired charge stays ATIVA: expiry
@@ -93,10 +108,20 @@ type Cob struct {
 	} `json:"valor"`
 	Chave              string `json:"chave"`
 	SolicitacaoPagador string `json:"solicitacaoPagador,omitempty"`
+	// Loc is the payload location the PSP made for the charge.
+	Loc *Loc `json:"loc,omitempty"`
 	// Location is the payload URL without scheme (≤ 77).
 	Location      string `json:"location"`
 	PixCopiaECola string `json:"pixCopiaECola"`
 	Pix           []Pix  `json:"pix,omitempty"`
+}
+
+// Loc is a payload location (PayloadLocation).
+type Loc struct {
+	ID       int64     `json:"id"`
+	Location string    `json:"location"`
+	TipoCob  string    `json:"tipoCob"`
+	Criacao  time.Time `json:"criacao"`
 }
 
 // Pix is a received Pix (GET /pix/{e2eid} and webhook items).
@@ -138,11 +163,34 @@ type Notification struct {
 // Problem is an API Pix error (RFC 7807 application/problem+json).
 type Problem struct {
 	Status int    // HTTP status
-	Type   string // TipoErro, e.g. "CobNaoEncontrado"
+	Type   string // TipoErro, e.g. "CobNaoEncontrado" (the URI's last segment)
+	Title  string
 	Detail string
+	// CorrelationID is the PSP's reference for its support.
+	CorrelationID string
+	Violacoes     []Violacao
 }
 
-func (p *Problem) Error() string { return fmt.Sprintf("API Pix %d %s: %s", p.Status, p.Type, p.Detail) }
+// Violacao is one rule a request broke.
+type Violacao struct {
+	Razao       string `json:"razao,omitempty"`
+	Propriedade string `json:"propriedade,omitempty"`
+	Valor       string `json:"valor,omitempty"`
+}
+
+// ErrorTypeBase prefixes every API Pix error type.
+const ErrorTypeBase = "https://pix.bcb.gov.br/api/v2/error/"
+
+func (p *Problem) Error() string {
+	msg := fmt.Sprintf("API Pix %d %s", p.Status, p.Type)
+	if d := cmp.Or(p.Detail, p.Title); d != "" {
+		msg += ": " + d
+	}
+	for _, v := range p.Violacoes {
+		msg += fmt.Sprintf(" [%s: %s]", v.Propriedade, v.Razao)
+	}
+	return msg
+}
 
 // Is makes errors.Is(err, ErrNaoEncontrado) and friends match by type.
 func (p *Problem) Is(target error) bool {
@@ -158,6 +206,10 @@ var (
 	ErrOperacaoInvalida       = &Problem{Status: 400, Type: "CobOperacaoInvalida"}
 	ErrDevolucaoInvalida      = &Problem{Status: 400, Type: "PixDevolucaoInvalida"}
 	ErrServicoIndisponivel    = &Problem{Status: 503, Type: "ServicoIndisponivel"}
+	ErrRequisicaoInvalida     = &Problem{Status: 400, Type: "RequisicaoInvalida"}
+	ErrAcessoNegado           = &Problem{Status: 403, Type: "AcessoNegado"}
+	ErrWebhookInvalido        = &Problem{Status: 400, Type: "WebhookOperacaoInvalida"}
+	ErrNaoEncontrado          = &Problem{Status: 404, Type: "NaoEncontrado"}
 )
 
 // ErrUnauthenticated marks a webhook that does not come from the PSP.

@@ -488,8 +488,13 @@ func (c *client) EnsureWebhook(ctx context.Context, chave, url string) error {
 
 // AuthenticateWebhook checks X-Sim-Signature: a timestamp within MaxSkew of
 // now and an HMAC-SHA256 of "t.body" under the receiver's secret.
-func (c *client) AuthenticateWebhook(_ context.Context, header http.Header, body []byte) error {
-	return Verify(c.r.Secret, header.Get(SignatureHeader), body, c.sim.now())
+func (c *client) AuthenticateWebhook(_ context.Context, w pix.Webhook) error {
+	return Verify(c.r.Secret, w.Header.Get(SignatureHeader), w.Body, c.sim.now())
+}
+
+// ListPix is not simulated here (the wire simulator replaces this one).
+func (c *client) ListPix(context.Context, time.Time, time.Time) ([]pix.Pix, error) {
+	return nil, errors.New("simpsp: GET /pix is not simulated")
 }
 
 // Sign returns the X-Sim-Signature value for body at time t.
