@@ -14,10 +14,12 @@ package pix
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/bcpdev/bcp/services/payments/pix/brcode"
@@ -82,8 +84,9 @@ const (
 // CobSolicitada is the body of PUT /cob/{txid}.
 type CobSolicitada struct {
 	Calendario struct {
-		// Expiracao is the lifetime in seconds from creation (> 0).
-		Expiracao int `json:"expiracao"`
+		// Expiracao is the lifetime in seconds from creation (> 0;
+		// omitted: the PSP's default, 86 400).
+		Expiracao int `json:"expiracao,omitempty"`
 	} `json:"calendario"`
 	Valor struct {
 		Original string `json:"original"`
@@ -111,14 +114,15 @@ type Cob struct {
 	// Loc is the payload location the PSP made for the charge.
 	Loc *Loc `json:"loc,omitempty"`
 	// Location is the payload URL without scheme (≤ 77).
-	Location      string `json:"location"`
-	PixCopiaECola string `json:"pixCopiaECola"`
+	Location      string `json:"location,omitempty"`
+	PixCopiaECola string `json:"pixCopiaECola,omitempty"`
 	Pix           []Pix  `json:"pix,omitempty"`
 }
 
 // Loc is a payload location (PayloadLocation).
 type Loc struct {
 	ID       int64     `json:"id"`
+	Txid     string    `json:"txid"`
 	Location string    `json:"location"`
 	TipoCob  string    `json:"tipoCob"`
 	Criacao  time.Time `json:"criacao"`
@@ -169,6 +173,33 @@ type Problem struct {
 	// CorrelationID is the PSP's reference for its support.
 	CorrelationID string
 	Violacoes     []Violacao
+}
+
+// problemJSON is a Problem as the API writes it.
+type problemJSON struct {
+	Type          string     `json:"type"`
+	Title         string     `json:"title"`
+	Status        int        `json:"status"`
+	Detail        string     `json:"detail,omitempty"`
+	CorrelationID string     `json:"correlationId,omitempty"`
+	Violacoes     []Violacao `json:"violacoes,omitempty"`
+}
+
+// MarshalJSON writes the RFC 7807 body (type as the full URI).
+func (p *Problem) MarshalJSON() ([]byte, error) {
+	return json.Marshal(problemJSON{Type: ErrorTypeBase + p.Type, Title: cmp.Or(p.Title, p.Type), Status: p.Status,
+		Detail: p.Detail, CorrelationID: p.CorrelationID, Violacoes: p.Violacoes})
+}
+
+// UnmarshalJSON reads an RFC 7807 body; Type keeps the URI's last segment.
+func (p *Problem) UnmarshalJSON(b []byte) error {
+	var j problemJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*p = Problem{Status: j.Status, Type: j.Type[strings.LastIndexByte(j.Type, '/')+1:], Title: j.Title, Detail: j.Detail,
+		CorrelationID: j.CorrelationID, Violacoes: j.Violacoes}
+	return nil
 }
 
 // Violacao is one rule a request broke.
