@@ -78,7 +78,7 @@ func TestEveryTableIsTenantScopedWithForcedRLS(t *testing.T) {
 		       coalesce((SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
 		                 WHERE i.indrelid = c.oid AND i.indisprimary), '')
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE c.relkind = 'r' AND n.nspname IN ('tenants','catalog','pricing','checkout','payments','orders')
+		WHERE c.relkind = 'r' AND n.nspname IN ('tenants','catalog','pricing','checkout','payments','orders','pspsim')
 		ORDER BY 1, 2`)
 	if err != nil {
 		t.Fatal(err)

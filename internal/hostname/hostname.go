@@ -4,6 +4,7 @@
 package hostname
 
 import (
+	"context"
 	"net"
 	"strings"
 )
@@ -53,4 +54,19 @@ func Validate(name string) string {
 		}
 	}
 	return ""
+}
+
+// DialLocalhost dials like d, except that "localhost" and "*.localhost"
+// always reach 127.0.0.1, as RFC 6761 says, whatever the system resolver
+// does: development merchants live there, and PSPs (the simulator) post
+// their webhooks to them.
+func DialLocalhost(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if host, port, err := net.SplitHostPort(addr); err == nil {
+			if h := strings.ToLower(strings.TrimSuffix(host, ".")); h == "localhost" || strings.HasSuffix(h, ".localhost") {
+				addr = net.JoinHostPort("127.0.0.1", port)
+			}
+		}
+		return d.DialContext(ctx, network, addr)
+	}
 }

@@ -113,6 +113,14 @@ func InPaymentsSweep(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) er
 	return inScope(ctx, pool, "payments_sweep", fn)
 }
 
+// InPSPSim runs fn in a transaction that may see every account of the PSP
+// simulator (schema pspsim, migration 00042): its token endpoint finds an
+// account by client_id, provisioning finds one by reference, and its
+// webhook worker claims the due deliveries of every account.
+func InPSPSim(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	return inScope(ctx, pool, "pspsim", fn)
+}
+
 // inScope sets app.scope, transaction-local; scope is one of the constant
 // names above, never caller input.
 func inScope(ctx context.Context, pool *pgxpool.Pool, scope string, fn func(pgx.Tx) error) error {
