@@ -88,6 +88,9 @@ const (
 	DeclineInsufficientFunds = "insufficient_funds"
 	DeclineInvalidToken      = "invalid_token"
 	DeclineTokenUsed         = "token_already_used"
+	// DeclineExpiredCard: the issuer says the card has expired (the buyer
+	// needs another card, unlike a plain card_declined).
+	DeclineExpiredCard = "expired_card"
 )
 
 // Charge is a processor charge.
