@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/bcpdev/bcp/internal/pki"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
@@ -205,15 +206,15 @@ func TestAdminMerchantPages(t *testing.T) {
 			t.Fatalf("handlers page: %d\n%s", p.status, p.body)
 		}
 		// A production Pix handler: a CPF with wrong check digits and no
-		// PSP credentials are refused next to their fields.
+		// PSP connection are refused next to their fields.
 		pix := url.Values{"_csrf": {token}, "id": {"pix_prod"}, "environment": {"production"}, "key_type": {"cpf"}, "pix_key": {"123.456.789-00"},
 			"merchant_name": {"Loja Alfa"}, "merchant_city": {"Florianópolis"}, "expiration_minutes": {"45"}}
 		p = b.do("POST", "/admin/pagamentos/novo/pix", pix)
 		if e := fieldError("pix_key").FindStringSubmatch(p.body); p.status != 422 || e == nil || !strings.HasPrefix(e[1], "CPF inválido") {
 			t.Fatalf("bad CPF: %d\n%s", p.status, p.body)
 		}
-		if fieldError("client_secret").FindString(p.body) == "" || !strings.Contains(p.body, `value="123.456.789-00"`) || !strings.Contains(p.body, `value="Florianópolis"`) || !strings.Contains(p.body, `value="45"`) {
-			t.Fatal("missing credentials error or input lost")
+		if fieldError("base_url").FindString(p.body) == "" || !strings.Contains(p.body, `value="123.456.789-00"`) || !strings.Contains(p.body, `value="Florianópolis"`) || !strings.Contains(p.body, `value="45"`) {
+			t.Fatal("missing connection error or input lost")
 		}
 		pix.Set("key_type", "email")
 		pix.Set("pix_key", "529.982.247-25")
@@ -225,10 +226,23 @@ func TestAdminMerchantPages(t *testing.T) {
 		if p := b.do("POST", "/admin/pagamentos/novo/pix", pix); fieldError("id").FindString(p.body) == "" {
 			t.Fatalf("duplicate handler id: %d", p.status)
 		}
+		// The PSP connection, pasted (web/admin's tests cover uploads).
+		pspCA, err := pki.NewCA("PSP CA", 24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := pspCA.IssueClient("loja-alfa", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
 		pix.Set("id", "pix_prod")
-		pix.Set("api_url", "https://psp.example/api/v2")
+		pix.Set("base_url", "https://psp.example/api/v2")
+		pix.Set("token_url", "https://psp.example/oauth/token")
 		pix.Set("client_id", "cliente-123")
 		pix.Set("client_secret", "s3cr3t-do-psp")
+		pix.Set("certificate_pem", string(cert.CertPEM))
+		pix.Set("private_key_pem", string(cert.KeyPEM))
+		pix.Set("webhook_ca_pem", string(pspCA.CertPEM))
 		if p := b.do("POST", "/admin/pagamentos/novo/pix", pix); p.status != 303 {
 			t.Fatalf("Pix handler: %d\n%s", p.status, p.body)
 		}
@@ -249,13 +263,16 @@ func TestAdminMerchantPages(t *testing.T) {
 				t.Fatalf("stored handler %v", h)
 			}
 		}
-		// Secrets are write-only: "configurado", never the value.
+		// Secrets are write-only: "configurado" and a summary, never the
+		// secret or the key.
 		edit := b.do("GET", "/admin/pagamentos/pix_prod", nil)
-		if edit.status != 200 || strings.Contains(edit.body, "s3cr3t-do-psp") || strings.Contains(edit.body, "cliente-123") || !strings.Contains(edit.body, `id="secrets-status">configurado<`) || !strings.Contains(edit.body, `value="52998224725"`) {
+		keyLines := strings.Split(strings.TrimSpace(string(cert.KeyPEM)), "\n")
+		if edit.status != 200 || strings.Contains(edit.body, "s3cr3t-do-psp") || strings.Contains(edit.body, keyLines[1]) || !strings.Contains(edit.body, `data-conn="client_id">cliente-123<`) ||
+			!strings.Contains(edit.body, `data-conn="cert_subject">CN=loja-alfa<`) || !strings.Contains(edit.body, `id="secrets-status">configurado<`) || !strings.Contains(edit.body, `value="52998224725"`) {
 			t.Fatalf("edit page: %d\n%s", edit.status, edit.body)
 		}
-		// Editing keeps the stored credentials when the three fields stay
-		// empty; a phone key typed with punctuation is stored in E.164.
+		// Editing keeps the stored connection when its fields stay empty; a
+		// phone key typed with punctuation is stored in E.164.
 		p = b.do("POST", "/admin/pagamentos/pix_prod", url.Values{"_csrf": {token}, "environment": {"production"}, "key_type": {"phone"}, "pix_key": {"(48) 99123-4567"}})
 		if p.status != 303 {
 			t.Fatalf("edit Pix: %d\n%s", p.status, p.body)
@@ -610,6 +627,15 @@ func TestBrowserAdminMerchantPages(t *testing.T) {
 		t.Fatalf("bad CPF in the browser: %d %q %q", st, adm.text(`[data-field=pix_key]`), adm.value(`input[name=pix_key]`))
 	}
 	adm.screenshot("pix-erro")
+	// "Testar conexão" from the page: this platform runs no PSP simulator,
+	// so the sandbox card handler has no connection to test.
+	adm.open(host, "/admin/pagamentos/card")
+	if st := adm.submit(`form[action="/admin/pagamentos/testar/card"] button[type=submit]`); st != 200 ||
+		adm.text(`#test-result [data-test=code]`) != "not_configured" ||
+		adm.text(`#test-result [data-test=message]`) != "nenhuma conexão configurada para este handler: informe as credenciais do PSP ou do processador" {
+		t.Fatalf("connection test in the browser: %d %q %q", st, adm.text(`#test-result [data-test=code]`), adm.text(`#test-result [data-test=message]`))
+	}
+	adm.screenshot("cartao-teste")
 	adm.open(host, "/admin/frete/retirada/nova")
 	adm.fields("name", "Loja Centro", "street_address", "Rua Direita, 10", "address_locality", "São Paulo", "address_region", "SP",
 		"postal_code", "01002-000", "hours", "Seg. a sex., 9h às 18h")

@@ -22,10 +22,12 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/bcpnames"
+	"github.com/bcpdev/bcp/internal/handlersecrets"
 	"github.com/bcpdev/bcp/internal/hostname"
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/internal/keyring"
 	"github.com/bcpdev/bcp/internal/pgstore"
+	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/tenants/tenantsdb"
@@ -541,6 +543,8 @@ var (
 // handlerFields are a handler's stored values, defaults filled in.
 type handlerFields struct {
 	version, instruments, config, env string
+	// connection is the secrets' Summary when secrets are sent.
+	connection []byte
 }
 
 // handlerViolations checks a handler as sent (and its secrets): every rule
@@ -584,8 +588,24 @@ func handlerViolations(h *tenantsv1.PaymentHandler, secrets string) (handlerFiel
 			v.Add(apperr.Invalid(u.field, "invalid_url", "%s must be an https URL", u.field))
 		}
 	}
-	if secrets != "" && !isJSONObject(secrets) {
-		v.Add(apperr.Invalid("secrets_json", "invalid_secrets", "secrets must be a JSON object"))
+	if secrets != "" {
+		if !isJSONObject(secrets) {
+			v.Add(apperr.Invalid("secrets_json", "invalid_secrets", "secrets must be a JSON object"))
+		} else if sec, err := handlersecrets.Parse([]byte(secrets)); err != nil {
+			v.Add(apperr.Invalid("secrets_json", "invalid_secrets", "%v", err))
+		} else {
+			sum, sv := handlersecrets.Check(sec, time.Now())
+			for _, e := range sv {
+				v.Add(e)
+			}
+			if sec.PSP != nil && h.GetName() != bcpnames.PixHandler {
+				v.Add(apperr.Invalid("secrets_json.psp", "invalid_secrets", "PSP settings belong to a %s handler", bcpnames.PixHandler))
+			}
+			if sec.Stripe != nil && h.GetName() == bcpnames.PixHandler {
+				v.Add(apperr.Invalid("secrets_json.stripe", "invalid_secrets", "Stripe settings belong to a delegated card handler"))
+			}
+			f.connection, _ = json.Marshal(sum)
+		}
 	}
 	return f, v
 }
@@ -621,7 +641,7 @@ func (s *Service) setPaymentHandler(ctx context.Context, in *tenantsv1.SetPaymen
 		row, err = tenantsdb.New(tx).UpsertPaymentHandler(ctx, tenantsdb.UpsertPaymentHandlerParams{
 			TenantID: id, ID: h.GetId(), Name: h.GetName(), Version: version, Spec: h.GetSpec(), SchemaUrl: h.GetSchema(),
 			AvailableInstruments: json.RawMessage(instruments), Config: json.RawMessage(config), SealedSecrets: sealed,
-			Environment: env, Position: h.GetPosition(),
+			Connection: f.connection, Environment: env, Position: h.GetPosition(),
 		})
 		return err
 	})
@@ -629,6 +649,37 @@ func (s *Service) setPaymentHandler(ctx context.Context, in *tenantsv1.SetPaymen
 		return nil, nil, err
 	}
 	return handlerToProto(row), nil, nil
+}
+
+// paymentHandlerSecrets opens the tenant's handlers' secrets for the
+// payments service, by handler id.
+func (s *Service) paymentHandlerSecrets(ctx context.Context, tenantID string) (map[string]string, error) {
+	if svcauth.Principal(ctx) != "service" {
+		return nil, apperr.New(apperr.KindPermissionDenied, "internal_only", "payment handler secrets are for the payments service only")
+	}
+	id, err := uuid.Parse(tenantID)
+	if err != nil {
+		return nil, apperr.Invalid("tenant_id", "invalid_tenant_id", "tenant_id must be a UUID")
+	}
+	ctx = tenancy.With(ctx, id)
+	var rows []tenantsdb.ListPaymentHandlerSecretsRow
+	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		rows, err = tenantsdb.New(tx).ListPaymentHandlerSecrets(ctx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		plain, err := s.sealer.Open(r.SealedSecrets, handlerSecretsAAD(id, r.ID))
+		if err != nil {
+			return nil, fmt.Errorf("handler %s: %w", r.ID, err)
+		}
+		out[r.ID] = string(plain)
+	}
+	return out, nil
 }
 
 func handlerSecretsAAD(tenant uuid.UUID, handlerID string) []byte {
@@ -734,7 +785,7 @@ func handlerToProto(h tenantsdb.TenantsPaymentHandler) *tenantsv1.PaymentHandler
 	return &tenantsv1.PaymentHandler{
 		Id: h.ID, Name: h.Name, Version: h.Version, Spec: h.Spec, Schema: h.SchemaUrl,
 		AvailableInstrumentsJson: compactJSON(h.AvailableInstruments), ConfigJson: compactJSON(h.Config),
-		Environment: h.Environment, HasSecrets: len(h.SealedSecrets) > 0, Position: h.Position,
+		Environment: h.Environment, HasSecrets: len(h.SealedSecrets) > 0, Position: h.Position, ConnectionJson: compactJSON(h.Connection),
 	}
 }
 

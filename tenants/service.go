@@ -85,7 +85,10 @@ func Policy(procedure string) svcauth.Access {
 		tenantsv1connect.TenantServiceSetAgentAuthPolicyProcedure,
 		// The edges' usage flushes (RecordUsage also refuses the operator
 		// token itself); GetUsage stays operator-only.
-		tenantsv1connect.TenantServiceRecordUsageProcedure:
+		tenantsv1connect.TenantServiceRecordUsageProcedure,
+		// The payments service's PSP and processor credentials (the
+		// procedure refuses the operator token itself).
+		tenantsv1connect.TenantServiceGetPaymentHandlerSecretsProcedure:
 		return svcauth.Internal
 	case tenantsv1connect.TenantServiceLeaseRateTokensProcedure:
 		// The edges' rate limit buckets, for the tenant of the call (the
@@ -190,6 +193,14 @@ func (s *Service) SetPaymentHandler(ctx context.Context, req *connect.Request[te
 		return nil, err
 	}
 	return connect.NewResponse(&tenantsv1.SetPaymentHandlerResponse{Handler: h, Violations: violationsToProto(v)}), nil
+}
+
+func (s *Service) GetPaymentHandlerSecrets(ctx context.Context, req *connect.Request[tenantsv1.GetPaymentHandlerSecretsRequest]) (*connect.Response[tenantsv1.GetPaymentHandlerSecretsResponse], error) {
+	sec, err := s.paymentHandlerSecrets(ctx, req.Msg.GetTenantId())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&tenantsv1.GetPaymentHandlerSecretsResponse{SecretsJson: sec}), nil
 }
 
 func (s *Service) RemovePaymentHandler(ctx context.Context, req *connect.Request[tenantsv1.RemovePaymentHandlerRequest]) (*connect.Response[tenantsv1.RemovePaymentHandlerResponse], error) {

@@ -22,6 +22,7 @@ import (
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
+	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
@@ -42,7 +43,16 @@ commands:
   apikey list <tenant>
   apikey revoke <tenant> <key-id>
   handler set <tenant> --id ID --name REVERSE.DOMAIN [--instruments JSON] [--config JSON]
-              [--secrets JSON | --secrets-file FILE] [--environment sandbox|production] [--version DATE] [--spec URL] [--schema URL]
+              [--environment sandbox|production] [--version DATE] [--spec URL] [--schema URL]
+              a Pix PSP (API Pix): --psp-base-url URL --psp-token-url URL --psp-client-id ID
+              --psp-client-secret-file FILE (or $BCP_PSP_CLIENT_SECRET) and --psp-cert FILE --psp-key FILE
+              or --psp-pkcs12 FILE [--psp-pkcs12-password-file FILE] (or $BCP_PSP_PKCS12_PASSWORD),
+              --psp-webhook-ca FILE [--psp-ca FILE] [--psp-token-auth basic|post] [--psp-scopes "a b"]
+              a card processor (Stripe): --stripe-key-file FILE (or $BCP_STRIPE_SECRET_KEY) [--stripe-api-url URL]
+              or all secret settings as JSON: --secrets JSON | --secrets-file FILE
+  handler list <tenant>      handlers, their environment and connection (PSP, client id, certificate expiry)
+  handler test <tenant> <handler-id> [--base-url https://loja.com.br]
+              gets a token and registers the webhook (Pix), or checks the key (card), and says what failed
   handler remove <tenant> <handler-id>
   keys list <tenant>
   keys rotate <tenant> [--delay 1h] [--retain 168h]
@@ -146,7 +156,10 @@ type cli struct {
 	catalog catalogv1connect.CatalogServiceClient
 	pricing pricingv1connect.PricingServiceClient
 	orders  ordersv1connect.OrdersServiceClient // merchant export (AP2 mandates)
-	out     io.Writer
+	// payments tests handler connections (on the catalog server's URL:
+	// one internal listener in bcpd all).
+	payments paymentsv1connect.PaymentsServiceClient
+	out      io.Writer
 	json    bool
 }
 
@@ -200,7 +213,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		catalog: catalogv1connect.NewCatalogServiceClient(&http.Client{Timeout: 5 * time.Minute}, strings.TrimRight(*catalogServer, "/"), auth),
 		pricing: pricingv1connect.NewPricingServiceClient(&http.Client{Timeout: 30 * time.Second}, strings.TrimRight(*catalogServer, "/"), auth),
 		orders:  ordersv1connect.NewOrdersServiceClient(&http.Client{Timeout: 30 * time.Second}, strings.TrimRight(*catalogServer, "/"), auth),
-		out:     out, json: *asJSON,
+		// A connection test waits on a PSP's TLS, OAuth2 and webhook calls.
+		payments: paymentsv1connect.NewPaymentsServiceClient(&http.Client{Timeout: 90 * time.Second}, strings.TrimRight(*catalogServer, "/"), auth),
+		out:      out, json: *asJSON,
 	}
 	if len(rest) < 2 {
 		return usageError{"missing subcommand for " + rest[0]}
@@ -314,6 +329,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return c.ap2Set(ctx, rest[1], sub)
 	case "handler set":
 		return c.handlerSet(ctx, sub)
+	case "handler list":
+		return c.handlerList(ctx, sub)
+	case "handler test":
+		return c.handlerTest(ctx, sub)
 	case "handler remove":
 		return c.withTenant(sub, 2, func(p []string) error {
 			if _, err := c.client.RemovePaymentHandler(ctx, connect.NewRequest(&tenantsv1.RemovePaymentHandlerRequest{Tenant: p[0], HandlerId: p[1]})); err != nil {
@@ -390,55 +409,6 @@ func (c *cli) tenantList(ctx context.Context, args []string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.GetSlug(), t.GetName(), statusName(t.GetStatus()), envName(t.GetEnvironment()), strings.Join(t.GetDomains(), ","), t.GetId())
 	}
 	return tw.Flush()
-}
-
-func (c *cli) handlerSet(ctx context.Context, args []string) error {
-	fs := newFS("handler set")
-	id := fs.String("id", "", "")
-	name := fs.String("name", "", "")
-	instruments := fs.String("instruments", "", "")
-	config := fs.String("config", "{}", "")
-	secrets := fs.String("secrets", "", "")
-	secretsFile := fs.String("secrets-file", "", "")
-	env := fs.String("environment", "sandbox", "")
-	version := fs.String("version", "", "")
-	spec := fs.String("spec", "", "")
-	schema := fs.String("schema", "", "")
-	position := fs.Int("position", 0, "")
-	p, err := parse(fs, args, 1, "<tenant>")
-	if err != nil {
-		return err
-	}
-	if *id == "" || *name == "" {
-		return usageError{"handler set needs --id and --name"}
-	}
-	if *instruments == "" && *name == "br.dev.bcp.pix" {
-		*instruments = `[{"type":"pix"}]`
-	}
-	if *secretsFile != "" {
-		b, err := os.ReadFile(*secretsFile)
-		if err != nil {
-			return err
-		}
-		*secrets = string(b)
-	}
-	r, err := c.client.SetPaymentHandler(ctx, connect.NewRequest(&tenantsv1.SetPaymentHandlerRequest{
-		Tenant: p[0], SecretsJson: *secrets,
-		Handler: &tenantsv1.PaymentHandler{
-			Id: *id, Name: *name, Version: *version, Spec: *spec, Schema: *schema, AvailableInstrumentsJson: *instruments,
-			ConfigJson: *config, Environment: *env, Position: int32(*position),
-		},
-	}))
-	if err != nil {
-		return err
-	}
-	if c.json {
-		return c.printJSON(r.Msg.GetHandler())
-	}
-	h := r.Msg.GetHandler()
-	fmt.Fprintf(c.out, "handler %s (%s) set: instruments %s, config %s, environment %s, secrets stored: %v\n",
-		h.GetId(), h.GetName(), h.GetAvailableInstrumentsJson(), h.GetConfigJson(), h.GetEnvironment(), h.GetHasSecrets())
-	return nil
 }
 
 func (c *cli) withTenant(args []string, n int, fn func([]string) error) error {

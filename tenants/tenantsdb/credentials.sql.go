@@ -140,8 +140,37 @@ func (q *Queries) ListAPIKeys(ctx context.Context, tenantID uuid.UUID) ([]Tenant
 	return items, nil
 }
 
+const listPaymentHandlerSecrets = `-- name: ListPaymentHandlerSecrets :many
+SELECT id, sealed_secrets FROM tenants.payment_handlers WHERE tenant_id = $1 AND sealed_secrets IS NOT NULL ORDER BY id
+`
+
+type ListPaymentHandlerSecretsRow struct {
+	ID            string
+	SealedSecrets []byte
+}
+
+func (q *Queries) ListPaymentHandlerSecrets(ctx context.Context, tenantID uuid.UUID) ([]ListPaymentHandlerSecretsRow, error) {
+	rows, err := q.db.Query(ctx, listPaymentHandlerSecrets, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListPaymentHandlerSecretsRow
+	for rows.Next() {
+		var i ListPaymentHandlerSecretsRow
+		if err := rows.Scan(&i.ID, &i.SealedSecrets); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listPaymentHandlers = `-- name: ListPaymentHandlers :many
-SELECT tenant_id, id, name, version, spec, schema_url, available_instruments, config, sealed_secrets, environment, position, created_at, updated_at FROM tenants.payment_handlers WHERE tenant_id = $1 ORDER BY position, id
+SELECT tenant_id, id, name, version, spec, schema_url, available_instruments, config, sealed_secrets, environment, position, created_at, updated_at, connection FROM tenants.payment_handlers WHERE tenant_id = $1 ORDER BY position, id
 `
 
 func (q *Queries) ListPaymentHandlers(ctx context.Context, tenantID uuid.UUID) ([]TenantsPaymentHandler, error) {
@@ -167,6 +196,7 @@ func (q *Queries) ListPaymentHandlers(ctx context.Context, tenantID uuid.UUID) (
 			&i.Position,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Connection,
 		); err != nil {
 			return nil, err
 		}
@@ -243,8 +273,8 @@ func (q *Queries) RevokeAPIKey(ctx context.Context, arg RevokeAPIKeyParams) (Ten
 }
 
 const upsertPaymentHandler = `-- name: UpsertPaymentHandler :one
-INSERT INTO tenants.payment_handlers (tenant_id, id, name, version, spec, schema_url, available_instruments, config, sealed_secrets, environment, position)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+INSERT INTO tenants.payment_handlers (tenant_id, id, name, version, spec, schema_url, available_instruments, config, sealed_secrets, connection, environment, position)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10::jsonb, '{}'), $11, $12)
 ON CONFLICT (tenant_id, id) DO UPDATE SET
   name = EXCLUDED.name,
   version = EXCLUDED.version,
@@ -253,10 +283,11 @@ ON CONFLICT (tenant_id, id) DO UPDATE SET
   available_instruments = EXCLUDED.available_instruments,
   config = EXCLUDED.config,
   sealed_secrets = coalesce(EXCLUDED.sealed_secrets, tenants.payment_handlers.sealed_secrets),
+  connection = coalesce($10::jsonb, tenants.payment_handlers.connection),
   environment = EXCLUDED.environment,
   position = EXCLUDED.position,
   updated_at = now()
-RETURNING tenant_id, id, name, version, spec, schema_url, available_instruments, config, sealed_secrets, environment, position, created_at, updated_at
+RETURNING tenant_id, id, name, version, spec, schema_url, available_instruments, config, sealed_secrets, environment, position, created_at, updated_at, connection
 `
 
 type UpsertPaymentHandlerParams struct {
@@ -269,10 +300,13 @@ type UpsertPaymentHandlerParams struct {
 	AvailableInstruments json.RawMessage
 	Config               json.RawMessage
 	SealedSecrets        []byte
+	Connection           []byte
 	Environment          string
 	Position             int32
 }
 
+// Secrets sent (sealed_secrets and connection not null) replace the stored
+// ones; none sent keeps them.
 func (q *Queries) UpsertPaymentHandler(ctx context.Context, arg UpsertPaymentHandlerParams) (TenantsPaymentHandler, error) {
 	row := q.db.QueryRow(ctx, upsertPaymentHandler,
 		arg.TenantID,
@@ -284,6 +318,7 @@ func (q *Queries) UpsertPaymentHandler(ctx context.Context, arg UpsertPaymentHan
 		arg.AvailableInstruments,
 		arg.Config,
 		arg.SealedSecrets,
+		arg.Connection,
 		arg.Environment,
 		arg.Position,
 	)
@@ -302,6 +337,7 @@ func (q *Queries) UpsertPaymentHandler(ctx context.Context, arg UpsertPaymentHan
 		&i.Position,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Connection,
 	)
 	return i, err
 }

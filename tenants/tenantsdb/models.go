@@ -66,6 +66,7 @@ type TenantsPaymentHandler struct {
 	Position             int32
 	CreatedAt            time.Time
 	UpdatedAt            time.Time
+	Connection           json.RawMessage
 }
 
 type TenantsRateBucket struct {

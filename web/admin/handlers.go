@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"crypto/x509"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -14,17 +15,19 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/bcpnames"
+	"github.com/bcpdev/bcp/internal/handlersecrets"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/services/payments/pix/brcode"
 )
 
 // Payment handlers: the built-in Pix handler and delegated card handlers.
-// Secrets (PSP / processor credentials) are write-only: the tenants
-// service seals them and only says whether some are stored.
+// Their connections (handlerconn.go) are write-only: the tenants service
+// seals them and serves only a summary without secrets.
 
 type handlerRow struct {
 	ID, Kind, Name, Environment, Summary string
-	HasSecrets                           bool
+	HasSecrets, Sandbox                  bool
+	Conn                                 *connectionView
 }
 
 type handlersData struct {
@@ -74,7 +77,8 @@ func (a *Admin) paymentHandlers(rw http.ResponseWriter, r *http.Request) {
 	}
 	d := handlersData{}
 	for _, h := range all {
-		row := handlerRow{ID: h.GetId(), Name: h.GetName(), Environment: envPT[h.GetEnvironment()], HasSecrets: h.GetHasSecrets()}
+		row := handlerRow{ID: h.GetId(), Name: h.GetName(), Environment: envPT[h.GetEnvironment()], HasSecrets: h.GetHasSecrets(),
+			Sandbox: h.GetEnvironment() != "production", Conn: connectionOf(h)}
 		cfg := map[string]any{}
 		_ = json.Unmarshal([]byte(h.GetConfigJson()), &cfg)
 		if isPix(h) {
@@ -123,11 +127,22 @@ type handlerForm struct {
 	CredentialTypes    []string
 	// Both.
 	Environment string
-	// Credentials: write-only, never filled from storage.
-	APIURL, ClientID   string
-	HasSecrets         bool
+	// The connection as typed, only what may be shown again: never filled
+	// from storage (none sent keeps what is stored). Secrets are not kept
+	// here, so no template can render them.
+	BaseURL, TokenURL, ClientID, CertificatePEM, CAPEM, WebhookCAPEM string
+	StripeAPIURL                                                     string
+	// Resend marks the fields that were sent but are not shown again.
+	Resend     map[string]bool
+	HasSecrets bool
+	// Connection is what is stored (connection_json); Test the outcome
+	// of "Testar conexão", CanTest whether the button is offered.
+	Connection         *connectionView
+	Test               *testResult
+	CanTest            bool
 	Errors             fieldErrors
 	Error              string
+	certLeaf           *x509.Certificate          // the client certificate sent, for its dates in messages
 	config             map[string]json.RawMessage // members the form does not manage, kept
 	instruments        string
 	position           int32
@@ -149,7 +164,7 @@ func (f handlerForm) Has(list []string, v string) bool          { return slices.
 func (f handlerForm) RemoveError() string                       { return f.removeConfirmError }
 
 func formFromHandler(h *tenantsv1.PaymentHandler) handlerForm {
-	f := handlerForm{ID: h.GetId(), Environment: h.GetEnvironment(), HasSecrets: h.GetHasSecrets(), Errors: fieldErrors{},
+	f := handlerForm{ID: h.GetId(), Environment: h.GetEnvironment(), HasSecrets: h.GetHasSecrets(), Errors: fieldErrors{}, Connection: connectionOf(h),
 		instruments: h.GetAvailableInstrumentsJson(), position: h.GetPosition(), version: h.GetVersion(), Name: h.GetName(), Spec: h.GetSpec(), Schema: h.GetSchema()}
 	_ = json.Unmarshal([]byte(h.GetConfigJson()), &f.config)
 	str := func(k string) string {
@@ -184,15 +199,19 @@ func formFromHandler(h *tenantsv1.PaymentHandler) handlerForm {
 	return f
 }
 
-func parseHandlerForm(r *http.Request, f *handlerForm) {
+// parseHandlerForm reads a submitted form into f, and its connection
+// section into secrets (sent: some connection field was filled).
+func parseHandlerForm(r *http.Request, f *handlerForm) (secrets handlersecrets.Secrets, sent bool) {
 	g := func(k string) string { return strings.TrimSpace(r.PostFormValue(k)) }
+	f.Errors = fieldErrors{}
 	if f.New {
 		f.ID = g("id")
 	}
-	f.Environment, f.APIURL, f.ClientID = g("environment"), g("api_url"), g("client_id")
+	f.Environment = g("environment")
+	secrets, sent = readConnection(r, f)
 	if f.Kind == "pix" {
 		f.KeyType, f.PixKey, f.MerchantName, f.MerchantCity, f.ExpirationMinutes = g("key_type"), g("pix_key"), g("merchant_name"), g("merchant_city"), g("expiration_minutes")
-		return
+		return secrets, sent
 	}
 	f.Name, f.Spec, f.Schema = g("name"), g("spec"), g("schema")
 	_ = r.ParseForm()
@@ -207,6 +226,7 @@ func parseHandlerForm(r *http.Request, f *handlerForm) {
 			f.CredentialTypes = append(f.CredentialTypes, c)
 		}
 	}
+	return secrets, sent
 }
 
 var (
@@ -263,8 +283,10 @@ func httpsURL(s string) bool {
 }
 
 // toRequest validates the form and builds the SetPaymentHandler request.
-func (f *handlerForm) toRequest(tenant string, secret string, all []*tenantsv1.PaymentHandler) *tenantsv1.SetPaymentHandlerRequest {
-	f.Errors = fieldErrors{}
+func (f *handlerForm) toRequest(tenant string, secrets handlersecrets.Secrets, sent bool, all []*tenantsv1.PaymentHandler) *tenantsv1.SetPaymentHandlerRequest {
+	if f.Errors == nil {
+		f.Errors = fieldErrors{}
+	}
 	// The id's and the name's rules are the tenants service's (reject shows
 	// what it says); that a new handler must not replace one is the form's.
 	if f.New {
@@ -353,32 +375,26 @@ func (f *handlerForm) toRequest(tenant string, secret string, all []*tenantsv1.P
 	}
 	cfg, _ := json.Marshal(f.config)
 	h.ConfigJson = string(cfg)
-	// Credentials: all three or none (none keeps what is stored).
+	// The connection: all of it or nothing (nothing keeps what is stored;
+	// the tenants service checks each field of what is sent).
 	req := &tenantsv1.SetPaymentHandlerRequest{Tenant: tenant, Handler: h}
 	switch {
-	case f.APIURL == "" && f.ClientID == "" && secret == "":
-		if f.Environment == "production" && !f.HasSecrets {
-			f.Errors.add("client_secret", "Produção exige as credenciais do provedor.")
-		}
-	default:
-		if !httpsURL(f.APIURL) {
-			f.Errors.add("api_url", "Use o endereço https da API do provedor.")
-		}
-		if f.ClientID == "" {
-			f.Errors.add("client_id", "Informe o client_id.")
-		}
-		if secret == "" {
-			f.Errors.add("client_secret", "Informe o segredo (client_secret).")
-		}
-		b, _ := json.Marshal(map[string]string{"api_url": f.APIURL, "client_id": f.ClientID, "client_secret": secret})
+	case sent:
+		b, _ := json.Marshal(secrets)
 		req.SecretsJson = string(b)
+	case f.Environment == "production" && !f.HasSecrets:
+		f.connectionRequired()
 	}
 	return req
 }
 
 // reject shows a rule the tenants service says the handler breaks next to
 // its field.
-func (f *handlerForm) reject(field, msg string) {
+func (f *handlerForm) reject(field, code, msg string) {
+	if s, ok := strings.CutPrefix(field, "secrets_json"); ok {
+		f.rejectSecret(strings.TrimPrefix(s, "."), code, msg)
+		return
+	}
 	switch field = strings.TrimPrefix(field, "handler."); field {
 	case "id":
 		f.Errors.add("id", "Identificador recusado: "+msg)
@@ -410,7 +426,9 @@ func (a *Admin) editHandler(rw http.ResponseWriter, r *http.Request) {
 		a.serviceError(rw, r, err)
 		return
 	}
-	a.render(rw, r, http.StatusOK, "handler", a.newPage(r, "Meio de pagamento", "pagamentos", formFromHandler(h)))
+	f := formFromHandler(h)
+	f.CanTest = a.opts.Payments != nil
+	a.render(rw, r, http.StatusOK, "handler", a.newPage(r, "Meio de pagamento", "pagamentos", f))
 }
 
 func (a *Admin) saveHandler(rw http.ResponseWriter, r *http.Request) {
@@ -439,14 +457,15 @@ func (a *Admin) saveHandler(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f, all = formFromHandler(h), list
+		f.CanTest = a.opts.Payments != nil
 	}
 	if f.Kind == "other" {
 		f.Error = "Este meio de pagamento só pode ser alterado pelo operador da plataforma."
 		a.render(rw, r, http.StatusConflict, "handler", a.newPage(r, "Meio de pagamento", "pagamentos", f))
 		return
 	}
-	parseHandlerForm(r, &f)
-	req := f.toRequest(s.tenant.String(), strings.TrimSpace(r.PostFormValue("client_secret")), all)
+	secrets, sent := parseHandlerForm(r, &f)
+	req := f.toRequest(s.tenant.String(), secrets, sent, all)
 	// Every rule the tenants service says the handler breaks, next to the
 	// form's own.
 	check := proto.Clone(req).(*tenantsv1.SetPaymentHandlerRequest)
@@ -457,7 +476,7 @@ func (a *Admin) saveHandler(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, x := range v.Msg.GetViolations() {
-		f.reject(x.GetField(), x.GetMessage())
+		f.reject(x.GetField(), x.GetCode(), x.GetMessage())
 	}
 	if len(f.Errors) == 0 && f.Error == "" {
 		_, err := a.opts.Tenants.SetPaymentHandler(r.Context(), connect.NewRequest(req))
@@ -471,7 +490,7 @@ func (a *Admin) saveHandler(rw http.ResponseWriter, r *http.Request) {
 			a.serviceError(rw, r, err)
 			return
 		}
-		f.reject(e.Field, e.Message)
+		f.reject(e.Field, e.Code, e.Message)
 	}
 	a.render(rw, r, http.StatusUnprocessableEntity, "handler", a.newPage(r, "Meio de pagamento", "pagamentos", f))
 }

@@ -30,6 +30,7 @@ func (a *Admin) merchantRoutes(get, post func(http.HandlerFunc) http.Handler, co
 		"GET /admin/pagamentos/{id}":               get(a.adminOnly(a.editHandler)),
 		"POST /admin/pagamentos/{id}":              post(a.adminOnly(a.saveHandler)),
 		"POST /admin/pagamentos/remover/{id}":      post(a.adminOnly(a.removeHandler)),
+		"POST /admin/pagamentos/testar/{id}":       post(a.adminOnly(a.testHandler)),
 		"GET /admin/frete/retirada/nova":           get(a.pickupEdit),
 		"POST /admin/frete/retirada/nova":          post(a.pickupSave),
 		"GET /admin/frete/retirada/{id}":           get(a.pickupEdit),

@@ -23,8 +23,10 @@ WHERE tenant_id = @tenant_id AND revoked_at IS NULL AND (retire_at IS NULL OR re
 ORDER BY created_at, kid;
 
 -- name: UpsertPaymentHandler :one
-INSERT INTO tenants.payment_handlers (tenant_id, id, name, version, spec, schema_url, available_instruments, config, sealed_secrets, environment, position)
-VALUES (@tenant_id, @id, @name, @version, @spec, @schema_url, @available_instruments, @config, @sealed_secrets, @environment, @position)
+-- Secrets sent (sealed_secrets and connection not null) replace the stored
+-- ones; none sent keeps them.
+INSERT INTO tenants.payment_handlers (tenant_id, id, name, version, spec, schema_url, available_instruments, config, sealed_secrets, connection, environment, position)
+VALUES (@tenant_id, @id, @name, @version, @spec, @schema_url, @available_instruments, @config, @sealed_secrets, coalesce(sqlc.narg(connection)::jsonb, '{}'), @environment, @position)
 ON CONFLICT (tenant_id, id) DO UPDATE SET
   name = EXCLUDED.name,
   version = EXCLUDED.version,
@@ -33,6 +35,7 @@ ON CONFLICT (tenant_id, id) DO UPDATE SET
   available_instruments = EXCLUDED.available_instruments,
   config = EXCLUDED.config,
   sealed_secrets = coalesce(EXCLUDED.sealed_secrets, tenants.payment_handlers.sealed_secrets),
+  connection = coalesce(sqlc.narg(connection)::jsonb, tenants.payment_handlers.connection),
   environment = EXCLUDED.environment,
   position = EXCLUDED.position,
   updated_at = now()
@@ -40,6 +43,9 @@ RETURNING *;
 
 -- name: DeletePaymentHandler :execrows
 DELETE FROM tenants.payment_handlers WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: ListPaymentHandlerSecrets :many
+SELECT id, sealed_secrets FROM tenants.payment_handlers WHERE tenant_id = @tenant_id AND sealed_secrets IS NOT NULL ORDER BY id;
 
 -- name: ListPaymentHandlers :many
 SELECT * FROM tenants.payment_handlers WHERE tenant_id = @tenant_id ORDER BY position, id;

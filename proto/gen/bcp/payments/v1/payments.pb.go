@@ -93,6 +93,132 @@ func (AttemptStatus) EnumDescriptor() ([]byte, []int) {
 	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{0}
 }
 
+type TestHandlerRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	HandlerId string                 `protobuf:"bytes,1,opt,name=handler_id,json=handlerId,proto3" json:"handler_id,omitempty"`
+	// The merchant origin the webhook URL is derived from
+	// (https://loja.com.br).
+	BaseUrl       string `protobuf:"bytes,2,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TestHandlerRequest) Reset() {
+	*x = TestHandlerRequest{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TestHandlerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TestHandlerRequest) ProtoMessage() {}
+
+func (x *TestHandlerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TestHandlerRequest.ProtoReflect.Descriptor instead.
+func (*TestHandlerRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *TestHandlerRequest) GetHandlerId() string {
+	if x != nil {
+		return x.HandlerId
+	}
+	return ""
+}
+
+func (x *TestHandlerRequest) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
+}
+
+type TestHandlerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Ok    bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
+	// Stable code ("ok", "invalid_client", "tls_client_rejected",
+	// "missing_scope", "unknown_pix_key", "not_configured", ...).
+	Code string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	// What happened, for the merchant (Portuguese).
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// The webhook URL registered at the PSP (Pix).
+	WebhookUrl    string `protobuf:"bytes,4,opt,name=webhook_url,json=webhookUrl,proto3" json:"webhook_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TestHandlerResponse) Reset() {
+	*x = TestHandlerResponse{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TestHandlerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TestHandlerResponse) ProtoMessage() {}
+
+func (x *TestHandlerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TestHandlerResponse.ProtoReflect.Descriptor instead.
+func (*TestHandlerResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TestHandlerResponse) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *TestHandlerResponse) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *TestHandlerResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *TestHandlerResponse) GetWebhookUrl() string {
+	if x != nil {
+		return x.WebhookUrl
+	}
+	return ""
+}
+
 type PingRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -101,7 +227,7 @@ type PingRequest struct {
 
 func (x *PingRequest) Reset() {
 	*x = PingRequest{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[0]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -113,7 +239,7 @@ func (x *PingRequest) String() string {
 func (*PingRequest) ProtoMessage() {}
 
 func (x *PingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[0]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -126,7 +252,7 @@ func (x *PingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PingRequest.ProtoReflect.Descriptor instead.
 func (*PingRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{0}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{2}
 }
 
 type PingResponse struct {
@@ -139,7 +265,7 @@ type PingResponse struct {
 
 func (x *PingResponse) Reset() {
 	*x = PingResponse{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[1]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -151,7 +277,7 @@ func (x *PingResponse) String() string {
 func (*PingResponse) ProtoMessage() {}
 
 func (x *PingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[1]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -164,7 +290,7 @@ func (x *PingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PingResponse.ProtoReflect.Descriptor instead.
 func (*PingResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{1}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PingResponse) GetService() string {
@@ -212,7 +338,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[2]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -224,7 +350,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[2]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -237,7 +363,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{2}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Attempt) GetId() string {
@@ -383,7 +509,7 @@ type StartPaymentRequest struct {
 
 func (x *StartPaymentRequest) Reset() {
 	*x = StartPaymentRequest{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[3]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -395,7 +521,7 @@ func (x *StartPaymentRequest) String() string {
 func (*StartPaymentRequest) ProtoMessage() {}
 
 func (x *StartPaymentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[3]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -408,7 +534,7 @@ func (x *StartPaymentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartPaymentRequest.ProtoReflect.Descriptor instead.
 func (*StartPaymentRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{3}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *StartPaymentRequest) GetAttemptId() string {
@@ -483,7 +609,7 @@ type StartPaymentResponse struct {
 
 func (x *StartPaymentResponse) Reset() {
 	*x = StartPaymentResponse{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[4]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -495,7 +621,7 @@ func (x *StartPaymentResponse) String() string {
 func (*StartPaymentResponse) ProtoMessage() {}
 
 func (x *StartPaymentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[4]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -508,7 +634,7 @@ func (x *StartPaymentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartPaymentResponse.ProtoReflect.Descriptor instead.
 func (*StartPaymentResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{4}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StartPaymentResponse) GetAttempt() *Attempt {
@@ -527,7 +653,7 @@ type GetPaymentRequest struct {
 
 func (x *GetPaymentRequest) Reset() {
 	*x = GetPaymentRequest{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[5]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -539,7 +665,7 @@ func (x *GetPaymentRequest) String() string {
 func (*GetPaymentRequest) ProtoMessage() {}
 
 func (x *GetPaymentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[5]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -552,7 +678,7 @@ func (x *GetPaymentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPaymentRequest.ProtoReflect.Descriptor instead.
 func (*GetPaymentRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{5}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetPaymentRequest) GetAttemptId() string {
@@ -571,7 +697,7 @@ type GetPaymentResponse struct {
 
 func (x *GetPaymentResponse) Reset() {
 	*x = GetPaymentResponse{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[6]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -583,7 +709,7 @@ func (x *GetPaymentResponse) String() string {
 func (*GetPaymentResponse) ProtoMessage() {}
 
 func (x *GetPaymentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[6]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -596,7 +722,7 @@ func (x *GetPaymentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPaymentResponse.ProtoReflect.Descriptor instead.
 func (*GetPaymentResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{6}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetPaymentResponse) GetAttempt() *Attempt {
@@ -621,7 +747,7 @@ type CancelPaymentRequest struct {
 
 func (x *CancelPaymentRequest) Reset() {
 	*x = CancelPaymentRequest{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[7]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -633,7 +759,7 @@ func (x *CancelPaymentRequest) String() string {
 func (*CancelPaymentRequest) ProtoMessage() {}
 
 func (x *CancelPaymentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[7]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -646,7 +772,7 @@ func (x *CancelPaymentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelPaymentRequest.ProtoReflect.Descriptor instead.
 func (*CancelPaymentRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{7}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CancelPaymentRequest) GetAttemptId() string {
@@ -693,7 +819,7 @@ type CancelPaymentResponse struct {
 
 func (x *CancelPaymentResponse) Reset() {
 	*x = CancelPaymentResponse{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[8]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -705,7 +831,7 @@ func (x *CancelPaymentResponse) String() string {
 func (*CancelPaymentResponse) ProtoMessage() {}
 
 func (x *CancelPaymentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[8]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -718,7 +844,7 @@ func (x *CancelPaymentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelPaymentResponse.ProtoReflect.Descriptor instead.
 func (*CancelPaymentResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{8}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CancelPaymentResponse) GetAttempt() *Attempt {
@@ -747,7 +873,7 @@ type RefundPaymentRequest struct {
 
 func (x *RefundPaymentRequest) Reset() {
 	*x = RefundPaymentRequest{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[9]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +885,7 @@ func (x *RefundPaymentRequest) String() string {
 func (*RefundPaymentRequest) ProtoMessage() {}
 
 func (x *RefundPaymentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[9]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +898,7 @@ func (x *RefundPaymentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundPaymentRequest.ProtoReflect.Descriptor instead.
 func (*RefundPaymentRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{9}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RefundPaymentRequest) GetAttemptId() string {
@@ -824,7 +950,7 @@ type Refund struct {
 
 func (x *Refund) Reset() {
 	*x = Refund{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[10]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +962,7 @@ func (x *Refund) String() string {
 func (*Refund) ProtoMessage() {}
 
 func (x *Refund) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[10]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +975,7 @@ func (x *Refund) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refund.ProtoReflect.Descriptor instead.
 func (*Refund) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{10}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Refund) GetId() string {
@@ -896,7 +1022,7 @@ type RefundPaymentResponse struct {
 
 func (x *RefundPaymentResponse) Reset() {
 	*x = RefundPaymentResponse{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[11]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +1034,7 @@ func (x *RefundPaymentResponse) String() string {
 func (*RefundPaymentResponse) ProtoMessage() {}
 
 func (x *RefundPaymentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[11]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +1047,7 @@ func (x *RefundPaymentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundPaymentResponse.ProtoReflect.Descriptor instead.
 func (*RefundPaymentResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{11}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RefundPaymentResponse) GetRefund() *Refund {
@@ -942,7 +1068,7 @@ type SimulatePixPaymentRequest struct {
 
 func (x *SimulatePixPaymentRequest) Reset() {
 	*x = SimulatePixPaymentRequest{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[12]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -954,7 +1080,7 @@ func (x *SimulatePixPaymentRequest) String() string {
 func (*SimulatePixPaymentRequest) ProtoMessage() {}
 
 func (x *SimulatePixPaymentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[12]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -967,7 +1093,7 @@ func (x *SimulatePixPaymentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimulatePixPaymentRequest.ProtoReflect.Descriptor instead.
 func (*SimulatePixPaymentRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{12}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SimulatePixPaymentRequest) GetAttemptId() string {
@@ -995,7 +1121,7 @@ type SimulatePixPaymentResponse struct {
 
 func (x *SimulatePixPaymentResponse) Reset() {
 	*x = SimulatePixPaymentResponse{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[13]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1007,7 +1133,7 @@ func (x *SimulatePixPaymentResponse) String() string {
 func (*SimulatePixPaymentResponse) ProtoMessage() {}
 
 func (x *SimulatePixPaymentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[13]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1020,7 +1146,7 @@ func (x *SimulatePixPaymentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimulatePixPaymentResponse.ProtoReflect.Descriptor instead.
 func (*SimulatePixPaymentResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{13}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SimulatePixPaymentResponse) GetAttempt() *Attempt {
@@ -1043,7 +1169,7 @@ type Alert struct {
 
 func (x *Alert) Reset() {
 	*x = Alert{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[14]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1055,7 +1181,7 @@ func (x *Alert) String() string {
 func (*Alert) ProtoMessage() {}
 
 func (x *Alert) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[14]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1068,7 +1194,7 @@ func (x *Alert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Alert.ProtoReflect.Descriptor instead.
 func (*Alert) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{14}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Alert) GetId() string {
@@ -1114,7 +1240,7 @@ type ListAlertsRequest struct {
 
 func (x *ListAlertsRequest) Reset() {
 	*x = ListAlertsRequest{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[15]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1126,7 +1252,7 @@ func (x *ListAlertsRequest) String() string {
 func (*ListAlertsRequest) ProtoMessage() {}
 
 func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[15]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1139,7 +1265,7 @@ func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertsRequest.ProtoReflect.Descriptor instead.
 func (*ListAlertsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{15}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{17}
 }
 
 type ListAlertsResponse struct {
@@ -1151,7 +1277,7 @@ type ListAlertsResponse struct {
 
 func (x *ListAlertsResponse) Reset() {
 	*x = ListAlertsResponse{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[16]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1289,7 @@ func (x *ListAlertsResponse) String() string {
 func (*ListAlertsResponse) ProtoMessage() {}
 
 func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[16]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1176,7 +1302,7 @@ func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertsResponse.ProtoReflect.Descriptor instead.
 func (*ListAlertsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{16}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListAlertsResponse) GetAlerts() []*Alert {
@@ -1194,14 +1320,18 @@ type IngestPixWebhookRequest struct {
 	Body []byte `protobuf:"bytes,2,opt,name=body,proto3" json:"body,omitempty"`
 	// Request headers by canonical name (several values joined with ", ").
 	// The edge forwards them all except Authorization and Cookie.
-	Headers       map[string]string `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Headers map[string]string `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The client certificate chain the caller presented (DER, leaf first):
+	// from the TLS handshake on the webhook listener, or from the header a
+	// trusted TLS-terminating proxy sets. Empty when none.
+	ClientCertChain [][]byte `protobuf:"bytes,4,rep,name=client_cert_chain,json=clientCertChain,proto3" json:"client_cert_chain,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *IngestPixWebhookRequest) Reset() {
 	*x = IngestPixWebhookRequest{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[17]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1343,7 @@ func (x *IngestPixWebhookRequest) String() string {
 func (*IngestPixWebhookRequest) ProtoMessage() {}
 
 func (x *IngestPixWebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[17]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1356,7 @@ func (x *IngestPixWebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IngestPixWebhookRequest.ProtoReflect.Descriptor instead.
 func (*IngestPixWebhookRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{17}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *IngestPixWebhookRequest) GetHookId() string {
@@ -1250,6 +1380,13 @@ func (x *IngestPixWebhookRequest) GetHeaders() map[string]string {
 	return nil
 }
 
+func (x *IngestPixWebhookRequest) GetClientCertChain() [][]byte {
+	if x != nil {
+		return x.ClientCertChain
+	}
+	return nil
+}
+
 type IngestPixWebhookResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Pix notifications stored by this call.
@@ -1262,7 +1399,7 @@ type IngestPixWebhookResponse struct {
 
 func (x *IngestPixWebhookResponse) Reset() {
 	*x = IngestPixWebhookResponse{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[18]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1411,7 @@ func (x *IngestPixWebhookResponse) String() string {
 func (*IngestPixWebhookResponse) ProtoMessage() {}
 
 func (x *IngestPixWebhookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[18]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1424,7 @@ func (x *IngestPixWebhookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IngestPixWebhookResponse.ProtoReflect.Descriptor instead.
 func (*IngestPixWebhookResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{18}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *IngestPixWebhookResponse) GetStored() int32 {
@@ -1315,7 +1452,7 @@ type GetPaymentStatsRequest struct {
 
 func (x *GetPaymentStatsRequest) Reset() {
 	*x = GetPaymentStatsRequest{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[19]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1464,7 @@ func (x *GetPaymentStatsRequest) String() string {
 func (*GetPaymentStatsRequest) ProtoMessage() {}
 
 func (x *GetPaymentStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[19]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1477,7 @@ func (x *GetPaymentStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPaymentStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetPaymentStatsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{19}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetPaymentStatsRequest) GetSinceUnix() int64 {
@@ -1375,7 +1512,7 @@ type GetPaymentStatsResponse struct {
 
 func (x *GetPaymentStatsResponse) Reset() {
 	*x = GetPaymentStatsResponse{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[20]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1524,7 @@ func (x *GetPaymentStatsResponse) String() string {
 func (*GetPaymentStatsResponse) ProtoMessage() {}
 
 func (x *GetPaymentStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[20]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1537,7 @@ func (x *GetPaymentStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPaymentStatsResponse.ProtoReflect.Descriptor instead.
 func (*GetPaymentStatsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{20}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetPaymentStatsResponse) GetPixPerDay() []*PixDay {
@@ -1457,7 +1594,7 @@ type PixDay struct {
 
 func (x *PixDay) Reset() {
 	*x = PixDay{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[21]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1606,7 @@ func (x *PixDay) String() string {
 func (*PixDay) ProtoMessage() {}
 
 func (x *PixDay) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[21]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1619,7 @@ func (x *PixDay) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PixDay.ProtoReflect.Descriptor instead.
 func (*PixDay) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{21}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PixDay) GetDay() string {
@@ -1510,7 +1647,17 @@ var File_bcp_payments_v1_payments_proto protoreflect.FileDescriptor
 
 const file_bcp_payments_v1_payments_proto_rawDesc = "" +
 	"\n" +
-	"\x1ebcp/payments/v1/payments.proto\x12\x0fbcp.payments.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\r\n" +
+	"\x1ebcp/payments/v1/payments.proto\x12\x0fbcp.payments.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"N\n" +
+	"\x12TestHandlerRequest\x12\x1d\n" +
+	"\n" +
+	"handler_id\x18\x01 \x01(\tR\thandlerId\x12\x19\n" +
+	"\bbase_url\x18\x02 \x01(\tR\abaseUrl\"t\n" +
+	"\x13TestHandlerResponse\x12\x0e\n" +
+	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12\x1f\n" +
+	"\vwebhook_url\x18\x04 \x01(\tR\n" +
+	"webhookUrl\"\r\n" +
 	"\vPingRequest\"I\n" +
 	"\fPingResponse\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x1f\n" +
@@ -1604,11 +1751,12 @@ const file_bcp_payments_v1_payments_proto_rawDesc = "" +
 	"createTime\"\x13\n" +
 	"\x11ListAlertsRequest\"D\n" +
 	"\x12ListAlertsResponse\x12.\n" +
-	"\x06alerts\x18\x01 \x03(\v2\x16.bcp.payments.v1.AlertR\x06alerts\"\xd3\x01\n" +
+	"\x06alerts\x18\x01 \x03(\v2\x16.bcp.payments.v1.AlertR\x06alerts\"\xff\x01\n" +
 	"\x17IngestPixWebhookRequest\x12\x17\n" +
 	"\ahook_id\x18\x01 \x01(\tR\x06hookId\x12\x12\n" +
 	"\x04body\x18\x02 \x01(\fR\x04body\x12O\n" +
-	"\aheaders\x18\x03 \x03(\v25.bcp.payments.v1.IngestPixWebhookRequest.HeadersEntryR\aheaders\x1a:\n" +
+	"\aheaders\x18\x03 \x03(\v25.bcp.payments.v1.IngestPixWebhookRequest.HeadersEntryR\aheaders\x12*\n" +
+	"\x11client_cert_chain\x18\x04 \x03(\fR\x0fclientCertChain\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"R\n" +
@@ -1644,7 +1792,7 @@ const file_bcp_payments_v1_payments_proto_rawDesc = "" +
 	"\x17ATTEMPT_STATUS_CANCELED\x10\x05\x12\"\n" +
 	"\x1eATTEMPT_STATUS_REQUIRES_ACTION\x10\x06\x12\x1b\n" +
 	"\x17ATTEMPT_STATUS_REFUNDED\x10\a\x12%\n" +
-	"!ATTEMPT_STATUS_PARTIALLY_REFUNDED\x10\b2\xf3\x06\n" +
+	"!ATTEMPT_STATUS_PARTIALLY_REFUNDED\x10\b2\xcd\a\n" +
 	"\x0fPaymentsService\x12H\n" +
 	"\x04Ping\x12\x1c.bcp.payments.v1.PingRequest\x1a\x1d.bcp.payments.v1.PingResponse\"\x03\x90\x02\x01\x12[\n" +
 	"\fStartPayment\x12$.bcp.payments.v1.StartPaymentRequest\x1a%.bcp.payments.v1.StartPaymentResponse\x12Z\n" +
@@ -1656,7 +1804,8 @@ const file_bcp_payments_v1_payments_proto_rawDesc = "" +
 	"\n" +
 	"ListAlerts\x12\".bcp.payments.v1.ListAlertsRequest\x1a#.bcp.payments.v1.ListAlertsResponse\"\x03\x90\x02\x01\x12g\n" +
 	"\x10IngestPixWebhook\x12(.bcp.payments.v1.IngestPixWebhookRequest\x1a).bcp.payments.v1.IngestPixWebhookResponse\x12i\n" +
-	"\x0fGetPaymentStats\x12'.bcp.payments.v1.GetPaymentStatsRequest\x1a(.bcp.payments.v1.GetPaymentStatsResponse\"\x03\x90\x02\x01B\xbe\x01\n" +
+	"\x0fGetPaymentStats\x12'.bcp.payments.v1.GetPaymentStatsRequest\x1a(.bcp.payments.v1.GetPaymentStatsResponse\"\x03\x90\x02\x01\x12X\n" +
+	"\vTestHandler\x12#.bcp.payments.v1.TestHandlerRequest\x1a$.bcp.payments.v1.TestHandlerResponseB\xbe\x01\n" +
 	"\x13com.bcp.payments.v1B\rPaymentsProtoP\x01Z:github.com/bcpdev/bcp/proto/gen/bcp/payments/v1;paymentsv1\xa2\x02\x03BPX\xaa\x02\x0fBcp.Payments.V1\xca\x02\x0fBcp\\Payments\\V1\xe2\x02\x1bBcp\\Payments\\V1\\GPBMetadata\xea\x02\x11Bcp::Payments::V1b\x06proto3"
 
 var (
@@ -1672,68 +1821,72 @@ func file_bcp_payments_v1_payments_proto_rawDescGZIP() []byte {
 }
 
 var file_bcp_payments_v1_payments_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_bcp_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_bcp_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_bcp_payments_v1_payments_proto_goTypes = []any{
 	(AttemptStatus)(0),                 // 0: bcp.payments.v1.AttemptStatus
-	(*PingRequest)(nil),                // 1: bcp.payments.v1.PingRequest
-	(*PingResponse)(nil),               // 2: bcp.payments.v1.PingResponse
-	(*Attempt)(nil),                    // 3: bcp.payments.v1.Attempt
-	(*StartPaymentRequest)(nil),        // 4: bcp.payments.v1.StartPaymentRequest
-	(*StartPaymentResponse)(nil),       // 5: bcp.payments.v1.StartPaymentResponse
-	(*GetPaymentRequest)(nil),          // 6: bcp.payments.v1.GetPaymentRequest
-	(*GetPaymentResponse)(nil),         // 7: bcp.payments.v1.GetPaymentResponse
-	(*CancelPaymentRequest)(nil),       // 8: bcp.payments.v1.CancelPaymentRequest
-	(*CancelPaymentResponse)(nil),      // 9: bcp.payments.v1.CancelPaymentResponse
-	(*RefundPaymentRequest)(nil),       // 10: bcp.payments.v1.RefundPaymentRequest
-	(*Refund)(nil),                     // 11: bcp.payments.v1.Refund
-	(*RefundPaymentResponse)(nil),      // 12: bcp.payments.v1.RefundPaymentResponse
-	(*SimulatePixPaymentRequest)(nil),  // 13: bcp.payments.v1.SimulatePixPaymentRequest
-	(*SimulatePixPaymentResponse)(nil), // 14: bcp.payments.v1.SimulatePixPaymentResponse
-	(*Alert)(nil),                      // 15: bcp.payments.v1.Alert
-	(*ListAlertsRequest)(nil),          // 16: bcp.payments.v1.ListAlertsRequest
-	(*ListAlertsResponse)(nil),         // 17: bcp.payments.v1.ListAlertsResponse
-	(*IngestPixWebhookRequest)(nil),    // 18: bcp.payments.v1.IngestPixWebhookRequest
-	(*IngestPixWebhookResponse)(nil),   // 19: bcp.payments.v1.IngestPixWebhookResponse
-	(*GetPaymentStatsRequest)(nil),     // 20: bcp.payments.v1.GetPaymentStatsRequest
-	(*GetPaymentStatsResponse)(nil),    // 21: bcp.payments.v1.GetPaymentStatsResponse
-	(*PixDay)(nil),                     // 22: bcp.payments.v1.PixDay
-	nil,                                // 23: bcp.payments.v1.IngestPixWebhookRequest.HeadersEntry
-	(*timestamppb.Timestamp)(nil),      // 24: google.protobuf.Timestamp
+	(*TestHandlerRequest)(nil),         // 1: bcp.payments.v1.TestHandlerRequest
+	(*TestHandlerResponse)(nil),        // 2: bcp.payments.v1.TestHandlerResponse
+	(*PingRequest)(nil),                // 3: bcp.payments.v1.PingRequest
+	(*PingResponse)(nil),               // 4: bcp.payments.v1.PingResponse
+	(*Attempt)(nil),                    // 5: bcp.payments.v1.Attempt
+	(*StartPaymentRequest)(nil),        // 6: bcp.payments.v1.StartPaymentRequest
+	(*StartPaymentResponse)(nil),       // 7: bcp.payments.v1.StartPaymentResponse
+	(*GetPaymentRequest)(nil),          // 8: bcp.payments.v1.GetPaymentRequest
+	(*GetPaymentResponse)(nil),         // 9: bcp.payments.v1.GetPaymentResponse
+	(*CancelPaymentRequest)(nil),       // 10: bcp.payments.v1.CancelPaymentRequest
+	(*CancelPaymentResponse)(nil),      // 11: bcp.payments.v1.CancelPaymentResponse
+	(*RefundPaymentRequest)(nil),       // 12: bcp.payments.v1.RefundPaymentRequest
+	(*Refund)(nil),                     // 13: bcp.payments.v1.Refund
+	(*RefundPaymentResponse)(nil),      // 14: bcp.payments.v1.RefundPaymentResponse
+	(*SimulatePixPaymentRequest)(nil),  // 15: bcp.payments.v1.SimulatePixPaymentRequest
+	(*SimulatePixPaymentResponse)(nil), // 16: bcp.payments.v1.SimulatePixPaymentResponse
+	(*Alert)(nil),                      // 17: bcp.payments.v1.Alert
+	(*ListAlertsRequest)(nil),          // 18: bcp.payments.v1.ListAlertsRequest
+	(*ListAlertsResponse)(nil),         // 19: bcp.payments.v1.ListAlertsResponse
+	(*IngestPixWebhookRequest)(nil),    // 20: bcp.payments.v1.IngestPixWebhookRequest
+	(*IngestPixWebhookResponse)(nil),   // 21: bcp.payments.v1.IngestPixWebhookResponse
+	(*GetPaymentStatsRequest)(nil),     // 22: bcp.payments.v1.GetPaymentStatsRequest
+	(*GetPaymentStatsResponse)(nil),    // 23: bcp.payments.v1.GetPaymentStatsResponse
+	(*PixDay)(nil),                     // 24: bcp.payments.v1.PixDay
+	nil,                                // 25: bcp.payments.v1.IngestPixWebhookRequest.HeadersEntry
+	(*timestamppb.Timestamp)(nil),      // 26: google.protobuf.Timestamp
 }
 var file_bcp_payments_v1_payments_proto_depIdxs = []int32{
 	0,  // 0: bcp.payments.v1.Attempt.status:type_name -> bcp.payments.v1.AttemptStatus
-	24, // 1: bcp.payments.v1.Attempt.expires_at:type_name -> google.protobuf.Timestamp
-	24, // 2: bcp.payments.v1.Attempt.create_time:type_name -> google.protobuf.Timestamp
-	24, // 3: bcp.payments.v1.Attempt.update_time:type_name -> google.protobuf.Timestamp
-	3,  // 4: bcp.payments.v1.StartPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
-	3,  // 5: bcp.payments.v1.GetPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
-	3,  // 6: bcp.payments.v1.CancelPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
-	11, // 7: bcp.payments.v1.RefundPaymentResponse.refund:type_name -> bcp.payments.v1.Refund
-	3,  // 8: bcp.payments.v1.SimulatePixPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
-	24, // 9: bcp.payments.v1.Alert.create_time:type_name -> google.protobuf.Timestamp
-	15, // 10: bcp.payments.v1.ListAlertsResponse.alerts:type_name -> bcp.payments.v1.Alert
-	23, // 11: bcp.payments.v1.IngestPixWebhookRequest.headers:type_name -> bcp.payments.v1.IngestPixWebhookRequest.HeadersEntry
-	22, // 12: bcp.payments.v1.GetPaymentStatsResponse.pix_per_day:type_name -> bcp.payments.v1.PixDay
-	1,  // 13: bcp.payments.v1.PaymentsService.Ping:input_type -> bcp.payments.v1.PingRequest
-	4,  // 14: bcp.payments.v1.PaymentsService.StartPayment:input_type -> bcp.payments.v1.StartPaymentRequest
-	6,  // 15: bcp.payments.v1.PaymentsService.GetPayment:input_type -> bcp.payments.v1.GetPaymentRequest
-	8,  // 16: bcp.payments.v1.PaymentsService.CancelPayment:input_type -> bcp.payments.v1.CancelPaymentRequest
-	10, // 17: bcp.payments.v1.PaymentsService.RefundPayment:input_type -> bcp.payments.v1.RefundPaymentRequest
-	13, // 18: bcp.payments.v1.PaymentsService.SimulatePixPayment:input_type -> bcp.payments.v1.SimulatePixPaymentRequest
-	16, // 19: bcp.payments.v1.PaymentsService.ListAlerts:input_type -> bcp.payments.v1.ListAlertsRequest
-	18, // 20: bcp.payments.v1.PaymentsService.IngestPixWebhook:input_type -> bcp.payments.v1.IngestPixWebhookRequest
-	20, // 21: bcp.payments.v1.PaymentsService.GetPaymentStats:input_type -> bcp.payments.v1.GetPaymentStatsRequest
-	2,  // 22: bcp.payments.v1.PaymentsService.Ping:output_type -> bcp.payments.v1.PingResponse
-	5,  // 23: bcp.payments.v1.PaymentsService.StartPayment:output_type -> bcp.payments.v1.StartPaymentResponse
-	7,  // 24: bcp.payments.v1.PaymentsService.GetPayment:output_type -> bcp.payments.v1.GetPaymentResponse
-	9,  // 25: bcp.payments.v1.PaymentsService.CancelPayment:output_type -> bcp.payments.v1.CancelPaymentResponse
-	12, // 26: bcp.payments.v1.PaymentsService.RefundPayment:output_type -> bcp.payments.v1.RefundPaymentResponse
-	14, // 27: bcp.payments.v1.PaymentsService.SimulatePixPayment:output_type -> bcp.payments.v1.SimulatePixPaymentResponse
-	17, // 28: bcp.payments.v1.PaymentsService.ListAlerts:output_type -> bcp.payments.v1.ListAlertsResponse
-	19, // 29: bcp.payments.v1.PaymentsService.IngestPixWebhook:output_type -> bcp.payments.v1.IngestPixWebhookResponse
-	21, // 30: bcp.payments.v1.PaymentsService.GetPaymentStats:output_type -> bcp.payments.v1.GetPaymentStatsResponse
-	22, // [22:31] is the sub-list for method output_type
-	13, // [13:22] is the sub-list for method input_type
+	26, // 1: bcp.payments.v1.Attempt.expires_at:type_name -> google.protobuf.Timestamp
+	26, // 2: bcp.payments.v1.Attempt.create_time:type_name -> google.protobuf.Timestamp
+	26, // 3: bcp.payments.v1.Attempt.update_time:type_name -> google.protobuf.Timestamp
+	5,  // 4: bcp.payments.v1.StartPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
+	5,  // 5: bcp.payments.v1.GetPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
+	5,  // 6: bcp.payments.v1.CancelPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
+	13, // 7: bcp.payments.v1.RefundPaymentResponse.refund:type_name -> bcp.payments.v1.Refund
+	5,  // 8: bcp.payments.v1.SimulatePixPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
+	26, // 9: bcp.payments.v1.Alert.create_time:type_name -> google.protobuf.Timestamp
+	17, // 10: bcp.payments.v1.ListAlertsResponse.alerts:type_name -> bcp.payments.v1.Alert
+	25, // 11: bcp.payments.v1.IngestPixWebhookRequest.headers:type_name -> bcp.payments.v1.IngestPixWebhookRequest.HeadersEntry
+	24, // 12: bcp.payments.v1.GetPaymentStatsResponse.pix_per_day:type_name -> bcp.payments.v1.PixDay
+	3,  // 13: bcp.payments.v1.PaymentsService.Ping:input_type -> bcp.payments.v1.PingRequest
+	6,  // 14: bcp.payments.v1.PaymentsService.StartPayment:input_type -> bcp.payments.v1.StartPaymentRequest
+	8,  // 15: bcp.payments.v1.PaymentsService.GetPayment:input_type -> bcp.payments.v1.GetPaymentRequest
+	10, // 16: bcp.payments.v1.PaymentsService.CancelPayment:input_type -> bcp.payments.v1.CancelPaymentRequest
+	12, // 17: bcp.payments.v1.PaymentsService.RefundPayment:input_type -> bcp.payments.v1.RefundPaymentRequest
+	15, // 18: bcp.payments.v1.PaymentsService.SimulatePixPayment:input_type -> bcp.payments.v1.SimulatePixPaymentRequest
+	18, // 19: bcp.payments.v1.PaymentsService.ListAlerts:input_type -> bcp.payments.v1.ListAlertsRequest
+	20, // 20: bcp.payments.v1.PaymentsService.IngestPixWebhook:input_type -> bcp.payments.v1.IngestPixWebhookRequest
+	22, // 21: bcp.payments.v1.PaymentsService.GetPaymentStats:input_type -> bcp.payments.v1.GetPaymentStatsRequest
+	1,  // 22: bcp.payments.v1.PaymentsService.TestHandler:input_type -> bcp.payments.v1.TestHandlerRequest
+	4,  // 23: bcp.payments.v1.PaymentsService.Ping:output_type -> bcp.payments.v1.PingResponse
+	7,  // 24: bcp.payments.v1.PaymentsService.StartPayment:output_type -> bcp.payments.v1.StartPaymentResponse
+	9,  // 25: bcp.payments.v1.PaymentsService.GetPayment:output_type -> bcp.payments.v1.GetPaymentResponse
+	11, // 26: bcp.payments.v1.PaymentsService.CancelPayment:output_type -> bcp.payments.v1.CancelPaymentResponse
+	14, // 27: bcp.payments.v1.PaymentsService.RefundPayment:output_type -> bcp.payments.v1.RefundPaymentResponse
+	16, // 28: bcp.payments.v1.PaymentsService.SimulatePixPayment:output_type -> bcp.payments.v1.SimulatePixPaymentResponse
+	19, // 29: bcp.payments.v1.PaymentsService.ListAlerts:output_type -> bcp.payments.v1.ListAlertsResponse
+	21, // 30: bcp.payments.v1.PaymentsService.IngestPixWebhook:output_type -> bcp.payments.v1.IngestPixWebhookResponse
+	23, // 31: bcp.payments.v1.PaymentsService.GetPaymentStats:output_type -> bcp.payments.v1.GetPaymentStatsResponse
+	2,  // 32: bcp.payments.v1.PaymentsService.TestHandler:output_type -> bcp.payments.v1.TestHandlerResponse
+	23, // [23:33] is the sub-list for method output_type
+	13, // [13:23] is the sub-list for method input_type
 	13, // [13:13] is the sub-list for extension type_name
 	13, // [13:13] is the sub-list for extension extendee
 	0,  // [0:13] is the sub-list for field type_name
@@ -1750,7 +1903,7 @@ func file_bcp_payments_v1_payments_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_payments_v1_payments_proto_rawDesc), len(file_bcp_payments_v1_payments_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   23,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

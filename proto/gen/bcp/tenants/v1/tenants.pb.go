@@ -290,7 +290,7 @@ func (x WatchChangesResponse_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchChangesResponse_Kind.Descriptor instead.
 func (WatchChangesResponse_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{33, 0}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{35, 0}
 }
 
 type PingRequest struct {
@@ -1527,10 +1527,15 @@ type PaymentHandler struct {
 	// "sandbox" or "production".
 	Environment string `protobuf:"bytes,8,opt,name=environment,proto3" json:"environment,omitempty"`
 	// True when secret settings are stored (they are never returned).
-	HasSecrets    bool  `protobuf:"varint,9,opt,name=has_secrets,json=hasSecrets,proto3" json:"has_secrets,omitempty"`
-	Position      int32 `protobuf:"varint,10,opt,name=position,proto3" json:"position,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	HasSecrets bool  `protobuf:"varint,9,opt,name=has_secrets,json=hasSecrets,proto3" json:"has_secrets,omitempty"`
+	Position   int32 `protobuf:"varint,10,opt,name=position,proto3" json:"position,omitempty"`
+	// What may be shown of the secret settings (JSON object, no secret):
+	// the PSP's URLs and client id, the client certificate's subject,
+	// issuer and expiry, the webhook scheme; a Stripe key's mode and last
+	// four characters. "{}" without secrets.
+	ConnectionJson string `protobuf:"bytes,11,opt,name=connection_json,json=connectionJson,proto3" json:"connection_json,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PaymentHandler) Reset() {
@@ -1631,6 +1636,13 @@ func (x *PaymentHandler) GetPosition() int32 {
 		return x.Position
 	}
 	return 0
+}
+
+func (x *PaymentHandler) GetConnectionJson() string {
+	if x != nil {
+		return x.ConnectionJson
+	}
+	return ""
 }
 
 type SetPaymentHandlerRequest struct {
@@ -1911,6 +1923,96 @@ func (*RemovePaymentHandlerResponse) Descriptor() ([]byte, []int) {
 	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{27}
 }
 
+type GetPaymentHandlerSecretsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TenantId      string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPaymentHandlerSecretsRequest) Reset() {
+	*x = GetPaymentHandlerSecretsRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPaymentHandlerSecretsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPaymentHandlerSecretsRequest) ProtoMessage() {}
+
+func (x *GetPaymentHandlerSecretsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPaymentHandlerSecretsRequest.ProtoReflect.Descriptor instead.
+func (*GetPaymentHandlerSecretsRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GetPaymentHandlerSecretsRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+type GetPaymentHandlerSecretsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Each handler's secret settings as set (JSON objects), by handler id;
+	// handlers without secrets are absent.
+	SecretsJson   map[string]string `protobuf:"bytes,1,rep,name=secrets_json,json=secretsJson,proto3" json:"secrets_json,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPaymentHandlerSecretsResponse) Reset() {
+	*x = GetPaymentHandlerSecretsResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPaymentHandlerSecretsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPaymentHandlerSecretsResponse) ProtoMessage() {}
+
+func (x *GetPaymentHandlerSecretsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPaymentHandlerSecretsResponse.ProtoReflect.Descriptor instead.
+func (*GetPaymentHandlerSecretsResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *GetPaymentHandlerSecretsResponse) GetSecretsJson() map[string]string {
+	if x != nil {
+		return x.SecretsJson
+	}
+	return nil
+}
+
 type ResolveHostRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Host          string                 `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
@@ -1920,7 +2022,7 @@ type ResolveHostRequest struct {
 
 func (x *ResolveHostRequest) Reset() {
 	*x = ResolveHostRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[28]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1932,7 +2034,7 @@ func (x *ResolveHostRequest) String() string {
 func (*ResolveHostRequest) ProtoMessage() {}
 
 func (x *ResolveHostRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[28]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1945,7 +2047,7 @@ func (x *ResolveHostRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveHostRequest.ProtoReflect.Descriptor instead.
 func (*ResolveHostRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{28}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ResolveHostRequest) GetHost() string {
@@ -1964,7 +2066,7 @@ type ResolveHostResponse struct {
 
 func (x *ResolveHostResponse) Reset() {
 	*x = ResolveHostResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[29]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1976,7 +2078,7 @@ func (x *ResolveHostResponse) String() string {
 func (*ResolveHostResponse) ProtoMessage() {}
 
 func (x *ResolveHostResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[29]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1989,7 +2091,7 @@ func (x *ResolveHostResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveHostResponse.ProtoReflect.Descriptor instead.
 func (*ResolveHostResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{29}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ResolveHostResponse) GetTenant() *Tenant {
@@ -2008,7 +2110,7 @@ type GetDiscoveryRequest struct {
 
 func (x *GetDiscoveryRequest) Reset() {
 	*x = GetDiscoveryRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[30]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2020,7 +2122,7 @@ func (x *GetDiscoveryRequest) String() string {
 func (*GetDiscoveryRequest) ProtoMessage() {}
 
 func (x *GetDiscoveryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[30]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2033,7 +2135,7 @@ func (x *GetDiscoveryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDiscoveryRequest.ProtoReflect.Descriptor instead.
 func (*GetDiscoveryRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{30}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetDiscoveryRequest) GetTenantId() string {
@@ -2055,7 +2157,7 @@ type GetDiscoveryResponse struct {
 
 func (x *GetDiscoveryResponse) Reset() {
 	*x = GetDiscoveryResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[31]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2067,7 +2169,7 @@ func (x *GetDiscoveryResponse) String() string {
 func (*GetDiscoveryResponse) ProtoMessage() {}
 
 func (x *GetDiscoveryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[31]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2080,7 +2182,7 @@ func (x *GetDiscoveryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDiscoveryResponse.ProtoReflect.Descriptor instead.
 func (*GetDiscoveryResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{31}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetDiscoveryResponse) GetTenant() *Tenant {
@@ -2112,7 +2214,7 @@ type WatchChangesRequest struct {
 
 func (x *WatchChangesRequest) Reset() {
 	*x = WatchChangesRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[32]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2124,7 +2226,7 @@ func (x *WatchChangesRequest) String() string {
 func (*WatchChangesRequest) ProtoMessage() {}
 
 func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[32]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2137,7 +2239,7 @@ func (x *WatchChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchChangesRequest.ProtoReflect.Descriptor instead.
 func (*WatchChangesRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{32}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{34}
 }
 
 type WatchChangesResponse struct {
@@ -2150,7 +2252,7 @@ type WatchChangesResponse struct {
 
 func (x *WatchChangesResponse) Reset() {
 	*x = WatchChangesResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[33]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2162,7 +2264,7 @@ func (x *WatchChangesResponse) String() string {
 func (*WatchChangesResponse) ProtoMessage() {}
 
 func (x *WatchChangesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[33]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2175,7 +2277,7 @@ func (x *WatchChangesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchChangesResponse.ProtoReflect.Descriptor instead.
 func (*WatchChangesResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{33}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WatchChangesResponse) GetKind() WatchChangesResponse_Kind {
@@ -2214,7 +2316,7 @@ type Settings struct {
 
 func (x *Settings) Reset() {
 	*x = Settings{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[34]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2226,7 +2328,7 @@ func (x *Settings) String() string {
 func (*Settings) ProtoMessage() {}
 
 func (x *Settings) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[34]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2239,7 +2341,7 @@ func (x *Settings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Settings.ProtoReflect.Descriptor instead.
 func (*Settings) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{34}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Settings) GetLinks() []*Link {
@@ -2286,7 +2388,7 @@ type RateLimits struct {
 
 func (x *RateLimits) Reset() {
 	*x = RateLimits{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[35]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2400,7 @@ func (x *RateLimits) String() string {
 func (*RateLimits) ProtoMessage() {}
 
 func (x *RateLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[35]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2413,7 @@ func (x *RateLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateLimits.ProtoReflect.Descriptor instead.
 func (*RateLimits) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{35}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RateLimits) GetMerchantRatePerSecond() float64 {
@@ -2356,7 +2458,7 @@ type LeaseRateTokensRequest struct {
 
 func (x *LeaseRateTokensRequest) Reset() {
 	*x = LeaseRateTokensRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[36]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2368,7 +2470,7 @@ func (x *LeaseRateTokensRequest) String() string {
 func (*LeaseRateTokensRequest) ProtoMessage() {}
 
 func (x *LeaseRateTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[36]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2381,7 +2483,7 @@ func (x *LeaseRateTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRateTokensRequest.ProtoReflect.Descriptor instead.
 func (*LeaseRateTokensRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{36}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *LeaseRateTokensRequest) GetKey() string {
@@ -2414,7 +2516,7 @@ type LeaseRateTokensResponse struct {
 
 func (x *LeaseRateTokensResponse) Reset() {
 	*x = LeaseRateTokensResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[37]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2426,7 +2528,7 @@ func (x *LeaseRateTokensResponse) String() string {
 func (*LeaseRateTokensResponse) ProtoMessage() {}
 
 func (x *LeaseRateTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[37]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2439,7 +2541,7 @@ func (x *LeaseRateTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRateTokensResponse.ProtoReflect.Descriptor instead.
 func (*LeaseRateTokensResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{37}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *LeaseRateTokensResponse) GetGranted() int64 {
@@ -2481,7 +2583,7 @@ type Link struct {
 
 func (x *Link) Reset() {
 	*x = Link{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[38]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2493,7 +2595,7 @@ func (x *Link) String() string {
 func (*Link) ProtoMessage() {}
 
 func (x *Link) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[38]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2506,7 +2608,7 @@ func (x *Link) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Link.ProtoReflect.Descriptor instead.
 func (*Link) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{38}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Link) GetType() string {
@@ -2539,7 +2641,7 @@ type GetSettingsRequest struct {
 
 func (x *GetSettingsRequest) Reset() {
 	*x = GetSettingsRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2551,7 +2653,7 @@ func (x *GetSettingsRequest) String() string {
 func (*GetSettingsRequest) ProtoMessage() {}
 
 func (x *GetSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2564,7 +2666,7 @@ func (x *GetSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSettingsRequest.ProtoReflect.Descriptor instead.
 func (*GetSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{39}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetSettingsRequest) GetTenantId() string {
@@ -2583,7 +2685,7 @@ type GetSettingsResponse struct {
 
 func (x *GetSettingsResponse) Reset() {
 	*x = GetSettingsResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2595,7 +2697,7 @@ func (x *GetSettingsResponse) String() string {
 func (*GetSettingsResponse) ProtoMessage() {}
 
 func (x *GetSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2608,7 +2710,7 @@ func (x *GetSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSettingsResponse.ProtoReflect.Descriptor instead.
 func (*GetSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{40}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetSettingsResponse) GetSettings() *Settings {
@@ -2632,7 +2734,7 @@ type SetSettingsRequest struct {
 
 func (x *SetSettingsRequest) Reset() {
 	*x = SetSettingsRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2644,7 +2746,7 @@ func (x *SetSettingsRequest) String() string {
 func (*SetSettingsRequest) ProtoMessage() {}
 
 func (x *SetSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2657,7 +2759,7 @@ func (x *SetSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSettingsRequest.ProtoReflect.Descriptor instead.
 func (*SetSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{41}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SetSettingsRequest) GetTenant() string {
@@ -2694,7 +2796,7 @@ type SetSettingsResponse struct {
 
 func (x *SetSettingsResponse) Reset() {
 	*x = SetSettingsResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2706,7 +2808,7 @@ func (x *SetSettingsResponse) String() string {
 func (*SetSettingsResponse) ProtoMessage() {}
 
 func (x *SetSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2719,7 +2821,7 @@ func (x *SetSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSettingsResponse.ProtoReflect.Descriptor instead.
 func (*SetSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{42}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SetSettingsResponse) GetSettings() *Settings {
@@ -2749,7 +2851,7 @@ type SetAgentAuthPolicyRequest struct {
 
 func (x *SetAgentAuthPolicyRequest) Reset() {
 	*x = SetAgentAuthPolicyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2761,7 +2863,7 @@ func (x *SetAgentAuthPolicyRequest) String() string {
 func (*SetAgentAuthPolicyRequest) ProtoMessage() {}
 
 func (x *SetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2774,7 +2876,7 @@ func (x *SetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAgentAuthPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetAgentAuthPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{43}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SetAgentAuthPolicyRequest) GetTenant() string {
@@ -2807,7 +2909,7 @@ type SetAgentAuthPolicyResponse struct {
 
 func (x *SetAgentAuthPolicyResponse) Reset() {
 	*x = SetAgentAuthPolicyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2819,7 +2921,7 @@ func (x *SetAgentAuthPolicyResponse) String() string {
 func (*SetAgentAuthPolicyResponse) ProtoMessage() {}
 
 func (x *SetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2832,7 +2934,7 @@ func (x *SetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAgentAuthPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetAgentAuthPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{44}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SetAgentAuthPolicyResponse) GetTenant() *Tenant {
@@ -2851,7 +2953,7 @@ type GetAgentAuthPolicyRequest struct {
 
 func (x *GetAgentAuthPolicyRequest) Reset() {
 	*x = GetAgentAuthPolicyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2863,7 +2965,7 @@ func (x *GetAgentAuthPolicyRequest) String() string {
 func (*GetAgentAuthPolicyRequest) ProtoMessage() {}
 
 func (x *GetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2876,7 +2978,7 @@ func (x *GetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentAuthPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetAgentAuthPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{45}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetAgentAuthPolicyRequest) GetTenantId() string {
@@ -2898,7 +3000,7 @@ type GetAgentAuthPolicyResponse struct {
 
 func (x *GetAgentAuthPolicyResponse) Reset() {
 	*x = GetAgentAuthPolicyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2910,7 +3012,7 @@ func (x *GetAgentAuthPolicyResponse) String() string {
 func (*GetAgentAuthPolicyResponse) ProtoMessage() {}
 
 func (x *GetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2923,7 +3025,7 @@ func (x *GetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentAuthPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetAgentAuthPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{46}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetAgentAuthPolicyResponse) GetPolicy() AgentAuthPolicy {
@@ -2958,7 +3060,7 @@ type AuthenticateAPIKeyRequest struct {
 
 func (x *AuthenticateAPIKeyRequest) Reset() {
 	*x = AuthenticateAPIKeyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2970,7 +3072,7 @@ func (x *AuthenticateAPIKeyRequest) String() string {
 func (*AuthenticateAPIKeyRequest) ProtoMessage() {}
 
 func (x *AuthenticateAPIKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2983,7 +3085,7 @@ func (x *AuthenticateAPIKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateAPIKeyRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateAPIKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{47}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *AuthenticateAPIKeyRequest) GetTenantId() string {
@@ -3011,7 +3113,7 @@ type AuthenticateAPIKeyResponse struct {
 
 func (x *AuthenticateAPIKeyResponse) Reset() {
 	*x = AuthenticateAPIKeyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3023,7 +3125,7 @@ func (x *AuthenticateAPIKeyResponse) String() string {
 func (*AuthenticateAPIKeyResponse) ProtoMessage() {}
 
 func (x *AuthenticateAPIKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3036,7 +3138,7 @@ func (x *AuthenticateAPIKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateAPIKeyResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateAPIKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{48}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *AuthenticateAPIKeyResponse) GetApiKeyId() string {
@@ -3070,7 +3172,7 @@ type SigningKey struct {
 
 func (x *SigningKey) Reset() {
 	*x = SigningKey{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3082,7 +3184,7 @@ func (x *SigningKey) String() string {
 func (*SigningKey) ProtoMessage() {}
 
 func (x *SigningKey) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3095,7 +3197,7 @@ func (x *SigningKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SigningKey.ProtoReflect.Descriptor instead.
 func (*SigningKey) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{49}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SigningKey) GetKid() string {
@@ -3163,7 +3265,7 @@ type ListSigningKeysRequest struct {
 
 func (x *ListSigningKeysRequest) Reset() {
 	*x = ListSigningKeysRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3175,7 +3277,7 @@ func (x *ListSigningKeysRequest) String() string {
 func (*ListSigningKeysRequest) ProtoMessage() {}
 
 func (x *ListSigningKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3188,7 +3290,7 @@ func (x *ListSigningKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSigningKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListSigningKeysRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{50}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListSigningKeysRequest) GetTenant() string {
@@ -3208,7 +3310,7 @@ type ListSigningKeysResponse struct {
 
 func (x *ListSigningKeysResponse) Reset() {
 	*x = ListSigningKeysResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3220,7 +3322,7 @@ func (x *ListSigningKeysResponse) String() string {
 func (*ListSigningKeysResponse) ProtoMessage() {}
 
 func (x *ListSigningKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3233,7 +3335,7 @@ func (x *ListSigningKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSigningKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListSigningKeysResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{51}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListSigningKeysResponse) GetKeys() []*SigningKey {
@@ -3258,7 +3360,7 @@ type RotateSigningKeyRequest struct {
 
 func (x *RotateSigningKeyRequest) Reset() {
 	*x = RotateSigningKeyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3270,7 +3372,7 @@ func (x *RotateSigningKeyRequest) String() string {
 func (*RotateSigningKeyRequest) ProtoMessage() {}
 
 func (x *RotateSigningKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3283,7 +3385,7 @@ func (x *RotateSigningKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateSigningKeyRequest.ProtoReflect.Descriptor instead.
 func (*RotateSigningKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{52}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RotateSigningKeyRequest) GetTenant() string {
@@ -3317,7 +3419,7 @@ type RotateSigningKeyResponse struct {
 
 func (x *RotateSigningKeyResponse) Reset() {
 	*x = RotateSigningKeyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3329,7 +3431,7 @@ func (x *RotateSigningKeyResponse) String() string {
 func (*RotateSigningKeyResponse) ProtoMessage() {}
 
 func (x *RotateSigningKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3342,7 +3444,7 @@ func (x *RotateSigningKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateSigningKeyResponse.ProtoReflect.Descriptor instead.
 func (*RotateSigningKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{53}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RotateSigningKeyResponse) GetKey() *SigningKey {
@@ -3372,7 +3474,7 @@ type RevokeSigningKeyRequest struct {
 
 func (x *RevokeSigningKeyRequest) Reset() {
 	*x = RevokeSigningKeyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3384,7 +3486,7 @@ func (x *RevokeSigningKeyRequest) String() string {
 func (*RevokeSigningKeyRequest) ProtoMessage() {}
 
 func (x *RevokeSigningKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3397,7 +3499,7 @@ func (x *RevokeSigningKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSigningKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeSigningKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{54}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RevokeSigningKeyRequest) GetTenant() string {
@@ -3430,7 +3532,7 @@ type RevokeSigningKeyResponse struct {
 
 func (x *RevokeSigningKeyResponse) Reset() {
 	*x = RevokeSigningKeyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3442,7 +3544,7 @@ func (x *RevokeSigningKeyResponse) String() string {
 func (*RevokeSigningKeyResponse) ProtoMessage() {}
 
 func (x *RevokeSigningKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3455,7 +3557,7 @@ func (x *RevokeSigningKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSigningKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeSigningKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{55}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RevokeSigningKeyResponse) GetKey() *SigningKey {
@@ -3482,7 +3584,7 @@ type SignWithCurrentKeyRequest struct {
 
 func (x *SignWithCurrentKeyRequest) Reset() {
 	*x = SignWithCurrentKeyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3494,7 +3596,7 @@ func (x *SignWithCurrentKeyRequest) String() string {
 func (*SignWithCurrentKeyRequest) ProtoMessage() {}
 
 func (x *SignWithCurrentKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3507,7 +3609,7 @@ func (x *SignWithCurrentKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignWithCurrentKeyRequest.ProtoReflect.Descriptor instead.
 func (*SignWithCurrentKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{56}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *SignWithCurrentKeyRequest) GetTenantId() string {
@@ -3547,7 +3649,7 @@ type SignWithCurrentKeyResponse struct {
 
 func (x *SignWithCurrentKeyResponse) Reset() {
 	*x = SignWithCurrentKeyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3559,7 +3661,7 @@ func (x *SignWithCurrentKeyResponse) String() string {
 func (*SignWithCurrentKeyResponse) ProtoMessage() {}
 
 func (x *SignWithCurrentKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3572,7 +3674,7 @@ func (x *SignWithCurrentKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignWithCurrentKeyResponse.ProtoReflect.Descriptor instead.
 func (*SignWithCurrentKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{57}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SignWithCurrentKeyResponse) GetKid() string {
@@ -3615,7 +3717,7 @@ type SignCheckoutAuthorizationRequest struct {
 
 func (x *SignCheckoutAuthorizationRequest) Reset() {
 	*x = SignCheckoutAuthorizationRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3627,7 +3729,7 @@ func (x *SignCheckoutAuthorizationRequest) String() string {
 func (*SignCheckoutAuthorizationRequest) ProtoMessage() {}
 
 func (x *SignCheckoutAuthorizationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3640,7 +3742,7 @@ func (x *SignCheckoutAuthorizationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignCheckoutAuthorizationRequest.ProtoReflect.Descriptor instead.
 func (*SignCheckoutAuthorizationRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{58}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *SignCheckoutAuthorizationRequest) GetTenantId() string {
@@ -3668,7 +3770,7 @@ type SignCheckoutAuthorizationResponse struct {
 
 func (x *SignCheckoutAuthorizationResponse) Reset() {
 	*x = SignCheckoutAuthorizationResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3680,7 +3782,7 @@ func (x *SignCheckoutAuthorizationResponse) String() string {
 func (*SignCheckoutAuthorizationResponse) ProtoMessage() {}
 
 func (x *SignCheckoutAuthorizationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3693,7 +3795,7 @@ func (x *SignCheckoutAuthorizationResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use SignCheckoutAuthorizationResponse.ProtoReflect.Descriptor instead.
 func (*SignCheckoutAuthorizationResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{59}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *SignCheckoutAuthorizationResponse) GetMerchantAuthorization() string {
@@ -3720,7 +3822,7 @@ type SetAP2MandatesRequest struct {
 
 func (x *SetAP2MandatesRequest) Reset() {
 	*x = SetAP2MandatesRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3732,7 +3834,7 @@ func (x *SetAP2MandatesRequest) String() string {
 func (*SetAP2MandatesRequest) ProtoMessage() {}
 
 func (x *SetAP2MandatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3745,7 +3847,7 @@ func (x *SetAP2MandatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAP2MandatesRequest.ProtoReflect.Descriptor instead.
 func (*SetAP2MandatesRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{60}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *SetAP2MandatesRequest) GetTenant() string {
@@ -3771,7 +3873,7 @@ type SetAP2MandatesResponse struct {
 
 func (x *SetAP2MandatesResponse) Reset() {
 	*x = SetAP2MandatesResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3783,7 +3885,7 @@ func (x *SetAP2MandatesResponse) String() string {
 func (*SetAP2MandatesResponse) ProtoMessage() {}
 
 func (x *SetAP2MandatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3796,7 +3898,7 @@ func (x *SetAP2MandatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAP2MandatesResponse.ProtoReflect.Descriptor instead.
 func (*SetAP2MandatesResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{61}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *SetAP2MandatesResponse) GetTenant() *Tenant {
@@ -3822,7 +3924,7 @@ type MerchantUser struct {
 
 func (x *MerchantUser) Reset() {
 	*x = MerchantUser{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3834,7 +3936,7 @@ func (x *MerchantUser) String() string {
 func (*MerchantUser) ProtoMessage() {}
 
 func (x *MerchantUser) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3847,7 +3949,7 @@ func (x *MerchantUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MerchantUser.ProtoReflect.Descriptor instead.
 func (*MerchantUser) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{62}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *MerchantUser) GetId() string {
@@ -3912,7 +4014,7 @@ type InviteMerchantUserRequest struct {
 
 func (x *InviteMerchantUserRequest) Reset() {
 	*x = InviteMerchantUserRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3924,7 +4026,7 @@ func (x *InviteMerchantUserRequest) String() string {
 func (*InviteMerchantUserRequest) ProtoMessage() {}
 
 func (x *InviteMerchantUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3937,7 +4039,7 @@ func (x *InviteMerchantUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteMerchantUserRequest.ProtoReflect.Descriptor instead.
 func (*InviteMerchantUserRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{63}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *InviteMerchantUserRequest) GetTenant() string {
@@ -3972,7 +4074,7 @@ type InviteMerchantUserResponse struct {
 
 func (x *InviteMerchantUserResponse) Reset() {
 	*x = InviteMerchantUserResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3984,7 +4086,7 @@ func (x *InviteMerchantUserResponse) String() string {
 func (*InviteMerchantUserResponse) ProtoMessage() {}
 
 func (x *InviteMerchantUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3997,7 +4099,7 @@ func (x *InviteMerchantUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteMerchantUserResponse.ProtoReflect.Descriptor instead.
 func (*InviteMerchantUserResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{64}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *InviteMerchantUserResponse) GetUser() *MerchantUser {
@@ -4023,7 +4125,7 @@ type ListMerchantUsersRequest struct {
 
 func (x *ListMerchantUsersRequest) Reset() {
 	*x = ListMerchantUsersRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4035,7 +4137,7 @@ func (x *ListMerchantUsersRequest) String() string {
 func (*ListMerchantUsersRequest) ProtoMessage() {}
 
 func (x *ListMerchantUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4048,7 +4150,7 @@ func (x *ListMerchantUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMerchantUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListMerchantUsersRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{65}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListMerchantUsersRequest) GetTenant() string {
@@ -4067,7 +4169,7 @@ type ListMerchantUsersResponse struct {
 
 func (x *ListMerchantUsersResponse) Reset() {
 	*x = ListMerchantUsersResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4079,7 +4181,7 @@ func (x *ListMerchantUsersResponse) String() string {
 func (*ListMerchantUsersResponse) ProtoMessage() {}
 
 func (x *ListMerchantUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4092,7 +4194,7 @@ func (x *ListMerchantUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMerchantUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListMerchantUsersResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{66}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ListMerchantUsersResponse) GetUsers() []*MerchantUser {
@@ -4113,7 +4215,7 @@ type SignInMerchantUserRequest struct {
 
 func (x *SignInMerchantUserRequest) Reset() {
 	*x = SignInMerchantUserRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4125,7 +4227,7 @@ func (x *SignInMerchantUserRequest) String() string {
 func (*SignInMerchantUserRequest) ProtoMessage() {}
 
 func (x *SignInMerchantUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4138,7 +4240,7 @@ func (x *SignInMerchantUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignInMerchantUserRequest.ProtoReflect.Descriptor instead.
 func (*SignInMerchantUserRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{67}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SignInMerchantUserRequest) GetTenantId() string {
@@ -4174,7 +4276,7 @@ type SignInMerchantUserResponse struct {
 
 func (x *SignInMerchantUserResponse) Reset() {
 	*x = SignInMerchantUserResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4186,7 +4288,7 @@ func (x *SignInMerchantUserResponse) String() string {
 func (*SignInMerchantUserResponse) ProtoMessage() {}
 
 func (x *SignInMerchantUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4199,7 +4301,7 @@ func (x *SignInMerchantUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignInMerchantUserResponse.ProtoReflect.Descriptor instead.
 func (*SignInMerchantUserResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{68}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *SignInMerchantUserResponse) GetUser() *MerchantUser {
@@ -4233,7 +4335,7 @@ type GetMerchantSessionRequest struct {
 
 func (x *GetMerchantSessionRequest) Reset() {
 	*x = GetMerchantSessionRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4245,7 +4347,7 @@ func (x *GetMerchantSessionRequest) String() string {
 func (*GetMerchantSessionRequest) ProtoMessage() {}
 
 func (x *GetMerchantSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4258,7 +4360,7 @@ func (x *GetMerchantSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMerchantSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetMerchantSessionRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{69}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *GetMerchantSessionRequest) GetTenantId() string {
@@ -4285,7 +4387,7 @@ type GetMerchantSessionResponse struct {
 
 func (x *GetMerchantSessionResponse) Reset() {
 	*x = GetMerchantSessionResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4297,7 +4399,7 @@ func (x *GetMerchantSessionResponse) String() string {
 func (*GetMerchantSessionResponse) ProtoMessage() {}
 
 func (x *GetMerchantSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4310,7 +4412,7 @@ func (x *GetMerchantSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMerchantSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetMerchantSessionResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{70}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *GetMerchantSessionResponse) GetUser() *MerchantUser {
@@ -4337,7 +4439,7 @@ type EndMerchantSessionRequest struct {
 
 func (x *EndMerchantSessionRequest) Reset() {
 	*x = EndMerchantSessionRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4349,7 +4451,7 @@ func (x *EndMerchantSessionRequest) String() string {
 func (*EndMerchantSessionRequest) ProtoMessage() {}
 
 func (x *EndMerchantSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4362,7 +4464,7 @@ func (x *EndMerchantSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMerchantSessionRequest.ProtoReflect.Descriptor instead.
 func (*EndMerchantSessionRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{71}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *EndMerchantSessionRequest) GetTenantId() string {
@@ -4387,7 +4489,7 @@ type EndMerchantSessionResponse struct {
 
 func (x *EndMerchantSessionResponse) Reset() {
 	*x = EndMerchantSessionResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4399,7 +4501,7 @@ func (x *EndMerchantSessionResponse) String() string {
 func (*EndMerchantSessionResponse) ProtoMessage() {}
 
 func (x *EndMerchantSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4412,7 +4514,7 @@ func (x *EndMerchantSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMerchantSessionResponse.ProtoReflect.Descriptor instead.
 func (*EndMerchantSessionResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{72}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{74}
 }
 
 type SetTenantNameRequest struct {
@@ -4425,7 +4527,7 @@ type SetTenantNameRequest struct {
 
 func (x *SetTenantNameRequest) Reset() {
 	*x = SetTenantNameRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4437,7 +4539,7 @@ func (x *SetTenantNameRequest) String() string {
 func (*SetTenantNameRequest) ProtoMessage() {}
 
 func (x *SetTenantNameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4450,7 +4552,7 @@ func (x *SetTenantNameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantNameRequest.ProtoReflect.Descriptor instead.
 func (*SetTenantNameRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{73}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *SetTenantNameRequest) GetTenant() string {
@@ -4476,7 +4578,7 @@ type SetTenantNameResponse struct {
 
 func (x *SetTenantNameResponse) Reset() {
 	*x = SetTenantNameResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4488,7 +4590,7 @@ func (x *SetTenantNameResponse) String() string {
 func (*SetTenantNameResponse) ProtoMessage() {}
 
 func (x *SetTenantNameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4501,7 +4603,7 @@ func (x *SetTenantNameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantNameResponse.ProtoReflect.Descriptor instead.
 func (*SetTenantNameResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{74}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *SetTenantNameResponse) GetTenant() *Tenant {
@@ -4528,7 +4630,7 @@ type UsageCount struct {
 
 func (x *UsageCount) Reset() {
 	*x = UsageCount{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[75]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4540,7 +4642,7 @@ func (x *UsageCount) String() string {
 func (*UsageCount) ProtoMessage() {}
 
 func (x *UsageCount) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[75]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4553,7 +4655,7 @@ func (x *UsageCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageCount.ProtoReflect.Descriptor instead.
 func (*UsageCount) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{75}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *UsageCount) GetTenantId() string {
@@ -4594,7 +4696,7 @@ type RecordUsageRequest struct {
 
 func (x *RecordUsageRequest) Reset() {
 	*x = RecordUsageRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[76]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4606,7 +4708,7 @@ func (x *RecordUsageRequest) String() string {
 func (*RecordUsageRequest) ProtoMessage() {}
 
 func (x *RecordUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[76]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4619,7 +4721,7 @@ func (x *RecordUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordUsageRequest.ProtoReflect.Descriptor instead.
 func (*RecordUsageRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{76}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *RecordUsageRequest) GetCounts() []*UsageCount {
@@ -4637,7 +4739,7 @@ type RecordUsageResponse struct {
 
 func (x *RecordUsageResponse) Reset() {
 	*x = RecordUsageResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[77]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4649,7 +4751,7 @@ func (x *RecordUsageResponse) String() string {
 func (*RecordUsageResponse) ProtoMessage() {}
 
 func (x *RecordUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[77]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4662,7 +4764,7 @@ func (x *RecordUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordUsageResponse.ProtoReflect.Descriptor instead.
 func (*RecordUsageResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{77}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{79}
 }
 
 type GetUsageRequest struct {
@@ -4680,7 +4782,7 @@ type GetUsageRequest struct {
 
 func (x *GetUsageRequest) Reset() {
 	*x = GetUsageRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[78]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4692,7 +4794,7 @@ func (x *GetUsageRequest) String() string {
 func (*GetUsageRequest) ProtoMessage() {}
 
 func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[78]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4705,7 +4807,7 @@ func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{78}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *GetUsageRequest) GetTenant() string {
@@ -4741,7 +4843,7 @@ type GetUsageResponse struct {
 
 func (x *GetUsageResponse) Reset() {
 	*x = GetUsageResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[79]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4753,7 +4855,7 @@ func (x *GetUsageResponse) String() string {
 func (*GetUsageResponse) ProtoMessage() {}
 
 func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[79]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4766,7 +4868,7 @@ func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{79}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *GetUsageResponse) GetDays() []*UsageCount {
@@ -4875,7 +4977,7 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x12ListAPIKeysRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"H\n" +
 	"\x13ListAPIKeysResponse\x121\n" +
-	"\bapi_keys\x18\x01 \x03(\v2\x16.bcp.tenants.v1.APIKeyR\aapiKeys\"\xb8\x02\n" +
+	"\bapi_keys\x18\x01 \x03(\v2\x16.bcp.tenants.v1.APIKeyR\aapiKeys\"\xe1\x02\n" +
 	"\x0ePaymentHandler\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -4889,7 +4991,8 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\vhas_secrets\x18\t \x01(\bR\n" +
 	"hasSecrets\x12\x1a\n" +
 	"\bposition\x18\n" +
-	" \x01(\x05R\bposition\"\xb4\x01\n" +
+	" \x01(\x05R\bposition\x12'\n" +
+	"\x0fconnection_json\x18\v \x01(\tR\x0econnectionJson\"\xb4\x01\n" +
 	"\x18SetPaymentHandlerRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x128\n" +
 	"\ahandler\x18\x02 \x01(\v2\x1e.bcp.tenants.v1.PaymentHandlerR\ahandler\x12!\n" +
@@ -4908,7 +5011,14 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1d\n" +
 	"\n" +
 	"handler_id\x18\x02 \x01(\tR\thandlerId\"\x1e\n" +
-	"\x1cRemovePaymentHandlerResponse\"(\n" +
+	"\x1cRemovePaymentHandlerResponse\">\n" +
+	"\x1fGetPaymentHandlerSecretsRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"\xc8\x01\n" +
+	" GetPaymentHandlerSecretsResponse\x12d\n" +
+	"\fsecrets_json\x18\x01 \x03(\v2A.bcp.tenants.v1.GetPaymentHandlerSecretsResponse.SecretsJsonEntryR\vsecretsJson\x1a>\n" +
+	"\x10SecretsJsonEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"(\n" +
 	"\x12ResolveHostRequest\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\"E\n" +
 	"\x13ResolveHostResponse\x12.\n" +
@@ -5120,7 +5230,7 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x1aSIGNING_KEY_STATUS_CURRENT\x10\x02\x12\x1f\n" +
 	"\x1bSIGNING_KEY_STATUS_RETIRING\x10\x03\x12\x1e\n" +
 	"\x1aSIGNING_KEY_STATUS_RETIRED\x10\x04\x12\x1e\n" +
-	"\x1aSIGNING_KEY_STATUS_REVOKED\x10\x052\xa0\x1b\n" +
+	"\x1aSIGNING_KEY_STATUS_REVOKED\x10\x052\xa5\x1c\n" +
 	"\rTenantService\x12F\n" +
 	"\x04Ping\x12\x1b.bcp.tenants.v1.PingRequest\x1a\x1c.bcp.tenants.v1.PingResponse\"\x03\x90\x02\x01\x12Y\n" +
 	"\fCreateTenant\x12#.bcp.tenants.v1.CreateTenantRequest\x1a$.bcp.tenants.v1.CreateTenantResponse\x12U\n" +
@@ -5133,7 +5243,8 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\fRevokeAPIKey\x12#.bcp.tenants.v1.RevokeAPIKeyRequest\x1a$.bcp.tenants.v1.RevokeAPIKeyResponse\x12[\n" +
 	"\vListAPIKeys\x12\".bcp.tenants.v1.ListAPIKeysRequest\x1a#.bcp.tenants.v1.ListAPIKeysResponse\"\x03\x90\x02\x01\x12h\n" +
 	"\x11SetPaymentHandler\x12(.bcp.tenants.v1.SetPaymentHandlerRequest\x1a).bcp.tenants.v1.SetPaymentHandlerResponse\x12q\n" +
-	"\x14RemovePaymentHandler\x12+.bcp.tenants.v1.RemovePaymentHandlerRequest\x1a,.bcp.tenants.v1.RemovePaymentHandlerResponse\x12[\n" +
+	"\x14RemovePaymentHandler\x12+.bcp.tenants.v1.RemovePaymentHandlerRequest\x1a,.bcp.tenants.v1.RemovePaymentHandlerResponse\x12\x82\x01\n" +
+	"\x18GetPaymentHandlerSecrets\x12/.bcp.tenants.v1.GetPaymentHandlerSecretsRequest\x1a0.bcp.tenants.v1.GetPaymentHandlerSecretsResponse\"\x03\x90\x02\x01\x12[\n" +
 	"\vGetSettings\x12\".bcp.tenants.v1.GetSettingsRequest\x1a#.bcp.tenants.v1.GetSettingsResponse\"\x03\x90\x02\x01\x12V\n" +
 	"\vSetSettings\x12\".bcp.tenants.v1.SetSettingsRequest\x1a#.bcp.tenants.v1.SetSettingsResponse\x12[\n" +
 	"\vResolveHost\x12\".bcp.tenants.v1.ResolveHostRequest\x1a#.bcp.tenants.v1.ResolveHostResponse\"\x03\x90\x02\x01\x12^\n" +
@@ -5172,7 +5283,7 @@ func file_bcp_tenants_v1_tenants_proto_rawDescGZIP() []byte {
 }
 
 var file_bcp_tenants_v1_tenants_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
+var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 83)
 var file_bcp_tenants_v1_tenants_proto_goTypes = []any{
 	(TenantStatus)(0),                         // 0: bcp.tenants.v1.TenantStatus
 	(Environment)(0),                          // 1: bcp.tenants.v1.Environment
@@ -5207,65 +5318,68 @@ var file_bcp_tenants_v1_tenants_proto_goTypes = []any{
 	(*Violation)(nil),                         // 30: bcp.tenants.v1.Violation
 	(*RemovePaymentHandlerRequest)(nil),       // 31: bcp.tenants.v1.RemovePaymentHandlerRequest
 	(*RemovePaymentHandlerResponse)(nil),      // 32: bcp.tenants.v1.RemovePaymentHandlerResponse
-	(*ResolveHostRequest)(nil),                // 33: bcp.tenants.v1.ResolveHostRequest
-	(*ResolveHostResponse)(nil),               // 34: bcp.tenants.v1.ResolveHostResponse
-	(*GetDiscoveryRequest)(nil),               // 35: bcp.tenants.v1.GetDiscoveryRequest
-	(*GetDiscoveryResponse)(nil),              // 36: bcp.tenants.v1.GetDiscoveryResponse
-	(*WatchChangesRequest)(nil),               // 37: bcp.tenants.v1.WatchChangesRequest
-	(*WatchChangesResponse)(nil),              // 38: bcp.tenants.v1.WatchChangesResponse
-	(*Settings)(nil),                          // 39: bcp.tenants.v1.Settings
-	(*RateLimits)(nil),                        // 40: bcp.tenants.v1.RateLimits
-	(*LeaseRateTokensRequest)(nil),            // 41: bcp.tenants.v1.LeaseRateTokensRequest
-	(*LeaseRateTokensResponse)(nil),           // 42: bcp.tenants.v1.LeaseRateTokensResponse
-	(*Link)(nil),                              // 43: bcp.tenants.v1.Link
-	(*GetSettingsRequest)(nil),                // 44: bcp.tenants.v1.GetSettingsRequest
-	(*GetSettingsResponse)(nil),               // 45: bcp.tenants.v1.GetSettingsResponse
-	(*SetSettingsRequest)(nil),                // 46: bcp.tenants.v1.SetSettingsRequest
-	(*SetSettingsResponse)(nil),               // 47: bcp.tenants.v1.SetSettingsResponse
-	(*SetAgentAuthPolicyRequest)(nil),         // 48: bcp.tenants.v1.SetAgentAuthPolicyRequest
-	(*SetAgentAuthPolicyResponse)(nil),        // 49: bcp.tenants.v1.SetAgentAuthPolicyResponse
-	(*GetAgentAuthPolicyRequest)(nil),         // 50: bcp.tenants.v1.GetAgentAuthPolicyRequest
-	(*GetAgentAuthPolicyResponse)(nil),        // 51: bcp.tenants.v1.GetAgentAuthPolicyResponse
-	(*AuthenticateAPIKeyRequest)(nil),         // 52: bcp.tenants.v1.AuthenticateAPIKeyRequest
-	(*AuthenticateAPIKeyResponse)(nil),        // 53: bcp.tenants.v1.AuthenticateAPIKeyResponse
-	(*SigningKey)(nil),                        // 54: bcp.tenants.v1.SigningKey
-	(*ListSigningKeysRequest)(nil),            // 55: bcp.tenants.v1.ListSigningKeysRequest
-	(*ListSigningKeysResponse)(nil),           // 56: bcp.tenants.v1.ListSigningKeysResponse
-	(*RotateSigningKeyRequest)(nil),           // 57: bcp.tenants.v1.RotateSigningKeyRequest
-	(*RotateSigningKeyResponse)(nil),          // 58: bcp.tenants.v1.RotateSigningKeyResponse
-	(*RevokeSigningKeyRequest)(nil),           // 59: bcp.tenants.v1.RevokeSigningKeyRequest
-	(*RevokeSigningKeyResponse)(nil),          // 60: bcp.tenants.v1.RevokeSigningKeyResponse
-	(*SignWithCurrentKeyRequest)(nil),         // 61: bcp.tenants.v1.SignWithCurrentKeyRequest
-	(*SignWithCurrentKeyResponse)(nil),        // 62: bcp.tenants.v1.SignWithCurrentKeyResponse
-	(*SignCheckoutAuthorizationRequest)(nil),  // 63: bcp.tenants.v1.SignCheckoutAuthorizationRequest
-	(*SignCheckoutAuthorizationResponse)(nil), // 64: bcp.tenants.v1.SignCheckoutAuthorizationResponse
-	(*SetAP2MandatesRequest)(nil),             // 65: bcp.tenants.v1.SetAP2MandatesRequest
-	(*SetAP2MandatesResponse)(nil),            // 66: bcp.tenants.v1.SetAP2MandatesResponse
-	(*MerchantUser)(nil),                      // 67: bcp.tenants.v1.MerchantUser
-	(*InviteMerchantUserRequest)(nil),         // 68: bcp.tenants.v1.InviteMerchantUserRequest
-	(*InviteMerchantUserResponse)(nil),        // 69: bcp.tenants.v1.InviteMerchantUserResponse
-	(*ListMerchantUsersRequest)(nil),          // 70: bcp.tenants.v1.ListMerchantUsersRequest
-	(*ListMerchantUsersResponse)(nil),         // 71: bcp.tenants.v1.ListMerchantUsersResponse
-	(*SignInMerchantUserRequest)(nil),         // 72: bcp.tenants.v1.SignInMerchantUserRequest
-	(*SignInMerchantUserResponse)(nil),        // 73: bcp.tenants.v1.SignInMerchantUserResponse
-	(*GetMerchantSessionRequest)(nil),         // 74: bcp.tenants.v1.GetMerchantSessionRequest
-	(*GetMerchantSessionResponse)(nil),        // 75: bcp.tenants.v1.GetMerchantSessionResponse
-	(*EndMerchantSessionRequest)(nil),         // 76: bcp.tenants.v1.EndMerchantSessionRequest
-	(*EndMerchantSessionResponse)(nil),        // 77: bcp.tenants.v1.EndMerchantSessionResponse
-	(*SetTenantNameRequest)(nil),              // 78: bcp.tenants.v1.SetTenantNameRequest
-	(*SetTenantNameResponse)(nil),             // 79: bcp.tenants.v1.SetTenantNameResponse
-	(*UsageCount)(nil),                        // 80: bcp.tenants.v1.UsageCount
-	(*RecordUsageRequest)(nil),                // 81: bcp.tenants.v1.RecordUsageRequest
-	(*RecordUsageResponse)(nil),               // 82: bcp.tenants.v1.RecordUsageResponse
-	(*GetUsageRequest)(nil),                   // 83: bcp.tenants.v1.GetUsageRequest
-	(*GetUsageResponse)(nil),                  // 84: bcp.tenants.v1.GetUsageResponse
-	(*timestamppb.Timestamp)(nil),             // 85: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),               // 86: google.protobuf.Duration
+	(*GetPaymentHandlerSecretsRequest)(nil),   // 33: bcp.tenants.v1.GetPaymentHandlerSecretsRequest
+	(*GetPaymentHandlerSecretsResponse)(nil),  // 34: bcp.tenants.v1.GetPaymentHandlerSecretsResponse
+	(*ResolveHostRequest)(nil),                // 35: bcp.tenants.v1.ResolveHostRequest
+	(*ResolveHostResponse)(nil),               // 36: bcp.tenants.v1.ResolveHostResponse
+	(*GetDiscoveryRequest)(nil),               // 37: bcp.tenants.v1.GetDiscoveryRequest
+	(*GetDiscoveryResponse)(nil),              // 38: bcp.tenants.v1.GetDiscoveryResponse
+	(*WatchChangesRequest)(nil),               // 39: bcp.tenants.v1.WatchChangesRequest
+	(*WatchChangesResponse)(nil),              // 40: bcp.tenants.v1.WatchChangesResponse
+	(*Settings)(nil),                          // 41: bcp.tenants.v1.Settings
+	(*RateLimits)(nil),                        // 42: bcp.tenants.v1.RateLimits
+	(*LeaseRateTokensRequest)(nil),            // 43: bcp.tenants.v1.LeaseRateTokensRequest
+	(*LeaseRateTokensResponse)(nil),           // 44: bcp.tenants.v1.LeaseRateTokensResponse
+	(*Link)(nil),                              // 45: bcp.tenants.v1.Link
+	(*GetSettingsRequest)(nil),                // 46: bcp.tenants.v1.GetSettingsRequest
+	(*GetSettingsResponse)(nil),               // 47: bcp.tenants.v1.GetSettingsResponse
+	(*SetSettingsRequest)(nil),                // 48: bcp.tenants.v1.SetSettingsRequest
+	(*SetSettingsResponse)(nil),               // 49: bcp.tenants.v1.SetSettingsResponse
+	(*SetAgentAuthPolicyRequest)(nil),         // 50: bcp.tenants.v1.SetAgentAuthPolicyRequest
+	(*SetAgentAuthPolicyResponse)(nil),        // 51: bcp.tenants.v1.SetAgentAuthPolicyResponse
+	(*GetAgentAuthPolicyRequest)(nil),         // 52: bcp.tenants.v1.GetAgentAuthPolicyRequest
+	(*GetAgentAuthPolicyResponse)(nil),        // 53: bcp.tenants.v1.GetAgentAuthPolicyResponse
+	(*AuthenticateAPIKeyRequest)(nil),         // 54: bcp.tenants.v1.AuthenticateAPIKeyRequest
+	(*AuthenticateAPIKeyResponse)(nil),        // 55: bcp.tenants.v1.AuthenticateAPIKeyResponse
+	(*SigningKey)(nil),                        // 56: bcp.tenants.v1.SigningKey
+	(*ListSigningKeysRequest)(nil),            // 57: bcp.tenants.v1.ListSigningKeysRequest
+	(*ListSigningKeysResponse)(nil),           // 58: bcp.tenants.v1.ListSigningKeysResponse
+	(*RotateSigningKeyRequest)(nil),           // 59: bcp.tenants.v1.RotateSigningKeyRequest
+	(*RotateSigningKeyResponse)(nil),          // 60: bcp.tenants.v1.RotateSigningKeyResponse
+	(*RevokeSigningKeyRequest)(nil),           // 61: bcp.tenants.v1.RevokeSigningKeyRequest
+	(*RevokeSigningKeyResponse)(nil),          // 62: bcp.tenants.v1.RevokeSigningKeyResponse
+	(*SignWithCurrentKeyRequest)(nil),         // 63: bcp.tenants.v1.SignWithCurrentKeyRequest
+	(*SignWithCurrentKeyResponse)(nil),        // 64: bcp.tenants.v1.SignWithCurrentKeyResponse
+	(*SignCheckoutAuthorizationRequest)(nil),  // 65: bcp.tenants.v1.SignCheckoutAuthorizationRequest
+	(*SignCheckoutAuthorizationResponse)(nil), // 66: bcp.tenants.v1.SignCheckoutAuthorizationResponse
+	(*SetAP2MandatesRequest)(nil),             // 67: bcp.tenants.v1.SetAP2MandatesRequest
+	(*SetAP2MandatesResponse)(nil),            // 68: bcp.tenants.v1.SetAP2MandatesResponse
+	(*MerchantUser)(nil),                      // 69: bcp.tenants.v1.MerchantUser
+	(*InviteMerchantUserRequest)(nil),         // 70: bcp.tenants.v1.InviteMerchantUserRequest
+	(*InviteMerchantUserResponse)(nil),        // 71: bcp.tenants.v1.InviteMerchantUserResponse
+	(*ListMerchantUsersRequest)(nil),          // 72: bcp.tenants.v1.ListMerchantUsersRequest
+	(*ListMerchantUsersResponse)(nil),         // 73: bcp.tenants.v1.ListMerchantUsersResponse
+	(*SignInMerchantUserRequest)(nil),         // 74: bcp.tenants.v1.SignInMerchantUserRequest
+	(*SignInMerchantUserResponse)(nil),        // 75: bcp.tenants.v1.SignInMerchantUserResponse
+	(*GetMerchantSessionRequest)(nil),         // 76: bcp.tenants.v1.GetMerchantSessionRequest
+	(*GetMerchantSessionResponse)(nil),        // 77: bcp.tenants.v1.GetMerchantSessionResponse
+	(*EndMerchantSessionRequest)(nil),         // 78: bcp.tenants.v1.EndMerchantSessionRequest
+	(*EndMerchantSessionResponse)(nil),        // 79: bcp.tenants.v1.EndMerchantSessionResponse
+	(*SetTenantNameRequest)(nil),              // 80: bcp.tenants.v1.SetTenantNameRequest
+	(*SetTenantNameResponse)(nil),             // 81: bcp.tenants.v1.SetTenantNameResponse
+	(*UsageCount)(nil),                        // 82: bcp.tenants.v1.UsageCount
+	(*RecordUsageRequest)(nil),                // 83: bcp.tenants.v1.RecordUsageRequest
+	(*RecordUsageResponse)(nil),               // 84: bcp.tenants.v1.RecordUsageResponse
+	(*GetUsageRequest)(nil),                   // 85: bcp.tenants.v1.GetUsageRequest
+	(*GetUsageResponse)(nil),                  // 86: bcp.tenants.v1.GetUsageResponse
+	nil,                                       // 87: bcp.tenants.v1.GetPaymentHandlerSecretsResponse.SecretsJsonEntry
+	(*timestamppb.Timestamp)(nil),             // 88: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),               // 89: google.protobuf.Duration
 }
 var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	0,  // 0: bcp.tenants.v1.Tenant.status:type_name -> bcp.tenants.v1.TenantStatus
 	1,  // 1: bcp.tenants.v1.Tenant.environment:type_name -> bcp.tenants.v1.Environment
-	85, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	88, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
 	2,  // 3: bcp.tenants.v1.Tenant.agent_auth_policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
 	1,  // 4: bcp.tenants.v1.CreateTenantRequest.environment:type_name -> bcp.tenants.v1.Environment
 	7,  // 5: bcp.tenants.v1.CreateTenantResponse.tenant:type_name -> bcp.tenants.v1.Tenant
@@ -5275,127 +5389,130 @@ var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	7,  // 9: bcp.tenants.v1.SetTenantStatusResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	7,  // 10: bcp.tenants.v1.AddDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	7,  // 11: bcp.tenants.v1.RemoveDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	85, // 12: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
-	85, // 13: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
+	88, // 12: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
+	88, // 13: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
 	20, // 14: bcp.tenants.v1.CreateAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
 	20, // 15: bcp.tenants.v1.RevokeAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
 	20, // 16: bcp.tenants.v1.ListAPIKeysResponse.api_keys:type_name -> bcp.tenants.v1.APIKey
 	27, // 17: bcp.tenants.v1.SetPaymentHandlerRequest.handler:type_name -> bcp.tenants.v1.PaymentHandler
 	27, // 18: bcp.tenants.v1.SetPaymentHandlerResponse.handler:type_name -> bcp.tenants.v1.PaymentHandler
 	30, // 19: bcp.tenants.v1.SetPaymentHandlerResponse.violations:type_name -> bcp.tenants.v1.Violation
-	7,  // 20: bcp.tenants.v1.ResolveHostResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	7,  // 21: bcp.tenants.v1.GetDiscoveryResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	27, // 22: bcp.tenants.v1.GetDiscoveryResponse.payment_handlers:type_name -> bcp.tenants.v1.PaymentHandler
-	4,  // 23: bcp.tenants.v1.WatchChangesResponse.kind:type_name -> bcp.tenants.v1.WatchChangesResponse.Kind
-	43, // 24: bcp.tenants.v1.Settings.links:type_name -> bcp.tenants.v1.Link
-	40, // 25: bcp.tenants.v1.Settings.rate_limits:type_name -> bcp.tenants.v1.RateLimits
-	39, // 26: bcp.tenants.v1.GetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
-	39, // 27: bcp.tenants.v1.SetSettingsRequest.settings:type_name -> bcp.tenants.v1.Settings
-	39, // 28: bcp.tenants.v1.SetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
-	30, // 29: bcp.tenants.v1.SetSettingsResponse.violations:type_name -> bcp.tenants.v1.Violation
-	2,  // 30: bcp.tenants.v1.SetAgentAuthPolicyRequest.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
-	7,  // 31: bcp.tenants.v1.SetAgentAuthPolicyResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	2,  // 32: bcp.tenants.v1.GetAgentAuthPolicyResponse.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
-	1,  // 33: bcp.tenants.v1.GetAgentAuthPolicyResponse.environment:type_name -> bcp.tenants.v1.Environment
-	85, // 34: bcp.tenants.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
-	85, // 35: bcp.tenants.v1.SigningKey.sign_from_time:type_name -> google.protobuf.Timestamp
-	85, // 36: bcp.tenants.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
-	85, // 37: bcp.tenants.v1.SigningKey.revoke_time:type_name -> google.protobuf.Timestamp
-	3,  // 38: bcp.tenants.v1.SigningKey.status:type_name -> bcp.tenants.v1.SigningKeyStatus
-	54, // 39: bcp.tenants.v1.ListSigningKeysResponse.keys:type_name -> bcp.tenants.v1.SigningKey
-	86, // 40: bcp.tenants.v1.RotateSigningKeyRequest.delay:type_name -> google.protobuf.Duration
-	86, // 41: bcp.tenants.v1.RotateSigningKeyRequest.retention:type_name -> google.protobuf.Duration
-	54, // 42: bcp.tenants.v1.RotateSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
-	54, // 43: bcp.tenants.v1.RotateSigningKeyResponse.keys:type_name -> bcp.tenants.v1.SigningKey
-	54, // 44: bcp.tenants.v1.RevokeSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
-	7,  // 45: bcp.tenants.v1.SetAP2MandatesResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	85, // 46: bcp.tenants.v1.MerchantUser.create_time:type_name -> google.protobuf.Timestamp
-	85, // 47: bcp.tenants.v1.MerchantUser.last_login_time:type_name -> google.protobuf.Timestamp
-	85, // 48: bcp.tenants.v1.MerchantUser.locked_until:type_name -> google.protobuf.Timestamp
-	67, // 49: bcp.tenants.v1.InviteMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	67, // 50: bcp.tenants.v1.ListMerchantUsersResponse.users:type_name -> bcp.tenants.v1.MerchantUser
-	67, // 51: bcp.tenants.v1.SignInMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	85, // 52: bcp.tenants.v1.SignInMerchantUserResponse.expire_time:type_name -> google.protobuf.Timestamp
-	67, // 53: bcp.tenants.v1.GetMerchantSessionResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	85, // 54: bcp.tenants.v1.GetMerchantSessionResponse.expire_time:type_name -> google.protobuf.Timestamp
-	7,  // 55: bcp.tenants.v1.SetTenantNameResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	80, // 56: bcp.tenants.v1.RecordUsageRequest.counts:type_name -> bcp.tenants.v1.UsageCount
-	80, // 57: bcp.tenants.v1.GetUsageResponse.days:type_name -> bcp.tenants.v1.UsageCount
-	5,  // 58: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
-	8,  // 59: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
-	10, // 60: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
-	12, // 61: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
-	14, // 62: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
-	16, // 63: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
-	18, // 64: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
-	21, // 65: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
-	23, // 66: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
-	25, // 67: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
-	28, // 68: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
-	31, // 69: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
-	44, // 70: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
-	46, // 71: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
-	33, // 72: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
-	35, // 73: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
-	37, // 74: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
-	48, // 75: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:input_type -> bcp.tenants.v1.SetAgentAuthPolicyRequest
-	50, // 76: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:input_type -> bcp.tenants.v1.GetAgentAuthPolicyRequest
-	52, // 77: bcp.tenants.v1.TenantService.AuthenticateAPIKey:input_type -> bcp.tenants.v1.AuthenticateAPIKeyRequest
-	55, // 78: bcp.tenants.v1.TenantService.ListSigningKeys:input_type -> bcp.tenants.v1.ListSigningKeysRequest
-	57, // 79: bcp.tenants.v1.TenantService.RotateSigningKey:input_type -> bcp.tenants.v1.RotateSigningKeyRequest
-	59, // 80: bcp.tenants.v1.TenantService.RevokeSigningKey:input_type -> bcp.tenants.v1.RevokeSigningKeyRequest
-	61, // 81: bcp.tenants.v1.TenantService.SignWithCurrentKey:input_type -> bcp.tenants.v1.SignWithCurrentKeyRequest
-	63, // 82: bcp.tenants.v1.TenantService.SignCheckoutAuthorization:input_type -> bcp.tenants.v1.SignCheckoutAuthorizationRequest
-	65, // 83: bcp.tenants.v1.TenantService.SetAP2Mandates:input_type -> bcp.tenants.v1.SetAP2MandatesRequest
-	68, // 84: bcp.tenants.v1.TenantService.InviteMerchantUser:input_type -> bcp.tenants.v1.InviteMerchantUserRequest
-	70, // 85: bcp.tenants.v1.TenantService.ListMerchantUsers:input_type -> bcp.tenants.v1.ListMerchantUsersRequest
-	72, // 86: bcp.tenants.v1.TenantService.SignInMerchantUser:input_type -> bcp.tenants.v1.SignInMerchantUserRequest
-	74, // 87: bcp.tenants.v1.TenantService.GetMerchantSession:input_type -> bcp.tenants.v1.GetMerchantSessionRequest
-	76, // 88: bcp.tenants.v1.TenantService.EndMerchantSession:input_type -> bcp.tenants.v1.EndMerchantSessionRequest
-	78, // 89: bcp.tenants.v1.TenantService.SetTenantName:input_type -> bcp.tenants.v1.SetTenantNameRequest
-	81, // 90: bcp.tenants.v1.TenantService.RecordUsage:input_type -> bcp.tenants.v1.RecordUsageRequest
-	83, // 91: bcp.tenants.v1.TenantService.GetUsage:input_type -> bcp.tenants.v1.GetUsageRequest
-	41, // 92: bcp.tenants.v1.TenantService.LeaseRateTokens:input_type -> bcp.tenants.v1.LeaseRateTokensRequest
-	6,  // 93: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
-	9,  // 94: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
-	11, // 95: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
-	13, // 96: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
-	15, // 97: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
-	17, // 98: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
-	19, // 99: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
-	22, // 100: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
-	24, // 101: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
-	26, // 102: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
-	29, // 103: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
-	32, // 104: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
-	45, // 105: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
-	47, // 106: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
-	34, // 107: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
-	36, // 108: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
-	38, // 109: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
-	49, // 110: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:output_type -> bcp.tenants.v1.SetAgentAuthPolicyResponse
-	51, // 111: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:output_type -> bcp.tenants.v1.GetAgentAuthPolicyResponse
-	53, // 112: bcp.tenants.v1.TenantService.AuthenticateAPIKey:output_type -> bcp.tenants.v1.AuthenticateAPIKeyResponse
-	56, // 113: bcp.tenants.v1.TenantService.ListSigningKeys:output_type -> bcp.tenants.v1.ListSigningKeysResponse
-	58, // 114: bcp.tenants.v1.TenantService.RotateSigningKey:output_type -> bcp.tenants.v1.RotateSigningKeyResponse
-	60, // 115: bcp.tenants.v1.TenantService.RevokeSigningKey:output_type -> bcp.tenants.v1.RevokeSigningKeyResponse
-	62, // 116: bcp.tenants.v1.TenantService.SignWithCurrentKey:output_type -> bcp.tenants.v1.SignWithCurrentKeyResponse
-	64, // 117: bcp.tenants.v1.TenantService.SignCheckoutAuthorization:output_type -> bcp.tenants.v1.SignCheckoutAuthorizationResponse
-	66, // 118: bcp.tenants.v1.TenantService.SetAP2Mandates:output_type -> bcp.tenants.v1.SetAP2MandatesResponse
-	69, // 119: bcp.tenants.v1.TenantService.InviteMerchantUser:output_type -> bcp.tenants.v1.InviteMerchantUserResponse
-	71, // 120: bcp.tenants.v1.TenantService.ListMerchantUsers:output_type -> bcp.tenants.v1.ListMerchantUsersResponse
-	73, // 121: bcp.tenants.v1.TenantService.SignInMerchantUser:output_type -> bcp.tenants.v1.SignInMerchantUserResponse
-	75, // 122: bcp.tenants.v1.TenantService.GetMerchantSession:output_type -> bcp.tenants.v1.GetMerchantSessionResponse
-	77, // 123: bcp.tenants.v1.TenantService.EndMerchantSession:output_type -> bcp.tenants.v1.EndMerchantSessionResponse
-	79, // 124: bcp.tenants.v1.TenantService.SetTenantName:output_type -> bcp.tenants.v1.SetTenantNameResponse
-	82, // 125: bcp.tenants.v1.TenantService.RecordUsage:output_type -> bcp.tenants.v1.RecordUsageResponse
-	84, // 126: bcp.tenants.v1.TenantService.GetUsage:output_type -> bcp.tenants.v1.GetUsageResponse
-	42, // 127: bcp.tenants.v1.TenantService.LeaseRateTokens:output_type -> bcp.tenants.v1.LeaseRateTokensResponse
-	93, // [93:128] is the sub-list for method output_type
-	58, // [58:93] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	87, // 20: bcp.tenants.v1.GetPaymentHandlerSecretsResponse.secrets_json:type_name -> bcp.tenants.v1.GetPaymentHandlerSecretsResponse.SecretsJsonEntry
+	7,  // 21: bcp.tenants.v1.ResolveHostResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	7,  // 22: bcp.tenants.v1.GetDiscoveryResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	27, // 23: bcp.tenants.v1.GetDiscoveryResponse.payment_handlers:type_name -> bcp.tenants.v1.PaymentHandler
+	4,  // 24: bcp.tenants.v1.WatchChangesResponse.kind:type_name -> bcp.tenants.v1.WatchChangesResponse.Kind
+	45, // 25: bcp.tenants.v1.Settings.links:type_name -> bcp.tenants.v1.Link
+	42, // 26: bcp.tenants.v1.Settings.rate_limits:type_name -> bcp.tenants.v1.RateLimits
+	41, // 27: bcp.tenants.v1.GetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
+	41, // 28: bcp.tenants.v1.SetSettingsRequest.settings:type_name -> bcp.tenants.v1.Settings
+	41, // 29: bcp.tenants.v1.SetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
+	30, // 30: bcp.tenants.v1.SetSettingsResponse.violations:type_name -> bcp.tenants.v1.Violation
+	2,  // 31: bcp.tenants.v1.SetAgentAuthPolicyRequest.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
+	7,  // 32: bcp.tenants.v1.SetAgentAuthPolicyResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	2,  // 33: bcp.tenants.v1.GetAgentAuthPolicyResponse.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
+	1,  // 34: bcp.tenants.v1.GetAgentAuthPolicyResponse.environment:type_name -> bcp.tenants.v1.Environment
+	88, // 35: bcp.tenants.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
+	88, // 36: bcp.tenants.v1.SigningKey.sign_from_time:type_name -> google.protobuf.Timestamp
+	88, // 37: bcp.tenants.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
+	88, // 38: bcp.tenants.v1.SigningKey.revoke_time:type_name -> google.protobuf.Timestamp
+	3,  // 39: bcp.tenants.v1.SigningKey.status:type_name -> bcp.tenants.v1.SigningKeyStatus
+	56, // 40: bcp.tenants.v1.ListSigningKeysResponse.keys:type_name -> bcp.tenants.v1.SigningKey
+	89, // 41: bcp.tenants.v1.RotateSigningKeyRequest.delay:type_name -> google.protobuf.Duration
+	89, // 42: bcp.tenants.v1.RotateSigningKeyRequest.retention:type_name -> google.protobuf.Duration
+	56, // 43: bcp.tenants.v1.RotateSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
+	56, // 44: bcp.tenants.v1.RotateSigningKeyResponse.keys:type_name -> bcp.tenants.v1.SigningKey
+	56, // 45: bcp.tenants.v1.RevokeSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
+	7,  // 46: bcp.tenants.v1.SetAP2MandatesResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	88, // 47: bcp.tenants.v1.MerchantUser.create_time:type_name -> google.protobuf.Timestamp
+	88, // 48: bcp.tenants.v1.MerchantUser.last_login_time:type_name -> google.protobuf.Timestamp
+	88, // 49: bcp.tenants.v1.MerchantUser.locked_until:type_name -> google.protobuf.Timestamp
+	69, // 50: bcp.tenants.v1.InviteMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	69, // 51: bcp.tenants.v1.ListMerchantUsersResponse.users:type_name -> bcp.tenants.v1.MerchantUser
+	69, // 52: bcp.tenants.v1.SignInMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	88, // 53: bcp.tenants.v1.SignInMerchantUserResponse.expire_time:type_name -> google.protobuf.Timestamp
+	69, // 54: bcp.tenants.v1.GetMerchantSessionResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	88, // 55: bcp.tenants.v1.GetMerchantSessionResponse.expire_time:type_name -> google.protobuf.Timestamp
+	7,  // 56: bcp.tenants.v1.SetTenantNameResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	82, // 57: bcp.tenants.v1.RecordUsageRequest.counts:type_name -> bcp.tenants.v1.UsageCount
+	82, // 58: bcp.tenants.v1.GetUsageResponse.days:type_name -> bcp.tenants.v1.UsageCount
+	5,  // 59: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
+	8,  // 60: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
+	10, // 61: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
+	12, // 62: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
+	14, // 63: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
+	16, // 64: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
+	18, // 65: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
+	21, // 66: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
+	23, // 67: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
+	25, // 68: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
+	28, // 69: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
+	31, // 70: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
+	33, // 71: bcp.tenants.v1.TenantService.GetPaymentHandlerSecrets:input_type -> bcp.tenants.v1.GetPaymentHandlerSecretsRequest
+	46, // 72: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
+	48, // 73: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
+	35, // 74: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
+	37, // 75: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
+	39, // 76: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
+	50, // 77: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:input_type -> bcp.tenants.v1.SetAgentAuthPolicyRequest
+	52, // 78: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:input_type -> bcp.tenants.v1.GetAgentAuthPolicyRequest
+	54, // 79: bcp.tenants.v1.TenantService.AuthenticateAPIKey:input_type -> bcp.tenants.v1.AuthenticateAPIKeyRequest
+	57, // 80: bcp.tenants.v1.TenantService.ListSigningKeys:input_type -> bcp.tenants.v1.ListSigningKeysRequest
+	59, // 81: bcp.tenants.v1.TenantService.RotateSigningKey:input_type -> bcp.tenants.v1.RotateSigningKeyRequest
+	61, // 82: bcp.tenants.v1.TenantService.RevokeSigningKey:input_type -> bcp.tenants.v1.RevokeSigningKeyRequest
+	63, // 83: bcp.tenants.v1.TenantService.SignWithCurrentKey:input_type -> bcp.tenants.v1.SignWithCurrentKeyRequest
+	65, // 84: bcp.tenants.v1.TenantService.SignCheckoutAuthorization:input_type -> bcp.tenants.v1.SignCheckoutAuthorizationRequest
+	67, // 85: bcp.tenants.v1.TenantService.SetAP2Mandates:input_type -> bcp.tenants.v1.SetAP2MandatesRequest
+	70, // 86: bcp.tenants.v1.TenantService.InviteMerchantUser:input_type -> bcp.tenants.v1.InviteMerchantUserRequest
+	72, // 87: bcp.tenants.v1.TenantService.ListMerchantUsers:input_type -> bcp.tenants.v1.ListMerchantUsersRequest
+	74, // 88: bcp.tenants.v1.TenantService.SignInMerchantUser:input_type -> bcp.tenants.v1.SignInMerchantUserRequest
+	76, // 89: bcp.tenants.v1.TenantService.GetMerchantSession:input_type -> bcp.tenants.v1.GetMerchantSessionRequest
+	78, // 90: bcp.tenants.v1.TenantService.EndMerchantSession:input_type -> bcp.tenants.v1.EndMerchantSessionRequest
+	80, // 91: bcp.tenants.v1.TenantService.SetTenantName:input_type -> bcp.tenants.v1.SetTenantNameRequest
+	83, // 92: bcp.tenants.v1.TenantService.RecordUsage:input_type -> bcp.tenants.v1.RecordUsageRequest
+	85, // 93: bcp.tenants.v1.TenantService.GetUsage:input_type -> bcp.tenants.v1.GetUsageRequest
+	43, // 94: bcp.tenants.v1.TenantService.LeaseRateTokens:input_type -> bcp.tenants.v1.LeaseRateTokensRequest
+	6,  // 95: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
+	9,  // 96: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
+	11, // 97: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
+	13, // 98: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
+	15, // 99: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
+	17, // 100: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
+	19, // 101: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
+	22, // 102: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
+	24, // 103: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
+	26, // 104: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
+	29, // 105: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
+	32, // 106: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
+	34, // 107: bcp.tenants.v1.TenantService.GetPaymentHandlerSecrets:output_type -> bcp.tenants.v1.GetPaymentHandlerSecretsResponse
+	47, // 108: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
+	49, // 109: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
+	36, // 110: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
+	38, // 111: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
+	40, // 112: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
+	51, // 113: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:output_type -> bcp.tenants.v1.SetAgentAuthPolicyResponse
+	53, // 114: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:output_type -> bcp.tenants.v1.GetAgentAuthPolicyResponse
+	55, // 115: bcp.tenants.v1.TenantService.AuthenticateAPIKey:output_type -> bcp.tenants.v1.AuthenticateAPIKeyResponse
+	58, // 116: bcp.tenants.v1.TenantService.ListSigningKeys:output_type -> bcp.tenants.v1.ListSigningKeysResponse
+	60, // 117: bcp.tenants.v1.TenantService.RotateSigningKey:output_type -> bcp.tenants.v1.RotateSigningKeyResponse
+	62, // 118: bcp.tenants.v1.TenantService.RevokeSigningKey:output_type -> bcp.tenants.v1.RevokeSigningKeyResponse
+	64, // 119: bcp.tenants.v1.TenantService.SignWithCurrentKey:output_type -> bcp.tenants.v1.SignWithCurrentKeyResponse
+	66, // 120: bcp.tenants.v1.TenantService.SignCheckoutAuthorization:output_type -> bcp.tenants.v1.SignCheckoutAuthorizationResponse
+	68, // 121: bcp.tenants.v1.TenantService.SetAP2Mandates:output_type -> bcp.tenants.v1.SetAP2MandatesResponse
+	71, // 122: bcp.tenants.v1.TenantService.InviteMerchantUser:output_type -> bcp.tenants.v1.InviteMerchantUserResponse
+	73, // 123: bcp.tenants.v1.TenantService.ListMerchantUsers:output_type -> bcp.tenants.v1.ListMerchantUsersResponse
+	75, // 124: bcp.tenants.v1.TenantService.SignInMerchantUser:output_type -> bcp.tenants.v1.SignInMerchantUserResponse
+	77, // 125: bcp.tenants.v1.TenantService.GetMerchantSession:output_type -> bcp.tenants.v1.GetMerchantSessionResponse
+	79, // 126: bcp.tenants.v1.TenantService.EndMerchantSession:output_type -> bcp.tenants.v1.EndMerchantSessionResponse
+	81, // 127: bcp.tenants.v1.TenantService.SetTenantName:output_type -> bcp.tenants.v1.SetTenantNameResponse
+	84, // 128: bcp.tenants.v1.TenantService.RecordUsage:output_type -> bcp.tenants.v1.RecordUsageResponse
+	86, // 129: bcp.tenants.v1.TenantService.GetUsage:output_type -> bcp.tenants.v1.GetUsageResponse
+	44, // 130: bcp.tenants.v1.TenantService.LeaseRateTokens:output_type -> bcp.tenants.v1.LeaseRateTokensResponse
+	95, // [95:131] is the sub-list for method output_type
+	59, // [59:95] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_bcp_tenants_v1_tenants_proto_init() }
@@ -5403,14 +5520,14 @@ func file_bcp_tenants_v1_tenants_proto_init() {
 	if File_bcp_tenants_v1_tenants_proto != nil {
 		return
 	}
-	file_bcp_tenants_v1_tenants_proto_msgTypes[43].OneofWrappers = []any{}
+	file_bcp_tenants_v1_tenants_proto_msgTypes[45].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_tenants_v1_tenants_proto_rawDesc), len(file_bcp_tenants_v1_tenants_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   80,
+			NumMessages:   83,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

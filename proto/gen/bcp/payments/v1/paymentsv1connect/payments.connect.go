@@ -59,6 +59,9 @@ const (
 	// PaymentsServiceGetPaymentStatsProcedure is the fully-qualified name of the PaymentsService's
 	// GetPaymentStats RPC.
 	PaymentsServiceGetPaymentStatsProcedure = "/bcp.payments.v1.PaymentsService/GetPaymentStats"
+	// PaymentsServiceTestHandlerProcedure is the fully-qualified name of the PaymentsService's
+	// TestHandler RPC.
+	PaymentsServiceTestHandlerProcedure = "/bcp.payments.v1.PaymentsService/TestHandler"
 )
 
 // PaymentsServiceClient is a client for the bcp.payments.v1.PaymentsService service.
@@ -92,19 +95,26 @@ type PaymentsServiceClient interface {
 	// expiry or with the wrong amount, refunded automatically, ...).
 	ListAlerts(context.Context, *connect.Request[v1.ListAlertsRequest]) (*connect.Response[v1.ListAlertsResponse], error)
 	// IngestPixWebhook stores a PSP's Pix notification (internal: the edge's
-	// public routes POST /webhooks/pix/{hook_id}[/pix] forward the raw body
-	// and headers, with the tenant resolved from Host). The PSP adapter
-	// authenticates it (the simulated PSP: X-Sim-Signature HMAC), every Pix
+	// public routes POST /webhooks/pix/{hook_id}[/pix] forward the raw body,
+	// headers and the TLS client certificate, with the tenant resolved from
+	// Host). The handler's PSP settings authenticate it (mTLS: a client
+	// certificate from the PSP's webhook CA), every Pix
 	// in it is stored once by endToEndId, and OK means stored: only then may
 	// the edge answer 200. Reconciliation runs afterwards from the PSP's own
 	// answer (GET /cob/{txid}), never from the notification's content.
-	// Errors: NotFound (unknown hook), Unauthenticated (bad signature or
-	// stale timestamp), InvalidArgument (malformed body).
+	// Errors: NotFound (unknown hook), Unauthenticated (no or a foreign
+	// client certificate), InvalidArgument (malformed body).
 	IngestPixWebhook(context.Context, *connect.Request[v1.IngestPixWebhookRequest]) (*connect.Response[v1.IngestPixWebhookResponse], error)
 	// GetPaymentStats counts the tenant's payment attempts started in a
 	// window: Pix paid, expired and pending (per day), cards approved and
 	// declined (merchant dashboard, operator console).
 	GetPaymentStats(context.Context, *connect.Request[v1.GetPaymentStatsRequest]) (*connect.Response[v1.GetPaymentStatsResponse], error)
+	// TestHandler checks a handler's connection as the merchant configured
+	// it: for Pix, a fresh OAuth2 token over mTLS and the webhook's
+	// registration for the handler's Pix key; for a card processor, an
+	// authenticated read. It reports the exact failure (TLS, DNS, 401, a
+	// missing scope, an unknown Pix key) instead of an error.
+	TestHandler(context.Context, *connect.Request[v1.TestHandlerRequest]) (*connect.Response[v1.TestHandlerResponse], error)
 }
 
 // NewPaymentsServiceClient constructs a client for the bcp.payments.v1.PaymentsService service. By
@@ -176,6 +186,12 @@ func NewPaymentsServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		testHandler: connect.NewClient[v1.TestHandlerRequest, v1.TestHandlerResponse](
+			httpClient,
+			baseURL+PaymentsServiceTestHandlerProcedure,
+			connect.WithSchema(paymentsServiceMethods.ByName("TestHandler")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -190,6 +206,7 @@ type paymentsServiceClient struct {
 	listAlerts         *connect.Client[v1.ListAlertsRequest, v1.ListAlertsResponse]
 	ingestPixWebhook   *connect.Client[v1.IngestPixWebhookRequest, v1.IngestPixWebhookResponse]
 	getPaymentStats    *connect.Client[v1.GetPaymentStatsRequest, v1.GetPaymentStatsResponse]
+	testHandler        *connect.Client[v1.TestHandlerRequest, v1.TestHandlerResponse]
 }
 
 // Ping calls bcp.payments.v1.PaymentsService.Ping.
@@ -237,6 +254,11 @@ func (c *paymentsServiceClient) GetPaymentStats(ctx context.Context, req *connec
 	return c.getPaymentStats.CallUnary(ctx, req)
 }
 
+// TestHandler calls bcp.payments.v1.PaymentsService.TestHandler.
+func (c *paymentsServiceClient) TestHandler(ctx context.Context, req *connect.Request[v1.TestHandlerRequest]) (*connect.Response[v1.TestHandlerResponse], error) {
+	return c.testHandler.CallUnary(ctx, req)
+}
+
 // PaymentsServiceHandler is an implementation of the bcp.payments.v1.PaymentsService service.
 type PaymentsServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
@@ -268,19 +290,26 @@ type PaymentsServiceHandler interface {
 	// expiry or with the wrong amount, refunded automatically, ...).
 	ListAlerts(context.Context, *connect.Request[v1.ListAlertsRequest]) (*connect.Response[v1.ListAlertsResponse], error)
 	// IngestPixWebhook stores a PSP's Pix notification (internal: the edge's
-	// public routes POST /webhooks/pix/{hook_id}[/pix] forward the raw body
-	// and headers, with the tenant resolved from Host). The PSP adapter
-	// authenticates it (the simulated PSP: X-Sim-Signature HMAC), every Pix
+	// public routes POST /webhooks/pix/{hook_id}[/pix] forward the raw body,
+	// headers and the TLS client certificate, with the tenant resolved from
+	// Host). The handler's PSP settings authenticate it (mTLS: a client
+	// certificate from the PSP's webhook CA), every Pix
 	// in it is stored once by endToEndId, and OK means stored: only then may
 	// the edge answer 200. Reconciliation runs afterwards from the PSP's own
 	// answer (GET /cob/{txid}), never from the notification's content.
-	// Errors: NotFound (unknown hook), Unauthenticated (bad signature or
-	// stale timestamp), InvalidArgument (malformed body).
+	// Errors: NotFound (unknown hook), Unauthenticated (no or a foreign
+	// client certificate), InvalidArgument (malformed body).
 	IngestPixWebhook(context.Context, *connect.Request[v1.IngestPixWebhookRequest]) (*connect.Response[v1.IngestPixWebhookResponse], error)
 	// GetPaymentStats counts the tenant's payment attempts started in a
 	// window: Pix paid, expired and pending (per day), cards approved and
 	// declined (merchant dashboard, operator console).
 	GetPaymentStats(context.Context, *connect.Request[v1.GetPaymentStatsRequest]) (*connect.Response[v1.GetPaymentStatsResponse], error)
+	// TestHandler checks a handler's connection as the merchant configured
+	// it: for Pix, a fresh OAuth2 token over mTLS and the webhook's
+	// registration for the handler's Pix key; for a card processor, an
+	// authenticated read. It reports the exact failure (TLS, DNS, 401, a
+	// missing scope, an unknown Pix key) instead of an error.
+	TestHandler(context.Context, *connect.Request[v1.TestHandlerRequest]) (*connect.Response[v1.TestHandlerResponse], error)
 }
 
 // NewPaymentsServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -348,6 +377,12 @@ func NewPaymentsServiceHandler(svc PaymentsServiceHandler, opts ...connect.Handl
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	paymentsServiceTestHandlerHandler := connect.NewUnaryHandler(
+		PaymentsServiceTestHandlerProcedure,
+		svc.TestHandler,
+		connect.WithSchema(paymentsServiceMethods.ByName("TestHandler")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.payments.v1.PaymentsService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case PaymentsServicePingProcedure:
@@ -368,6 +403,8 @@ func NewPaymentsServiceHandler(svc PaymentsServiceHandler, opts ...connect.Handl
 			paymentsServiceIngestPixWebhookHandler.ServeHTTP(w, r)
 		case PaymentsServiceGetPaymentStatsProcedure:
 			paymentsServiceGetPaymentStatsHandler.ServeHTTP(w, r)
+		case PaymentsServiceTestHandlerProcedure:
+			paymentsServiceTestHandlerHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -411,4 +448,8 @@ func (UnimplementedPaymentsServiceHandler) IngestPixWebhook(context.Context, *co
 
 func (UnimplementedPaymentsServiceHandler) GetPaymentStats(context.Context, *connect.Request[v1.GetPaymentStatsRequest]) (*connect.Response[v1.GetPaymentStatsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.payments.v1.PaymentsService.GetPaymentStats is not implemented"))
+}
+
+func (UnimplementedPaymentsServiceHandler) TestHandler(context.Context, *connect.Request[v1.TestHandlerRequest]) (*connect.Response[v1.TestHandlerResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.payments.v1.PaymentsService.TestHandler is not implemented"))
 }

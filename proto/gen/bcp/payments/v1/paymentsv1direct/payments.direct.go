@@ -95,3 +95,11 @@ func (c *paymentsServiceClient) GetPaymentStats(ctx context.Context, req *connec
 	}
 	return direct.Unary(ctx, c.chain, paymentsv1connect.PaymentsServiceGetPaymentStatsProcedure, req, h.GetPaymentStats)
 }
+
+func (c *paymentsServiceClient) TestHandler(ctx context.Context, req *connect.Request[v1.TestHandlerRequest]) (*connect.Response[v1.TestHandlerResponse], error) {
+	h, ok := c.h.Get()
+	if !ok {
+		return nil, direct.NotMounted(paymentsv1connect.PaymentsServiceTestHandlerProcedure)
+	}
+	return direct.Unary(ctx, c.chain, paymentsv1connect.PaymentsServiceTestHandlerProcedure, req, h.TestHandler)
+}

@@ -66,6 +66,9 @@ const (
 	// TenantServiceRemovePaymentHandlerProcedure is the fully-qualified name of the TenantService's
 	// RemovePaymentHandler RPC.
 	TenantServiceRemovePaymentHandlerProcedure = "/bcp.tenants.v1.TenantService/RemovePaymentHandler"
+	// TenantServiceGetPaymentHandlerSecretsProcedure is the fully-qualified name of the TenantService's
+	// GetPaymentHandlerSecrets RPC.
+	TenantServiceGetPaymentHandlerSecretsProcedure = "/bcp.tenants.v1.TenantService/GetPaymentHandlerSecrets"
 	// TenantServiceGetSettingsProcedure is the fully-qualified name of the TenantService's GetSettings
 	// RPC.
 	TenantServiceGetSettingsProcedure = "/bcp.tenants.v1.TenantService/GetSettings"
@@ -150,6 +153,11 @@ type TenantServiceClient interface {
 	ListAPIKeys(context.Context, *connect.Request[v1.ListAPIKeysRequest]) (*connect.Response[v1.ListAPIKeysResponse], error)
 	SetPaymentHandler(context.Context, *connect.Request[v1.SetPaymentHandlerRequest]) (*connect.Response[v1.SetPaymentHandlerResponse], error)
 	RemovePaymentHandler(context.Context, *connect.Request[v1.RemovePaymentHandlerRequest]) (*connect.Response[v1.RemovePaymentHandlerResponse], error)
+	// GetPaymentHandlerSecrets opens the tenant's handlers' sealed secret
+	// settings (PSP or processor credentials) for the payments service. The
+	// internal token only: the operator token is refused, and nothing else
+	// ever reads them.
+	GetPaymentHandlerSecrets(context.Context, *connect.Request[v1.GetPaymentHandlerSecretsRequest]) (*connect.Response[v1.GetPaymentHandlerSecretsResponse], error)
 	// GetSettings returns the merchant's checkout settings (internal; the
 	// checkout service reads them on every session change).
 	GetSettings(context.Context, *connect.Request[v1.GetSettingsRequest]) (*connect.Response[v1.GetSettingsResponse], error)
@@ -315,6 +323,13 @@ func NewTenantServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(tenantServiceMethods.ByName("RemovePaymentHandler")),
 			connect.WithClientOptions(opts...),
 		),
+		getPaymentHandlerSecrets: connect.NewClient[v1.GetPaymentHandlerSecretsRequest, v1.GetPaymentHandlerSecretsResponse](
+			httpClient,
+			baseURL+TenantServiceGetPaymentHandlerSecretsProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("GetPaymentHandlerSecrets")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 		getSettings: connect.NewClient[v1.GetSettingsRequest, v1.GetSettingsResponse](
 			httpClient,
 			baseURL+TenantServiceGetSettingsProcedure,
@@ -478,6 +493,7 @@ type tenantServiceClient struct {
 	listAPIKeys               *connect.Client[v1.ListAPIKeysRequest, v1.ListAPIKeysResponse]
 	setPaymentHandler         *connect.Client[v1.SetPaymentHandlerRequest, v1.SetPaymentHandlerResponse]
 	removePaymentHandler      *connect.Client[v1.RemovePaymentHandlerRequest, v1.RemovePaymentHandlerResponse]
+	getPaymentHandlerSecrets  *connect.Client[v1.GetPaymentHandlerSecretsRequest, v1.GetPaymentHandlerSecretsResponse]
 	getSettings               *connect.Client[v1.GetSettingsRequest, v1.GetSettingsResponse]
 	setSettings               *connect.Client[v1.SetSettingsRequest, v1.SetSettingsResponse]
 	resolveHost               *connect.Client[v1.ResolveHostRequest, v1.ResolveHostResponse]
@@ -561,6 +577,11 @@ func (c *tenantServiceClient) SetPaymentHandler(ctx context.Context, req *connec
 // RemovePaymentHandler calls bcp.tenants.v1.TenantService.RemovePaymentHandler.
 func (c *tenantServiceClient) RemovePaymentHandler(ctx context.Context, req *connect.Request[v1.RemovePaymentHandlerRequest]) (*connect.Response[v1.RemovePaymentHandlerResponse], error) {
 	return c.removePaymentHandler.CallUnary(ctx, req)
+}
+
+// GetPaymentHandlerSecrets calls bcp.tenants.v1.TenantService.GetPaymentHandlerSecrets.
+func (c *tenantServiceClient) GetPaymentHandlerSecrets(ctx context.Context, req *connect.Request[v1.GetPaymentHandlerSecretsRequest]) (*connect.Response[v1.GetPaymentHandlerSecretsResponse], error) {
+	return c.getPaymentHandlerSecrets.CallUnary(ctx, req)
 }
 
 // GetSettings calls bcp.tenants.v1.TenantService.GetSettings.
@@ -692,6 +713,11 @@ type TenantServiceHandler interface {
 	ListAPIKeys(context.Context, *connect.Request[v1.ListAPIKeysRequest]) (*connect.Response[v1.ListAPIKeysResponse], error)
 	SetPaymentHandler(context.Context, *connect.Request[v1.SetPaymentHandlerRequest]) (*connect.Response[v1.SetPaymentHandlerResponse], error)
 	RemovePaymentHandler(context.Context, *connect.Request[v1.RemovePaymentHandlerRequest]) (*connect.Response[v1.RemovePaymentHandlerResponse], error)
+	// GetPaymentHandlerSecrets opens the tenant's handlers' sealed secret
+	// settings (PSP or processor credentials) for the payments service. The
+	// internal token only: the operator token is refused, and nothing else
+	// ever reads them.
+	GetPaymentHandlerSecrets(context.Context, *connect.Request[v1.GetPaymentHandlerSecretsRequest]) (*connect.Response[v1.GetPaymentHandlerSecretsResponse], error)
 	// GetSettings returns the merchant's checkout settings (internal; the
 	// checkout service reads them on every session change).
 	GetSettings(context.Context, *connect.Request[v1.GetSettingsRequest]) (*connect.Response[v1.GetSettingsResponse], error)
@@ -851,6 +877,13 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 		TenantServiceRemovePaymentHandlerProcedure,
 		svc.RemovePaymentHandler,
 		connect.WithSchema(tenantServiceMethods.ByName("RemovePaymentHandler")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceGetPaymentHandlerSecretsHandler := connect.NewUnaryHandler(
+		TenantServiceGetPaymentHandlerSecretsProcedure,
+		svc.GetPaymentHandlerSecrets,
+		connect.WithSchema(tenantServiceMethods.ByName("GetPaymentHandlerSecrets")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
 	tenantServiceGetSettingsHandler := connect.NewUnaryHandler(
@@ -1025,6 +1058,8 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 			tenantServiceSetPaymentHandlerHandler.ServeHTTP(w, r)
 		case TenantServiceRemovePaymentHandlerProcedure:
 			tenantServiceRemovePaymentHandlerHandler.ServeHTTP(w, r)
+		case TenantServiceGetPaymentHandlerSecretsProcedure:
+			tenantServiceGetPaymentHandlerSecretsHandler.ServeHTTP(w, r)
 		case TenantServiceGetSettingsProcedure:
 			tenantServiceGetSettingsHandler.ServeHTTP(w, r)
 		case TenantServiceSetSettingsProcedure:
@@ -1126,6 +1161,10 @@ func (UnimplementedTenantServiceHandler) SetPaymentHandler(context.Context, *con
 
 func (UnimplementedTenantServiceHandler) RemovePaymentHandler(context.Context, *connect.Request[v1.RemovePaymentHandlerRequest]) (*connect.Response[v1.RemovePaymentHandlerResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.RemovePaymentHandler is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) GetPaymentHandlerSecrets(context.Context, *connect.Request[v1.GetPaymentHandlerSecretsRequest]) (*connect.Response[v1.GetPaymentHandlerSecretsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.GetPaymentHandlerSecrets is not implemented"))
 }
 
 func (UnimplementedTenantServiceHandler) GetSettings(context.Context, *connect.Request[v1.GetSettingsRequest]) (*connect.Response[v1.GetSettingsResponse], error) {

@@ -122,6 +122,14 @@ func (c *tenantServiceClient) RemovePaymentHandler(ctx context.Context, req *con
 	return direct.Unary(ctx, c.chain, tenantsv1connect.TenantServiceRemovePaymentHandlerProcedure, req, h.RemovePaymentHandler)
 }
 
+func (c *tenantServiceClient) GetPaymentHandlerSecrets(ctx context.Context, req *connect.Request[v1.GetPaymentHandlerSecretsRequest]) (*connect.Response[v1.GetPaymentHandlerSecretsResponse], error) {
+	h, ok := c.h.Get()
+	if !ok {
+		return nil, direct.NotMounted(tenantsv1connect.TenantServiceGetPaymentHandlerSecretsProcedure)
+	}
+	return direct.Unary(ctx, c.chain, tenantsv1connect.TenantServiceGetPaymentHandlerSecretsProcedure, req, h.GetPaymentHandlerSecrets)
+}
+
 func (c *tenantServiceClient) GetSettings(ctx context.Context, req *connect.Request[v1.GetSettingsRequest]) (*connect.Response[v1.GetSettingsResponse], error) {
 	h, ok := c.h.Get()
 	if !ok {
