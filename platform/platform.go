@@ -9,12 +9,14 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -58,6 +60,7 @@ import (
 	"github.com/bcpdev/bcp/services/payments"
 	"github.com/bcpdev/bcp/services/payments/paymentshttp"
 	"github.com/bcpdev/bcp/services/pricing"
+	"github.com/bcpdev/bcp/sim/pspsim"
 	"github.com/bcpdev/bcp/tenants"
 	"github.com/bcpdev/bcp/web"
 	"github.com/bcpdev/bcp/web/admin"
@@ -77,6 +80,16 @@ const (
 
 // AllServices lists every service `bcpd all` hosts.
 var AllServices = []string{Tenants, Catalog, Pricing, Checkout, Payments, Orders, Edge}
+
+// PSPSim is the PSP simulator's role: the sandbox's bank (an HTTPS API Pix
+// with OAuth2 and mTLS, and a Stripe-compatible card API), which sandbox
+// handlers without settings of their own pay through. Not a service of
+// the platform and not in AllServices: `bcpd dev`, `make ha` and the tests
+// host it (DevServices), a production deployment does not.
+const PSPSim = "pspsim"
+
+// DevServices is AllServices with the PSP simulator (bcpd dev, tests).
+var DevServices = append(slices.Clone(AllServices), PSPSim)
 
 // Config is a process's configuration.
 type Config struct {
@@ -119,6 +132,37 @@ type Config struct {
 	// instead of direct calls (tests: the HTTP path one role per process
 	// uses, in one process).
 	HTTPInProcess bool
+
+	// DevPKIDir keeps the development PKI (devpki.go): the CA of the
+	// simulator's and the webhook listener's server certificates, and the
+	// simulator's own CA. Used when the process hosts the simulator,
+	// reaches one (ServiceURLs[PSPSim]) or serves webhooks without
+	// WebhookCert. "": in memory (tests).
+	DevPKIDir string
+	// PSPSimPixAddr and PSPSimControlAddr are the simulator's listeners
+	// when hosted ("": 127.0.0.1, any port); PSPSimFaults its initial
+	// fault settings (pspsim.ParseFaults).
+	PSPSimPixAddr, PSPSimControlAddr, PSPSimFaults string
+	// WebhookAddr is the TLS listener PSPs post Pix webhooks to: it asks
+	// for their client certificate, which the payments service checks
+	// against the handler's PSP settings. "": none (a TLS-terminating
+	// proxy forwards webhooks to the public listener with the certificate
+	// in WebhookClientCertHeader), except that a process hosting the
+	// simulator and the edge listens on 127.0.0.1, any port.
+	WebhookAddr string
+	// WebhookCert is the webhook listener's certificate (nil: issued by
+	// the dev PKI).
+	WebhookCert *tls.Certificate
+	// WebhookPort is the port PSPs are told to post to on merchant hosts
+	// (the payments role, when the webhook listener is in another
+	// process; "": this process's webhook listener's, else the merchant
+	// origin as it is).
+	WebhookPort string
+	// WebhookClientCertHeader names the header a trusted TLS-terminating
+	// proxy puts the PSP's verified client certificate in (URL-escaped
+	// PEM, as nginx's $ssl_client_escaped_cert). "": headers are never
+	// trusted for it.
+	WebhookClientCertHeader string
 }
 
 // Defaults for the public listener's time limits (Config.BodyTimeout,
@@ -134,8 +178,12 @@ const (
 type Running struct {
 	PublicAddr   string // resolved listener address ("" when no edge)
 	InternalAddr string
-	Clients      *Clients
-	Pool         *pgxpool.Pool
+	// WebhookAddr is the webhook listener's address ("" when none).
+	WebhookAddr string
+	// PSPSim is the hosted simulator (nil when not hosted).
+	PSPSim  *pspsim.Server
+	Clients *Clients
+	Pool    *pgxpool.Pool
 
 	cfg        Config
 	edge       *edge.Edge
@@ -144,11 +192,13 @@ type Running struct {
 	tokens     svcauth.Tokens
 	log        *slog.Logger
 	publicAddr atomic.Pointer[string]
-	jobs       *jobs.Client
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
-	srvs       []*http.Server
-	errc       chan error
+	// webhookPort is the port PSPs post webhooks to (set when known).
+	webhookPort atomic.Pointer[string]
+	jobs        *jobs.Client
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	srvs        []*http.Server
+	errc        chan error
 }
 
 // Clients reach every service, co-hosted or remote, the same way.
@@ -226,6 +276,28 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	if r.Pool != nil {
 		checks["database"] = r.Pool.Ping
 	}
+	var dev *devPKI
+	if cfg.hosts(PSPSim) || cfg.ServiceURLs[PSPSim] != "" || cfg.DevPKIDir != "" ||
+		(cfg.hosts(Edge) && cfg.WebhookAddr != "" && cfg.WebhookCert == nil) {
+		if dev, err = loadDevPKI(cfg.DevPKIDir); err != nil {
+			return fail(err)
+		}
+	}
+	if cfg.hosts(PSPSim) {
+		cert, err := dev.serverCert()
+		if err != nil {
+			return fail(err)
+		}
+		sim, err := pspsim.Start(ctx, pspsim.Config{
+			Pool: r.Pool, PixAddr: cmp.Or(cfg.PSPSimPixAddr, "127.0.0.1:0"), ControlAddr: cmp.Or(cfg.PSPSimControlAddr, "127.0.0.1:0"),
+			ServerCert: cert, CA: dev.simCA, AdminToken: cfg.InternalToken, WebhookRootCAs: dev.ca.Pool(),
+			Faults: cfg.PSPSimFaults, Logger: log, Metrics: reg,
+		})
+		if err != nil {
+			return fail(fmt.Errorf("PSP simulator: %w", err))
+		}
+		r.PSPSim = sim
+	}
 	for _, name := range cfg.Services {
 		switch name {
 		case Tenants:
@@ -261,12 +333,20 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			r.handlers.checkout.Set(svc)
 			internal.Handle(checkoutv1connect.NewCheckoutServiceHandler(svc, handlerOpts(checkout.Policy)))
 		case Payments:
-			popts := payments.Options{Logger: log, Metrics: reg}
-			if cfg.hosts(Edge) {
-				// The simulated PSP's webhooks reach this process's own
-				// public listener, whatever the merchant host resolves to.
-				popts.HTTPClient = selfClient(&r.publicAddr)
+			popts := payments.Options{Logger: log, Metrics: reg, PSPDial: hostname.DialLocalhost(&net.Dialer{Timeout: 5 * time.Second})}
+			// Sandbox handlers without settings of their own pay through
+			// the simulator: co-hosted, or at its URL.
+			switch {
+			case r.PSPSim != nil:
+				popts.Sandbox = payments.SandboxPSP{ControlURL: r.PSPSim.ControlURL(), AdminToken: cfg.InternalToken, RootCAsPEM: dev.ca.CertPEM}
+			case cfg.ServiceURLs[PSPSim] != "":
+				popts.Sandbox = payments.SandboxPSP{ControlURL: cfg.ServiceURLs[PSPSim], AdminToken: cfg.InternalToken, RootCAsPEM: dev.ca.CertPEM}
 			}
+			if cfg.WebhookPort != "" {
+				port := cfg.WebhookPort
+				r.webhookPort.Store(&port)
+			}
+			popts.WebhookOrigin = func(origin string) string { return webhookOrigin(origin, r.webhookPort.Load()) }
 			svc, err := payments.New(r.Pool, clients.Tenants, cfg.MasterKey, popts)
 			if err != nil {
 				return fail(fmt.Errorf("payments (needs the master key): %w", err))
@@ -284,7 +364,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			jobUsers = append(jobUsers, svc.UseJobs)
 			r.handlers.orders.Set(svc)
 			internal.Handle(ordersv1connect.NewOrdersServiceHandler(svc, handlerOpts(orders.Policy)))
-		case Edge:
+		case Edge, PSPSim:
 		default:
 			return fail(fmt.Errorf("unknown service %q", name))
 		}
@@ -352,7 +432,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			e.Handle(pattern, h)
 		}
 		// PSP webhooks and Pix QR images, forwarded to the payments service.
-		for pattern, h := range paymentshttp.Routes(clients.Payments) {
+		for pattern, h := range paymentshttp.Routes(clients.Payments, paymentshttp.Options{ClientCertHeader: cfg.WebhookClientCertHeader}) {
 			e.Handle(pattern, h)
 		}
 		r.handlers.edge.Set(e)
@@ -381,6 +461,29 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		}
 		r.PublicAddr = addr
 		r.publicAddr.Store(&addr)
+		if waddr := cfg.WebhookAddr; waddr != "" || r.PSPSim != nil {
+			cert := cfg.WebhookCert
+			if cert == nil {
+				c, err := dev.serverCert()
+				if err != nil {
+					return fail(err)
+				}
+				cert = &c
+			}
+			// Ask for the caller's certificate without judging it here:
+			// which CA a PSP's certificate must chain to is a setting of
+			// each merchant's handler, checked by the payments service.
+			tlsCfg := &tls.Config{Certificates: []tls.Certificate{*cert}, ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
+			waddr, err := r.listenTLS(ctx, cmp.Or(waddr, "127.0.0.1:0"), tlsCfg, bodyDeadline(bodyTimeout, metrics.Middleware("webhooks", log, public)), idle, log)
+			if err != nil {
+				return fail(fmt.Errorf("webhook listener: %w", err))
+			}
+			r.WebhookAddr = waddr
+			if r.webhookPort.Load() == nil {
+				_, port, _ := net.SplitHostPort(waddr)
+				r.webhookPort.Store(&port)
+			}
+		}
 	}
 	addr, err := r.listen(ctx, cfg.InternalAddr, metrics.Middleware("internal", log, internal), DefaultIdleTimeout, log)
 	if err != nil {
@@ -509,20 +612,6 @@ func (r *Running) FlushUsage(ctx context.Context) error {
 	return r.edge.FlushUsage(ctx)
 }
 
-// selfClient is an HTTP client that connects every request to this
-// process's public listener, keeping the request's Host.
-func selfClient(addr *atomic.Pointer[string]) *http.Client {
-	dialer := &net.Dialer{Timeout: 5 * time.Second}
-	return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, network, target string) (net.Conn, error) {
-			if a := addr.Load(); a != nil {
-				target = *a
-			}
-			return dialer.DialContext(ctx, network, target)
-		},
-	}}
-}
-
 // csrfKey derives the hosted pages' CSRF key from the internal token, so
 // every edge process of a deployment agrees on it.
 func csrfKey(internalToken string) []byte {
@@ -537,9 +626,17 @@ func (r *Running) goRun(fn func()) {
 }
 
 func (r *Running) listen(ctx context.Context, addr string, h http.Handler, idle time.Duration, log *slog.Logger) (string, error) {
+	return r.listenTLS(ctx, addr, nil, h, idle, log)
+}
+
+// listenTLS is listen over TLS (tlsCfg nil: plain HTTP).
+func (r *Running) listenTLS(ctx context.Context, addr string, tlsCfg *tls.Config, h http.Handler, idle time.Duration, log *slog.Logger) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", err
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
 	}
 	srv := &http.Server{
 		Handler:           h,
@@ -620,7 +717,27 @@ func (r *Running) Stop() {
 		_ = r.jobs.Stop(jctx)
 		jcancel()
 	}
+	if r.PSPSim != nil {
+		r.PSPSim.Stop()
+	}
 	if r.Pool != nil {
 		r.Pool.Close()
 	}
+}
+
+// webhookOrigin is the origin PSPs post a merchant's webhooks to: its
+// host, over https, on the webhook listener's port (nil: the merchant
+// origin as it is, behind a TLS-terminating proxy).
+func webhookOrigin(merchantOrigin string, port *string) string {
+	if port == nil {
+		return merchantOrigin
+	}
+	u, err := url.Parse(merchantOrigin)
+	if err != nil || u.Host == "" {
+		return merchantOrigin
+	}
+	if *port == "443" {
+		return "https://" + u.Hostname()
+	}
+	return "https://" + net.JoinHostPort(u.Hostname(), *port)
 }

@@ -21,7 +21,6 @@ import (
 	"syscall"
 
 	"github.com/bcpdev/bcp/platform/chaos"
-	"github.com/bcpdev/bcp/services/payments"
 )
 
 func main() {
@@ -51,7 +50,7 @@ func main() {
 	flag.IntVar(&cfg.Agents, "agents", cfg.Agents, "concurrent simulated agents")
 	flag.IntVar(&cfg.Merchants, "merchants", cfg.Merchants, "merchants seeded")
 	flag.Float64Var(&cfg.PixShare, "pix-share", cfg.PixShare, "share of purchases paid with Pix (the rest by card)")
-	flag.Float64Var(&cfg.PSPTimeout, "psp-timeouts", cfg.PSPTimeout, "share of simulated PSP/processor calls that time out ("+payments.SimFaultsEnv+")")
+	flag.Float64Var(&cfg.PSPTimeout, "psp-timeouts", cfg.PSPTimeout, "share of PSP simulator calls answered 503, and of writes whose answer is lost (BCP_PSPSIM_FAULTS)")
 	flag.Float64Var(&cfg.WebhookFailFirst, "webhook-fail-first", cfg.WebhookFailFirst, "share of order webhooks whose first delivery the receiver refuses")
 	flag.DurationVar(&cfg.PGDown, "pg-down", cfg.PGDown, "how long PostgreSQL stays down per restart")
 	flag.DurationVar(&cfg.Drain, "drain", cfg.Drain, "after the load: how long the invariants may take to hold (recovery jobs run on their own clocks)")

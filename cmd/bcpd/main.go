@@ -2,7 +2,8 @@
 //
 //	bcpd all        every service, the edge and workers in one process
 //	bcpd <service>  one of edge|tenants|catalog|pricing|checkout|payments|orders
-//	bcpd dev        private PostgreSQL + migrations + demo merchant + all
+//	bcpd pspsim     the PSP simulator sandbox handlers pay through
+//	bcpd dev        private PostgreSQL + migrations + demo merchant + all + pspsim
 //	bcpd migrate up|status
 //	bcpd demo       the demo merchant, seeded through services elsewhere (make ha)
 //
@@ -10,7 +11,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -51,7 +54,9 @@ roles:
   all                      every service, the edge and workers in one process
   edge|tenants|catalog|pricing|checkout|payments|orders
                            one service per process (set --<service>-url for the others)
-  dev                      private PostgreSQL, migrations, demo merchant, then all
+  pspsim                   the PSP simulator: an API Pix (OAuth2 + mTLS) and a Stripe-compatible
+                           card API that sandbox handlers pay through (payments: --pspsim-url)
+  dev                      private PostgreSQL, migrations, demo merchant, then all and pspsim
   migrate up|status        apply or show database migrations
   demo                     seed the demo merchant through the services at --<service>-url and
                            serve the demo agent's profile on --internal-addr (make ha)
@@ -70,6 +75,10 @@ type flags struct {
 	noDemoHistory                           *bool
 	sweepEvery                              *string
 	bodyTimeout, idleTimeout                *string
+	devPKIDir                               *string
+	simPixAddr, simControlAddr, simFaults   *string
+	webhookAddr, webhookCert, webhookKey    *string
+	webhookPort, webhookCertHeader          *string
 }
 
 func env(name, def string) string {
@@ -109,6 +118,16 @@ func newFlags(role string) *flags {
 	for _, s := range platform.AllServices {
 		f.serviceURLs[s] = fs.String(s+"-url", env("BCP_"+strings.ToUpper(s)+"_URL", ""), "base URL of the "+s+" service when hosted elsewhere [BCP_"+strings.ToUpper(s)+"_URL]")
 	}
+	f.serviceURLs[platform.PSPSim] = fs.String("pspsim-url", env("BCP_PSPSIM_URL", ""), "payments: the PSP simulator's control URL (https://host:port) for sandbox handlers without settings of their own; needs --dev-pki-dir [BCP_PSPSIM_URL]")
+	f.devPKIDir = fs.String("dev-pki-dir", env("BCP_DEV_PKI_DIR", ""), "development PKI: the CA of the simulator's and the webhook listener's certificates and the simulator's own CA, created there on first use (dev: <data-dir>/pki) [BCP_DEV_PKI_DIR]")
+	f.simPixAddr = fs.String("pspsim-pix-addr", env("BCP_PSPSIM_PIX_ADDR", "127.0.0.1:9443"), "pspsim: the API Pix listener (mTLS) [BCP_PSPSIM_PIX_ADDR]")
+	f.simControlAddr = fs.String("pspsim-control-addr", env("BCP_PSPSIM_CONTROL_ADDR", "127.0.0.1:9444"), "pspsim: the control and card API listener [BCP_PSPSIM_CONTROL_ADDR]")
+	f.simFaults = fs.String("pspsim-faults", env("BCP_PSPSIM_FAULTS", ""), "pspsim: faults to inject, e.g. error5xx=0.05,reset_after_write=0.05,drop_webhook=0.1 [BCP_PSPSIM_FAULTS]")
+	f.webhookAddr = fs.String("webhook-addr", env("BCP_WEBHOOK_ADDR", ""), "edge: TLS listener for PSP webhooks, asking for the PSP's client certificate (empty: none; webhooks then come through a proxy, see --webhook-client-cert-header) [BCP_WEBHOOK_ADDR]")
+	f.webhookCert = fs.String("webhook-tls-cert", env("BCP_WEBHOOK_TLS_CERT", ""), "edge: PEM certificate of the webhook listener (empty: issued by --dev-pki-dir) [BCP_WEBHOOK_TLS_CERT]")
+	f.webhookKey = fs.String("webhook-tls-key", env("BCP_WEBHOOK_TLS_KEY", ""), "edge: PEM key of --webhook-tls-cert [BCP_WEBHOOK_TLS_KEY]")
+	f.webhookPort = fs.String("webhook-port", env("BCP_WEBHOOK_PORT", ""), "payments: the port PSPs post webhooks to on merchant hosts, when the webhook listener is another process's [BCP_WEBHOOK_PORT]")
+	f.webhookCertHeader = fs.String("webhook-client-cert-header", env("BCP_WEBHOOK_CLIENT_CERT_HEADER", ""), "edge: header in which a trusted TLS-terminating proxy forwards the PSP's client certificate (URL-escaped PEM, e.g. nginx $ssl_client_escaped_cert) [BCP_WEBHOOK_CLIENT_CERT_HEADER]")
 	return f
 }
 
@@ -139,6 +158,8 @@ func run(args []string) error {
 		return runDemo(ctx, rest)
 	case "all":
 		return runServices(ctx, platform.AllServices, rest)
+	case platform.PSPSim:
+		return runServices(ctx, []string{platform.PSPSim}, rest)
 	}
 	for _, s := range platform.AllServices {
 		if role == s {
@@ -172,9 +193,18 @@ func runServices(ctx context.Context, services []string, args []string) error {
 		InternalToken: *f.internalToken, OperatorToken: *f.operatorToken, OperatorHost: *f.operatorHost, ServiceURLs: map[string]string{},
 		Edge: edge.Config{PublicScheme: *f.publicScheme, PublicPort: *f.publicPort}, Logger: log,
 		AllowPrivileged: *f.allowPrivileged, SweepEvery: sweepEvery, BodyTimeout: bodyTimeout, IdleTimeout: idleTimeout,
+		DevPKIDir: *f.devPKIDir, PSPSimPixAddr: *f.simPixAddr, PSPSimControlAddr: *f.simControlAddr, PSPSimFaults: *f.simFaults,
+		WebhookAddr: *f.webhookAddr, WebhookPort: *f.webhookPort, WebhookClientCertHeader: *f.webhookCertHeader,
 	}
 	for s, u := range f.serviceURLs {
 		cfg.ServiceURLs[s] = *u
+	}
+	if *f.webhookCert != "" || *f.webhookKey != "" {
+		cert, err := tls.LoadX509KeyPair(*f.webhookCert, *f.webhookKey)
+		if err != nil {
+			return fmt.Errorf("--webhook-tls-cert/--webhook-tls-key: %w", err)
+		}
+		cfg.WebhookCert = &cert
 	}
 	// The tenants and payments services seal secrets under the master key.
 	if slices.Contains(services, platform.Tenants) || slices.Contains(services, platform.Payments) {
@@ -228,7 +258,8 @@ func runDev(ctx context.Context, args []string) error {
 	e, err := devenv.Start(ctx, devenv.Options{
 		DataDir: *f.dataDir, DatabaseURL: *f.databaseURL, OwnerURL: *f.ownerURL,
 		PublicAddr: *f.publicAddr, InternalAddr: *f.internalAddr, OperatorHost: *f.operatorHost, Logger: f.logger(), Out: os.Stdout,
-		NoDemoHistory: *f.noDemoHistory,
+		NoDemoHistory: *f.noDemoHistory, PSPSimPixAddr: *f.simPixAddr, PSPSimControlAddr: *f.simControlAddr, PSPSimFaults: *f.simFaults,
+		WebhookAddr: cmp.Or(*f.webhookAddr, "127.0.0.1:8443"),
 	})
 	if err != nil {
 		return err

@@ -57,7 +57,6 @@ import (
 	"github.com/bcpdev/bcp/db"
 	"github.com/bcpdev/bcp/platform"
 	"github.com/bcpdev/bcp/platform/loadkit"
-	"github.com/bcpdev/bcp/services/payments"
 )
 
 const (
@@ -310,7 +309,7 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	b := &bcpd{bin: cfg.BcpdBin, role: "all", logPath: filepath.Join(tmp, "bcpd.log"),
 		publicAddr: "127.0.0.1:" + strconv.Itoa(pub), internal: "127.0.0.1:" + strconv.Itoa(in)}
 	b.env = append(baseEnv(cfg, urls.App), "BCP_PUBLIC_ADDR="+b.publicAddr, "BCP_INTERNAL_ADDR="+b.internal)
-	logf("starting bcpd all (public %s, internal %s, %s=%q)", b.publicAddr, b.internal, payments.SimFaultsEnv, pspFaults(cfg))
+	logf("starting bcpd all (public %s, internal %s, %s=%q)", b.publicAddr, b.internal, "BCP_PSPSIM_FAULTS", pspFaults(cfg))
 	if err := b.start(ctx); err != nil {
 		return nil, err
 	}
@@ -461,14 +460,14 @@ func baseEnv(cfg Config, dbURL string) []string {
 		// The sweeps (checkout expiry and settle, card resolve) every 2 s
 		// instead of 15 s, so the drain does not wait on their clock.
 		"BCP_SWEEP_EVERY=2s",
-		"BCP_PUBLIC_SCHEME=http", "BCP_LOG_LEVEL=warn", payments.SimFaultsEnv+"="+pspFaults(cfg))
+		"BCP_PUBLIC_SCHEME=http", "BCP_LOG_LEVEL=warn", "BCP_PSPSIM_FAULTS="+pspFaults(cfg))
 }
 
 func pspFaults(cfg Config) string {
 	if cfg.PSPTimeout == 0 {
 		return ""
 	}
-	return fmt.Sprintf("timeout=%g,hang=2s", cfg.PSPTimeout)
+	return fmt.Sprintf("error5xx=%g,reset_after_write=%g", cfg.PSPTimeout, cfg.PSPTimeout)
 }
 
 func seedMerchants(ctx context.Context, ops *platform.Clients, n int, profile string) ([]*loadkit.Merchant, error) {

@@ -40,6 +40,10 @@ type Options struct {
 	Out          io.Writer // the banner
 	// NoDemoHistory: seed the demo merchant without its first-day history.
 	NoDemoHistory bool
+	// The PSP simulator's listeners and faults, and the webhook listener
+	// (platform.Config; "" for any free port).
+	PSPSimPixAddr, PSPSimControlAddr, PSPSimFaults string
+	WebhookAddr                                    string
 }
 
 // OperatorHost is where `bcpd dev` serves the operator console.
@@ -104,16 +108,23 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	}
 	env.Platform, err = platform.Start(ctx, platform.Config{
 		InternalRoutes: map[string]http.Handler{agentPattern: agentHandler},
-		Services:       platform.AllServices,
-		DatabaseURL:    appURL,
-		PublicAddr:     o.PublicAddr,
-		InternalAddr:   o.InternalAddr,
-		InternalToken:  randomToken("bcp_int_"),
-		OperatorToken:  opToken,
-		OperatorHost:   o.OperatorHost,
-		MasterKey:      masterKey,
-		Edge:           edge.Config{PublicScheme: "http", PublicPort: publicPort},
-		Logger:         o.Logger,
+		// The PSP simulator too: the demo's sandbox handlers pay through it
+		// with the same clients production handlers use.
+		Services:          platform.DevServices,
+		DevPKIDir:         filepath.Join(dataDir, "pki"),
+		PSPSimPixAddr:     o.PSPSimPixAddr,
+		PSPSimControlAddr: o.PSPSimControlAddr,
+		PSPSimFaults:      o.PSPSimFaults,
+		WebhookAddr:       o.WebhookAddr,
+		DatabaseURL:       appURL,
+		PublicAddr:        o.PublicAddr,
+		InternalAddr:      o.InternalAddr,
+		InternalToken:     randomToken("bcp_int_"),
+		OperatorToken:     opToken,
+		OperatorHost:      o.OperatorHost,
+		MasterKey:         masterKey,
+		Edge:              edge.Config{PublicScheme: "http", PublicPort: publicPort},
+		Logger:            o.Logger,
 	})
 	if err != nil {
 		env.Stop()
@@ -153,14 +164,24 @@ BCP platform running (bcpd all on a private PostgreSQL).
   operator API      http://%s   (token in %s; bcpctl finds both through %s,
                     from another directory with --data-dir %s or BCP_DATA_DIR)
   operator console  http://%s:%s/   (sign in with the operator token)
+  PSP simulator     API Pix %s (mTLS + OAuth2), control and card API %s
+                    (the sandbox's bank; CA in %s)
+  Pix webhooks      https://<merchant host>:%s/webhooks/pix/… (mTLS)
 %s
   *.localhost names resolve to this machine in browsers; with curl send the Host header:
     curl -H 'Host: %s' http://127.0.0.1:%s/.well-known/bcp
 
 Ctrl-C stops the platform and PostgreSQL; data stays in %s.
 `, tenant.GetName(), DemoDomain, tenant.GetId(), base, base, base, adminEmail, adminPassword, agentProfile, apiKey, filepath.Join(dataDir, DemoWalletFile),
-		env.Platform.InternalAddr, filepath.Join(dataDir, "operator-token"), DevFile, dataDir, o.OperatorHost, port, history, DemoDomain, port, dataDir)
+		env.Platform.InternalAddr, filepath.Join(dataDir, "operator-token"), DevFile, dataDir, o.OperatorHost, port,
+		env.Platform.PSPSim.PixURL(), env.Platform.PSPSim.ControlURL(), filepath.Join(dataDir, "pki", "dev-ca", "ca.pem"), portOf(env.Platform.WebhookAddr),
+		history, DemoDomain, port, dataDir)
 	return env, nil
+}
+
+func portOf(addr string) string {
+	_, p, _ := net.SplitHostPort(addr)
+	return p
 }
 
 // seeded is the demo merchant as seeding left it; history is the line

@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -17,6 +17,7 @@ import (
 	"github.com/bcpdev/bcp/httpsig"
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/tenancy"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/services/payments/card"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
@@ -86,6 +87,11 @@ func (s *Service) verifyCard(h handler, in instrument, m *paymentsv1.StartPaymen
 		sum := sha256.Sum256([]byte("jti\x00" + c.Jti))
 		v.jtiHash, v.jtiUntil = sum[:], time.Unix(*c.Exp, 0).Add(tokenSkew)
 		v.processorToken, v.scenario = c.Token, c.Scenario
+		if v.processorToken == "" && h.Environment == "sandbox" {
+			// A sandbox JWS that wraps no processor token pays with a test
+			// card of the simulator chosen by its scenario.
+			v.processorToken = sandboxCardToken(v.jtiHash, c.Scenario)
+		}
 		if c.Brand != "" {
 			v.brand = c.Brand
 		}
@@ -185,6 +191,17 @@ func (s *Service) resolveKey(kid string, h handler, agentKeys []string) (*ecdsa.
 	return nil, false
 }
 
+// sandboxCardToken is the card simulator's test token for a sandbox
+// scenario, unique per JWS (its jti): the simulator's tokens pay once,
+// and its outcome is read from the last four characters.
+func sandboxCardToken(jtiHash []byte, scenario string) string {
+	last := map[string]string{"decline": "0002", "requires_3ds": "3220", "3ds": "3220", "insufficient_funds": "9995"}[scenario]
+	if last == "" {
+		last = "4242"
+	}
+	return "tok_jws" + hex.EncodeToString(jtiHash[:8]) + "_" + last
+}
+
 // hasRawCard reports whether the instrument carries a card number: a
 // member named number, pan or card_number in the credential (at any
 // depth) or at the instrument's top level. The billing address is not
@@ -253,13 +270,15 @@ func looksLikePAN(s string) bool {
 
 // processor returns the card processor of a delegated handler.
 func (s *Service) processor(ctx context.Context, handlerID, env string) (card.Processor, error) {
-	if env == "sandbox" {
-		return s.faults.card(s.simCards), nil
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if s.opts.CardProcessor == nil {
-		return nil, errors.New("payments: no card processor for production handlers")
+	c, err := s.connectionFor(ctx, tid.String(), handlerID, env)
+	if err != nil {
+		return nil, err
 	}
-	return s.opts.CardProcessor(ctx, handlerID)
+	return s.cardProcessor(ctx, tid.String(), handlerID, c)
 }
 
 // startCard verifies the token, stores the attempt (with the token's
@@ -341,6 +360,7 @@ func (s *Service) startCard(ctx context.Context, p paymentsdb.InsertAttemptParam
 	}
 	ch, err := proc.Charge(ctx, card.ChargeRequest{
 		IdempotencyKey: a.ID, Token: v.processorToken, TokenHash: v.tokenHash, Scenario: v.scenario, Amount: a.Amount, Currency: a.Currency,
+		ReturnURL: continuePage(a), CheckoutID: a.CheckoutID,
 	})
 	if err != nil {
 		// The attempt stays pending: a retry resumes it with the same
@@ -351,6 +371,10 @@ func (s *Service) startCard(ctx context.Context, p paymentsdb.InsertAttemptParam
 	display, _ := json.Marshal(cardDisplayOut(v.brand, v.lastDigits))
 	return s.applyCardCharge(ctx, proc, &a, a.ID, ch, display, false)
 }
+
+// continuePage is the merchant's hosted checkout page of an attempt's
+// checkout (where a 3-D Secure challenge sends the buyer back).
+func continuePage(a attempt) string { return a.BaseUrl + "/checkout/" + a.CheckoutID }
 
 func cardDisplayOut(brand, last string) map[string]string {
 	d := map[string]string{}
@@ -366,6 +390,7 @@ func cardDisplayOut(brand, last string) map[string]string {
 var declineMessages = map[string]string{
 	card.DeclineCardDeclined:      "O cartão foi recusado pelo emissor.",
 	card.DeclineInsufficientFunds: "O cartão não tem saldo ou limite suficiente para esta compra.",
+	card.DeclineExpiredCard:       "O cartão está vencido; use outro cartão.",
 	card.DeclineInvalidToken:      "O token de pagamento não foi reconhecido pelo processador.",
 	card.DeclineTokenUsed:         "Este token de pagamento já foi usado.",
 }
@@ -388,9 +413,13 @@ func (s *Service) applyCardCharge(ctx context.Context, proc card.Processor, know
 		case card.StatusApproved:
 			a.Status = stSucceeded
 		case card.StatusRequiresAction:
-			// The buyer completes the 3-D Secure challenge on the
-			// merchant's hosted checkout page.
-			a.Status, a.ActionUrl = stRequiresAction, a.BaseUrl+"/checkout/"+a.CheckoutID
+			// The buyer completes the 3-D Secure challenge at the
+			// processor's page when it gave one (and comes back to the
+			// hosted checkout page), else on the hosted checkout page.
+			a.Status, a.ActionUrl = stRequiresAction, ch.ActionURL
+			if a.ActionUrl == "" {
+				a.ActionUrl = continuePage(*a)
+			}
 		default:
 			a.Status, a.FailureCode = stFailed, codePaymentFailed
 			if ch.DeclineCode == card.DeclineCardDeclined || ch.DeclineCode == card.DeclineInsufficientFunds {
@@ -441,7 +470,12 @@ func (s *Service) refundStrayCharge(ctx context.Context, a attempt, ch card.Char
 }
 
 // resolveCard settles a card attempt still pending after its charge call
-// should have finished: the processor's record by idempotency key decides.
+// should have finished, through Cancel: it stops the sale under the
+// attempt's key for good, unless the processor already approved it, in
+// which case the money moved and the attempt succeeds. A lookup that finds
+// nothing would not do: the charge may still be on its way to the
+// processor (or, at Stripe, not searchable yet), and land after the
+// attempt was given up.
 func (s *Service) resolveCard(ctx context.Context, id string) error {
 	a, err := s.getAttempt(ctx, id)
 	if isNotFound(err) {
@@ -455,15 +489,13 @@ func (s *Service) resolveCard(ctx context.Context, id string) error {
 		_, err = s.failPending(ctx, a.ID, failed("O pagamento com cartão não está disponível nesta loja no momento."), true)
 		return err
 	}
-	if look, ok := proc.(card.Lookuper); ok {
-		ch, err := look.Lookup(ctx, a.ID)
-		if err == nil {
-			_, err = s.applyCardCharge(ctx, proc, nil, a.ID, ch, nil, true)
-			return err
-		}
-		if !errors.Is(err, card.ErrNotFound) {
-			return err
-		}
+	ch, err := proc.Cancel(ctx, card.CancelRequest{IdempotencyKey: a.ID, Amount: a.Amount, Currency: a.Currency})
+	if err != nil {
+		return err
+	}
+	if ch.Status == card.StatusApproved || ch.Status == card.StatusDeclined {
+		_, err = s.applyCardCharge(ctx, proc, nil, a.ID, ch, nil, true)
+		return err
 	}
 	_, err = s.failPending(ctx, a.ID, failed("O pagamento com cartão não foi concluído; tente novamente."), true)
 	return err

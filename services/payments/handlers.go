@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/bcpdev/bcp/internal/bcpnames"
+	"github.com/bcpdev/bcp/internal/handlersecrets"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 )
 
@@ -61,27 +62,34 @@ func (h handler) isPix() bool { return h.Name == bcpnames.PixHandler }
 type merchantHandlers struct {
 	handlers []handler
 	tenant   *tenantsv1.Tenant
+	// secrets are the handlers' opened secret settings, by handler id.
+	secrets map[string]handlersecrets.Secrets
 }
 
 // loadHandlers returns the tenant's handlers, from the cache that Run keeps
 // in line with the registry's change stream (handlers and tenants NOTIFY).
 // Callers must not modify the handlers (copy one before changing it).
 func (s *Service) loadHandlers(ctx context.Context, tenantID string) ([]handler, *tenantsv1.Tenant, error) {
-	m, err := s.handlerCache.Get(ctx, tenantID, func(ctx context.Context) (merchantHandlers, error) {
-		h, t, err := s.fetchHandlers(ctx, tenantID)
-		return merchantHandlers{handlers: h, tenant: t}, err
-	})
+	m, err := s.merchant(ctx, tenantID)
 	if err != nil {
 		return nil, nil, err
 	}
 	return m.handlers, m.tenant, nil
 }
 
-// fetchHandlers asks the tenant registry for the tenant's handlers.
-func (s *Service) fetchHandlers(ctx context.Context, tenantID string) ([]handler, *tenantsv1.Tenant, error) {
+// merchant returns the tenant's handlers and their secrets (cached).
+func (s *Service) merchant(ctx context.Context, tenantID string) (merchantHandlers, error) {
+	return s.handlerCache.Get(ctx, tenantID, func(ctx context.Context) (merchantHandlers, error) {
+		return s.fetchHandlers(ctx, tenantID)
+	})
+}
+
+// fetchHandlers asks the tenant registry for the tenant's handlers and,
+// when any has secrets, their secret settings.
+func (s *Service) fetchHandlers(ctx context.Context, tenantID string) (merchantHandlers, error) {
 	resp, err := s.tenants.GetDiscovery(ctx, connect.NewRequest(&tenantsv1.GetDiscoveryRequest{TenantId: tenantID}))
 	if err != nil {
-		return nil, nil, err
+		return merchantHandlers{}, err
 	}
 	t := resp.Msg.GetTenant()
 	var out []handler
@@ -96,7 +104,25 @@ func (s *Service) fetchHandlers(ctx context.Context, tenantID string) ([]handler
 		_ = json.Unmarshal([]byte(p.GetConfigJson()), &h.Config)
 		out = append(out, h)
 	}
-	return out, t, nil
+	m := merchantHandlers{handlers: out, tenant: t}
+	if !slices.ContainsFunc(resp.Msg.GetPaymentHandlers(), (*tenantsv1.PaymentHandler).GetHasSecrets) {
+		return m, nil
+	}
+	sec, err := s.tenants.GetPaymentHandlerSecrets(ctx, connect.NewRequest(&tenantsv1.GetPaymentHandlerSecretsRequest{TenantId: tenantID}))
+	if err != nil {
+		return merchantHandlers{}, err
+	}
+	m.secrets = make(map[string]handlersecrets.Secrets, len(sec.Msg.GetSecretsJson()))
+	for id, raw := range sec.Msg.GetSecretsJson() {
+		parsed, err := handlersecrets.Parse([]byte(raw))
+		if err != nil {
+			// Validated when set; unreadable now means no settings.
+			s.log.ErrorContext(ctx, "payments: unreadable handler secrets", "tenant_id", tenantID, "handler_id", id, "err", err.Error())
+			continue
+		}
+		m.secrets[id] = parsed
+	}
+	return m, nil
 }
 
 // instrument is the selected payment instrument as the agent sent it.

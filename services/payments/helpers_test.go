@@ -1,11 +1,13 @@
 package payments_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -30,9 +32,11 @@ import (
 
 	"github.com/bcpdev/bcp/httpsig"
 	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/hostname"
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/pgstore"
+	"github.com/bcpdev/bcp/internal/pki"
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
@@ -43,7 +47,8 @@ import (
 	"github.com/bcpdev/bcp/services/payments"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
 	"github.com/bcpdev/bcp/services/payments/paymentshttp"
-	"github.com/bcpdev/bcp/services/payments/pix/simpsp"
+	"github.com/bcpdev/bcp/sim/pspsim"
+	"github.com/bcpdev/bcp/sim/pspsim/psptest"
 )
 
 // Every test gets a fresh database on the package's private PostgreSQL.
@@ -110,17 +115,21 @@ type merchant struct {
 // env is a payments service on real listeners: the tenant registry (a
 // bcpd process hosting only it), the service with its job client, its
 // connect API behind the platform's interceptors, a fake checkout
-// service, and a public listener standing for the edge (Host → tenant)
-// with the paymentshttp routes mounted.
+// service, the PSP simulator its sandbox handlers pay through (on the
+// test's clock), and public listeners standing for the edge (Host →
+// tenant) with the paymentshttp routes mounted: plain HTTP for browsers,
+// and TLS asking for client certificates for the PSP's webhooks.
 type env struct {
 	t        testing.TB
 	db       *testdb.DB
+	sim      *psptest.Sim
 	svc      *payments.Service
 	client   paymentsv1connect.PaymentsServiceClient
 	jobs     *jobs.Client
 	clock    *clock
 	ops      *platform.Clients
 	port     string
+	tlsPort  string   // the webhook listener's
 	hosts    sync.Map // host → tenant id
 	webhooks atomic.Int64
 	a, b     merchant
@@ -133,11 +142,11 @@ func quietLog() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-// web is the tests' HTTP client: like the simulated PSP's, it reaches the
+// web is the tests' HTTP client: like the PSP simulator's, it reaches the
 // development hosts (*.localhost) on the loopback interface.
 var web = func() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DialContext = simpsp.DialLocalhost(&net.Dialer{Timeout: 5 * time.Second})
+	tr.DialContext = hostname.DialLocalhost(&net.Dialer{Timeout: 5 * time.Second})
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }()
 
@@ -156,7 +165,17 @@ func newEnv(t testing.TB) *env {
 	t.Cleanup(plat.Stop)
 	e.ops = plat.ClientsWithToken(operatorToken)
 
-	e.svc, err = payments.New(e.db.Pool, plat.Clients.Tenants, masterKey, payments.Options{Logger: log, Now: e.clock.Now})
+	e.sim = psptest.Start(t, e.db.Pool, func(c *pspsim.Config) { c.Now = e.clock.Now })
+	e.svc, err = payments.New(e.db.Pool, plat.Clients.Tenants, masterKey, payments.Options{
+		Logger: log, Now: e.clock.Now, PSPDial: hostname.DialLocalhost(&net.Dialer{Timeout: 5 * time.Second}),
+		Sandbox: payments.SandboxPSP{ControlURL: e.sim.ControlURL(), AdminToken: psptest.AdminToken, RootCAsPEM: e.sim.DevCA.CertPEM},
+		// The PSP posts to the merchant's host on the webhook listener.
+		WebhookOrigin: func(origin string) string {
+			host := strings.TrimPrefix(origin, "http://")
+			host, _, _ = net.SplitHostPort(host)
+			return "https://" + net.JoinHostPort(host, e.tlsPort)
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,10 +204,10 @@ func newEnv(t testing.TB) *env {
 
 	// The public listener: what the edge does for these routes.
 	public := http.NewServeMux()
-	for pattern, h := range paymentshttp.Routes(e.client) {
+	for pattern, h := range paymentshttp.Routes(e.client, paymentshttp.Options{}) {
 		public.Handle(pattern, h)
 	}
-	pub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	edge := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, _ := net.SplitHostPort(r.Host)
 		id, ok := e.hosts.Load(host)
 		if !ok {
@@ -199,9 +218,19 @@ func newEnv(t testing.TB) *env {
 			e.webhooks.Add(1)
 		}
 		public.ServeHTTP(w, r.WithContext(tenancy.With(r.Context(), id.(uuid.UUID))))
-	}))
+	})
+	pub := httptest.NewServer(edge)
 	t.Cleanup(pub.Close)
 	_, e.port, _ = net.SplitHostPort(pub.Listener.Addr().String())
+	cert, err := e.sim.DevCA.IssueServer([]string{"localhost", "*.localhost", "127.0.0.1"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh := httptest.NewUnstartedServer(edge)
+	wh.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS()}, ClientAuth: tls.RequestClientCert}
+	wh.StartTLS()
+	t.Cleanup(wh.Close)
+	_, e.tlsPort, _ = net.SplitHostPort(wh.Listener.Addr().String())
 
 	e.a = e.merchant("Loja Árvore", "loja-a.localhost")
 	e.b = e.merchant("Loja Bambu", "loja-b.localhost")
@@ -304,33 +333,121 @@ func (e *env) scalar(m merchant, dst any, sql string, args ...any) {
 	}
 }
 
-func (e *env) simCharges(m merchant) (n int64) {
-	e.q(m, func(q *paymentsdb.Queries) (err error) {
-		n, err = q.SimCountCharges(context.Background(), m.id)
-		return
+// account is the simulator account a handler of m was given ("" before
+// its first payment).
+func (e *env) account(m merchant, handlerID string) (clientID string) {
+	e.t.Helper()
+	e.q(m, func(q *paymentsdb.Queries) error {
+		a, err := q.GetSandboxAccount(context.Background(), paymentsdb.GetSandboxAccountParams{TenantID: m.id, HandlerID: handlerID})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		clientID = a.ClientID
+		return err
 	})
+	return clientID
+}
+
+// ledger is what the PSP simulator holds for m's Pix handler.
+func (e *env) ledger(m merchant) pspsim.Ledger {
+	e.t.Helper()
+	id := e.account(m, "pix")
+	if id == "" {
+		return pspsim.Ledger{}
+	}
+	return e.sim.Ledger(id)
+}
+
+// simCharges counts the Pix charges m's Pix handler made at the PSP.
+func (e *env) simCharges(m merchant) int64 { return int64(len(e.ledger(m).Charges)) }
+
+// pixOf is the Pix the PSP received for txid (zero when none).
+func (e *env) pixOf(m merchant, txid string) pspsim.Pix {
+	for _, p := range e.ledger(m).Pix {
+		if p.Txid == txid {
+			return p
+		}
+	}
+	return pspsim.Pix{}
+}
+
+// deliveries waits until the PSP holds n notifications for m's Pix
+// handler in status (delivered, dropped, ...), none pending.
+func (e *env) deliveries(m merchant, status string, n int) {
+	e.t.Helper()
+	e.sim.WaitLedger(e.account(m, "pix"), fmt.Sprintf("%d deliveries %s", n, status), func(l pspsim.Ledger) bool {
+		got := 0
+		for _, d := range l.Deliveries {
+			if d.Status == "pending" {
+				return false
+			}
+			if d.Status == status {
+				got++
+			}
+		}
+		return got == n
+	})
+}
+
+// postWebhook posts a notification to the webhook listener as a PSP
+// would, presenting cert (nil: none), and returns the HTTP status.
+func (e *env) postWebhook(host, hookID string, cert *pki.Issued, body []byte) int {
+	e.t.Helper()
+	cfg := &tls.Config{RootCAs: e.sim.DevCA.Pool()}
+	if cert != nil {
+		c := cert.TLS()
+		cfg.Certificates = []tls.Certificate{c}
+	}
+	tr := &http.Transport{TLSClientConfig: cfg, DialContext: hostname.DialLocalhost(&net.Dialer{Timeout: 5 * time.Second})}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodPost, "https://"+net.JoinHostPort(host, e.tlsPort)+"/webhooks/pix/"+hookID+"/pix", bytes.NewReader(body))
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// simCharge is one of them, as the PSP holds it.
+func (e *env) simCharge(m merchant, txid string) pspsim.Cob {
+	e.t.Helper()
+	for _, c := range e.ledger(m).Charges {
+		if c.Txid == txid {
+			return c
+		}
+	}
+	e.t.Fatalf("the PSP has no charge %s", txid)
+	return pspsim.Cob{}
+}
+
+// cardCharges counts the card payments m's card handler made at the card
+// simulator (approved, declined or waiting for 3-D Secure; not the keys
+// a cancel claimed).
+func (e *env) cardCharges(m merchant) (n int64) {
+	e.t.Helper()
+	e.superScalar(&n, `SELECT count(*) FROM pspsim.card_intents i JOIN pspsim.accounts a ON a.tenant_id = i.tenant_id
+		WHERE a.client_id = $1 AND coalesce(i.metadata->>'bcp_voided', '') <> 'true'`, e.account(m, "cartao"))
 	return n
 }
 
-func (e *env) cardCharges(m merchant) (n int64) {
-	e.q(m, func(q *paymentsdb.Queries) (err error) {
-		n, err = q.SimCountCardCharges(context.Background(), m.id)
-		return
-	})
-	return n
+// superScalar runs a one-value query as the superuser: the simulators'
+// tables, across their accounts.
+func (e *env) superScalar(dst any, sql string, args ...any) {
+	e.t.Helper()
+	conn, err := pgx.Connect(context.Background(), e.db.SuperURL)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if err := conn.QueryRow(context.Background(), sql, args...).Scan(dst); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 func (e *env) receipts(m merchant) (n int64) {
 	e.q(m, func(q *paymentsdb.Queries) (err error) { n, err = q.CountReceipts(context.Background(), m.id); return })
 	return n
-}
-
-func (e *env) simCharge(m merchant, txid string) (c paymentsdb.PaymentsSimPixCharge) {
-	e.q(m, func(q *paymentsdb.Queries) (err error) {
-		c, err = q.SimGetCharge(context.Background(), paymentsdb.SimGetChargeParams{TenantID: m.id, Txid: txid})
-		return
-	})
-	return c
 }
 
 // jobCount counts river jobs of kind whose args name attemptID (any

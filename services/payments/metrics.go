@@ -1,6 +1,11 @@
 package payments
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // metrics are the service's Prometheus counters (on the internal
 // listener's /metrics when Options.Metrics is the platform's registry).
@@ -14,6 +19,12 @@ type metrics struct {
 	// after its attempt ended, a paid attempt of a checkout that ended
 	// without an order), refunded automatically.
 	autoRefunds *prometheus.CounterVec
+	// pspCalls and pspSeconds are every HTTP exchange with a PSP or card
+	// processor; pspUnusable the payments refused because a handler
+	// cannot reach its PSP (by diagnosis code).
+	pspCalls    *prometheus.CounterVec
+	pspSeconds  *prometheus.HistogramVec
+	pspUnusable *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -38,11 +49,29 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "bcp_payment_automatic_refunds_total",
 			Help: "Money refunded automatically because its payment could not keep it, by reason (pix_paid_after_expiry, pix_attempt_not_pending, card_stray_charge, checkout_closed, ...).",
 		}, []string{"reason"}),
+		pspCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bcp_psp_requests_total",
+			Help: "HTTP requests to PSPs and card processors, by kind (pix, card), operation (cob.put, token, ...) and HTTP status (0: no answer).",
+		}, []string{"kind", "op", "status"}),
+		pspSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "bcp_psp_request_duration_seconds",
+			Help:    "Duration of HTTP requests to PSPs and card processors, by kind and operation.",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"kind", "op"}),
+		pspUnusable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bcp_payment_psp_unusable_total",
+			Help: "Payments refused because the handler cannot reach its PSP or processor, by kind and diagnosis (invalid_client, tls_client_rejected, not_configured, ...).",
+		}, []string{"kind", "code"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.attempts, m.webhooks, m.refunds, m.alerts, m.autoRefunds)
+		reg.MustRegister(m.attempts, m.webhooks, m.refunds, m.alerts, m.autoRefunds, m.pspCalls, m.pspSeconds, m.pspUnusable)
 	}
 	return m
+}
+
+func (m *metrics) observePSP(kind, op string, status int, d time.Duration) {
+	m.pspCalls.WithLabelValues(kind, op, strconv.Itoa(status)).Inc()
+	m.pspSeconds.WithLabelValues(kind, op).Observe(d.Seconds())
 }
 
 func kindOf(a attempt) string {

@@ -17,12 +17,13 @@ import (
 
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/internal/pgstore"
+	"github.com/bcpdev/bcp/internal/pki"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
 	"github.com/bcpdev/bcp/services/payments/pix"
 	"github.com/bcpdev/bcp/services/payments/pix/brcode"
-	"github.com/bcpdev/bcp/services/payments/pix/simpsp"
+	"github.com/bcpdev/bcp/sim/pspsim"
 )
 
 const (
@@ -67,13 +68,14 @@ func TestPixStartIsPendingWithAValidBRCode(t *testing.T) {
 	if !p.IsDynamic() || p.Initiation != brcode.InitiationSingleUse || p.Amount != 12345 || p.MerchantName != "LOJA ARVORE" || p.MerchantCity != "FLORIANOPOLIS" {
 		t.Errorf("payload = %+v", p)
 	}
-	if !regexp.MustCompile(`^loja-a\.localhost:\d+/sim/pix/qr/[0-9a-f-]{36}$`).MatchString(p.URL) {
+	if !regexp.MustCompile(`^pix\.sandbox\.bcp\.dev\.br/qr/v2/[0-9a-f]{32}$`).MatchString(p.URL) {
 		t.Errorf("location %q", p.URL)
 	}
-	// The PSP holds the same charge.
+	// The PSP holds the same charge, for the account's own Pix key.
 	c := e.simCharge(e.a, d.Txid)
-	if c.Status != pix.StatusAtiva || c.Valor != "123.45" || c.CopiaECola != d.CopiaECola || c.Expiracao != 1800 {
-		t.Errorf("sim charge = %+v", c)
+	if c.Status != pix.StatusAtiva || c.Valor.Original != "123.45" || c.PixCopiaECola != d.CopiaECola || c.Calendario.Expiracao != 1800 ||
+		c.Chave != e.ledger(e.a).Account.Chave {
+		t.Errorf("PSP charge = %+v", c)
 	}
 	// The resolve sweep first polls the PSP two minutes after the start;
 	// no job was inserted with the attempt.
@@ -241,14 +243,12 @@ func TestPixPaidByWebhookSettlesOnce(t *testing.T) {
 
 	// The PSP delivers the same notification again: stored once, nothing
 	// happens twice.
+	e.deliveries(e.a, "delivered", 1)
 	before := e.webhooks.Load()
-	if err := e.svc.Sim().Notify(e.a.ctx, "pix", rec.E2eID); err != nil {
-		t.Fatal(err)
+	if st, b := e.sim.Control(http.MethodPost, "/sim/v1/accounts/"+e.account(e.a, "pix")+"/pix/"+rec.E2eID+"/notify", nil, nil); st != http.StatusAccepted {
+		t.Fatalf("notify again: %d %s", st, b)
 	}
-	e.eventually(10*time.Second, "duplicate webhook delivered", func() bool {
-		total, done := e.jobCount("payments_simpsp_webhook", "handler_id", "pix")
-		return total == 2 && done == 2
-	})
+	e.deliveries(e.a, "delivered", 2)
 	if e.webhooks.Load() != before+1 {
 		t.Errorf("webhook requests %d → %d, want one more", before, e.webhooks.Load())
 	}
@@ -317,17 +317,16 @@ func TestPixPaidAfterExpiryIsRefundedWithAlert(t *testing.T) {
 func (e *env) expectAutoRefund(m merchant, attemptID, kind, valor string) {
 	e.t.Helper()
 	var refund paymentsdb.PaymentsRefund
+	var paid pspsim.Pix
 	e.eventually(10*time.Second, "automatic refund succeeded", func() bool {
+		var txid string
+		e.scalar(m, &txid, `SELECT txid FROM payments.attempts WHERE id = $1`, attemptID)
+		paid = e.pixOf(m, txid)
+		if paid.EndToEndID == "" {
+			return false
+		}
 		e.q(m, func(q *paymentsdb.Queries) error {
-			att, err := q.GetAttempt(context.Background(), paymentsdb.GetAttemptParams{TenantID: m.id, ID: attemptID})
-			if err != nil {
-				return err
-			}
-			pixes, err := q.SimListPixForCharge(context.Background(), paymentsdb.SimListPixForChargeParams{TenantID: m.id, Txid: *att.Txid})
-			if err != nil || len(pixes) != 1 {
-				return err
-			}
-			rs, err := q.ListRefundsByE2E(context.Background(), paymentsdb.ListRefundsByE2EParams{TenantID: m.id, E2eID: &pixes[0].E2eID})
+			rs, err := q.ListRefundsByE2E(context.Background(), paymentsdb.ListRefundsByE2EParams{TenantID: m.id, E2eID: &paid.EndToEndID})
 			if len(rs) == 1 {
 				refund = rs[0]
 			}
@@ -338,13 +337,10 @@ func (e *env) expectAutoRefund(m merchant, attemptID, kind, valor string) {
 	if refund.Kind != "automatic" || *refund.AttemptID != attemptID || !strings.HasPrefix(refund.PspRefundID, "R") {
 		e.t.Errorf("refund = %+v", refund)
 	}
-	var d paymentsdb.PaymentsSimPixRefund
-	e.q(m, func(q *paymentsdb.Queries) (err error) {
-		d, err = q.SimGetRefund(context.Background(), paymentsdb.SimGetRefundParams{TenantID: m.id, E2eID: *refund.E2eID, ID: refund.PspRefundID})
-		return err
-	})
-	if d.Valor != valor || d.Natureza != "ORIGINAL" || d.Status != "DEVOLVIDO" {
-		e.t.Errorf("PSP devolução = %+v, want %s ORIGINAL DEVOLVIDO", d, valor)
+	paid = e.pixOf(m, paid.Txid)
+	if len(paid.Devolucoes) != 1 || paid.Devolucoes[0].ID != refund.PspRefundID || paid.Devolucoes[0].Valor != valor ||
+		paid.Devolucoes[0].Natureza != "ORIGINAL" || paid.Devolucoes[0].Status != "DEVOLVIDO" {
+		e.t.Errorf("PSP devoluções = %+v, want one %s ORIGINAL DEVOLVIDO", paid.Devolucoes, valor)
 	}
 	alerts, err := e.client.ListAlerts(m.ctx, connect.NewRequest(&paymentsv1.ListAlertsRequest{}))
 	if err != nil {
@@ -363,8 +359,8 @@ func TestPixExpiryRemovesTheCharge(t *testing.T) {
 	now := e.clock.Now().Truncate(time.Second)
 	a := e.start(e.a, startReq(e.a, "chk_exp", 12345, pixInstrument))
 	txid := pixDisplayOf(t, a).Txid
-	if !a.GetExpiresAt().AsTime().Equal(now.Add(600*time.Second)) || e.simCharge(e.a, txid).Expiracao != 600 {
-		t.Fatalf("expiration_seconds 600: expires_at %v (now %v), cob expiracao %d", a.GetExpiresAt().AsTime(), now, e.simCharge(e.a, txid).Expiracao)
+	if !a.GetExpiresAt().AsTime().Equal(now.Add(600*time.Second)) || e.simCharge(e.a, txid).Calendario.Expiracao != 600 {
+		t.Fatalf("expiration_seconds 600: expires_at %v (now %v), cob expiracao %d", a.GetExpiresAt().AsTime(), now, e.simCharge(e.a, txid).Calendario.Expiracao)
 	}
 	// Before the first poll the sweep leaves it alone; each poll finds it
 	// unpaid and comes back two minutes later, and the last one at the
@@ -409,13 +405,9 @@ func TestPixExpiryRemovesTheCharge(t *testing.T) {
 
 func TestLostWebhooksAreCaughtByPollingAndExpiry(t *testing.T) {
 	e := newEnv(t)
-	// The PSP forgets the webhook registration: its notifications are lost.
-	var n int
+	// The PSP loses every notification.
 	e.start(e.a, startReq(e.a, "chk_setup", 100, pixInstrument))
-	e.scalar(e.a, &n, `WITH d AS (DELETE FROM payments.sim_pix_webhooks RETURNING 1) SELECT count(*) FROM d`)
-	if n != 1 {
-		t.Fatalf("deleted %d webhook registrations", n)
-	}
+	e.sim.SetFaults("drop_webhook=1")
 	pay := func(a *paymentsv1.Attempt) {
 		if _, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()})); err != nil {
 			t.Fatal(err)
@@ -424,7 +416,7 @@ func TestLostWebhooksAreCaughtByPollingAndExpiry(t *testing.T) {
 	polled := e.start(e.a, startReq(e.a, "chk_lost_1", 4200, pixInstrument))
 	expired := e.start(e.a, startReq(e.a, "chk_lost_2", 4200, pixInstrument))
 	pay(polled)
-	e.eventually(10*time.Second, "webhook dropped", func() bool { _, done := e.jobCount("payments_simpsp_webhook", "handler_id", "pix"); return done == 1 })
+	e.deliveries(e.a, "dropped", 1)
 	if e.get(e.a, polled.GetId()).GetStatus() != statusPending || e.receipts(e.a) != 0 {
 		t.Fatalf("without webhooks: %v, %d receipts", e.get(e.a, polled.GetId()).GetStatus(), e.receipts(e.a))
 	}
@@ -443,7 +435,7 @@ func TestLostWebhooksAreCaughtByPollingAndExpiry(t *testing.T) {
 	// removes the charge first: the PSP says CONCLUIDA, paid in time, so
 	// the payment wins; chk_setup's unpaid attempt expires.
 	pay(expired)
-	e.eventually(10*time.Second, "webhook dropped", func() bool { _, done := e.jobCount("payments_simpsp_webhook", "handler_id", "pix"); return done == 2 })
+	e.deliveries(e.a, "dropped", 2)
 	e.clock.Add(31 * time.Minute)
 	if n := e.sweep(e.svc.SweepResolves); n != 2 {
 		t.Fatalf("sweep at expiry settled %d, want 2", n)
@@ -515,59 +507,51 @@ func TestCancelVersusPayRace(t *testing.T) {
 	t.Logf("cancel vs pay: %d canceled, %d succeeded", wins[statusCanceled], wins[statusSucceeded])
 }
 
+// PSP notifications are authenticated by the client certificate the PSP
+// presents on the webhook listener: no certificate, one from another CA,
+// or one of the PSP's CA that is not its webhook certificate (a
+// merchant's own) is refused before anything is read or stored.
 func TestWebhookAuthentication(t *testing.T) {
 	e := newEnv(t)
 	a := e.start(e.a, startReq(e.a, "chk_sig", 12345, pixInstrument))
-	var hook paymentsdb.PaymentsHook
-	e.q(e.a, func(q *paymentsdb.Queries) (err error) {
-		hook, err = q.GetHookByHandler(context.Background(), paymentsdb.GetHookByHandlerParams{TenantID: e.a.id, HandlerID: "pix"})
-		return err
-	})
-	secret, err := e.svc.HookSecret(e.a.ctx, "pix")
-	if err != nil {
-		t.Fatal(err)
-	}
+	hook := e.hook(e.a, "pix")
 	body := []byte(`{"pix":[{"endToEndId":"E99999999202601011200ABCDEFGHIJK","txid":"` + pixDisplayOf(t, a).Txid + `","valor":"123.45","horario":"2026-01-01T12:00:00Z"}]}`)
-	post := func(host, hookID, sig string, b []byte) int {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+host+":"+e.port+"/webhooks/pix/"+hookID+"/pix", bytes.NewReader(b))
-		if sig != "" {
-			req.Header.Set(simpsp.SignatureHeader, sig)
-		}
-		resp, err := web.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+	psp, _ := e.sim.CA.IssueClient(pspsim.WebhookCertCN, time.Hour)
+	forger, _ := pki.NewCA("forger", time.Hour)
+	forgedCert, _ := forger.IssueClient(pspsim.WebhookCertCN, time.Hour)
+	merchantCert, _ := e.sim.CA.IssueClient("pspsim_01outraconta", time.Hour)
+	post := func(host, hookID string, cert *pki.Issued, b []byte) int {
+		return e.postWebhook(host, hookID, cert, b)
 	}
-	now := e.clock.Now()
 	for _, c := range []struct {
-		name, host, hook, sig string
-		body                  []byte
-		want                  int
+		name, host, hook string
+		cert             *pki.Issued
+		body             []byte
+		want             int
 	}{
-		{"no signature", e.a.host, hook.ID, "", body, 401},
-		{"wrong secret", e.a.host, hook.ID, simpsp.Sign([]byte("not-the-secret"), now, body), body, 401},
-		{"tampered body", e.a.host, hook.ID, simpsp.Sign(secret, now, body), bytes.Replace(body, []byte("123.45"), []byte("1.00"), 1), 401},
-		{"stale timestamp", e.a.host, hook.ID, simpsp.Sign(secret, now.Add(-6*time.Minute), body), body, 401},
-		{"unknown hook", e.a.host, "whk_00000000000000000000000000", simpsp.Sign(secret, now, body), body, 404},
-		{"other tenant's host", e.b.host, hook.ID, simpsp.Sign(secret, now, body), body, 404},
-		{"too large", e.a.host, hook.ID, "", bytes.Repeat([]byte(" "), 1<<20+1), 413},
-		{"malformed", e.a.host, hook.ID, simpsp.Sign(secret, now, []byte(`{"pix":[{"endToEndId":"short"}]}`)), []byte(`{"pix":[{"endToEndId":"short"}]}`), 400},
+		{"no certificate", e.a.host, hook, nil, body, 401},
+		{"another CA", e.a.host, hook, forgedCert, body, 401},
+		{"a merchant's certificate", e.a.host, hook, merchantCert, body, 401},
+		{"unknown hook", e.a.host, "whk_00000000000000000000000000", psp, body, 404},
+		{"other tenant's host", e.b.host, hook, psp, body, 404},
+		{"too large", e.a.host, hook, psp, bytes.Repeat([]byte(" "), 1<<20+1), 413},
+		{"malformed", e.a.host, hook, psp, []byte(`{"pix":[{"endToEndId":"short"}]}`), 400},
 	} {
-		if got := post(c.host, c.hook, c.sig, c.body); got != c.want {
+		if got := post(c.host, c.hook, c.cert, c.body); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
 		}
 	}
 	if n := e.receipts(e.a); n != 0 {
 		t.Fatalf("%d receipts stored from rejected webhooks", n)
 	}
-	// The same body, correctly signed, is stored (both paths), once.
-	if got := post(e.a.host, hook.ID, simpsp.Sign(secret, now, body), body); got != 200 {
-		t.Fatalf("signed webhook: %d", got)
+	// The same body with the PSP's certificate is stored (both paths),
+	// once. It is a forgery all the same (the PSP never saw this Pix):
+	// only the PSP's own answer can settle anything.
+	if got := post(e.a.host, hook, psp, body); got != 200 {
+		t.Fatalf("authenticated webhook: %d", got)
 	}
-	if got := post(e.a.host, hook.ID, simpsp.Sign(secret, now, body), body); got != 200 {
-		t.Fatalf("signed duplicate: %d", got)
+	if got := post(e.a.host, hook, psp, body); got != 200 {
+		t.Fatalf("authenticated duplicate: %d", got)
 	}
 	if n := e.receipts(e.a); n != 1 {
 		t.Errorf("%d receipts, want 1", n)
@@ -608,7 +592,7 @@ func TestWebhookAuthentication(t *testing.T) {
 	// alert, and nothing refunded.
 	const stranger = "E99999999202601011200ZZZZZZZZZZZ"
 	strange := []byte(`{"pix":[{"endToEndId":"` + stranger + `","txid":"naoehnosso0000000000000000000","valor":"9.99","horario":"2026-01-01T12:00:00Z"}]}`)
-	if got := post(e.a.host, hook.ID, simpsp.Sign(secret, e.clock.Now(), strange), strange); got != 200 {
+	if got := post(e.a.host, hook, psp, strange); got != 200 {
 		t.Fatalf("signed webhook for a stranger: %d", got)
 	}
 	if rec := e.receipt(e.a, stranger); rec.Status != "unconfirmed" || rec.Note != "o PSP não conhece este Pix" || rec.AttemptID != nil {
@@ -633,27 +617,19 @@ func TestWebhookAuthentication(t *testing.T) {
 func TestReceiptSweepReconcilesWhatTheWebhookDidNot(t *testing.T) {
 	e := newEnv(t)
 	a := e.start(e.a, startReq(e.a, "chk_rec_sweep", 4200, pixInstrument))
-	// The PSP's notification is lost (its registration forgotten) ...
-	var n int
-	e.scalar(e.a, &n, `WITH d AS (DELETE FROM payments.sim_pix_webhooks RETURNING 1) SELECT count(*) FROM d`)
+	// The PSP's notification is lost ...
+	e.sim.SetFaults("drop_webhook=1")
 	if _, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()})); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually(10*time.Second, "webhook dropped", func() bool { _, done := e.jobCount("payments_simpsp_webhook", "handler_id", "pix"); return done == 1 })
+	e.deliveries(e.a, "dropped", 1)
 	// ... after the receipt was stored, as a webhook request cut short
 	// after its insert leaves it.
-	var p paymentsdb.PaymentsSimPix
-	e.q(e.a, func(q *paymentsdb.Queries) (err error) {
-		rows, err := q.SimListPixForCharge(context.Background(), paymentsdb.SimListPixForChargeParams{TenantID: e.a.id, Txid: pixDisplayOf(t, a).Txid})
-		if err == nil && len(rows) == 1 {
-			p = rows[0]
-		}
-		return err
-	})
+	p := e.pixOf(e.a, pixDisplayOf(t, a).Txid)
 	hook := e.hook(e.a, "pix")
 	due := e.clock.Now().Add(time.Minute)
 	e.q(e.a, func(q *paymentsdb.Queries) error {
-		_, err := q.InsertReceipt(context.Background(), paymentsdb.InsertReceiptParams{TenantID: e.a.id, E2eID: p.E2eID, HookID: hook,
+		_, err := q.InsertReceipt(context.Background(), paymentsdb.InsertReceiptParams{TenantID: e.a.id, E2eID: p.EndToEndID, HookID: hook,
 			HandlerID: "pix", Txid: p.Txid, Amount: 4200, Horario: p.Horario, Raw: []byte(`{}`), ReconcileAfter: &due})
 		return err
 	})
@@ -665,7 +641,7 @@ func TestReceiptSweepReconcilesWhatTheWebhookDidNot(t *testing.T) {
 		t.Fatalf("due: %d decided, want 1", n)
 	}
 	e.waitStatus(e.a, a.GetId(), statusSucceeded)
-	if rec := e.receipt(e.a, p.E2eID); rec.Status != "matched" || rec.AttemptID == nil || *rec.AttemptID != a.GetId() {
+	if rec := e.receipt(e.a, p.EndToEndID); rec.Status != "matched" || rec.AttemptID == nil || *rec.AttemptID != a.GetId() {
 		t.Errorf("receipt %s for %v", rec.Status, rec.AttemptID)
 	}
 	e.eventually(10*time.Second, "announced to checkout", func() bool { return len(e.settled(a.GetId())) == 1 })

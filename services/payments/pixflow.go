@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,98 +16,125 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/tenancy"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
 	"github.com/bcpdev/bcp/services/payments/pix"
+	"github.com/bcpdev/bcp/services/payments/pix/apipix"
 	"github.com/bcpdev/bcp/services/payments/pix/brcode"
-	"github.com/bcpdev/bcp/services/payments/pix/simpsp"
 )
 
-var errNoPixAdapter = errors.New("payments: no PSP adapter for production Pix handlers")
-
-// pixPSP returns the PSP client of an account: the simulator for sandbox
-// handlers, the configured adapter for production ones.
-func (s *Service) pixPSP(ctx context.Context, a PixAccount) (pix.PSP, error) {
-	if a.Environment == "sandbox" {
-		return s.faults.pix(s.sim.Client(simpsp.Receiver{
-			HandlerID: a.HandlerID, MerchantName: a.MerchantName, MerchantCity: a.MerchantCity,
-			LocationHost: a.LocationHost, Secret: a.WebhookSecret,
-		})), nil
+// pspForStart is the PSP client that creates a handler's charge, and
+// the Pix key the charge is for. It makes sure the handler has its
+// webhook hook and that the PSP posts to it (PUT /webhook/{chave}),
+// registering again whenever the URL, the key or the PSP settings change.
+func (s *Service) pspForStart(ctx context.Context, h handler, baseURL string) (pix.PSP, string, error) {
+	tid := h.Tenant.GetId()
+	m, err := s.merchant(ctx, tid)
+	if err != nil {
+		return nil, "", err
 	}
-	if s.opts.PixPSP == nil {
-		return nil, errNoPixAdapter
+	c, err := s.connectionOf(ctx, h, m.secrets[h.ID], "")
+	if err != nil {
+		return nil, "", err
 	}
-	return s.opts.PixPSP(ctx, a)
+	psp, err := s.pixClient(ctx, tid, h.ID, c)
+	if err != nil {
+		return nil, "", err
+	}
+	chave := c.chave
+	if chave == "" {
+		chave = h.Config.PixKey
+	}
+	if chave == "" {
+		return nil, "", &apipix.ConfigError{Code: "missing_pix_key", Msg: "configure a chave Pix do recebedor (pix_key) no handler " + h.ID}
+	}
+	hook, err := s.ensureHook(ctx, h.ID, h.Environment)
+	if err != nil {
+		return nil, "", err
+	}
+	webhook := s.webhookURL(baseURL, hook.ID)
+	// What was registered, and where: a new URL, key or PSP account
+	// registers again.
+	registered := webhook + " " + chave + " " + settingsKey(tid, h.ID, c.settings.PSP)
+	if hook.RegisteredUrl != registered {
+		if err := psp.EnsureWebhook(ctx, chave, webhook); err != nil {
+			return nil, "", err
+		}
+		err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
+			return q.SetHookURL(ctx, paymentsdb.SetHookURLParams{TenantID: tid, ID: hook.ID, RegisteredUrl: registered})
+		})
+		if err != nil {
+			return nil, "", err
+		}
+	}
+	return psp, chave, nil
 }
 
-// pspForHandler is the PSP client for follow-up calls (no BR Code is
-// minted, so the receiver's display names do not matter). env is the
-// environment the charge was made in ("" for the handler's current one):
-// a handler switched to production keeps its sandbox charges on the
-// simulator.
+// webhookURL is where the PSP posts a hook's notifications (it appends
+// "/pix"): the merchant's own host, on the listener that asks for the
+// PSP's client certificate.
+func (s *Service) webhookURL(merchantOrigin, hookID string) string {
+	origin := merchantOrigin
+	if s.opts.WebhookOrigin != nil {
+		origin = s.opts.WebhookOrigin(merchantOrigin)
+	}
+	return strings.TrimRight(origin, "/") + "/webhooks/pix/" + hookID
+}
+
+// pspUnusable stores an attempt that cannot start because the handler's
+// PSP settings are wrong or missing: payment_failed with what the agent
+// may tell the buyer, and an alert that tells the merchant what to fix.
+func (s *Service) pspUnusable(ctx context.Context, p paymentsdb.InsertAttemptParams, h handler, err error, m *paymentsv1.StartPaymentRequest, hash []byte) (attempt, error) {
+	d := apipix.Diagnose(err)
+	var nc *errNotConfigured
+	switch {
+	case errors.As(err, &nc), errors.Is(err, errNoSandbox):
+		d = apipix.Diagnosis{Code: "not_configured", Merchant: "o handler Pix " + h.ID + " não tem PSP configurado (URL, credenciais e certificado)", Config: true,
+			Buyer: "O pagamento por Pix está indisponível nesta loja por um problema de configuração; tente outro meio de pagamento."}
+	}
+	s.log.ErrorContext(ctx, "payments: Pix handler cannot reach its PSP", "handler_id", h.ID, "code", d.Code, "err", err.Error())
+	s.metrics.pspUnusable.WithLabelValues("pix", d.Code).Inc()
+	if d.Config {
+		s.alertConfig(ctx, h.ID, "psp_config", "Pix ("+h.ID+"): "+d.Merchant+". Pagamentos por Pix falham até a configuração ser corrigida (Pagamentos → Testar conexão).")
+	}
+	return s.insertFailed(ctx, p, failed("%s", d.Buyer), m, hash)
+}
+
+// alertConfig records a merchant alert about a handler's configuration.
+func (s *Service) alertConfig(ctx context.Context, handlerID, kind, msg string) {
+	err := s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
+		return q.InsertAlert(ctx, paymentsdb.InsertAlertParams{TenantID: tid, ID: ids.New("alr"), Kind: kind, Message: msg})
+	})
+	if err != nil {
+		s.log.ErrorContext(ctx, "payments: alert not recorded", "handler_id", handlerID, "kind", kind, "err", err.Error())
+		return
+	}
+	s.metrics.alerts.WithLabelValues(kind).Inc()
+}
+
+// pspForHandler is the PSP client for follow-up calls on a handler's
+// charges made in env ("" for the handler's current environment), and
+// the handler's hook (receipts name it).
 func (s *Service) pspForHandler(ctx context.Context, handlerID, env string) (pix.PSP, paymentsdb.PaymentsHook, error) {
-	hook, secret, err := s.hookByHandler(ctx, handlerID)
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return nil, paymentsdb.PaymentsHook{}, err
+	}
+	hook, err := s.hookByHandler(ctx, handlerID)
 	if err != nil {
 		return nil, hook, err
 	}
-	if env == "" {
-		env = hook.Environment
-	}
-	psp, err := s.pixPSP(ctx, PixAccount{HandlerID: handlerID, Environment: env, WebhookSecret: secret})
+	psp, _, err := s.pixOf(ctx, tid.String(), handlerID, env)
 	return psp, hook, err
 }
 
-// pspForStart is the PSP client that creates a charge: it makes sure the
-// handler has its webhook hook and that the PSP posts to it.
-func (s *Service) pspForStart(ctx context.Context, h handler, baseURL string) (pix.PSP, error) {
-	hook, secret, err := s.ensureHook(ctx, h.ID, h.Environment)
-	if err != nil {
-		return nil, err
-	}
-	name, city := h.Config.MerchantName, h.Config.MerchantCity
-	if name == "" && h.Tenant != nil {
-		name = h.Tenant.GetName()
-	}
-	host := ""
-	if u, err := url.Parse(baseURL); err == nil {
-		host = u.Host
-	}
-	psp, err := s.pixPSP(ctx, PixAccount{HandlerID: h.ID, Environment: h.Environment, MerchantName: name, MerchantCity: city,
-		LocationHost: host, WebhookSecret: secret})
-	if err != nil {
-		return nil, err
-	}
-	webhook := baseURL + "/webhooks/pix/" + hook.ID
-	if hook.RegisteredUrl != webhook {
-		if err := psp.EnsureWebhook(ctx, pixKey(h), webhook); err != nil {
-			return nil, err
-		}
-		err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
-			return q.SetHookURL(ctx, paymentsdb.SetHookURLParams{TenantID: tid, ID: hook.ID, RegisteredUrl: webhook})
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return psp, nil
-}
-
-// pixKey is the receiver's Pix key: the handler's pix_key, or in the
-// sandbox a stable random-key (EVP) lookalike.
-func pixKey(h handler) string {
-	if h.Config.PixKey != "" {
-		return h.Config.PixKey
-	}
-	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("bcp-sandbox-pix-key:"+h.Tenant.GetId()+"/"+h.ID)).String()
-}
-
 func (s *Service) startPix(ctx context.Context, p paymentsdb.InsertAttemptParams, h handler, m *paymentsv1.StartPaymentRequest, hash []byte) (attempt, error) {
-	psp, err := s.pspForStart(ctx, h, m.GetBaseUrl())
-	if errors.Is(err, errNoPixAdapter) {
-		s.log.ErrorContext(ctx, "payments: production Pix handler without a PSP adapter", "handler_id", h.ID)
-		return s.insertFailed(ctx, p, failed("O pagamento por Pix não está disponível nesta loja no momento."), m, hash)
-	}
+	psp, chave, err := s.pspForStart(ctx, h, m.GetBaseUrl())
 	if err != nil {
+		if unusable(err) {
+			return s.pspUnusable(ctx, p, h, err, m, hash)
+		}
 		return attempt{}, err
 	}
 	lifetime := h.Config.ExpirationSeconds
@@ -128,7 +156,17 @@ func (s *Service) startPix(ctx context.Context, p paymentsdb.InsertAttemptParams
 	if existed {
 		return s.replay(ctx, a, m, hash)
 	}
-	return s.createCharge(ctx, a, psp, h)
+	return s.createCharge(ctx, a, psp, chave)
+}
+
+// unusable says an error means the handler cannot reach its PSP now (its
+// settings, or the PSP itself), as opposed to our own storage failing.
+func unusable(err error) bool {
+	var ce *apipix.ConfigError
+	var te *apipix.TransportError
+	var p *pix.Problem
+	var nc *errNotConfigured
+	return errors.As(err, &ce) || errors.As(err, &te) || errors.As(err, &p) || errors.As(err, &nc) || errors.Is(err, errNoSandbox)
 }
 
 type pixDisplay struct {
@@ -150,7 +188,7 @@ type pixDisplayBody struct {
 
 // createCharge creates (or, on a retry, re-puts) the attempt's charge at
 // the PSP and stores what the buyer needs to pay it.
-func (s *Service) createCharge(ctx context.Context, a attempt, psp pix.PSP, h handler) (attempt, error) {
+func (s *Service) createCharge(ctx context.Context, a attempt, psp pix.PSP, chave string) (attempt, error) {
 	txid := *a.Txid
 	valor, err := pix.FormatValor(a.Amount)
 	if err != nil {
@@ -160,7 +198,7 @@ func (s *Service) createCharge(ctx context.Context, a attempt, psp pix.PSP, h ha
 	// The charge lives exactly as long as the attempt (at least 1 s).
 	req.Calendario.Expiracao = max(1, int(math.Ceil(a.ExpiresAt.Sub(s.now()).Seconds())))
 	req.Valor.Original = valor
-	req.Chave = pixKey(h)
+	req.Chave = chave
 	req.SolicitacaoPagador = "Pedido " + a.CheckoutID
 	if len(req.SolicitacaoPagador) > 140 {
 		req.SolicitacaoPagador = req.SolicitacaoPagador[:140]
@@ -173,8 +211,12 @@ func (s *Service) createCharge(ctx context.Context, a attempt, psp pix.PSP, h ha
 		}
 	}
 	if err != nil {
-		s.log.WarnContext(ctx, "payments: Pix charge creation failed", "attempt_id", a.ID, "txid", txid, "err", err.Error())
-		out, ferr := s.failPending(ctx, a.ID, failed("Não foi possível gerar a cobrança Pix agora; tente novamente."), false)
+		d := apipix.Diagnose(err)
+		s.log.WarnContext(ctx, "payments: Pix charge creation failed", "attempt_id", a.ID, "txid", txid, "code", d.Code, "err", err.Error())
+		if d.Config {
+			s.alertConfig(ctx, a.HandlerID, "psp_config", "Pix ("+a.HandlerID+"): "+d.Merchant+". Pagamentos por Pix falham até a configuração ser corrigida (Pagamentos → Testar conexão).")
+		}
+		out, ferr := s.failPending(ctx, a.ID, failed("%s", d.Buyer), false)
 		// The PSP may have created it before failing: make sure nobody can pay it.
 		_, _ = psp.RemoveCharge(context.WithoutCancel(ctx), txid)
 		return out, ferr
@@ -560,7 +602,15 @@ func (s *Service) simulatePixPayment(ctx context.Context, m *paymentsv1.Simulate
 	if amount == 0 {
 		amount = a.Amount
 	}
-	if _, err := s.sim.Pay(ctx, a.HandlerID, *a.Txid, amount); errors.Is(err, simpsp.ErrNotActive) {
+	_, c, err := s.pixOf(ctx, a.TenantID.String(), a.HandlerID, a.Environment)
+	if err != nil {
+		return a, err
+	}
+	if !c.sandbox {
+		return a, apperr.New(apperr.KindFailedPrecondition, "simulation_not_allowed", "only charges on the PSP simulator's sandbox accounts can be paid by simulation")
+	}
+	var se *simError
+	if err := s.simPay(ctx, c.clientID, *a.Txid, amount); errors.As(err, &se) && (se.status == http.StatusConflict || se.status == http.StatusNotFound) {
 		return a, apperr.New(apperr.KindFailedPrecondition, "charge_not_active", "esta cobrança Pix não está mais ativa")
 	} else if err != nil {
 		return a, err

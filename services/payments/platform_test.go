@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -18,18 +17,20 @@ import (
 	"github.com/bcpdev/bcp/platform"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
-	"github.com/bcpdev/bcp/services/payments/paymentshttp"
+	"github.com/bcpdev/bcp/services/edge"
 )
 
 // TestPlatformWiring runs the service as bcpd hosts it (its job client,
-// workers and clients from the platform), with the checkout service
-// elsewhere: a Pix paid through the simulated PSP's real webhook ends in
-// a checkout_settle job in the checkout's queue, which this process (not
-// hosting checkout) leaves for a checkout process.
+// workers and clients from the platform, the PSP simulator and the edge's
+// webhook listener beside it), with the checkout service elsewhere: a Pix
+// paid at the PSP simulator, notified over mTLS to the webhook listener,
+// ends in a checkout_settle job in the checkout's queue, which this
+// process (not hosting checkout) leaves for a checkout process.
 func TestPlatformWiring(t *testing.T) {
 	d := testdb.New(t)
 	r, err := platform.Start(context.Background(), platform.Config{
-		Services: []string{platform.Tenants, platform.Payments}, DatabaseURL: d.AppURL, InternalAddr: "127.0.0.1:0",
+		Services:    []string{platform.Tenants, platform.Payments, platform.PSPSim, platform.Edge},
+		DatabaseURL: d.AppURL, InternalAddr: "127.0.0.1:0", PublicAddr: "127.0.0.1:0", Edge: edge.Config{PublicScheme: "http"},
 		InternalToken: internalToken, OperatorToken: operatorToken,
 		MasterKey: masterKey, Logger: quietLog(),
 	})
@@ -49,16 +50,7 @@ func TestPlatformWiring(t *testing.T) {
 		Handler: &tenantsv1.PaymentHandler{Id: "pix", Name: "br.dev.bcp.pix", AvailableInstrumentsJson: `[{"type":"pix"}]`, Environment: "sandbox"}})); err != nil {
 		t.Fatal(err)
 	}
-	// The edge's part: Host → tenant, then the payments routes.
-	public := http.NewServeMux()
-	for pattern, h := range paymentshttp.Routes(r.Clients.Payments) {
-		public.Handle(pattern, h)
-	}
-	pub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		public.ServeHTTP(w, req.WithContext(tenancy.With(req.Context(), tid)))
-	}))
-	t.Cleanup(pub.Close)
-	_, port, _ := net.SplitHostPort(pub.Listener.Addr().String())
+	_, port, _ := net.SplitHostPort(r.PublicAddr)
 
 	ctx := tenancy.With(context.Background(), tid)
 	req := startReq(merchant{baseURL: "http://loja-c.localhost:" + port}, "chk_platform", 7777, pixInstrument)
@@ -98,6 +90,8 @@ func TestPlatformWiring(t *testing.T) {
 		`bcp_payment_attempt_transitions_total{kind="pix",status="pending"} 1`,
 		`bcp_payment_attempt_transitions_total{kind="pix",status="succeeded"} 1`,
 		`bcp_payment_pix_webhooks_total{result="stored"} 1`,
+		`bcp_psp_requests_total{kind="pix",op="cob.put",status="201"} 1`,
+		`bcp_psp_requests_total{kind="pix",op="token",status="200"} 1`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -99,19 +99,18 @@ func (s *Service) IngestPixWebhook(ctx context.Context, r *connect.Request[payme
 	if err != nil {
 		return nil, err
 	}
-	secret, err := s.seal.Open(hook.SealedSecret, hookAAD(hook.TenantID, hook.ID))
+	psp, _, err := s.pixOf(ctx, hook.TenantID.String(), hook.HandlerID, hook.Environment)
 	if err != nil {
-		return nil, err
-	}
-	psp, err := s.pixPSP(ctx, PixAccount{HandlerID: hook.HandlerID, Environment: hook.Environment, WebhookSecret: secret})
-	if err != nil {
-		return nil, err
+		// A handler that cannot build its PSP client cannot check who
+		// calls: nothing is stored, and the PSP will deliver again.
+		s.log.ErrorContext(ctx, "payments: Pix webhook for a handler without usable PSP settings", "hook_id", hook.ID, "err", err.Error())
+		return nil, apperr.New(apperr.KindUnavailable, "psp_not_configured", "the handler's PSP settings are not usable")
 	}
 	header := http.Header{}
 	for k, v := range m.GetHeaders() {
 		header.Set(k, v)
 	}
-	if err := psp.AuthenticateWebhook(ctx, pix.Webhook{Header: header, Body: m.GetBody()}); err != nil {
+	if err := psp.AuthenticateWebhook(ctx, pix.Webhook{Header: header, Body: m.GetBody(), ClientCertChain: m.GetClientCertChain()}); err != nil {
 		s.log.WarnContext(ctx, "payments: Pix webhook rejected", "hook_id", hook.ID, "err", err.Error())
 		s.metrics.webhooks.WithLabelValues("unauthenticated").Inc()
 		return nil, apperr.New(apperr.KindUnauthenticated, "invalid_signature", "the webhook is not authenticated")

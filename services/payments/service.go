@@ -24,8 +24,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"connectrpc.com/connect"
@@ -40,80 +40,66 @@ import (
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
-	"github.com/bcpdev/bcp/services/payments/card"
-	"github.com/bcpdev/bcp/services/payments/card/simcard"
-	"github.com/bcpdev/bcp/services/payments/pix"
-	"github.com/bcpdev/bcp/services/payments/pix/simpsp"
+	"github.com/bcpdev/bcp/services/payments/card/stripecard"
+	"github.com/bcpdev/bcp/services/payments/pix/apipix"
 )
-
-// PixAccount is what a PSP adapter needs to act for one merchant's Pix
-// handler.
-type PixAccount struct {
-	HandlerID   string
-	Environment string // "sandbox" or "production"
-	// MerchantName and MerchantCity go into BR Codes the PSP mints.
-	MerchantName string
-	MerchantCity string
-	// LocationHost is the merchant host the agent used (for the sandbox
-	// simulator's charge locations).
-	LocationHost string
-	// WebhookSecret authenticates the PSP's webhooks.
-	WebhookSecret []byte
-}
 
 // Options tune the service. The zero value is the production default.
 type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (tests move it).
 	Now func() time.Time
-	// HTTPClient posts the simulated PSP's webhooks.
-	HTTPClient *http.Client
-	// PixPSP returns the PSP adapter of a production Pix handler; sandbox
-	// handlers always use the simulated PSP. Nil: production Pix handlers
-	// fail their attempts with payment_failed (no adapter configured).
-	PixPSP func(ctx context.Context, a PixAccount) (pix.PSP, error)
-	// CardProcessor returns the processor of a production delegated
-	// handler; sandbox handlers use the simulated processor.
-	CardProcessor func(ctx context.Context, handlerID string) (card.Processor, error)
+	// Sandbox is the PSP simulator sandbox handlers without settings of
+	// their own use (zero: such handlers cannot take payments).
+	Sandbox SandboxPSP
+	// WebhookOrigin maps a merchant's origin (https://loja.com.br) to the
+	// origin PSPs post its Pix webhooks to: the listener that asks for
+	// their client certificates. Nil: the merchant origin itself (a
+	// TLS-terminating proxy in front forwards the certificate).
+	WebhookOrigin func(merchantOrigin string) string
+	// PSPDial dials PSPs, processors and the simulator (nil: the system's
+	// resolver; dev sends *.localhost to loopback).
+	PSPDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// PSPWrap wraps the transport of every PSP and processor client
+	// (tests: the API Pix contract checker).
+	PSPWrap func(http.RoundTripper) http.RoundTripper
 	// Metrics registers the service's counters (nil: not exported).
 	Metrics prometheus.Registerer
-	// SimFaults injects faults into the sandbox simulators (syntax of
-	// SimFaultsEnv); "" reads the environment variable.
-	SimFaults string
 }
 
 // Service implements paymentsv1connect.PaymentsServiceHandler.
 type Service struct {
-	pool     *pgxpool.Pool
-	tenants  tenantsv1connect.TenantServiceClient
-	seal     sealer.Sealer
-	hashKey  []byte
-	jobs     *jobs.Client
-	now      func() time.Time
-	log      *slog.Logger
-	sim      *simpsp.Sim
-	simCards *simcard.Processor
-	faults   *simFaults // nil: none
-	opts     Options
-	metrics  *metrics
-	// handlerCache holds each merchant's payment handlers (one registry
-	// GetDiscovery per payment otherwise); Run keeps it current.
+	pool    *pgxpool.Pool
+	tenants tenantsv1connect.TenantServiceClient
+	seal    sealer.Sealer
+	hashKey []byte
+	jobs    *jobs.Client
+	now     func() time.Time
+	log     *slog.Logger
+	opts    Options
+	metrics *metrics
+	// handlerCache holds each merchant's payment handlers and their
+	// secret settings (two registry calls per payment otherwise); Run
+	// keeps it current.
 	handlerCache *tenantcache.Cache[merchantHandlers]
+	// pixClients and cardClients keep one client per handler settings,
+	// with its OAuth2 token and connections (keyed by settingsKey).
+	pixClients  *tenantcache.Cache[*apipix.Client]
+	cardClients *tenantcache.Cache[*stripecard.Processor]
+	simHTTP     *http.Client // the simulator's control API
 }
 
-// New returns the service. masterKey (32 bytes) seals the Pix webhook
-// secrets and keys the request hashes; tenants resolves the merchant's
-// handlers. It calls no other service: the checkout service learns of
-// asynchronous changes from the jobs announce inserts.
+// New returns the service. masterKey (32 bytes) seals the sandbox
+// accounts' credentials and keys the request hashes; tenants resolves the
+// merchant's handlers and their settings. It calls no other service: the
+// checkout service learns of asynchronous changes from the jobs announce
+// inserts.
 func New(pool *pgxpool.Pool, tenants tenantsv1connect.TenantServiceClient, masterKey []byte, opts Options) (*Service, error) {
 	seal, err := sealer.NewAESGCM(masterKey)
 	if err != nil {
 		return nil, err
 	}
-	if opts.SimFaults == "" {
-		opts.SimFaults = os.Getenv(SimFaultsEnv)
-	}
-	faults, err := parseSimFaults(opts.SimFaults)
+	simHTTP, err := newSimHTTP(opts.Sandbox, opts.PSPDial)
 	if err != nil {
 		return nil, err
 	}
@@ -122,8 +108,13 @@ func New(pool *pgxpool.Pool, tenants tenantsv1connect.TenantServiceClient, maste
 	m.Write([]byte("bcp/payments/request-hash/v1"))
 	s := &Service{
 		pool: pool, tenants: tenants, seal: seal, hashKey: m.Sum(nil),
-		now: opts.Now, log: opts.Logger, simCards: simcard.New(pool), faults: faults, opts: opts, metrics: newMetrics(opts.Metrics),
+		now: opts.Now, log: opts.Logger, opts: opts, metrics: newMetrics(opts.Metrics),
 		handlerCache: tenantcache.New[merchantHandlers](tenantcache.Options{}),
+		// Settings change rarely and a change makes a new key: an hour
+		// keeps tokens and connections warm, the LRU bounds the count.
+		pixClients:  tenantcache.New[*apipix.Client](tenantcache.Options{TTL: time.Hour, UnwatchedTTL: time.Hour}),
+		cardClients: tenantcache.New[*stripecard.Processor](tenantcache.Options{TTL: time.Hour, UnwatchedTTL: time.Hour}),
+		simHTTP:     simHTTP,
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -131,7 +122,6 @@ func New(pool *pgxpool.Pool, tenants tenantsv1connect.TenantServiceClient, maste
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.sim = simpsp.New(pool, s.now, opts.HTTPClient, s.log, s.hookSecretByHandler)
 	return s, nil
 }
 
@@ -146,19 +136,12 @@ func (s *Service) Run(ctx context.Context, log *slog.Logger) {
 
 // UseJobs gives the service its job client (set after construction because
 // the client's workers need the service).
-func (s *Service) UseJobs(c *jobs.Client) {
-	s.jobs = c
-	s.sim.UseJobs(c)
-}
+func (s *Service) UseJobs(c *jobs.Client) { s.jobs = c }
 
 // AddWorkers registers the service's durable jobs; with a nil s, stand-ins
 // for them (jobs.AddWorker), for a process that does not host payments.
 func AddWorkers(w *river.Workers, s *Service) {
 	hosted := s != nil
-	var sim *simpsp.Sim
-	if hosted {
-		sim = s.sim
-	}
 	jobs.AddWorker(w, &expireWorker{s: s}, hosted)
 	jobs.AddWorker(w, &pollWorker{s: s}, hosted)
 	jobs.AddWorker(w, &reconcileWorker{s: s}, hosted)
@@ -166,11 +149,7 @@ func AddWorkers(w *river.Workers, s *Service) {
 	jobs.AddWorker(w, &refundWorker{s: s}, hosted)
 	jobs.AddWorker(w, &cardResolveWorker{s: s}, hosted) // jobs queued before the resolve sweep
 	jobs.AddWorker(w, &resolveSweepWorker{s: s}, hosted)
-	jobs.AddWorker(w, &simpsp.DeliverWorker{Sim: sim}, hosted)
 }
-
-// Sim is the simulated PSP (sandbox tooling and tests).
-func (s *Service) Sim() *simpsp.Sim { return s.sim }
 
 // Policy: Ping is internal; every other procedure is tenant-scoped.
 func Policy(procedure string) svcauth.Access {

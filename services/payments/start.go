@@ -17,6 +17,7 @@ import (
 	"github.com/bcpdev/bcp/internal/tenancy"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
+	"github.com/bcpdev/bcp/services/payments/pix/apipix"
 )
 
 var (
@@ -127,11 +128,14 @@ func (s *Service) replay(ctx context.Context, a attempt, m *paymentsv1.StartPaym
 		if h == nil {
 			return s.failPending(ctx, a.ID, failed("O handler de pagamento %q foi removido desta loja.", a.HandlerID), false)
 		}
-		psp, err := s.pspForStart(ctx, *h, a.BaseUrl)
+		psp, chave, err := s.pspForStart(ctx, *h, a.BaseUrl)
 		if err != nil {
+			if unusable(err) {
+				return s.failPending(ctx, a.ID, failed("%s", apipix.Diagnose(err).Buyer), false)
+			}
 			return attempt{}, err
 		}
-		return s.createCharge(ctx, a, psp, *h)
+		return s.createCharge(ctx, a, psp, chave)
 	case a.Txid == nil && a.ChargeID == nil:
 		h, err := s.handlerOf(ctx, a)
 		if err != nil {

@@ -197,69 +197,39 @@ var brt = time.FixedZone("BRT", -3*3600)
 
 // Hooks.
 
-func hookAAD(tenant uuid.UUID, hookID string) []byte {
-	return []byte("bcp/payments/pix-hook/" + tenant.String() + "/" + hookID)
-}
-
-// ensureHook returns the handler's webhook hook, creating it (with a new
-// sealed secret) the first time.
-func (s *Service) ensureHook(ctx context.Context, handlerID, env string) (paymentsdb.PaymentsHook, []byte, error) {
+// ensureHook returns the handler's webhook hook, creating it the first
+// time, and records the environment it is used in.
+func (s *Service) ensureHook(ctx context.Context, handlerID, env string) (paymentsdb.PaymentsHook, error) {
 	// Every charge after a handler's first finds its hook as it is: one
 	// read. Creating it or moving it to env is a transaction.
-	if hook, secret, err := s.hookByHandler(ctx, handlerID); err == nil && hook.Environment == env {
-		return hook, secret, nil
+	if hook, err := s.hookByHandler(ctx, handlerID); err == nil && hook.Environment == env {
+		return hook, nil
 	} else if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return hook, nil, err
+		return hook, err
 	}
 	var hook paymentsdb.PaymentsHook
 	err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, _ pgx.Tx) error {
+		if err := q.InsertHook(ctx, paymentsdb.InsertHookParams{TenantID: tid, ID: ids.New("whk"), HandlerID: handlerID, Environment: env}); err != nil {
+			return err
+		}
 		var err error
 		hook, err = q.GetHookByHandler(ctx, paymentsdb.GetHookByHandlerParams{TenantID: tid, HandlerID: handlerID})
-		if errors.Is(err, pgx.ErrNoRows) {
-			id := ids.New("whk")
-			secret := make([]byte, 32)
-			if _, err := rand.Read(secret); err != nil {
-				return err
-			}
-			sealed, serr := s.seal.Seal(secret, hookAAD(tid, id))
-			clear(secret)
-			if serr != nil {
-				return serr
-			}
-			if ierr := q.InsertHook(ctx, paymentsdb.InsertHookParams{TenantID: tid, ID: id, HandlerID: handlerID, Environment: env, SealedSecret: sealed}); ierr != nil {
-				return ierr
-			}
-			hook, err = q.GetHookByHandler(ctx, paymentsdb.GetHookByHandlerParams{TenantID: tid, HandlerID: handlerID})
-		}
 		if err == nil && hook.Environment != env {
 			err = q.SetHookEnvironment(ctx, paymentsdb.SetHookEnvironmentParams{TenantID: tid, ID: hook.ID, Environment: env})
 			hook.Environment = env
 		}
 		return err
 	})
-	if err != nil {
-		return hook, nil, err
-	}
-	secret, err := s.seal.Open(hook.SealedSecret, hookAAD(hook.TenantID, hook.ID))
-	return hook, secret, err
+	return hook, err
 }
 
-// hookByHandler loads an existing hook and opens its secret.
-func (s *Service) hookByHandler(ctx context.Context, handlerID string) (paymentsdb.PaymentsHook, []byte, error) {
+// hookByHandler loads an existing hook.
+func (s *Service) hookByHandler(ctx context.Context, handlerID string) (paymentsdb.PaymentsHook, error) {
 	var hook paymentsdb.PaymentsHook
 	err := s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
 		var err error
 		hook, err = q.GetHookByHandler(ctx, paymentsdb.GetHookByHandlerParams{TenantID: tid, HandlerID: handlerID})
 		return err
 	})
-	if err != nil {
-		return hook, nil, err
-	}
-	secret, err := s.seal.Open(hook.SealedSecret, hookAAD(hook.TenantID, hook.ID))
-	return hook, secret, err
-}
-
-func (s *Service) hookSecretByHandler(ctx context.Context, handlerID string) ([]byte, error) {
-	_, secret, err := s.hookByHandler(ctx, handlerID)
-	return secret, err
+	return hook, err
 }

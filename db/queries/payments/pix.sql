@@ -1,6 +1,6 @@
 -- name: InsertHook :exec
-INSERT INTO payments.hooks (tenant_id, id, handler_id, environment, sealed_secret)
-VALUES (@tenant_id, @id, @handler_id, @environment, @sealed_secret)
+INSERT INTO payments.hooks (tenant_id, id, handler_id, environment)
+VALUES (@tenant_id, @id, @handler_id, @environment)
 ON CONFLICT (tenant_id, handler_id) DO NOTHING;
 
 -- name: SetHookEnvironment :exec
@@ -63,3 +63,16 @@ VALUES (@tenant_id, @id, @kind, @message, @attempt_id, @e2e_id);
 
 -- name: ListAlerts :many
 SELECT * FROM payments.alerts WHERE tenant_id = @tenant_id ORDER BY created_at DESC, id DESC LIMIT 200;
+
+-- name: GetSandboxAccount :one
+SELECT * FROM payments.sandbox_accounts WHERE tenant_id = @tenant_id AND handler_id = @handler_id;
+
+-- name: LockSandboxProvisioning :exec
+-- Serialises the opening of one handler's simulator account: the
+-- simulator hands out new credentials on every call, so two processes
+-- opening it at once would each store credentials the other revoked.
+SELECT pg_advisory_xact_lock(hashtextextended('payments.sandbox_accounts/' || @tenant_id::text || '/' || @handler_id::text, 0));
+
+-- name: InsertSandboxAccount :exec
+INSERT INTO payments.sandbox_accounts (tenant_id, handler_id, client_id, chave, sealed_secrets)
+VALUES (@tenant_id, @handler_id, @client_id, @chave, @sealed_secrets);

@@ -95,74 +95,13 @@ type PaymentsRefund struct {
 	UpdatedAt      time.Time
 }
 
-type PaymentsSimCardCharge struct {
-	TenantID       uuid.UUID
-	ID             string
-	IdempotencyKey string
-	TokenHash      []byte
-	Amount         int64
-	Currency       string
-	Status         string
-	DeclineCode    string
-	Refunded       int64
-	CreatedAt      time.Time
-}
-
-type PaymentsSimCardRefund struct {
-	TenantID       uuid.UUID
-	ID             string
-	ChargeID       string
-	IdempotencyKey string
-	Amount         int64
-	CreatedAt      time.Time
-}
-
-type PaymentsSimPix struct {
-	TenantID    uuid.UUID
-	E2eID       string
-	Txid        string
-	HandlerID   string
-	Valor       string
-	Horario     time.Time
-	InfoPagador string
-}
-
-type PaymentsSimPixCharge struct {
-	TenantID    uuid.UUID
-	Txid        string
-	HandlerID   string
-	Revisao     int32
-	Status      string
-	Valor       string
-	Expiracao   int32
-	Chave       string
-	Solicitacao string
-	Location    string
-	CopiaECola  string
-	Criacao     time.Time
-	UpdatedAt   time.Time
-}
-
-type PaymentsSimPixRefund struct {
-	TenantID    uuid.UUID
-	E2eID       string
-	ID          string
-	RtrID       string
-	Valor       string
-	Natureza    string
-	Descricao   string
-	Status      string
-	Motivo      string
-	Solicitacao time.Time
-	Liquidacao  *time.Time
-}
-
-type PaymentsSimPixWebhook struct {
-	TenantID  uuid.UUID
-	HandlerID string
-	Chave     string
-	Url       string
-	UpdatedAt time.Time
+type PaymentsSandboxAccount struct {
+	TenantID      uuid.UUID
+	HandlerID     string
+	ClientID      string
+	Chave         string
+	SealedSecrets []byte
+	CreatedAt     time.Time
 }
 
 type PaymentsTokenUse struct {

@@ -147,6 +147,29 @@ func (q *Queries) GetReceiptForReconcile(ctx context.Context, arg GetReceiptForR
 	return i, err
 }
 
+const getSandboxAccount = `-- name: GetSandboxAccount :one
+SELECT tenant_id, handler_id, client_id, chave, sealed_secrets, created_at FROM payments.sandbox_accounts WHERE tenant_id = $1 AND handler_id = $2
+`
+
+type GetSandboxAccountParams struct {
+	TenantID  uuid.UUID
+	HandlerID string
+}
+
+func (q *Queries) GetSandboxAccount(ctx context.Context, arg GetSandboxAccountParams) (PaymentsSandboxAccount, error) {
+	row := q.db.QueryRow(ctx, getSandboxAccount, arg.TenantID, arg.HandlerID)
+	var i PaymentsSandboxAccount
+	err := row.Scan(
+		&i.TenantID,
+		&i.HandlerID,
+		&i.ClientID,
+		&i.Chave,
+		&i.SealedSecrets,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const insertAlert = `-- name: InsertAlert :exec
 INSERT INTO payments.alerts (tenant_id, id, kind, message, attempt_id, e2e_id)
 VALUES ($1, $2, $3, $4, $5, $6)
@@ -174,17 +197,16 @@ func (q *Queries) InsertAlert(ctx context.Context, arg InsertAlertParams) error 
 }
 
 const insertHook = `-- name: InsertHook :exec
-INSERT INTO payments.hooks (tenant_id, id, handler_id, environment, sealed_secret)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO payments.hooks (tenant_id, id, handler_id, environment)
+VALUES ($1, $2, $3, $4)
 ON CONFLICT (tenant_id, handler_id) DO NOTHING
 `
 
 type InsertHookParams struct {
-	TenantID     uuid.UUID
-	ID           string
-	HandlerID    string
-	Environment  string
-	SealedSecret []byte
+	TenantID    uuid.UUID
+	ID          string
+	HandlerID   string
+	Environment string
 }
 
 func (q *Queries) InsertHook(ctx context.Context, arg InsertHookParams) error {
@@ -193,7 +215,6 @@ func (q *Queries) InsertHook(ctx context.Context, arg InsertHookParams) error {
 		arg.ID,
 		arg.HandlerID,
 		arg.Environment,
-		arg.SealedSecret,
 	)
 	return err
 }
@@ -235,6 +256,30 @@ func (q *Queries) InsertReceipt(ctx context.Context, arg InsertReceiptParams) (i
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const insertSandboxAccount = `-- name: InsertSandboxAccount :exec
+INSERT INTO payments.sandbox_accounts (tenant_id, handler_id, client_id, chave, sealed_secrets)
+VALUES ($1, $2, $3, $4, $5)
+`
+
+type InsertSandboxAccountParams struct {
+	TenantID      uuid.UUID
+	HandlerID     string
+	ClientID      string
+	Chave         string
+	SealedSecrets []byte
+}
+
+func (q *Queries) InsertSandboxAccount(ctx context.Context, arg InsertSandboxAccountParams) error {
+	_, err := q.db.Exec(ctx, insertSandboxAccount,
+		arg.TenantID,
+		arg.HandlerID,
+		arg.ClientID,
+		arg.Chave,
+		arg.SealedSecrets,
+	)
+	return err
 }
 
 const listAlerts = `-- name: ListAlerts :many
@@ -339,6 +384,23 @@ func (q *Queries) LockReceipt(ctx context.Context, arg LockReceiptParams) (Payme
 		&i.ReconcileTries,
 	)
 	return i, err
+}
+
+const lockSandboxProvisioning = `-- name: LockSandboxProvisioning :exec
+SELECT pg_advisory_xact_lock(hashtextextended('payments.sandbox_accounts/' || $1::text || '/' || $2::text, 0))
+`
+
+type LockSandboxProvisioningParams struct {
+	TenantID  string
+	HandlerID string
+}
+
+// Serialises the opening of one handler's simulator account: the
+// simulator hands out new credentials on every call, so two processes
+// opening it at once would each store credentials the other revoked.
+func (q *Queries) LockSandboxProvisioning(ctx context.Context, arg LockSandboxProvisioningParams) error {
+	_, err := q.db.Exec(ctx, lockSandboxProvisioning, arg.TenantID, arg.HandlerID)
+	return err
 }
 
 const retryReconcile = `-- name: RetryReconcile :execrows

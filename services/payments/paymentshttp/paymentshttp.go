@@ -8,15 +8,19 @@
 //	GET  /pix/qr/{attempt}.svg
 //
 // The handlers hold no rules: webhooks are forwarded raw to
-// IngestPixWebhook (which authenticates and stores them) and answered 200
-// only once stored; QR images are rendered from the attempt's copia e cola.
+// IngestPixWebhook, with the client certificate the PSP presented (which
+// the payments service checks against the handler's PSP settings), and
+// answered 200 only once stored; QR images are rendered from the
+// attempt's copia e cola.
 package paymentshttp
 
 import (
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"connectrpc.com/connect"
@@ -30,9 +34,18 @@ import (
 // MaxWebhookBody is the largest notification accepted (1 MiB).
 const MaxWebhookBody = 1 << 20
 
+// Options tune the routes.
+type Options struct {
+	// ClientCertHeader names the header in which a trusted TLS-terminating
+	// proxy forwards the client certificate it verified (URL-escaped PEM,
+	// leaf first, as nginx's $ssl_client_escaped_cert). Read only for
+	// requests that did not arrive over TLS here; "" never.
+	ClientCertHeader string
+}
+
 // Routes returns the handlers by http.ServeMux pattern.
-func Routes(c paymentsv1connect.PaymentsServiceClient) map[string]http.Handler {
-	wh := &webhook{c: c}
+func Routes(c paymentsv1connect.PaymentsServiceClient, opts Options) map[string]http.Handler {
+	wh := &webhook{c: c, certHeader: opts.ClientCertHeader}
 	return map[string]http.Handler{
 		"POST /webhooks/pix/{hook}":     wh,
 		"POST /webhooks/pix/{hook}/pix": wh,
@@ -41,7 +54,8 @@ func Routes(c paymentsv1connect.PaymentsServiceClient) map[string]http.Handler {
 }
 
 type webhook struct {
-	c paymentsv1connect.PaymentsServiceClient
+	c          paymentsv1connect.PaymentsServiceClient
+	certHeader string
 }
 
 // Headers never forwarded: credentials of other schemes.
@@ -64,12 +78,12 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	headers := make(map[string]string, len(r.Header))
 	for k, v := range r.Header {
-		if !dropHeaders[k] {
+		if !dropHeaders[k] && (h.certHeader == "" || !strings.EqualFold(k, h.certHeader)) {
 			headers[k] = strings.Join(v, ", ")
 		}
 	}
 	_, err = h.c.IngestPixWebhook(r.Context(), connect.NewRequest(&paymentsv1.IngestPixWebhookRequest{
-		HookId: r.PathValue("hook"), Body: body, Headers: headers,
+		HookId: r.PathValue("hook"), Body: body, Headers: headers, ClientCertChain: h.clientCerts(r),
 	}))
 	if err == nil {
 		status(w, http.StatusOK, "ok")
@@ -85,6 +99,38 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		// Not stored: the PSP must retry.
 		status(w, http.StatusServiceUnavailable, "unavailable")
+	}
+}
+
+// clientCerts is the certificate chain the caller presented: from this
+// connection's TLS handshake, or, for a request that came through a
+// trusted proxy (plain HTTP here), from the configured header.
+func (h *webhook) clientCerts(r *http.Request) [][]byte {
+	if r.TLS != nil {
+		out := make([][]byte, 0, len(r.TLS.PeerCertificates))
+		for _, c := range r.TLS.PeerCertificates {
+			out = append(out, c.Raw)
+		}
+		return out
+	}
+	if h.certHeader == "" {
+		return nil
+	}
+	raw, err := url.QueryUnescape(r.Header.Get(h.certHeader))
+	if err != nil {
+		return nil
+	}
+	var out [][]byte
+	rest := []byte(raw)
+	for {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			return out
+		}
+		if b.Type == "CERTIFICATE" {
+			out = append(out, b.Bytes)
+		}
 	}
 }
 
