@@ -143,6 +143,9 @@ type Config struct {
 	// when hosted ("": 127.0.0.1, any port); PSPSimFaults its initial
 	// fault settings (pspsim.ParseFaults).
 	PSPSimPixAddr, PSPSimControlAddr, PSPSimFaults string
+	// PSPSimToken is the simulator's control API token (hosted, or at
+	// ServiceURLs[PSPSim]); "": the internal token.
+	PSPSimToken string
 	// WebhookAddr is the TLS listener PSPs post Pix webhooks to: it asks
 	// for their client certificate, which the payments service checks
 	// against the handler's PSP settings. "": none (a TLS-terminating
@@ -290,7 +293,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		}
 		sim, err := pspsim.Start(ctx, pspsim.Config{
 			Pool: r.Pool, PixAddr: cmp.Or(cfg.PSPSimPixAddr, "127.0.0.1:0"), ControlAddr: cmp.Or(cfg.PSPSimControlAddr, "127.0.0.1:0"),
-			ServerCert: cert, CA: dev.simCA, AdminToken: cfg.InternalToken, WebhookRootCAs: dev.ca.Pool(),
+			ServerCert: cert, CA: dev.simCA, AdminToken: cmp.Or(cfg.PSPSimToken, cfg.InternalToken), WebhookRootCAs: dev.ca.Pool(),
 			Faults: cfg.PSPSimFaults, Logger: log, Metrics: reg,
 		})
 		if err != nil {
@@ -338,9 +341,9 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			// the simulator: co-hosted, or at its URL.
 			switch {
 			case r.PSPSim != nil:
-				popts.Sandbox = payments.SandboxPSP{ControlURL: r.PSPSim.ControlURL(), AdminToken: cfg.InternalToken, RootCAsPEM: dev.ca.CertPEM}
+				popts.Sandbox = payments.SandboxPSP{ControlURL: r.PSPSim.ControlURL(), AdminToken: cmp.Or(cfg.PSPSimToken, cfg.InternalToken), RootCAsPEM: dev.ca.CertPEM}
 			case cfg.ServiceURLs[PSPSim] != "":
-				popts.Sandbox = payments.SandboxPSP{ControlURL: cfg.ServiceURLs[PSPSim], AdminToken: cfg.InternalToken, RootCAsPEM: dev.ca.CertPEM}
+				popts.Sandbox = payments.SandboxPSP{ControlURL: cfg.ServiceURLs[PSPSim], AdminToken: cmp.Or(cfg.PSPSimToken, cfg.InternalToken), RootCAsPEM: dev.ca.CertPEM}
 			}
 			if cfg.WebhookPort != "" {
 				port := cfg.WebhookPort

@@ -160,7 +160,7 @@ type cli struct {
 	// one internal listener in bcpd all).
 	payments paymentsv1connect.PaymentsServiceClient
 	out      io.Writer
-	json    bool
+	json     bool
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {

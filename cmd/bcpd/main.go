@@ -77,6 +77,7 @@ type flags struct {
 	bodyTimeout, idleTimeout                *string
 	devPKIDir                               *string
 	simPixAddr, simControlAddr, simFaults   *string
+	simToken                                *string
 	webhookAddr, webhookCert, webhookKey    *string
 	webhookPort, webhookCertHeader          *string
 }
@@ -122,6 +123,7 @@ func newFlags(role string) *flags {
 	f.devPKIDir = fs.String("dev-pki-dir", env("BCP_DEV_PKI_DIR", ""), "development PKI: the CA of the simulator's and the webhook listener's certificates and the simulator's own CA, created there on first use (dev: <data-dir>/pki) [BCP_DEV_PKI_DIR]")
 	f.simPixAddr = fs.String("pspsim-pix-addr", env("BCP_PSPSIM_PIX_ADDR", "127.0.0.1:9443"), "pspsim: the API Pix listener (mTLS) [BCP_PSPSIM_PIX_ADDR]")
 	f.simControlAddr = fs.String("pspsim-control-addr", env("BCP_PSPSIM_CONTROL_ADDR", "127.0.0.1:9444"), "pspsim: the control and card API listener [BCP_PSPSIM_CONTROL_ADDR]")
+	f.simToken = fs.String("pspsim-token", env("BCP_PSPSIM_TOKEN", ""), "the PSP simulator's control API token (pspsim, and payments with --pspsim-url; empty: the internal token; dev: <data-dir>/pspsim-token) [BCP_PSPSIM_TOKEN]")
 	f.simFaults = fs.String("pspsim-faults", env("BCP_PSPSIM_FAULTS", ""), "pspsim: faults to inject, e.g. error5xx=0.05,reset_after_write=0.05,drop_webhook=0.1 [BCP_PSPSIM_FAULTS]")
 	f.webhookAddr = fs.String("webhook-addr", env("BCP_WEBHOOK_ADDR", ""), "edge: TLS listener for PSP webhooks, asking for the PSP's client certificate (empty: none; webhooks then come through a proxy, see --webhook-client-cert-header) [BCP_WEBHOOK_ADDR]")
 	f.webhookCert = fs.String("webhook-tls-cert", env("BCP_WEBHOOK_TLS_CERT", ""), "edge: PEM certificate of the webhook listener (empty: issued by --dev-pki-dir) [BCP_WEBHOOK_TLS_CERT]")
@@ -193,7 +195,7 @@ func runServices(ctx context.Context, services []string, args []string) error {
 		InternalToken: *f.internalToken, OperatorToken: *f.operatorToken, OperatorHost: *f.operatorHost, ServiceURLs: map[string]string{},
 		Edge: edge.Config{PublicScheme: *f.publicScheme, PublicPort: *f.publicPort}, Logger: log,
 		AllowPrivileged: *f.allowPrivileged, SweepEvery: sweepEvery, BodyTimeout: bodyTimeout, IdleTimeout: idleTimeout,
-		DevPKIDir: *f.devPKIDir, PSPSimPixAddr: *f.simPixAddr, PSPSimControlAddr: *f.simControlAddr, PSPSimFaults: *f.simFaults,
+		DevPKIDir: *f.devPKIDir, PSPSimPixAddr: *f.simPixAddr, PSPSimControlAddr: *f.simControlAddr, PSPSimFaults: *f.simFaults, PSPSimToken: *f.simToken,
 		WebhookAddr: *f.webhookAddr, WebhookPort: *f.webhookPort, WebhookClientCertHeader: *f.webhookCertHeader,
 	}
 	for s, u := range f.serviceURLs {

@@ -97,6 +97,13 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		env.Stop()
 		return nil, err
 	}
+	// The PSP simulator's control token, kept like the operator's: the
+	// README's "going live" opens a bank account there by hand.
+	simToken, err := loadOrCreateToken(filepath.Join(dataDir, "pspsim-token"), "bcp_psp_")
+	if err != nil {
+		env.Stop()
+		return nil, err
+	}
 	if o.OperatorHost == "" {
 		o.OperatorHost = OperatorHost
 	}
@@ -115,6 +122,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		PSPSimPixAddr:     o.PSPSimPixAddr,
 		PSPSimControlAddr: o.PSPSimControlAddr,
 		PSPSimFaults:      o.PSPSimFaults,
+		PSPSimToken:       simToken,
 		WebhookAddr:       o.WebhookAddr,
 		DatabaseURL:       appURL,
 		PublicAddr:        o.PublicAddr,
@@ -240,11 +248,19 @@ const DevFile = "dev.json"
 type DevInfo struct {
 	InternalURL string `json:"internal_url"` // operator API (bcpctl --server)
 	PublicURL   string `json:"public_url"`   // agents and browsers
-	PID         int    `json:"pid"`
+	// The PSP simulator (bcpctl pspsim, with the token in pspsim-token
+	// and the CA in pki/dev-ca/ca.pem).
+	PSPSimControlURL string `json:"pspsim_control_url,omitempty"`
+	PSPSimPixURL     string `json:"pspsim_pix_url,omitempty"`
+	PID              int    `json:"pid"`
 }
 
 func writeDevFile(dataDir string, p *platform.Running) error {
-	b, err := json.MarshalIndent(DevInfo{InternalURL: "http://" + p.InternalAddr, PublicURL: "http://" + p.PublicAddr, PID: os.Getpid()}, "", "  ")
+	info := DevInfo{InternalURL: "http://" + p.InternalAddr, PublicURL: "http://" + p.PublicAddr, PID: os.Getpid()}
+	if p.PSPSim != nil {
+		info.PSPSimControlURL, info.PSPSimPixURL = p.PSPSim.ControlURL(), p.PSPSim.PixURL()
+	}
+	b, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
 		return err
 	}
