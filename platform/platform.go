@@ -184,9 +184,12 @@ type Running struct {
 	// WebhookAddr is the webhook listener's address ("" when none).
 	WebhookAddr string
 	// PSPSim is the hosted simulator (nil when not hosted).
-	PSPSim  *pspsim.Server
-	Clients *Clients
-	Pool    *pgxpool.Pool
+	PSPSim *pspsim.Server
+	// DevCAPEM is the dev PKI's CA certificate (PEM) when one is in use:
+	// what trusts the simulator's and the webhook listener's certificates.
+	DevCAPEM []byte
+	Clients  *Clients
+	Pool     *pgxpool.Pool
 
 	cfg        Config
 	edge       *edge.Edge
@@ -285,6 +288,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		if dev, err = loadDevPKI(cfg.DevPKIDir); err != nil {
 			return fail(err)
 		}
+		r.DevCAPEM = dev.ca.CertPEM
 	}
 	if cfg.hosts(PSPSim) {
 		cert, err := dev.serverCert()

@@ -54,6 +54,13 @@ commands:
   handler test <tenant> <handler-id> [--base-url https://loja.com.br]
               gets a token and registers the webhook (Pix), or checks the key (card), and says what failed
   handler remove <tenant> <handler-id>
+  pspsim account <reference> --out DIR [--name NAME] [--city CITY] [--scopes "cob.write cob.read ..."]
+              the PSP simulator as a bank: opens an account (or re-keys it) and writes its credentials to DIR
+              (client certificate and key, .p12, client secret, CAs, card API key) as a developer portal would
+  pspsim pay <client-id> <txid> [--valor 12.34]   a payer pays a charge at the simulator (any amount)
+  pspsim faults [--set SPEC|off]   the simulator's fault knobs (error5xx=0.1,latency=200ms,...) and counts
+              pspsim commands find the simulator, its token and CA through a local bcpd dev's data directory,
+              or --pspsim-url, --pspsim-token ($BCP_PSPSIM_TOKEN), --pspsim-ca
   keys list <tenant>
   keys rotate <tenant> [--delay 1h] [--retain 168h]
   keys revoke <tenant> <kid> [--force]
@@ -193,6 +200,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if rest[0] == "agent" { // agent-side commands: no operator token
 		return agentCommand(ctx, rest[1:], out)
+	}
+	if rest[0] == "pspsim" { // the simulated bank's controls: its own token
+		return pspsimCommand(ctx, rest[1:], *dataDir, out)
 	}
 	if *server == "" {
 		*server = devServer(*dataDir)

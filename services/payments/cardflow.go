@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -299,7 +300,9 @@ func (s *Service) startCard(ctx context.Context, p paymentsdb.InsertAttemptParam
 	proc, err := s.processor(ctx, h.ID, h.Environment)
 	if err != nil {
 		s.log.ErrorContext(ctx, "payments: delegated handler without a card processor", "handler_id", h.ID, "err", err.Error())
-		return fail(failed("O pagamento com cartão não está disponível nesta loja no momento."))
+		s.metrics.pspUnusable.WithLabelValues("card", "not_configured").Inc()
+		s.alertConfig(ctx, h.ID, "processor_config", "Cartão ("+h.ID+"): nenhum processador configurado (chave da Stripe). Pagamentos com cartão falham até a configuração ser feita.")
+		return fail(failed("O pagamento com cartão está indisponível nesta loja por um problema de configuração; tente outro meio de pagamento."))
 	}
 	useToken := func(q *paymentsdb.Queries, attemptID string) (*failure, error) {
 		if v.jtiHash == nil {
@@ -362,6 +365,15 @@ func (s *Service) startCard(ctx context.Context, p paymentsdb.InsertAttemptParam
 		IdempotencyKey: a.ID, Token: v.processorToken, TokenHash: v.tokenHash, Scenario: v.scenario, Amount: a.Amount, Currency: a.Currency,
 		ReturnURL: continuePage(a), CheckoutID: a.CheckoutID,
 	})
+	if errors.Is(err, card.ErrCredentials) {
+		// The processor refused the merchant's key: nothing was charged,
+		// and nothing will be until the merchant fixes it.
+		d := diagnoseCard(err)
+		s.log.ErrorContext(ctx, "payments: card processor refused the handler's credentials", "attempt_id", a.ID, "handler_id", h.ID)
+		s.metrics.pspUnusable.WithLabelValues("card", d.Code).Inc()
+		s.alertConfig(ctx, h.ID, "processor_config", "Cartão ("+h.ID+"): "+d.Merchant+". Pagamentos com cartão falham até a chave ser corrigida (Pagamentos → Testar conexão).")
+		return s.failPending(ctx, a.ID, failed("O pagamento com cartão está indisponível nesta loja por um problema de configuração; tente outro meio de pagamento."), false)
+	}
 	if err != nil {
 		// The attempt stays pending: a retry resumes it with the same
 		// idempotency key, and the resolve job settles it otherwise.
