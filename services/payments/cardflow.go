@@ -368,7 +368,7 @@ func (s *Service) startCard(ctx context.Context, p paymentsdb.InsertAttemptParam
 	if errors.Is(err, card.ErrCredentials) {
 		// The processor refused the merchant's key: nothing was charged,
 		// and nothing will be until the merchant fixes it.
-		d := diagnoseCard(err)
+		d := diagnose(err)
 		s.log.ErrorContext(ctx, "payments: card processor refused the handler's credentials", "attempt_id", a.ID, "handler_id", h.ID)
 		s.metrics.pspUnusable.WithLabelValues("card", d.Code).Inc()
 		s.alertConfig(ctx, h.ID, "processor_config", "Cartão ("+h.ID+"): "+d.Merchant+". Pagamentos com cartão falham até a chave ser corrigida (Pagamentos → Testar conexão).")

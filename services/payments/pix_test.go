@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -18,9 +20,11 @@ import (
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/pki"
+	"github.com/bcpdev/bcp/internal/tenancy"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
+	"github.com/bcpdev/bcp/services/payments/paymentshttp"
 	"github.com/bcpdev/bcp/services/payments/pix"
 	"github.com/bcpdev/bcp/services/payments/pix/brcode"
 	"github.com/bcpdev/bcp/sim/pspsim"
@@ -721,5 +725,96 @@ func TestPaymentsSweepScopeReadsOnly(t *testing.T) {
 	})
 	if err != nil || attempts != 1 || receipts != 1 {
 		t.Fatalf("in tenant A's scope: %d attempts, %d receipts (want 1 and 1), %v", attempts, receipts, err)
+	}
+}
+
+// Behind a TLS-terminating proxy the PSP's certificate arrives in the
+// header the proxy was configured to set (URL-escaped PEM, as nginx's
+// $ssl_client_escaped_cert): read only when the route is told to trust
+// that header, and checked like a handshake's.
+func TestWebhookThroughATrustedProxy(t *testing.T) {
+	e := newEnv(t)
+	a := e.start(e.a, startReq(e.a, "chk_proxy", 4200, pixInstrument))
+	hook := e.hook(e.a, "pix")
+	body := []byte(`{"pix":[{"endToEndId":"E99999999202601011200PROXYPROXY1","txid":"` + pixDisplayOf(t, a).Txid + `","valor":"42.00","horario":"2026-01-01T12:00:00Z"}]}`)
+	psp, _ := e.sim.CA.IssueClient(pspsim.WebhookCertCN, time.Hour)
+	forger, _ := pki.NewCA("forger", time.Hour)
+	forged, _ := forger.IssueClient(pspsim.WebhookCertCN, time.Hour)
+	serve := func(header string) string {
+		mux := http.NewServeMux()
+		for pattern, h := range paymentshttp.Routes(e.client, paymentshttp.Options{ClientCertHeader: header}) {
+			mux.Handle(pattern, h)
+		}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mux.ServeHTTP(w, r.WithContext(tenancy.With(r.Context(), e.a.id)))
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	post := func(base string, cert *pki.Issued) int {
+		req, _ := http.NewRequest(http.MethodPost, base+"/webhooks/pix/"+hook+"/pix", bytes.NewReader(body))
+		if cert != nil {
+			req.Header.Set("X-Client-Cert", url.QueryEscape(string(cert.CertPEM)))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	untrusting, trusting := serve(""), serve("X-Client-Cert")
+	// Without the option, the header is anybody's: ignored.
+	if got := post(untrusting, psp); got != 401 {
+		t.Errorf("header on a route that does not trust it: %d, want 401", got)
+	}
+	if got := post(trusting, nil); got != 401 {
+		t.Errorf("no header: %d, want 401", got)
+	}
+	if got := post(trusting, forged); got != 401 {
+		t.Errorf("a certificate of another CA in the header: %d, want 401", got)
+	}
+	if n := e.receipts(e.a); n != 0 {
+		t.Fatalf("%d receipts from refused notifications", n)
+	}
+	if got := post(trusting, psp); got != 200 {
+		t.Fatalf("the PSP's certificate through the proxy: %d, want 200", got)
+	}
+	if n := e.receipts(e.a); n != 1 {
+		t.Errorf("%d receipts, want 1", n)
+	}
+}
+
+// A production Pix handler without PSP settings takes no payment: the
+// attempt fails with a message for the buyer, the merchant gets an alert
+// saying what to configure, nothing reaches a PSP; TestHandler says
+// not_configured. A sandbox handler's test registers its webhook.
+func TestHandlerWithoutSettings(t *testing.T) {
+	e := newEnv(t)
+	r, err := e.client.TestHandler(e.a.ctx, connect.NewRequest(&paymentsv1.TestHandlerRequest{HandlerId: "pix", BaseUrl: e.a.baseURL}))
+	if err != nil || !r.Msg.GetOk() || r.Msg.GetCode() != "ok" || !strings.HasPrefix(r.Msg.GetWebhookUrl(), "https://loja-a.localhost:"+e.tlsPort+"/webhooks/pix/whk_") {
+		t.Fatalf("sandbox handler test: %+v %v", r.Msg, err)
+	}
+	e.setHandler(e.a.id, &tenantsv1.PaymentHandler{Id: "pix", Name: "br.dev.bcp.pix", AvailableInstrumentsJson: `[{"type":"pix"}]`,
+		ConfigJson: `{"pix_key":"loja@example.com"}`, Environment: "production"})
+	e.eventually(5*time.Second, "the handler change seen", func() bool {
+		r, err = e.client.TestHandler(e.a.ctx, connect.NewRequest(&paymentsv1.TestHandlerRequest{HandlerId: "pix", BaseUrl: e.a.baseURL}))
+		return err == nil && r.Msg.GetCode() == "not_configured"
+	})
+	if r.Msg.GetOk() || !strings.Contains(r.Msg.GetMessage(), "não tem PSP configurado") {
+		t.Fatalf("production handler test: %+v", r.Msg)
+	}
+	before := e.simCharges(e.a)
+	a := e.start(e.a, startReq(e.a, "chk_no_psp", 5000, pixInstrument))
+	if a.GetStatus() != statusFailed || a.GetFailureCode() != "payment_failed" || !strings.Contains(a.GetFailureMessage(), "problema de configuração") {
+		t.Fatalf("attempt on an unconfigured production handler: %v %q", a.GetStatus(), a.GetFailureMessage())
+	}
+	if n := e.simCharges(e.a); n != before {
+		t.Errorf("charges at the PSP %d → %d", before, n)
+	}
+	alerts, err := e.client.ListAlerts(e.a.ctx, connect.NewRequest(&paymentsv1.ListAlertsRequest{}))
+	if err != nil || len(alerts.Msg.GetAlerts()) != 1 || alerts.Msg.GetAlerts()[0].GetKind() != "psp_config" ||
+		!strings.Contains(alerts.Msg.GetAlerts()[0].GetMessage(), "não tem PSP configurado") {
+		t.Fatalf("alerts %v %v", alerts.Msg.GetAlerts(), err)
 	}
 }

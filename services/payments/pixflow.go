@@ -18,6 +18,7 @@ import (
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	"github.com/bcpdev/bcp/services/payments/card"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
 	"github.com/bcpdev/bcp/services/payments/pix"
 	"github.com/bcpdev/bcp/services/payments/pix/apipix"
@@ -86,19 +87,36 @@ func (s *Service) webhookURL(merchantOrigin, hookID string) string {
 // PSP settings are wrong or missing: payment_failed with what the agent
 // may tell the buyer, and an alert that tells the merchant what to fix.
 func (s *Service) pspUnusable(ctx context.Context, p paymentsdb.InsertAttemptParams, h handler, err error, m *paymentsv1.StartPaymentRequest, hash []byte) (attempt, error) {
-	d := apipix.Diagnose(err)
-	var nc *errNotConfigured
-	switch {
-	case errors.As(err, &nc), errors.Is(err, errNoSandbox):
-		d = apipix.Diagnosis{Code: "not_configured", Merchant: "o handler Pix " + h.ID + " não tem PSP configurado (URL, credenciais e certificado)", Config: true,
-			Buyer: "O pagamento por Pix está indisponível nesta loja por um problema de configuração; tente outro meio de pagamento."}
-	}
+	d := diagnose(err)
 	s.log.ErrorContext(ctx, "payments: Pix handler cannot reach its PSP", "handler_id", h.ID, "code", d.Code, "err", err.Error())
 	s.metrics.pspUnusable.WithLabelValues("pix", d.Code).Inc()
 	if d.Config {
 		s.alertConfig(ctx, h.ID, "psp_config", "Pix ("+h.ID+"): "+d.Merchant+". Pagamentos por Pix falham até a configuração ser corrigida (Pagamentos → Testar conexão).")
 	}
 	return s.insertFailed(ctx, p, failed("%s", d.Buyer), m, hash)
+}
+
+// diagnose explains why a handler cannot reach its PSP or processor.
+func diagnose(err error) apipix.Diagnosis {
+	var nc *errNotConfigured
+	switch {
+	case errors.As(err, &nc), errors.Is(err, errNoSandbox):
+		return apipix.Diagnosis{Code: "not_configured", Config: true,
+			Merchant: "o handler " + handlerOfErr(err) + " não tem PSP configurado: informe as credenciais do PSP ou do processador",
+			Buyer:    "O pagamento está indisponível nesta loja por um problema de configuração; tente outro meio de pagamento."}
+	case errors.Is(err, card.ErrCredentials):
+		return apipix.Diagnosis{Code: "invalid_key", Merchant: "o processador recusou a chave secreta configurada: " + err.Error(), Config: true,
+			Buyer: "O pagamento com cartão está indisponível nesta loja por um problema de configuração; tente outro meio de pagamento."}
+	}
+	return apipix.Diagnose(err)
+}
+
+func handlerOfErr(err error) string {
+	var nc *errNotConfigured
+	if errors.As(err, &nc) {
+		return nc.handlerID
+	}
+	return "de sandbox (sem simulador de PSP)"
 }
 
 // alertConfig records a merchant alert about a handler's configuration.
@@ -211,7 +229,7 @@ func (s *Service) createCharge(ctx context.Context, a attempt, psp pix.PSP, chav
 		}
 	}
 	if err != nil {
-		d := apipix.Diagnose(err)
+		d := diagnose(err)
 		s.log.WarnContext(ctx, "payments: Pix charge creation failed", "attempt_id", a.ID, "txid", txid, "code", d.Code, "err", err.Error())
 		if d.Config {
 			s.alertConfig(ctx, a.HandlerID, "psp_config", "Pix ("+a.HandlerID+"): "+d.Merchant+". Pagamentos por Pix falham até a configuração ser corrigida (Pagamentos → Testar conexão).")

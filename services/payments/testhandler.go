@@ -2,7 +2,6 @@ package payments
 
 import (
 	"context"
-	"errors"
 	"net/url"
 
 	"connectrpc.com/connect"
@@ -45,29 +44,26 @@ func (s *Service) TestHandler(ctx context.Context, r *connect.Request[paymentsv1
 		s.metrics.pspUnusable.WithLabelValues(kind, "test_"+d.Code).Inc()
 	}
 	c, err := s.connectionOf(ctx, *h, secrets, "")
-	var nc *errNotConfigured
-	switch {
-	case errors.As(err, &nc), errors.Is(err, errNoSandbox):
-		report(kindName(h.isPix()), apipix.Diagnosis{Code: "not_configured", Merchant: "nenhuma conexão configurada para este handler: informe as credenciais do PSP ou do processador"})
-		return connect.NewResponse(out), nil
-	case err != nil:
+	if err != nil && !unusable(err) {
 		return nil, err
 	}
-	if !h.isPix() {
-		proc, err := s.cardProcessor(ctx, tid.String(), h.ID, c)
-		if err == nil {
+	if err == nil && !h.isPix() {
+		var proc card.Processor
+		if proc, err = s.cardProcessor(ctx, tid.String(), h.ID, c); err == nil {
 			err = checkProcessor(ctx, proc)
 		}
-		if err != nil {
-			report("card", diagnoseCard(err))
+		if err == nil {
+			out.Ok, out.Code, out.Message = true, "ok", "Conexão com o processador de cartões verificada: as credenciais foram aceitas."
 			return connect.NewResponse(out), nil
 		}
-		out.Ok, out.Code, out.Message = true, "ok", "Conexão com o processador de cartões verificada: as credenciais foram aceitas."
+	}
+	if err != nil {
+		report(kindName(h.isPix()), diagnose(err))
 		return connect.NewResponse(out), nil
 	}
 	psp, err := s.pixClient(ctx, tid.String(), h.ID, c)
 	if err != nil {
-		report("pix", apipix.Diagnose(err))
+		report("pix", diagnose(err))
 		return connect.NewResponse(out), nil
 	}
 	chave := c.chave
@@ -85,7 +81,7 @@ func (s *Service) TestHandler(ctx context.Context, r *connect.Request[paymentsv1
 	webhook := s.webhookURL(base, hook.ID)
 	out.WebhookUrl = webhook
 	if err := psp.TestConnection(ctx, chave, webhook); err != nil {
-		report("pix", apipix.Diagnose(err))
+		report("pix", diagnose(err))
 		return connect.NewResponse(out), nil
 	}
 	// Registered: the first payment need not register again.
@@ -118,11 +114,4 @@ func checkProcessor(ctx context.Context, p card.Processor) error {
 		return c.CheckCredentials(ctx)
 	}
 	return nil
-}
-
-func diagnoseCard(err error) apipix.Diagnosis {
-	if errors.Is(err, card.ErrCredentials) {
-		return apipix.Diagnosis{Code: "invalid_key", Merchant: "o processador recusou a chave secreta configurada: " + err.Error(), Config: true}
-	}
-	return apipix.Diagnosis{Code: "processor_unreachable", Merchant: "o processador não respondeu: " + err.Error()}
 }
