@@ -818,3 +818,55 @@ func TestHandlerWithoutSettings(t *testing.T) {
 		t.Fatalf("alerts %v %v", alerts.Msg.GetAlerts(), err)
 	}
 }
+
+// A Pix no notification brought is found by listing what the account
+// received (GET /pix?inicio&fim), reconciled from the PSP's own answer and
+// settled; a Pix the account received from elsewhere (a txid that is
+// none of ours) is left alone.
+func TestMissedNotificationsFoundByListing(t *testing.T) {
+	e := newEnv(t)
+	e.sim.SetFaults("drop_webhook=1")
+	a := e.start(e.a, startReq(e.a, "chk_listed", 3100, pixInstrument))
+	if _, err := e.client.SimulatePixPayment(e.a.ctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: a.GetId()})); err != nil {
+		t.Fatal(err)
+	}
+	// Another channel of the merchant's account: a Pix with a txid of its own.
+	var other pspsim.Pix
+	if st, b := e.sim.Control(http.MethodPost, "/sim/v1/accounts/"+e.account(e.a, "pix")+"/pix",
+		pspsim.OrphanPixRequest{Valor: "9.90", Txid: "outrocanaldaloja0000000000001"}, &other); st != http.StatusCreated {
+		t.Fatalf("a Pix from another channel: %d %s", st, b)
+	}
+	e.deliveries(e.a, "dropped", 2)
+	if e.receipts(e.a) != 0 || e.get(e.a, a.GetId()).GetStatus() != statusPending {
+		t.Fatal("a dropped notification was seen")
+	}
+	// The listing (not the charge's poll, which is not due yet).
+	if n := e.sweep(e.svc.SweepPixLists); n != 1 {
+		t.Fatalf("listed %d handlers, want 1", n)
+	}
+	if n := e.receipts(e.a); n != 1 {
+		t.Fatalf("%d receipts after the listing, want 1 (ours only)", n)
+	}
+	if n := e.sweep(e.svc.SweepReceipts); n != 1 {
+		t.Fatalf("receipts decided %d, want 1", n)
+	}
+	e.waitStatus(e.a, a.GetId(), statusSucceeded)
+	var otherReceipts int
+	e.scalar(e.a, &otherReceipts, `SELECT count(*) FROM payments.pix_receipts WHERE e2e_id = $1`, other.EndToEndID)
+	if otherReceipts != 0 {
+		t.Errorf("the other channel's Pix was taken")
+	}
+	// Listed again only after pixListEvery.
+	if n := e.sweep(e.svc.SweepPixLists); n != 0 {
+		t.Errorf("listed again at once: %d", n)
+	}
+	e.clock.Add(11 * time.Minute)
+	if n := e.sweep(e.svc.SweepPixLists); n != 1 {
+		t.Errorf("after 11 minutes: listed %d, want 1", n)
+	}
+	var refunds int
+	e.scalar(e.a, &refunds, `SELECT count(*) FROM payments.refunds`)
+	if refunds != 0 {
+		t.Errorf("%d refunds", refunds)
+	}
+}

@@ -54,6 +54,16 @@ func (s *Service) pspForStart(ctx context.Context, h handler, baseURL string) (p
 	if err != nil {
 		return nil, "", err
 	}
+	// The resolve sweep lists the account's Pix while it is in use: a
+	// write at most once a day per handler keeps it so.
+	if now := s.now(); hook.ListUntil == nil || hook.ListUntil.Before(now.Add(pixListFor-24*time.Hour)) {
+		until := now.Add(pixListFor)
+		if err := s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
+			return q.KeepListing(ctx, paymentsdb.KeepListingParams{TenantID: tid, ID: hook.ID, ListUntil: &until})
+		}); err != nil {
+			return nil, "", err
+		}
+	}
 	webhook := s.webhookURL(baseURL, hook.ID)
 	// What was registered, and where: a new URL, key or PSP account
 	// registers again.

@@ -2,7 +2,9 @@ package payments
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
+	"github.com/bcpdev/bcp/services/payments/pix"
 )
 
 // The resolve sweep (one periodic job, ResolveSweepArgs) takes every
@@ -58,8 +61,10 @@ type resolveSweepWorker struct {
 
 func (w *resolveSweepWorker) Work(ctx context.Context, _ *river.Job[ResolveSweepArgs]) error {
 	_, err := w.s.SweepResolves(ctx)
+	// Listings first: the receipts they find are reconciled just after.
+	_, lerr := w.s.SweepPixLists(ctx)
 	_, rerr := w.s.SweepReceipts(ctx)
-	return errors.Join(err, rerr)
+	return errors.Join(err, lerr, rerr)
 }
 
 // SweepJob is the periodic job that inserts a resolve sweep every
@@ -167,5 +172,99 @@ func (s *Service) SweepReceipts(ctx context.Context) (int, error) {
 		return err == nil, err
 	}, func(paymentsdb.ListDueReceiptsRow, error) {
 		// reconcileOrRetry logged it.
+	})
+}
+
+// Listing what the PSP received (GET /pix?inicio&fim): every pixListEvery
+// while a handler's account is in use (a Pix charge keeps it listed for
+// pixListFor), each window overlapping the last by pixListOverlap (a Pix
+// may show up in the PSP's list a little after its time), the first one
+// reaching back pixListFirst.
+const (
+	pixListEvery   = 10 * time.Minute
+	pixListFor     = 48 * time.Hour
+	pixListOverlap = 10 * time.Minute
+	pixListFirst   = 24 * time.Hour
+	pixListTimeout = time.Minute
+)
+
+// SweepPixLists lists the Pix each due handler's account received and
+// stores, for reconciliation, those of our charges no notification
+// brought (a Pix whose txid is none of ours is left alone: a merchant's
+// account may take Pix from its other channels too). It says how many
+// hooks it listed.
+func (s *Service) SweepPixLists(ctx context.Context) (int, error) {
+	return sweep(ctx, s, func(q *paymentsdb.Queries, now time.Time) ([]paymentsdb.ListHooksToListRow, error) {
+		return q.ListHooksToList(ctx, paymentsdb.ListHooksToListParams{Now: now, Before: now.Add(-pixListEvery), MaxRows: jobs.SweepBatch})
+	}, func(h paymentsdb.ListHooksToListRow) (bool, error) {
+		lctx, cancel := context.WithTimeout(tenancy.With(ctx, h.TenantID), pixListTimeout)
+		defer cancel()
+		return true, s.listPix(lctx, h)
+	}, func(h paymentsdb.ListHooksToListRow, err error) {
+		slog.WarnContext(ctx, "payments: could not list the Pix a handler's account received", "tenant_id", h.TenantID, "handler_id", h.HandlerID, "err", err)
+	})
+}
+
+func (s *Service) listPix(ctx context.Context, h paymentsdb.ListHooksToListRow) error {
+	now := s.now()
+	from := now.Add(-pixListFirst)
+	if h.ListedUntil != nil {
+		from = h.ListedUntil.Add(-pixListOverlap)
+	}
+	psp, _, err := s.pixOf(ctx, h.TenantID.String(), h.HandlerID, h.Environment)
+	if err != nil {
+		return err
+	}
+	received, err := psp.ListPix(ctx, from, now)
+	if err != nil {
+		return err
+	}
+	var txids []string
+	for _, p := range received {
+		if p.Txid != "" {
+			txids = append(txids, p.Txid)
+		}
+	}
+	ours := map[string]bool{}
+	if len(txids) > 0 {
+		err := s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
+			found, err := q.AttemptTxidsIn(ctx, paymentsdb.AttemptTxidsInParams{TenantID: tid, Txids: txids})
+			for _, t := range found {
+				ours[t] = true
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, p := range received {
+		if !ours[p.Txid] {
+			continue
+		}
+		amount, err := pix.ParseValor(p.Valor)
+		if err != nil {
+			return fmt.Errorf("payments: PSP value for Pix %s: %w", p.EndToEndID, err)
+		}
+		raw, _ := json.Marshal(p)
+		var n int64
+		err = s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
+			var err error
+			n, err = q.InsertReceipt(ctx, paymentsdb.InsertReceiptParams{TenantID: tid, E2eID: p.EndToEndID, HookID: h.ID, HandlerID: h.HandlerID,
+				Txid: p.Txid, Amount: amount, Horario: p.Horario, Raw: raw, ReconcileAfter: &now})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			// No notification brought it (yet): the receipt sweep decides it
+			// from the PSP's answer, as any other.
+			s.metrics.webhooks.WithLabelValues("missed_found_by_listing").Inc()
+			s.log.WarnContext(ctx, "payments: a Pix no notification brought, found by listing", "handler_id", h.HandlerID, "e2e_id", p.EndToEndID, "txid", p.Txid)
+		}
+	}
+	return s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
+		return q.SetHookListed(ctx, paymentsdb.SetHookListedParams{TenantID: tid, ID: h.ID, ListedUntil: &now})
 	})
 }

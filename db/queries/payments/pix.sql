@@ -76,3 +76,22 @@ SELECT pg_advisory_xact_lock(hashtextextended('payments.sandbox_accounts/' || @t
 -- name: InsertSandboxAccount :exec
 INSERT INTO payments.sandbox_accounts (tenant_id, handler_id, client_id, chave, sealed_secrets)
 VALUES (@tenant_id, @handler_id, @client_id, @chave, @sealed_secrets);
+
+-- name: KeepListing :exec
+-- A Pix charge of the handler: its account is listed for two more days.
+UPDATE payments.hooks SET list_until = @list_until WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: ListHooksToList :many
+-- Every tenant's hooks in use whose account was last listed before
+-- @before (the resolve sweep, in the 'payments_sweep' scope).
+SELECT tenant_id, id, handler_id, environment, listed_until FROM payments.hooks
+WHERE list_until > @now::timestamptz AND (listed_until IS NULL OR listed_until <= @before::timestamptz)
+ORDER BY listed_until NULLS FIRST
+LIMIT @max_rows;
+
+-- name: SetHookListed :exec
+UPDATE payments.hooks SET listed_until = @listed_until WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: AttemptTxidsIn :many
+-- Which of these txids are our charges.
+SELECT txid::text FROM payments.attempts WHERE tenant_id = @tenant_id AND txid = ANY(@txids::text[]);

@@ -58,6 +58,8 @@ type PaymentsHook struct {
 	SealedSecret  []byte
 	RegisteredUrl string
 	CreatedAt     time.Time
+	ListUntil     *time.Time
+	ListedUntil   *time.Time
 }
 
 type PaymentsPixReceipt struct {

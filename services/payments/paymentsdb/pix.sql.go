@@ -13,6 +13,36 @@ import (
 	"github.com/google/uuid"
 )
 
+const attemptTxidsIn = `-- name: AttemptTxidsIn :many
+SELECT txid::text FROM payments.attempts WHERE tenant_id = $1 AND txid = ANY($2::text[])
+`
+
+type AttemptTxidsInParams struct {
+	TenantID uuid.UUID
+	Txids    []string
+}
+
+// Which of these txids are our charges.
+func (q *Queries) AttemptTxidsIn(ctx context.Context, arg AttemptTxidsInParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, attemptTxidsIn, arg.TenantID, arg.Txids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var txid string
+		if err := rows.Scan(&txid); err != nil {
+			return nil, err
+		}
+		items = append(items, txid)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const countReceipts = `-- name: CountReceipts :one
 SELECT count(*) FROM payments.pix_receipts WHERE tenant_id = $1
 `
@@ -25,7 +55,7 @@ func (q *Queries) CountReceipts(ctx context.Context, tenantID uuid.UUID) (int64,
 }
 
 const getHook = `-- name: GetHook :one
-SELECT tenant_id, id, handler_id, environment, sealed_secret, registered_url, created_at FROM payments.hooks WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, handler_id, environment, sealed_secret, registered_url, created_at, list_until, listed_until FROM payments.hooks WHERE tenant_id = $1 AND id = $2
 `
 
 type GetHookParams struct {
@@ -44,12 +74,14 @@ func (q *Queries) GetHook(ctx context.Context, arg GetHookParams) (PaymentsHook,
 		&i.SealedSecret,
 		&i.RegisteredUrl,
 		&i.CreatedAt,
+		&i.ListUntil,
+		&i.ListedUntil,
 	)
 	return i, err
 }
 
 const getHookByHandler = `-- name: GetHookByHandler :one
-SELECT tenant_id, id, handler_id, environment, sealed_secret, registered_url, created_at FROM payments.hooks WHERE tenant_id = $1 AND handler_id = $2
+SELECT tenant_id, id, handler_id, environment, sealed_secret, registered_url, created_at, list_until, listed_until FROM payments.hooks WHERE tenant_id = $1 AND handler_id = $2
 `
 
 type GetHookByHandlerParams struct {
@@ -68,6 +100,8 @@ func (q *Queries) GetHookByHandler(ctx context.Context, arg GetHookByHandlerPara
 		&i.SealedSecret,
 		&i.RegisteredUrl,
 		&i.CreatedAt,
+		&i.ListUntil,
+		&i.ListedUntil,
 	)
 	return i, err
 }
@@ -282,6 +316,22 @@ func (q *Queries) InsertSandboxAccount(ctx context.Context, arg InsertSandboxAcc
 	return err
 }
 
+const keepListing = `-- name: KeepListing :exec
+UPDATE payments.hooks SET list_until = $1 WHERE tenant_id = $2 AND id = $3
+`
+
+type KeepListingParams struct {
+	ListUntil *time.Time
+	TenantID  uuid.UUID
+	ID        string
+}
+
+// A Pix charge of the handler: its account is listed for two more days.
+func (q *Queries) KeepListing(ctx context.Context, arg KeepListingParams) error {
+	_, err := q.db.Exec(ctx, keepListing, arg.ListUntil, arg.TenantID, arg.ID)
+	return err
+}
+
 const listAlerts = `-- name: ListAlerts :many
 SELECT tenant_id, id, kind, message, attempt_id, e2e_id, created_at FROM payments.alerts WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT 200
 `
@@ -344,6 +394,55 @@ func (q *Queries) ListDueReceipts(ctx context.Context, arg ListDueReceiptsParams
 	for rows.Next() {
 		var i ListDueReceiptsRow
 		if err := rows.Scan(&i.TenantID, &i.E2eID, &i.ReconcileTries); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listHooksToList = `-- name: ListHooksToList :many
+SELECT tenant_id, id, handler_id, environment, listed_until FROM payments.hooks
+WHERE list_until > $1::timestamptz AND (listed_until IS NULL OR listed_until <= $2::timestamptz)
+ORDER BY listed_until NULLS FIRST
+LIMIT $3
+`
+
+type ListHooksToListParams struct {
+	Now     time.Time
+	Before  time.Time
+	MaxRows int32
+}
+
+type ListHooksToListRow struct {
+	TenantID    uuid.UUID
+	ID          string
+	HandlerID   string
+	Environment string
+	ListedUntil *time.Time
+}
+
+// Every tenant's hooks in use whose account was last listed before
+// @before (the resolve sweep, in the 'payments_sweep' scope).
+func (q *Queries) ListHooksToList(ctx context.Context, arg ListHooksToListParams) ([]ListHooksToListRow, error) {
+	rows, err := q.db.Query(ctx, listHooksToList, arg.Now, arg.Before, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListHooksToListRow
+	for rows.Next() {
+		var i ListHooksToListRow
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.HandlerID,
+			&i.Environment,
+			&i.ListedUntil,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -435,6 +534,21 @@ type SetHookEnvironmentParams struct {
 
 func (q *Queries) SetHookEnvironment(ctx context.Context, arg SetHookEnvironmentParams) error {
 	_, err := q.db.Exec(ctx, setHookEnvironment, arg.Environment, arg.TenantID, arg.ID)
+	return err
+}
+
+const setHookListed = `-- name: SetHookListed :exec
+UPDATE payments.hooks SET listed_until = $1 WHERE tenant_id = $2 AND id = $3
+`
+
+type SetHookListedParams struct {
+	ListedUntil *time.Time
+	TenantID    uuid.UUID
+	ID          string
+}
+
+func (q *Queries) SetHookListed(ctx context.Context, arg SetHookListedParams) error {
+	_, err := q.db.Exec(ctx, setHookListed, arg.ListedUntil, arg.TenantID, arg.ID)
 	return err
 }
 

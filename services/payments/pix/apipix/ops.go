@@ -144,8 +144,14 @@ type pixPage struct {
 	Pix []pix.Pix `json:"pix"`
 }
 
-// ListPix is GET /pix?inicio&fim, page by page.
+// ListPix is GET /pix?inicio&fim, page by page. The window is widened to
+// whole seconds (inicio down, fim up): RFC 3339 without fractions is what
+// every PSP takes, and a Pix at fim's fraction must not fall out.
 func (c *Client) ListPix(ctx context.Context, inicio, fim time.Time) ([]pix.Pix, error) {
+	inicio = inicio.Truncate(time.Second)
+	if t := fim.Truncate(time.Second); !t.Equal(fim) {
+		fim = t.Add(time.Second)
+	}
 	var out []pix.Pix
 	for page := 0; page < maxPages; page++ {
 		q := url.Values{
