@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -445,15 +446,11 @@ func (s *Service) reconcileWith(ctx context.Context, e2e string, jobAttempt int,
 		return err
 	}
 	if row.ChargeAttemptID == nil {
-		// Not one of our charges: confirm the Pix exists, then return it.
-		p, err := psp.GetPix(ctx, e2e)
-		if errors.Is(err, pix.ErrPixNaoEncontrado) {
-			return s.unconfirmed(ctx, rec, "o PSP não conhece este Pix")
-		}
-		if err != nil {
-			return err
-		}
-		return s.decidePix(ctx, rec.HandlerID, rec.HookID, p, "", true)
+		// A txid that is none of our charges: the PSP notifies every Pix
+		// with a txid on the key, and a merchant's account may take Pix
+		// from its other channels (its own cobs, an ERP). Not ours to
+		// keep or to return: it is noted, and the merchant told.
+		return s.unconfirmed(ctx, rec, "o txid "+strconv.Quote(rec.Txid)+" não é de uma cobrança desta loja na plataforma; nada foi feito (use uma chave Pix só para a plataforma)")
 	}
 	cob, err := psp.GetCharge(ctx, rec.Txid)
 	if err != nil && !errors.Is(err, pix.ErrCobNaoEncontrado) {
@@ -483,15 +480,14 @@ func (s *Service) unconfirmed(ctx context.Context, rec paymentsdb.PaymentsPixRec
 }
 
 // decidePix applies one Pix the PSP confirmed (p comes from the PSP, not
-// from a notification) to its attempt (attemptID "" for a Pix that matches
-// none). receiptStored says the caller read p's receipt row, so it
-// exists. In one transaction holding the attempt's row lock, exactly once
+// from a notification) to its attempt. receiptStored says the caller read
+// p's receipt row, so it exists. In one transaction holding the attempt's row lock, exactly once
 // per endToEndId (the receipt row records the decision):
 //   - pending attempt, same amount, paid by expires_at → SUCCEEDED, and
 //     the checkout service is told (announce, in the same transaction);
 //   - the attempt's own Pix seen again → nothing;
 //   - anything else (wrong amount, paid after expiry, attempt no longer
-//     pending, no attempt) → the Pix is refunded in full (natureza
+//     pending) → the Pix is refunded in full (natureza
 //     ORIGINAL, devolução id derived from the endToEndId so it is minted
 //     once) and the merchant gets an alert; a pending attempt becomes
 //     FAILED (wrong amount) or EXPIRED (late), and the checkout is told.
@@ -501,12 +497,10 @@ func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix
 		return fmt.Errorf("payments: PSP value for Pix %s: %w", p.EndToEndID, err)
 	}
 	err = s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, tx pgx.Tx) error {
-		var a attempt
-		if attemptID != "" {
-			// Lock order: attempt, then receipt (as everywhere).
-			if a, err = q.LockAttempt(ctx, paymentsdb.LockAttemptParams{TenantID: tid, ID: attemptID}); err != nil {
-				return err
-			}
+		// Lock order: attempt, then receipt (as everywhere).
+		a, err := q.LockAttempt(ctx, paymentsdb.LockAttemptParams{TenantID: tid, ID: attemptID})
+		if err != nil {
+			return err
 		}
 		// The PSP may tell us (a poll) before its webhook does; a
 		// reconciliation starts from the stored receipt and skips this.
@@ -529,10 +523,6 @@ func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix
 		}
 		matched := func() error {
 			return q.SetReceiptStatus(ctx, paymentsdb.SetReceiptStatusParams{TenantID: tid, E2eID: p.EndToEndID, Status: "matched", AttemptID: &a.ID})
-		}
-		if attemptID == "" {
-			return s.refundOrphan(ctx, q, tx, tid, handlerID, p, paid, nil, "pix_orphan",
-				fmt.Sprintf("Pix de %s (%s) recebido sem cobrança correspondente (txid %q); devolvido automaticamente.", brl(paid), p.EndToEndID, p.Txid))
 		}
 		late := a.ExpiresAt != nil && p.Horario.After(*a.ExpiresAt)
 		switch {
@@ -575,7 +565,7 @@ func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix
 				return err
 			}
 		}
-		return s.refundOrphan(ctx, q, tx, tid, handlerID, p, paid, &a.ID, kind, msg)
+		return s.refundOrphan(ctx, q, tx, tid, handlerID, p, paid, a.ID, kind, msg)
 	})
 	return err
 }
@@ -585,22 +575,20 @@ var statusPT = map[string]string{
 	stRequiresAction: "aguardando ação do comprador", stRefunded: "reembolsado", stPartRefunded: "parcialmente reembolsado",
 }
 
-// refundOrphan records a Pix that pays nothing: receipt orphan, a full
+// refundOrphan records a Pix of one of our charges that pays nothing
+// (wrong amount, late, its attempt ended): receipt orphan, a full
 // automatic refund (executed by its job) and a merchant alert.
-func (s *Service) refundOrphan(ctx context.Context, q *paymentsdb.Queries, tx pgx.Tx, tid uuid.UUID, handlerID string, p pix.Pix, paid int64, attemptID *string, kind, msg string) error {
-	if err := q.SetReceiptStatus(ctx, paymentsdb.SetReceiptStatusParams{TenantID: tid, E2eID: p.EndToEndID, Status: "orphan", AttemptID: attemptID, Note: kind}); err != nil {
+func (s *Service) refundOrphan(ctx context.Context, q *paymentsdb.Queries, tx pgx.Tx, tid uuid.UUID, handlerID string, p pix.Pix, paid int64, attemptID string, kind, msg string) error {
+	if err := q.SetReceiptStatus(ctx, paymentsdb.SetReceiptStatusParams{TenantID: tid, E2eID: p.EndToEndID, Status: "orphan", AttemptID: &attemptID, Note: kind}); err != nil {
 		return err
 	}
 	refundID := "auto_" + p.EndToEndID
 	e2e := p.EndToEndID
-	if _, err := q.InsertRefund(ctx, paymentsdb.InsertRefundParams{TenantID: tid, ID: refundID, AttemptID: attemptID, Kind: "automatic",
+	if _, err := q.InsertRefund(ctx, paymentsdb.InsertRefundParams{TenantID: tid, ID: refundID, AttemptID: &attemptID, Kind: "automatic",
 		HandlerID: handlerID, E2eID: &e2e, PspRefundID: "R" + p.EndToEndID, Amount: paid, Reason: "Devolução automática: " + kind}); err != nil {
 		return err
 	}
-	aid := ""
-	if attemptID != nil {
-		aid = *attemptID
-	}
+	aid := attemptID
 	if err := q.InsertAlert(ctx, paymentsdb.InsertAlertParams{TenantID: tid, ID: ids.New("alr"), Kind: kind, Message: msg, AttemptID: aid, E2eID: e2e}); err != nil {
 		return err
 	}
