@@ -1,5 +1,5 @@
 -- +goose Up
--- Issue 31: notifications are hints and can be lost; besides polling each
+-- Issue 31. Notifications are hints and can be lost; besides polling each
 -- pending charge, the resolve sweep lists the Pix each handler's account
 -- received (GET /pix?inicio&fim) while it is in use, and reconciles those
 -- of our charges that no notification brought. list_until: keep listing
@@ -12,7 +12,16 @@ ALTER TABLE payments.hooks ADD COLUMN listed_until timestamptz;
 CREATE POLICY payments_sweep ON payments.hooks FOR SELECT
   USING (current_setting('app.scope', true) = 'payments_sweep');
 
+-- A card attempt waiting for 3-D Secure is asked about by the resolve
+-- sweep too (the processor tells nobody when the buyer answers).
+DROP INDEX payments.attempts_due_resolve;
+CREATE INDEX attempts_due_resolve ON payments.attempts (resolve_after)
+  WHERE status IN ('pending', 'requires_action') AND resolve_after IS NOT NULL;
+
 -- +goose Down
+DROP INDEX payments.attempts_due_resolve;
+CREATE INDEX attempts_due_resolve ON payments.attempts (resolve_after)
+  WHERE status = 'pending' AND resolve_after IS NOT NULL;
 DROP POLICY payments_sweep ON payments.hooks;
 ALTER TABLE payments.hooks DROP COLUMN listed_until;
 ALTER TABLE payments.hooks DROP COLUMN list_until;

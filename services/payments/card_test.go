@@ -1,6 +1,9 @@
 package payments_test
 
 import (
+	"crypto/tls"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -290,5 +293,58 @@ func TestStaleKnownTransitionDefersToTheCurrentRow(t *testing.T) {
 	}
 	if now := e.get(e.a, a.GetId()); now.GetStatus() != statusCanceled {
 		t.Fatalf("stored status %v, want canceled", now.GetStatus())
+	}
+}
+
+// 3-D Secure end to end: the charge asks for a challenge, the buyer is
+// sent to the processor's page and confirms, the processor tells nobody,
+// and the resolve sweep asks it until the attempt succeeds (announced to
+// the checkout); a challenge the buyer refuses fails the attempt.
+func TestThreeDSecureIsAskedAboutUntilAnswered(t *testing.T) {
+	e := newEnv(t)
+	answer := func(actionURL, outcome string) {
+		t.Helper()
+		u, err := url.Parse(actionURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		form := url.Values{"client_secret": {u.Query().Get("client_secret")}, "outcome": {outcome}}
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: e.sim.DevCA.Pool()}},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := hc.PostForm(u.Scheme+"://"+u.Host+u.Path, form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), e.a.baseURL+"/checkout/") {
+			t.Fatalf("challenge %s: %d → %q", outcome, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	for _, c := range []struct {
+		outcome string
+		want    paymentsv1.AttemptStatus
+	}{{"approve", statusSucceeded}, {"deny", statusFailed}} {
+		a := e.start(e.a, startReq(e.a, "chk_3ds_"+c.outcome, 12990, cardInstrument(tokenCred("tok_3ds_"+c.outcome+"_3220"), "visa", "3220")))
+		if a.GetStatus() != statusRequiresAction {
+			t.Fatalf("%s: %v %q", c.outcome, a.GetStatus(), a.GetFailureMessage())
+		}
+		if got := e.resolveAfter(e.a, a.GetId()); got == nil || got.Sub(e.clock.Now().Add(20*time.Second)).Abs() > time.Second {
+			t.Fatalf("%s: resolve_after %v, want in 20 s", c.outcome, got)
+		}
+		// Before the buyer answers, the sweep asks and comes back later.
+		e.clock.Add(21 * time.Second)
+		if n := e.sweep(e.svc.SweepResolves); n != 0 || e.get(e.a, a.GetId()).GetStatus() != statusRequiresAction {
+			t.Fatalf("%s: sweep before the answer settled %d", c.outcome, n)
+		}
+		answer(a.GetActionUrl(), c.outcome)
+		e.clock.Add(31 * time.Second)
+		if n := e.sweep(e.svc.SweepResolves); n != 1 {
+			t.Fatalf("%s: sweep after the answer settled %d, want 1", c.outcome, n)
+		}
+		got := e.get(e.a, a.GetId())
+		if got.GetStatus() != c.want {
+			t.Fatalf("%s: attempt %v %q", c.outcome, got.GetStatus(), got.GetFailureMessage())
+		}
+		e.eventually(10*time.Second, "announced to checkout", func() bool { return len(e.settled(a.GetId())) == 1 })
 	}
 }

@@ -381,7 +381,62 @@ func (s *Service) startCard(ctx context.Context, p paymentsdb.InsertAttemptParam
 		return attempt{}, apperr.New(apperr.KindUnavailable, "processor_unavailable", "the card processor did not answer; retry StartPayment with the same attempt id")
 	}
 	display, _ := json.Marshal(cardDisplayOut(v.brand, v.lastDigits))
-	return s.applyCardCharge(ctx, proc, &a, a.ID, ch, display, false)
+	out, err := s.applyCardCharge(ctx, proc, &a, a.ID, ch, display, false)
+	if err == nil && out.Status == stRequiresAction {
+		// The buyer answers the challenge at the processor, which tells
+		// nobody: the resolve sweep asks it (pollCardAction).
+		s.resolveAt(ctx, out.ID, s.now().Add(actionPollFirst))
+	}
+	return out, err
+}
+
+// 3-D Secure: a challenge is asked about actionPollFirst after it began,
+// then every actionPoll (actionPollLate once it is older than
+// actionPollSlowAfter), until the processor answers or the checkout's
+// cancel or expiry voids it.
+const (
+	actionPollFirst     = 20 * time.Second
+	actionPoll          = 30 * time.Second
+	actionPollLate      = 5 * time.Minute
+	actionPollSlowAfter = 15 * time.Minute
+)
+
+// resolveAt sets when the resolve sweep next looks at an attempt.
+func (s *Service) resolveAt(ctx context.Context, id string, t time.Time) {
+	err := s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
+		_, err := q.SetResolveAfter(ctx, paymentsdb.SetResolveAfterParams{ResolveAfter: &t, TenantID: tid, ID: id})
+		return err
+	})
+	if err != nil {
+		s.log.WarnContext(ctx, "payments: could not schedule the resolve sweep's look at an attempt", "attempt_id", id, "err", err.Error())
+	}
+}
+
+// pollCardAction is the resolve sweep's turn at an attempt waiting for
+// 3-D Secure: the processor's record by idempotency key decides it once
+// the buyer answered; until then it says when to ask again.
+func (s *Service) pollCardAction(ctx context.Context, a attempt) (*time.Time, error) {
+	proc, err := s.processor(ctx, a.HandlerID, a.Environment)
+	if err != nil {
+		return nil, err
+	}
+	look, ok := proc.(card.Lookuper)
+	if !ok {
+		return nil, nil // nothing to ask: the checkout's expiry ends it
+	}
+	ch, err := look.Lookup(ctx, a.ID)
+	if err != nil && !errors.Is(err, card.ErrNotFound) {
+		return nil, err
+	}
+	if err == nil && ch.Status != card.StatusRequiresAction {
+		_, err = s.applyCardCharge(ctx, proc, nil, a.ID, ch, nil, true)
+		return nil, err
+	}
+	next := s.now().Add(actionPoll)
+	if s.now().Sub(a.UpdatedAt) > actionPollSlowAfter {
+		next = s.now().Add(actionPollLate)
+	}
+	return &next, nil
 }
 
 // continuePage is the merchant's hosted checkout page of an attempt's

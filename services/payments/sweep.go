@@ -24,7 +24,8 @@ import (
 // insert) and:
 //   - card (cardResolveDelay after the start): resolves it from the
 //     processor's record, the safety net for a charge call that never
-//     answered;
+//     answered; one waiting for 3-D Secure is asked about until the
+//     processor has the buyer's answer (pollCardAction);
 //   - Pix (pollEvery after the start, or its expiry if sooner): asks the
 //     PSP whether it was paid, the safety net for a lost webhook, and
 //     from expires_at on removes the charge and expires the attempt; while
@@ -126,6 +127,9 @@ func (s *Service) resolveDue(ctx context.Context, id string) (*time.Time, error)
 	}
 	if a.Txid != nil {
 		return s.pixDue(ctx, a)
+	}
+	if a.Status == stRequiresAction {
+		return s.pollCardAction(ctx, a)
 	}
 	return nil, s.resolveCard(ctx, id)
 }

@@ -39,11 +39,12 @@ RETURNING *;
 SELECT count(*) FROM payments.attempts WHERE tenant_id = @tenant_id;
 
 -- name: ListDueResolves :many
--- Every tenant's attempts still pending past their resolve_after (card:
--- resolve from the processor; Pix: poll the PSP, or expire), oldest
--- first (the resolve sweep, in the 'payments_sweep' scope).
+-- Every tenant's attempts still pending (or waiting for 3-D Secure) past
+-- their resolve_after (card: resolve from the processor; Pix: poll the
+-- PSP, or expire), oldest first (the resolve sweep, in the
+-- 'payments_sweep' scope).
 SELECT tenant_id, id FROM payments.attempts
-WHERE status = 'pending' AND resolve_after IS NOT NULL AND resolve_after <= @now::timestamptz
+WHERE status IN ('pending', 'requires_action') AND resolve_after IS NOT NULL AND resolve_after <= @now::timestamptz
 ORDER BY resolve_after
 LIMIT @max_rows;
 

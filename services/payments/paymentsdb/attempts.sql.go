@@ -205,7 +205,7 @@ func (q *Queries) InsertAttempt(ctx context.Context, arg InsertAttemptParams) (P
 
 const listDueResolves = `-- name: ListDueResolves :many
 SELECT tenant_id, id FROM payments.attempts
-WHERE status = 'pending' AND resolve_after IS NOT NULL AND resolve_after <= $1::timestamptz
+WHERE status IN ('pending', 'requires_action') AND resolve_after IS NOT NULL AND resolve_after <= $1::timestamptz
 ORDER BY resolve_after
 LIMIT $2
 `
@@ -220,9 +220,10 @@ type ListDueResolvesRow struct {
 	ID       string
 }
 
-// Every tenant's attempts still pending past their resolve_after (card:
-// resolve from the processor; Pix: poll the PSP, or expire), oldest
-// first (the resolve sweep, in the 'payments_sweep' scope).
+// Every tenant's attempts still pending (or waiting for 3-D Secure) past
+// their resolve_after (card: resolve from the processor; Pix: poll the
+// PSP, or expire), oldest first (the resolve sweep, in the
+// 'payments_sweep' scope).
 func (q *Queries) ListDueResolves(ctx context.Context, arg ListDueResolvesParams) ([]ListDueResolvesRow, error) {
 	rows, err := q.db.Query(ctx, listDueResolves, arg.Now, arg.MaxRows)
 	if err != nil {
