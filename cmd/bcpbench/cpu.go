@@ -11,8 +11,9 @@ import (
 	"github.com/bcpdev/bcp/internal/procstat"
 )
 
-// cpuTimes is CPU time used so far by this process (the platform and the
-// simulated agents share it) and by the private PostgreSQL cluster (the
+// cpuTimes is CPU time used so far by this process (the platform, the PSP
+// simulator and the simulated agents share it: a --cpuprofile tells them
+// apart by the label side) and by the private PostgreSQL cluster (the
 // postmaster and its children; other clusters on the machine are not
 // counted).
 type cpuTimes struct {

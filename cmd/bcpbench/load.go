@@ -198,10 +198,12 @@ func (b *bench) purchase(ctx context.Context, rng *rand.Rand) error {
 	if attemptID == "" {
 		return b.unexpected("complete_checkout", "pix_no_attempt")
 	}
-	// The buyer pays: the simulated PSP confirms and sends its webhook to
-	// the platform's public listener.
+	// The buyer pays at the PSP simulator, which confirms and sends its
+	// webhook to the edge's webhook listener.
 	t0 := time.Now()
-	_, err = b.ops.Payments.SimulatePixPayment(tenancy.With(ctx, m.TenantID), connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: attemptID}))
+	asSimulator(ctx, func() {
+		_, err = b.ops.Payments.SimulatePixPayment(tenancy.With(ctx, m.TenantID), connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: attemptID}))
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -339,4 +341,14 @@ func fmtMs(ns int64) string { return fmt.Sprintf("%.1f", float64(ns)/1e6) }
 // and go tool pprof -tagfocus=side=agents (or -tagignore) tells them apart.
 func agentLabels(ctx context.Context) {
 	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("side", "agents")))
+}
+
+// asSimulator runs fn, an agent's in-process call that plays the buyer at
+// the PSP (SimulatePixPayment: the buyer's bank is the outside world),
+// labelled side=pspsim like the simulator's own goroutines, and then
+// labels the goroutine as an agent's again.
+func asSimulator(ctx context.Context, fn func()) {
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("side", "pspsim")))
+	defer agentLabels(ctx)
+	fn()
 }

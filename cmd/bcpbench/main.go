@@ -183,7 +183,7 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "bcpbench-result.json", "JSON result file (\"\" for none)")
 	flag.StringVar(&cfg.svg, "svg", "bcpbench-latency.svg", "SVG chart file (\"\" for none)")
 	flag.IntVar(&cfg.maxInFlight, "max-in-flight", 2000, "open loop: purchases in flight at most (more arrivals count as dropped)")
-	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the closed-loop --profile-phase, or with --rate of the open-loop phase (platform and agents share the process)")
+	flag.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the closed-loop --profile-phase, or with --rate of the open-loop phase (the platform, the PSP simulator and the agents share the process)")
 	flag.StringVar(&cfg.memprofile, "allocprofile", "", "write heap profiles before (FILE.before) and after the closed-loop --profile-phase: its allocations are go tool pprof -sample_index=alloc_space -diff_base FILE.before FILE")
 	flag.StringVar(&cfg.profilePhase, "profile-phase", "purchase", "with --cpuprofile or --allocprofile: the closed-loop phase to profile (create_checkout or purchase)")
 	flag.BoolVar(&noFsync, "no-fsync", false, "run the bench's PostgreSQL without fsync and full-page writes (the mode before issue 23; not durable, for comparison only)")
@@ -236,7 +236,7 @@ func run(ctx context.Context, cfg config) error {
 		}
 		e, err = startRemoteEnv(ctx, strings.TrimPrefix(cfg.target, "http://"), cfg.targetInternal, cfg.operatorToken, cfg.internalToken, cfg.profileAddr, cfg.tenants, logf)
 	} else {
-		e, err = startEnv(ctx, envOptions{tenants: cfg.tenants, statements: cfg.statements >= 0}, logf)
+		e, err = startEnv(ctx, envOptions{tenants: cfg.tenants, statements: cfg.statements >= 0, pays: true}, logf)
 	}
 	if err != nil {
 		return err
@@ -366,7 +366,7 @@ func run(ctx context.Context, cfg config) error {
 			p := phase(name, b.platformAgents, "closed", cfg.concurrency, 0, w)
 			if cfg.cpuprofile != "" {
 				pprof.StopCPUProfile()
-				logf("wrote %s (the simulated agents' share: go tool pprof -top -tagfocus=side=agents %[1]s; the platform's: -tagignore=side=agents)", cfg.cpuprofile)
+				logf("wrote %s (the simulated agents' share: go tool pprof -top -tagfocus=side=agents %[1]s; the PSP simulator's: -tagfocus=side=pspsim; the platform's: -tagignore=side=agents,pspsim)", cfg.cpuprofile)
 			}
 			if cfg.memprofile != "" {
 				if err := writeHeapProfile(cfg.memprofile); err != nil {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,12 +38,17 @@ const (
 )
 
 // env is the system under test: a private PostgreSQL, a `bcpd all`
-// platform in process on loopback, the seeded merchants and the agent
-// profile server.
+// platform in process on loopback, the PSP simulator its sandbox handlers
+// pay through, the seeded merchants and the agent profile server.
 type env struct {
 	pg  *pgserver.Server
 	tmp string
 	r   *platform.Running // nil with --target
+	// sim hosts the PSP simulator (the pspsim role) beside r, on simPG,
+	// a cluster of its own: see startSimulator. nil when the workload
+	// buys nothing, and with --target (the target's bcpd dev hosts one).
+	sim   *platform.Running
+	simPG *pgserver.Server
 	// publicAddr is the edge's host:port; ops are operator clients (seeding,
 	// SimulatePixPayment); tenants is a client with the internal token
 	// (the baseline's agent authentication); pool is nil with --target.
@@ -71,11 +77,21 @@ type envOptions struct {
 	// catalogAgent: the agent's profile speaks catalog search and lookup
 	// too (bcpbench search).
 	catalogAgent bool
+	// pays: the workload completes checkouts, so the PSP simulator runs
+	// beside the platform (startSimulator); the scale and search benches
+	// buy nothing and go without it.
+	pays bool
 }
 
 func (e *env) stop() {
 	if e.r != nil {
 		e.r.Stop()
+	}
+	if e.sim != nil {
+		e.sim.Stop()
+	}
+	if e.simPG != nil {
+		_ = e.simPG.Stop()
 	}
 	if e.stats != nil {
 		_ = e.stats.Close(context.Background())
@@ -93,8 +109,9 @@ func (e *env) stop() {
 
 // startEnv starts PostgreSQL as production runs it (fsync, full-page
 // writes and synchronous commit on: a figure bought with durability does
-// not count; --no-fsync keeps the earlier mode for comparison), migrates, starts every service and
-// seeds `tenants` merchants through the operator APIs.
+// not count; --no-fsync keeps the earlier mode for comparison), migrates,
+// starts the PSP simulator (startSimulator: when the workload pays) and
+// every service, and seeds `tenants` merchants through the operator APIs.
 func startEnv(ctx context.Context, opts envOptions, logf func(string, ...any)) (*env, error) {
 	tenants, statements := opts.tenants, opts.statements
 	e := &env{catalogAgent: opts.catalogAgent}
@@ -142,21 +159,78 @@ func startEnv(ctx context.Context, opts envOptions, logf func(string, ...any)) (
 	if os.Getenv("BCPBENCH_LOG") != "" {
 		quiet = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	e.r, err = platform.Start(ctx, platform.Config{
+	cfg := platform.Config{
 		Services: platform.AllServices, DatabaseURL: urls.App, PublicAddr: "127.0.0.1:0", InternalAddr: "127.0.0.1:0",
 		InternalToken: benchInternalToken, OperatorToken: benchOperatorToken, MasterKey: []byte("0123456789abcdef0123456789abcdef"),
 		Edge: edge.Config{PublicScheme: "http"}, Logger: quiet,
-	})
+	}
+	if opts.pays {
+		if err := e.startSimulator(ctx, quiet, logf); err != nil {
+			return nil, err
+		}
+		// Sandbox payments go to the simulator over HTTPS, and its Pix
+		// webhooks come back to the edge's TLS webhook listener, as when
+		// bcpd dev hosts both (both trust the process's dev PKI).
+		cfg.ServiceURLs, cfg.WebhookAddr = map[string]string{platform.PSPSim: e.sim.PSPSim.ControlURL()}, "127.0.0.1:0"
+	}
+	e.r, err = platform.Start(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("start platform: %w", err)
 	}
 	e.publicAddr, e.ops, e.tenants, e.pool = e.r.PublicAddr, e.r.ClientsWithToken(benchOperatorToken), e.r.Clients.Tenants, e.r.Pool
-	logf("platform: public %s, internal %s; seeding %d merchants", e.r.PublicAddr, e.r.InternalAddr, tenants)
+	hooks := ""
+	if e.r.WebhookAddr != "" {
+		hooks = ", webhooks " + e.r.WebhookAddr
+	}
+	logf("platform: public %s, internal %s%s; seeding %d merchants", e.r.PublicAddr, e.r.InternalAddr, hooks, tenants)
 	if err := e.seed(ctx, tenants); err != nil {
 		return nil, err
 	}
 	ok = true
 	return e, nil
+}
+
+// startSimulator hosts the PSP simulator (the pspsim role of
+// platform.DevServices) in this process, as an instance of its own beside
+// the platform (as a `bcpd pspsim` process would be): the card and Pix
+// purchases pay at it over the wire, and what the outside world costs
+// stays out of the platform's figures:
+//
+//   - its ledgers are on a PostgreSQL cluster of its own (fsync off: its
+//     durability is not measured, and its I/O should disturb the
+//     platform's commits as little as it can), so the bench cluster's
+//     CPU, WAL, write commits and pg_stat_statements are the platform's
+//     alone;
+//   - its database pool is its own, so the platform pool's acquires and
+//     waits are the platform's;
+//   - its goroutines (listeners, connections, webhook deliveries, which
+//     inherit the labels of the goroutine that starts them) carry the CPU
+//     profile label side=pspsim, as the agents' carry side=agents. The
+//     process CPU figure includes them.
+func (e *env) startSimulator(ctx context.Context, log *slog.Logger, logf func(string, ...any)) error {
+	var err error
+	e.simPG, err = pgserver.Start(ctx, pgserver.Options{DataDir: filepath.Join(e.tmp, "pspsim-pgdata"), NoFsync: true})
+	if err != nil {
+		return fmt.Errorf("start the PSP simulator's PostgreSQL: %w", err)
+	}
+	urls, err := db.Bootstrap(ctx, e.simPG.URL("postgres"), "pspsim")
+	if err != nil {
+		return fmt.Errorf("bootstrap the PSP simulator's database: %w", err)
+	}
+	if _, err := db.MigrateUp(ctx, urls.Owner, nil); err != nil {
+		return fmt.Errorf("migrate the PSP simulator's database: %w", err)
+	}
+	pprof.Do(ctx, pprof.Labels("side", "pspsim"), func(ctx context.Context) {
+		e.sim, err = platform.Start(ctx, platform.Config{
+			Services: []string{platform.PSPSim}, DatabaseURL: urls.App, InternalAddr: "127.0.0.1:0",
+			InternalToken: benchInternalToken, Logger: log,
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("start the PSP simulator: %w", err)
+	}
+	logf("PSP simulator: API Pix %s, control %s (its own PostgreSQL in %s)", e.sim.PSPSim.PixURL(), e.sim.PSPSim.ControlURL(), e.simPG.DataDir)
+	return nil
 }
 
 // serveProfile serves the agent's profile (checkout, fulfillment,
@@ -209,7 +283,7 @@ func startRemoteEnv(ctx context.Context, public, internal, operatorToken, intern
 	if err := e.serveProfile(profileAddr); err != nil {
 		return nil, err
 	}
-	logf("target: public %s, internal %s; seeding %d merchants (hosts loja####%s.bench.localhost)", public, internal, tenants, e.hostSuffix)
+	logf("target: public %s, internal %s; seeding %d merchants (hosts loja####%s-bench.localhost)", public, internal, tenants, e.hostSuffix)
 	if err := e.seed(ctx, tenants); err != nil {
 		e.stop()
 		return nil, err
@@ -246,7 +320,11 @@ func (e *env) seedMore(ctx context.Context, n, conc int, progress func(done int)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			m, err := loadkit.SeedMerchant(ctx, ops, fmt.Sprintf("loja%04d%s.bench.localhost", i, e.hostSuffix), e.profile)
+			// One label under localhost: the dev PKI's certificates (the
+			// webhook listener's, which the PSP simulator posts to on
+			// the merchant's host) name *.localhost, which matches no
+			// deeper name.
+			m, err := loadkit.SeedMerchant(ctx, ops, fmt.Sprintf("loja%04d%s-bench.localhost", i, e.hostSuffix), e.profile)
 			if err != nil {
 				errs <- fmt.Errorf("seed merchant %d: %w", i, err)
 				return

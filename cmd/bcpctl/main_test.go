@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/bcpdev/bcp/internal/pki"
 	"github.com/bcpdev/bcp/internal/testdb"
 	"github.com/bcpdev/bcp/platform"
 	"github.com/bcpdev/bcp/services/edge"
@@ -91,10 +94,21 @@ func TestOperatorCommandsAndErrors(t *testing.T) {
 		t.Fatalf("revoked key not shown as revoked:\n%s", list)
 	}
 
-	out = mustOK("handler", "set", "loja-sao-joao", "--id", "pix_1", "--name", "br.dev.bcp.pix", "--secrets", `{"client_id":"abc","client_secret":"xyz"}`)
-	if !strings.Contains(out, `[{"type":"pix"}]`) || !strings.Contains(out, "secrets stored: true") || strings.Contains(out, "xyz") {
+	// A Pix handler on the merchant's PSP: the settings come from files
+	// (the client secret never on the command line), are checked, sealed,
+	// and only their summary is printed.
+	psp := pspFiles(t)
+	out = mustOK("handler", "set", "loja-sao-joao", "--id", "pix_1", "--name", "br.dev.bcp.pix",
+		"--psp-base-url", "https://pix.banco.example/api/v2", "--psp-token-url", "https://pix.banco.example/oauth/token",
+		"--psp-client-id", "abc", "--psp-client-secret-file", psp.secret, "--psp-cert", psp.cert, "--psp-key", psp.key, "--psp-webhook-ca", psp.ca)
+	if !strings.Contains(out, `[{"type":"pix"}]`) || !strings.Contains(out, "secrets stored: true") ||
+		!strings.Contains(out, "connection: API Pix https://pix.banco.example/api/v2, client abc, certificate CN=loja-sao-joao") ||
+		!strings.Contains(out, "webhooks mtls") || strings.Contains(out, "xyz-client-secret") || strings.Contains(out, "PRIVATE KEY") {
 		t.Fatalf("handler set output: %s", out)
 	}
+	wantErr(2, "client_id is required", "handler", "set", "loja-sao-joao", "--id", "pix_2", "--name", "br.dev.bcp.pix",
+		"--secrets", `{"psp":{"base_url":"https://pix.banco.example/api/v2","token_url":"https://pix.banco.example/oauth/token","client_secret":"xyz-client-secret"}}`)
+	wantErr(2, "invalid_secrets", "handler", "set", "loja-sao-joao", "--id", "pix_2", "--name", "br.dev.bcp.pix", "--secrets", `{"client_id":"abc","client_secret":"xyz"}`)
 	wantErr(2, "invalid_handler_name", "handler", "set", "loja-sao-joao", "--id", "h", "--name", "Not A Name")
 	wantErr(2, "invalid_instruments", "handler", "set", "loja-sao-joao", "--id", "h", "--name", "com.example.pay", "--instruments", `{"type":"card"}`)
 	mustOK("handler", "remove", "loja-sao-joao", "pix_1")
@@ -129,4 +143,31 @@ func TestOperatorCommandsAndErrors(t *testing.T) {
 	}(); e == nil || exitCode(e) != 1 {
 		t.Fatalf("wrong token: %v", e)
 	}
+}
+
+// pspFiles writes what a bank's developer portal hands a merchant: the
+// client secret, an mTLS client certificate and key, and the CA of the
+// PSP's webhook client certificates.
+func pspFiles(t *testing.T) (f struct{ secret, cert, key, ca string }) {
+	t.Helper()
+	ca, err := pki.NewCA("Banco Exemplo CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := ca.IssueClient("loja-sao-joao", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, w := range []struct {
+		dst  *string
+		name string
+		data []byte
+	}{{&f.secret, "secret", []byte("xyz-client-secret\n")}, {&f.cert, "cert.pem", client.CertPEM}, {&f.key, "key.pem", client.KeyPEM}, {&f.ca, "ca.pem", ca.CertPEM}} {
+		*w.dst = filepath.Join(dir, w.name)
+		if err := os.WriteFile(*w.dst, w.data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
 }

@@ -169,8 +169,8 @@ func TestCompleteFindsCatalogChanged(t *testing.T) {
 		if done.Status != bcp.StatusCompleted {
 			t.Fatalf("complete: %s %v", done.Status, msgs(done))
 		}
-		if n := e.sql(`SELECT c.amount::int FROM payments.sim_card_charges c JOIN payments.attempts a ON a.tenant_id = c.tenant_id AND a.id = c.idempotency_key
-			WHERE a.checkout_id = $1 AND c.status = 'approved'`, c.ID); n != 3*5990+1500 {
+		if n := e.sql(`SELECT c.amount::int FROM pspsim.card_intents c JOIN payments.attempts a ON a.id = c.idempotency_key
+			WHERE a.checkout_id = $1 AND c.status = 'succeeded'`, c.ID); n != 3*5990+1500 {
 			t.Errorf("charged %d", n)
 		}
 		e.settledMoney(c.ID)

@@ -7,8 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +30,7 @@ import (
 	"github.com/bcpdev/bcp/services/checkout"
 	"github.com/bcpdev/bcp/services/checkout/hooktest"
 	"github.com/bcpdev/bcp/services/edge"
-	"github.com/bcpdev/bcp/services/payments"
+	"github.com/bcpdev/bcp/sim/pspsim"
 )
 
 // The money path on real services: every transition of machine.go, a
@@ -60,18 +63,25 @@ type env struct {
 	ctx  context.Context
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv is every service, the PSP simulator and the edge in one process;
+// tweaks adjust the configuration (e.g. the simulator's faults).
+func newEnv(t *testing.T, tweaks ...func(*platform.Config)) *env {
 	t.Helper()
 	d := testdb.New(t)
 	g := &hooktest.Gate{}
-	r, err := platform.Start(context.Background(), platform.Config{
-		// The edge too: the simulated PSP's webhooks reach the payments
-		// service through its public routes.
-		Services: platform.AllServices, PublicAddr: "127.0.0.1:0",
+	cfg := platform.Config{
+		// The PSP simulator and the edge too: sandbox handlers pay at the
+		// simulator, whose webhooks reach the payments service through
+		// the edge's webhook listener.
+		Services: platform.DevServices, PublicAddr: "127.0.0.1:0",
 		DatabaseURL: d.AppURL, InternalAddr: "127.0.0.1:0", InternalToken: internalToken, OperatorToken: operatorToken, MasterKey: masterKey,
 		Edge: edge.Config{PublicScheme: "http"}, SweepEvery: 200 * time.Millisecond, CheckoutHooks: g.Hooks(),
 		Logger: testLog(),
-	})
+	}
+	for _, f := range tweaks {
+		f(&cfg)
+	}
+	r, err := platform.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,12 +247,14 @@ func (e *env) due() {
 	e.exec(`UPDATE payments.attempts SET resolve_after = now() WHERE status = 'pending' AND resolve_after IS NOT NULL`)
 }
 
-// money is what the ledgers hold for one checkout.
+// money is what the ledgers hold for one checkout: ours, and the PSP
+// simulator's (schema pspsim: card intents under the attempt's id as
+// idempotency key, Pix joined to the attempt by txid).
 type money struct {
 	status        string
 	orders        int
-	keptCharges   int // approved card charges at the processor not refunded
-	keptPix       int // Pix received at the PSP not refunded
+	keptCharges   int // succeeded card intents at the processor not refunded in full
+	keptPix       int // Pix received at the PSP without a settled devolução
 	reserved      int // live stock reservations
 	sessionAttmpt string
 }
@@ -251,10 +263,10 @@ func (e *env) money(id string) money {
 	e.t.Helper()
 	var m money
 	m.orders = e.sql(`SELECT count(*) FROM orders.orders WHERE checkout_id = $1`, id)
-	m.keptCharges = e.sql(`SELECT count(*) FROM payments.sim_card_charges c JOIN payments.attempts a ON a.tenant_id = c.tenant_id AND a.id = c.idempotency_key
-		WHERE a.checkout_id = $1 AND c.status = 'approved' AND c.refunded < c.amount`, id)
-	m.keptPix = e.sql(`SELECT count(*) FROM payments.sim_pix p JOIN payments.attempts a ON a.tenant_id = p.tenant_id AND a.txid = p.txid
-		WHERE a.checkout_id = $1 AND NOT EXISTS (SELECT 1 FROM payments.sim_pix_refunds r WHERE r.tenant_id = p.tenant_id AND r.e2e_id = p.e2e_id AND r.status = 'DEVOLVIDO')`, id)
+	m.keptCharges = e.sql(`SELECT count(*) FROM pspsim.card_intents c JOIN payments.attempts a ON a.id = c.idempotency_key
+		WHERE a.checkout_id = $1 AND c.status = 'succeeded' AND c.amount_refunded < c.amount`, id)
+	m.keptPix = e.sql(`SELECT count(*) FROM pspsim.pix p JOIN payments.attempts a ON a.txid = p.txid
+		WHERE a.checkout_id = $1 AND NOT EXISTS (SELECT 1 FROM pspsim.refunds r WHERE r.tenant_id = p.tenant_id AND r.e2e_id = p.e2e_id AND r.status = 'DEVOLVIDO')`, id)
 	m.reserved = e.sql(`SELECT count(*) FROM catalog.stock_reservations WHERE checkout_id = $1 AND state = 'reserved'`, id)
 	conn, err := pgx.Connect(context.Background(), e.d.SuperURL)
 	if err != nil {
@@ -265,6 +277,14 @@ func (e *env) money(id string) money {
 		e.t.Fatal(err)
 	}
 	return m
+}
+
+// voided counts the checkout's card intents the processor canceled: a
+// charge stopped (3-D Secure abandoned) or a cancel's claim on the key.
+func (e *env) voided(id string) int {
+	e.t.Helper()
+	return e.sql(`SELECT count(*) FROM pspsim.card_intents c JOIN payments.attempts a ON a.id = c.idempotency_key
+		WHERE a.checkout_id = $1 AND c.status = 'canceled'`, id)
 }
 
 // settledMoney checks the invariant of issue 20 for one checkout: completed
@@ -350,7 +370,7 @@ func TestMoneyPathTransitions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := e.sql(`SELECT count(*) FROM payments.sim_card_charges c JOIN payments.attempts a ON a.tenant_id = c.tenant_id AND a.id = c.idempotency_key WHERE a.checkout_id = $1 AND c.status = 'voided'`, c.ID); n != 1 {
+			if n := e.voided(c.ID); n != 1 {
 				t.Errorf("%d voided charges, want 1", n)
 			}
 			return c.ID, cc.Status, ""
@@ -602,20 +622,23 @@ func TestCancelBetweenCompletionSteps(t *testing.T) {
 			if m := e.settledMoney(c.ID); m.status != tc.want {
 				t.Errorf("ledgers: %+v", m)
 			}
-			if n := e.sql(`SELECT count(*) FROM payments.sim_card_charges c JOIN payments.attempts a ON a.tenant_id = c.tenant_id AND a.id = c.idempotency_key
-				WHERE a.checkout_id = $1 AND c.status = 'approved'`, c.ID); (tc.want == bcp.StatusCompleted) != (n == 1) || n > 1 {
+			if n := e.sql(`SELECT count(*) FROM pspsim.card_intents c JOIN payments.attempts a ON a.id = c.idempotency_key
+				WHERE a.checkout_id = $1 AND c.status = 'succeeded'`, c.ID); (tc.want == bcp.StatusCompleted) != (n == 1) || n > 1 {
 				t.Errorf("%d approved charges at the processor", n)
 			}
 		})
 	}
 }
 
+// processorDown makes every call to the PSP simulator fail with a 5xx
+// before anything is done: a processor that never gives an answer.
+func processorDown(c *platform.Config) { c.PSPSimFaults = "error5xx=1" }
+
 // The processor not answering during complete: the checkout waits
 // (complete_in_progress, payment_processing), and a cancel that cannot
 // stop the sale says so instead of closing it.
 func TestProcessorTimeoutDuringComplete(t *testing.T) {
-	t.Setenv(payments.SimFaultsEnv, "timeout=1,hang=10ms") // read when the platform starts
-	e := newEnv(t)
+	e := newEnv(t, processorDown)
 	c := e.ready()
 	got := e.mustComplete(c.ID, card("tok_"+uuid.NewString()[:8]+"_4242"))
 	if got.Status != bcp.StatusCompleteInProgress || !hasMessage(got, "payment_processing") {
@@ -631,4 +654,39 @@ func TestProcessorTimeoutDuringComplete(t *testing.T) {
 	if m := e.money(c.ID); m.status != bcp.StatusCompleteInProgress || m.orders != 0 || m.reserved != 1 {
 		t.Fatalf("ledgers: %+v", m)
 	}
+	// The charge and the void were both refused before the processor did
+	// anything: no intent under the attempt's key.
+	if n := e.charges(c.ID); n != 0 {
+		t.Errorf("%d intents at the processor, want none", n)
+	}
+	if n := e.injected(pspsim.FaultError5xx); n < 2 {
+		t.Errorf("the simulator injected %d 5xx answers, want the charge's and the void's at least", n)
+	}
+}
+
+// injected is how many faults of kind the hosted PSP simulator injected
+// (its counter on the internal listener's /metrics).
+func (e *env) injected(kind string) int {
+	e.t.Helper()
+	resp, err := http.Get("http://" + e.r.InternalAddr + "/metrics")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	prefix := `bcp_pspsim_faults_total{kind="` + kind + `"} `
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				e.t.Fatalf("%s: %v", line, err)
+			}
+			return n
+		}
+	}
+	e.t.Fatalf("/metrics has no %s", prefix)
+	return 0
 }

@@ -20,21 +20,24 @@ import (
 	"github.com/bcpdev/bcp/services/checkout"
 	"github.com/bcpdev/bcp/services/checkout/hooktest"
 	"github.com/bcpdev/bcp/services/edge"
-	"github.com/bcpdev/bcp/services/payments"
 )
 
 // quietEnv is newEnv whose periodic sweeps run once at start and then not
 // for an hour: the test decides when sessions expire and are swept.
-func quietEnv(t *testing.T) *env {
+func quietEnv(t *testing.T, tweaks ...func(*platform.Config)) *env {
 	t.Helper()
 	d := testdb.New(t)
 	g := &hooktest.Gate{}
-	r, err := platform.Start(context.Background(), platform.Config{
-		Services: platform.AllServices, PublicAddr: "127.0.0.1:0",
+	cfg := platform.Config{
+		Services: platform.DevServices, PublicAddr: "127.0.0.1:0",
 		DatabaseURL: d.AppURL, InternalAddr: "127.0.0.1:0", InternalToken: internalToken, OperatorToken: operatorToken, MasterKey: masterKey,
 		Edge: edge.Config{PublicScheme: "http"}, SweepEvery: time.Hour, CheckoutHooks: g.Hooks(),
 		Logger: testLog(),
-	})
+	}
+	for _, f := range tweaks {
+		f(&cfg)
+	}
+	r, err := platform.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +144,7 @@ func TestSettlePayment(t *testing.T) {
 			t.Errorf("%d refunds in all, want 1", n)
 		}
 		e.eventually("the processor refunds the charge", func() bool {
-			return e.sql(`SELECT c.refunded::int FROM payments.sim_card_charges c JOIN payments.attempts a ON a.tenant_id = c.tenant_id AND a.id = c.idempotency_key WHERE a.id = $1`, a) == 13480
+			return e.sql(`SELECT c.amount_refunded::int FROM pspsim.card_intents c JOIN payments.attempts a ON a.id = c.idempotency_key WHERE a.id = $1`, a) == 13480
 		})
 		if n := e.sql(`SELECT count(*) FROM payments.alerts WHERE attempt_id = $1 AND kind = 'checkout_closed'`, a); n != 1 {
 			t.Errorf("%d checkout_closed alerts, want 1", n)
@@ -303,8 +306,8 @@ func TestCompleteRefreshesChangedPricing(t *testing.T) {
 	if done := e.mustComplete(c.ID, card("tok_"+uuid.NewString()[:8]+"_4242")); done.Status != bcp.StatusCompleted {
 		t.Fatalf("complete: %s %v", done.Status, msgs(done))
 	}
-	if n := e.sql(`SELECT c.amount::int FROM payments.sim_card_charges c JOIN payments.attempts a ON a.tenant_id = c.tenant_id AND a.id = c.idempotency_key
-		WHERE a.checkout_id = $1 AND c.status = 'approved'`, c.ID); n != 13780 {
+	if n := e.sql(`SELECT c.amount::int FROM pspsim.card_intents c JOIN payments.attempts a ON a.id = c.idempotency_key
+		WHERE a.checkout_id = $1 AND c.status = 'succeeded'`, c.ID); n != 13780 {
 		t.Errorf("charged %d, want 13780", n)
 	}
 	e.settledMoney(c.ID)
@@ -342,8 +345,8 @@ func TestDiscountRedeemedOnCompletion(t *testing.T) {
 		t.Fatalf("complete: %s", done.Status)
 	}
 	e.settledMoney(c.ID)
-	if n := e.sql(`SELECT c.amount::int FROM payments.sim_card_charges c JOIN payments.attempts a ON a.tenant_id = c.tenant_id AND a.id = c.idempotency_key
-		WHERE a.checkout_id = $1 AND c.status = 'approved'`, c.ID); n != 12282 {
+	if n := e.sql(`SELECT c.amount::int FROM pspsim.card_intents c JOIN payments.attempts a ON a.id = c.idempotency_key
+		WHERE a.checkout_id = $1 AND c.status = 'succeeded'`, c.ID); n != 12282 {
 		t.Errorf("charged %d, want 12282", n)
 	}
 	if n := e.sql(`SELECT count(*) FROM pricing.discount_redemptions WHERE checkout_id = $1 AND buyer_email = 'rui@example.com'`, c.ID); n != 1 {
@@ -460,8 +463,7 @@ func TestSweepsByHand(t *testing.T) {
 // the processor answers, changes nothing (still complete_in_progress with
 // payment_processing, no new write).
 func TestSettleUnconfirmedCardAgain(t *testing.T) {
-	t.Setenv(payments.SimFaultsEnv, "timeout=1,hang=10ms") // read when the platform starts
-	e := quietEnv(t)
+	e := quietEnv(t, processorDown)
 	c := e.ready()
 	got := e.mustComplete(c.ID, card("tok_"+uuid.NewString()[:8]+"_4242"))
 	if got.Status != bcp.StatusCompleteInProgress || !equalStrings(msgs(got), []string{"info payment_processing $.payment.instruments[0]"}) {
