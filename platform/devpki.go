@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,4 +67,30 @@ func (p *devPKI) serverCert() (tls.Certificate, error) {
 		return tls.Certificate{}, err
 	}
 	return c.TLS(), nil
+}
+
+// byName answers a handshake with base, or, for a name base does not
+// cover (a merchant host two labels under localhost: a wildcard covers
+// one), with a certificate for that name issued on the spot and kept.
+func (p *devPKI) byName(base tls.Certificate) func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	var mu sync.Mutex
+	issued := map[string]*tls.Certificate{}
+	return func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+		name := strings.ToLower(hello.ServerName)
+		if name == "" || base.Leaf == nil || base.Leaf.VerifyHostname(name) == nil {
+			return &base, nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if c, ok := issued[name]; ok {
+			return c, nil
+		}
+		c, err := p.ca.IssueServer([]string{name}, 30*24*time.Hour)
+		if err != nil {
+			return nil, err
+		}
+		tc := c.TLS()
+		issued[name] = &tc
+		return &tc, nil
+	}
 }

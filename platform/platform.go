@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -295,10 +296,15 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		if err != nil {
 			return fail(err)
 		}
-		sim, err := pspsim.Start(ctx, pspsim.Config{
-			Pool: r.Pool, PixAddr: cmp.Or(cfg.PSPSimPixAddr, "127.0.0.1:0"), ControlAddr: cmp.Or(cfg.PSPSimControlAddr, "127.0.0.1:0"),
-			ServerCert: cert, CA: dev.simCA, AdminToken: cmp.Or(cfg.PSPSimToken, cfg.InternalToken), WebhookRootCAs: dev.ca.Pool(),
-			Faults: cfg.PSPSimFaults, Logger: log, Metrics: reg,
+		// Its goroutines carry side=pspsim, so a CPU profile of a process
+		// hosting it tells the bank's work from the platform's.
+		var sim *pspsim.Server
+		pprof.Do(ctx, pprof.Labels("side", "pspsim"), func(ctx context.Context) {
+			sim, err = pspsim.Start(ctx, pspsim.Config{
+				Pool: r.Pool, PixAddr: cmp.Or(cfg.PSPSimPixAddr, "127.0.0.1:0"), ControlAddr: cmp.Or(cfg.PSPSimControlAddr, "127.0.0.1:0"),
+				ServerCert: cert, CA: dev.simCA, AdminToken: cmp.Or(cfg.PSPSimToken, cfg.InternalToken), WebhookRootCAs: dev.ca.Pool(),
+				Faults: cfg.PSPSimFaults, Logger: log, Metrics: reg,
+			})
 		})
 		if err != nil {
 			return fail(fmt.Errorf("PSP simulator: %w", err))
@@ -469,18 +475,19 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		r.PublicAddr = addr
 		r.publicAddr.Store(&addr)
 		if waddr := cfg.WebhookAddr; waddr != "" || r.PSPSim != nil {
-			cert := cfg.WebhookCert
-			if cert == nil {
+			// Ask for the caller's certificate without judging it here:
+			// which CA a PSP's certificate must chain to is a setting of
+			// each merchant's handler, checked by the payments service.
+			tlsCfg := &tls.Config{ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
+			if cfg.WebhookCert != nil {
+				tlsCfg.Certificates = []tls.Certificate{*cfg.WebhookCert}
+			} else {
 				c, err := dev.serverCert()
 				if err != nil {
 					return fail(err)
 				}
-				cert = &c
+				tlsCfg.GetCertificate = dev.byName(c)
 			}
-			// Ask for the caller's certificate without judging it here:
-			// which CA a PSP's certificate must chain to is a setting of
-			// each merchant's handler, checked by the payments service.
-			tlsCfg := &tls.Config{Certificates: []tls.Certificate{*cert}, ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
 			waddr, err := r.listenTLS(ctx, cmp.Or(waddr, "127.0.0.1:0"), tlsCfg, bodyDeadline(bodyTimeout, metrics.Middleware("webhooks", log, public)), idle, log)
 			if err != nil {
 				return fail(fmt.Errorf("webhook listener: %w", err))

@@ -94,7 +94,7 @@ func pspsimCommand(ctx context.Context, args []string, dataDir string, out io.Wr
 		if err := sim.do(ctx, http.MethodPost, "/sim/v1/accounts/"+p[0]+"/cob/"+p[1]+"/pay", body, &pix); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "paid: Pix %v of R$ %v to charge %v (the simulator notifies the merchant's webhook)\n", pix["endToEndId"], pix["valor"], pix["txid"])
+		fmt.Fprintf(out, "paid: Pix %v, valor %v, to charge %v (the simulator notifies the merchant's webhook)\n", pix["endToEndId"], pix["valor"], pix["txid"])
 		return nil
 	default: // faults
 		var st map[string]any

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -15,14 +16,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"connectrpc.com/connect"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bcpdev/bcp/agentclient"
-	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/platform"
 	"github.com/bcpdev/bcp/platform/loadkit"
-	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	"github.com/bcpdev/bcp/services/payments/pix"
 )
 
 // Status ranks: a checkout only moves forward, except that a payment in
@@ -35,7 +35,7 @@ type seen struct {
 	merchant int
 	status   string // the most advanced status any success answer showed
 	orderID  string // from a completed answer
-	paid     string // a Pix attempt the PSP confirmed paid
+	paid     string // a Pix attempt the buyer paid at the PSP, the amount charged
 	canceled bool   // a success answer said canceled
 	race     string // the race it was put through, if any (for diagnosis)
 }
@@ -94,10 +94,13 @@ func (l *ledger) paidPix(checkoutID, attemptID string) {
 type counters struct {
 	purchases, completedCard, completedPix, abandoned atomic.Int64
 	calls, callErrors, retries                        atomic.Int64
-	mu                                                sync.Mutex
-	errs                                              map[string]int
-	races                                             map[string]int // racing workloads run, by kind
-	wire                                              map[string]int // failed answers by wire form (wireOf)
+	// Pix paid at the simulator by the buyers: the amount charged, or
+	// (wrongShare) another amount, which the platform must refund.
+	pixPaid, pixWrong atomic.Int64
+	mu                sync.Mutex
+	errs              map[string]int
+	races             map[string]int // racing workloads run, by kind
+	wire              map[string]int // failed answers by wire form (wireOf)
 }
 
 func (c *counters) wireErr(w string) {
@@ -182,9 +185,13 @@ type agents struct {
 	next    atomic.Uint64
 	ms      []*loadkit.Merchant
 	ops     *platform.Clients
-	led     *ledger
-	cnt     *counters
-	pixRate float64
+	// sim is the PSP simulator, where buyers pay; wrongShare of their
+	// payments are of another amount than charged.
+	sim        *simulator
+	wrongShare float64
+	led        *ledger
+	cnt        *counters
+	pixRate    float64
 	// raceShare of the purchases race their completion against a cancel,
 	// the buyer's Pix payment, the expiry or another completion (race);
 	// su (the checker's superuser pool) moves a checkout's expiry.
@@ -192,9 +199,9 @@ type agents struct {
 	su        *pgxpool.Pool
 }
 
-func newAgents(publicAddrs []string, profile string, ms []*loadkit.Merchant, ops *platform.Clients, pixShare, raceShare float64, su *pgxpool.Pool) *agents {
+func newAgents(publicAddrs []string, profile string, ms []*loadkit.Merchant, ops *platform.Clients, sim *simulator, cfg Config, su *pgxpool.Pool) *agents {
 	tr := &http.Transport{DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}
-	a := &agents{ms: ms, ops: ops, pixRate: pixShare, raceShare: raceShare, su: su, led: &ledger{checkouts: map[string]*seen{}},
+	a := &agents{ms: ms, ops: ops, sim: sim, wrongShare: cfg.WrongAmount, pixRate: cfg.PixShare, raceShare: cfg.RaceShare, su: su, led: &ledger{checkouts: map[string]*seen{}},
 		cnt: &counters{errs: map[string]int{}, races: map[string]int{}, wire: map[string]int{}}}
 	for _, m := range ms {
 		t := &agentclient.Transport{Base: tr, ProfileURL: profile, Host: m.Host, APIKey: m.APIKey}
@@ -326,18 +333,16 @@ func (a *agents) purchase(ctx context.Context, rng *rand.Rand) {
 			abandon()
 			return
 		}
-		switch {
-		case c.Status == "completed":
+		if c.Status == "complete_in_progress" {
+			c.Status = a.follow(ctx, rng, mi, id, c)
+		}
+		switch c.Status {
+		case "completed":
 			a.done(pix)
 			return
-		case c.Status == "complete_in_progress":
-			if a.follow(ctx, mi, id, c) {
-				a.done(pix)
-			} else {
-				abandon()
-			}
-			return
-		case c.Status != "ready_for_complete":
+		case "ready_for_complete":
+			// Declined, or a Pix of the wrong amount (refunded): again.
+		default:
 			abandon()
 			return
 		}
@@ -353,50 +358,112 @@ func (a *agents) done(pix bool) {
 	}
 }
 
-// follow sees a payment in progress through: a Pix is paid at the
-// simulated PSP (the buyer), then the agent polls get_checkout until the
-// checkout completes (or 20 s pass: the platform's jobs finish it later,
-// which the final checks verify).
-func (a *agents) follow(ctx context.Context, mi int, id string, c *loadkit.CheckoutView) bool {
+// follow sees a payment in progress through: a Pix is paid at the PSP
+// simulator (the buyer, at its bank), then the agent polls get_checkout
+// until the checkout completes or the payment fails back to
+// ready_for_complete (a wrong amount), or 20 s pass (the platform's jobs
+// finish it later, which the final checks verify: "" then). It returns
+// the status the checkout ended in.
+func (a *agents) follow(ctx context.Context, rng *rand.Rand, mi int, id string, c *loadkit.CheckoutView) string {
 	if att := c.PixAttemptID(); att != "" {
-		deadline := time.Now().Add(20 * time.Second)
-		tctx := tenancy.With(ctx, a.ms[mi].TenantID)
-		for {
-			_, err := a.ops.Payments.SimulatePixPayment(tctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: att}))
-			if err == nil {
-				a.led.paidPix(id, att)
-				break
-			}
-			if ctx.Err() != nil {
-				return false
-			}
-			a.cnt.err("psp_pay:" + connect.CodeOf(err).String())
-			if time.Now().After(deadline) {
-				return false
-			}
-			time.Sleep(300 * time.Millisecond)
+		if paid, _ := a.payPix(ctx, rng, id, att, 20*time.Second); !paid {
+			return ""
 		}
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
-			return false
+			return ""
 		case <-time.After(200 * time.Millisecond):
 		}
 		g, code := a.call(ctx, mi, "get_checkout", map[string]any{"id": id})
 		if code != "" {
 			continue
 		}
-		switch g.Status {
-		case "completed":
-			return true
-		case "complete_in_progress":
-		default:
-			return false // the payment failed; this purchase ends here
+		if g.Status != "complete_in_progress" {
+			return g.Status
 		}
 	}
-	return false
+	return ""
+}
+
+// payQuery is what a buyer needs to pay an attempt's Pix at the
+// simulator: its txid and amount, and the simulator account (client id)
+// of its handler.
+const payQuery = `SELECT a.txid, a.amount, sa.client_id FROM payments.attempts a
+	  JOIN payments.sandbox_accounts sa ON sa.tenant_id = a.tenant_id AND sa.handler_id = a.handler_id
+	 WHERE a.id = $1 AND a.txid IS NOT NULL`
+
+// errNotPayable: the attempt has no Pix charge at the simulator.
+var errNotPayable = errors.New("no Pix charge at the simulator for this attempt")
+
+// payPix is the buyer paying a Pix attempt at the PSP simulator's control
+// API, as at its bank: the amount charged or, for wrongShare of the
+// payments, one real less (the platform must refund it in full and fail
+// the attempt). It retries while the simulator or PostgreSQL is
+// unavailable, for up to within. It reports whether the payment was made
+// and whether it was of the amount charged (then the ledger records it:
+// that checkout must complete).
+func (a *agents) payPix(ctx context.Context, rng *rand.Rand, checkoutID, attemptID string, within time.Duration) (paid, right bool) {
+	wrong := rng.Float64() < a.wrongShare
+	deadline := time.Now().Add(within)
+	for {
+		err := a.payOnce(ctx, attemptID, wrong)
+		if err == nil {
+			if wrong {
+				a.cnt.pixWrong.Add(1)
+				return true, false
+			}
+			a.cnt.pixPaid.Add(1)
+			a.led.paidPix(checkoutID, attemptID)
+			return true, true
+		}
+		if ctx.Err() != nil {
+			return false, false
+		}
+		var e *errSim
+		switch {
+		case errors.As(err, &e):
+			a.cnt.err("psp_pay:http_" + strconv.Itoa(e.status))
+		case errors.Is(err, errNotPayable):
+			a.cnt.err("psp_pay:no_charge")
+		default:
+			a.cnt.err("psp_pay:unavailable")
+		}
+		if finalPayment(err) || errors.Is(err, errNotPayable) || time.Now().After(deadline) {
+			return false, false
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// payOnce pays the attempt's charge once: its txid and amount, and the
+// simulator account of its handler, come from the platform's database
+// (what the buyer reads off the QR code).
+func (a *agents) payOnce(ctx context.Context, attemptID string, wrong bool) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var txid, clientID string
+	var amount int64
+	err := a.su.QueryRow(cctx, payQuery, attemptID).Scan(&txid, &amount, &clientID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errNotPayable
+	}
+	if err != nil {
+		return err
+	}
+	valor := ""
+	if wrong {
+		other := amount - 100
+		if other <= 0 {
+			other = amount + 100
+		}
+		if valor, err = pix.FormatValor(other); err != nil {
+			return err
+		}
+	}
+	return a.sim.pay(cctx, clientID, txid, valor)
 }
 
 // retryStuck retries, once each, the stuck requests not yet resolved, and
@@ -474,10 +541,7 @@ func (a *agents) race(ctx context.Context, rng *rand.Rand, mi int, id string, pi
 		if c == nil || c.PixAttemptID() == "" {
 			return
 		}
-		tctx := tenancy.With(ctx, m.TenantID)
-		if _, err := a.ops.Payments.SimulatePixPayment(tctx, connect.NewRequest(&paymentsv1.SimulatePixPaymentRequest{AttemptId: c.PixAttemptID()})); err == nil {
-			a.led.paidPix(id, c.PixAttemptID())
-		}
+		a.payPix(ctx, rng, id, c.PixAttemptID(), 5*time.Second)
 	}
 	both := func(f, g func()) {
 		var wg sync.WaitGroup

@@ -1,10 +1,19 @@
 // Package chaos is the platform's fault injector (issue 7): while
-// simulated agents run whole purchases over MCP (card and Pix, Pix paid
-// through the simulated PSP), it SIGKILLs and restarts `bcpd all` at
-// random points, restarts PostgreSQL (fast and crash-like shutdowns),
-// makes the agent's order webhook receiver fail, and makes a share of the
-// simulated PSP's calls time out (BCP_SIM_PSP_FAULTS). Afterwards it checks
-// the invariants with SQL (as the superuser, read-only) and over MCP:
+// simulated agents run whole purchases over MCP (card and Pix), it
+// SIGKILLs and restarts `bcpd all` at random points, restarts PostgreSQL
+// (fast and crash-like shutdowns) and makes the agent's order webhook
+// receiver fail. The platform pays through its wire clients (API Pix over
+// OAuth2 + mTLS, the Stripe-compatible card API) at the PSP simulator, a
+// `bcpd pspsim` process of its own that is never killed — the outside
+// world — whose HTTP faults are on for the whole run (Config.PSPFaults:
+// 503s, latency, connections reset after an applied write, Pix webhooks
+// dropped, duplicated and late, posted over mTLS to bcpd's webhook
+// listener); the agents' buyers pay their Pix at its control API, a share
+// of them the wrong amount (Config.WrongAmount). Afterwards it checks the
+// invariants with SQL (as the superuser, read-only; the simulator's own
+// ledgers, schema pspsim, stand for the PSP's and processor's reports)
+// and over MCP, and prints how many faults of each kind the simulator
+// injected:
 //
 //   - a completed checkout has exactly one order (and every order's
 //     checkout is completed);
@@ -57,6 +66,7 @@ import (
 	"github.com/bcpdev/bcp/db"
 	"github.com/bcpdev/bcp/platform"
 	"github.com/bcpdev/bcp/platform/loadkit"
+	"github.com/bcpdev/bcp/sim/pspsim"
 )
 
 const (
@@ -74,7 +84,8 @@ type Config struct {
 	Agents, Merchants int
 	PixShare          float64       // share of purchases paid with Pix
 	RaceShare         float64       // share of purchases that race their completion (agents.race)
-	PSPTimeout        float64       // share of simulated PSP/processor calls that time out
+	PSPFaults         string        // the PSP simulator's HTTP faults for the whole run (pspsim.ParseFaults; DefaultPSPFaults)
+	WrongAmount       float64       // share of the buyers' Pix payments made of another amount than charged
 	WebhookFailFirst  float64       // share of webhooks whose first delivery is refused
 	PGDown            time.Duration // how long PostgreSQL stays down per restart
 	Drain             time.Duration // how long the invariants may take to hold after the load
@@ -99,7 +110,7 @@ type Config struct {
 // 150 s of purchases, recovery on the platform's own clocks (≈ 5–8 min).
 func FullConfig() Config {
 	return Config{Duration: 150 * time.Second, Kills: 20, PGRestarts: 3, Outages: 4, Agents: 8, Merchants: 4,
-		PixShare: 0.4, RaceShare: 0.25, PSPTimeout: 0.05, WebhookFailFirst: 0.2, PGDown: 3 * time.Second, Drain: 5 * time.Minute,
+		PixShare: 0.4, RaceShare: 0.25, PSPFaults: DefaultPSPFaults, WrongAmount: 0.05, WebhookFailFirst: 0.2, PGDown: 3 * time.Second, Drain: 5 * time.Minute,
 		MaxDownP99: 2 * time.Second, MaxRecovery: 20 * time.Second}
 }
 
@@ -123,8 +134,16 @@ func ShortConfig() Config {
 	c.Duration, c.Kills, c.PGRestarts, c.Outages, c.Agents, c.Merchants = 18*time.Second, 3, 1, 1, 4, 2
 	c.PGDown, c.Drain, c.Warp = 2*time.Second, 2*time.Minute, true
 	c.MaxDownP99 = 4 * time.Second
+	// Fewer purchases (a few dozen) make fewer PSP calls and webhooks:
+	// twice the shares, so that every kind is likely drawn in 18 s.
+	c.PSPFaults, c.WrongAmount = ShortPSPFaults, 0.15
 	return c
 }
+
+// ShortPSPFaults are the short run's simulator faults: DefaultPSPFaults'
+// kinds at about twice the shares.
+const ShortPSPFaults = "error5xx=0.1,reset_after_write=0.1,latency=300ms,latency_share=0.25," +
+	"drop_webhook=0.2,duplicate_webhook=0.2,delay_webhook=0.3,webhook_delay=3s"
 
 // FullHAConfig is `make chaos-ha`: 3 failovers (node1 → node2 → node1 →
 // node2) and 12 service-process kills over 180 s of purchases on both
@@ -231,6 +250,9 @@ func prepare(ctx context.Context, cfg *Config) (tmp string, rng *rand.Rand, out 
 		logMu.Unlock()
 	}
 	started = time.Now()
+	if _, err := pspsim.ParseFaults(cfg.PSPFaults); err != nil {
+		return "", nil, nil, nil, fmt.Errorf("--psp-faults: %w", err)
+	}
 	rng = rand.New(rand.NewPCG(cfg.Seed, 1))
 	logf("seed %d (replay with --seed %d)", cfg.Seed, cfg.Seed)
 	tmp, err = os.MkdirTemp("", "bcpchaos-")
@@ -298,18 +320,34 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	}
 	defer stopAgentSide()
 
-	pub, err := freePort()
+	// The PSP simulator first: it creates the dev PKI every bcpd of the
+	// run shares (its server certificates, the webhook listener's).
+	pkiDir := filepath.Join(tmp, "pki")
+	env := baseEnv(cfg, urls.App, pkiDir)
+	sim, err := pspsimProcess(cfg, tmp, env)
 	if err != nil {
 		return nil, err
 	}
-	in, err := freePort()
-	if err != nil {
+	logf("starting bcpd pspsim (faults %q)", cfg.PSPFaults)
+	if err := sim.start(ctx, pkiDir); err != nil {
 		return nil, err
+	}
+	defer sim.proc.stop()
+
+	var ports [3]int
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return nil, err
+		}
 	}
 	b := &bcpd{bin: cfg.BcpdBin, role: "all", logPath: filepath.Join(tmp, "bcpd.log"),
-		publicAddr: "127.0.0.1:" + strconv.Itoa(pub), internal: "127.0.0.1:" + strconv.Itoa(in)}
-	b.env = append(baseEnv(cfg, urls.App), "BCP_PUBLIC_ADDR="+b.publicAddr, "BCP_INTERNAL_ADDR="+b.internal)
-	logf("starting bcpd all (public %s, internal %s, %s=%q)", b.publicAddr, b.internal, "BCP_PSPSIM_FAULTS", pspFaults(cfg))
+		publicAddr: "127.0.0.1:" + strconv.Itoa(ports[0]), internal: "127.0.0.1:" + strconv.Itoa(ports[1])}
+	// The webhook listener keeps its port across restarts: the webhook
+	// URL registered at the PSP names it.
+	webhookAddr := "127.0.0.1:" + strconv.Itoa(ports[2])
+	b.env = append(slices.Clone(env), "BCP_PUBLIC_ADDR="+b.publicAddr, "BCP_INTERNAL_ADDR="+b.internal,
+		"BCP_PSPSIM_URL="+sim.control, "BCP_WEBHOOK_ADDR="+webhookAddr)
+	logf("starting bcpd all (public %s, internal %s, PSP webhooks %s)", b.publicAddr, b.internal, webhookAddr)
 	if err := b.start(ctx); err != nil {
 		return nil, err
 	}
@@ -320,7 +358,7 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	if err != nil {
 		return nil, err
 	}
-	a := newAgents([]string{b.publicAddr}, profile, ms, ops, cfg.PixShare, cfg.RaceShare, superPool)
+	a := newAgents([]string{b.publicAddr}, profile, ms, ops, sim, cfg, superPool)
 	base, err := stockSnapshot(ctx, superPool)
 	if err != nil {
 		return nil, err
@@ -367,11 +405,13 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 			pgFaults = append(pgFaults, f)
 			logf("PostgreSQL restart %d/%d (%s): edge p99 while down %s over %d answers %v; first success %s after PostgreSQL was back",
 				ev.n, cfg.PGRestarts, mode, ms2(pct(f.answers, .99)), len(f.answers), f.codes, ms2(f.recovered))
-			if !b.running() {
-				logf("bcpd is not running after the PostgreSQL restart: starting it")
-				if err := b.startRetrying(ctx); err != nil {
-					stopLoad()
-					return nil, err
+			for _, p := range []*bcpd{sim.proc, b} {
+				if !p.running() {
+					logf("%s is not running after the PostgreSQL restart: starting it", cmp.Or(p.name, "bcpd"))
+					if err := p.startRetrying(ctx); err != nil {
+						stopLoad()
+						return nil, err
+					}
 				}
 			}
 		case "outage":
@@ -387,10 +427,12 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if !b.running() {
-		logf("bcpd is not running at the end of the load: starting it")
-		if err := b.startRetrying(ctx); err != nil {
-			return nil, err
+	for _, p := range []*bcpd{sim.proc, b} {
+		if !p.running() {
+			logf("%s is not running at the end of the load: starting it", cmp.Or(p.name, "bcpd"))
+			if err := p.startRetrying(ctx); err != nil {
+				return nil, err
+			}
 		}
 	}
 	logf("load done (%s): %d purchases started; draining (up to %s%s); %s", loadTime.Round(time.Second), a.cnt.purchases.Load(), cfg.Drain,
@@ -405,7 +447,7 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	if err != nil {
 		return nil, err
 	}
-	checks = append(checks, apiDurability(ctx, a), exits(b))
+	checks = append(checks, apiDurability(ctx, a), exits(b, sim.proc))
 
 	// PostgreSQL-down figures, over every restart.
 	var answers []time.Duration
@@ -437,9 +479,10 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	// Summary.
 	fmt.Fprintf(out, "\nbcpchaos: seed %d, %s load + %s drain, %d CPUs, %s\n", cfg.Seed, loadTime.Round(time.Second), drained.Round(time.Second), runtime.NumCPU(), runtime.Version())
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "faults\t%d bcpd SIGKILLs (restart p50 %s, max %s), %d PostgreSQL restarts (%s down each), %d webhook outages, PSP timeouts %g%s\n",
-		len(killDowntime), ms2(pct(killDowntime, .5)), ms2(pct(killDowntime, 1)), len(pgFaults), cfg.PGDown, cfg.Outages, cfg.PSPTimeout,
+	fmt.Fprintf(tw, "faults\t%d bcpd SIGKILLs (restart p50 %s, max %s), %d PostgreSQL restarts (%s down each), %d webhook outages%s\n",
+		len(killDowntime), ms2(pct(killDowntime, .5)), ms2(pct(killDowntime, 1)), len(pgFaults), cfg.PGDown, cfg.Outages,
 		map[bool]string{true: fmt.Sprintf(", %d recovery jobs fast-forwarded", warped), false: ""}[cfg.Warp])
+	simLines(ctx, tw, sim, a)
 	agentLines(tw, a, rcv)
 	if len(pgFaults) > 0 {
 		fmt.Fprintf(tw, "PostgreSQL down\tedge answers p50 %s, p99 %s, max %s over %d probes %v; first success after PostgreSQL back: %s\n",
@@ -448,32 +491,49 @@ func Run(ctx context.Context, cfg Config) (violated []Violation, err error) {
 	fmt.Fprintf(tw, "left open\t%s\n", pendingWork(ctx, superPool))
 	tw.Flush()
 	fmt.Fprintln(out)
-	return report(ctx, out, cfg, superPool, checks, b.logPath), nil
+	return report(ctx, out, cfg, superPool, checks, b.logPath, sim.proc.logPath), nil
 }
 
 // baseEnv is the environment every bcpd of a run shares: the database,
-// the tokens and master key, short sweeps, and the simulators' faults.
-func baseEnv(cfg Config, dbURL string) []string {
+// the tokens and master key, short sweeps, the dev PKI (the simulator's
+// and the webhook listeners' certificates) and the simulator's token.
+func baseEnv(cfg Config, dbURL, pkiDir string) []string {
 	return append(os.Environ(),
 		"BCP_DATABASE_URL="+dbURL, "BCP_INTERNAL_TOKEN="+internalToken, "BCP_OPERATOR_TOKEN="+operatorToken,
 		"BCP_MASTER_KEY="+base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
 		// The sweeps (checkout expiry and settle, card resolve) every 2 s
 		// instead of 15 s, so the drain does not wait on their clock.
 		"BCP_SWEEP_EVERY=2s",
-		"BCP_PUBLIC_SCHEME=http", "BCP_LOG_LEVEL=warn", "BCP_PSPSIM_FAULTS="+pspFaults(cfg))
+		"BCP_PUBLIC_SCHEME=http", "BCP_LOG_LEVEL=warn",
+		"BCP_DEV_PKI_DIR="+pkiDir, "BCP_PSPSIM_TOKEN="+pspsimToken,
+		// What a parent's environment may hold must not reach the run's
+		// processes: the simulator's faults are the run's, on its process.
+		"BCP_PSPSIM_FAULTS=", "BCP_PSPSIM_URL=", "BCP_WEBHOOK_ADDR=", "BCP_WEBHOOK_PORT=")
 }
 
-func pspFaults(cfg Config) string {
-	if cfg.PSPTimeout == 0 {
-		return ""
+// simLines are the summary's lines about the PSP simulator: the faults it
+// injected by kind (its counts since it started, which is the run), the
+// configured kinds it never injected, and the buyers' payments at it.
+func simLines(ctx context.Context, tw io.Writer, sim *simulator, a *agents) {
+	st, err := sim.faults(ctx)
+	fmt.Fprintf(tw, "PSP faults\t%s\n", injectedLine(st, err))
+	if err == nil {
+		if missing := notInjected(st); len(missing) > 0 {
+			fmt.Fprintf(tw, "not injected\t%s (configured, but the run never drew them)\n", strings.Join(missing, ", "))
+		}
 	}
-	return fmt.Sprintf("error5xx=%g,reset_after_write=%g", cfg.PSPTimeout, cfg.PSPTimeout)
+	fmt.Fprintf(tw, "Pix paid\t%d at the amount charged, %d of another amount (%g of payments; the platform refunds them)\n",
+		a.cnt.pixPaid.Load(), a.cnt.pixWrong.Load(), a.wrongShare)
 }
 
+// seedMerchants seeds n merchants. Their hosts are one label under
+// localhost: the PSP simulator posts webhooks to https://<host>:<port>,
+// and the dev PKI's webhook listener certificate names *.localhost, which
+// covers one label only.
 func seedMerchants(ctx context.Context, ops *platform.Clients, n int, profile string) ([]*loadkit.Merchant, error) {
 	var ms []*loadkit.Merchant
 	for i := range n {
-		m, err := loadkit.SeedMerchant(ctx, ops, fmt.Sprintf("loja%02d.chaos.localhost", i), profile)
+		m, err := loadkit.SeedMerchant(ctx, ops, fmt.Sprintf("chaos-loja%02d.localhost", i), profile)
 		if err != nil {
 			return nil, fmt.Errorf("seed merchant %d: %w", i, err)
 		}

@@ -34,7 +34,7 @@ var haRoles = []string{platform.Edge, platform.Tenants, platform.Catalog, platfo
 // sentinelHost is a merchant no agent buys from: after each failover it
 // is suspended, and both edges must refuse it within seconds (the change
 // feed re-subscribed on the new primary), then resumed.
-const sentinelHost = "sentinela.chaos.localhost"
+const sentinelHost = "chaos-sentinela.localhost"
 
 // failover is one SIGKILL of the primary's PostgreSQL and what followed.
 type failover struct {
@@ -87,7 +87,21 @@ func runHA(ctx context.Context, cfg Config, tmp string, rng *rand.Rand, out io.W
 	}
 	defer stopAgentSide()
 
-	procs, edges, svcURLs, err := haTopology(cfg, tmp, urls.App)
+	// The PSP simulator first (it creates the dev PKI the edges' webhook
+	// listeners and payments use): one process beside the roles, the
+	// outside world, never killed.
+	pkiDir := filepath.Join(tmp, "pki")
+	env := baseEnv(cfg, urls.App, pkiDir)
+	sim, err := pspsimProcess(cfg, tmp, env)
+	if err != nil {
+		return nil, err
+	}
+	logf("starting bcpd pspsim (faults %q)", cfg.PSPFaults)
+	if err := sim.start(ctx, pkiDir); err != nil {
+		return nil, err
+	}
+	defer sim.proc.stop()
+	procs, edges, svcURLs, err := haTopology(cfg, tmp, env, sim.control)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +141,7 @@ func runHA(ctx context.Context, cfg Config, tmp string, rng *rand.Rand, out io.W
 	for _, e := range edges {
 		publics = append(publics, e.publicAddr)
 	}
-	a := newAgents(publics, profile, ms, ops, cfg.PixShare, cfg.RaceShare, superPool)
+	a := newAgents(publics, profile, ms, ops, sim, cfg, superPool)
 	base, err := stockSnapshot(ctx, superPool)
 	if err != nil {
 		return nil, err
@@ -191,7 +205,7 @@ func runHA(ctx context.Context, cfg Config, tmp string, rng *rand.Rand, out io.W
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	for _, p := range procs {
+	for _, p := range append([]*bcpd{sim.proc}, procs...) {
 		if !p.running() {
 			logf("%s is not running at the end of the load: starting it", p.name)
 			if err := p.startRetrying(ctx); err != nil {
@@ -228,7 +242,7 @@ func runHA(ctx context.Context, cfg Config, tmp string, rng *rand.Rand, out io.W
 			checks[i].name = fmt.Sprintf("every success answer is on the surviving primary (node%d)", primary)
 		}
 	}
-	checks = append(checks, apiDurability(ctx, a), exits(procs...))
+	checks = append(checks, apiDurability(ctx, a), exits(append([]*bcpd{sim.proc}, procs...)...))
 	dup, err := keptTwice(ctx, superPool)
 	if err != nil {
 		return nil, err
@@ -239,7 +253,7 @@ func runHA(ctx context.Context, cfg Config, tmp string, rng *rand.Rand, out io.W
 	// Summary.
 	fmt.Fprintf(out, "\nbcpchaos --ha: seed %d, %s load + %s drain, %d CPUs, %s\n", cfg.Seed, loadTime.Round(time.Second), drained.Round(time.Second), runtime.NumCPU(), runtime.Version())
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "topology\t%s on a pg_auto_failover formation (monitor, primary, synchronous standby)\n", names(procs))
+	fmt.Fprintf(tw, "topology\t%s on a pg_auto_failover formation (monitor, primary, synchronous standby), and pspsim (never killed)\n", names(procs))
 	var roleKills []string
 	total := 0
 	for _, r := range haRoles {
@@ -248,19 +262,20 @@ func runHA(ctx context.Context, cfg Config, tmp string, rng *rand.Rand, out io.W
 			roleKills = append(roleKills, fmt.Sprintf("%s %d (serving again p50 %s, max %s)", r, len(d), ms2(pct(d, .5)), ms2(pct(d, 1))))
 		}
 	}
-	fmt.Fprintf(tw, "faults\t%d primary failovers, %d service-process SIGKILLs: %s; %d webhook outages, PSP timeouts %g%s\n",
-		len(fos), total, strings.Join(roleKills, ", "), cfg.Outages, cfg.PSPTimeout,
+	fmt.Fprintf(tw, "faults\t%d primary failovers, %d service-process SIGKILLs: %s; %d webhook outages%s\n",
+		len(fos), total, strings.Join(roleKills, ", "), cfg.Outages,
 		map[bool]string{true: fmt.Sprintf(", %d recovery jobs fast-forwarded", warped), false: ""}[cfg.Warp])
 	for i, fo := range fos {
 		fmt.Fprintf(tw, "failover %d\tnode%d → node%d, timeline %d, %d SIGKILL(s) of node%d's PostgreSQL: new primary writable %s after the first; first success on it %s (edges 1, 2; first success at all %s); probes saw %s; agents saw %s; suspension refused after %s, resumption served after %s; primary with a synchronous standby again after %s\n",
 			i+1, fo.from, fo.to, fo.timeline, fo.kills, fo.from, ms2(fo.promoted), durs(fo.firstOK), durs(fo.anyOK), wireSummary(fo.probeWire), wireSummary(fo.agentWire),
 			durs(fo.suspended), durs(fo.resumed), ms2(fo.healthy))
 	}
+	simLines(ctx, tw, sim, a)
 	agentLines(tw, a, rcv)
 	fmt.Fprintf(tw, "left open\t%s\n", pendingWork(ctx, superPool))
 	tw.Flush()
 	fmt.Fprintln(out)
-	var logs []string
+	logs := []string{sim.proc.logPath}
 	for _, p := range procs {
 		logs = append(logs, p.logPath)
 	}
@@ -270,9 +285,12 @@ func runHA(ctx context.Context, cfg Config, tmp string, rng *rand.Rand, out io.W
 
 // haTopology is the HA run's processes (not started): tenants, catalog,
 // pricing, payments and orders once, checkout and edge twice, edge i
-// calling checkout i, all on the formation's multi-host URL. It returns
-// the processes, the edges and the service URLs.
-func haTopology(cfg Config, tmp, dbURL string) (procs, edges []*bcpd, urls map[string]string, err error) {
+// calling checkout i, all on the formation's multi-host URL (env), the
+// payments process paying through the simulator at simURL. Each edge has
+// a TLS webhook listener; payments registers edge-1's port with the PSP
+// (one address, as a load balancer's would be). It returns the
+// processes, the edges and the service URLs.
+func haTopology(cfg Config, tmp string, env []string, simURL string) (procs, edges []*bcpd, urls map[string]string, err error) {
 	type spec struct{ name, role string }
 	specs := []spec{{"tenants", platform.Tenants}, {"catalog", platform.Catalog}, {"pricing", platform.Pricing}, {"orders", platform.Orders},
 		{"payments", platform.Payments}, {"checkout-1", platform.Checkout}, {"checkout-2", platform.Checkout}, {"edge-1", platform.Edge}, {"edge-2", platform.Edge}}
@@ -289,24 +307,35 @@ func haTopology(cfg Config, tmp, dbURL string) (procs, edges []*bcpd, urls map[s
 		urls[s] = "http://" + internal[s]
 	}
 	urls[platform.Checkout] = "http://" + internal["checkout-1"]
-	env := baseEnv(cfg, dbURL)
+	env = slices.Clone(env)
 	for s, u := range urls {
 		env = append(env, "BCP_"+strings.ToUpper(s)+"_URL="+u)
+	}
+	webhooks := map[string]int{}
+	for _, n := range []string{"edge-1", "edge-2"} {
+		if webhooks[n], err = freePort(); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	for _, s := range specs {
 		b := &bcpd{bin: cfg.BcpdBin, name: s.name, role: s.role, logPath: filepath.Join(tmp, s.name+".log"), internal: internal[s.name]}
 		b.env = append(slices.Clone(env), "BCP_INTERNAL_ADDR="+b.internal)
-		if s.role == platform.Edge {
+		switch s.role {
+		case platform.Edge:
 			p, err := freePort()
 			if err != nil {
 				return nil, nil, nil, err
 			}
 			n := strings.TrimPrefix(s.name, "edge-")
-			// Each edge advertises its own port (agents' continue URLs, the
-			// simulated PSP's webhooks) and calls its own checkout process.
+			// Each edge advertises its own port (agents' continue URLs)
+			// and calls its own checkout process; its webhook listener
+			// takes the PSP's webhooks over mTLS.
 			b.publicAddr = "127.0.0.1:" + strconv.Itoa(p)
-			b.env = append(b.env, "BCP_PUBLIC_ADDR="+b.publicAddr, "BCP_PUBLIC_PORT="+strconv.Itoa(p), "BCP_CHECKOUT_URL=http://"+internal["checkout-"+n])
+			b.env = append(b.env, "BCP_PUBLIC_ADDR="+b.publicAddr, "BCP_PUBLIC_PORT="+strconv.Itoa(p), "BCP_CHECKOUT_URL=http://"+internal["checkout-"+n],
+				"BCP_WEBHOOK_ADDR=127.0.0.1:"+strconv.Itoa(webhooks[s.name]))
 			edges = append(edges, b)
+		case platform.Payments:
+			b.env = append(b.env, "BCP_PSPSIM_URL="+simURL, "BCP_WEBHOOK_PORT="+strconv.Itoa(webhooks["edge-1"]))
 		}
 		procs = append(procs, b)
 	}
@@ -560,23 +589,28 @@ func haFailoverChecks(cfg Config, fos []*failover, agentWire map[string]int) []c
 
 // keptTwice lists checkouts that kept money twice at the processor or the
 // PSP (a charge or a Pix not refunded, for two attempts, or twice for one).
+// The simulator's ledgers are its accounts' (schema pspsim, one tenant per
+// account): a charge is the attempt's by its idempotency key, a Pix by its
+// txid, both globally unique.
 func keptTwice(ctx context.Context, pool *pgxpool.Pool) (check, error) {
 	c := check{name: "no checkout keeps two charges (card or Pix, not refunded)"}
 	if err := pool.QueryRow(ctx, `SELECT count(DISTINCT (tenant_id, checkout_id)) FROM payments.attempts`).Scan(&c.checked); err != nil {
 		return c, err
 	}
-	bad, err := runQuery(ctx, pool, `WITH kept AS (
-		  SELECT a.tenant_id, a.checkout_id FROM payments.sim_card_charges ch
-		    JOIN payments.attempts a ON a.tenant_id = ch.tenant_id AND a.id = ch.idempotency_key
-		   WHERE ch.status = 'approved' AND ch.refunded < ch.amount
-		  UNION ALL
-		  SELECT a.tenant_id, a.checkout_id FROM payments.sim_pix p
-		    JOIN payments.attempts a ON a.tenant_id = p.tenant_id AND a.txid = p.txid
-		   WHERE NOT EXISTS (SELECT 1 FROM payments.sim_pix_refunds r WHERE r.tenant_id = p.tenant_id AND r.e2e_id = p.e2e_id AND r.status = 'DEVOLVIDO'))
-		SELECT checkout_id || ' (' || count(*) || ' kept)' FROM kept GROUP BY tenant_id, checkout_id HAVING count(*) > 1 ORDER BY 1`)
+	bad, err := runQuery(ctx, pool, keptTwiceQuery)
 	c.violations = bad
 	return c, err
 }
+
+const keptTwiceQuery = `WITH kept AS (
+	  SELECT a.tenant_id, a.checkout_id FROM pspsim.card_intents ci
+	    JOIN payments.attempts a ON a.id = ci.idempotency_key
+	   WHERE ci.status = 'succeeded' AND ci.amount_refunded < ci.amount
+	  UNION ALL
+	  SELECT a.tenant_id, a.checkout_id FROM pspsim.pix p
+	    JOIN payments.attempts a ON a.txid = p.txid
+	   WHERE NOT EXISTS (SELECT 1 FROM pspsim.refunds r WHERE r.tenant_id = p.tenant_id AND r.e2e_id = p.e2e_id AND r.status = 'DEVOLVIDO'))
+	SELECT checkout_id || ' (' || count(*) || ' kept)' FROM kept GROUP BY tenant_id, checkout_id HAVING count(*) > 1 ORDER BY 1`
 
 // twoOrders: no checkout was answered with two different orders.
 func twoOrders(l *ledger) check {
@@ -593,10 +627,10 @@ func twoOrders(l *ledger) check {
 
 // standbyHasAll compares, once the standby has replayed everything the
 // primary wrote, what both hold of the money path: checkouts with their
-// status, orders, attempts with their status, the processor's charges and
-// the PSP's Pix.
+// status, orders, attempts with their status, and the PSP simulator's card
+// charges, Pix and devoluções.
 func standbyHasAll(ctx context.Context, f *formation, primary int, healthy error) check {
-	c := check{name: "the synchronous standby holds what the primary holds (checkouts, orders, attempts, charges, Pix)"}
+	c := check{name: "the synchronous standby holds what the primary holds (checkouts, orders, attempts; the PSP's charges, Pix and refunds)"}
 	if primary == 0 || healthy != nil {
 		c.violations = []string{fmt.Sprintf("no primary with a standby to compare (primary node%d, %v)", primary, healthy)}
 		return c
@@ -630,13 +664,7 @@ func standbyHasAll(ctx context.Context, f *formation, primary int, healthy error
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	for _, q := range []struct{ what, sql string }{
-		{"checkouts", `SELECT count(*), coalesce(md5(string_agg(id || ':' || status, ',' ORDER BY tenant_id, id)), '') FROM checkout.sessions`},
-		{"orders", `SELECT count(*), coalesce(md5(string_agg(id || ':' || checkout_id, ',' ORDER BY tenant_id, id)), '') FROM orders.orders`},
-		{"payment attempts", `SELECT count(*), coalesce(md5(string_agg(id || ':' || status, ',' ORDER BY tenant_id, id)), '') FROM payments.attempts`},
-		{"card charges", `SELECT count(*), coalesce(md5(string_agg(id || ':' || status || ':' || refunded, ',' ORDER BY tenant_id, id)), '') FROM payments.sim_card_charges`},
-		{"Pix received", `SELECT count(*), coalesce(md5(string_agg(e2e_id, ',' ORDER BY tenant_id, e2e_id)), '') FROM payments.sim_pix`},
-	} {
+	for _, q := range standbyDigests {
 		var np, ns int
 		var hp, hs string
 		if err := p.QueryRow(ctx, q.sql).Scan(&np, &hp); err != nil {
@@ -653,4 +681,16 @@ func standbyHasAll(ctx context.Context, f *formation, primary int, healthy error
 		}
 	}
 	return c
+}
+
+// standbyDigests are what standbyHasAll compares: a count and a digest
+// per table of the money path.
+var standbyDigests = []struct{ what, sql string }{
+	{"checkouts", `SELECT count(*), coalesce(md5(string_agg(id || ':' || status, ',' ORDER BY tenant_id, id)), '') FROM checkout.sessions`},
+	{"orders", `SELECT count(*), coalesce(md5(string_agg(id || ':' || checkout_id, ',' ORDER BY tenant_id, id)), '') FROM orders.orders`},
+	{"payment attempts", `SELECT count(*), coalesce(md5(string_agg(id || ':' || status, ',' ORDER BY tenant_id, id)), '') FROM payments.attempts`},
+	// The PSP simulator's ledgers, on the same formation.
+	{"card charges", `SELECT count(*), coalesce(md5(string_agg(id || ':' || status || ':' || amount_refunded, ',' ORDER BY tenant_id, id)), '') FROM pspsim.card_intents`},
+	{"Pix received", `SELECT count(*), coalesce(md5(string_agg(e2e_id, ',' ORDER BY tenant_id, e2e_id)), '') FROM pspsim.pix`},
+	{"Pix refunds", `SELECT count(*), coalesce(md5(string_agg(e2e_id || ':' || id || ':' || status, ',' ORDER BY tenant_id, e2e_id, id)), '') FROM pspsim.refunds`},
 }

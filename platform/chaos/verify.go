@@ -281,7 +281,7 @@ func jobsLeft(ctx context.Context, pool *pgxpool.Pool) string {
 // work).
 func warp(ctx context.Context, pool *pgxpool.Pool, lastKill, lastFault time.Time) (int64, error) {
 	kinds := []string{"checkout_settle", "payments_settle", "payments_card_resolve", "payments_pix_poll", "payments_pix_reconcile",
-		"payments_refund", "payments_simpsp_webhook", "order_webhook", "order_refund_settle"}
+		"payments_refund", "order_webhook", "order_refund_settle"}
 	// Made available directly, as river's scheduler would once their time
 	// came: the scheduler runs only on the leader, every 5 s, and a
 	// SIGKILLed leader's lease holds for 15 s, so after a late kill the
@@ -300,6 +300,10 @@ func warp(ctx context.Context, pool *pgxpool.Pool, lastKill, lastFault time.Time
 		`UPDATE checkout.sessions SET settle_after = now() WHERE status = 'complete_in_progress' AND settle_after > now()`,
 		`UPDATE payments.attempts SET resolve_after = now() WHERE status = 'pending' AND resolve_after > now()`,
 		`UPDATE payments.pix_receipts SET reconcile_after = now() WHERE status = 'received' AND reconcile_after > now()`,
+		// The PSP simulator's webhook deliveries waiting for a retry
+		// (backing off after the receiver was down) or held back
+		// (delay_webhook): due now, as time passing would make them.
+		`UPDATE pspsim.deliveries SET next_attempt_at = now() WHERE status = 'pending' AND next_attempt_at > now()`,
 	} {
 		tag, err = pool.Exec(ctx, q)
 		if err != nil {
@@ -339,7 +343,8 @@ func examples(v []string, n int) string {
 // pixStory says what became of a paid Pix whose checkout did not
 // complete, so that a violation can be diagnosed from the report alone:
 // the race it was in, the session's attempt, the paid attempt's status and
-// failure, its receipts, alerts and the simulated PSP's charge.
+// failure, its receipts, alerts, and the PSP simulator's charge and its
+// webhook deliveries.
 func pixStory(ctx context.Context, pool *pgxpool.Pool, checkoutID string, s *seen) string {
 	var story string
 	err := pool.QueryRow(ctx, `SELECT concat_ws('; ',
@@ -348,7 +353,11 @@ func pixStory(ctx context.Context, pool *pgxpool.Pool, checkoutID string, s *see
 		  'attempt ' || a.status || coalesce(' ' || nullif(a.failure_code, ''), '') || ' created ' || to_char(a.created_at, 'HH24:MI:SS.MS') || ' updated ' || to_char(a.updated_at, 'HH24:MI:SS.MS'),
 		  'receipts ' || coalesce((SELECT string_agg(r.status || ' at ' || to_char(r.horario, 'HH24:MI:SS.MS'), ', ') FROM payments.pix_receipts r WHERE r.tenant_id = a.tenant_id AND r.txid = a.txid), 'none'),
 		  'alerts ' || coalesce((SELECT string_agg(al.kind, ', ') FROM payments.alerts al WHERE al.tenant_id = a.tenant_id AND al.attempt_id = a.id), 'none'),
-		  'PSP charge ' || coalesce((SELECT ch.status FROM payments.sim_pix_charges ch WHERE ch.tenant_id = a.tenant_id AND ch.txid = a.txid), 'none'))
+		  'PSP charge ' || coalesce((SELECT ch.status FROM pspsim.charges ch WHERE ch.txid = a.txid), 'none'),
+		  'PSP Pix ' || coalesce((SELECT string_agg(p.e2e_id || ' ' || p.valor, ', ') FROM pspsim.pix p WHERE p.txid = a.txid), 'none'),
+		  'PSP webhooks ' || coalesce((SELECT string_agg(d.status || ' after ' || d.attempts || ' tries' || CASE WHEN d.delayed THEN ', delayed' ELSE '' END
+		                                 || CASE WHEN d.duplicated THEN ', sent twice' ELSE '' END, '; ')
+		                               FROM pspsim.deliveries d JOIN pspsim.pix p ON p.tenant_id = d.tenant_id AND p.e2e_id = ANY(d.e2e_ids) WHERE p.txid = a.txid), 'none'))
 		FROM payments.attempts a WHERE a.id = $2`, checkoutID, s.paid, s.race).Scan(&story)
 	if err != nil {
 		return "no story: " + err.Error()
