@@ -11,7 +11,7 @@ import (
 )
 
 // simulatePayment is the sandbox "Simular pagamento" button: it pays the
-// Pix the page showed through the payments service's simulated PSP, then
+// Pix the page showed at the PSP simulator, through the payments service, then
 // sends the buyer back to the page (303), which shows the result.
 func (w *Web) simulatePayment(rw http.ResponseWriter, r *http.Request) {
 	tenant, ok := w.tenantOf(r)

@@ -56,7 +56,7 @@ func brl(c int64) string {
 // What a demo purchase ends as.
 const (
 	endCard       = "card"        // card approved, completed
-	endPix        = "pix"         // Pix paid at the simulated PSP, completed
+	endPix        = "pix"         // Pix paid at the PSP simulator, completed
 	endPixPending = "pix_pending" // Pix charge issued, never paid
 	endCanceled   = "canceled"    // ready, then canceled by the agent
 	endIncomplete = "incomplete"  // created only
@@ -101,7 +101,7 @@ var demoAddress = map[string]any{"street_address": "Rua Augusta, 500", "address_
 // SeedDemoHistory gives a demo merchant without checkouts a day of
 // history, bought by the demo agent over MCP on the public listener
 // (publicAddr) with its API key, as any agent would: card and Pix
-// purchases (Pix paid at the simulated PSP), a Pix left pending, a
+// purchases (Pix paid at the PSP simulator), a Pix left pending, a
 // canceled and an incomplete checkout; then the merchant ships one order
 // and partly refunds another through the orders service. Nothing is
 // backdated: it all happens now.

@@ -598,8 +598,8 @@ func (s *Service) refundOrphan(ctx context.Context, q *paymentsdb.Queries, tx pg
 	return s.insertJob(ctx, tx, refundArgs{TenantID: tid, RefundID: refundID}, nil)
 }
 
-// SimulatePixPayment pays a sandbox charge through the simulated PSP,
-// which then notifies the platform by webhook like a real PSP.
+// simulatePixPayment pays a sandbox charge at the PSP simulator, as the
+// payer's bank would; the simulator then notifies the webhook like a PSP.
 func (s *Service) simulatePixPayment(ctx context.Context, m *paymentsv1.SimulatePixPaymentRequest) (attempt, error) {
 	a, err := s.getAttempt(ctx, m.GetAttemptId())
 	if err != nil {

@@ -47,7 +47,7 @@ func (s *Service) RefundPayment(ctx context.Context, r *connect.Request[payments
 	return connect.NewResponse(&paymentsv1.RefundPaymentResponse{Refund: refundToProto(row)}), nil
 }
 
-// SimulatePixPayment pays a sandbox Pix charge through the simulated PSP.
+// SimulatePixPayment pays a sandbox Pix charge at the PSP simulator.
 func (s *Service) SimulatePixPayment(ctx context.Context, r *connect.Request[paymentsv1.SimulatePixPaymentRequest]) (*connect.Response[paymentsv1.SimulatePixPaymentResponse], error) {
 	a, err := s.simulatePixPayment(ctx, r.Msg)
 	if err != nil {

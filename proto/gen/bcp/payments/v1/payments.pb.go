@@ -1112,7 +1112,7 @@ func (x *SimulatePixPaymentRequest) GetAmount() int64 {
 
 type SimulatePixPaymentResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The attempt as it was when paid (still pending: the simulated PSP's
+	// The attempt as it was when paid (still pending: the PSP simulator's
 	// webhook settles it moments later, as a real PSP's would).
 	Attempt       *Attempt `protobuf:"bytes,1,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -87,7 +87,7 @@ type PaymentsServiceClient interface {
 	// RefundPayment refunds all or part of a succeeded attempt. Idempotent
 	// by refund id.
 	RefundPayment(context.Context, *connect.Request[v1.RefundPaymentRequest]) (*connect.Response[v1.RefundPaymentResponse], error)
-	// SimulatePixPayment pays a sandbox Pix charge through the simulated PSP
+	// SimulatePixPayment pays a sandbox Pix charge at the PSP simulator
 	// (the hosted page's "simular pagamento" button and tests). Refused for
 	// production handlers.
 	SimulatePixPayment(context.Context, *connect.Request[v1.SimulatePixPaymentRequest]) (*connect.Response[v1.SimulatePixPaymentResponse], error)
@@ -282,7 +282,7 @@ type PaymentsServiceHandler interface {
 	// RefundPayment refunds all or part of a succeeded attempt. Idempotent
 	// by refund id.
 	RefundPayment(context.Context, *connect.Request[v1.RefundPaymentRequest]) (*connect.Response[v1.RefundPaymentResponse], error)
-	// SimulatePixPayment pays a sandbox Pix charge through the simulated PSP
+	// SimulatePixPayment pays a sandbox Pix charge at the PSP simulator
 	// (the hosted page's "simular pagamento" button and tests). Refused for
 	// production handlers.
 	SimulatePixPayment(context.Context, *connect.Request[v1.SimulatePixPaymentRequest]) (*connect.Response[v1.SimulatePixPaymentResponse], error)
