@@ -1,10 +1,14 @@
 // Package payments is the payments service: it runs the payment attempts
 // the checkout service starts, through the merchant's payment handlers —
-// the built-in Pix handler br.dev.bcp.pix (asynchronous: a charge at a PSP
-// shaped like the BCB API Pix, confirmed by webhook and re-fetched from
-// the PSP) and delegated card handlers (synchronous: a verified token
-// charged through a card processor). It owns the PostgreSQL schema
-// "payments" and is reached only through its connect API.
+// the built-in Pix handler br.dev.bcp.pix (asynchronous: a charge at the
+// merchant's PSP through the BCB API Pix, client apipix; notified by an
+// mTLS webhook and read back from the PSP) and delegated card handlers
+// (synchronous: a verified token charged at Stripe, client stripecard).
+// A handler's connection is its settings from the tenant registry
+// (psp.go); a sandbox handler without settings gets an account at the PSP
+// simulator (sandbox.go) and uses the same clients. It owns the
+// PostgreSQL schema "payments" and is reached only through its connect
+// API.
 //
 // Every change that needs later work is durable before it is acted on:
 // refunds and every notice to the checkout service are jobs inserted in
