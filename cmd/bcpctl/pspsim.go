@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/hostname"
 	"github.com/bcpdev/bcp/internal/pki"
+	"github.com/bcpdev/bcp/sim/pspsim/simcontrol"
 )
 
 // pspsimCommand is `bcpctl pspsim …`: the PSP simulator's control API,
@@ -79,19 +79,19 @@ func pspsimCommand(ctx context.Context, args []string, dataDir string, out io.Wr
 	if err != nil {
 		return fmt.Errorf("the simulator's CA (--pspsim-ca): %w", err)
 	}
-	sim := &simControl{base: strings.TrimRight(*base, "/"), token: *token, hc: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+	sim := &simcontrol.Client{BaseURL: *base, Token: *token, HTTP: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool}, DialContext: hostname.DialLocalhost(&net.Dialer{Timeout: 5 * time.Second}),
 	}}}
 	switch args[0] {
 	case "account":
-		return sim.account(ctx, p[0], *name, *city, *scopes, *outDir, caPEM, out)
+		return account(ctx, sim, p[0], *name, *city, *scopes, *outDir, caPEM, out)
 	case "pay":
 		body := map[string]string{}
 		if *valor != "" {
 			body["valor"] = *valor
 		}
 		var pix map[string]any
-		if err := sim.do(ctx, http.MethodPost, "/sim/v1/accounts/"+p[0]+"/cob/"+p[1]+"/pay", body, &pix); err != nil {
+		if err := sim.Do(ctx, http.MethodPost, "/sim/v1/accounts/"+p[0]+"/cob/"+p[1]+"/pay", body, &pix); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "paid: Pix %v, valor %v, to charge %v (the simulator notifies the merchant's webhook)\n", pix["endToEndId"], pix["valor"], pix["txid"])
@@ -103,10 +103,10 @@ func pspsimCommand(ctx context.Context, args []string, dataDir string, out io.Wr
 			if spec == "off" {
 				spec = ""
 			}
-			if err := sim.do(ctx, http.MethodPut, "/sim/v1/faults", map[string]string{"spec": spec}, &st); err != nil {
+			if err := sim.Do(ctx, http.MethodPut, "/sim/v1/faults", map[string]string{"spec": spec}, &st); err != nil {
 				return err
 			}
-		} else if err := sim.do(ctx, http.MethodGet, "/sim/v1/faults", nil, &st); err != nil {
+		} else if err := sim.Do(ctx, http.MethodGet, "/sim/v1/faults", nil, &st); err != nil {
 			return err
 		}
 		enc := json.NewEncoder(out)
@@ -115,44 +115,9 @@ func pspsimCommand(ctx context.Context, args []string, dataDir string, out io.Wr
 	}
 }
 
-type simControl struct {
-	base, token string
-	hc          *http.Client
-}
-
-func (s *simControl) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, s.base+path, body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("the simulator answered %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
-}
-
 // account opens (or re-keys) an account and writes its credentials to dir
 // as a bank hands them out, then says how to configure a handler with them.
-func (s *simControl) account(ctx context.Context, reference, name, city, scopes, dir string, serverCA []byte, out io.Writer) error {
+func account(ctx context.Context, s *simcontrol.Client, reference, name, city, scopes, dir string, serverCA []byte, out io.Writer) error {
 	if dir == "" {
 		return usageError{"pspsim account needs --out DIR (where the credentials are written)"}
 	}
@@ -180,7 +145,7 @@ func (s *simControl) account(ctx context.Context, reference, name, city, scopes,
 		StripeSecretKey string `json:"stripe_secret_key"`
 		StripeAPIURL    string `json:"stripe_api_url"`
 	}
-	if err := s.do(ctx, http.MethodPost, "/sim/v1/accounts", req, &c); err != nil {
+	if err := s.Do(ctx, http.MethodPost, "/sim/v1/accounts", req, &c); err != nil {
 		return err
 	}
 	p12, err := base64.StdEncoding.DecodeString(c.PKCS12Base64)

@@ -136,7 +136,7 @@ func TestPSPSimCommands(t *testing.T) {
 		t.Errorf("after the payment: %+v %v", c, err)
 	}
 	if _, err := sim("pay", clientID, txid); err == nil || exitCode(err) != 1 ||
-		!strings.Contains(errorMessage(err), "the simulator answered 409") || !strings.Contains(errorMessage(err), "only an ATIVA charge can be paid") {
+		!strings.Contains(errorMessage(err), "the PSP simulator answered 409 charge_not_active") || !strings.Contains(errorMessage(err), "only an ATIVA charge can be paid") {
 		t.Errorf("paying a paid charge: %v", err)
 	}
 
@@ -164,12 +164,12 @@ func TestPSPSimCommands(t *testing.T) {
 
 	// Refusals: a bad spec and a wrong token are the simulator's answers;
 	// no simulator, or no --out, are usage errors.
-	if _, err := sim("faults", "--set", "error5xx=2"); err == nil || exitCode(err) != 1 || !strings.Contains(errorMessage(err), "the simulator answered 400") {
+	if _, err := sim("faults", "--set", "error5xx=2"); err == nil || exitCode(err) != 1 || !strings.Contains(errorMessage(err), "the PSP simulator answered 400") {
 		t.Errorf("faults with a share above 1: %v", err)
 	}
 	var buf bytes.Buffer
 	err = run(context.Background(), []string{"--data-dir", dataDir, "pspsim", "faults", "--pspsim-url", r.PSPSim.ControlURL(), "--pspsim-token", "wrong"}, &buf)
-	if err == nil || !strings.Contains(errorMessage(err), "the simulator answered 401") {
+	if err == nil || !strings.Contains(errorMessage(err), "the PSP simulator answered 401 unauthorized") {
 		t.Errorf("a wrong token: %v", err)
 	}
 	if err := run(context.Background(), []string{"--data-dir", dataDir, "pspsim", "faults", "--pspsim-token", token}, &buf); err == nil || exitCode(err) != 2 ||

@@ -24,6 +24,7 @@ import (
 	"github.com/bcpdev/bcp/services/payments/pix"
 	"github.com/bcpdev/bcp/services/payments/pix/apipix"
 	"github.com/bcpdev/bcp/services/payments/pix/brcode"
+	"github.com/bcpdev/bcp/sim/pspsim/simcontrol"
 )
 
 // pspForStart is the PSP client that creates a handler's charge, and
@@ -625,8 +626,8 @@ func (s *Service) simulatePixPayment(ctx context.Context, m *paymentsv1.Simulate
 	if !c.sandbox {
 		return a, apperr.New(apperr.KindFailedPrecondition, "simulation_not_allowed", "only charges on the PSP simulator's sandbox accounts can be paid by simulation")
 	}
-	var se *simError
-	if err := s.simPay(ctx, c.clientID, *a.Txid, amount); errors.As(err, &se) && (se.status == http.StatusConflict || se.status == http.StatusNotFound) {
+	var se *simcontrol.Error
+	if err := s.simPay(ctx, c.clientID, *a.Txid, amount); errors.As(err, &se) && (se.Status == http.StatusConflict || se.Status == http.StatusNotFound) {
 		return a, apperr.New(apperr.KindFailedPrecondition, "charge_not_active", "esta cobrança Pix não está mais ativa")
 	} else if err != nil {
 		return a, err

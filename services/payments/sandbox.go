@@ -1,17 +1,14 @@
 package payments
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -165,46 +162,10 @@ func nonEmpty(s string) []string {
 
 // simControl calls the simulator's control API with the admin token.
 func (s *Service) simControl(ctx context.Context, method, path string, in, out any) error {
-	sb := s.opts.Sandbox
-	if sb.ControlURL == "" {
+	if s.opts.Sandbox.ControlURL == "" {
 		return errNoSandbox
 	}
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(sb.ControlURL, "/")+path, body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+sb.AdminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.simHTTP.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode/100 != 2 {
-		return &simError{status: resp.StatusCode, body: strings.TrimSpace(string(b))}
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
-}
-
-type simError struct {
-	status int
-	body   string
-}
-
-func (e *simError) Error() string {
-	return fmt.Sprintf("PSP simulator answered %d: %s", e.status, e.body)
+	return s.sim.Do(ctx, method, path, in, out)
 }
 
 // newSimHTTP is the client of the simulator's control API.

@@ -46,6 +46,7 @@ import (
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 	"github.com/bcpdev/bcp/services/payments/card/stripecard"
 	"github.com/bcpdev/bcp/services/payments/pix/apipix"
+	"github.com/bcpdev/bcp/sim/pspsim/simcontrol"
 )
 
 // Options tune the service. The zero value is the production default.
@@ -90,7 +91,7 @@ type Service struct {
 	// with its OAuth2 token and connections (keyed by settingsKey).
 	pixClients  *tenantcache.Cache[*apipix.Client]
 	cardClients *tenantcache.Cache[*stripecard.Processor]
-	simHTTP     *http.Client // the simulator's control API
+	sim         *simcontrol.Client // the PSP simulator's control API
 }
 
 // New returns the service. masterKey (32 bytes) seals the sandbox
@@ -118,7 +119,7 @@ func New(pool *pgxpool.Pool, tenants tenantsv1connect.TenantServiceClient, maste
 		// keeps tokens and connections warm, the LRU bounds the count.
 		pixClients:  tenantcache.New[*apipix.Client](tenantcache.Options{TTL: time.Hour, UnwatchedTTL: time.Hour}),
 		cardClients: tenantcache.New[*stripecard.Processor](tenantcache.Options{TTL: time.Hour, UnwatchedTTL: time.Hour}),
-		simHTTP:     simHTTP,
+		sim:         &simcontrol.Client{BaseURL: opts.Sandbox.ControlURL, Token: opts.Sandbox.AdminToken, HTTP: simHTTP},
 	}
 	if s.now == nil {
 		s.now = time.Now
