@@ -13,10 +13,14 @@ CREATE POLICY payments_sweep ON payments.hooks FOR SELECT
   USING (current_setting('app.scope', true) = 'payments_sweep');
 
 -- A card attempt waiting for 3-D Secure is asked about by the resolve
--- sweep too (the processor tells nobody when the buyer answers).
+-- sweep too (the processor tells nobody when the buyer answers), and a
+-- Pix attempt that ended otherwise than paid is taken once more, to make
+-- sure its charge ended too (a creation that landed after a cancel, a
+-- removal that failed).
 DROP INDEX payments.attempts_due_resolve;
 CREATE INDEX attempts_due_resolve ON payments.attempts (resolve_after)
-  WHERE status IN ('pending', 'requires_action') AND resolve_after IS NOT NULL;
+  WHERE resolve_after IS NOT NULL
+    AND (status IN ('pending', 'requires_action') OR (txid IS NOT NULL AND status IN ('canceled', 'failed', 'expired')));
 
 -- +goose Down
 DROP INDEX payments.attempts_due_resolve;

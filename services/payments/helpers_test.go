@@ -617,3 +617,17 @@ func cardHandlerWithJWKS(s signer) *tenantsv1.PaymentHandler {
 		AvailableInstrumentsJson: `[{"type":"card","constraints":{"brands":["visa","mastercard"]}}]`,
 		ConfigJson:               `{"jwks":{"keys":[` + s.jwk + `]}}`, Environment: "sandbox"}
 }
+
+// scalarExec runs a statement as the superuser (a test forcing a state
+// no request can reach in one step).
+func (e *env) scalarExec(sql string, args ...any) {
+	e.t.Helper()
+	conn, err := pgx.Connect(context.Background(), e.db.SuperURL)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
+		e.t.Fatal(err)
+	}
+}

@@ -871,3 +871,37 @@ func TestMissedNotificationsFoundByListing(t *testing.T) {
 		t.Errorf("%d refunds", refunds)
 	}
 }
+
+// A Pix attempt that ended while its charge still stood at the PSP (a
+// cancel that found no charge yet, then the creation landed; a removal
+// that failed) is taken by the resolve sweep once more: an unpaid charge
+// is removed, a paid one refunded — even with its notification lost.
+func TestEndedAttemptsChargeIsEndedToo(t *testing.T) {
+	e := newEnv(t)
+	e.sim.SetFaults("drop_webhook=1")
+	paid := e.start(e.a, startReq(e.a, "chk_ended_paid", 2500, pixInstrument))
+	unpaid := e.start(e.a, startReq(e.a, "chk_ended_unpaid", 2600, pixInstrument))
+	// The bad interleaving, forced: both attempts canceled while their
+	// charges stay ATIVA at the PSP.
+	for _, a := range []*paymentsv1.Attempt{paid, unpaid} {
+		e.scalarExec(`UPDATE payments.attempts SET status = 'canceled' WHERE id = $1`, a.GetId())
+	}
+	e.sim.Pay(e.account(e.a, "pix"), pixDisplayOf(t, paid).Txid, "") // the buyer's bank pays the charge that still stands
+	e.deliveries(e.a, "dropped", 1)
+	e.clock.Add(2*time.Minute + time.Second)
+	if n := e.sweep(e.svc.SweepResolves); n != 2 {
+		t.Fatalf("the sweep took %d ended attempts, want 2", n)
+	}
+	if c := e.simCharge(e.a, pixDisplayOf(t, unpaid).Txid); c.Status != pix.StatusRemovidaRecebedor {
+		t.Errorf("the unpaid charge is %s, want removed", c.Status)
+	}
+	e.expectAutoRefund(e.a, paid.GetId(), "pix_attempt_not_pending", "25.00")
+	for _, a := range []*paymentsv1.Attempt{paid, unpaid} {
+		if got := e.get(e.a, a.GetId()); got.GetStatus() != statusCanceled {
+			t.Errorf("%s became %v", a.GetId(), got.GetStatus())
+		}
+		if r := e.resolveAfter(e.a, a.GetId()); r != nil {
+			t.Errorf("%s still due at %v", a.GetId(), r)
+		}
+	}
+}

@@ -376,9 +376,10 @@ func (s *Service) pollOnce(ctx context.Context, a attempt) (bool, error) {
 	return false, nil
 }
 
-// removeCharge removes a pending attempt's charge and moves the attempt to
-// status (expired or canceled) — unless the PSP reports it paid, in which
-// case the Pix is applied (completion wins).
+// removeCharge removes an attempt's charge and, if the attempt is still
+// pending, moves it to status (expired or canceled) — unless the PSP
+// reports it paid, in which case the Pix is applied (completion wins; to
+// an attempt that already ended, it is refunded).
 func (s *Service) removeCharge(ctx context.Context, a attempt, status string, notify bool) error {
 	psp, hook, err := s.pspForHandler(ctx, a.HandlerID, a.Environment)
 	if err != nil {

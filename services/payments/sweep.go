@@ -29,7 +29,10 @@ import (
 //   - Pix (pollEvery after the start, or its expiry if sooner): asks the
 //     PSP whether it was paid, the safety net for a lost webhook, and
 //     from expires_at on removes the charge and expires the attempt; while
-//     it stays pending it is due again pollEvery later (pixDue).
+//     it stays pending it is due again pollEvery later (pixDue). One that
+//     ended otherwise (canceled, failed) is taken once more to make sure
+//     its charge ended too: a charge whose creation landed after the
+//     cancel, or whose removal failed, is removed, or refunded if paid.
 //
 // It also reconciles the stored Pix notifications still undecided past
 // their reconcile_after: the webhook's request reconciles each receipt it
@@ -124,6 +127,13 @@ func (s *Service) resolveDue(ctx context.Context, id string) (*time.Time, error)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if a.Txid != nil && finalStatus(a.Status) {
+		// A Pix attempt that ended (canceled, failed, expired) while its
+		// charge was being created, or whose removal could not be
+		// confirmed: its charge must end too. Removed (or never made):
+		// done; paid meanwhile: the Pix is refunded (decidePix).
+		return nil, s.removeCharge(ctx, a, a.Status, false)
 	}
 	if a.Txid != nil {
 		return s.pixDue(ctx, a)

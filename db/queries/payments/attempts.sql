@@ -43,8 +43,11 @@ SELECT count(*) FROM payments.attempts WHERE tenant_id = @tenant_id;
 -- their resolve_after (card: resolve from the processor; Pix: poll the
 -- PSP, or expire), oldest first (the resolve sweep, in the
 -- 'payments_sweep' scope).
+-- A Pix attempt that ended otherwise than paid is taken once more, to
+-- make sure its charge ended too.
 SELECT tenant_id, id FROM payments.attempts
-WHERE status IN ('pending', 'requires_action') AND resolve_after IS NOT NULL AND resolve_after <= @now::timestamptz
+WHERE (status IN ('pending', 'requires_action') OR (txid IS NOT NULL AND status IN ('canceled', 'failed', 'expired')))
+  AND resolve_after IS NOT NULL AND resolve_after <= @now::timestamptz
 ORDER BY resolve_after
 LIMIT @max_rows;
 

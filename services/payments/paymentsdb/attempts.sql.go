@@ -205,7 +205,8 @@ func (q *Queries) InsertAttempt(ctx context.Context, arg InsertAttemptParams) (P
 
 const listDueResolves = `-- name: ListDueResolves :many
 SELECT tenant_id, id FROM payments.attempts
-WHERE status IN ('pending', 'requires_action') AND resolve_after IS NOT NULL AND resolve_after <= $1::timestamptz
+WHERE (status IN ('pending', 'requires_action') OR (txid IS NOT NULL AND status IN ('canceled', 'failed', 'expired')))
+  AND resolve_after IS NOT NULL AND resolve_after <= $1::timestamptz
 ORDER BY resolve_after
 LIMIT $2
 `
@@ -224,6 +225,8 @@ type ListDueResolvesRow struct {
 // their resolve_after (card: resolve from the processor; Pix: poll the
 // PSP, or expire), oldest first (the resolve sweep, in the
 // 'payments_sweep' scope).
+// A Pix attempt that ended otherwise than paid is taken once more, to
+// make sure its charge ended too.
 func (q *Queries) ListDueResolves(ctx context.Context, arg ListDueResolvesParams) ([]ListDueResolvesRow, error) {
 	rows, err := q.db.Query(ctx, listDueResolves, arg.Now, arg.MaxRows)
 	if err != nil {
