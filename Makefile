@@ -21,8 +21,10 @@ run:
 
 ## ha: a local high-availability formation (pg_auto_failover monitor, primary and synchronous
 ## standby on ports 6000-6002) with one bcpd per role on its multi-host URL (two edges on 8080 and
-## 8081, two checkouts) and the demo merchant; Ctrl-C stops it (HA_DIR=.bcp/ha keeps its state;
-## deploy/README.md, "Database", explains it and the production setup)
+## 8081 with PSP webhook listeners on 8443 and 8444, two checkouts), the PSP simulator (bcpd pspsim,
+## 9443-9444) the payments process pays sandbox handlers through, and the demo merchant; Ctrl-C
+## stops it (HA_DIR=.bcp/ha keeps its state; deploy/README.md, "Database", explains it and the
+## production setup)
 ha:
 	@scripts/ensure-postgres.sh
 	scripts/ha.sh
@@ -122,24 +124,29 @@ scale:
 	@mkdir -p $(BENCH_OUT)
 	$(GO) run ./cmd/bcpbench scale $(SCALE_FLAGS) --out $(BENCH_OUT)/scale.json
 
-## chaos: fault injection (about 5–6 minutes): SIGKILLs of bcpd, PostgreSQL restarts, webhook receiver
-## and PSP failures under sustained purchases, then SQL/MCP invariant checks; exits 1 on a violation.
-## CHAOS_FLAGS="--seed N" replays a schedule. Results: docs/performance.md, "Fault injection".
+## chaos: fault injection (about 5–6 minutes): SIGKILLs of bcpd, PostgreSQL restarts and webhook
+## receiver failures under sustained purchases paid through the wire clients at the PSP simulator (a
+## bcpd pspsim process, never killed, its HTTP faults on: 503s, latency, resets after applied writes,
+## dropped/duplicated/late webhooks; 5 % of Pix paid the wrong amount), then SQL/MCP invariant checks
+## and the faults injected by kind; exits 1 on a violation. CHAOS_FLAGS="--seed N" replays a
+## schedule, "--psp-faults SPEC" sets the faults. Results: docs/performance.md, "Fault injection".
 CHAOS_FLAGS ?=
 chaos:
 	@scripts/ensure-postgres.sh
 	$(GO) build -o bin/bcpd ./cmd/bcpd
 	$(GO) run ./cmd/bcpchaos --bcpd bin/bcpd $(CHAOS_FLAGS)
 
-## chaos-short: the CI form (3 kills, 1 PostgreSQL restart, recovery jobs fast-forwarded; about a minute)
+## chaos-short: the CI form (3 kills, 1 PostgreSQL restart, the PSP faults at about twice the shares,
+## recovery jobs fast-forwarded; about a minute)
 chaos-short:
 	@scripts/ensure-postgres.sh
 	$(GO) build -o bin/bcpd ./cmd/bcpd
 	$(GO) run ./cmd/bcpchaos --short --bcpd bin/bcpd $(CHAOS_FLAGS)
 
-## chaos-ha: the failover run (6-10 minutes on 2 cores): one bcpd per role (two edges, two checkouts) on a
-## pg_auto_failover formation; 3 primary failovers (the last two fail back) and 12 service-process
-## SIGKILLs under purchases over both edges, then the chaos invariants and the failover checks
+## chaos-ha: the failover run (6-10 minutes on 2 cores): one bcpd per role (two edges, two checkouts) and
+## bcpd pspsim (with make chaos's PSP faults) on a pg_auto_failover formation; 3 primary failovers
+## (the last two fail back) and 12 service-process SIGKILLs under purchases over both edges, then the
+## chaos invariants and the failover checks
 ## (time to the first success on the new primary, answers meanwhile, a suspension reaching both
 ## edges, the standby holding what the primary holds). Needs pg_autoctl (postgresql-15-auto-failover,
 ## pg-auto-failover-cli). Results: docs/performance.md, "Failover under load".

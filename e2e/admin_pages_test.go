@@ -627,13 +627,12 @@ func TestBrowserAdminMerchantPages(t *testing.T) {
 		t.Fatalf("bad CPF in the browser: %d %q %q", st, adm.text(`[data-field=pix_key]`), adm.value(`input[name=pix_key]`))
 	}
 	adm.screenshot("pix-erro")
-	// "Testar conexão" from the page: this platform runs no PSP simulator,
-	// so the sandbox card handler has no connection to test.
+	// "Testar conexão" from the page: the sandbox card handler's account
+	// at the PSP simulator takes its key.
 	adm.open(host, "/admin/pagamentos/card")
 	if st := adm.submit(`form[action="/admin/pagamentos/testar/card"] button[type=submit]`); st != 200 ||
-		adm.text(`#test-result [data-test=code]`) != "not_configured" ||
-		adm.text(`#test-result [data-test=message]`) != "nenhuma conexão configurada para este handler: informe as credenciais do PSP ou do processador" {
-		t.Fatalf("connection test in the browser: %d %q %q", st, adm.text(`#test-result [data-test=code]`), adm.text(`#test-result [data-test=message]`))
+		adm.text(`#test-result[data-code=ok] [data-test=message]`) != "Conexão com o processador de cartões verificada: as credenciais foram aceitas." {
+		t.Fatalf("connection test in the browser: %d %q", st, adm.text(`#test-result [data-test=message]`))
 	}
 	adm.screenshot("cartao-teste")
 	adm.open(host, "/admin/frete/retirada/nova")

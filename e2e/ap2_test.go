@@ -51,7 +51,7 @@ type ap2World struct {
 func newAP2World(t *testing.T, hosts ...string) *ap2World {
 	t.Helper()
 	d := testdb.New(t)
-	r := startPlatform(t, platform.AllServices, d.AppURL, nil)
+	r := startPlatform(t, platform.DevServices, d.AppURL, nil) // buys through the PSP simulator
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,10 @@ import (
 
 // TestChaosShort is `make chaos-short` as a Go test: bcpd (built here)
 // SIGKILLed 3 times and PostgreSQL restarted once under sustained card and
-// Pix purchases, a failing webhook receiver and PSP timeouts, then every
+// Pix purchases paid through the wire clients at the PSP simulator (a
+// `bcpd pspsim` process with its HTTP faults on: 503s, latency, resets
+// after applied writes, dropped, duplicated and late webhooks; some Pix
+// paid the wrong amount) and a failing webhook receiver, then every
 // invariant checked (see platform/chaos). It takes 40–70 s on a busy
 // 2-core machine, so a bare `go test ./...` skips it; `make test` (and so CI)
 // sets BCP_CHAOS=1, as does a CI system's CI variable. BCP_CHAOS=0 skips it.

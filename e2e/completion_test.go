@@ -25,7 +25,6 @@ import (
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
-	"github.com/bcpdev/bcp/services/payments"
 	"github.com/bcpdev/bcp/services/payments/pix/brcode"
 )
 
@@ -81,7 +80,10 @@ func newShopper(t *testing.T, hookFailures int, hosts ...string) *shopper {
 func newShopperWith(t *testing.T, hookFailures int, adjust func(*platform.Config), hosts ...string) *shopper {
 	t.Helper()
 	d := testdb.New(t)
-	r := startPlatformWith(t, platform.AllServices, d.AppURL, nil, adjust)
+	// The platform hosts the PSP simulator: sandbox handlers pay through
+	// it over the wire (API Pix, card API), its webhooks come back over
+	// mTLS to the webhook listener beside the edge.
+	r := startPlatformWith(t, platform.DevServices, d.AppURL, nil, adjust)
 	hooks, profile := orderAgent(t, hookFailures)
 	v, err := bcpschema.NewValidator()
 	if err != nil {
@@ -481,7 +483,7 @@ func TestConcurrentIdenticalCompletes(t *testing.T) {
 	if got := s.sql(`SELECT count(*) FROM orders.orders WHERE checkout_id = $1`, c.ID); got != 1 {
 		t.Fatalf("%d orders", got)
 	}
-	if got := s.sql(`SELECT count(*) FROM payments.sim_card_charges c JOIN payments.attempts a ON a.tenant_id = c.tenant_id AND a.id = c.idempotency_key WHERE a.checkout_id = $1`, c.ID); got != 1 {
+	if got := s.sql(`SELECT count(*) FROM pspsim.card_intents c JOIN payments.attempts a ON a.id = c.idempotency_key WHERE a.checkout_id = $1`, c.ID); got != 1 {
 		t.Fatalf("%d card charges at the processor", got)
 	}
 	other := completeArgs(c.ID, key, cardInstrument("tok_test_5555"))
@@ -526,13 +528,14 @@ func TestSignedCompletionAndWebhookRetries(t *testing.T) {
 	}
 }
 
-// A card charge whose processor call times out leaves the checkout
-// complete_in_progress with a card message (the resolve job settles it
-// later), never the Pix "pay by" message with a zero date. Regression
-// found with the chaos tool's PSP timeouts (BCP_SIM_PSP_FAULTS).
+// A card charge whose processor answer never comes back leaves the
+// checkout complete_in_progress with a card message (the resolve sweep
+// settles it later), never the Pix "pay by" message with a zero date.
+// Regression found with the chaos tool's PSP faults: here the simulator
+// applies every charge and cuts the connection before answering
+// (reset_after_write=1).
 func TestCardProcessorTimeoutIsNotAPix(t *testing.T) {
-	t.Setenv(payments.SimFaultsEnv, "timeout=1,hang=10ms") // read when the platform starts
-	s := newShopper(t, 0, "lento.localhost")
+	s := newShopperWith(t, 0, func(c *platform.Config) { c.PSPSimFaults = "reset_after_write=1" }, "lento.localhost")
 	host := "lento.localhost"
 	for _, inst := range []map[string]any{
 		cardInstrument("tok_test_4242"),

@@ -12,6 +12,8 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/handlersecrets"
+	"github.com/bcpdev/bcp/internal/pki"
 	"github.com/bcpdev/bcp/internal/testdb"
 	"github.com/bcpdev/bcp/platform"
 	edgev1 "github.com/bcpdev/bcp/proto/gen/bcp/edge/v1"
@@ -56,8 +58,23 @@ func TestDiscoveryProfilePerMerchant(t *testing.T) {
 	if a.GetSlug() != "loja-alfa" || a.GetPrimaryDomain() != "alfa.localhost" || a.GetStatus() != tenantsv1.TenantStatus_TENANT_STATUS_ACTIVE {
 		t.Fatalf("tenant A = %v", a)
 	}
-	_, err := op.SetPaymentHandler(ctx, connect.NewRequest(&tenantsv1.SetPaymentHandlerRequest{
-		Tenant: "alfa.localhost", SecretsJson: `{"client_secret":"s3cr3t-psp"}`,
+	// The handler's PSP settings (checked when set: a client certificate
+	// with its key, the webhook CA), none of which the profile may show.
+	ca, err := pki.NewCA("Banco Alfa CA", 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.IssueClient("loja-alfa", 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets, _ := json.Marshal(handlersecrets.Secrets{PSP: &handlersecrets.PixPSP{
+		BaseURL: "https://pix.banco-alfa.example/api/v2", TokenURL: "https://pix.banco-alfa.example/oauth/token",
+		ClientID: "cli-alfa", ClientSecret: "s3cr3t-psp", CertificatePEM: string(cert.CertPEM), PrivateKeyPEM: string(cert.KeyPEM),
+		Webhook: handlersecrets.Webhook{CAPEM: string(ca.CertPEM)},
+	}})
+	_, err = op.SetPaymentHandler(ctx, connect.NewRequest(&tenantsv1.SetPaymentHandlerRequest{
+		Tenant: "alfa.localhost", SecretsJson: string(secrets),
 		Handler: &tenantsv1.PaymentHandler{Id: "pix_alfa", Name: "br.dev.bcp.pix", AvailableInstrumentsJson: `[{"type":"pix"}]`, ConfigJson: `{"environment":"sandbox"}`},
 	}))
 	if err != nil {
@@ -79,7 +96,7 @@ func TestDiscoveryProfilePerMerchant(t *testing.T) {
 	if !strings.HasPrefix(etag, `"`) || strings.HasPrefix(etag, "W/") {
 		t.Errorf("ETag %q is not a strong validator", etag)
 	}
-	if strings.Contains(string(resp.body), "s3cr3t-psp") || strings.Contains(string(resp.body), `"d"`) {
+	if strings.Contains(string(resp.body), "s3cr3t-psp") || strings.Contains(string(resp.body), "PRIVATE KEY") || strings.Contains(string(resp.body), `"d"`) {
 		t.Fatal("profile leaks a secret or a private key member")
 	}
 	validator, err := bcpschema.NewValidator()

@@ -56,6 +56,16 @@ func startPlatformWith(t *testing.T, services []string, dbURL string, urls map[s
 	return r
 }
 
+// startPSPSim runs a process hosting only the PSP simulator, as `bcpd
+// pspsim` does, for tests whose payments process is another one: give that
+// process ServiceURLs[platform.PSPSim] = the returned process's
+// PSPSim.ControlURL() (every platform of the test binary shares the
+// in-memory dev PKI, so they trust each other).
+func startPSPSim(t *testing.T, dbURL string) *platform.Running {
+	t.Helper()
+	return startPlatform(t, []string{platform.PSPSim}, dbURL, nil)
+}
+
 func operatorClient(r *platform.Running) tenantsv1connect.TenantServiceClient {
 	return tenantsv1connect.NewTenantServiceClient(http.DefaultClient, "http://"+r.InternalAddr,
 		connect.WithInterceptors(svcauth.Client(operatorToken)))

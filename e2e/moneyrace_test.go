@@ -147,7 +147,7 @@ func TestCancelRacesComplete(t *testing.T) {
 		}},
 		{"Pix: cancel after the reservation", true, bcp.StatusCanceled, func(c *bcp.Checkout, inst map[string]any) {
 			held(c.ID, inst, checkout.StepReserved, func() { cancel(c.ID) })
-			if n := s.sql(`SELECT count(*) FROM payments.sim_pix_charges ch JOIN payments.attempts at ON at.tenant_id = ch.tenant_id AND at.txid = ch.txid
+			if n := s.sql(`SELECT count(*) FROM pspsim.charges ch JOIN payments.attempts at ON at.txid = ch.txid
 				WHERE at.checkout_id = $1 AND ch.status = 'ATIVA'`, c.ID); n != 0 {
 				t.Errorf("%d payable Pix charges for a canceled checkout", n)
 			}
@@ -193,7 +193,7 @@ func TestCancelRacesComplete(t *testing.T) {
 
 // settledRound waits for a round's checkout to settle and checks the
 // money invariant on the ledgers of every party: the session, orders, the
-// simulated processor and PSP, and the stock reservations.
+// PSP simulator's card intents and Pix, and the stock reservations.
 func (s *shopper) settledRound(id string) string {
 	s.t.Helper()
 	var status, last string
@@ -211,10 +211,12 @@ func (s *shopper) settledRound(id string) string {
 			return false
 		}
 		orders := s.sql(`SELECT count(*) FROM orders.orders WHERE checkout_id = $1`, id)
-		charges := s.sql(`SELECT count(*) FROM payments.sim_card_charges c JOIN payments.attempts a ON a.tenant_id = c.tenant_id AND a.id = c.idempotency_key
-			WHERE a.checkout_id = $1 AND c.status = 'approved' AND c.refunded < c.amount`, id)
-		pix := s.sql(`SELECT count(*) FROM payments.sim_pix p JOIN payments.attempts a ON a.tenant_id = p.tenant_id AND a.txid = p.txid
-			WHERE a.checkout_id = $1 AND NOT EXISTS (SELECT 1 FROM payments.sim_pix_refunds r WHERE r.tenant_id = p.tenant_id AND r.e2e_id = p.e2e_id AND r.status = 'DEVOLVIDO')`, id)
+		// The simulator's ledgers (its accounts are its own tenants; txids
+		// and attempt ids are globally unique).
+		charges := s.sql(`SELECT count(*) FROM pspsim.card_intents c JOIN payments.attempts a ON a.id = c.idempotency_key
+			WHERE a.checkout_id = $1 AND c.status = 'succeeded' AND c.amount_refunded < c.amount`, id)
+		pix := s.sql(`SELECT count(*) FROM pspsim.pix p JOIN payments.attempts a ON a.txid = p.txid
+			WHERE a.checkout_id = $1 AND NOT EXISTS (SELECT 1 FROM pspsim.refunds r WHERE r.tenant_id = p.tenant_id AND r.e2e_id = p.e2e_id AND r.status = 'DEVOLVIDO')`, id)
 		reserved := s.sql(`SELECT count(*) FROM catalog.stock_reservations WHERE checkout_id = $1 AND state = 'reserved'`, id)
 		last = fmt.Sprintf("%s: %d orders, %d kept charges, %d kept Pix, %d reservations", status, orders, charges, pix, reserved)
 		switch status {

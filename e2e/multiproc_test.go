@@ -36,7 +36,8 @@ import (
 //     twenty identical answers, one order and one charge; the key with
 //     another body is refused at either edge;
 //   - the Pix webhook: a Pix started through edge 1 is confirmed by the
-//     PSP's webhook at edge 2, and the checkout completes once, by one
+//     PSP simulator's webhook (a process of its own, posting over mTLS)
+//     at edge 2's webhook listener, and the checkout completes once, by one
 //     clean checkout_settle job whichever checkout process took it;
 //   - order webhooks: each order's is delivered (its receiver failing
 //     twice first), by whichever orders process;
@@ -52,13 +53,17 @@ func TestTwoEdgesTwoCheckoutProcesses(t *testing.T) {
 	d := testdb.New(t)
 	base, co1, co2 := freeAddr(t), freeAddr(t), freeAddr(t)
 	pub1, pub2 := freeAddr(t), freeAddr(t)
+	hooks1, hooks2 := freeAddr(t), freeAddr(t)
 	_, lbPort, _ := net.SplitHostPort(pub2)
+	_, hookPort, _ := net.SplitHostPort(hooks2)
+	// The PSP simulator, the outside world, in a process of its own.
+	sim := startPSPSim(t, d.AppURL)
 	url := func(a string) string { return "http://" + a }
 	services := func(checkout string) map[string]string {
 		return map[string]string{platform.Tenants: url(base), platform.Catalog: url(base), platform.Pricing: url(base), platform.Payments: url(base),
-			platform.Checkout: url(checkout), platform.Orders: url(checkout)}
+			platform.Checkout: url(checkout), platform.Orders: url(checkout), platform.PSPSim: sim.PSPSim.ControlURL()}
 	}
-	start := func(roles []string, internal, public, checkout string) *platform.Running {
+	start := func(roles []string, internal, public, webhooks, checkout string) *platform.Running {
 		dbURL := d.AppURL
 		if public != "" {
 			dbURL = ""
@@ -68,14 +73,18 @@ func TestTwoEdgesTwoCheckoutProcesses(t *testing.T) {
 			if public != "" {
 				c.PublicAddr = public
 			}
+			// Each edge has a TLS webhook listener; the payments process
+			// registers the second edge's port with the PSP, as a load
+			// balancer's would be.
+			c.WebhookAddr, c.WebhookPort = webhooks, hookPort
 			c.Edge = edge.Config{PublicScheme: "http", PublicPort: lbPort}
 		})
 	}
-	registry := start([]string{platform.Tenants, platform.Catalog, platform.Pricing, platform.Payments}, base, "", co1)
-	cp1 := start([]string{platform.Checkout, platform.Orders}, co1, "", co1)
-	cp2 := start([]string{platform.Checkout, platform.Orders}, co2, "", co2)
-	edge1 := start([]string{platform.Edge}, freeAddr(t), pub1, co1)
-	edge2 := start([]string{platform.Edge}, freeAddr(t), pub2, co2)
+	registry := start([]string{platform.Tenants, platform.Catalog, platform.Pricing, platform.Payments}, base, "", "", co1)
+	cp1 := start([]string{platform.Checkout, platform.Orders}, co1, "", "", co1)
+	cp2 := start([]string{platform.Checkout, platform.Orders}, co2, "", "", co2)
+	edge1 := start([]string{platform.Edge}, freeAddr(t), pub1, hooks1, co1)
+	edge2 := start([]string{platform.Edge}, freeAddr(t), pub2, hooks2, co2)
 
 	hooks, profile := orderAgent(t, 2)
 	const host = "duasfilas.localhost"
@@ -136,7 +145,7 @@ func TestTwoEdgesTwoCheckoutProcesses(t *testing.T) {
 	if got := s.sql(`SELECT count(*) FROM orders.orders WHERE checkout_id = $1`, c.ID); got != 1 {
 		t.Fatalf("%d orders for one key sent %d times over two edges", got, n)
 	}
-	if got := s.sql(`SELECT count(*) FROM payments.sim_card_charges ch JOIN payments.attempts a ON a.tenant_id = ch.tenant_id AND a.id = ch.idempotency_key
+	if got := s.sql(`SELECT count(*) FROM pspsim.card_intents ch JOIN payments.attempts a ON a.id = ch.idempotency_key
 		WHERE a.checkout_id = $1`, c.ID); got != 1 {
 		t.Fatalf("%d card charges for one key sent %d times over two edges", got, n)
 	}
@@ -148,7 +157,8 @@ func TestTwoEdgesTwoCheckoutProcesses(t *testing.T) {
 		t.Fatalf("the key with another body at edge 2: %d %v", code, data)
 	}
 
-	// The PSP's webhook reaches the other edge.
+	// The PSP's webhook reaches the other edge (its webhook listener: PSPs
+	// post over mTLS, not to the public listener).
 	pixWebhooks := func(r *platform.Running) int {
 		resp, err := http.Get("http://" + r.InternalAddr + "/metrics")
 		if err != nil {
@@ -157,7 +167,7 @@ func TestTwoEdgesTwoCheckoutProcesses(t *testing.T) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		sum := 0
-		for _, m := range regexp.MustCompile(`(?m)^bcp_http_requests_total\{listener="public",outcome="2xx",route="POST /webhooks/pix/[^"]*"\} (\d+)$`).FindAllSubmatch(b, -1) {
+		for _, m := range regexp.MustCompile(`(?m)^bcp_http_requests_total\{listener="webhooks",outcome="2xx",route="POST /webhooks/pix/[^"]*"\} (\d+)$`).FindAllSubmatch(b, -1) {
 			n, _ := strconv.Atoi(string(m[1]))
 			sum += n
 		}

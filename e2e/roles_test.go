@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -36,28 +37,41 @@ func freeAddr(t *testing.T) string {
 
 // One role per process: the registry and the catalog's side in one
 // process, checkout, payments and the edge each in their own, talking only
-// over connect. A card purchase completes; a Pix paid at the simulated PSP
-// reaches the payments process by webhook, and the payments process's news
+// over connect, and the PSP simulator in a process of its own. A card
+// purchase completes; a Pix paid at the simulator reaches the payments
+// process by webhook (over mTLS to the edge's webhook listener, forwarded
+// over connect), and the payments process's news
 // (a checkout_settle job in the checkout queue) completes the checkout in
 // the checkout process — worked once, by the process that has its worker;
 // and both services' sweeps run whichever process leads river.
 func TestOneRolePerProcess(t *testing.T) {
 	d := testdb.New(t)
-	base, co, pay, ed := freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
+	base, co, pay, ed, hooks := freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
 	url := func(a string) string { return "http://" + a }
 	urls := map[string]string{
 		platform.Tenants: url(base), platform.Catalog: url(base), platform.Pricing: url(base), platform.Orders: url(base),
 		platform.Checkout: url(co), platform.Payments: url(pay),
 	}
 	_, edPort, _ := net.SplitHostPort(ed)
+	_, hookPort, _ := net.SplitHostPort(hooks)
+	// The PSP simulator, the outside world, in a process of its own.
+	sim := startPSPSim(t, d.AppURL)
 	start := func(services []string, internal string) *platform.Running {
 		return startPlatformWith(t, services, d.AppURL, urls, func(c *platform.Config) {
 			c.InternalAddr = internal
-			if len(services) == 1 && services[0] == platform.Edge {
-				c.DatabaseURL, c.PublicAddr = "", ed
+			switch services[0] {
+			case platform.Edge:
+				// The edge's TLS webhook listener, where the simulator
+				// posts Pix webhooks (asking for its client certificate).
+				c.DatabaseURL, c.PublicAddr, c.WebhookAddr = "", ed, hooks
+			case platform.Payments:
+				// Payments pays sandbox handlers through the simulator and
+				// registers webhooks on the edge's webhook port.
+				c.ServiceURLs = maps.Clone(urls)
+				c.ServiceURLs[platform.PSPSim] = sim.PSPSim.ControlURL()
+				c.WebhookPort = hookPort
 			}
-			// Advertised URLs carry the edge's port: the simulated PSP, in
-			// the payments process, posts its webhooks to them.
+			// Advertised URLs carry the edge's port.
 			c.Edge = edge.Config{PublicScheme: "http", PublicPort: edPort}
 		})
 	}

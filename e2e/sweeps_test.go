@@ -222,7 +222,7 @@ func TestCardResolveSweep(t *testing.T) {
 		t.Fatalf("payments_card_resolve jobs = %d, %v; want none", jobs, err)
 	}
 	var charges int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM payments.sim_card_charges WHERE idempotency_key = $1`, attemptID).Scan(&charges); err != nil || charges != 1 {
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pspsim.card_intents WHERE idempotency_key = $1`, attemptID).Scan(&charges); err != nil || charges != 1 {
 		t.Fatalf("processor charges for the attempt = %d, %v; want exactly 1", charges, err)
 	}
 }

@@ -7,13 +7,20 @@
 # HA_*_PORT variables move each block):
 #
 #   HA_PG_PORT=6000        monitor 6000, node1 6001, node2 6002
-#   HA_PUBLIC_PORT=8080    edge-1 8080, edge-2 8081 (agents, browsers, PSP webhooks)
+#   HA_PUBLIC_PORT=8080    edge-1 8080, edge-2 8081 (agents, browsers)
+#   HA_WEBHOOK_PORT=8443   edge-1 8443, edge-2 8444 (PSP webhooks, TLS asking for the PSP's
+#                          client certificate; payments registers edge-1's)
 #   HA_INTERNAL_PORT=9090  edge-1 9090, tenants 9091, catalog 9092, pricing 9093,
 #                          checkout-1 9094, payments 9095, orders 9096,
-#                          edge-2 9097, checkout-2 9098, demo 9099
+#                          edge-2 9097, checkout-2 9098, demo 9099, pspsim 9100
+#   HA_PSPSIM_PORT=9443    the PSP simulator's API Pix (mTLS) 9443, its control and card API 9444
 #
 # Each edge calls its own checkout process (edge-1 → checkout-1, edge-2 →
-# checkout-2); `bcpd demo` seeds the demo merchant and serves its agent's
+# checkout-2); `bcpd pspsim` is the sandbox's PSP (the payments process pays
+# sandbox handlers through it over the wire; its webhooks come back over
+# mTLS to edge-1's webhook listener), started first: it creates the dev PKI
+# in $HA_DIR/pki that every process shares (its certificates, the webhook
+# listeners'); `bcpd demo` seeds the demo merchant and serves its agent's
 # profile. Kill the primary's PostgreSQL and the standby is promoted; every
 # process reconnects to it. Kill a bcpd and start it again with
 # $HA_DIR/run/<name>. Ctrl-C stops everything, restarted processes
@@ -27,7 +34,9 @@ dir=$(realpath -m "${HA_DIR:-.bcp/ha}")
 bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 pg=${HA_PG_PORT:-6000}
 pub=${HA_PUBLIC_PORT:-8080}
+hook=${HA_WEBHOOK_PORT:-8443}
 int=${HA_INTERNAL_PORT:-9090}
+psp=${HA_PSPSIM_PORT:-9443}
 
 if ! command -v pg_autoctl >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
@@ -39,17 +48,18 @@ if ! command -v pg_autoctl >/dev/null 2>&1; then
   fi
 fi
 
-# name:internal-port of every bcpd, in start order (the demo last: it
-# seeds through the others).
-procs=(tenants:$((int + 1)) catalog:$((int + 2)) pricing:$((int + 3)) orders:$((int + 6)) payments:$((int + 5))
+# name:internal-port of every bcpd, in start order (the simulator first: it
+# creates the dev PKI the others load; the demo last: it seeds through the
+# others).
+procs=(pspsim:$((int + 10)) tenants:$((int + 1)) catalog:$((int + 2)) pricing:$((int + 3)) orders:$((int + 6)) payments:$((int + 5))
   checkout-1:$((int + 4)) checkout-2:$((int + 8)) edge-1:$int edge-2:$((int + 7)) demo:$((int + 9)))
 # A port something else listens on would send our readiness checks to it.
 busy=()
-for p in $pg $((pg + 1)) $((pg + 2)) $pub $((pub + 1)) $(seq "$int" $((int + 9))); do
+for p in $pg $((pg + 1)) $((pg + 2)) $pub $((pub + 1)) $hook $((hook + 1)) $psp $((psp + 1)) $(seq "$int" $((int + 10))); do
   if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then busy+=("$p"); fi
 done
 if [ ${#busy[@]} -gt 0 ]; then
-  echo "ha: ports in use: ${busy[*]} (another make ha or make run?); move them with HA_PG_PORT, HA_PUBLIC_PORT, HA_INTERNAL_PORT" >&2
+  echo "ha: ports in use: ${busy[*]} (another make ha or make run?); move them with HA_PG_PORT, HA_PUBLIC_PORT, HA_WEBHOOK_PORT, HA_INTERNAL_PORT, HA_PSPSIM_PORT" >&2
   exit 1
 fi
 
@@ -167,17 +177,23 @@ SELECT 'CREATE ROLE bcp_service LOGIN PASSWORD ''service'' IN ROLE bcp_app' WHER
 SQL
 
 # Secrets every process shares, in files only this user reads: the master
-# key and the operator token are kept between runs (sealed secrets and
-# bcpctl need them), the internal token is new each run.
+# key, the operator token and the simulator's control token are kept
+# between runs (sealed secrets and bcpctl need them; bcpctl --data-dir
+# $dir pspsim reads pspsim-token), the internal token is new each run. The
+# dev PKI (BCP_DEV_PKI_DIR) is kept too: the simulator accounts' client
+# certificates, sealed by the payments service, chain to its CA.
 url() { echo "http://127.0.0.1:$1"; }
 umask 077
 [ -s "$dir/master.key" ] || head -c32 /dev/urandom | base64 >"$dir/master.key"
 [ -s "$dir/operator-token" ] || echo "bcp_op_$(head -c24 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$dir/operator-token"
+[ -s "$dir/pspsim-token" ] || echo "bcp_psp_$(head -c24 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$dir/pspsim-token"
 cat >"$dir/env" <<EOF
 BCP_DATABASE_URL=$app
 BCP_MASTER_KEY_FILE=$dir/master.key
 BCP_INTERNAL_TOKEN=bcp_int_$(head -c24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 BCP_OPERATOR_TOKEN=$(cat "$dir/operator-token")
+BCP_PSPSIM_TOKEN=$(cat "$dir/pspsim-token")
+BCP_DEV_PKI_DIR=$dir/pki
 BCP_TENANTS_URL=$(url $((int + 1)))
 BCP_CATALOG_URL=$(url $((int + 2)))
 BCP_PRICING_URL=$(url $((int + 3)))
@@ -186,8 +202,10 @@ BCP_PAYMENTS_URL=$(url $((int + 5)))
 BCP_ORDERS_URL=$(url $((int + 6)))
 BCP_PUBLIC_SCHEME=http
 EOF
-# bcpctl --data-dir $dir finds the operator API (the tenants process).
-printf '{\n  "internal_url": "%s",\n  "public_url": "%s"\n}\n' "$(url $((int + 1)))" "$(url $pub)" >"$dir/dev.json"
+# bcpctl --data-dir $dir finds the operator API (the tenants process) and
+# the PSP simulator (its token in pspsim-token, its CA in pki/dev-ca/ca.pem).
+printf '{\n  "internal_url": "%s",\n  "public_url": "%s",\n  "pspsim_control_url": "%s",\n  "pspsim_pix_url": "%s"\n}\n' \
+  "$(url $((int + 1)))" "$(url $pub)" "https://127.0.0.1:$((psp + 1))" "https://127.0.0.1:$psp/api/v2" >"$dir/dev.json"
 umask 022
 
 # One launcher per process: the secrets from $dir/env, the rest as flags.
@@ -204,19 +222,25 @@ exec $root/bin/bcpd $* >>$dir/log/$name.log 2>&1
 EOF
   chmod 0700 "$dir/run/$name"
 }
+# The PSP simulator: the outside world, on the formation like the rest (its
+# accounts and ledgers in schema pspsim).
+launcher pspsim pspsim --internal-addr 127.0.0.1:$((int + 10)) --pspsim-pix-addr 127.0.0.1:$psp --pspsim-control-addr 127.0.0.1:$((psp + 1))
 launcher tenants tenants --internal-addr 127.0.0.1:$((int + 1))
 launcher catalog catalog --internal-addr 127.0.0.1:$((int + 2))
 launcher pricing pricing --internal-addr 127.0.0.1:$((int + 3))
 launcher checkout-1 checkout --internal-addr 127.0.0.1:$((int + 4))
-launcher payments payments --internal-addr 127.0.0.1:$((int + 5))
+# Payments pays sandbox handlers through the simulator and registers edge-1's
+# webhook port with it (one address, as a load balancer's would be).
+launcher payments payments --internal-addr 127.0.0.1:$((int + 5)) --pspsim-url https://127.0.0.1:$((psp + 1)) --webhook-port $hook
 launcher orders orders --internal-addr 127.0.0.1:$((int + 6))
 launcher checkout-2 checkout --internal-addr 127.0.0.1:$((int + 8))
-# Each edge advertises its own port (agents and the simulated PSP's
-# webhooks come back to it) and calls its own checkout process.
+# Each edge advertises its own port (agents come back to it), calls its own
+# checkout process and has a TLS webhook listener for the PSP's webhooks
+# (its certificate from the dev PKI).
 launcher edge-1 edge --public-addr 127.0.0.1:$pub --public-port $pub --internal-addr 127.0.0.1:$int \
-  --checkout-url "$(url $((int + 4)))" --operator-host operador.localhost
+  --checkout-url "$(url $((int + 4)))" --operator-host operador.localhost --webhook-addr 127.0.0.1:$hook
 launcher edge-2 edge --public-addr 127.0.0.1:$((pub + 1)) --public-port $((pub + 1)) --internal-addr 127.0.0.1:$((int + 7)) \
-  --checkout-url "$(url $((int + 8)))" --operator-host operador.localhost
+  --checkout-url "$(url $((int + 8)))" --operator-host operador.localhost --webhook-addr 127.0.0.1:$((hook + 1))
 # The demo agent's API key is bound to its profile URL, so the demo keeps
 # its port between runs of one $HA_DIR.
 launcher demo demo --internal-addr 127.0.0.1:$((int + 9)) --data-dir "$dir/demo" --public-port $pub
@@ -235,19 +259,23 @@ ready() {
   echo "ha: $1 not ready on :$2 after 60 s (log $dir/log/$1.log)" >&2
   return 1
 }
-for p in "${procs[@]}"; do [ "${p%%:*}" = demo ] || start "${p%%:*}"; done
-for p in "${procs[@]}"; do [ "${p%%:*}" = demo ] || ready "${p%%:*}" "${p##*:}"; done
+start pspsim
+ready pspsim $((int + 10))
+for p in "${procs[@]}"; do case "${p%%:*}" in pspsim | demo) ;; *) start "${p%%:*}" ;; esac; done
+for p in "${procs[@]}"; do case "${p%%:*}" in pspsim | demo) ;; *) ready "${p%%:*}" "${p##*:}" ;; esac; done
 start demo
 ready demo $((int + 9))
 
 cat <<EOF
 
 ha: running on one formation ($hosts, synchronous standby), one bcpd per role:
-  edge-1      agents and browsers $(url $pub)  (internal :$int, calls checkout-1)
-  edge-2      agents and browsers $(url $((pub + 1)))  (internal :$((int + 7)), calls checkout-2)
+  edge-1      agents and browsers $(url $pub)  (internal :$int, calls checkout-1; PSP webhooks https :$hook)
+  edge-2      agents and browsers $(url $((pub + 1)))  (internal :$((int + 7)), calls checkout-2; PSP webhooks https :$((hook + 1)))
   services    tenants :$((int + 1)), catalog :$((int + 2)), pricing :$((int + 3)), checkout-1 :$((int + 4)),
               checkout-2 :$((int + 8)), payments :$((int + 5)), orders :$((int + 6))
               (internal listeners: connect, /metrics, /healthz, /readyz)
+  pspsim      the sandbox's PSP: API Pix https://127.0.0.1:$psp/api/v2, control and card API https://127.0.0.1:$((psp + 1))
+              (internal :$((int + 10))); bcpctl --data-dir $dir pspsim faults [--set SPEC|off]
   demo        loja-demo.localhost on either edge; agent profile $(url $((int + 9)))/dev/demo-agent.json,
               API key in $dir/demo/demo-api-key, admin password in $dir/demo/demo-admin-password
   operator    bcpctl --data-dir $dir tenant list   (console: http://operador.localhost:$pub/)

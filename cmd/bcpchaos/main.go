@@ -1,9 +1,12 @@
 // Command bcpchaos runs the fault injector of package platform/chaos:
-// SIGKILLs of `bcpd all`, PostgreSQL restarts, webhook receiver and PSP
-// failures under sustained purchases, then invariant checks over SQL and
-// MCP. With --ha, primary failovers of a pg_auto_failover formation and
-// SIGKILLs of one-role processes instead. It exits 1 on a violation, 2
-// when the run could not be carried out.
+// SIGKILLs of `bcpd all`, PostgreSQL restarts and webhook receiver
+// failures under sustained purchases paid through the wire clients at the
+// PSP simulator (`bcpd pspsim`, never killed) with its HTTP faults on
+// (--psp-faults) and a share of wrong-amount Pix (--wrong-amount), then
+// invariant checks over SQL and MCP and the faults the simulator injected
+// by kind. With --ha, primary failovers of a pg_auto_failover formation
+// and SIGKILLs of one-role processes instead. It exits 1 on a violation,
+// 2 when the run could not be carried out.
 //
 //	go run ./cmd/bcpchaos                 # full run (make chaos)
 //	go run ./cmd/bcpchaos --short         # CI form (make chaos-short)
@@ -50,7 +53,8 @@ func main() {
 	flag.IntVar(&cfg.Agents, "agents", cfg.Agents, "concurrent simulated agents")
 	flag.IntVar(&cfg.Merchants, "merchants", cfg.Merchants, "merchants seeded")
 	flag.Float64Var(&cfg.PixShare, "pix-share", cfg.PixShare, "share of purchases paid with Pix (the rest by card)")
-	flag.Float64Var(&cfg.PSPTimeout, "psp-timeouts", cfg.PSPTimeout, "share of PSP simulator calls answered 503, and of writes whose answer is lost (BCP_PSPSIM_FAULTS)")
+	flag.StringVar(&cfg.PSPFaults, "psp-faults", cfg.PSPFaults, "the PSP simulator's HTTP faults for the whole run, as bcpd --pspsim-faults takes them (\"\": none); kinds: error5xx, reset_after_write, latency (+latency_share), drop_webhook, duplicate_webhook, delay_webhook (+webhook_delay), refund_rejected")
+	flag.Float64Var(&cfg.WrongAmount, "wrong-amount", cfg.WrongAmount, "share of the buyers' Pix payments at the simulator made of another amount than charged (the platform refunds them)")
 	flag.Float64Var(&cfg.WebhookFailFirst, "webhook-fail-first", cfg.WebhookFailFirst, "share of order webhooks whose first delivery the receiver refuses")
 	flag.DurationVar(&cfg.PGDown, "pg-down", cfg.PGDown, "how long PostgreSQL stays down per restart")
 	flag.DurationVar(&cfg.Drain, "drain", cfg.Drain, "after the load: how long the invariants may take to hold (recovery jobs run on their own clocks)")

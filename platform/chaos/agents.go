@@ -23,6 +23,7 @@ import (
 	"github.com/bcpdev/bcp/platform"
 	"github.com/bcpdev/bcp/platform/loadkit"
 	"github.com/bcpdev/bcp/services/payments/pix"
+	"github.com/bcpdev/bcp/sim/pspsim/simcontrol"
 )
 
 // Status ranks: a checkout only moves forward, except that a payment in
@@ -422,10 +423,10 @@ func (a *agents) payPix(ctx context.Context, rng *rand.Rand, checkoutID, attempt
 		if ctx.Err() != nil {
 			return false, false
 		}
-		var e *errSim
+		var e *simcontrol.Error
 		switch {
 		case errors.As(err, &e):
-			a.cnt.err("psp_pay:http_" + strconv.Itoa(e.status))
+			a.cnt.err("psp_pay:http_" + strconv.Itoa(e.Status))
 		case errors.Is(err, errNotPayable):
 			a.cnt.err("psp_pay:no_charge")
 		default:

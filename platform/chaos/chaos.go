@@ -526,14 +526,10 @@ func simLines(ctx context.Context, tw io.Writer, sim *simulator, a *agents) {
 		a.cnt.pixPaid.Load(), a.cnt.pixWrong.Load(), a.wrongShare)
 }
 
-// seedMerchants seeds n merchants. Their hosts are one label under
-// localhost: the PSP simulator posts webhooks to https://<host>:<port>,
-// and the dev PKI's webhook listener certificate names *.localhost, which
-// covers one label only.
 func seedMerchants(ctx context.Context, ops *platform.Clients, n int, profile string) ([]*loadkit.Merchant, error) {
 	var ms []*loadkit.Merchant
 	for i := range n {
-		m, err := loadkit.SeedMerchant(ctx, ops, fmt.Sprintf("chaos-loja%02d.localhost", i), profile)
+		m, err := loadkit.SeedMerchant(ctx, ops, fmt.Sprintf("loja%02d.chaos.localhost", i), profile)
 		if err != nil {
 			return nil, fmt.Errorf("seed merchant %d: %w", i, err)
 		}

@@ -34,7 +34,7 @@ var haRoles = []string{platform.Edge, platform.Tenants, platform.Catalog, platfo
 // sentinelHost is a merchant no agent buys from: after each failover it
 // is suspended, and both edges must refuse it within seconds (the change
 // feed re-subscribed on the new primary), then resumed.
-const sentinelHost = "chaos-sentinela.localhost"
+const sentinelHost = "sentinela.chaos.localhost"
 
 // failover is one SIGKILL of the primary's PostgreSQL and what followed.
 type failover struct {

@@ -1,13 +1,10 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,6 +16,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/pki"
 	"github.com/bcpdev/bcp/sim/pspsim"
+	"github.com/bcpdev/bcp/sim/pspsim/simcontrol"
 )
 
 // pspsimToken is the simulator's control API token in a run.
@@ -46,7 +44,7 @@ const DefaultPSPFaults = "error5xx=0.05,reset_after_write=0.05,latency=300ms,lat
 type simulator struct {
 	proc    *bcpd
 	control string // its control API's URL
-	hc      *http.Client
+	api     *simcontrol.Client
 }
 
 // pspsimProcess is the simulator's process (not started): its listeners
@@ -82,53 +80,13 @@ func (s *simulator) start(ctx context.Context, pkiDir string) error {
 	if err != nil {
 		return fmt.Errorf("pspsim: the dev CA: %w", err)
 	}
-	s.hc = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
+	s.api = &simcontrol.Client{BaseURL: s.control, Token: pspsimToken,
+		HTTP: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}}
 	st, err := s.faults(ctx)
 	if err != nil {
 		return fmt.Errorf("pspsim: %w", err)
 	}
 	logf("PSP simulator at %s, faults %q", s.control, st.Spec)
-	return nil
-}
-
-// errSim is a control API answer other than 2xx.
-type errSim struct {
-	status int
-	body   string
-}
-
-func (e *errSim) Error() string {
-	return fmt.Sprintf("PSP simulator answered %d: %s", e.status, e.body)
-}
-
-// call is one control API request; out (may be nil) gets a 2xx answer.
-func (s *simulator) call(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, s.control+path, body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+pspsimToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode/100 != 2 {
-		return &errSim{status: resp.StatusCode, body: strings.TrimSpace(string(b))}
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
 	return nil
 }
 
@@ -139,21 +97,21 @@ func (s *simulator) pay(ctx context.Context, clientID, txid, valor string) error
 	if valor != "" {
 		in = pspsim.PayRequest{Valor: valor}
 	}
-	return s.call(ctx, http.MethodPost, "/sim/v1/accounts/"+url.PathEscape(clientID)+"/cob/"+url.PathEscape(txid)+"/pay", in, nil)
+	return s.api.Do(ctx, http.MethodPost, "/sim/v1/accounts/"+url.PathEscape(clientID)+"/cob/"+url.PathEscape(txid)+"/pay", in, nil)
 }
 
 // faults is the simulator's fault settings and what it injected so far.
 func (s *simulator) faults(ctx context.Context) (pspsim.FaultsState, error) {
 	var st pspsim.FaultsState
-	err := s.call(ctx, http.MethodGet, "/sim/v1/faults", nil, &st)
+	err := s.api.Do(ctx, http.MethodGet, "/sim/v1/faults", nil, &st)
 	return st, err
 }
 
 // finalPayment: the charge cannot be paid (no such charge, or no longer
 // ATIVA: removed by a cancel, paid before); retrying will not change it.
 func finalPayment(err error) bool {
-	var e *errSim
-	return errors.As(err, &e) && (e.status == http.StatusNotFound || e.status == http.StatusConflict || e.status == http.StatusBadRequest)
+	var e *simcontrol.Error
+	return errors.As(err, &e) && (e.Status == http.StatusNotFound || e.Status == http.StatusConflict || e.Status == http.StatusBadRequest)
 }
 
 // injectedLine is the summary's account of the simulator's faults: each
