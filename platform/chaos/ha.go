@@ -101,31 +101,49 @@ func runHA(ctx context.Context, cfg Config, tmp string, rng *rand.Rand, out io.W
 		return nil, err
 	}
 	defer sim.proc.stop()
-	procs, edges, svcURLs, err := haTopology(cfg, tmp, env, sim.control)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
+	var procs, edges []*bcpd
+	var svcURLs map[string]string
+	stopAll := func() {
 		var wg sync.WaitGroup
 		for _, p := range procs {
 			wg.Add(1)
 			go func() { defer wg.Done(); p.stop() }()
 		}
 		wg.Wait()
-	}()
-	// All at once: a process needs the others only per request (the
-	// change feeds retry until tenants answers).
-	errs := make([]error, len(procs))
-	var started sync.WaitGroup
-	for i, p := range procs {
-		started.Add(1)
-		go func() { defer started.Done(); errs[i] = p.start(ctx) }()
 	}
-	started.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", procs[i].name, err)
+	defer func() { stopAll() }()
+	// The ports are picked free, then bound by the processes a moment
+	// later: another test's listener can take one in between (make test
+	// runs packages side by side). Such a start is tried again with new
+	// ports; any other failure is the run's.
+	for try := 1; ; try++ {
+		if procs, edges, svcURLs, err = haTopology(cfg, tmp, env, sim.control); err != nil {
+			return nil, err
 		}
+		// All at once: a process needs the others only per request (the
+		// change feeds retry until tenants answers).
+		errs := make([]error, len(procs))
+		var started sync.WaitGroup
+		for i, p := range procs {
+			started.Add(1)
+			go func() { defer started.Done(); errs[i] = p.start(ctx) }()
+		}
+		started.Wait()
+		err = nil
+		for i, e := range errs {
+			if e != nil {
+				err = fmt.Errorf("%s: %w", procs[i].name, e)
+				break
+			}
+		}
+		if err == nil {
+			break
+		}
+		if try == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return nil, err
+		}
+		logf("a port was taken before bcpd bound it; starting again with new ports (%v)", err)
+		stopAll()
 	}
 	logf("started %d bcpd processes: %s", len(procs), names(procs))
 

@@ -83,7 +83,12 @@ func (b *bcpd) start(ctx context.Context) error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-done:
-			return errors.New("bcpd exited during start-up (see " + b.logPath + ")")
+			// The run's directory goes with it: say why here.
+			tail, _ := os.ReadFile(b.logPath)
+			if len(tail) > 2000 {
+				tail = tail[len(tail)-2000:]
+			}
+			return errors.New("bcpd exited during start-up (" + b.logPath + "):\n" + string(tail))
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
