@@ -16,6 +16,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/handlersecrets"
 	"github.com/bcpdev/bcp/internal/pki"
+	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
 	"github.com/bcpdev/bcp/services/payments/pix"
 )
@@ -92,17 +93,26 @@ func (s *Service) sandboxAccountOf(ctx context.Context, h handler) (sandboxAccou
 	return acc, err
 }
 
+// storedSandboxAccount reads a handler's account (pgx.ErrNoRows: none
+// yet). A stored account never changes, so once read it is kept in
+// memory: a sandbox payment costs no read of it.
 func (s *Service) storedSandboxAccount(ctx context.Context, handlerID string) (sandboxAccount, error) {
-	var row paymentsdb.PaymentsSandboxAccount
-	err := s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
-		var err error
-		row, err = q.GetSandboxAccount(ctx, paymentsdb.GetSandboxAccountParams{TenantID: tid, HandlerID: handlerID})
-		return err
-	})
+	tid, err := tenancy.From(ctx)
 	if err != nil {
 		return sandboxAccount{}, err
 	}
-	return s.openSandboxAccount(row)
+	return s.sandboxAccounts.Get(ctx, tid.String()+"/"+handlerID, func(ctx context.Context) (sandboxAccount, error) {
+		var row paymentsdb.PaymentsSandboxAccount
+		err := s.single(ctx, func(q *paymentsdb.Queries, tid uuid.UUID) error {
+			var err error
+			row, err = q.GetSandboxAccount(ctx, paymentsdb.GetSandboxAccountParams{TenantID: tid, HandlerID: handlerID})
+			return err
+		})
+		if err != nil {
+			return sandboxAccount{}, err
+		}
+		return s.openSandboxAccount(row)
+	})
 }
 
 func (s *Service) openSandboxAccount(row paymentsdb.PaymentsSandboxAccount) (sandboxAccount, error) {

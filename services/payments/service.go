@@ -92,6 +92,9 @@ type Service struct {
 	pixClients  *tenantcache.Cache[*apipix.Client]
 	cardClients *tenantcache.Cache[*stripecard.Processor]
 	sim         *simcontrol.Client // the PSP simulator's control API
+	// sandboxAccounts keeps the simulator accounts read (never changed
+	// once stored), keyed tenant/handler.
+	sandboxAccounts *tenantcache.Cache[sandboxAccount]
 }
 
 // New returns the service. masterKey (32 bytes) seals the sandbox
@@ -117,9 +120,10 @@ func New(pool *pgxpool.Pool, tenants tenantsv1connect.TenantServiceClient, maste
 		handlerCache: tenantcache.New[merchantHandlers](tenantcache.Options{}),
 		// Settings change rarely and a change makes a new key: an hour
 		// keeps tokens and connections warm, the LRU bounds the count.
-		pixClients:  tenantcache.New[*apipix.Client](tenantcache.Options{TTL: time.Hour, UnwatchedTTL: time.Hour}),
-		cardClients: tenantcache.New[*stripecard.Processor](tenantcache.Options{TTL: time.Hour, UnwatchedTTL: time.Hour}),
-		sim:         &simcontrol.Client{BaseURL: opts.Sandbox.ControlURL, Token: opts.Sandbox.AdminToken, HTTP: simHTTP},
+		pixClients:      tenantcache.New[*apipix.Client](tenantcache.Options{TTL: time.Hour, UnwatchedTTL: time.Hour}),
+		cardClients:     tenantcache.New[*stripecard.Processor](tenantcache.Options{TTL: time.Hour, UnwatchedTTL: time.Hour}),
+		sandboxAccounts: tenantcache.New[sandboxAccount](tenantcache.Options{TTL: time.Hour, UnwatchedTTL: time.Hour}),
+		sim:             &simcontrol.Client{BaseURL: opts.Sandbox.ControlURL, Token: opts.Sandbox.AdminToken, HTTP: simHTTP},
 	}
 	if s.now == nil {
 		s.now = time.Now
