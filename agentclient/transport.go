@@ -3,6 +3,8 @@ package agentclient
 import (
 	"bytes"
 	"crypto"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,8 +42,13 @@ type Transport struct {
 	KeyID string
 	// Expires, when positive, adds an expires parameter (created + Expires).
 	Expires time.Duration
-	// Now is the signing clock (default time.Now).
+	// Now is the signing clock (default time.Now); returning the zero time
+	// omits created.
 	Now func() time.Time
+	// Nonce, when set, adds a nonce parameter to every signature (e.g.
+	// NewNonce): merchants accept a nonce once, so a captured request
+	// cannot be replayed (some require one).
+	Nonce func() (string, error)
 	// APIKey, when set, is sent as X-API-Key.
 	APIKey string
 	// Host, when set, replaces the Host header (and the signed
@@ -101,7 +108,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Stale fields from an earlier attempt must not survive a retry.
 		h.Del(httpsig.SignatureInputHeader)
 		h.Del(httpsig.SignatureHeader)
-		s := &httpsig.Signer{Key: t.Key, KeyID: kid, Expires: t.Expires, Created: t.Now,
+		s := &httpsig.Signer{Key: t.Key, KeyID: kid, Expires: t.Expires, Created: t.Now, Nonce: t.Nonce,
 			CoverIfPresent: []string{"bcp-agent", "ucp-agent", "idempotency-key"}}
 		if err := s.SignRequest(out, body); err != nil {
 			return nil, fmt.Errorf("agentclient: sign request: %w", err)
@@ -112,6 +119,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		base = http.DefaultTransport
 	}
 	return base.RoundTrip(out)
+}
+
+// NewNonce returns a fresh signature nonce: 32 random bytes, base64url
+// (256 bits; UCP asks for at least 128).
+func NewNonce() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
 // agentHeader renders profile="<url>" (an RFC 8941 string).

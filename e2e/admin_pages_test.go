@@ -514,17 +514,20 @@ func TestAdminMerchantPages(t *testing.T) {
 		if p := b.do("POST", "/admin/agentes/politica", url.Values{"_csrf": {token}, "policy": {""}}); p.status != 422 || fieldError("policy").FindString(p.body) == "" {
 			t.Fatalf("bad policy: %d", p.status)
 		}
-		if p := b.do("POST", "/admin/agentes/politica", url.Values{"_csrf": {token}, "policy": {"signature"}, "sign_all": {"on"}}); p.status != 303 {
+		// Requiring a nonce requires created too (replay-proof signatures).
+		if p := b.do("POST", "/admin/agentes/politica", url.Values{"_csrf": {token}, "policy": {"signature"}, "sign_all": {"on"}, "require_nonce": {"on"}}); p.status != 303 {
 			t.Fatalf("policy: %d", p.status)
 		}
 		g, err := ops.Tenants.GetAgentAuthPolicy(context.Background(), connect.NewRequest(&tenantsv1.GetAgentAuthPolicyRequest{TenantId: alfa.tenantID.String()}))
-		if err != nil || g.Msg.GetPolicy() != tenantsv1.AgentAuthPolicy_AGENT_AUTH_POLICY_SIGNATURE || !g.Msg.GetSignAllResponses() {
+		if err != nil || g.Msg.GetPolicy() != tenantsv1.AgentAuthPolicy_AGENT_AUTH_POLICY_SIGNATURE || !g.Msg.GetSignAllResponses() ||
+			!g.Msg.GetRequireSignatureCreated() || !g.Msg.GetRequireSignatureNonce() {
 			t.Fatalf("stored policy %v %v", g, err)
 		}
 		if g, _ := ops.Tenants.GetAgentAuthPolicy(context.Background(), connect.NewRequest(&tenantsv1.GetAgentAuthPolicyRequest{TenantId: beta.tenantID.String()})); g.Msg.GetPolicy() != tenantsv1.AgentAuthPolicy_AGENT_AUTH_POLICY_EITHER {
 			t.Fatal("beta's policy changed")
 		}
-		if p := b.do("GET", "/admin/agentes", nil); !strings.Contains(p.body, `name="policy" value="signature" checked`) || !strings.Contains(p.body, `name="sign_all" checked`) {
+		if p := b.do("GET", "/admin/agentes", nil); !strings.Contains(p.body, `name="policy" value="signature" checked`) || !strings.Contains(p.body, `name="sign_all" checked`) ||
+			!strings.Contains(p.body, `name="require_created" checked`) || !strings.Contains(p.body, `name="require_nonce" checked`) {
 			t.Fatal("agents page does not show the stored policy")
 		}
 		// An agent with only an API key is now refused.

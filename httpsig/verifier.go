@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -29,10 +30,15 @@ type Verifier struct {
 	// Tag, when set, only considers signatures whose tag parameter equals it.
 	Tag string
 
-	// RequireCreated and RequireExpires make those parameters mandatory.
+	// RequireCreated, RequireExpires and RequireNonce make those
+	// parameters mandatory (RFC 9421 §3.2.1: which parameters a signature
+	// must carry is the application's call). A nonce must not be empty;
+	// whether it was seen before is the caller's check (Result.Nonce).
 	RequireCreated bool
 	RequireExpires bool
-	// MaxAge, when positive, rejects signatures created longer ago.
+	RequireNonce   bool
+	// MaxAge, when positive, rejects signatures created longer ago (plus
+	// ClockSkew): the window within which a signature is accepted.
 	MaxAge time.Duration
 	// ClockSkew tolerates clock differences when checking created (not in
 	// the future) and expires (not in the past). Zero means
@@ -253,19 +259,26 @@ func (v *Verifier) checkTimes(p SignatureParams) error {
 	hasCreated, hasExpires := p.has("created"), p.has("expires")
 	switch {
 	case v.RequireCreated && !hasCreated:
-		return errorf(ErrSignatureInvalid, "created parameter required")
+		return errorf(ErrSignatureInvalid, "the created parameter is required")
 	case v.RequireExpires && !hasExpires:
-		return errorf(ErrSignatureInvalid, "expires parameter required")
+		return errorf(ErrSignatureInvalid, "the expires parameter is required")
+	case v.RequireNonce && p.Nonce == "":
+		return errorf(ErrSignatureInvalid, "the nonce parameter is required")
 	case hasCreated && p.Created.After(now.Add(skew)):
-		return errorf(ErrSignatureInvalid, "created is in the future")
+		return errorf(ErrSignatureInvalid, "created is in the future, beyond the %s s of clock skew allowed", seconds(skew))
 	case hasCreated && v.MaxAge > 0 && now.Sub(p.Created) > v.MaxAge+skew:
-		return errorf(ErrSignatureInvalid, "signature is older than %s", v.MaxAge)
+		return errorf(ErrSignatureInvalid, "created is older than the %s s window (%s s of clock skew allowed)", seconds(v.MaxAge), seconds(skew))
 	case hasExpires && now.After(p.Expires.Add(skew)):
-		return errorf(ErrSignatureInvalid, "signature expired")
+		return errorf(ErrSignatureInvalid, "the signature expired: expires is past, beyond the %s s of clock skew allowed", seconds(skew))
 	case hasCreated && hasExpires && p.Expires.Before(p.Created):
 		return errorf(ErrSignatureInvalid, "expires is before created")
 	}
 	return nil
+}
+
+// seconds renders d in seconds for an error detail: "300", "0.5".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
 }
 
 // required parses the components demanded by the requirements that apply.

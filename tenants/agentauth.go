@@ -83,6 +83,11 @@ func (s *Service) SetAgentAuthPolicy(ctx context.Context, req *connect.Request[t
 	if err != nil {
 		return nil, err
 	}
+	if req.Msg.RequireSignatureNonce != nil && req.Msg.GetRequireSignatureNonce() &&
+		req.Msg.RequireSignatureCreated != nil && !req.Msg.GetRequireSignatureCreated() {
+		return nil, apperr.Invalid("require_signature_nonce", "nonce_needs_created",
+			"a nonce is only replay-proof together with created: require_signature_nonce needs require_signature_created")
+	}
 	id, err := s.resolveRef(ctx, req.Msg.GetTenant())
 	if err != nil {
 		return nil, err
@@ -91,6 +96,7 @@ func (s *Service) SetAgentAuthPolicy(ctx context.Context, req *connect.Request[t
 	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
 		_, err := tenantsdb.New(tx).SetAgentAuthPolicy(ctx, tenantsdb.SetAgentAuthPolicyParams{
 			TenantID: id, AgentAuthPolicy: policy, SignAllResponses: req.Msg.SignAllResponses,
+			RequireSignatureCreated: req.Msg.RequireSignatureCreated, RequireSignatureNonce: req.Msg.RequireSignatureNonce,
 		})
 		return err
 	})
@@ -117,6 +123,7 @@ func (s *Service) GetAgentAuthPolicy(ctx context.Context, req *connect.Request[t
 	}
 	return connect.NewResponse(&tenantsv1.GetAgentAuthPolicyResponse{
 		Policy: t.GetAgentAuthPolicy(), SignAllResponses: t.GetSignAllResponses(), Environment: t.GetEnvironment(),
+		RequireSignatureCreated: t.GetRequireSignatureCreated(), RequireSignatureNonce: t.GetRequireSignatureNonce(),
 	}), nil
 }
 

@@ -734,6 +734,7 @@ func toProto(t tenantsdb.TenantsTenant, domains []tenantsdb.TenantsDomain) *tena
 	out := &tenantsv1.Tenant{
 		Id: t.TenantID.String(), Slug: t.Slug, Name: t.Name, Capabilities: t.Capabilities,
 		CreateTime: timestamppb.New(t.CreatedAt), AgentAuthPolicy: policyToProto(t.AgentAuthPolicy), SignAllResponses: t.SignAllResponses,
+		RequireSignatureCreated: t.RequireSignatureCreated, RequireSignatureNonce: t.RequireSignatureNonce,
 	}
 	switch t.Status {
 	case "active":

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 
 	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,6 +32,9 @@ type Service struct {
 	// SignWithCurrentKey (every complete_checkout response is signed);
 	// watch's notifications drop a tenant's entry on any key change.
 	signCache *tenantcache.Cache[*liveKeys]
+	// lastNonceSweep is when this process last swept expired signature
+	// nonces (unix nanos; nonces.go).
+	lastNonceSweep atomic.Int64
 }
 
 // New returns the service. watch may be nil when the process does not
@@ -90,9 +94,11 @@ func Policy(procedure string) svcauth.Access {
 		// procedure refuses the operator token itself).
 		tenantsv1connect.TenantServiceGetPaymentHandlerSecretsProcedure:
 		return svcauth.Internal
-	case tenantsv1connect.TenantServiceLeaseRateTokensProcedure:
-		// The edges' rate limit buckets, for the tenant of the call (the
-		// procedure also refuses the operator token itself).
+	case tenantsv1connect.TenantServiceLeaseRateTokensProcedure,
+		tenantsv1connect.TenantServiceClaimSignatureNonceProcedure:
+		// The edges' rate limit buckets and signature nonce replay cache,
+		// for the tenant of the call (the procedures also refuse the
+		// operator token themselves).
 		return svcauth.Tenant
 	}
 	return svcauth.Operator

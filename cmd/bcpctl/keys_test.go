@@ -94,6 +94,14 @@ func TestKeysAuthAndAgentCommands(t *testing.T) {
 	if !strings.Contains(out, "with an API key;") || !strings.Contains(out, "every tool call") {
 		t.Fatalf("auth policy set:\n%s", out)
 	}
+	// Replay-proof signatures: a nonce brings created along.
+	if out := mustOK("auth", "policy", "chaves.localhost", "--require-nonce", "true"); !strings.HasSuffix(strings.TrimSpace(out), "every tool call; signatures must carry created and a nonce") {
+		t.Fatalf("auth policy --require-nonce:\n%s", out)
+	}
+	if out := mustOK("auth", "policy", "chaves.localhost", "--require-created", "false"); strings.Contains(out, "must carry") {
+		t.Fatalf("auth policy --require-created false:\n%s", out)
+	}
+	wantErr(2, "nonce_needs_created", "auth", "policy", "chaves.localhost", "--require-created", "false", "--require-nonce", "true")
 
 	// An MCP endpoint behind the authenticator (the edge wires the same),
 	// with /.well-known/bcp proxied to the platform.

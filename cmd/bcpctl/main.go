@@ -65,6 +65,7 @@ commands:
   keys rotate <tenant> [--delay 1h] [--retain 168h]
   keys revoke <tenant> <kid> [--force]
   auth policy <tenant> [--policy either|api_key|signature] [--sign-all-responses true|false]
+              [--require-created true|false] [--require-nonce true|false]
   rate limits <tenant> [--merchant-rate N] [--merchant-burst N] [--agent-rate N] [--agent-burst N]
               agent requests (MCP tool calls, REST operations) per second and burst, for the
               merchant and for each agent; shows them, or sets those given (0: the default)

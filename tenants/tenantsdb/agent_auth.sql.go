@@ -273,20 +273,35 @@ const setAgentAuthPolicy = `-- name: SetAgentAuthPolicy :one
 UPDATE tenants.tenants SET
   agent_auth_policy = coalesce($1::text, agent_auth_policy),
   sign_all_responses = coalesce($2::boolean, sign_all_responses),
+  -- A nonce needs created: requiring a nonce requires created, and no
+  -- longer requiring created no longer requires a nonce (the service
+  -- refuses asking for both at once).
+  require_signature_created = coalesce($3::boolean, require_signature_created)
+    OR coalesce($4::boolean, false),
+  require_signature_nonce = coalesce($4::boolean,
+    require_signature_nonce AND coalesce($3::boolean, true)),
   updated_at = now()
-WHERE tenant_id = $3
-RETURNING tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses
+WHERE tenant_id = $5
+RETURNING tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses, require_signature_created, require_signature_nonce
 `
 
 type SetAgentAuthPolicyParams struct {
-	AgentAuthPolicy  *string
-	SignAllResponses *bool
-	TenantID         uuid.UUID
+	AgentAuthPolicy         *string
+	SignAllResponses        *bool
+	RequireSignatureCreated *bool
+	RequireSignatureNonce   *bool
+	TenantID                uuid.UUID
 }
 
 // Agent authentication (issue 5): policy, API key lookup, signing keys.
 func (q *Queries) SetAgentAuthPolicy(ctx context.Context, arg SetAgentAuthPolicyParams) (TenantsTenant, error) {
-	row := q.db.QueryRow(ctx, setAgentAuthPolicy, arg.AgentAuthPolicy, arg.SignAllResponses, arg.TenantID)
+	row := q.db.QueryRow(ctx, setAgentAuthPolicy,
+		arg.AgentAuthPolicy,
+		arg.SignAllResponses,
+		arg.RequireSignatureCreated,
+		arg.RequireSignatureNonce,
+		arg.TenantID,
+	)
 	var i TenantsTenant
 	err := row.Scan(
 		&i.TenantID,
@@ -299,6 +314,8 @@ func (q *Queries) SetAgentAuthPolicy(ctx context.Context, arg SetAgentAuthPolicy
 		&i.UpdatedAt,
 		&i.AgentAuthPolicy,
 		&i.SignAllResponses,
+		&i.RequireSignatureCreated,
+		&i.RequireSignatureNonce,
 	)
 	return i, err
 }

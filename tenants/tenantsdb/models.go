@@ -98,6 +98,12 @@ type TenantsSetting struct {
 	AgentBurst            int64
 }
 
+type TenantsSignatureNonce struct {
+	TenantID  uuid.UUID
+	Key       []byte
+	ExpiresAt time.Time
+}
+
 type TenantsSigningKey struct {
 	TenantID      uuid.UUID
 	Kid           string
@@ -111,14 +117,16 @@ type TenantsSigningKey struct {
 }
 
 type TenantsTenant struct {
-	TenantID         uuid.UUID
-	Slug             string
-	Name             string
-	Status           string
-	Environment      string
-	Capabilities     []string
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
-	AgentAuthPolicy  string
-	SignAllResponses bool
+	TenantID                uuid.UUID
+	Slug                    string
+	Name                    string
+	Status                  string
+	Environment             string
+	Capabilities            []string
+	CreatedAt               time.Time
+	UpdatedAt               time.Time
+	AgentAuthPolicy         string
+	SignAllResponses        bool
+	RequireSignatureCreated bool
+	RequireSignatureNonce   bool
 }

@@ -49,7 +49,7 @@ func (q *Queries) DeleteDomain(ctx context.Context, arg DeleteDomainParams) (int
 }
 
 const getTenantByDomain = `-- name: GetTenantByDomain :one
-SELECT t.tenant_id, t.slug, t.name, t.status, t.environment, t.capabilities, t.created_at, t.updated_at, t.agent_auth_policy, t.sign_all_responses FROM tenants.tenants t
+SELECT t.tenant_id, t.slug, t.name, t.status, t.environment, t.capabilities, t.created_at, t.updated_at, t.agent_auth_policy, t.sign_all_responses, t.require_signature_created, t.require_signature_nonce FROM tenants.tenants t
 JOIN tenants.domains d ON d.tenant_id = t.tenant_id
 WHERE d.domain = $1
 `
@@ -68,12 +68,14 @@ func (q *Queries) GetTenantByDomain(ctx context.Context, domain string) (Tenants
 		&i.UpdatedAt,
 		&i.AgentAuthPolicy,
 		&i.SignAllResponses,
+		&i.RequireSignatureCreated,
+		&i.RequireSignatureNonce,
 	)
 	return i, err
 }
 
 const getTenantByID = `-- name: GetTenantByID :one
-SELECT tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses FROM tenants.tenants WHERE tenant_id = $1
+SELECT tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses, require_signature_created, require_signature_nonce FROM tenants.tenants WHERE tenant_id = $1
 `
 
 func (q *Queries) GetTenantByID(ctx context.Context, tenantID uuid.UUID) (TenantsTenant, error) {
@@ -90,12 +92,14 @@ func (q *Queries) GetTenantByID(ctx context.Context, tenantID uuid.UUID) (Tenant
 		&i.UpdatedAt,
 		&i.AgentAuthPolicy,
 		&i.SignAllResponses,
+		&i.RequireSignatureCreated,
+		&i.RequireSignatureNonce,
 	)
 	return i, err
 }
 
 const getTenantBySlug = `-- name: GetTenantBySlug :one
-SELECT tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses FROM tenants.tenants WHERE slug = $1
+SELECT tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses, require_signature_created, require_signature_nonce FROM tenants.tenants WHERE slug = $1
 `
 
 func (q *Queries) GetTenantBySlug(ctx context.Context, slug string) (TenantsTenant, error) {
@@ -112,6 +116,8 @@ func (q *Queries) GetTenantBySlug(ctx context.Context, slug string) (TenantsTena
 		&i.UpdatedAt,
 		&i.AgentAuthPolicy,
 		&i.SignAllResponses,
+		&i.RequireSignatureCreated,
+		&i.RequireSignatureNonce,
 	)
 	return i, err
 }
@@ -134,7 +140,7 @@ func (q *Queries) InsertDomain(ctx context.Context, arg InsertDomainParams) erro
 const insertTenant = `-- name: InsertTenant :one
 INSERT INTO tenants.tenants (tenant_id, slug, name, environment, capabilities)
 VALUES ($1, $2, $3, $4, $5)
-RETURNING tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses
+RETURNING tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses, require_signature_created, require_signature_nonce
 `
 
 type InsertTenantParams struct {
@@ -165,6 +171,8 @@ func (q *Queries) InsertTenant(ctx context.Context, arg InsertTenantParams) (Ten
 		&i.UpdatedAt,
 		&i.AgentAuthPolicy,
 		&i.SignAllResponses,
+		&i.RequireSignatureCreated,
+		&i.RequireSignatureNonce,
 	)
 	return i, err
 }
@@ -228,7 +236,7 @@ func (q *Queries) ListDomainsForTenants(ctx context.Context, tenantIds []uuid.UU
 }
 
 const listTenants = `-- name: ListTenants :many
-SELECT tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses FROM tenants.tenants
+SELECT tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses, require_signature_created, require_signature_nonce FROM tenants.tenants
 WHERE ($1::text IS NULL OR slug > $1::text)
 ORDER BY slug
 LIMIT $2
@@ -259,6 +267,8 @@ func (q *Queries) ListTenants(ctx context.Context, arg ListTenantsParams) ([]Ten
 			&i.UpdatedAt,
 			&i.AgentAuthPolicy,
 			&i.SignAllResponses,
+			&i.RequireSignatureCreated,
+			&i.RequireSignatureNonce,
 		); err != nil {
 			return nil, err
 		}
@@ -291,7 +301,7 @@ SET capabilities = CASE
     END,
     updated_at = now()
 WHERE tenant_id = $3
-RETURNING tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses
+RETURNING tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses, require_signature_created, require_signature_nonce
 `
 
 type SetTenantCapabilityParams struct {
@@ -315,6 +325,8 @@ func (q *Queries) SetTenantCapability(ctx context.Context, arg SetTenantCapabili
 		&i.UpdatedAt,
 		&i.AgentAuthPolicy,
 		&i.SignAllResponses,
+		&i.RequireSignatureCreated,
+		&i.RequireSignatureNonce,
 	)
 	return i, err
 }
@@ -322,7 +334,7 @@ func (q *Queries) SetTenantCapability(ctx context.Context, arg SetTenantCapabili
 const setTenantName = `-- name: SetTenantName :one
 UPDATE tenants.tenants SET name = $1, updated_at = now()
 WHERE tenant_id = $2
-RETURNING tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses
+RETURNING tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses, require_signature_created, require_signature_nonce
 `
 
 type SetTenantNameParams struct {
@@ -344,6 +356,8 @@ func (q *Queries) SetTenantName(ctx context.Context, arg SetTenantNameParams) (T
 		&i.UpdatedAt,
 		&i.AgentAuthPolicy,
 		&i.SignAllResponses,
+		&i.RequireSignatureCreated,
+		&i.RequireSignatureNonce,
 	)
 	return i, err
 }
@@ -351,7 +365,7 @@ func (q *Queries) SetTenantName(ctx context.Context, arg SetTenantNameParams) (T
 const setTenantStatus = `-- name: SetTenantStatus :one
 UPDATE tenants.tenants SET status = $1, updated_at = now()
 WHERE tenant_id = $2
-RETURNING tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses
+RETURNING tenant_id, slug, name, status, environment, capabilities, created_at, updated_at, agent_auth_policy, sign_all_responses, require_signature_created, require_signature_nonce
 `
 
 type SetTenantStatusParams struct {
@@ -373,6 +387,8 @@ func (q *Queries) SetTenantStatus(ctx context.Context, arg SetTenantStatusParams
 		&i.UpdatedAt,
 		&i.AgentAuthPolicy,
 		&i.SignAllResponses,
+		&i.RequireSignatureCreated,
+		&i.RequireSignatureNonce,
 	)
 	return i, err
 }

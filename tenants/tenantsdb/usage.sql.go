@@ -89,7 +89,7 @@ func (q *Queries) ListRequestUsage(ctx context.Context, arg ListRequestUsagePara
 }
 
 const searchTenants = `-- name: SearchTenants :many
-SELECT t.tenant_id, t.slug, t.name, t.status, t.environment, t.capabilities, t.created_at, t.updated_at, t.agent_auth_policy, t.sign_all_responses FROM tenants.tenants t
+SELECT t.tenant_id, t.slug, t.name, t.status, t.environment, t.capabilities, t.created_at, t.updated_at, t.agent_auth_policy, t.sign_all_responses, t.require_signature_created, t.require_signature_nonce FROM tenants.tenants t
 WHERE ($1::text IS NULL OR t.slug > $1::text)
   AND (t.name ILIKE '%' || $2::text || '%' ESCAPE '\'
        OR t.slug ILIKE '%' || $2::text || '%' ESCAPE '\'
@@ -126,6 +126,8 @@ func (q *Queries) SearchTenants(ctx context.Context, arg SearchTenantsParams) ([
 			&i.UpdatedAt,
 			&i.AgentAuthPolicy,
 			&i.SignAllResponses,
+			&i.RequireSignatureCreated,
+			&i.RequireSignatureNonce,
 		); err != nil {
 			return nil, err
 		}

@@ -4,6 +4,13 @@
 UPDATE tenants.tenants SET
   agent_auth_policy = coalesce(sqlc.narg(agent_auth_policy)::text, agent_auth_policy),
   sign_all_responses = coalesce(sqlc.narg(sign_all_responses)::boolean, sign_all_responses),
+  -- A nonce needs created: requiring a nonce requires created, and no
+  -- longer requiring created no longer requires a nonce (the service
+  -- refuses asking for both at once).
+  require_signature_created = coalesce(sqlc.narg(require_signature_created)::boolean, require_signature_created)
+    OR coalesce(sqlc.narg(require_signature_nonce)::boolean, false),
+  require_signature_nonce = coalesce(sqlc.narg(require_signature_nonce)::boolean,
+    require_signature_nonce AND coalesce(sqlc.narg(require_signature_created)::boolean, true)),
   updated_at = now()
 WHERE tenant_id = @tenant_id
 RETURNING *;

@@ -47,6 +47,11 @@ type TenantPolicy struct {
 	// Development tenants may name http/loopback agent profiles; passed to
 	// the KeySource.
 	Development bool
+	// RequireCreated refuses signatures without created; RequireNonce
+	// also those without a nonce (it implies RequireCreated). Whatever
+	// they say, a created present is bounded to the window and a nonce
+	// present is accepted once.
+	RequireCreated, RequireNonce bool
 }
 
 // PolicyFromTenant reads the policy from a registry Tenant. ok is false
@@ -55,7 +60,8 @@ type TenantPolicy struct {
 func PolicyFromTenant(t *tenantsv1.Tenant) (TenantPolicy, bool) {
 	p, ok := policyFromProto(t.GetAgentAuthPolicy())
 	return TenantPolicy{Auth: p, SignAllResponses: t.GetSignAllResponses(),
-		Development: t.GetEnvironment() == tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT}, ok
+		Development:    t.GetEnvironment() == tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT,
+		RequireCreated: t.GetRequireSignatureCreated() || t.GetRequireSignatureNonce(), RequireNonce: t.GetRequireSignatureNonce()}, ok
 }
 
 func policyFromProto(p tenantsv1.AgentAuthPolicy) (Policy, bool) {
@@ -124,7 +130,12 @@ const (
 	DefaultPolicyTTL            = 5 * time.Second
 	DefaultAPIKeyTTL            = 10 * time.Second
 	DefaultForceRefreshInterval = 10 * time.Second
-	maxCacheEntries             = 100_000
+	// DefaultSignatureWindow bounds how old a signature's created may be;
+	// DefaultClockSkew is the clock difference tolerated on created (both
+	// ways) and expires.
+	DefaultSignatureWindow = 5 * time.Minute
+	DefaultClockSkew       = 30 * time.Second
+	maxCacheEntries        = 100_000
 	// rpcTimeout bounds each registry call made while a request waits.
 	rpcTimeout = 5 * time.Second
 )
@@ -142,13 +153,19 @@ type Options struct {
 	// MaxBodyBytes bounds the request body read for authentication
 	// (default 4 MiB); larger bodies get 413.
 	MaxBodyBytes int64
-	// ClockSkew tolerated on created/expires (default
-	// httpsig.DefaultClockSkew, 1 min; negative: none).
+	// ClockSkew tolerated on created/expires (default DefaultClockSkew,
+	// 30 s; negative: none).
 	ClockSkew time.Duration
-	// MaxSignatureAge, when positive, rejects signatures created longer
-	// ago. Zero: UCP puts replay protection in idempotency, not in
-	// signature times, so created is only checked not to be in the future.
-	MaxSignatureAge time.Duration
+	// SignatureWindow refuses signatures whose created is older (plus
+	// ClockSkew): default DefaultSignatureWindow, 5 min; negative: created
+	// is only checked not to be in the future (replays are then refused by
+	// nonce only). RFC 9421 §3.2.1 leaves the bound to the verifier; UCP
+	// puts business-level replay protection in idempotency keys.
+	SignatureWindow time.Duration
+	// Nonces is the replay cache of signature nonces, shared by every edge
+	// (default: the tenants service's, ClaimSignatureNonce through
+	// Tenants). A signature carrying a nonce already claimed is refused.
+	Nonces NonceStore
 	// Algorithms allowed for agent signatures (nil: ES256, ES384, EdDSA).
 	Algorithms []httpsig.Algorithm
 	// Scheme agents use, when TLS ends before the edge (derives the
@@ -210,6 +227,15 @@ func New(opts Options) *Authenticator {
 	}
 	if opts.APIKeyTTL <= 0 {
 		opts.APIKeyTTL = DefaultAPIKeyTTL
+	}
+	if opts.SignatureWindow == 0 {
+		opts.SignatureWindow = DefaultSignatureWindow
+	}
+	if opts.ClockSkew == 0 {
+		opts.ClockSkew = DefaultClockSkew
+	}
+	if opts.Nonces == nil && opts.Tenants != nil {
+		opts.Nonces = RemoteNonces{Tenants: opts.Tenants}
 	}
 	if opts.ForceRefreshInterval == 0 {
 		opts.ForceRefreshInterval = DefaultForceRefreshInterval
@@ -360,13 +386,13 @@ func (a *Authenticator) authenticate(ctx context.Context, r *http.Request, body 
 		useKey = false
 		if !useSig {
 			f := authFailure(ErrCodeSignatureMissing, "this merchant requires an RFC 9421 signature made with a key of the agent profile")
-			f.Challenge = challengeSignature
+			f.Challenge, f.acceptParams = challengeSignature, pol.acceptParams()
 			return nil, f
 		}
 	default:
 		if !useKey && !useSig {
 			f := authFailure(ErrCodeUnauthenticated, "send an agent API key (X-API-Key or Authorization: Bearer) or an RFC 9421 signature")
-			f.Challenge = challengeBoth
+			f.Challenge, f.acceptParams = challengeBoth, pol.acceptParams()
 			return nil, f
 		}
 	}
@@ -397,7 +423,8 @@ func (a *Authenticator) authenticate(ctx context.Context, r *http.Request, body 
 		}
 		v := &httpsig.Verifier{
 			Keys: a.resolver(profile, pol.Development), Algorithms: a.opts.Algorithms, Requirements: a.reqs,
-			MaxAge: a.opts.MaxSignatureAge, ClockSkew: a.opts.ClockSkew, Now: a.opts.Now, Scheme: a.opts.Scheme,
+			MaxAge: max(a.opts.SignatureWindow, 0), ClockSkew: a.skew(), Now: a.opts.Now, Scheme: a.opts.Scheme,
+			RequireCreated: pol.RequireCreated || pol.RequireNonce, RequireNonce: pol.RequireNonce,
 		}
 		res, err := v.VerifyRequest(ctx, r, body)
 		if err != nil {
@@ -405,6 +432,9 @@ func (a *Authenticator) authenticate(ctx context.Context, r *http.Request, body 
 				return nil, f
 			}
 			return nil, a.serviceFailure(ctx, "agent profile keys", err)
+		}
+		if f := a.claimNonce(ctx, profile, res); f != nil {
+			return nil, f
 		}
 		p.Method, p.KeyID, p.SignatureKeyID = MethodSignature, res.KeyID, res.KeyID
 	}
@@ -544,7 +574,8 @@ func (a *Authenticator) tenantPolicy(ctx context.Context, tid uuid.UUID) (Tenant
 		auth = PolicyEither // the registry's default
 	}
 	p := TenantPolicy{Auth: auth, SignAllResponses: resp.Msg.GetSignAllResponses(),
-		Development: resp.Msg.GetEnvironment() == tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT}
+		Development:    resp.Msg.GetEnvironment() == tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT,
+		RequireCreated: resp.Msg.GetRequireSignatureCreated() || resp.Msg.GetRequireSignatureNonce(), RequireNonce: resp.Msg.GetRequireSignatureNonce()}
 	a.policies.put(tid, p, a.now().Add(a.opts.PolicyTTL))
 	return p, nil
 }

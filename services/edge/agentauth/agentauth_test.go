@@ -120,6 +120,12 @@ type env struct {
 // (this wrapper) puts in the context, as Host routing does.
 func newEnv(t *testing.T, pol agentauth.Policy, opts agentauth.Options) *env {
 	t.Helper()
+	return newEnvPolicy(t, agentauth.TenantPolicy{Auth: pol}, opts)
+}
+
+// newEnvPolicy is newEnv with the tenant's whole policy.
+func newEnvPolicy(t *testing.T, pol agentauth.TenantPolicy, opts agentauth.Options) *env {
+	t.Helper()
 	e := &env{rec: &recorder{}, keys: newFakeKeys()}
 	e.kA, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	e.kB, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -131,7 +137,7 @@ func newEnv(t *testing.T, pol agentauth.Policy, opts agentauth.Options) *env {
 	tid := uuid.New()
 	mw := auth.Middleware(e.rec)
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := agentauth.WithTenantPolicy(tenancy.With(r.Context(), tid), agentauth.TenantPolicy{Auth: pol})
+		ctx := agentauth.WithTenantPolicy(tenancy.With(r.Context(), tid), pol)
 		mw.ServeHTTP(w, r.WithContext(ctx))
 	}))
 	t.Cleanup(e.srv.Close)

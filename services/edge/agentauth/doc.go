@@ -29,7 +29,11 @@
 // (@method, @authority, @path, @query with a query, bcp-agent or
 // ucp-agent and idempotency-key when present, content-digest and
 // content-type with a body); Content-Digest is recomputed over the raw
-// body; created/expires are honoured with a clock skew. Keys come from a
+// body. Signatures are replay-proof (replay.go): a created older than
+// SignatureWindow (5 min) or in the future, or an expires past, is refused
+// (30 s of clock skew allowed); a nonce is accepted once, across every
+// edge (the tenants service's replay cache); a merchant may require
+// created, or created and a nonce. Keys come from a
 // KeySource (the agent profile fetcher); an unknown kid triggers one forced
 // profile refresh (rate-limited per profile URL) before key_not_found.
 //

@@ -396,8 +396,15 @@ type Tenant struct {
 	AgentAuthPolicy AgentAuthPolicy `protobuf:"varint,10,opt,name=agent_auth_policy,json=agentAuthPolicy,proto3,enum=bcp.tenants.v1.AgentAuthPolicy" json:"agent_auth_policy,omitempty"`
 	// Sign every tool response, not only complete_checkout's.
 	SignAllResponses bool `protobuf:"varint,11,opt,name=sign_all_responses,json=signAllResponses,proto3" json:"sign_all_responses,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Agent signatures must carry created (RFC 9421 §2.3), which the edge
+	// bounds to its window; without this only signatures that carry it are
+	// bounded.
+	RequireSignatureCreated bool `protobuf:"varint,12,opt,name=require_signature_created,json=requireSignatureCreated,proto3" json:"require_signature_created,omitempty"`
+	// Agent signatures must also carry a nonce, accepted once (implies
+	// require_signature_created).
+	RequireSignatureNonce bool `protobuf:"varint,13,opt,name=require_signature_nonce,json=requireSignatureNonce,proto3" json:"require_signature_nonce,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Tenant) Reset() {
@@ -503,6 +510,20 @@ func (x *Tenant) GetAgentAuthPolicy() AgentAuthPolicy {
 func (x *Tenant) GetSignAllResponses() bool {
 	if x != nil {
 		return x.SignAllResponses
+	}
+	return false
+}
+
+func (x *Tenant) GetRequireSignatureCreated() bool {
+	if x != nil {
+		return x.RequireSignatureCreated
+	}
+	return false
+}
+
+func (x *Tenant) GetRequireSignatureNonce() bool {
+	if x != nil {
+		return x.RequireSignatureNonce
 	}
 	return false
 }
@@ -2500,6 +2521,109 @@ func (x *LeaseRateTokensRequest) GetWant() int64 {
 	return 0
 }
 
+// The tenant is the call's (the Bcp-Tenant-Id header), as for
+// LeaseRateTokens.
+type ClaimSignatureNonceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// SHA-256 of the signer (agent profile URL, keyid) and the nonce,
+	// computed by the edge (32 bytes).
+	Key []byte `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// How long the nonce must be remembered: until its signature can no
+	// longer be accepted (1 s to 25 h).
+	ValidFor      *durationpb.Duration `protobuf:"bytes,2,opt,name=valid_for,json=validFor,proto3" json:"valid_for,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimSignatureNonceRequest) Reset() {
+	*x = ClaimSignatureNonceRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimSignatureNonceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimSignatureNonceRequest) ProtoMessage() {}
+
+func (x *ClaimSignatureNonceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimSignatureNonceRequest.ProtoReflect.Descriptor instead.
+func (*ClaimSignatureNonceRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ClaimSignatureNonceRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *ClaimSignatureNonceRequest) GetValidFor() *durationpb.Duration {
+	if x != nil {
+		return x.ValidFor
+	}
+	return nil
+}
+
+type ClaimSignatureNonceResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// true: first use, recorded; false: already used (a replay).
+	Fresh         bool `protobuf:"varint,1,opt,name=fresh,proto3" json:"fresh,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimSignatureNonceResponse) Reset() {
+	*x = ClaimSignatureNonceResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimSignatureNonceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimSignatureNonceResponse) ProtoMessage() {}
+
+func (x *ClaimSignatureNonceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimSignatureNonceResponse.ProtoReflect.Descriptor instead.
+func (*ClaimSignatureNonceResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ClaimSignatureNonceResponse) GetFresh() bool {
+	if x != nil {
+		return x.Fresh
+	}
+	return false
+}
+
 type LeaseRateTokensResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Tokens granted, 0 to want.
@@ -2516,7 +2640,7 @@ type LeaseRateTokensResponse struct {
 
 func (x *LeaseRateTokensResponse) Reset() {
 	*x = LeaseRateTokensResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2528,7 +2652,7 @@ func (x *LeaseRateTokensResponse) String() string {
 func (*LeaseRateTokensResponse) ProtoMessage() {}
 
 func (x *LeaseRateTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[39]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2541,7 +2665,7 @@ func (x *LeaseRateTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRateTokensResponse.ProtoReflect.Descriptor instead.
 func (*LeaseRateTokensResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{39}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *LeaseRateTokensResponse) GetGranted() int64 {
@@ -2583,7 +2707,7 @@ type Link struct {
 
 func (x *Link) Reset() {
 	*x = Link{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2595,7 +2719,7 @@ func (x *Link) String() string {
 func (*Link) ProtoMessage() {}
 
 func (x *Link) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[40]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2608,7 +2732,7 @@ func (x *Link) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Link.ProtoReflect.Descriptor instead.
 func (*Link) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{40}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Link) GetType() string {
@@ -2641,7 +2765,7 @@ type GetSettingsRequest struct {
 
 func (x *GetSettingsRequest) Reset() {
 	*x = GetSettingsRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2653,7 +2777,7 @@ func (x *GetSettingsRequest) String() string {
 func (*GetSettingsRequest) ProtoMessage() {}
 
 func (x *GetSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[41]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2666,7 +2790,7 @@ func (x *GetSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSettingsRequest.ProtoReflect.Descriptor instead.
 func (*GetSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{41}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetSettingsRequest) GetTenantId() string {
@@ -2685,7 +2809,7 @@ type GetSettingsResponse struct {
 
 func (x *GetSettingsResponse) Reset() {
 	*x = GetSettingsResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2697,7 +2821,7 @@ func (x *GetSettingsResponse) String() string {
 func (*GetSettingsResponse) ProtoMessage() {}
 
 func (x *GetSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[42]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2710,7 +2834,7 @@ func (x *GetSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSettingsResponse.ProtoReflect.Descriptor instead.
 func (*GetSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{42}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetSettingsResponse) GetSettings() *Settings {
@@ -2734,7 +2858,7 @@ type SetSettingsRequest struct {
 
 func (x *SetSettingsRequest) Reset() {
 	*x = SetSettingsRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2746,7 +2870,7 @@ func (x *SetSettingsRequest) String() string {
 func (*SetSettingsRequest) ProtoMessage() {}
 
 func (x *SetSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[43]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2759,7 +2883,7 @@ func (x *SetSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSettingsRequest.ProtoReflect.Descriptor instead.
 func (*SetSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{43}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SetSettingsRequest) GetTenant() string {
@@ -2796,7 +2920,7 @@ type SetSettingsResponse struct {
 
 func (x *SetSettingsResponse) Reset() {
 	*x = SetSettingsResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2808,7 +2932,7 @@ func (x *SetSettingsResponse) String() string {
 func (*SetSettingsResponse) ProtoMessage() {}
 
 func (x *SetSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[44]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2821,7 +2945,7 @@ func (x *SetSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSettingsResponse.ProtoReflect.Descriptor instead.
 func (*SetSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{44}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SetSettingsResponse) GetSettings() *Settings {
@@ -2845,13 +2969,20 @@ type SetAgentAuthPolicyRequest struct {
 	Policy AgentAuthPolicy `protobuf:"varint,2,opt,name=policy,proto3,enum=bcp.tenants.v1.AgentAuthPolicy" json:"policy,omitempty"`
 	// Absent keeps the current setting.
 	SignAllResponses *bool `protobuf:"varint,3,opt,name=sign_all_responses,json=signAllResponses,proto3,oneof" json:"sign_all_responses,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Absent keeps the current setting. false also clears
+	// require_signature_nonce (a nonce needs created).
+	RequireSignatureCreated *bool `protobuf:"varint,4,opt,name=require_signature_created,json=requireSignatureCreated,proto3,oneof" json:"require_signature_created,omitempty"`
+	// Absent keeps the current setting. true also sets
+	// require_signature_created; true with require_signature_created false
+	// is refused.
+	RequireSignatureNonce *bool `protobuf:"varint,5,opt,name=require_signature_nonce,json=requireSignatureNonce,proto3,oneof" json:"require_signature_nonce,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *SetAgentAuthPolicyRequest) Reset() {
 	*x = SetAgentAuthPolicyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2863,7 +2994,7 @@ func (x *SetAgentAuthPolicyRequest) String() string {
 func (*SetAgentAuthPolicyRequest) ProtoMessage() {}
 
 func (x *SetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[45]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2876,7 +3007,7 @@ func (x *SetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAgentAuthPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetAgentAuthPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{45}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SetAgentAuthPolicyRequest) GetTenant() string {
@@ -2900,6 +3031,20 @@ func (x *SetAgentAuthPolicyRequest) GetSignAllResponses() bool {
 	return false
 }
 
+func (x *SetAgentAuthPolicyRequest) GetRequireSignatureCreated() bool {
+	if x != nil && x.RequireSignatureCreated != nil {
+		return *x.RequireSignatureCreated
+	}
+	return false
+}
+
+func (x *SetAgentAuthPolicyRequest) GetRequireSignatureNonce() bool {
+	if x != nil && x.RequireSignatureNonce != nil {
+		return *x.RequireSignatureNonce
+	}
+	return false
+}
+
 type SetAgentAuthPolicyResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tenant        *Tenant                `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
@@ -2909,7 +3054,7 @@ type SetAgentAuthPolicyResponse struct {
 
 func (x *SetAgentAuthPolicyResponse) Reset() {
 	*x = SetAgentAuthPolicyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2921,7 +3066,7 @@ func (x *SetAgentAuthPolicyResponse) String() string {
 func (*SetAgentAuthPolicyResponse) ProtoMessage() {}
 
 func (x *SetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[46]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2934,7 +3079,7 @@ func (x *SetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAgentAuthPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetAgentAuthPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{46}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SetAgentAuthPolicyResponse) GetTenant() *Tenant {
@@ -2953,7 +3098,7 @@ type GetAgentAuthPolicyRequest struct {
 
 func (x *GetAgentAuthPolicyRequest) Reset() {
 	*x = GetAgentAuthPolicyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2965,7 +3110,7 @@ func (x *GetAgentAuthPolicyRequest) String() string {
 func (*GetAgentAuthPolicyRequest) ProtoMessage() {}
 
 func (x *GetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[47]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2978,7 +3123,7 @@ func (x *GetAgentAuthPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentAuthPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetAgentAuthPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{47}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetAgentAuthPolicyRequest) GetTenantId() string {
@@ -2993,14 +3138,16 @@ type GetAgentAuthPolicyResponse struct {
 	Policy           AgentAuthPolicy        `protobuf:"varint,1,opt,name=policy,proto3,enum=bcp.tenants.v1.AgentAuthPolicy" json:"policy,omitempty"`
 	SignAllResponses bool                   `protobuf:"varint,2,opt,name=sign_all_responses,json=signAllResponses,proto3" json:"sign_all_responses,omitempty"`
 	// Development tenants may name loopback/http agent profiles.
-	Environment   Environment `protobuf:"varint,3,opt,name=environment,proto3,enum=bcp.tenants.v1.Environment" json:"environment,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Environment             Environment `protobuf:"varint,3,opt,name=environment,proto3,enum=bcp.tenants.v1.Environment" json:"environment,omitempty"`
+	RequireSignatureCreated bool        `protobuf:"varint,4,opt,name=require_signature_created,json=requireSignatureCreated,proto3" json:"require_signature_created,omitempty"`
+	RequireSignatureNonce   bool        `protobuf:"varint,5,opt,name=require_signature_nonce,json=requireSignatureNonce,proto3" json:"require_signature_nonce,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *GetAgentAuthPolicyResponse) Reset() {
 	*x = GetAgentAuthPolicyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3012,7 +3159,7 @@ func (x *GetAgentAuthPolicyResponse) String() string {
 func (*GetAgentAuthPolicyResponse) ProtoMessage() {}
 
 func (x *GetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[48]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3025,7 +3172,7 @@ func (x *GetAgentAuthPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentAuthPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetAgentAuthPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{48}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetAgentAuthPolicyResponse) GetPolicy() AgentAuthPolicy {
@@ -3049,6 +3196,20 @@ func (x *GetAgentAuthPolicyResponse) GetEnvironment() Environment {
 	return Environment_ENVIRONMENT_UNSPECIFIED
 }
 
+func (x *GetAgentAuthPolicyResponse) GetRequireSignatureCreated() bool {
+	if x != nil {
+		return x.RequireSignatureCreated
+	}
+	return false
+}
+
+func (x *GetAgentAuthPolicyResponse) GetRequireSignatureNonce() bool {
+	if x != nil {
+		return x.RequireSignatureNonce
+	}
+	return false
+}
+
 type AuthenticateAPIKeyRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	TenantId string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
@@ -3060,7 +3221,7 @@ type AuthenticateAPIKeyRequest struct {
 
 func (x *AuthenticateAPIKeyRequest) Reset() {
 	*x = AuthenticateAPIKeyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3072,7 +3233,7 @@ func (x *AuthenticateAPIKeyRequest) String() string {
 func (*AuthenticateAPIKeyRequest) ProtoMessage() {}
 
 func (x *AuthenticateAPIKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[49]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3085,7 +3246,7 @@ func (x *AuthenticateAPIKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateAPIKeyRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateAPIKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{49}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *AuthenticateAPIKeyRequest) GetTenantId() string {
@@ -3113,7 +3274,7 @@ type AuthenticateAPIKeyResponse struct {
 
 func (x *AuthenticateAPIKeyResponse) Reset() {
 	*x = AuthenticateAPIKeyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3125,7 +3286,7 @@ func (x *AuthenticateAPIKeyResponse) String() string {
 func (*AuthenticateAPIKeyResponse) ProtoMessage() {}
 
 func (x *AuthenticateAPIKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[50]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3138,7 +3299,7 @@ func (x *AuthenticateAPIKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateAPIKeyResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateAPIKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{50}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *AuthenticateAPIKeyResponse) GetApiKeyId() string {
@@ -3172,7 +3333,7 @@ type SigningKey struct {
 
 func (x *SigningKey) Reset() {
 	*x = SigningKey{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3184,7 +3345,7 @@ func (x *SigningKey) String() string {
 func (*SigningKey) ProtoMessage() {}
 
 func (x *SigningKey) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[51]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3197,7 +3358,7 @@ func (x *SigningKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SigningKey.ProtoReflect.Descriptor instead.
 func (*SigningKey) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{51}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *SigningKey) GetKid() string {
@@ -3265,7 +3426,7 @@ type ListSigningKeysRequest struct {
 
 func (x *ListSigningKeysRequest) Reset() {
 	*x = ListSigningKeysRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3277,7 +3438,7 @@ func (x *ListSigningKeysRequest) String() string {
 func (*ListSigningKeysRequest) ProtoMessage() {}
 
 func (x *ListSigningKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[52]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3290,7 +3451,7 @@ func (x *ListSigningKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSigningKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListSigningKeysRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{52}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListSigningKeysRequest) GetTenant() string {
@@ -3310,7 +3471,7 @@ type ListSigningKeysResponse struct {
 
 func (x *ListSigningKeysResponse) Reset() {
 	*x = ListSigningKeysResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3322,7 +3483,7 @@ func (x *ListSigningKeysResponse) String() string {
 func (*ListSigningKeysResponse) ProtoMessage() {}
 
 func (x *ListSigningKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[53]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3335,7 +3496,7 @@ func (x *ListSigningKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSigningKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListSigningKeysResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{53}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListSigningKeysResponse) GetKeys() []*SigningKey {
@@ -3360,7 +3521,7 @@ type RotateSigningKeyRequest struct {
 
 func (x *RotateSigningKeyRequest) Reset() {
 	*x = RotateSigningKeyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3372,7 +3533,7 @@ func (x *RotateSigningKeyRequest) String() string {
 func (*RotateSigningKeyRequest) ProtoMessage() {}
 
 func (x *RotateSigningKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[54]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3385,7 +3546,7 @@ func (x *RotateSigningKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateSigningKeyRequest.ProtoReflect.Descriptor instead.
 func (*RotateSigningKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{54}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RotateSigningKeyRequest) GetTenant() string {
@@ -3419,7 +3580,7 @@ type RotateSigningKeyResponse struct {
 
 func (x *RotateSigningKeyResponse) Reset() {
 	*x = RotateSigningKeyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3431,7 +3592,7 @@ func (x *RotateSigningKeyResponse) String() string {
 func (*RotateSigningKeyResponse) ProtoMessage() {}
 
 func (x *RotateSigningKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[55]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3444,7 +3605,7 @@ func (x *RotateSigningKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateSigningKeyResponse.ProtoReflect.Descriptor instead.
 func (*RotateSigningKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{55}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RotateSigningKeyResponse) GetKey() *SigningKey {
@@ -3474,7 +3635,7 @@ type RevokeSigningKeyRequest struct {
 
 func (x *RevokeSigningKeyRequest) Reset() {
 	*x = RevokeSigningKeyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3486,7 +3647,7 @@ func (x *RevokeSigningKeyRequest) String() string {
 func (*RevokeSigningKeyRequest) ProtoMessage() {}
 
 func (x *RevokeSigningKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[56]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3499,7 +3660,7 @@ func (x *RevokeSigningKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSigningKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeSigningKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{56}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RevokeSigningKeyRequest) GetTenant() string {
@@ -3532,7 +3693,7 @@ type RevokeSigningKeyResponse struct {
 
 func (x *RevokeSigningKeyResponse) Reset() {
 	*x = RevokeSigningKeyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3544,7 +3705,7 @@ func (x *RevokeSigningKeyResponse) String() string {
 func (*RevokeSigningKeyResponse) ProtoMessage() {}
 
 func (x *RevokeSigningKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[57]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3557,7 +3718,7 @@ func (x *RevokeSigningKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSigningKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeSigningKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{57}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RevokeSigningKeyResponse) GetKey() *SigningKey {
@@ -3584,7 +3745,7 @@ type SignWithCurrentKeyRequest struct {
 
 func (x *SignWithCurrentKeyRequest) Reset() {
 	*x = SignWithCurrentKeyRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3596,7 +3757,7 @@ func (x *SignWithCurrentKeyRequest) String() string {
 func (*SignWithCurrentKeyRequest) ProtoMessage() {}
 
 func (x *SignWithCurrentKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[58]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3609,7 +3770,7 @@ func (x *SignWithCurrentKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignWithCurrentKeyRequest.ProtoReflect.Descriptor instead.
 func (*SignWithCurrentKeyRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{58}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *SignWithCurrentKeyRequest) GetTenantId() string {
@@ -3649,7 +3810,7 @@ type SignWithCurrentKeyResponse struct {
 
 func (x *SignWithCurrentKeyResponse) Reset() {
 	*x = SignWithCurrentKeyResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3661,7 +3822,7 @@ func (x *SignWithCurrentKeyResponse) String() string {
 func (*SignWithCurrentKeyResponse) ProtoMessage() {}
 
 func (x *SignWithCurrentKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[59]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3674,7 +3835,7 @@ func (x *SignWithCurrentKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignWithCurrentKeyResponse.ProtoReflect.Descriptor instead.
 func (*SignWithCurrentKeyResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{59}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *SignWithCurrentKeyResponse) GetKid() string {
@@ -3717,7 +3878,7 @@ type SignCheckoutAuthorizationRequest struct {
 
 func (x *SignCheckoutAuthorizationRequest) Reset() {
 	*x = SignCheckoutAuthorizationRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3729,7 +3890,7 @@ func (x *SignCheckoutAuthorizationRequest) String() string {
 func (*SignCheckoutAuthorizationRequest) ProtoMessage() {}
 
 func (x *SignCheckoutAuthorizationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[60]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3742,7 +3903,7 @@ func (x *SignCheckoutAuthorizationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignCheckoutAuthorizationRequest.ProtoReflect.Descriptor instead.
 func (*SignCheckoutAuthorizationRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{60}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *SignCheckoutAuthorizationRequest) GetTenantId() string {
@@ -3770,7 +3931,7 @@ type SignCheckoutAuthorizationResponse struct {
 
 func (x *SignCheckoutAuthorizationResponse) Reset() {
 	*x = SignCheckoutAuthorizationResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3782,7 +3943,7 @@ func (x *SignCheckoutAuthorizationResponse) String() string {
 func (*SignCheckoutAuthorizationResponse) ProtoMessage() {}
 
 func (x *SignCheckoutAuthorizationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[61]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3795,7 +3956,7 @@ func (x *SignCheckoutAuthorizationResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use SignCheckoutAuthorizationResponse.ProtoReflect.Descriptor instead.
 func (*SignCheckoutAuthorizationResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{61}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *SignCheckoutAuthorizationResponse) GetMerchantAuthorization() string {
@@ -3822,7 +3983,7 @@ type SetAP2MandatesRequest struct {
 
 func (x *SetAP2MandatesRequest) Reset() {
 	*x = SetAP2MandatesRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3834,7 +3995,7 @@ func (x *SetAP2MandatesRequest) String() string {
 func (*SetAP2MandatesRequest) ProtoMessage() {}
 
 func (x *SetAP2MandatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[62]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3847,7 +4008,7 @@ func (x *SetAP2MandatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAP2MandatesRequest.ProtoReflect.Descriptor instead.
 func (*SetAP2MandatesRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{62}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *SetAP2MandatesRequest) GetTenant() string {
@@ -3873,7 +4034,7 @@ type SetAP2MandatesResponse struct {
 
 func (x *SetAP2MandatesResponse) Reset() {
 	*x = SetAP2MandatesResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3885,7 +4046,7 @@ func (x *SetAP2MandatesResponse) String() string {
 func (*SetAP2MandatesResponse) ProtoMessage() {}
 
 func (x *SetAP2MandatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[63]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3898,7 +4059,7 @@ func (x *SetAP2MandatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAP2MandatesResponse.ProtoReflect.Descriptor instead.
 func (*SetAP2MandatesResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{63}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *SetAP2MandatesResponse) GetTenant() *Tenant {
@@ -3924,7 +4085,7 @@ type MerchantUser struct {
 
 func (x *MerchantUser) Reset() {
 	*x = MerchantUser{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3936,7 +4097,7 @@ func (x *MerchantUser) String() string {
 func (*MerchantUser) ProtoMessage() {}
 
 func (x *MerchantUser) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[64]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3949,7 +4110,7 @@ func (x *MerchantUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MerchantUser.ProtoReflect.Descriptor instead.
 func (*MerchantUser) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{64}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *MerchantUser) GetId() string {
@@ -4014,7 +4175,7 @@ type InviteMerchantUserRequest struct {
 
 func (x *InviteMerchantUserRequest) Reset() {
 	*x = InviteMerchantUserRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4026,7 +4187,7 @@ func (x *InviteMerchantUserRequest) String() string {
 func (*InviteMerchantUserRequest) ProtoMessage() {}
 
 func (x *InviteMerchantUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[65]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4039,7 +4200,7 @@ func (x *InviteMerchantUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteMerchantUserRequest.ProtoReflect.Descriptor instead.
 func (*InviteMerchantUserRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{65}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *InviteMerchantUserRequest) GetTenant() string {
@@ -4074,7 +4235,7 @@ type InviteMerchantUserResponse struct {
 
 func (x *InviteMerchantUserResponse) Reset() {
 	*x = InviteMerchantUserResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4086,7 +4247,7 @@ func (x *InviteMerchantUserResponse) String() string {
 func (*InviteMerchantUserResponse) ProtoMessage() {}
 
 func (x *InviteMerchantUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[66]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4099,7 +4260,7 @@ func (x *InviteMerchantUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteMerchantUserResponse.ProtoReflect.Descriptor instead.
 func (*InviteMerchantUserResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{66}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *InviteMerchantUserResponse) GetUser() *MerchantUser {
@@ -4125,7 +4286,7 @@ type ListMerchantUsersRequest struct {
 
 func (x *ListMerchantUsersRequest) Reset() {
 	*x = ListMerchantUsersRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4137,7 +4298,7 @@ func (x *ListMerchantUsersRequest) String() string {
 func (*ListMerchantUsersRequest) ProtoMessage() {}
 
 func (x *ListMerchantUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[67]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4150,7 +4311,7 @@ func (x *ListMerchantUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMerchantUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListMerchantUsersRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{67}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ListMerchantUsersRequest) GetTenant() string {
@@ -4169,7 +4330,7 @@ type ListMerchantUsersResponse struct {
 
 func (x *ListMerchantUsersResponse) Reset() {
 	*x = ListMerchantUsersResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4181,7 +4342,7 @@ func (x *ListMerchantUsersResponse) String() string {
 func (*ListMerchantUsersResponse) ProtoMessage() {}
 
 func (x *ListMerchantUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[68]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4194,7 +4355,7 @@ func (x *ListMerchantUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMerchantUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListMerchantUsersResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{68}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ListMerchantUsersResponse) GetUsers() []*MerchantUser {
@@ -4215,7 +4376,7 @@ type SignInMerchantUserRequest struct {
 
 func (x *SignInMerchantUserRequest) Reset() {
 	*x = SignInMerchantUserRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4227,7 +4388,7 @@ func (x *SignInMerchantUserRequest) String() string {
 func (*SignInMerchantUserRequest) ProtoMessage() {}
 
 func (x *SignInMerchantUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[69]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4240,7 +4401,7 @@ func (x *SignInMerchantUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignInMerchantUserRequest.ProtoReflect.Descriptor instead.
 func (*SignInMerchantUserRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{69}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *SignInMerchantUserRequest) GetTenantId() string {
@@ -4276,7 +4437,7 @@ type SignInMerchantUserResponse struct {
 
 func (x *SignInMerchantUserResponse) Reset() {
 	*x = SignInMerchantUserResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4288,7 +4449,7 @@ func (x *SignInMerchantUserResponse) String() string {
 func (*SignInMerchantUserResponse) ProtoMessage() {}
 
 func (x *SignInMerchantUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[70]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4301,7 +4462,7 @@ func (x *SignInMerchantUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignInMerchantUserResponse.ProtoReflect.Descriptor instead.
 func (*SignInMerchantUserResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{70}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *SignInMerchantUserResponse) GetUser() *MerchantUser {
@@ -4335,7 +4496,7 @@ type GetMerchantSessionRequest struct {
 
 func (x *GetMerchantSessionRequest) Reset() {
 	*x = GetMerchantSessionRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4347,7 +4508,7 @@ func (x *GetMerchantSessionRequest) String() string {
 func (*GetMerchantSessionRequest) ProtoMessage() {}
 
 func (x *GetMerchantSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[71]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4360,7 +4521,7 @@ func (x *GetMerchantSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMerchantSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetMerchantSessionRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{71}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *GetMerchantSessionRequest) GetTenantId() string {
@@ -4387,7 +4548,7 @@ type GetMerchantSessionResponse struct {
 
 func (x *GetMerchantSessionResponse) Reset() {
 	*x = GetMerchantSessionResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4399,7 +4560,7 @@ func (x *GetMerchantSessionResponse) String() string {
 func (*GetMerchantSessionResponse) ProtoMessage() {}
 
 func (x *GetMerchantSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[72]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4412,7 +4573,7 @@ func (x *GetMerchantSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMerchantSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetMerchantSessionResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{72}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *GetMerchantSessionResponse) GetUser() *MerchantUser {
@@ -4439,7 +4600,7 @@ type EndMerchantSessionRequest struct {
 
 func (x *EndMerchantSessionRequest) Reset() {
 	*x = EndMerchantSessionRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4451,7 +4612,7 @@ func (x *EndMerchantSessionRequest) String() string {
 func (*EndMerchantSessionRequest) ProtoMessage() {}
 
 func (x *EndMerchantSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[73]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4464,7 +4625,7 @@ func (x *EndMerchantSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMerchantSessionRequest.ProtoReflect.Descriptor instead.
 func (*EndMerchantSessionRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{73}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *EndMerchantSessionRequest) GetTenantId() string {
@@ -4489,7 +4650,7 @@ type EndMerchantSessionResponse struct {
 
 func (x *EndMerchantSessionResponse) Reset() {
 	*x = EndMerchantSessionResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4501,7 +4662,7 @@ func (x *EndMerchantSessionResponse) String() string {
 func (*EndMerchantSessionResponse) ProtoMessage() {}
 
 func (x *EndMerchantSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[74]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4514,7 +4675,7 @@ func (x *EndMerchantSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndMerchantSessionResponse.ProtoReflect.Descriptor instead.
 func (*EndMerchantSessionResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{74}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{76}
 }
 
 type SetTenantNameRequest struct {
@@ -4527,7 +4688,7 @@ type SetTenantNameRequest struct {
 
 func (x *SetTenantNameRequest) Reset() {
 	*x = SetTenantNameRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[75]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4539,7 +4700,7 @@ func (x *SetTenantNameRequest) String() string {
 func (*SetTenantNameRequest) ProtoMessage() {}
 
 func (x *SetTenantNameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[75]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4552,7 +4713,7 @@ func (x *SetTenantNameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantNameRequest.ProtoReflect.Descriptor instead.
 func (*SetTenantNameRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{75}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *SetTenantNameRequest) GetTenant() string {
@@ -4578,7 +4739,7 @@ type SetTenantNameResponse struct {
 
 func (x *SetTenantNameResponse) Reset() {
 	*x = SetTenantNameResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[76]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4590,7 +4751,7 @@ func (x *SetTenantNameResponse) String() string {
 func (*SetTenantNameResponse) ProtoMessage() {}
 
 func (x *SetTenantNameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[76]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4603,7 +4764,7 @@ func (x *SetTenantNameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTenantNameResponse.ProtoReflect.Descriptor instead.
 func (*SetTenantNameResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{76}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *SetTenantNameResponse) GetTenant() *Tenant {
@@ -4630,7 +4791,7 @@ type UsageCount struct {
 
 func (x *UsageCount) Reset() {
 	*x = UsageCount{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[77]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4642,7 +4803,7 @@ func (x *UsageCount) String() string {
 func (*UsageCount) ProtoMessage() {}
 
 func (x *UsageCount) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[77]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4655,7 +4816,7 @@ func (x *UsageCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageCount.ProtoReflect.Descriptor instead.
 func (*UsageCount) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{77}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *UsageCount) GetTenantId() string {
@@ -4696,7 +4857,7 @@ type RecordUsageRequest struct {
 
 func (x *RecordUsageRequest) Reset() {
 	*x = RecordUsageRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[78]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4708,7 +4869,7 @@ func (x *RecordUsageRequest) String() string {
 func (*RecordUsageRequest) ProtoMessage() {}
 
 func (x *RecordUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[78]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4721,7 +4882,7 @@ func (x *RecordUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordUsageRequest.ProtoReflect.Descriptor instead.
 func (*RecordUsageRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{78}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *RecordUsageRequest) GetCounts() []*UsageCount {
@@ -4739,7 +4900,7 @@ type RecordUsageResponse struct {
 
 func (x *RecordUsageResponse) Reset() {
 	*x = RecordUsageResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[79]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4751,7 +4912,7 @@ func (x *RecordUsageResponse) String() string {
 func (*RecordUsageResponse) ProtoMessage() {}
 
 func (x *RecordUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[79]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4764,7 +4925,7 @@ func (x *RecordUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordUsageResponse.ProtoReflect.Descriptor instead.
 func (*RecordUsageResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{79}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{81}
 }
 
 type GetUsageRequest struct {
@@ -4782,7 +4943,7 @@ type GetUsageRequest struct {
 
 func (x *GetUsageRequest) Reset() {
 	*x = GetUsageRequest{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[80]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4794,7 +4955,7 @@ func (x *GetUsageRequest) String() string {
 func (*GetUsageRequest) ProtoMessage() {}
 
 func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[80]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4807,7 +4968,7 @@ func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{80}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *GetUsageRequest) GetTenant() string {
@@ -4843,7 +5004,7 @@ type GetUsageResponse struct {
 
 func (x *GetUsageResponse) Reset() {
 	*x = GetUsageResponse{}
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[81]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4855,7 +5016,7 @@ func (x *GetUsageResponse) String() string {
 func (*GetUsageResponse) ProtoMessage() {}
 
 func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[81]
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4868,7 +5029,7 @@ func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{81}
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *GetUsageResponse) GetDays() []*UsageCount {
@@ -4901,7 +5062,7 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\fPingResponse\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x1f\n" +
 	"\vdatabase_ok\x18\x02 \x01(\bR\n" +
-	"databaseOk\"\xd2\x03\n" +
+	"databaseOk\"\xc6\x04\n" +
 	"\x06Tenant\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x12\n" +
@@ -4915,7 +5076,9 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"createTime\x12K\n" +
 	"\x11agent_auth_policy\x18\n" +
 	" \x01(\x0e2\x1f.bcp.tenants.v1.AgentAuthPolicyR\x0fagentAuthPolicy\x12,\n" +
-	"\x12sign_all_responses\x18\v \x01(\bR\x10signAllResponses\"\x96\x01\n" +
+	"\x12sign_all_responses\x18\v \x01(\bR\x10signAllResponses\x12:\n" +
+	"\x19require_signature_created\x18\f \x01(\bR\x17requireSignatureCreated\x126\n" +
+	"\x17require_signature_nonce\x18\r \x01(\bR\x15requireSignatureNonce\"\x96\x01\n" +
 	"\x13CreateTenantRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12\x18\n" +
@@ -5053,7 +5216,12 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"agentBurst\">\n" +
 	"\x16LeaseRateTokensRequest\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
-	"\x04want\x18\x02 \x01(\x03R\x04want\"\xa1\x01\n" +
+	"\x04want\x18\x02 \x01(\x03R\x04want\"f\n" +
+	"\x1aClaimSignatureNonceRequest\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x126\n" +
+	"\tvalid_for\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\bvalidFor\"3\n" +
+	"\x1bClaimSignatureNonceResponse\x12\x14\n" +
+	"\x05fresh\x18\x01 \x01(\bR\x05fresh\"\xa1\x01\n" +
 	"\x17LeaseRateTokensResponse\x12\x18\n" +
 	"\agranted\x18\x01 \x01(\x03R\agranted\x12.\n" +
 	"\x13retry_after_seconds\x18\x02 \x01(\x01R\x11retryAfterSeconds\x12&\n" +
@@ -5075,20 +5243,26 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\bsettings\x18\x01 \x01(\v2\x18.bcp.tenants.v1.SettingsR\bsettings\x129\n" +
 	"\n" +
 	"violations\x18\x02 \x03(\v2\x19.bcp.tenants.v1.ViolationR\n" +
-	"violations\"\xb6\x01\n" +
+	"violations\"\xee\x02\n" +
 	"\x19SetAgentAuthPolicyRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x127\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x1f.bcp.tenants.v1.AgentAuthPolicyR\x06policy\x121\n" +
-	"\x12sign_all_responses\x18\x03 \x01(\bH\x00R\x10signAllResponses\x88\x01\x01B\x15\n" +
-	"\x13_sign_all_responses\"L\n" +
+	"\x12sign_all_responses\x18\x03 \x01(\bH\x00R\x10signAllResponses\x88\x01\x01\x12?\n" +
+	"\x19require_signature_created\x18\x04 \x01(\bH\x01R\x17requireSignatureCreated\x88\x01\x01\x12;\n" +
+	"\x17require_signature_nonce\x18\x05 \x01(\bH\x02R\x15requireSignatureNonce\x88\x01\x01B\x15\n" +
+	"\x13_sign_all_responsesB\x1c\n" +
+	"\x1a_require_signature_createdB\x1a\n" +
+	"\x18_require_signature_nonce\"L\n" +
 	"\x1aSetAgentAuthPolicyResponse\x12.\n" +
 	"\x06tenant\x18\x01 \x01(\v2\x16.bcp.tenants.v1.TenantR\x06tenant\"8\n" +
 	"\x19GetAgentAuthPolicyRequest\x12\x1b\n" +
-	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"\xc2\x01\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"\xb6\x02\n" +
 	"\x1aGetAgentAuthPolicyResponse\x127\n" +
 	"\x06policy\x18\x01 \x01(\x0e2\x1f.bcp.tenants.v1.AgentAuthPolicyR\x06policy\x12,\n" +
 	"\x12sign_all_responses\x18\x02 \x01(\bR\x10signAllResponses\x12=\n" +
-	"\venvironment\x18\x03 \x01(\x0e2\x1b.bcp.tenants.v1.EnvironmentR\venvironment\"P\n" +
+	"\venvironment\x18\x03 \x01(\x0e2\x1b.bcp.tenants.v1.EnvironmentR\venvironment\x12:\n" +
+	"\x19require_signature_created\x18\x04 \x01(\bR\x17requireSignatureCreated\x126\n" +
+	"\x17require_signature_nonce\x18\x05 \x01(\bR\x15requireSignatureNonce\"P\n" +
 	"\x19AuthenticateAPIKeyRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\tR\x06secret\"f\n" +
@@ -5230,7 +5404,7 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x1aSIGNING_KEY_STATUS_CURRENT\x10\x02\x12\x1f\n" +
 	"\x1bSIGNING_KEY_STATUS_RETIRING\x10\x03\x12\x1e\n" +
 	"\x1aSIGNING_KEY_STATUS_RETIRED\x10\x04\x12\x1e\n" +
-	"\x1aSIGNING_KEY_STATUS_REVOKED\x10\x052\xa5\x1c\n" +
+	"\x1aSIGNING_KEY_STATUS_REVOKED\x10\x052\x95\x1d\n" +
 	"\rTenantService\x12F\n" +
 	"\x04Ping\x12\x1b.bcp.tenants.v1.PingRequest\x1a\x1c.bcp.tenants.v1.PingResponse\"\x03\x90\x02\x01\x12Y\n" +
 	"\fCreateTenant\x12#.bcp.tenants.v1.CreateTenantRequest\x1a$.bcp.tenants.v1.CreateTenantResponse\x12U\n" +
@@ -5267,7 +5441,8 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\rSetTenantName\x12$.bcp.tenants.v1.SetTenantNameRequest\x1a%.bcp.tenants.v1.SetTenantNameResponse\x12V\n" +
 	"\vRecordUsage\x12\".bcp.tenants.v1.RecordUsageRequest\x1a#.bcp.tenants.v1.RecordUsageResponse\x12R\n" +
 	"\bGetUsage\x12\x1f.bcp.tenants.v1.GetUsageRequest\x1a .bcp.tenants.v1.GetUsageResponse\"\x03\x90\x02\x01\x12b\n" +
-	"\x0fLeaseRateTokens\x12&.bcp.tenants.v1.LeaseRateTokensRequest\x1a'.bcp.tenants.v1.LeaseRateTokensResponseB\xb6\x01\n" +
+	"\x0fLeaseRateTokens\x12&.bcp.tenants.v1.LeaseRateTokensRequest\x1a'.bcp.tenants.v1.LeaseRateTokensResponse\x12n\n" +
+	"\x13ClaimSignatureNonce\x12*.bcp.tenants.v1.ClaimSignatureNonceRequest\x1a+.bcp.tenants.v1.ClaimSignatureNonceResponseB\xb6\x01\n" +
 	"\x12com.bcp.tenants.v1B\fTenantsProtoP\x01Z8github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1;tenantsv1\xa2\x02\x03BTX\xaa\x02\x0eBcp.Tenants.V1\xca\x02\x0eBcp\\Tenants\\V1\xe2\x02\x1aBcp\\Tenants\\V1\\GPBMetadata\xea\x02\x10Bcp::Tenants::V1b\x06proto3"
 
 var (
@@ -5283,7 +5458,7 @@ func file_bcp_tenants_v1_tenants_proto_rawDescGZIP() []byte {
 }
 
 var file_bcp_tenants_v1_tenants_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 83)
+var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
 var file_bcp_tenants_v1_tenants_proto_goTypes = []any{
 	(TenantStatus)(0),                         // 0: bcp.tenants.v1.TenantStatus
 	(Environment)(0),                          // 1: bcp.tenants.v1.Environment
@@ -5329,57 +5504,59 @@ var file_bcp_tenants_v1_tenants_proto_goTypes = []any{
 	(*Settings)(nil),                          // 41: bcp.tenants.v1.Settings
 	(*RateLimits)(nil),                        // 42: bcp.tenants.v1.RateLimits
 	(*LeaseRateTokensRequest)(nil),            // 43: bcp.tenants.v1.LeaseRateTokensRequest
-	(*LeaseRateTokensResponse)(nil),           // 44: bcp.tenants.v1.LeaseRateTokensResponse
-	(*Link)(nil),                              // 45: bcp.tenants.v1.Link
-	(*GetSettingsRequest)(nil),                // 46: bcp.tenants.v1.GetSettingsRequest
-	(*GetSettingsResponse)(nil),               // 47: bcp.tenants.v1.GetSettingsResponse
-	(*SetSettingsRequest)(nil),                // 48: bcp.tenants.v1.SetSettingsRequest
-	(*SetSettingsResponse)(nil),               // 49: bcp.tenants.v1.SetSettingsResponse
-	(*SetAgentAuthPolicyRequest)(nil),         // 50: bcp.tenants.v1.SetAgentAuthPolicyRequest
-	(*SetAgentAuthPolicyResponse)(nil),        // 51: bcp.tenants.v1.SetAgentAuthPolicyResponse
-	(*GetAgentAuthPolicyRequest)(nil),         // 52: bcp.tenants.v1.GetAgentAuthPolicyRequest
-	(*GetAgentAuthPolicyResponse)(nil),        // 53: bcp.tenants.v1.GetAgentAuthPolicyResponse
-	(*AuthenticateAPIKeyRequest)(nil),         // 54: bcp.tenants.v1.AuthenticateAPIKeyRequest
-	(*AuthenticateAPIKeyResponse)(nil),        // 55: bcp.tenants.v1.AuthenticateAPIKeyResponse
-	(*SigningKey)(nil),                        // 56: bcp.tenants.v1.SigningKey
-	(*ListSigningKeysRequest)(nil),            // 57: bcp.tenants.v1.ListSigningKeysRequest
-	(*ListSigningKeysResponse)(nil),           // 58: bcp.tenants.v1.ListSigningKeysResponse
-	(*RotateSigningKeyRequest)(nil),           // 59: bcp.tenants.v1.RotateSigningKeyRequest
-	(*RotateSigningKeyResponse)(nil),          // 60: bcp.tenants.v1.RotateSigningKeyResponse
-	(*RevokeSigningKeyRequest)(nil),           // 61: bcp.tenants.v1.RevokeSigningKeyRequest
-	(*RevokeSigningKeyResponse)(nil),          // 62: bcp.tenants.v1.RevokeSigningKeyResponse
-	(*SignWithCurrentKeyRequest)(nil),         // 63: bcp.tenants.v1.SignWithCurrentKeyRequest
-	(*SignWithCurrentKeyResponse)(nil),        // 64: bcp.tenants.v1.SignWithCurrentKeyResponse
-	(*SignCheckoutAuthorizationRequest)(nil),  // 65: bcp.tenants.v1.SignCheckoutAuthorizationRequest
-	(*SignCheckoutAuthorizationResponse)(nil), // 66: bcp.tenants.v1.SignCheckoutAuthorizationResponse
-	(*SetAP2MandatesRequest)(nil),             // 67: bcp.tenants.v1.SetAP2MandatesRequest
-	(*SetAP2MandatesResponse)(nil),            // 68: bcp.tenants.v1.SetAP2MandatesResponse
-	(*MerchantUser)(nil),                      // 69: bcp.tenants.v1.MerchantUser
-	(*InviteMerchantUserRequest)(nil),         // 70: bcp.tenants.v1.InviteMerchantUserRequest
-	(*InviteMerchantUserResponse)(nil),        // 71: bcp.tenants.v1.InviteMerchantUserResponse
-	(*ListMerchantUsersRequest)(nil),          // 72: bcp.tenants.v1.ListMerchantUsersRequest
-	(*ListMerchantUsersResponse)(nil),         // 73: bcp.tenants.v1.ListMerchantUsersResponse
-	(*SignInMerchantUserRequest)(nil),         // 74: bcp.tenants.v1.SignInMerchantUserRequest
-	(*SignInMerchantUserResponse)(nil),        // 75: bcp.tenants.v1.SignInMerchantUserResponse
-	(*GetMerchantSessionRequest)(nil),         // 76: bcp.tenants.v1.GetMerchantSessionRequest
-	(*GetMerchantSessionResponse)(nil),        // 77: bcp.tenants.v1.GetMerchantSessionResponse
-	(*EndMerchantSessionRequest)(nil),         // 78: bcp.tenants.v1.EndMerchantSessionRequest
-	(*EndMerchantSessionResponse)(nil),        // 79: bcp.tenants.v1.EndMerchantSessionResponse
-	(*SetTenantNameRequest)(nil),              // 80: bcp.tenants.v1.SetTenantNameRequest
-	(*SetTenantNameResponse)(nil),             // 81: bcp.tenants.v1.SetTenantNameResponse
-	(*UsageCount)(nil),                        // 82: bcp.tenants.v1.UsageCount
-	(*RecordUsageRequest)(nil),                // 83: bcp.tenants.v1.RecordUsageRequest
-	(*RecordUsageResponse)(nil),               // 84: bcp.tenants.v1.RecordUsageResponse
-	(*GetUsageRequest)(nil),                   // 85: bcp.tenants.v1.GetUsageRequest
-	(*GetUsageResponse)(nil),                  // 86: bcp.tenants.v1.GetUsageResponse
-	nil,                                       // 87: bcp.tenants.v1.GetPaymentHandlerSecretsResponse.SecretsJsonEntry
-	(*timestamppb.Timestamp)(nil),             // 88: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),               // 89: google.protobuf.Duration
+	(*ClaimSignatureNonceRequest)(nil),        // 44: bcp.tenants.v1.ClaimSignatureNonceRequest
+	(*ClaimSignatureNonceResponse)(nil),       // 45: bcp.tenants.v1.ClaimSignatureNonceResponse
+	(*LeaseRateTokensResponse)(nil),           // 46: bcp.tenants.v1.LeaseRateTokensResponse
+	(*Link)(nil),                              // 47: bcp.tenants.v1.Link
+	(*GetSettingsRequest)(nil),                // 48: bcp.tenants.v1.GetSettingsRequest
+	(*GetSettingsResponse)(nil),               // 49: bcp.tenants.v1.GetSettingsResponse
+	(*SetSettingsRequest)(nil),                // 50: bcp.tenants.v1.SetSettingsRequest
+	(*SetSettingsResponse)(nil),               // 51: bcp.tenants.v1.SetSettingsResponse
+	(*SetAgentAuthPolicyRequest)(nil),         // 52: bcp.tenants.v1.SetAgentAuthPolicyRequest
+	(*SetAgentAuthPolicyResponse)(nil),        // 53: bcp.tenants.v1.SetAgentAuthPolicyResponse
+	(*GetAgentAuthPolicyRequest)(nil),         // 54: bcp.tenants.v1.GetAgentAuthPolicyRequest
+	(*GetAgentAuthPolicyResponse)(nil),        // 55: bcp.tenants.v1.GetAgentAuthPolicyResponse
+	(*AuthenticateAPIKeyRequest)(nil),         // 56: bcp.tenants.v1.AuthenticateAPIKeyRequest
+	(*AuthenticateAPIKeyResponse)(nil),        // 57: bcp.tenants.v1.AuthenticateAPIKeyResponse
+	(*SigningKey)(nil),                        // 58: bcp.tenants.v1.SigningKey
+	(*ListSigningKeysRequest)(nil),            // 59: bcp.tenants.v1.ListSigningKeysRequest
+	(*ListSigningKeysResponse)(nil),           // 60: bcp.tenants.v1.ListSigningKeysResponse
+	(*RotateSigningKeyRequest)(nil),           // 61: bcp.tenants.v1.RotateSigningKeyRequest
+	(*RotateSigningKeyResponse)(nil),          // 62: bcp.tenants.v1.RotateSigningKeyResponse
+	(*RevokeSigningKeyRequest)(nil),           // 63: bcp.tenants.v1.RevokeSigningKeyRequest
+	(*RevokeSigningKeyResponse)(nil),          // 64: bcp.tenants.v1.RevokeSigningKeyResponse
+	(*SignWithCurrentKeyRequest)(nil),         // 65: bcp.tenants.v1.SignWithCurrentKeyRequest
+	(*SignWithCurrentKeyResponse)(nil),        // 66: bcp.tenants.v1.SignWithCurrentKeyResponse
+	(*SignCheckoutAuthorizationRequest)(nil),  // 67: bcp.tenants.v1.SignCheckoutAuthorizationRequest
+	(*SignCheckoutAuthorizationResponse)(nil), // 68: bcp.tenants.v1.SignCheckoutAuthorizationResponse
+	(*SetAP2MandatesRequest)(nil),             // 69: bcp.tenants.v1.SetAP2MandatesRequest
+	(*SetAP2MandatesResponse)(nil),            // 70: bcp.tenants.v1.SetAP2MandatesResponse
+	(*MerchantUser)(nil),                      // 71: bcp.tenants.v1.MerchantUser
+	(*InviteMerchantUserRequest)(nil),         // 72: bcp.tenants.v1.InviteMerchantUserRequest
+	(*InviteMerchantUserResponse)(nil),        // 73: bcp.tenants.v1.InviteMerchantUserResponse
+	(*ListMerchantUsersRequest)(nil),          // 74: bcp.tenants.v1.ListMerchantUsersRequest
+	(*ListMerchantUsersResponse)(nil),         // 75: bcp.tenants.v1.ListMerchantUsersResponse
+	(*SignInMerchantUserRequest)(nil),         // 76: bcp.tenants.v1.SignInMerchantUserRequest
+	(*SignInMerchantUserResponse)(nil),        // 77: bcp.tenants.v1.SignInMerchantUserResponse
+	(*GetMerchantSessionRequest)(nil),         // 78: bcp.tenants.v1.GetMerchantSessionRequest
+	(*GetMerchantSessionResponse)(nil),        // 79: bcp.tenants.v1.GetMerchantSessionResponse
+	(*EndMerchantSessionRequest)(nil),         // 80: bcp.tenants.v1.EndMerchantSessionRequest
+	(*EndMerchantSessionResponse)(nil),        // 81: bcp.tenants.v1.EndMerchantSessionResponse
+	(*SetTenantNameRequest)(nil),              // 82: bcp.tenants.v1.SetTenantNameRequest
+	(*SetTenantNameResponse)(nil),             // 83: bcp.tenants.v1.SetTenantNameResponse
+	(*UsageCount)(nil),                        // 84: bcp.tenants.v1.UsageCount
+	(*RecordUsageRequest)(nil),                // 85: bcp.tenants.v1.RecordUsageRequest
+	(*RecordUsageResponse)(nil),               // 86: bcp.tenants.v1.RecordUsageResponse
+	(*GetUsageRequest)(nil),                   // 87: bcp.tenants.v1.GetUsageRequest
+	(*GetUsageResponse)(nil),                  // 88: bcp.tenants.v1.GetUsageResponse
+	nil,                                       // 89: bcp.tenants.v1.GetPaymentHandlerSecretsResponse.SecretsJsonEntry
+	(*timestamppb.Timestamp)(nil),             // 90: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),               // 91: google.protobuf.Duration
 }
 var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	0,  // 0: bcp.tenants.v1.Tenant.status:type_name -> bcp.tenants.v1.TenantStatus
 	1,  // 1: bcp.tenants.v1.Tenant.environment:type_name -> bcp.tenants.v1.Environment
-	88, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	90, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
 	2,  // 3: bcp.tenants.v1.Tenant.agent_auth_policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
 	1,  // 4: bcp.tenants.v1.CreateTenantRequest.environment:type_name -> bcp.tenants.v1.Environment
 	7,  // 5: bcp.tenants.v1.CreateTenantResponse.tenant:type_name -> bcp.tenants.v1.Tenant
@@ -5389,130 +5566,133 @@ var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
 	7,  // 9: bcp.tenants.v1.SetTenantStatusResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	7,  // 10: bcp.tenants.v1.AddDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	7,  // 11: bcp.tenants.v1.RemoveDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	88, // 12: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
-	88, // 13: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
+	90, // 12: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
+	90, // 13: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
 	20, // 14: bcp.tenants.v1.CreateAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
 	20, // 15: bcp.tenants.v1.RevokeAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
 	20, // 16: bcp.tenants.v1.ListAPIKeysResponse.api_keys:type_name -> bcp.tenants.v1.APIKey
 	27, // 17: bcp.tenants.v1.SetPaymentHandlerRequest.handler:type_name -> bcp.tenants.v1.PaymentHandler
 	27, // 18: bcp.tenants.v1.SetPaymentHandlerResponse.handler:type_name -> bcp.tenants.v1.PaymentHandler
 	30, // 19: bcp.tenants.v1.SetPaymentHandlerResponse.violations:type_name -> bcp.tenants.v1.Violation
-	87, // 20: bcp.tenants.v1.GetPaymentHandlerSecretsResponse.secrets_json:type_name -> bcp.tenants.v1.GetPaymentHandlerSecretsResponse.SecretsJsonEntry
+	89, // 20: bcp.tenants.v1.GetPaymentHandlerSecretsResponse.secrets_json:type_name -> bcp.tenants.v1.GetPaymentHandlerSecretsResponse.SecretsJsonEntry
 	7,  // 21: bcp.tenants.v1.ResolveHostResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	7,  // 22: bcp.tenants.v1.GetDiscoveryResponse.tenant:type_name -> bcp.tenants.v1.Tenant
 	27, // 23: bcp.tenants.v1.GetDiscoveryResponse.payment_handlers:type_name -> bcp.tenants.v1.PaymentHandler
 	4,  // 24: bcp.tenants.v1.WatchChangesResponse.kind:type_name -> bcp.tenants.v1.WatchChangesResponse.Kind
-	45, // 25: bcp.tenants.v1.Settings.links:type_name -> bcp.tenants.v1.Link
+	47, // 25: bcp.tenants.v1.Settings.links:type_name -> bcp.tenants.v1.Link
 	42, // 26: bcp.tenants.v1.Settings.rate_limits:type_name -> bcp.tenants.v1.RateLimits
-	41, // 27: bcp.tenants.v1.GetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
-	41, // 28: bcp.tenants.v1.SetSettingsRequest.settings:type_name -> bcp.tenants.v1.Settings
-	41, // 29: bcp.tenants.v1.SetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
-	30, // 30: bcp.tenants.v1.SetSettingsResponse.violations:type_name -> bcp.tenants.v1.Violation
-	2,  // 31: bcp.tenants.v1.SetAgentAuthPolicyRequest.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
-	7,  // 32: bcp.tenants.v1.SetAgentAuthPolicyResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	2,  // 33: bcp.tenants.v1.GetAgentAuthPolicyResponse.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
-	1,  // 34: bcp.tenants.v1.GetAgentAuthPolicyResponse.environment:type_name -> bcp.tenants.v1.Environment
-	88, // 35: bcp.tenants.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
-	88, // 36: bcp.tenants.v1.SigningKey.sign_from_time:type_name -> google.protobuf.Timestamp
-	88, // 37: bcp.tenants.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
-	88, // 38: bcp.tenants.v1.SigningKey.revoke_time:type_name -> google.protobuf.Timestamp
-	3,  // 39: bcp.tenants.v1.SigningKey.status:type_name -> bcp.tenants.v1.SigningKeyStatus
-	56, // 40: bcp.tenants.v1.ListSigningKeysResponse.keys:type_name -> bcp.tenants.v1.SigningKey
-	89, // 41: bcp.tenants.v1.RotateSigningKeyRequest.delay:type_name -> google.protobuf.Duration
-	89, // 42: bcp.tenants.v1.RotateSigningKeyRequest.retention:type_name -> google.protobuf.Duration
-	56, // 43: bcp.tenants.v1.RotateSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
-	56, // 44: bcp.tenants.v1.RotateSigningKeyResponse.keys:type_name -> bcp.tenants.v1.SigningKey
-	56, // 45: bcp.tenants.v1.RevokeSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
-	7,  // 46: bcp.tenants.v1.SetAP2MandatesResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	88, // 47: bcp.tenants.v1.MerchantUser.create_time:type_name -> google.protobuf.Timestamp
-	88, // 48: bcp.tenants.v1.MerchantUser.last_login_time:type_name -> google.protobuf.Timestamp
-	88, // 49: bcp.tenants.v1.MerchantUser.locked_until:type_name -> google.protobuf.Timestamp
-	69, // 50: bcp.tenants.v1.InviteMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	69, // 51: bcp.tenants.v1.ListMerchantUsersResponse.users:type_name -> bcp.tenants.v1.MerchantUser
-	69, // 52: bcp.tenants.v1.SignInMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	88, // 53: bcp.tenants.v1.SignInMerchantUserResponse.expire_time:type_name -> google.protobuf.Timestamp
-	69, // 54: bcp.tenants.v1.GetMerchantSessionResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	88, // 55: bcp.tenants.v1.GetMerchantSessionResponse.expire_time:type_name -> google.protobuf.Timestamp
-	7,  // 56: bcp.tenants.v1.SetTenantNameResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	82, // 57: bcp.tenants.v1.RecordUsageRequest.counts:type_name -> bcp.tenants.v1.UsageCount
-	82, // 58: bcp.tenants.v1.GetUsageResponse.days:type_name -> bcp.tenants.v1.UsageCount
-	5,  // 59: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
-	8,  // 60: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
-	10, // 61: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
-	12, // 62: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
-	14, // 63: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
-	16, // 64: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
-	18, // 65: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
-	21, // 66: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
-	23, // 67: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
-	25, // 68: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
-	28, // 69: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
-	31, // 70: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
-	33, // 71: bcp.tenants.v1.TenantService.GetPaymentHandlerSecrets:input_type -> bcp.tenants.v1.GetPaymentHandlerSecretsRequest
-	46, // 72: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
-	48, // 73: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
-	35, // 74: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
-	37, // 75: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
-	39, // 76: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
-	50, // 77: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:input_type -> bcp.tenants.v1.SetAgentAuthPolicyRequest
-	52, // 78: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:input_type -> bcp.tenants.v1.GetAgentAuthPolicyRequest
-	54, // 79: bcp.tenants.v1.TenantService.AuthenticateAPIKey:input_type -> bcp.tenants.v1.AuthenticateAPIKeyRequest
-	57, // 80: bcp.tenants.v1.TenantService.ListSigningKeys:input_type -> bcp.tenants.v1.ListSigningKeysRequest
-	59, // 81: bcp.tenants.v1.TenantService.RotateSigningKey:input_type -> bcp.tenants.v1.RotateSigningKeyRequest
-	61, // 82: bcp.tenants.v1.TenantService.RevokeSigningKey:input_type -> bcp.tenants.v1.RevokeSigningKeyRequest
-	63, // 83: bcp.tenants.v1.TenantService.SignWithCurrentKey:input_type -> bcp.tenants.v1.SignWithCurrentKeyRequest
-	65, // 84: bcp.tenants.v1.TenantService.SignCheckoutAuthorization:input_type -> bcp.tenants.v1.SignCheckoutAuthorizationRequest
-	67, // 85: bcp.tenants.v1.TenantService.SetAP2Mandates:input_type -> bcp.tenants.v1.SetAP2MandatesRequest
-	70, // 86: bcp.tenants.v1.TenantService.InviteMerchantUser:input_type -> bcp.tenants.v1.InviteMerchantUserRequest
-	72, // 87: bcp.tenants.v1.TenantService.ListMerchantUsers:input_type -> bcp.tenants.v1.ListMerchantUsersRequest
-	74, // 88: bcp.tenants.v1.TenantService.SignInMerchantUser:input_type -> bcp.tenants.v1.SignInMerchantUserRequest
-	76, // 89: bcp.tenants.v1.TenantService.GetMerchantSession:input_type -> bcp.tenants.v1.GetMerchantSessionRequest
-	78, // 90: bcp.tenants.v1.TenantService.EndMerchantSession:input_type -> bcp.tenants.v1.EndMerchantSessionRequest
-	80, // 91: bcp.tenants.v1.TenantService.SetTenantName:input_type -> bcp.tenants.v1.SetTenantNameRequest
-	83, // 92: bcp.tenants.v1.TenantService.RecordUsage:input_type -> bcp.tenants.v1.RecordUsageRequest
-	85, // 93: bcp.tenants.v1.TenantService.GetUsage:input_type -> bcp.tenants.v1.GetUsageRequest
-	43, // 94: bcp.tenants.v1.TenantService.LeaseRateTokens:input_type -> bcp.tenants.v1.LeaseRateTokensRequest
-	6,  // 95: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
-	9,  // 96: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
-	11, // 97: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
-	13, // 98: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
-	15, // 99: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
-	17, // 100: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
-	19, // 101: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
-	22, // 102: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
-	24, // 103: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
-	26, // 104: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
-	29, // 105: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
-	32, // 106: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
-	34, // 107: bcp.tenants.v1.TenantService.GetPaymentHandlerSecrets:output_type -> bcp.tenants.v1.GetPaymentHandlerSecretsResponse
-	47, // 108: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
-	49, // 109: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
-	36, // 110: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
-	38, // 111: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
-	40, // 112: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
-	51, // 113: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:output_type -> bcp.tenants.v1.SetAgentAuthPolicyResponse
-	53, // 114: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:output_type -> bcp.tenants.v1.GetAgentAuthPolicyResponse
-	55, // 115: bcp.tenants.v1.TenantService.AuthenticateAPIKey:output_type -> bcp.tenants.v1.AuthenticateAPIKeyResponse
-	58, // 116: bcp.tenants.v1.TenantService.ListSigningKeys:output_type -> bcp.tenants.v1.ListSigningKeysResponse
-	60, // 117: bcp.tenants.v1.TenantService.RotateSigningKey:output_type -> bcp.tenants.v1.RotateSigningKeyResponse
-	62, // 118: bcp.tenants.v1.TenantService.RevokeSigningKey:output_type -> bcp.tenants.v1.RevokeSigningKeyResponse
-	64, // 119: bcp.tenants.v1.TenantService.SignWithCurrentKey:output_type -> bcp.tenants.v1.SignWithCurrentKeyResponse
-	66, // 120: bcp.tenants.v1.TenantService.SignCheckoutAuthorization:output_type -> bcp.tenants.v1.SignCheckoutAuthorizationResponse
-	68, // 121: bcp.tenants.v1.TenantService.SetAP2Mandates:output_type -> bcp.tenants.v1.SetAP2MandatesResponse
-	71, // 122: bcp.tenants.v1.TenantService.InviteMerchantUser:output_type -> bcp.tenants.v1.InviteMerchantUserResponse
-	73, // 123: bcp.tenants.v1.TenantService.ListMerchantUsers:output_type -> bcp.tenants.v1.ListMerchantUsersResponse
-	75, // 124: bcp.tenants.v1.TenantService.SignInMerchantUser:output_type -> bcp.tenants.v1.SignInMerchantUserResponse
-	77, // 125: bcp.tenants.v1.TenantService.GetMerchantSession:output_type -> bcp.tenants.v1.GetMerchantSessionResponse
-	79, // 126: bcp.tenants.v1.TenantService.EndMerchantSession:output_type -> bcp.tenants.v1.EndMerchantSessionResponse
-	81, // 127: bcp.tenants.v1.TenantService.SetTenantName:output_type -> bcp.tenants.v1.SetTenantNameResponse
-	84, // 128: bcp.tenants.v1.TenantService.RecordUsage:output_type -> bcp.tenants.v1.RecordUsageResponse
-	86, // 129: bcp.tenants.v1.TenantService.GetUsage:output_type -> bcp.tenants.v1.GetUsageResponse
-	44, // 130: bcp.tenants.v1.TenantService.LeaseRateTokens:output_type -> bcp.tenants.v1.LeaseRateTokensResponse
-	95, // [95:131] is the sub-list for method output_type
-	59, // [59:95] is the sub-list for method input_type
-	59, // [59:59] is the sub-list for extension type_name
-	59, // [59:59] is the sub-list for extension extendee
-	0,  // [0:59] is the sub-list for field type_name
+	91, // 27: bcp.tenants.v1.ClaimSignatureNonceRequest.valid_for:type_name -> google.protobuf.Duration
+	41, // 28: bcp.tenants.v1.GetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
+	41, // 29: bcp.tenants.v1.SetSettingsRequest.settings:type_name -> bcp.tenants.v1.Settings
+	41, // 30: bcp.tenants.v1.SetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
+	30, // 31: bcp.tenants.v1.SetSettingsResponse.violations:type_name -> bcp.tenants.v1.Violation
+	2,  // 32: bcp.tenants.v1.SetAgentAuthPolicyRequest.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
+	7,  // 33: bcp.tenants.v1.SetAgentAuthPolicyResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	2,  // 34: bcp.tenants.v1.GetAgentAuthPolicyResponse.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
+	1,  // 35: bcp.tenants.v1.GetAgentAuthPolicyResponse.environment:type_name -> bcp.tenants.v1.Environment
+	90, // 36: bcp.tenants.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
+	90, // 37: bcp.tenants.v1.SigningKey.sign_from_time:type_name -> google.protobuf.Timestamp
+	90, // 38: bcp.tenants.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
+	90, // 39: bcp.tenants.v1.SigningKey.revoke_time:type_name -> google.protobuf.Timestamp
+	3,  // 40: bcp.tenants.v1.SigningKey.status:type_name -> bcp.tenants.v1.SigningKeyStatus
+	58, // 41: bcp.tenants.v1.ListSigningKeysResponse.keys:type_name -> bcp.tenants.v1.SigningKey
+	91, // 42: bcp.tenants.v1.RotateSigningKeyRequest.delay:type_name -> google.protobuf.Duration
+	91, // 43: bcp.tenants.v1.RotateSigningKeyRequest.retention:type_name -> google.protobuf.Duration
+	58, // 44: bcp.tenants.v1.RotateSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
+	58, // 45: bcp.tenants.v1.RotateSigningKeyResponse.keys:type_name -> bcp.tenants.v1.SigningKey
+	58, // 46: bcp.tenants.v1.RevokeSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
+	7,  // 47: bcp.tenants.v1.SetAP2MandatesResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	90, // 48: bcp.tenants.v1.MerchantUser.create_time:type_name -> google.protobuf.Timestamp
+	90, // 49: bcp.tenants.v1.MerchantUser.last_login_time:type_name -> google.protobuf.Timestamp
+	90, // 50: bcp.tenants.v1.MerchantUser.locked_until:type_name -> google.protobuf.Timestamp
+	71, // 51: bcp.tenants.v1.InviteMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	71, // 52: bcp.tenants.v1.ListMerchantUsersResponse.users:type_name -> bcp.tenants.v1.MerchantUser
+	71, // 53: bcp.tenants.v1.SignInMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	90, // 54: bcp.tenants.v1.SignInMerchantUserResponse.expire_time:type_name -> google.protobuf.Timestamp
+	71, // 55: bcp.tenants.v1.GetMerchantSessionResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	90, // 56: bcp.tenants.v1.GetMerchantSessionResponse.expire_time:type_name -> google.protobuf.Timestamp
+	7,  // 57: bcp.tenants.v1.SetTenantNameResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	84, // 58: bcp.tenants.v1.RecordUsageRequest.counts:type_name -> bcp.tenants.v1.UsageCount
+	84, // 59: bcp.tenants.v1.GetUsageResponse.days:type_name -> bcp.tenants.v1.UsageCount
+	5,  // 60: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
+	8,  // 61: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
+	10, // 62: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
+	12, // 63: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
+	14, // 64: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
+	16, // 65: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
+	18, // 66: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
+	21, // 67: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
+	23, // 68: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
+	25, // 69: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
+	28, // 70: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
+	31, // 71: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
+	33, // 72: bcp.tenants.v1.TenantService.GetPaymentHandlerSecrets:input_type -> bcp.tenants.v1.GetPaymentHandlerSecretsRequest
+	48, // 73: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
+	50, // 74: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
+	35, // 75: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
+	37, // 76: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
+	39, // 77: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
+	52, // 78: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:input_type -> bcp.tenants.v1.SetAgentAuthPolicyRequest
+	54, // 79: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:input_type -> bcp.tenants.v1.GetAgentAuthPolicyRequest
+	56, // 80: bcp.tenants.v1.TenantService.AuthenticateAPIKey:input_type -> bcp.tenants.v1.AuthenticateAPIKeyRequest
+	59, // 81: bcp.tenants.v1.TenantService.ListSigningKeys:input_type -> bcp.tenants.v1.ListSigningKeysRequest
+	61, // 82: bcp.tenants.v1.TenantService.RotateSigningKey:input_type -> bcp.tenants.v1.RotateSigningKeyRequest
+	63, // 83: bcp.tenants.v1.TenantService.RevokeSigningKey:input_type -> bcp.tenants.v1.RevokeSigningKeyRequest
+	65, // 84: bcp.tenants.v1.TenantService.SignWithCurrentKey:input_type -> bcp.tenants.v1.SignWithCurrentKeyRequest
+	67, // 85: bcp.tenants.v1.TenantService.SignCheckoutAuthorization:input_type -> bcp.tenants.v1.SignCheckoutAuthorizationRequest
+	69, // 86: bcp.tenants.v1.TenantService.SetAP2Mandates:input_type -> bcp.tenants.v1.SetAP2MandatesRequest
+	72, // 87: bcp.tenants.v1.TenantService.InviteMerchantUser:input_type -> bcp.tenants.v1.InviteMerchantUserRequest
+	74, // 88: bcp.tenants.v1.TenantService.ListMerchantUsers:input_type -> bcp.tenants.v1.ListMerchantUsersRequest
+	76, // 89: bcp.tenants.v1.TenantService.SignInMerchantUser:input_type -> bcp.tenants.v1.SignInMerchantUserRequest
+	78, // 90: bcp.tenants.v1.TenantService.GetMerchantSession:input_type -> bcp.tenants.v1.GetMerchantSessionRequest
+	80, // 91: bcp.tenants.v1.TenantService.EndMerchantSession:input_type -> bcp.tenants.v1.EndMerchantSessionRequest
+	82, // 92: bcp.tenants.v1.TenantService.SetTenantName:input_type -> bcp.tenants.v1.SetTenantNameRequest
+	85, // 93: bcp.tenants.v1.TenantService.RecordUsage:input_type -> bcp.tenants.v1.RecordUsageRequest
+	87, // 94: bcp.tenants.v1.TenantService.GetUsage:input_type -> bcp.tenants.v1.GetUsageRequest
+	43, // 95: bcp.tenants.v1.TenantService.LeaseRateTokens:input_type -> bcp.tenants.v1.LeaseRateTokensRequest
+	44, // 96: bcp.tenants.v1.TenantService.ClaimSignatureNonce:input_type -> bcp.tenants.v1.ClaimSignatureNonceRequest
+	6,  // 97: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
+	9,  // 98: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
+	11, // 99: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
+	13, // 100: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
+	15, // 101: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
+	17, // 102: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
+	19, // 103: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
+	22, // 104: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
+	24, // 105: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
+	26, // 106: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
+	29, // 107: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
+	32, // 108: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
+	34, // 109: bcp.tenants.v1.TenantService.GetPaymentHandlerSecrets:output_type -> bcp.tenants.v1.GetPaymentHandlerSecretsResponse
+	49, // 110: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
+	51, // 111: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
+	36, // 112: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
+	38, // 113: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
+	40, // 114: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
+	53, // 115: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:output_type -> bcp.tenants.v1.SetAgentAuthPolicyResponse
+	55, // 116: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:output_type -> bcp.tenants.v1.GetAgentAuthPolicyResponse
+	57, // 117: bcp.tenants.v1.TenantService.AuthenticateAPIKey:output_type -> bcp.tenants.v1.AuthenticateAPIKeyResponse
+	60, // 118: bcp.tenants.v1.TenantService.ListSigningKeys:output_type -> bcp.tenants.v1.ListSigningKeysResponse
+	62, // 119: bcp.tenants.v1.TenantService.RotateSigningKey:output_type -> bcp.tenants.v1.RotateSigningKeyResponse
+	64, // 120: bcp.tenants.v1.TenantService.RevokeSigningKey:output_type -> bcp.tenants.v1.RevokeSigningKeyResponse
+	66, // 121: bcp.tenants.v1.TenantService.SignWithCurrentKey:output_type -> bcp.tenants.v1.SignWithCurrentKeyResponse
+	68, // 122: bcp.tenants.v1.TenantService.SignCheckoutAuthorization:output_type -> bcp.tenants.v1.SignCheckoutAuthorizationResponse
+	70, // 123: bcp.tenants.v1.TenantService.SetAP2Mandates:output_type -> bcp.tenants.v1.SetAP2MandatesResponse
+	73, // 124: bcp.tenants.v1.TenantService.InviteMerchantUser:output_type -> bcp.tenants.v1.InviteMerchantUserResponse
+	75, // 125: bcp.tenants.v1.TenantService.ListMerchantUsers:output_type -> bcp.tenants.v1.ListMerchantUsersResponse
+	77, // 126: bcp.tenants.v1.TenantService.SignInMerchantUser:output_type -> bcp.tenants.v1.SignInMerchantUserResponse
+	79, // 127: bcp.tenants.v1.TenantService.GetMerchantSession:output_type -> bcp.tenants.v1.GetMerchantSessionResponse
+	81, // 128: bcp.tenants.v1.TenantService.EndMerchantSession:output_type -> bcp.tenants.v1.EndMerchantSessionResponse
+	83, // 129: bcp.tenants.v1.TenantService.SetTenantName:output_type -> bcp.tenants.v1.SetTenantNameResponse
+	86, // 130: bcp.tenants.v1.TenantService.RecordUsage:output_type -> bcp.tenants.v1.RecordUsageResponse
+	88, // 131: bcp.tenants.v1.TenantService.GetUsage:output_type -> bcp.tenants.v1.GetUsageResponse
+	46, // 132: bcp.tenants.v1.TenantService.LeaseRateTokens:output_type -> bcp.tenants.v1.LeaseRateTokensResponse
+	45, // 133: bcp.tenants.v1.TenantService.ClaimSignatureNonce:output_type -> bcp.tenants.v1.ClaimSignatureNonceResponse
+	97, // [97:134] is the sub-list for method output_type
+	60, // [60:97] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_bcp_tenants_v1_tenants_proto_init() }
@@ -5520,14 +5700,14 @@ func file_bcp_tenants_v1_tenants_proto_init() {
 	if File_bcp_tenants_v1_tenants_proto != nil {
 		return
 	}
-	file_bcp_tenants_v1_tenants_proto_msgTypes[45].OneofWrappers = []any{}
+	file_bcp_tenants_v1_tenants_proto_msgTypes[47].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_tenants_v1_tenants_proto_rawDesc), len(file_bcp_tenants_v1_tenants_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   83,
+			NumMessages:   85,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

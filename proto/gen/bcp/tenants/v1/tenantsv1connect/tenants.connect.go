@@ -137,6 +137,9 @@ const (
 	// TenantServiceLeaseRateTokensProcedure is the fully-qualified name of the TenantService's
 	// LeaseRateTokens RPC.
 	TenantServiceLeaseRateTokensProcedure = "/bcp.tenants.v1.TenantService/LeaseRateTokens"
+	// TenantServiceClaimSignatureNonceProcedure is the fully-qualified name of the TenantService's
+	// ClaimSignatureNonce RPC.
+	TenantServiceClaimSignatureNonceProcedure = "/bcp.tenants.v1.TenantService/ClaimSignatureNonce"
 )
 
 // TenantServiceClient is a client for the bcp.tenants.v1.TenantService service.
@@ -171,8 +174,9 @@ type TenantServiceClient interface {
 	// new subscriber to drop everything it holds.
 	WatchChanges(context.Context, *connect.Request[v1.WatchChangesRequest]) (*connect.ServerStreamForClient[v1.WatchChangesResponse], error)
 	// SetAgentAuthPolicy sets how agents must authenticate at the tenant's
-	// MCP endpoint and whether every tool response is signed (internal: the
-	// operator, or a merchant admin through the admin web).
+	// MCP endpoint, whether every tool response is signed and which
+	// parameters agent signatures must carry (created, nonce; issue 32)
+	// (internal: the operator, or a merchant admin through the admin web).
 	SetAgentAuthPolicy(context.Context, *connect.Request[v1.SetAgentAuthPolicyRequest]) (*connect.Response[v1.SetAgentAuthPolicyResponse], error)
 	// GetAgentAuthPolicy is the edge's fallback when it has no Tenant at hand
 	// (internal).
@@ -234,6 +238,12 @@ type TenantServiceClient interface {
 	// the edges call it when their local allowance is spent). The limits are the tenant's settings,
 	// read here, so every edge applies the same ones.
 	LeaseRateTokens(context.Context, *connect.Request[v1.LeaseRateTokensRequest]) (*connect.Response[v1.LeaseRateTokensResponse], error)
+	// ClaimSignatureNonce records the nonce of an agent signature in the
+	// call's tenant's replay cache (issue 32; internal token and tenant
+	// header only: the edges call it for every verified signature carrying
+	// a nonce). fresh is false when the nonce was already used and its
+	// signature could still be accepted: a replay.
+	ClaimSignatureNonce(context.Context, *connect.Request[v1.ClaimSignatureNonceRequest]) (*connect.Response[v1.ClaimSignatureNonceResponse], error)
 }
 
 // NewTenantServiceClient constructs a client for the bcp.tenants.v1.TenantService service. By
@@ -476,6 +486,12 @@ func NewTenantServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(tenantServiceMethods.ByName("LeaseRateTokens")),
 			connect.WithClientOptions(opts...),
 		),
+		claimSignatureNonce: connect.NewClient[v1.ClaimSignatureNonceRequest, v1.ClaimSignatureNonceResponse](
+			httpClient,
+			baseURL+TenantServiceClaimSignatureNonceProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("ClaimSignatureNonce")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -517,6 +533,7 @@ type tenantServiceClient struct {
 	recordUsage               *connect.Client[v1.RecordUsageRequest, v1.RecordUsageResponse]
 	getUsage                  *connect.Client[v1.GetUsageRequest, v1.GetUsageResponse]
 	leaseRateTokens           *connect.Client[v1.LeaseRateTokensRequest, v1.LeaseRateTokensResponse]
+	claimSignatureNonce       *connect.Client[v1.ClaimSignatureNonceRequest, v1.ClaimSignatureNonceResponse]
 }
 
 // Ping calls bcp.tenants.v1.TenantService.Ping.
@@ -699,6 +716,11 @@ func (c *tenantServiceClient) LeaseRateTokens(ctx context.Context, req *connect.
 	return c.leaseRateTokens.CallUnary(ctx, req)
 }
 
+// ClaimSignatureNonce calls bcp.tenants.v1.TenantService.ClaimSignatureNonce.
+func (c *tenantServiceClient) ClaimSignatureNonce(ctx context.Context, req *connect.Request[v1.ClaimSignatureNonceRequest]) (*connect.Response[v1.ClaimSignatureNonceResponse], error) {
+	return c.claimSignatureNonce.CallUnary(ctx, req)
+}
+
 // TenantServiceHandler is an implementation of the bcp.tenants.v1.TenantService service.
 type TenantServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
@@ -731,8 +753,9 @@ type TenantServiceHandler interface {
 	// new subscriber to drop everything it holds.
 	WatchChanges(context.Context, *connect.Request[v1.WatchChangesRequest], *connect.ServerStream[v1.WatchChangesResponse]) error
 	// SetAgentAuthPolicy sets how agents must authenticate at the tenant's
-	// MCP endpoint and whether every tool response is signed (internal: the
-	// operator, or a merchant admin through the admin web).
+	// MCP endpoint, whether every tool response is signed and which
+	// parameters agent signatures must carry (created, nonce; issue 32)
+	// (internal: the operator, or a merchant admin through the admin web).
 	SetAgentAuthPolicy(context.Context, *connect.Request[v1.SetAgentAuthPolicyRequest]) (*connect.Response[v1.SetAgentAuthPolicyResponse], error)
 	// GetAgentAuthPolicy is the edge's fallback when it has no Tenant at hand
 	// (internal).
@@ -794,6 +817,12 @@ type TenantServiceHandler interface {
 	// the edges call it when their local allowance is spent). The limits are the tenant's settings,
 	// read here, so every edge applies the same ones.
 	LeaseRateTokens(context.Context, *connect.Request[v1.LeaseRateTokensRequest]) (*connect.Response[v1.LeaseRateTokensResponse], error)
+	// ClaimSignatureNonce records the nonce of an agent signature in the
+	// call's tenant's replay cache (issue 32; internal token and tenant
+	// header only: the edges call it for every verified signature carrying
+	// a nonce). fresh is false when the nonce was already used and its
+	// signature could still be accepted: a replay.
+	ClaimSignatureNonce(context.Context, *connect.Request[v1.ClaimSignatureNonceRequest]) (*connect.Response[v1.ClaimSignatureNonceResponse], error)
 }
 
 // NewTenantServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -1032,6 +1061,12 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(tenantServiceMethods.ByName("LeaseRateTokens")),
 		connect.WithHandlerOptions(opts...),
 	)
+	tenantServiceClaimSignatureNonceHandler := connect.NewUnaryHandler(
+		TenantServiceClaimSignatureNonceProcedure,
+		svc.ClaimSignatureNonce,
+		connect.WithSchema(tenantServiceMethods.ByName("ClaimSignatureNonce")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.tenants.v1.TenantService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TenantServicePingProcedure:
@@ -1106,6 +1141,8 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 			tenantServiceGetUsageHandler.ServeHTTP(w, r)
 		case TenantServiceLeaseRateTokensProcedure:
 			tenantServiceLeaseRateTokensHandler.ServeHTTP(w, r)
+		case TenantServiceClaimSignatureNonceProcedure:
+			tenantServiceClaimSignatureNonceHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1257,4 +1294,8 @@ func (UnimplementedTenantServiceHandler) GetUsage(context.Context, *connect.Requ
 
 func (UnimplementedTenantServiceHandler) LeaseRateTokens(context.Context, *connect.Request[v1.LeaseRateTokensRequest]) (*connect.Response[v1.LeaseRateTokensResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.LeaseRateTokens is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) ClaimSignatureNonce(context.Context, *connect.Request[v1.ClaimSignatureNonceRequest]) (*connect.Response[v1.ClaimSignatureNonceResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.ClaimSignatureNonce is not implemented"))
 }

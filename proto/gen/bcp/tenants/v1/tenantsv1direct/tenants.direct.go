@@ -305,3 +305,11 @@ func (c *tenantServiceClient) LeaseRateTokens(ctx context.Context, req *connect.
 	}
 	return direct.Unary(ctx, c.chain, tenantsv1connect.TenantServiceLeaseRateTokensProcedure, req, h.LeaseRateTokens)
 }
+
+func (c *tenantServiceClient) ClaimSignatureNonce(ctx context.Context, req *connect.Request[v1.ClaimSignatureNonceRequest]) (*connect.Response[v1.ClaimSignatureNonceResponse], error) {
+	h, ok := c.h.Get()
+	if !ok {
+		return nil, direct.NotMounted(tenantsv1connect.TenantServiceClaimSignatureNonceProcedure)
+	}
+	return direct.Unary(ctx, c.chain, tenantsv1connect.TenantServiceClaimSignatureNonceProcedure, req, h.ClaimSignatureNonce)
+}
