@@ -21,6 +21,7 @@ require (
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/segmentio/encoding v0.5.4
 	github.com/stripe/stripe-go/v85 v85.0.0
+	github.com/tiktoken-go/tokenizer v0.10.0
 	golang.org/x/crypto v0.59.0
 	golang.org/x/sync v0.25.0
 	golang.org/x/text v0.44.0
@@ -33,7 +34,10 @@ require (
 	software.sslmate.com/src/go-pkcs12 v0.7.4
 )
 
-require go.yaml.in/yaml/v4 v4.0.0 // indirect
+require (
+	github.com/dlclark/regexp2/v2 v2.5.1 // indirect
+	go.yaml.in/yaml/v4 v4.0.0 // indirect
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -252,6 +252,10 @@ func TestCartOverMCPAndREST(t *testing.T) {
 	if e := prof.UCP.Capabilities["br.dev.bcp.shopping.cart"]; len(e) != 1 || e[0]["schema"] != "https://bcp.dev.br/draft/schemas/shopping/cart.json" || e[0]["extends"] != nil {
 		t.Fatalf("profile capability br.dev.bcp.shopping.cart = %v", e)
 	}
+	// Discount codes work on carts: the discount extends both.
+	if e := prof.UCP.Capabilities["br.dev.bcp.shopping.discount"]; len(e) != 1 || fmt.Sprint(e[0]["extends"]) != "[br.dev.bcp.shopping.checkout br.dev.bcp.shopping.cart]" {
+		t.Fatalf("profile capability br.dev.bcp.shopping.discount = %v", e)
+	}
 
 	// Prices per merchant: Camiseta M 5990 (beta 6990), Caneca 3990;
 	// BEMVINDO10 takes 10% off the items.
@@ -300,8 +304,8 @@ func TestCartOverMCPAndREST(t *testing.T) {
 				if len(applied) != 1 || int64(applied[0].(map[string]any)["amount"].(float64)) != w.discount {
 					t.Fatalf("%s: discounts.applied = %v, want one of %d", host, applied, w.discount)
 				}
-				if caps := created.body["ucp"].(map[string]any)["capabilities"].(map[string]any); caps["br.dev.bcp.shopping.cart"] == nil {
-					t.Errorf("%s: response capabilities %v lack the cart", host, caps)
+				if caps := created.body["ucp"].(map[string]any)["capabilities"].(map[string]any); caps["br.dev.bcp.shopping.cart"] == nil || caps["br.dev.bcp.shopping.discount"] == nil {
+					t.Errorf("%s: response capabilities %v lack the cart or the discount", host, caps)
 				}
 				if n := reservations(); n != 0 {
 					t.Fatalf("a cart reserved stock: %d reservations", n)
@@ -389,6 +393,28 @@ func TestCartOverMCPAndREST(t *testing.T) {
 				if n := reservations(); n != 0 {
 					t.Fatalf("conversion reserved stock before completion: %d reservations", n)
 				}
+
+				// {"cart_id"} alone converts (what UCP's conformance suite
+				// sends): the cart's lines, buyer and code, with the code's
+				// discount.
+				c3 := me.do(t, host, "create_cart", "", cart, "")
+				alone := me.do(t, host, "create_checkout", "", map[string]any{"cart_id": c3.body["id"]}, "")
+				if alone.errCode != "" || alone.body["ucp"].(map[string]any)["status"] == "error" {
+					t.Fatalf("%s: create_checkout with cart_id alone: %s %v %s", host, alone.errCode, alone.errPaths, alone.raw)
+				}
+				if got, wantLines := cartLines(alone), []string{"var_cam×2", "var_can×1"}; fmt.Sprint(got) != fmt.Sprint(wantLines) {
+					t.Fatalf("%s: checkout from cart_id alone: lines %v, want %v", host, got, wantLines)
+				}
+				if tot := cartTotals(t, alone); tot["subtotal"] != w.subtotal || tot["items_discount"] != -w.discount || tot["total"] != w.total {
+					t.Fatalf("%s: checkout from cart_id alone: totals %v, want subtotal %d items_discount %d total %d", host, tot, w.subtotal, -w.discount, w.total)
+				}
+				ds := alone.body["discounts"].(map[string]any)
+				applied, _ = ds["applied"].([]any)
+				if fmt.Sprint(ds["codes"]) != "[BEMVINDO10]" || len(applied) != 1 || applied[0].(map[string]any)["code"] != "BEMVINDO10" ||
+					int64(applied[0].(map[string]any)["amount"].(float64)) != w.discount || alone.body["buyer"].(map[string]any)["email"] != "ana@example.com" {
+					t.Fatalf("%s: checkout from cart_id alone: discounts %v, buyer %v", host, ds, alone.body["buyer"])
+				}
+				wantNotFound(t, me.do(t, host, "get_cart", c3.body["id"].(string), nil, ""), "a cart converted by cart_id alone")
 			}
 		})
 	}

@@ -4,10 +4,14 @@ package main
 // commands (issue 5).
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -102,18 +106,22 @@ func (c *cli) keysRevoke(ctx context.Context, args []string) error {
 func (c *cli) authPolicy(ctx context.Context, args []string) error {
 	fs := newFS("auth policy")
 	policy := fs.String("policy", "", "")
-	var signAll *bool
-	fs.Func("sign-all-responses", "", func(v string) error {
-		b, err := strconv.ParseBool(v)
-		signAll = &b
-		return err
-	})
+	boolFlag := func(name string) **bool {
+		var p *bool
+		fs.Func(name, "", func(v string) error {
+			b, err := strconv.ParseBool(v)
+			p = &b
+			return err
+		})
+		return &p
+	}
+	signAll, reqCreated, reqNonce := boolFlag("sign-all-responses"), boolFlag("require-created"), boolFlag("require-nonce")
 	p, err := parse(fs, args, 1, "<tenant>")
 	if err != nil {
 		return err
 	}
 	var t *tenantsv1.Tenant
-	if *policy == "" && signAll == nil {
+	if *policy == "" && *signAll == nil && *reqCreated == nil && *reqNonce == nil {
 		r, err := c.client.GetTenant(ctx, connect.NewRequest(&tenantsv1.GetTenantRequest{Tenant: p[0]}))
 		if err != nil {
 			return err
@@ -128,18 +136,27 @@ func (c *cli) authPolicy(ctx context.Context, args []string) error {
 			}
 			pol = tenantsv1.AgentAuthPolicy(v)
 		}
-		r, err := c.client.SetAgentAuthPolicy(ctx, connect.NewRequest(&tenantsv1.SetAgentAuthPolicyRequest{Tenant: p[0], Policy: pol, SignAllResponses: signAll}))
+		r, err := c.client.SetAgentAuthPolicy(ctx, connect.NewRequest(&tenantsv1.SetAgentAuthPolicyRequest{Tenant: p[0], Policy: pol,
+			SignAllResponses: *signAll, RequireSignatureCreated: *reqCreated, RequireSignatureNonce: *reqNonce}))
 		if err != nil {
 			return err
 		}
 		t = r.Msg.GetTenant()
 	}
 	if c.json {
-		return c.printJSON(map[string]any{"tenant": t.GetId(), "agent_auth_policy": policyName(t.GetAgentAuthPolicy()), "sign_all_responses": t.GetSignAllResponses()})
+		return c.printJSON(map[string]any{"tenant": t.GetId(), "agent_auth_policy": policyName(t.GetAgentAuthPolicy()), "sign_all_responses": t.GetSignAllResponses(),
+			"require_signature_created": t.GetRequireSignatureCreated(), "require_signature_nonce": t.GetRequireSignatureNonce()})
 	}
-	fmt.Fprintf(c.out, "tenant %s (%s): agents authenticate with %s; signed responses: %s\n", t.GetName(), t.GetSlug(),
+	required := ""
+	switch {
+	case t.GetRequireSignatureNonce():
+		required = "; signatures must carry created and a nonce"
+	case t.GetRequireSignatureCreated():
+		required = "; signatures must carry created"
+	}
+	fmt.Fprintf(c.out, "tenant %s (%s): agents authenticate with %s; signed responses: %s%s\n", t.GetName(), t.GetSlug(),
 		map[string]string{"either": "an API key or a signature", "api_key": "an API key", "signature": "a signature"}[policyName(t.GetAgentAuthPolicy())],
-		map[bool]string{true: "every tool call", false: "complete_checkout"}[t.GetSignAllResponses()])
+		map[bool]string{true: "every tool call", false: "complete_checkout"}[t.GetSignAllResponses()], required)
 	return nil
 }
 
@@ -219,18 +236,18 @@ func agentCall(ctx context.Context, args []string, out io.Writer) error {
 		if t.Key, err = agentclient.ParsePrivateKeyPEM(pemBytes); err != nil {
 			return err
 		}
-		t.KeyID = *kid
+		t.KeyID, t.Nonce = *kid, agentclient.NewNonce
 	}
 	c := &agentclient.Client{Endpoint: p[0], Transport: t}
 	resp, err := c.CallTool(ctx, p[1], toolArgs)
 	if err != nil {
-		return err
+		return unresolved(p[0], *host, err)
 	}
 	fmt.Fprintln(out, strings.TrimSpace(string(resp.Body)))
 	if *verify {
 		keys, err := c.BusinessSigningKeys(ctx)
 		if err != nil {
-			return err
+			return unresolved(p[0], *host, err)
 		}
 		res, err := agentclient.VerifyResponse(ctx, resp, keys)
 		if err != nil {
@@ -245,6 +262,38 @@ func agentCall(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("HTTP %d", resp.Status)
 	}
 	return nil
+}
+
+// hostError is an agent call whose endpoint's host name did not resolve.
+// It does not wrap the DNS error: bcpctl would print that as
+// "unavailable: a dependency is unavailable", which names neither.
+type hostError struct{ msg string }
+
+func (e hostError) Error() string { return e.msg }
+
+// unresolved explains a DNS failure of an agent call to endpoint: the
+// host that did not resolve and how to reach it anyway (--host); any
+// other error is returned as it is.
+func unresolved(endpoint, host string, err error) error {
+	var dns *net.DNSError
+	if !errors.As(err, &dns) {
+		return err
+	}
+	u, perr := url.Parse(endpoint)
+	if perr != nil {
+		return err
+	}
+	name := dns.Name
+	if name == "" {
+		name = u.Hostname()
+	}
+	example := *u
+	example.Host = net.JoinHostPort("127.0.0.1", cmp.Or(u.Port(), map[string]string{"https": "443"}[u.Scheme], "80"))
+	return hostError{fmt.Sprintf("cannot resolve %s, the host of %s (%v).\n"+
+		"  To reach a merchant whose name does not resolve on this machine (*.localhost often does not), call the address\n"+
+		"  the platform listens on and name the merchant with --host, e.g.\n"+
+		"  bcpctl agent call %s <tool> --host %s ...",
+		name, endpoint, dns.Err, example.String(), cmp.Or(host, u.Host))}
 }
 
 // agentKeygen makes an ES256 key for an agent: the PEM goes to --out

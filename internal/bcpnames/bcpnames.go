@@ -36,10 +36,24 @@ const (
 
 // CapabilityInfo describes a capability as the profile advertises it.
 type CapabilityInfo struct {
-	Name    string
-	Spec    string
-	Schema  string
-	Extends string // parent capability for extensions, "" for roots
+	Name   string
+	Spec   string
+	Schema string
+	// Extends are the parent capabilities of an extension (nil for roots).
+	// Profiles write one parent as a string and several as an array (UCP
+	// 2026-04-08 multi-parent extensions); an extension stays negotiated
+	// while at least one parent does.
+	Extends []string
+}
+
+// ExtendsCapability reports whether the capability extends parent.
+func (c CapabilityInfo) ExtendsCapability(parent string) bool {
+	for _, p := range c.Extends {
+		if p == parent {
+			return true
+		}
+	}
+	return false
 }
 
 // Capabilities lists every capability the platform implements, roots
@@ -50,10 +64,12 @@ var Capabilities = []CapabilityInfo{
 	{Name: CatalogSearch, Spec: specBase + "catalog/search", Schema: schemaBase + "catalog_search.json"},
 	{Name: CatalogLookup, Spec: specBase + "catalog/lookup", Schema: schemaBase + "catalog_lookup.json"},
 	{Name: Cart, Spec: specBase + "cart", Schema: schemaBase + "cart.json"},
-	{Name: Fulfillment, Spec: specBase + "fulfillment", Schema: schemaBase + "fulfillment.json", Extends: Checkout},
-	{Name: Discount, Spec: specBase + "discount", Schema: schemaBase + "discount.json", Extends: Checkout},
-	{Name: BuyerConsent, Spec: specBase + "buyer-consent", Schema: schemaBase + "buyer_consent.json", Extends: Checkout},
-	{Name: AP2Mandate, Spec: specBase + "ap2-mandates", Schema: schemaBase + "ap2_mandate.json", Extends: Checkout},
+	{Name: Fulfillment, Spec: specBase + "fulfillment", Schema: schemaBase + "fulfillment.json", Extends: []string{Checkout}},
+	// Discount codes work on carts too (discount.json defines both
+	// compositions), and a cart's codes carry over to its checkout.
+	{Name: Discount, Spec: specBase + "discount", Schema: schemaBase + "discount.json", Extends: []string{Checkout, Cart}},
+	{Name: BuyerConsent, Spec: specBase + "buyer-consent", Schema: schemaBase + "buyer_consent.json", Extends: []string{Checkout}},
+	{Name: AP2Mandate, Spec: specBase + "ap2-mandates", Schema: schemaBase + "ap2_mandate.json", Extends: []string{Checkout}},
 }
 
 // DefaultCapabilities are enabled for a new merchant. AP2 mandates need

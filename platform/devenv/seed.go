@@ -45,7 +45,7 @@ const demoAgentProfile = `{"ucp":{"version":"2026-07-28",
  "capabilities":{
   "br.dev.bcp.shopping.checkout":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/checkout","schema":"https://bcp.dev.br/draft/schemas/shopping/checkout.json"}],
   "br.dev.bcp.shopping.fulfillment":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/fulfillment","schema":"https://bcp.dev.br/draft/schemas/shopping/fulfillment.json","extends":"br.dev.bcp.shopping.checkout"}],
-  "br.dev.bcp.shopping.discount":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/discount","schema":"https://bcp.dev.br/draft/schemas/shopping/discount.json","extends":"br.dev.bcp.shopping.checkout"}],
+  "br.dev.bcp.shopping.discount":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/discount","schema":"https://bcp.dev.br/draft/schemas/shopping/discount.json","extends":["br.dev.bcp.shopping.checkout","br.dev.bcp.shopping.cart"]}],
   "br.dev.bcp.shopping.buyer_consent":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/buyer-consent","schema":"https://bcp.dev.br/draft/schemas/shopping/buyer_consent.json","extends":"br.dev.bcp.shopping.checkout"}],
   "br.dev.bcp.shopping.ap2_mandate":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/ap2-mandates","schema":"https://bcp.dev.br/draft/schemas/shopping/ap2_mandate.json","extends":"br.dev.bcp.shopping.checkout","config":{"vp_formats_supported":{"dc+sd-jwt":{}}}}],
   "br.dev.bcp.shopping.catalog.search":[{"version":"2026-07-28","spec":"https://bcp.dev.br/draft/specification/catalog/search","schema":"https://bcp.dev.br/draft/schemas/shopping/catalog_search.json"}],

@@ -67,6 +67,14 @@
 // Outputs are {"type":"object","oneOf":[checkout|order, error_response]}.
 // Cart and catalog tools (cart.go, catalog.go) follow the same envelope.
 //
+// ToolAdvertisedSchema is what tools/list shows instead (advertise.go): the
+// input schema rewritten in AdvertisedKeywords (one type per schema,
+// inlined, no $ref, allOf, anyOf, not, pattern or format), with the members
+// an agent fills in and short hints; it accepts what the full schema
+// accepts (but null: a nullable member shows its one other type), and
+// arguments are still validated against the full schema.
+// AdvertisedViolations checks a schema against that subset.
+//
 // # Validation
 //
 // A ToolValidator compiles a set of tools once for a capability set

@@ -93,8 +93,24 @@ func TestToolSchemaPerOp(t *testing.T) {
 	create := defs("create_checkout", DefaultCheckoutCapabilities())
 	complete := defs("complete_checkout", DefaultCheckoutCapabilities())
 	base := func(d map[string]any) map[string]any { return d["shopping.checkout"].(map[string]any) }
-	if g := requiredOf(base(create)); !reflect.DeepEqual(g, []string{"line_items"}) {
+	// On create, line_items is required unless cart_id names a cart to
+	// convert (cartid.go): the base requires nothing, the payload decides.
+	if g := requiredOf(base(create)); len(g) != 0 {
 		t.Errorf("create checkout required = %v", g)
+	}
+	createIn := func() map[string]any {
+		raw, err := ToolInputSchema(bindingTool(t, "create_checkout"), DefaultCheckoutCapabilities())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return schemaMap(t, raw)["properties"].(map[string]any)["checkout"].(map[string]any)
+	}()
+	if !reflect.DeepEqual(createIn["if"], map[string]any{"required": []any{"cart_id"}}) || !reflect.DeepEqual(createIn["else"], map[string]any{"required": []any{"line_items"}}) ||
+		createIn["properties"].(map[string]any)["cart_id"].(map[string]any)["type"] != "string" {
+		t.Errorf("create checkout payload = %v", createIn)
+	}
+	if g := requiredOf(base(defs("update_checkout", DefaultCheckoutCapabilities()))); !reflect.DeepEqual(g, []string{"line_items"}) {
+		t.Errorf("update checkout required = %v", g)
 	}
 	if g := requiredOf(base(complete)); !reflect.DeepEqual(g, []string{"payment"}) {
 		t.Errorf("complete checkout required = %v", g)

@@ -152,101 +152,35 @@ func TestAP2RequiredOnComplete(t *testing.T) {
 	}
 }
 
+// toolInputViolation is one invalid-argument case of
+// testdata/tool_input_violations.json: the tool, its arguments (args, or
+// raw when they are not a JSON value: "" for none) and the violations
+// ("path keyword") the full schemas report. platform/devenv's
+// TestDemoToolSurface sends the same cases to the edge over MCP, which
+// advertises the compact schemas and must answer the same errors.
+type toolInputViolation struct {
+	Name string          `json:"name"`
+	Tool string          `json:"tool"`
+	Args json.RawMessage `json:"args"`
+	Raw  *string         `json:"raw"`
+	Want []string        `json:"want"`
+}
+
 func TestToolInputViolations(t *testing.T) {
-	const (
-		agent = `"ucp-agent":{"profile":"https://platform.example/agent.json"}`
-		idem  = `"idempotency-key":"550e8400-e29b-41d4-a716-446655440000"`
-		meta  = `"meta":{` + agent + `}`
-		line  = `{"item":{"id":"item_123"},"quantity":1}`
-	)
-	cases := []struct {
-		name, tool, args string
-		want             []string
-	}{
-		{"checkout carries id on create", "create_checkout",
-			`{` + meta + `,"checkout":{"id":"chk_1","line_items":[` + line + `]}}`,
-			[]string{"$.checkout.id not"}},
-		{"checkout carries id on update", "update_checkout",
-			`{` + meta + `,"id":"chk_1","checkout":{"id":"chk_1","line_items":[` + line + `]}}`,
-			[]string{"$.checkout.id not"}},
-		{"missing meta", "create_checkout",
-			`{"checkout":{"line_items":[` + line + `]}}`,
-			[]string{"$.meta required"}},
-		{"missing ucp-agent", "create_checkout",
-			`{"meta":{},"checkout":{"line_items":[` + line + `]}}`,
-			[]string{"$.meta['ucp-agent'] required"}},
-		{"missing profile", "get_checkout",
-			`{"meta":{"ucp-agent":{}},"id":"chk_1"}`,
-			[]string{"$.meta['ucp-agent'].profile required"}},
-		{"profile not a URI", "get_checkout",
-			`{"meta":{"ucp-agent":{"profile":"agent.json"}},"id":"chk_1"}`,
-			[]string{"$.meta['ucp-agent'].profile format"}},
-		{"bad uuid idempotency-key", "complete_checkout",
-			`{"meta":{` + agent + `,"idempotency-key":"not-a-uuid"},"id":"chk_1","checkout":{"payment":{},"ap2":{"checkout_mandate":"a.b.c"}}}`,
-			[]string{"$.meta['idempotency-key'] format"}},
-		{"bad uuid also checked where optional", "create_checkout",
-			`{"meta":{` + agent + `,"idempotency-key":"550e8400e29b41d4a716446655440000"},"checkout":{"line_items":[` + line + `]}}`,
-			[]string{"$.meta['idempotency-key'] format"}},
-		{"cancel without idempotency-key and id", "cancel_checkout",
-			`{` + meta + `}`,
-			[]string{"$.id required", "$.meta['idempotency-key'] required"}},
-		{"negative quantity", "create_checkout",
-			`{` + meta + `,"checkout":{"line_items":[` + line + `,{"item":{"id":"x"},"quantity":-2}]}}`,
-			[]string{"$.checkout.line_items[1].quantity minimum"}},
-		{"wrong types", "create_checkout",
-			`{` + meta + `,"checkout":{"line_items":[{"item":{"id":7},"quantity":"2"},{"item":{"id":"x"},"quantity":1.5}],"buyer":{"email":true}}}`,
-			[]string{
-				"$.checkout.buyer.email type",
-				"$.checkout.line_items[0].item.id type",
-				"$.checkout.line_items[0].quantity type",
-				"$.checkout.line_items[1].quantity type",
-			}},
-		{"line_items required on create", "create_checkout",
-			`{` + meta + `,"checkout":{}}`,
-			[]string{"$.checkout.line_items required"}},
-		{"item id required", "update_checkout",
-			`{` + meta + `,"id":"chk_1","checkout":{"line_items":[{"item":{},"quantity":1}]}}`,
-			[]string{"$.checkout.line_items[0].item.id required"}},
-		{"update needs id", "update_checkout",
-			`{` + meta + `,"checkout":{"line_items":[` + line + `]}}`,
-			[]string{"$.id required"}},
-		{"checkout is not an argument of get", "get_checkout",
-			`{` + meta + `,"id":"chk_1","checkout":{}}`,
-			[]string{"$.checkout additionalProperties"}},
-		{"payment required on complete", "complete_checkout",
-			`{"meta":{` + agent + `,` + idem + `},"id":"chk_1","checkout":{"ap2":{"checkout_mandate":"a.b.c"}}}`,
-			[]string{"$.checkout.payment required"}},
-		{"instrument needs handler_id", "complete_checkout",
-			`{"meta":{` + agent + `,` + idem + `},"id":"chk_1","checkout":{"payment":{"instruments":[{"id":"pi","type":"pix"}]},"ap2":{"checkout_mandate":"a.b.c"}}}`,
-			[]string{"$.checkout.payment.instruments[0].handler_id required"}},
-		{"malformed ap2 mandate", "complete_checkout",
-			`{"meta":{` + agent + `,` + idem + `},"id":"chk_1","checkout":{"payment":{},"ap2":{"checkout_mandate":"not a jwt"}}}`,
-			[]string{"$.checkout.ap2.checkout_mandate pattern"}},
-		{"fulfillment method type required on create", "create_checkout",
-			`{` + meta + `,"checkout":{"line_items":[` + line + `],"fulfillment":{"methods":[{"destinations":[]}]}}}`,
-			[]string{"$.checkout.fulfillment.methods[0].type required"}},
-		{"fulfillment group id required on update", "update_checkout",
-			`{` + meta + `,"id":"chk_1","checkout":{"line_items":[` + line + `],"fulfillment":{"methods":[{"line_item_ids":["li_1"],"groups":[{"selected_option_id":"express"}]}]}}}`,
-			[]string{"$.checkout.fulfillment.methods[0].groups[0].id required"}},
-		{"discount codes are strings", "update_checkout",
-			`{` + meta + `,"id":"chk_1","checkout":{"line_items":[` + line + `],"discounts":{"codes":["OK",5]}}}`,
-			[]string{"$.checkout.discounts.codes[1] type"}},
-		{"consent flags are booleans", "create_checkout",
-			`{` + meta + `,"checkout":{"line_items":[` + line + `],"buyer":{"consent":{"marketing":"yes"}}}}`,
-			[]string{"$.checkout.buyer.consent.marketing type"}},
-		{"signal names are reverse-domain", "create_checkout",
-			`{` + meta + `,"checkout":{"line_items":[` + line + `],"signals":{"buyer ip":"1.2.3.4"},"context":{"x":1}}}`,
-			[]string{"$.checkout.signals['buyer ip'] propertyNames"}},
-		{"arguments not an object", "create_checkout", `[]`, []string{"$ type"}},
-		{"not JSON", "create_checkout", `{"meta":`, []string{"$ json"}},
-		{"empty arguments", "get_order", ``, []string{"$.id required", "$.meta required"}},
+	var cases []toolInputViolation
+	if err := json.Unmarshal(readFixture(t, "tool_input_violations.json"), &cases); err != nil {
+		t.Fatal(err)
 	}
 	v := defaultToolValidator(t)
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			err := v.ValidateToolInput(c.tool, json.RawMessage(c.args))
-			if g := got(t, err); !reflect.DeepEqual(g, c.want) {
-				t.Errorf("got %q\nwant %q\nerr: %v", g, c.want, err)
+		t.Run(c.Name, func(t *testing.T) {
+			args := c.Args
+			if c.Raw != nil {
+				args = json.RawMessage(*c.Raw)
+			}
+			err := v.ValidateToolInput(c.Tool, args)
+			if g := got(t, err); !reflect.DeepEqual(g, c.Want) {
+				t.Errorf("got %q\nwant %q\nerr: %v", g, c.Want, err)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/bcpdev/bcp/internal/bcpnames"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/ap2"
+	"github.com/bcpdev/bcp/services/edge/agentprofile"
 )
 
 // Profile is the business discovery profile served at /.well-known/bcp.
@@ -41,11 +42,11 @@ type ServiceEntry struct {
 
 // CapabilityEntry advertises one capability version.
 type CapabilityEntry struct {
-	Version string          `json:"version"`
-	Spec    string          `json:"spec"`
-	Schema  string          `json:"schema"`
-	Extends string          `json:"extends,omitempty"`
-	Config  json.RawMessage `json:"config,omitempty"`
+	Version string               `json:"version"`
+	Spec    string               `json:"spec"`
+	Schema  string               `json:"schema"`
+	Extends agentprofile.Extends `json:"extends,omitempty"` // a string, or an array for several parents
+	Config  json.RawMessage      `json:"config,omitempty"`
 }
 
 // PaymentHandlerItem advertises one configured handler instance.
@@ -82,12 +83,18 @@ func BuildProfile(d *tenantsv1.GetDiscoveryResponse, baseURL string) *Profile {
 		enabled[c] = true
 	}
 	for _, c := range bcpnames.Capabilities {
-		// An extension whose parent is disabled would be pruned by every
-		// agent anyway; do not advertise it.
-		if !enabled[c.Name] || (c.Extends != "" && !enabled[c.Extends]) {
+		// An extension whose parents are all disabled would be pruned by
+		// every agent anyway; do not advertise it, nor the parents that are.
+		var parents agentprofile.Extends
+		for _, p := range c.Extends {
+			if enabled[p] {
+				parents = append(parents, p)
+			}
+		}
+		if !enabled[c.Name] || (len(c.Extends) > 0 && len(parents) == 0) {
 			continue
 		}
-		entry := CapabilityEntry{Version: bcpnames.Version, Spec: c.Spec, Schema: c.Schema, Extends: c.Extends}
+		entry := CapabilityEntry{Version: bcpnames.Version, Spec: c.Spec, Schema: c.Schema, Extends: parents}
 		if c.Name == bcpnames.AP2Mandate {
 			entry.Config = ap2.Config
 		}

@@ -88,45 +88,55 @@ var (
 	catalogFamily  = &family{run: (*mcpEdge).runCatalog, restArgs: restCatalogArgs} // catalog_tools.go
 )
 
+// instructions are the MCP initialize result's instructions: the purchase
+// flow across the tools, for the agent's model (tool text is English;
+// buyer-facing messages in answers are Portuguese).
+const instructions = `Checkout with one Brazilian merchant (BCP, the Brazilian profile of UCP). Prices are integers in centavos (BRL): 3990 is R$ 39,90.
+Every call takes meta["ucp-agent"].profile, your agent profile URL.
+Purchase flow:
+1. Find: search_catalog (lookup_catalog and get_product for known ids). A variant's id is the item.id to buy.
+2. Optionally collect items in a cart (create_cart, update_cart), then create_checkout with checkout.cart_id; or create_checkout with line_items directly.
+3. Read the checkout's status and messages: while it is incomplete, update_checkout with what they ask for (buyer email, shipping address, the chosen option of each fulfillment group, discount codes). update_checkout replaces the whole checkout: send every member again, with the ids the last answer assigned. Continue until status is ready_for_complete. If status is requires_escalation, send the buyer to continue_url.
+4. complete_checkout with one payment instrument of a handler listed in the answer's ucp.payment_handlers and meta["idempotency-key"], a new UUID. If the answer is lost, call get_checkout and retry with the same key only if the outcome is still undetermined; after payment_failed, use a new key.
+5. A card completes at once (status completed, order.id). Pix completes asynchronously: complete_in_progress with the copia-e-cola and QR code in the instrument's display; show them to the buyer and poll get_checkout until completed.
+6. get_order with order.id follows delivery and refunds.
+When the answers carry ap2.merchant_authorization (AP2 mandates negotiated), complete_checkout also needs checkout.ap2.checkout_mandate: an SD-JWT+kb over the checkout as last answered, signed with a key of your profile's signing_keys, key-bound to the merchant's origin (aud) and the checkout id (nonce).
+Messages in answers are in Portuguese, written for the buyer: show them as they are.`
+
 var operations = []operation{
 	{
-		name: "create_checkout", title: "Criar checkout", method: http.MethodPost, path: "/checkout-sessions",
+		name: "create_checkout", title: "Create checkout", method: http.MethodPost, path: "/checkout-sessions",
 		capability: bcpnames.Checkout, schema: bcpschema.RootCheckout, op: bcpschema.OpCreate, family: checkoutFamily,
-		description: "Create a checkout session for this merchant. Arguments: meta (required; meta[\"ucp-agent\"].profile is your agent profile URL), " +
-			"checkout (required; line_items with item.id and quantity, optionally buyer, fulfillment and discounts; never an id). " +
-			"Returns the checkout with prices in centavos (BRL), totals, messages telling what is missing, and continue_url for the buyer.",
+		description: "Start a purchase once the buyer has chosen: line_items with item.id (a variant id) and quantity, or cart_id of a cart; buyer, fulfillment and discounts may come now or later. " +
+			"The answer is priced in centavos (BRL) and its messages say what is missing: fill it in with update_checkout until status is ready_for_complete.",
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
 			return checkoutResult(m.checkout.CreateCheckout(ctx, connect.NewRequest(&checkoutv1.CreateCheckoutRequest{Agent: c.agent, CheckoutJson: c.payload, Idempotency: c.idem})))
 		},
 	},
 	{
-		name: "get_checkout", title: "Consultar checkout", method: http.MethodGet, path: "/checkout-sessions/{id}",
+		name: "get_checkout", title: "Get checkout", method: http.MethodGet, path: "/checkout-sessions/{id}",
 		capability: bcpnames.Checkout, schema: bcpschema.RootCheckout, op: bcpschema.OpRead, family: checkoutFamily,
-		description: "Get the current state of a checkout session. Arguments: meta (required), id (required).",
+		description: "Read a checkout's current state: to poll a Pix payment (complete_in_progress) until completed, or to learn the outcome of a call whose answer was lost. " +
+			"Then do what its status calls for: update_checkout, complete_checkout, or get_order with order.id once completed.",
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
 			return checkoutResult(m.checkout.GetCheckout(ctx, connect.NewRequest(&checkoutv1.GetCheckoutRequest{Agent: c.agent, Id: c.id})))
 		},
 	},
 	{
-		name: "update_checkout", title: "Atualizar checkout", method: http.MethodPut, path: "/checkout-sessions/{id}",
+		name: "update_checkout", title: "Update checkout", method: http.MethodPut, path: "/checkout-sessions/{id}",
 		capability: bcpnames.Checkout, schema: bcpschema.RootCheckout, op: bcpschema.OpUpdate, family: checkoutFamily,
-		description: "Update a checkout session. This is a full replacement: send every field you want to keep (line_items, buyer, fulfillment, discounts). " +
-			"Arguments: meta (required), id (required), checkout (required, without id). Select shipping with fulfillment.methods[].groups[].selected_option_id.",
+		description: "Give a checkout what its messages ask for (buyer, shipping address, the option chosen in fulfillment.methods[].groups[].selected_option_id, discount codes); " +
+			"it replaces the whole checkout, so send every member again with the ids the last answer assigned. Repeat until status is ready_for_complete, then call complete_checkout.",
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
 			return checkoutResult(m.checkout.UpdateCheckout(ctx, connect.NewRequest(&checkoutv1.UpdateCheckoutRequest{Agent: c.agent, Id: c.id, CheckoutJson: c.payload, Idempotency: c.idem})))
 		},
 	},
 	{
-		name: "complete_checkout", title: "Concluir checkout", method: http.MethodPost, path: "/checkout-sessions/{id}/complete",
+		name: "complete_checkout", title: "Complete checkout", method: http.MethodPost, path: "/checkout-sessions/{id}/complete",
 		capability: bcpnames.Checkout, schema: bcpschema.RootCheckout, op: bcpschema.OpComplete, family: checkoutFamily,
 		requireKey: true, signed: true,
-		description: "Place the order of a checkout in status ready_for_complete. Arguments: meta (required, with meta[\"idempotency-key\"], a UUID: " +
-			"if the response is lost, call get_checkout, and only if still undetermined retry with the SAME key; after a payment_failed use a NEW key), id (required), " +
-			"checkout (required) with payment.instruments holding exactly one instrument whose handler_id is one of ucp.payment_handlers: " +
-			"Pix (type pix) answers complete_in_progress with the copia-e-cola and QR in the instrument's display — poll get_checkout until completed; " +
-			"delegated cards (type card) take a token credential only and answer completed with order {id, permalink_url}, or payment_failed. " +
-			"With br.dev.bcp.shopping.ap2_mandate negotiated (every checkout answer then carries ap2.merchant_authorization), checkout.ap2.checkout_mandate is required: " +
-			"an SD-JWT+kb signed with a key of your profile's signing_keys, embedding the checkout as the merchant answered it, key-bound to the merchant's origin (aud) and the checkout id (nonce).",
+		description: "Pay a checkout in status ready_for_complete: one payment instrument of a handler in ucp.payment_handlers, and meta[\"idempotency-key\"], a new UUID (after a lost answer, call get_checkout and retry with the same key only if still undetermined; after payment_failed use a new one). " +
+			"A card answers completed with order.id (then get_order) or payment_failed; Pix answers complete_in_progress with the copia-e-cola and QR code in the instrument's display: show them to the buyer and poll get_checkout until completed.",
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
 			return checkoutResult(m.checkout.CompleteCheckout(ctx, connect.NewRequest(&checkoutv1.CompleteCheckoutRequest{
 				Agent: c.agent, Id: c.id, CheckoutJson: c.payload,
@@ -135,19 +145,20 @@ var operations = []operation{
 		},
 	},
 	{
-		name: "cancel_checkout", title: "Cancelar checkout", method: http.MethodPost, path: "/checkout-sessions/{id}/cancel",
+		name: "cancel_checkout", title: "Cancel checkout", method: http.MethodPost, path: "/checkout-sessions/{id}/cancel",
 		capability: bcpnames.Checkout, schema: bcpschema.RootCheckout, op: bcpschema.OpCancel, family: checkoutFamily,
 		requireKey: true,
-		description: "Cancel a checkout session. Arguments: meta (required, with meta[\"idempotency-key\"], a UUID: reuse the same key when you retry " +
-			"after a lost response), id (required).",
+		description: "Cancel a checkout the buyer gave up on, with meta[\"idempotency-key\"] (a UUID; the same one when retrying a lost answer). " +
+			"A canceled checkout cannot be completed: start again with create_checkout.",
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
 			return checkoutResult(m.checkout.CancelCheckout(ctx, connect.NewRequest(&checkoutv1.CancelCheckoutRequest{Agent: c.agent, Id: c.id, Idempotency: c.idem})))
 		},
 	},
 	{
-		name: "get_order", title: "Consultar pedido", method: http.MethodGet, path: "/orders/{id}",
+		name: "get_order", title: "Get order", method: http.MethodGet, path: "/orders/{id}",
 		capability: bcpnames.Order, schema: bcpschema.RootOrder, op: bcpschema.OpRead, family: checkoutFamily,
-		description: "Get an order you placed (from a completed checkout's order.id): line items with fulfilled quantities, fulfillment expectations and events, adjustments such as refunds. Arguments: meta (required), id (required).",
+		description: "Read an order placed by complete_checkout (the completed checkout's order.id): line items with fulfilled quantities, delivery expectations and events, adjustments such as refunds. " +
+			"Call it after complete_checkout, and again later, to follow delivery.",
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
 			// The orders service answers NotFound for another agent's order.
 			r, err := m.orders.GetOrder(ctx, connect.NewRequest(&ordersv1.GetOrderRequest{Id: c.id, AgentProfileUrl: c.agent.GetProfileUrl()}))
@@ -158,61 +169,59 @@ var operations = []operation{
 		},
 	},
 	{
-		name: "search_catalog", title: "Buscar produtos", method: http.MethodPost, path: "/catalog/search",
+		name: "search_catalog", title: "Search products", method: http.MethodPost, path: "/catalog/search",
 		capability: bcpnames.CatalogSearch, schema: bcpschema.RootCatalogSearch, op: bcpschema.OpRead, family: catalogFamily,
-		description: "Search this merchant's catalog (Portuguese; accents and small typos are tolerated). Arguments: meta (required), catalog (required): " +
-			"query (free text), filters.categories (exact values from products' categories), filters.price {min, max} in centavos, " +
-			"pagination {cursor from the previous response, limit (default 10, at most 50)}. Each product lists purchasable variants: " +
-			"a variant's id is the item.id for create_checkout; prices in centavos (BRL); availability.available says whether it is in stock.",
+		description: "Start here: search this merchant's catalog by text (in Portuguese), category and price in centavos; each product lists its variants with price and availability. " +
+			"Next, put the chosen variant's id as item.id in create_cart or create_checkout.",
 		call: catalogCall(runSearch),
 	},
 	{
-		name: "lookup_catalog", title: "Consultar produtos", method: http.MethodPost, path: "/catalog/lookup",
+		name: "lookup_catalog", title: "Look up products", method: http.MethodPost, path: "/catalog/lookup",
 		capability: bcpnames.CatalogLookup, schema: bcpschema.RootCatalogLookup, op: bcpschema.OpRead, family: catalogFamily,
-		description: "Look up products by id. Arguments: meta (required), catalog (required): ids (product ids, variant ids or SKUs, at most 50). " +
-			"Each variant's inputs say which id resolved to it (exact: a variant id or SKU; featured: a product id). Unknown ids are left out and " +
-			"named in info messages with code not_found.",
+		description: "Look up products when you already have ids (product ids, variant ids or SKUs); unknown ids are left out and named in not_found messages. " +
+			"Next, put a variant's id as item.id in create_cart or create_checkout.",
 		call: catalogCall(runLookup),
 	},
 	{
-		name: "get_product", title: "Detalhar produto", method: http.MethodPost, path: "/catalog/product",
+		name: "get_product", title: "Get product", method: http.MethodPost, path: "/catalog/product",
 		capability: bcpnames.CatalogLookup, schema: bcpschema.RootCatalogProduct, op: bcpschema.OpRead, family: catalogFamily,
-		description: "Get one product with every purchasable variant. Arguments: meta (required), catalog (required): id (a product id, or a variant id, " +
-			"which then comes first). An unknown id answers an error_response with code not_found.",
+		description: "Get one product with every purchasable variant (by product or variant id) to help the buyer choose size, color or the like. " +
+			"Next, put the chosen variant's id as item.id in create_cart or create_checkout.",
 		call: catalogCall(runGetProduct),
 	},
 	{
-		name: "create_cart", title: "Criar carrinho", method: http.MethodPost, path: "/carts",
+		name: "create_cart", title: "Create cart", method: http.MethodPost, path: "/carts",
 		capability: bcpnames.Cart, schema: bcpschema.RootCart, op: bcpschema.OpCreate, family: cartFamily,
-		description: "Create a cart: items priced with estimated totals in centavos (BRL), no stock reserved and no payment. Arguments: meta (required), " +
-			"cart (required): line_items with item.id (a variant id from search_catalog) and quantity, optionally buyer, context and discounts.codes. " +
-			"Turn it into a checkout with create_checkout and checkout.cart_id.",
+		description: "Collect items while the buyer is still choosing: a cart is priced with estimated totals in centavos (BRL), holds no stock and takes no payment. " +
+			"Change it with update_cart; when the buyer decides, call create_checkout with checkout.cart_id.",
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
 			return cartResult(m.checkout.CreateCart(ctx, connect.NewRequest(&checkoutv1.CreateCartRequest{Agent: c.agent, CartJson: c.payload, Idempotency: c.idem})))
 		},
 	},
 	{
-		name: "get_cart", title: "Consultar carrinho", method: http.MethodGet, path: "/carts/{id}",
+		name: "get_cart", title: "Get cart", method: http.MethodGet, path: "/carts/{id}",
 		capability: bcpnames.Cart, schema: bcpschema.RootCart, op: bcpschema.OpRead, family: cartFamily,
-		description: "Get a cart you created. Arguments: meta (required), id (required). Canceled or converted carts are not found.",
+		description: "Read a cart you created; canceled carts and carts already turned into a checkout are not found. " +
+			"Next, update_cart, or create_checkout with checkout.cart_id.",
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
 			return cartResult(m.checkout.GetCart(ctx, connect.NewRequest(&checkoutv1.GetCartRequest{Agent: c.agent, Id: c.id})))
 		},
 	},
 	{
-		name: "update_cart", title: "Atualizar carrinho", method: http.MethodPut, path: "/carts/{id}",
+		name: "update_cart", title: "Update cart", method: http.MethodPut, path: "/carts/{id}",
 		capability: bcpnames.Cart, schema: bcpschema.RootCart, op: bcpschema.OpUpdate, family: cartFamily,
-		description: "Update a cart. This is a full replacement: send every line item, the buyer and the discount codes you want to keep. " +
-			"Arguments: meta (required), id (required), cart (required, without id).",
+		description: "Change a cart; it replaces the whole cart, so send every line item, the buyer and the discount codes to keep. " +
+			"When the buyer decides, call create_checkout with checkout.cart_id.",
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
 			return cartResult(m.checkout.UpdateCart(ctx, connect.NewRequest(&checkoutv1.UpdateCartRequest{Agent: c.agent, Id: c.id, CartJson: c.payload, Idempotency: c.idem})))
 		},
 	},
 	{
-		name: "cancel_cart", title: "Cancelar carrinho", method: http.MethodPost, path: "/carts/{id}/cancel",
+		name: "cancel_cart", title: "Cancel cart", method: http.MethodPost, path: "/carts/{id}/cancel",
 		capability: bcpnames.Cart, schema: bcpschema.RootCart, op: bcpschema.OpCancel, family: cartFamily,
-		requireKey:  true,
-		description: "Cancel a cart; it is not found afterwards. Arguments: meta (required, with meta[\"idempotency-key\"], a UUID), id (required).",
+		requireKey: true,
+		description: "Drop a cart the buyer abandoned, with meta[\"idempotency-key\"] (a UUID); it is not found afterwards. " +
+			"To start over, call create_cart.",
 		call: func(ctx context.Context, m *mcpEdge, c *opCall) (opResult, error) {
 			return cartResult(m.checkout.CancelCart(ctx, connect.NewRequest(&checkoutv1.CancelCartRequest{Agent: c.agent, Id: c.id, Idempotency: c.idem})))
 		},

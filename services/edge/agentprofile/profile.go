@@ -18,6 +18,14 @@ import (
 // a non-empty array (multi-parent extension); both decode to a slice.
 type Extends []string
 
+// MarshalJSON writes one parent as a string, several as an array.
+func (x Extends) MarshalJSON() ([]byte, error) {
+	if len(x) == 1 {
+		return json.Marshal(x[0])
+	}
+	return json.Marshal([]string(x))
+}
+
 // UnmarshalJSON accepts a string or an array of strings.
 func (x *Extends) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)

@@ -79,7 +79,33 @@ var patches = []patch{
 			return fmt.Errorf("no oneOf member")
 		},
 	},
+	{
+		file: "schemas/shopping/ap2_mandate.json",
+		desc: "checkout_mandate pattern: upstream's allows no \".\" after a \"~\", so no SD-JWT with key binding " +
+			"(<issuer JWT>~<disclosure>~...~<key-binding JWT>, RFC 9901), which the description and the platform require, " +
+			"and no SD-JWT ending in \"~\" matched it; an optional \"~\" and key-binding JWT may now end the string " +
+			"(what upstream's pattern accepted still matches)",
+		fn: func(doc *node) error {
+			p := doc.get("$defs").get("checkout_mandate").get("pattern")
+			if p == nil || p.kind != kindString {
+				return fmt.Errorf("no $defs.checkout_mandate.pattern")
+			}
+			if p.str != upstreamMandatePattern {
+				return fmt.Errorf("$defs.checkout_mandate.pattern is %q, not upstream's %q: review the patch", p.str, upstreamMandatePattern)
+			}
+			p.str = MandatePattern
+			return nil
+		},
+	},
 }
+
+// MandatePattern is the derived ap2_mandate.json's checkout_mandate
+// pattern: an issuer JWT, disclosures, then optionally "~" and optionally
+// a key-binding JWT (three dot-separated base64url parts).
+const MandatePattern = `^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+(~[A-Za-z0-9_-]+)*(~([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)?)?$`
+
+// upstreamMandatePattern is UCP 2026-04-08's checkout_mandate pattern.
+const upstreamMandatePattern = `^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+(~[A-Za-z0-9_-]+)*$`
 
 // Result is the derived tree: relative path (slash-separated) -> file bytes.
 type Result struct {
