@@ -47,6 +47,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSignatureInput$$' -fuzztime=$(FUZZTIME) ./httpsig/
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=$(FUZZTIME) ./internal/jsonmembers/
 	$(GO) test -run='^$$' -fuzz='^FuzzMandate$$' -fuzztime=$(FUZZTIME) ./protocol/ap2/
+	$(GO) test -run='^$$' -fuzz='^FuzzToolArguments$$' -fuzztime=$(FUZZTIME) ./services/edge/
+	$(GO) test -run='^$$' -fuzz='^FuzzMCPMessage$$' -fuzztime=$(FUZZTIME) ./services/edge/
 
 ## fuzz-short: the test run's few seconds of each, counted in executions: a duration can end a
 ## run with a spurious "context deadline exceeded" on a loaded machine (golang/go#75804, fixed in
@@ -58,6 +60,8 @@ fuzz-short:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSignatureInput$$' -fuzztime=40000x ./httpsig/
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=40000x ./internal/jsonmembers/
 	$(GO) test -run='^$$' -fuzz='^FuzzMandate$$' -fuzztime=5000x ./protocol/ap2/
+	$(GO) test -run='^$$' -fuzz='^FuzzToolArguments$$' -fuzztime=2000x ./services/edge/
+	$(GO) test -run='^$$' -fuzz='^FuzzMCPMessage$$' -fuzztime=5000x ./services/edge/
 
 ## build: the two binaries into bin/
 build:
@@ -144,19 +148,20 @@ chaos-short:
 	$(GO) run ./cmd/bcpchaos --short --bcpd bin/bcpd $(CHAOS_FLAGS)
 
 ## chaos-ha: the failover run (6-10 minutes on 2 cores): one bcpd per role (two edges, two checkouts) and
-## bcpd pspsim (with make chaos's PSP faults) on a pg_auto_failover formation; 3 primary failovers
-## (the last two fail back) and 12 service-process SIGKILLs under purchases over both edges, then the
-## chaos invariants and the failover checks
-## (time to the first success on the new primary, answers meanwhile, a suspension reaching both
-## edges, the standby holding what the primary holds). Needs pg_autoctl (postgresql-15-auto-failover,
+## bcpd pspsim (with make chaos's PSP faults) on a pg_auto_failover formation; 4 primary failovers
+## (each failing back; the 1st and 3rd lose the primary's host: its postmaster and pg_autoctl keeper
+## SIGKILLed together, the others its PostgreSQL alone) and 12 service-process SIGKILLs under
+## purchases over both edges, then the chaos invariants and the failover checks (first success on
+## the new primary ≤ 15 s after each kill, every answer meanwhile within the request deadline, a
+## suspension reaching both edges, the standby holding what the primary holds). Needs pg_autoctl (postgresql-15-auto-failover,
 ## pg-auto-failover-cli). Results: docs/performance.md, "Failover under load".
 chaos-ha:
 	@scripts/ensure-postgres.sh
 	$(GO) build -o bin/bcpd ./cmd/bcpd
 	$(GO) run ./cmd/bcpchaos --ha --bcpd bin/bcpd $(CHAOS_FLAGS)
 
-## chaos-ha-short: its CI form (1 failover, a kill of each role, recovery jobs fast-forwarded; about
-## 2 minutes; also BCP_CHAOS=1 go test ./platform/chaos -run TestChaosHAShort, which make test runs)
+## chaos-ha-short: its CI form (2 failovers: a lost host, then a PostgreSQL crash; a kill of each
+## role, recovery jobs fast-forwarded; about 1½-2½ minutes; also BCP_CHAOS=1 go test ./platform/chaos -run TestChaosHAShort, which make test runs)
 chaos-ha-short:
 	@scripts/ensure-postgres.sh
 	$(GO) build -o bin/bcpd ./cmd/bcpd

@@ -384,9 +384,10 @@ func TestCatalogOverMCPAndREST(t *testing.T) {
 			wantCatalogError(t, dr, dr.op(t, alfa.host, "search_catalog", map[string]any{"pagination": map[string]any{"limit": 0}}), "invalid_params", "$.catalog.pagination.limit")
 			wantCatalogError(t, dr, dr.op(t, alfa.host, "lookup_catalog", map[string]any{"ids": []any{}}), "invalid_params", "$.catalog.ids")
 			wantCatalogError(t, dr, dr.op(t, alfa.host, "get_product", map[string]any{}), "invalid_params", "$.catalog.id")
-			// Text PostgreSQL cannot hold is refused at its path, not a 500.
-			wantCatalogError(t, dr, dr.op(t, alfa.host, "lookup_catalog", map[string]any{"ids": []any{"var_cam", "var\x00cam"}}), "invalid_id", "$.catalog.ids[1]")
-			wantCatalogError(t, dr, dr.op(t, alfa.host, "get_product", map[string]any{"id": "prd\x00cam"}), "invalid_id", "$.catalog.id")
+			// Text PostgreSQL cannot hold is refused at its path, not a 500
+			// (the edge's input guard, as for every tool).
+			wantCatalogError(t, dr, dr.op(t, alfa.host, "lookup_catalog", map[string]any{"ids": []any{"var_cam", "var\x00cam"}}), "invalid_params", "$.catalog.ids[1]")
+			wantCatalogError(t, dr, dr.op(t, alfa.host, "get_product", map[string]any{"id": "prd\x00cam"}), "invalid_params", "$.catalog.id")
 			wantCatalogError(t, dr, dr.op(t, alfa.host, "search_catalog", map[string]any{"filters": map[string]any{"price": map[string]any{"max": -1}}}), "invalid_params", "$.catalog.filters.price.max")
 
 			// get_product: a variant id comes first; an unknown id (or the

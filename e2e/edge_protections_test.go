@@ -121,14 +121,26 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 		var ne net.Error
 		return !(errors.As(err, &ne) && ne.Timeout())
 	}
+	// A stalled body is answered (400, a JSON-RPC error) with Connection:
+	// close, and the connection closed then, not after the idle limit.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	open := 0
+	open, kept := 0, 0
 	for _, c := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if !closedByServer(c, c) {
+			_ = c.SetReadDeadline(start.Add(bound))
+			r := bufio.NewReader(c)
+			if resp, err := http.ReadResponse(r, nil); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				if resp.StatusCode != http.StatusBadRequest || !resp.Close {
+					mu.Lock()
+					kept++
+					mu.Unlock()
+				}
+			}
+			if !closedByServer(c, r) {
 				mu.Lock()
 				open++
 				mu.Unlock()
@@ -139,6 +151,9 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	wg.Wait()
 	if open > 0 {
 		t.Errorf("%d of %d connections with a stalled body still open %s after they were opened (body limit %s)", open, stalled, bound, limit)
+	}
+	if kept > 0 {
+		t.Errorf("%d of %d stalled bodies not answered 400 with Connection: close", kept, stalled)
 	}
 	if !idleClosed {
 		t.Errorf("an idle keep-alive connection is still open after %s (idle limit %s)", bound, limit)
@@ -317,6 +332,93 @@ func TestNULInArgumentsIsInvalidParams(t *testing.T) {
 	// Nothing was stored on the way: the checkout is as created.
 	if _, got := a.call("get_checkout", map[string]any{"id": c.ID}); got.Buyer == nil || got.Buyer.FirstName != "Ana" {
 		t.Fatalf("checkout after the refused updates: buyer %+v", got.Buyer)
+	}
+}
+
+// Behind authentication, on a real listener: every MCP transport error is
+// a JSON-RPC error with its code and HTTP status (issue 32), a batch is
+// refused before any of its calls runs, and a NUL or invalid UTF-8 in a
+// cart tool's arguments (carts were never checked: -32603 and HTTP 500
+// from PostgreSQL) is invalid params at its path over both bindings.
+func TestMCPTransportAndCartGuardBehindAuthentication(t *testing.T) {
+	s := newProtectedShop(t, "transporte.localhost", nil)
+	key, err := s.r.ClientsWithToken(operatorToken).Tenants.CreateAPIKey(context.Background(), connect.NewRequest(&tenantsv1.CreateAPIKeyRequest{
+		Tenant: s.host, AgentProfileUrl: s.profile, Label: "transport"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := map[string]string{"X-API-Key": key.Msg.GetSecret()}
+	with := func(extra map[string]string) map[string]string {
+		h := maps.Clone(auth)
+		maps.Copy(h, extra)
+		return h
+	}
+	meta := `"meta":{"ucp-agent":{"profile":"` + s.profile + `"}}`
+	create := func(id int, cart string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"create_cart","arguments":{%s,"cart":%s}}}`, id, meta, cart)
+	}
+	okCart := `{"line_items":[{"item":{"id":"var_cam"},"quantity":1}]}`
+	for _, tc := range []struct {
+		name   string
+		body   string
+		hdr    map[string]string
+		status int
+		code   int64
+	}{
+		{"invalid JSON", `{"jsonrpc":"2.0","id":1,`, nil, 400, -32700},
+		{"100 000-deep nesting", strings.Repeat("[", 100000) + strings.Repeat("]", 100000), nil, 400, -32700},
+		{"unknown method", `{"jsonrpc":"2.0","id":2,"method":"carts/steal"}`, nil, 404, -32601},
+		{"empty batch", `[]`, nil, 400, -32600},
+		{"batch of two tools/call", "[" + create(3, okCart) + "," + create(4, okCart) + "]", map[string]string{"MCP-Protocol-Version": "2025-03-26"}, 400, -32600},
+		{"wrong Content-Type", create(5, okCart), map[string]string{"Content-Type": "text/plain"}, 415, -32600},
+		{"wrong Accept", create(6, okCart), map[string]string{"Accept": "application/json"}, 406, -32600},
+	} {
+		a := rawRPC(t, s.r.PublicAddr, s.host, with(tc.hdr), tc.body)
+		// One error object answering the request; for the batch, not an
+		// array of answers: none of its calls ran.
+		if a.status != tc.status || a.msg.Error == nil || a.msg.Error.Code != tc.code || !strings.HasPrefix(a.header.Get("Content-Type"), "application/json") || !bytes.HasPrefix(a.body, []byte("{")) {
+			t.Errorf("%s: HTTP %d %.300s, want %d and JSON-RPC %d", tc.name, a.status, a.body, tc.status, tc.code)
+		}
+	}
+	// NUL and invalid UTF-8 in a cart's strings, over MCP and REST.
+	rest := restClientFor(t, s.r, s.host, s.profile)
+	for _, tc := range []struct {
+		name, cart, path string
+	}{
+		{"NUL in an item id", `{"line_items":[{"item":{"id":"var\u0000cam"},"quantity":1}]}`, "$.cart.line_items[0].item.id"},
+		{"NUL in the buyer's e-mail", `{"line_items":[{"item":{"id":"var_cam"},"quantity":1}],"buyer":{"email":"a\u0000@example.com"}}`, "$.cart.buyer.email"},
+		{"invalid UTF-8 in a discount code", "{\"line_items\":[{\"item\":{\"id\":\"var_cam\"},\"quantity\":1}],\"discounts\":{\"codes\":[\"BEM\xffVINDO\"]}}", "$.cart.discounts.codes[0]"},
+	} {
+		a := rawRPC(t, s.r.PublicAddr, s.host, auth, create(10, tc.cart))
+		var p struct {
+			Error struct {
+				Code int64 `json:"code"`
+				Data struct {
+					Code  string   `json:"code"`
+					Paths []string `json:"paths"`
+				} `json:"data"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(a.body, &p)
+		if p.Error.Code != -32602 || p.Error.Data.Code != "invalid_params" || !slices.Equal(p.Error.Data.Paths, []string{tc.path}) {
+			t.Errorf("MCP %s: HTTP %d %.300s, want -32602 at %s", tc.name, a.status, a.body, tc.path)
+		}
+		req, _ := http.NewRequest(http.MethodPost, "http://"+s.r.PublicAddr+"/bcp/rest/carts", strings.NewReader(tc.cart))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := rest.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		var flat struct {
+			Code  string   `json:"code"`
+			Paths []string `json:"paths"`
+		}
+		_ = json.Unmarshal(raw, &flat)
+		if resp.StatusCode != http.StatusBadRequest || flat.Code != "invalid_params" || !slices.Equal(flat.Paths, []string{tc.path}) {
+			t.Errorf("REST %s: HTTP %d %s, want 400 at %s", tc.name, resp.StatusCode, raw, tc.path)
+		}
 	}
 }
 

@@ -18,8 +18,11 @@ const (
 	RPCProtocol      = -32000 // auth, signature, rate limit, idempotency conflict, unavailable
 	RPCDiscovery     = -32001 // profile, discovery, version
 	RPCInvalidParams = -32602
-	RPCInvalid       = -32600 // digest mismatch, unsupported algorithm
+	RPCInvalid       = -32600 // invalid request: a batch, not a request object, digest mismatch, unsupported algorithm
 	RPCInternal      = -32603
+	// The MCP transport's own (services/edge/transport.go).
+	RPCParseError     = -32700 // the body is not JSON
+	RPCMethodNotFound = -32601
 )
 
 // InternalCode is the data.code of an internal error.

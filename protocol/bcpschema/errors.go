@@ -24,8 +24,9 @@ type Violation struct {
 	Path string
 	// Keyword is the JSON Schema keyword that failed ("required", "type",
 	// "minimum", "format", ...); "false" or "not" for a forbidden member
-	// (the tool schemas use {"not": {}}), "nul" for a NUL character, "json" when
-	// the input is not JSON.
+	// (the tool schemas use {"not": {}}), "nul" for a NUL character, "utf8"
+	// for text that is not UTF-8, "size" beyond the input guard's limits
+	// (CheckInput), "json" when the input is not JSON.
 	Keyword string
 	Message string
 }

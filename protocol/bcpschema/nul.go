@@ -1,14 +1,14 @@
 package bcpschema
 
 import (
-	"bytes"
 	"slices"
 	"strconv"
 	"strings"
 )
 
 // nulViolations reports every string in inst (member names included) that
-// holds a NUL character, at its JSONPath. JSON allows "\u0000" in strings
+// holds a NUL character, at its JSONPath: the input guard (CheckInput) for
+// arguments already decoded. JSON allows "\u0000" in strings
 // and the schemas do not forbid it, but nothing in BCP means it, PostgreSQL
 // text cannot store it (ids and e-mails failed deep in a query as internal
 // errors) and where it could be stored it hides the rest of a name from C
@@ -61,9 +61,3 @@ func nulError(inst any) *ValidationError {
 	}
 	return e
 }
-
-// mayHoldNUL is a cheap pre-check on raw JSON: a NUL in a JSON string is
-// always written as the escape \u0000 (a raw 0x00 byte is not valid JSON).
-// False positives (an escaped backslash followed by u0000) only cost the
-// walk.
-func mayHoldNUL(raw []byte) bool { return bytes.Contains(raw, []byte(`\u0000`)) }

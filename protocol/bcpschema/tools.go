@@ -53,11 +53,8 @@ type rootSpec struct {
 	// named by a top-level id argument except on create.
 	resource bool
 	// composed: the schemas depend on the negotiated checkout capabilities.
+	// (NULs, invalid UTF-8 and sizes are every root's: CheckInput.)
 	composed bool
-	// nul: a NUL character anywhere in the arguments is a violation here.
-	// The catalog reports NULs in its own fields itself (invalid_id at the
-	// field's path), and carts have never been checked; see NewToolValidator.
-	nul bool
 }
 
 // toolDoc builds a tool's self-contained input or output schema.
@@ -67,8 +64,8 @@ var roots map[Root]rootSpec
 
 func init() {
 	roots = map[Root]rootSpec{
-		RootCheckout:       {in: toolInputDoc, out: toolOutputDoc, member: "checkout", resource: true, composed: true, nul: true},
-		RootOrder:          {in: toolInputDoc, out: toolOutputDoc, resource: true, nul: true},
+		RootCheckout:       {in: toolInputDoc, out: toolOutputDoc, member: "checkout", resource: true, composed: true},
+		RootOrder:          {in: toolInputDoc, out: toolOutputDoc, resource: true},
 		RootCart:           {in: cartToolInputDoc, out: cartToolOutputDoc, member: "cart", resource: true},
 		RootCatalogSearch:  {in: catalogToolInputDoc, out: catalogToolOutputDoc, member: "catalog"},
 		RootCatalogLookup:  {in: catalogToolInputDoc, out: catalogToolOutputDoc, member: "catalog"},
@@ -200,11 +197,17 @@ func toolInputDoc(st *store, t Tool, capabilities []string) (map[string]any, err
 			return nil, err
 		}
 		b.defs["checkout"] = root
-		props["checkout"] = map[string]any{
+		checkout := map[string]any{
 			"$ref":        "#/$defs/checkout",
 			"description": fmt.Sprintf("Checkout payload resolved for the %s operation. MUST NOT contain id: existing checkouts are identified by the top-level id argument.", t.Op),
 			"properties":  map[string]any{"id": forbidden()},
 		}
+		if t.Op == OpCreate { // cart_id instead of line_items (cartid.go)
+			if err := convertibleOnCreate(b.defs, checkout); err != nil {
+				return nil, err
+			}
+		}
+		props["checkout"] = checkout
 		required = append(required, "checkout")
 	}
 	doc := b.document(map[string]any{
@@ -266,7 +269,7 @@ func toolOutputDoc(st *store, t Tool, capabilities []string) (map[string]any, er
 	}), nil
 }
 
-var schemaCache sync.Map // "in|" or "out|" + Tool.cacheKey -> []byte
+var schemaCache sync.Map // "in|", "out|" or "adv|" + Tool.cacheKey -> []byte
 
 func cachedToolSchema(kind string, t Tool, capabilities []string) (json.RawMessage, error) {
 	r, err := rootOf(t)
@@ -282,8 +285,11 @@ func cachedToolSchema(kind string, t Tool, capabilities []string) (json.RawMessa
 		return nil, err
 	}
 	build := r.in
-	if kind == "out" {
+	switch kind {
+	case "out":
 		build = r.out
+	case "adv":
+		build = advertisedDoc
 	}
 	doc, err := build(st, t, capabilities)
 	if err != nil {

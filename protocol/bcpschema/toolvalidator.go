@@ -25,7 +25,6 @@ type compiledTool struct {
 	tool Tool
 	in   *jsonschema.Schema
 	out  *jsonschema.Schema // nil until ValidateResult needs it
-	nul  bool               // NULs are violations (rootSpec.nul)
 }
 
 // NewToolValidator compiles the schemas of tools for the checkout
@@ -57,7 +56,7 @@ func NewToolValidator(tools []Tool, capabilities ...string) (*ToolValidator, err
 		if err != nil {
 			return nil, err
 		}
-		ct := &compiledTool{tool: t, nul: r.nul}
+		ct := &compiledTool{tool: t}
 		if ct.in, err = c.compile(in); err != nil {
 			return nil, fmt.Errorf("bcpschema: compiling %s input: %w", t.Name, err)
 		}
@@ -76,10 +75,11 @@ func (v *ToolValidator) tool(name string) (*compiledTool, error) {
 
 // ValidateToolInput validates the arguments of an MCP tool call. args is the
 // raw params.arguments; empty input counts as {}. It returns a
-// *ValidationError (invalid JSON is reported as keyword "json" at $; on
-// checkout and order tools a NUL character in any string or member name as
-// keyword "nul" at that string's path, before the schema is applied), or an
-// error wrapping ErrUnknownTool.
+// *ValidationError, or an error wrapping ErrUnknownTool. Before the schema,
+// every tool's arguments pass the input guard (CheckInput): invalid JSON
+// is keyword "json" at $; a NUL character, text that is not UTF-8 and
+// sizes beyond the guard's limits are keywords "nul", "utf8" and "size"
+// at the offending string's or value's path.
 func (v *ToolValidator) ValidateToolInput(tool string, args json.RawMessage) error {
 	t, err := v.tool(tool)
 	if err != nil {
@@ -88,14 +88,12 @@ func (v *ToolValidator) ValidateToolInput(tool string, args json.RawMessage) err
 	if len(args) == 0 {
 		return validate(t.in, map[string]any{})
 	}
+	if e := CheckInput(args); e != nil {
+		return e
+	}
 	inst, err := decodeJSON(args)
 	if err != nil {
 		return jsonError(err)
-	}
-	if t.nul && mayHoldNUL(args) {
-		if e := nulError(inst); e != nil {
-			return e
-		}
 	}
 	return validate(t.in, inst)
 }
@@ -111,10 +109,10 @@ func (v *ToolValidator) ValidateToolInputValue(tool string, args any) error {
 	if args == nil {
 		args = map[string]any{}
 	}
-	if t.nul {
-		if e := nulError(args); e != nil {
-			return e
-		}
+	// Decoded text is UTF-8 already (invalid input became U+FFFD on the
+	// way): only NULs are left to find.
+	if e := nulError(args); e != nil {
+		return e
 	}
 	return validate(t.in, args)
 }

@@ -208,8 +208,10 @@ func TestConcurrentCompletesChargeOnce(t *testing.T) {
 		switch {
 		case a.c.Status == bcp.StatusCompleted && len(a.c.Messages) == 0:
 			completed++
-		case hasMessage(a.c, "payment_in_progress") || hasMessage(a.c, "already_completed"):
+		case a.c.Status == bcp.StatusCompleted && hasMessage(a.c, "already_completed") && len(errorsOf(a.c)) == 0:
+		case a.c.Status == bcp.StatusCompleteInProgress && hasMessage(a.c, "payment_in_progress"):
 		default:
+			// Never completed with payment_in_progress (issue 32).
 			t.Errorf("answer %s %v", a.c.Status, msgs(a.c))
 		}
 	}

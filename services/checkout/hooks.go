@@ -8,6 +8,10 @@ type Step string
 
 // The steps, in the order a completion and a cancel pass them.
 const (
+	// StepReady: a completion found the session ready and its total as
+	// shown; nothing claimed yet (another completion, an update or a
+	// cancel may still win the claim).
+	StepReady Step = "ready"
 	// StepClaimed: the session is complete_in_progress with its attempt;
 	// no stock taken, nothing sent to the payments service.
 	StepClaimed Step = "claimed"

@@ -619,6 +619,15 @@ func TestCancelBetweenCompletionSteps(t *testing.T) {
 			if completed != nil && completed.Status != tc.want {
 				t.Errorf("complete answered %s, want %s", completed.Status, tc.want)
 			}
+			// The completion's answer says what happened (issue 32): one
+			// the cancel overtook says the checkout was canceled; one that
+			// completed has no error.
+			if completed != nil && tc.want == bcp.StatusCanceled && !slices.Equal(errorsOf(completed), []string{"error " + bcp.CodeCheckoutNotModifiable + " recoverable $.status"}) {
+				t.Errorf("a complete that lost to a cancel answered %v", msgs(completed))
+			}
+			if completed != nil && tc.want == bcp.StatusCompleted && len(errorsOf(completed)) > 0 {
+				t.Errorf("a complete that won answered errors %v", errorsOf(completed))
+			}
 			if m := e.settledMoney(c.ID); m.status != tc.want {
 				t.Errorf("ledgers: %+v", m)
 			}

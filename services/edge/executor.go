@@ -186,11 +186,24 @@ type opRequest struct {
 // outcome (resource or error_response, with its "ucp" envelope); a
 // *protoError means the request was not processed.
 func (m *mcpEdge) run(ctx context.Context, req opRequest) (json.RawMessage, error) {
+	// The request deadline (Config.RequestTimeout), which the MCP SDK
+	// does not hand its tool handlers with the request's context.
+	ctx, cancel := withRequestDeadline(ctx)
+	defer cancel()
 	// Rate limits first, for every operation of every binding: a refused
 	// request costs no validation, profile fetch or service call
 	// (ratelimit.go).
 	if pe := m.e.limits.check(ctx); pe != nil {
 		return nil, pe
+	}
+	// Then the input guard, the same for every operation of both
+	// bindings, before any family's own validation: a NUL character, text
+	// that is not UTF-8 or a size beyond the guard's limits anywhere in
+	// the arguments is invalid params at its path, and never reaches a
+	// service (PostgreSQL cannot store a NUL; encoding/json would turn
+	// invalid UTF-8 into U+FFFD on the way).
+	if e := bcpschema.CheckInput(req.args); e != nil {
+		return nil, invalidParams(e)
 	}
 	return req.op.family.run(m, ctx, req)
 }

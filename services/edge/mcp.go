@@ -68,12 +68,12 @@ type mcpEdge struct {
 	validators map[string]*bcpschema.ToolValidator // capability set → validator
 
 	smu     sync.Mutex
-	schemas map[string][2]json.RawMessage // tool + capability set → input, output
+	schemas map[string]json.RawMessage // tool + capability set → advertised input schema
 }
 
 func newMCPEdge(e *Edge, c Clients, profiles *agentprofile.Fetcher, log *slog.Logger) *mcpEdge {
 	m := &mcpEdge{e: e, checkout: c.Checkout, orders: c.Orders, catalog: c.Catalog, tenants: c.Tenants, profiles: profiles, log: log,
-		servers: map[string]*mcp.Server{}, offers: map[string]agentprofile.BusinessOffer{}, shared: map[string]any{}, tools: Tools(), validators: map[string]*bcpschema.ToolValidator{}, schemas: map[string][2]json.RawMessage{}}
+		servers: map[string]*mcp.Server{}, offers: map[string]agentprofile.BusinessOffer{}, shared: map[string]any{}, tools: Tools(), validators: map[string]*bcpschema.ToolValidator{}, schemas: map[string]json.RawMessage{}}
 	m.handler = mcp.NewStreamableHTTPHandler(m.serverFor, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
 		JSONResponse: true,
@@ -87,8 +87,16 @@ func newMCPEdge(e *Edge, c Clients, profiles *agentprofile.Fetcher, log *slog.Lo
 }
 
 func (m *mcpEdge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w, r = withRPCStatus(w, r)
-	m.handler.ServeHTTP(w, r)
+	// Transport errors are JSON-RPC errors, from one place (transport.go).
+	id, te := checkTransport(r)
+	if te != nil {
+		te.write(w)
+		return
+	}
+	tw := &transportWriter{ResponseWriter: w, id: id}
+	sw, r := withRPCStatus(tw, r)
+	m.handler.ServeHTTP(sw, r)
+	tw.finish()
 }
 
 func (m *mcpEdge) invalidate(tenantID string) {
@@ -133,19 +141,21 @@ func (m *mcpEdge) serverFor(r *http.Request) *mcp.Server {
 
 // buildServer makes the MCP server of a capability set: its tools' schemas
 // follow the capabilities; the merchant comes from each request's context.
+// Tools advertise compact input schemas and no output schema (toolSchema);
+// the initialize result's instructions teach the purchase flow.
 func (m *mcpEdge) buildServer(caps []string) (*mcp.Server, error) {
 	// Shared by merchants: the merchant's name is in its profile
 	// (/.well-known/bcp), not in serverInfo.
 	s := mcp.NewServer(&mcp.Implementation{Name: "bcp-checkout", Title: "BCP checkout", Version: bcpnames.Version},
-		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
+		&mcp.ServerOptions{Instructions: instructions, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
 	s.AddReceivingMiddleware(m.e.usage.mcpMiddleware())
 	for i := range operations {
 		op := &operations[i]
-		in, out, err := m.toolSchemas(op, caps)
+		in, err := m.toolSchema(op, caps)
 		if err != nil {
 			return nil, err
 		}
-		s.AddTool(&mcp.Tool{Name: op.name, Title: op.title, Description: op.description, InputSchema: in, OutputSchema: out}, m.toolHandler(op))
+		s.AddTool(&mcp.Tool{Name: op.name, Title: op.title, Description: op.description, InputSchema: in}, m.toolHandler(op))
 	}
 	return s, nil
 }
@@ -176,34 +186,36 @@ func (m *mcpEdge) toolHandler(op *operation) mcp.ToolHandler {
 	}
 }
 
-// toolSchemas returns a tool's input and output schemas for a capability
-// set, built once per set and shared by every merchant with that set.
-// They stay raw JSON: parsing them into the SDK's schema type would drop
-// BCP annotations agents should see.
-func (m *mcpEdge) toolSchemas(op *operation, caps []string) (json.RawMessage, json.RawMessage, error) {
+// toolSchema returns the input schema a tool advertises for a capability
+// set (bcpschema.ToolAdvertisedSchema), built once per set and shared by
+// every merchant with that set. Every tool definition lands in the agent
+// model's context, so the advertised schema is the compact one, in the
+// keywords single-type function-calling dialects accept; arguments are
+// still validated against the full schema (validator). No tool declares
+// an outputSchema: MCP makes it optional, the full ones cost 21–39 KB a
+// tool, and results are the BCP resources the descriptions name
+// (bcpschema.ToolOutputSchema still describes them; tests validate answers
+// against it).
+func (m *mcpEdge) toolSchema(op *operation, caps []string) (json.RawMessage, error) {
 	key := op.name + "|" + strings.Join(caps, ",")
 	m.smu.Lock()
 	defer m.smu.Unlock()
-	if p, ok := m.schemas[key]; ok {
-		return p[0], p[1], nil
+	if in, ok := m.schemas[key]; ok {
+		return in, nil
 	}
-	in, err := bcpschema.ToolInputSchema(op.tool(), caps)
+	in, err := bcpschema.ToolAdvertisedSchema(op.tool(), caps)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	out, err := bcpschema.ToolOutputSchema(op.tool(), caps)
-	if err != nil {
-		return nil, nil, err
-	}
-	m.schemas[key] = [2]json.RawMessage{in, out}
-	return in, out, nil
+	m.schemas[key] = in
+	return in, nil
 }
 
 // checkoutCapabilities keeps the capabilities that shape checkout payloads.
 func checkoutCapabilities(all []string) []string {
 	var out []string
 	for _, c := range all {
-		if info, ok := bcpnames.LookupCapability(c); ok && (c == bcpnames.Checkout || info.Extends == bcpnames.Checkout) {
+		if info, ok := bcpnames.LookupCapability(c); ok && (c == bcpnames.Checkout || info.ExtendsCapability(bcpnames.Checkout)) {
 			out = append(out, c)
 		}
 	}

@@ -132,9 +132,8 @@ func restArgs(req *http.Request, op *operation) (json.RawMessage, *protoError) {
 	}
 	b.Write(mj)
 	if id := req.PathValue("id"); id != "" {
-		ij, _ := json.Marshal(id)
 		b.WriteString(`,"id":`)
-		b.Write(ij)
+		writeRawString(&b, id)
 	}
 	if member != "" {
 		body, err := io.ReadAll(io.LimitReader(req.Body, maxMCPBody+1))
@@ -146,15 +145,42 @@ func restArgs(req *http.Request, op *operation) (json.RawMessage, *protoError) {
 			return nil, &protoError{status: http.StatusBadRequest, rpcCode: codeInvalidParams, code: "invalid_params",
 				content: "the body must be the " + member + " as a JSON object", violations: []violation{{Path: "$." + member, Message: "not a JSON object"}}}
 		}
-		body, perr := dropBodyID(body, req.PathValue("id"), member)
-		if perr != nil {
-			return nil, perr
+		// A body the input guard refuses goes to it as sent, so that it
+		// names what it found there (dropBodyID re-encodes the body, and
+		// encoding/json would make invalid UTF-8 in member names valid).
+		if bcpschema.CheckInput(body) == nil {
+			var perr *protoError
+			if body, perr = dropBodyID(body, req.PathValue("id"), member); perr != nil {
+				return nil, perr
+			}
 		}
 		b.WriteString(`,"` + member + `":`)
 		b.Write(body)
 	}
 	b.WriteByte('}')
 	return json.RawMessage(b.Bytes()), nil
+}
+
+// writeRawString writes s as a JSON string with its bytes as they are:
+// unlike json.Marshal, invalid UTF-8 is kept (not turned into U+FFFD) for
+// the input guard to refuse at its path.
+func writeRawString(b *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&0xf])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
 }
 
 // dropBodyID removes the checkout's own "id" from a REST body. The

@@ -14,7 +14,7 @@ const (
 	CodeProtocol       = -32000 // authentication, signatures, unavailable
 	CodeDiscovery      = -32001 // agent profile errors
 	CodeInvalidRequest = -32600 // digest_mismatch, algorithm_unsupported, unreadable request
-	CodeInvalidParams  = -32602 // a NUL in the agent profile URL
+	CodeInvalidParams  = -32602 // a NUL or invalid UTF-8 in the agent profile URL
 	CodeInternal       = -32603
 )
 
@@ -24,8 +24,9 @@ const (
 	ErrCodeUnauthenticated = "unauthenticated"
 	// The tenant requires a signature and the request carries none.
 	ErrCodeSignatureMissing = "signature_missing"
-	// A signature does not verify, misses a required component, or is
-	// outside its created/expires window.
+	// A signature does not verify, misses a required component, is
+	// outside its created/expires window, lacks created or nonce where the
+	// merchant requires them, or carries a nonce already used (replay.go).
 	ErrCodeSignatureInvalid = "signature_invalid"
 	// The keyid names no signing key of the agent profile (after one
 	// forced profile refresh).
@@ -65,6 +66,9 @@ type Failure struct {
 	Paths []string
 	// Challenge adds WWW-Authenticate / Accept-Signature.
 	Challenge challenge
+	// acceptParams are the signature parameters Accept-Signature asks for
+	// (";created", ";created;nonce"): the tenant's requirements.
+	acceptParams string
 }
 
 type challenge int
@@ -117,10 +121,10 @@ func failureHeaders(h http.Header, f *Failure) {
 	case challengeAPIKey:
 		h.Set("WWW-Authenticate", `Bearer realm="bcp"`)
 	case challengeSignature:
-		h.Set("Accept-Signature", acceptSignature)
+		h.Set("Accept-Signature", acceptSignature+f.acceptParams)
 	case challengeBoth:
 		h.Set("WWW-Authenticate", `Bearer realm="bcp"`)
-		h.Set("Accept-Signature", acceptSignature)
+		h.Set("Accept-Signature", acceptSignature+f.acceptParams)
 	}
 	if f.Status == http.StatusServiceUnavailable {
 		h.Set("Retry-After", "1")

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bcpdev/bcp/internal/jsonmembers"
+	"github.com/bcpdev/bcp/protocol/bcpschema"
 )
 
 // rpcMessage is what authentication needs from one JSON-RPC message.
@@ -31,11 +32,12 @@ type rpcRequest struct {
 // member: authentication and the MCP SDK might read different copies.
 var errDuplicateMember = jsonmembers.ErrDuplicate
 
-// errNULProfile is a profile holding a NUL character: invalid params, as
-// the executor answers for a NUL in any other argument (bcpschema), at
-// ProfilePath. It is refused here, before it is compared with an API
-// key's binding or fetched.
-var errNULProfile = errors.New(`meta["ucp-agent"].profile must not contain a NUL character`)
+// errNULProfile is a profile holding a NUL character or text that is not
+// UTF-8: invalid params, as the executor's input guard (bcpschema.CheckInput)
+// answers for any other argument, at ProfilePath. It is refused here,
+// before it is compared with an API key's binding or fetched (decoded,
+// invalid UTF-8 would have become U+FFFD and mismatched the binding).
+var errNULProfile = errors.New(`meta["ucp-agent"].profile must not contain a NUL character or text that is not UTF-8`)
 
 // ProfilePath is the JSONPath of the agent profile in tool arguments.
 const ProfilePath = "$.meta['ucp-agent'].profile"
@@ -119,13 +121,15 @@ func parseMessage(raw json.RawMessage) (rpcMessage, bool, error) {
 		return m, false, errBadProfile
 	}
 	if p, ok := ua["profile"]; ok {
+		if e := bcpschema.CheckInput(p); e != nil && len(e.Violations) > 0 {
+			if k := e.Violations[0].Keyword; k == bcpschema.KeywordNUL || k == bcpschema.KeywordUTF8 {
+				return m, false, errNULProfile
+			}
+		}
 		if json.Unmarshal(p, &m.profile) != nil || strings.TrimSpace(m.profile) == "" {
 			return m, false, errBadProfile
 		}
 		m.profile = strings.TrimSpace(m.profile)
-		if strings.IndexByte(m.profile, 0) >= 0 {
-			return m, false, errNULProfile
-		}
 	}
 	return m, true, nil
 }
