@@ -17,7 +17,12 @@ import (
 	"github.com/bcpdev/bcp/services/edge"
 )
 
-func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(childMain()) // a bcpd process of a test (recovery_test.go)
+	}
+	os.Exit(testdb.Main(m))
+}
 
 const (
 	operatorToken = "test-operator-token"

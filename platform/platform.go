@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -36,6 +37,7 @@ import (
 	"github.com/bcpdev/bcp/internal/hostname"
 	"github.com/bcpdev/bcp/internal/inproc"
 	"github.com/bcpdev/bcp/internal/jobs"
+	"github.com/bcpdev/bcp/internal/lease"
 	"github.com/bcpdev/bcp/internal/obs"
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/sealer"
@@ -202,6 +204,7 @@ type Running struct {
 	// webhookPort is the port PSPs post webhooks to (set when known).
 	webhookPort atomic.Pointer[string]
 	jobs        *jobs.Client
+	holder      *lease.Holder
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
 	srvs        []*http.Server
@@ -252,6 +255,17 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			return fail(fmt.Errorf("open database: %w", err))
 		}
 		r.Pool = pool
+		if cfg.hosts(Checkout) || cfg.hosts(Payments) || cfg.hosts(Orders) {
+			// The owner of the money-path work this process starts and of
+			// the jobs it runs, so that any process finishes them at once
+			// if this one dies (internal/lease; the services' recover.go,
+			// jobs.RescueGone).
+			h, err := lease.Start(ctx, cfg.DatabaseURL, instanceName(cfg), log)
+			if err != nil {
+				return fail(err)
+			}
+			r.holder = h
+		}
 	}
 
 	reg := prometheus.NewRegistry()
@@ -279,6 +293,10 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	var periodic []*river.PeriodicJob
 	var queues []string
 	var jobUsers []func(*jobs.Client)
+	// The services' recovery of the work a dead process left (their
+	// recover.go), started once the job client is: it settles, orders
+	// and announces.
+	var recoveries []func()
 	checks := map[string]obs.Check{}
 	if r.Pool != nil {
 		checks["database"] = r.Pool.Ping
@@ -339,6 +357,8 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		case Checkout:
 			svc := checkout.New(r.Pool, checkout.Clients{Catalog: clients.Catalog, Pricing: clients.Pricing, Tenants: clients.Tenants, Payments: clients.Payments, Orders: clients.Orders})
 			svc.UseHooks(cfg.CheckoutHooks)
+			svc.UseHolder(r.holder)
+			recoveries = append(recoveries, func() { svc.RunRecovery(ctx, log) })
 			svc.Metrics(reg)
 			checkout.AddWorkers(workers, svc)
 			queues = append(queues, jobs.QueueCheckout)
@@ -365,6 +385,8 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 				return fail(fmt.Errorf("payments (needs the master key): %w", err))
 			}
 			payments.AddWorkers(workers, svc)
+			svc.UseHolder(r.holder)
+			recoveries = append(recoveries, func() { svc.RunRecovery(ctx, log) })
 			queues = append(queues, jobs.QueuePayments)
 			r.goRun(func() { svc.Run(ctx, log) })
 			jobUsers = append(jobUsers, svc.UseJobs)
@@ -401,7 +423,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 				add()
 			}
 		}
-		jc, err := jobs.NewClient(r.Pool, workers, periodic, queues, log)
+		jc, err := jobs.NewClientAs(r.holder.ID(), r.Pool, workers, periodic, queues, log)
 		if err != nil {
 			return fail(fmt.Errorf("job client: %w", err))
 		}
@@ -412,6 +434,12 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			return fail(fmt.Errorf("start job client: %w", err))
 		}
 		r.jobs = jc
+	}
+	if r.jobs != nil && r.holder != nil {
+		recoveries = append(recoveries, func() { r.rescueJobs(ctx, log) })
+	}
+	for _, run := range recoveries {
+		r.goRun(run)
 	}
 	internal.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	for pattern, h := range cfg.InternalRoutes {
@@ -505,6 +533,43 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	}
 	r.InternalAddr = addr
 	return r, nil
+}
+
+// rescueJobs hands back, at start-up and every half second, the jobs
+// processes that are gone left running (jobs.RescueGone), instead of
+// river's two minutes.
+func (r *Running) rescueJobs(ctx context.Context, log *slog.Logger) {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	failing := false // logged once, not every pass (the database is down)
+	for {
+		n, err := jobs.RescueGone(ctx, r.Pool, r.holder.Gone)
+		switch {
+		case err != nil && ctx.Err() == nil && !failing:
+			log.WarnContext(ctx, "jobs: could not hand back the jobs of processes that are gone; trying every pass", "err", err)
+		case err == nil && n > 0:
+			log.InfoContext(ctx, "jobs: handed back the jobs of processes that are gone", "jobs", n)
+		}
+		failing = err != nil
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// instanceName names this process across its restarts, for its work's
+// recovery (lease.Start): the host, the roles and the internal address,
+// when that is fixed (a process listening on any free port has no
+// successor to recognise).
+func instanceName(cfg Config) string {
+	_, port, err := net.SplitHostPort(cfg.InternalAddr)
+	if err != nil || port == "" || port == "0" {
+		return ""
+	}
+	host, _ := os.Hostname()
+	return host + " " + strings.Join(cfg.Services, ",") + " " + cfg.InternalAddr
 }
 
 // ClientsWithToken returns clients that authenticate with token (e.g. the
@@ -674,11 +739,19 @@ func (r *Running) listenTLS(ctx context.Context, addr string, tlsCfg *tls.Config
 // the handler runs, and net/http cancels the request's context when its
 // background read hits it, so a call slower than the limit (a card charge
 // waiting on the PSP) would be cut off after its body had long arrived.
+//
+// A body that missed its deadline leaves the connection closed once the
+// answer is written (Connection: close): net/http does so itself when it
+// finds the request's own body unfinished, so the body is wrapped in a
+// copy of the request and the server's keeps its original. Wrapping it in
+// place hid the timeout from net/http, which then kept the connection
+// for its idle timeout after the 400 (issue 32: 30 s + 120 s).
 func bodyDeadline(d time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Body != nil && req.Body != http.NoBody {
 			rc := http.NewResponseController(w)
 			if rc.SetReadDeadline(time.Now().Add(d)) == nil {
+				req = req.WithContext(req.Context()) // a shallow copy
 				req.Body = &deadlineBody{ReadCloser: req.Body, rc: rc}
 			}
 		}
@@ -734,6 +807,7 @@ func (r *Running) Stop() {
 	if r.PSPSim != nil {
 		r.PSPSim.Stop()
 	}
+	r.holder.Close()
 	if r.Pool != nil {
 		r.Pool.Close()
 	}

@@ -125,21 +125,32 @@ if [ ! -d "$dir/monitor" ]; then
 fi
 as_pg "(setsid pg_autoctl run --pgdata $dir/monitor >>$dir/log/monitor.log 2>&1 &)"
 for _ in $(seq 1 60); do psql "postgres://postgres@127.0.0.1:$pg/pg_auto_failover?connect_timeout=2" -qAtc 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.5; done
-# Health checks every 2 s (timeout 2 s, two retries 1 s apart; the defaults
-# are 5 s, 5 s, 2 s), as bcpchaos --ha runs them (platform/chaos,
-# MonitorHealthChecks): a primary whose PostgreSQL does not come back is
-# failed over from in ≈ 12 s instead of ≈ 16 s.
+# The monitor's failover settings, as bcpchaos --ha runs them (platform/
+# chaos, MonitorSettings; deploy/README.md, "What makes the monitor fail
+# over"): health checks every 2 s (timeout 2 s, two retries 1 s apart; the
+# defaults are 5 s, 5 s, 2 s), a primary unhealthy once they fail and its
+# keeper has been silent 5 s (default 20 s), and the promoted standby
+# writable 5 s after the old primary was told to demote when its keeper
+# cannot confirm it (default 30 s). A lost host (postmaster and keeper
+# gone) is failed over from in ≈ 11 s instead of ≈ 50 s, a PostgreSQL that
+# stays down under a live keeper in ≈ 6 s.
 psql "postgres://postgres@127.0.0.1:$pg/pg_auto_failover" -qAt -v ON_ERROR_STOP=1 <<'SQL'
 ALTER SYSTEM SET pgautofailover.health_check_period = 2000;
 ALTER SYSTEM SET pgautofailover.health_check_timeout = 2000;
 ALTER SYSTEM SET pgautofailover.health_check_retry_delay = 1000;
 ALTER SYSTEM SET pgautofailover.health_check_max_retries = 2;
+ALTER SYSTEM SET pgautofailover.node_considered_unhealthy_timeout = 5000;
+ALTER SYSTEM SET pgautofailover.primary_demote_timeout = 5000;
 SELECT pg_reload_conf() \gset
 SQL
 for n in 1 2; do
   if [ ! -d "$dir/node$n" ]; then
     as_pg "pg_autoctl create postgres --pgdata $dir/node$n --pgport $((pg + n)) --hostname 127.0.0.1 --listen 127.0.0.1 --name node$n --auth trust --no-ssl --monitor '$monitor' >$dir/log/node$n.log 2>&1"
   fi
+  # A primary cut off from the monitor and its standby stops its PostgreSQL
+  # after 3 s (default 20 s), before the monitor's 5 s + 5 s let the standby
+  # take writes (KeeperSettings in platform/chaos).
+  as_pg "pg_autoctl config set --pgdata $dir/node$n timeout.network_partition_timeout 3 >/dev/null"
   as_pg "(setsid pg_autoctl run --pgdata $dir/node$n >>$dir/log/node$n.log 2>&1 &)"
   sleep 3
 done
@@ -167,8 +178,10 @@ CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public;
 ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF;
 ALTER FUNCTION public.word_similarity_op(text, text) LEAKPROOF;
 SQL
-owner="postgres://bcp_owner:owner@$hosts/bcp?target_session_attrs=read-write"
-app="postgres://bcp_service:service@$hosts/bcp?target_session_attrs=read-write"
+# connect_timeout: each host gets 2 s in turn (a host that is gone does not
+# refuse; deploy/README.md, "Database").
+owner="postgres://bcp_owner:owner@$hosts/bcp?target_session_attrs=read-write&connect_timeout=2"
+app="postgres://bcp_service:service@$hosts/bcp?target_session_attrs=read-write&connect_timeout=2"
 go build -o bin/bcpd ./cmd/bcpd
 go build -o bin/bcpctl ./cmd/bcpctl
 ./bin/bcpd migrate up --owner-database-url "$owner"
@@ -282,7 +295,9 @@ ha: running on one formation ($hosts, synchronous standby), one bcpd per role:
   logs        $dir/log/<name>.log; start a killed process again with $dir/run/<name>
   formation   XDG_CONFIG_HOME=$dir/xdg/config XDG_DATA_HOME=$dir/xdg/data pg_autoctl show state --pgdata $dir/monitor
               (as the postgres user when you are root: su postgres -c "...")
-  failover    the same with "perform failover", or kill -9 the primary's postmaster
+  failover    the same with "perform failover", or kill -9 the primary's postmaster (≈ 6 s), or the
+              process group of its pg_autoctl with it (its host lost: ≈ 11 s); then the same with
+              "run --pgdata $dir/node<n>" starts that keeper again and the node rejoins as the standby
 Ctrl-C stops everything.
 EOF
 # Until Ctrl-C: a process that exits (killed by hand, say) is reported and

@@ -5,6 +5,7 @@
 // (--psp-faults) and a share of wrong-amount Pix (--wrong-amount), then
 // invariant checks over SQL and MCP and the faults the simulator injected
 // by kind. With --ha, primary failovers of a pg_auto_failover formation
+// (the primary's PostgreSQL SIGKILLed, or with its keeper: its host lost)
 // and SIGKILLs of one-role processes instead. It exits 1 on a violation,
 // 2 when the run could not be carried out.
 //
@@ -40,10 +41,12 @@ func main() {
 	case short:
 		cfg = chaos.ShortConfig()
 	}
-	flag.Bool("short", false, "the CI form: 3 kills, 1 PostgreSQL restart, recovery jobs fast-forwarded (with --ha: 1 failover, 7 kills)")
+	flag.Bool("short", false, "the CI form: 3 kills, 1 PostgreSQL restart, recovery jobs fast-forwarded (with --ha: 2 failovers, 7 kills)")
 	flag.Bool("ha", false, "the failover run: one bcpd per role (two edges, two checkouts) on a pg_auto_failover formation; primary failovers and service-process kills")
-	flag.IntVar(&cfg.Failovers, "failovers", cfg.Failovers, "--ha: SIGKILLs of the primary's PostgreSQL (the standby is promoted; the next fails back)")
+	flag.IntVar(&cfg.Failovers, "failovers", cfg.Failovers, "--ha: SIGKILLs of the primary (the standby is promoted; the next fails back)")
+	flag.IntVar(&cfg.HostLosses, "host-losses", cfg.HostLosses, "--ha: of the failovers, how many SIGKILL the primary's pg_autoctl keeper with its postmaster (its host lost; alternating with PostgreSQL crashes, a host loss first)")
 	flag.DurationVar(&cfg.MaxFailover, "max-failover", cfg.MaxFailover, "--ha: fail when a failover's kill → first success on the new primary takes longer")
+	flag.DurationVar(&cfg.MaxAnswer, "max-answer", cfg.MaxAnswer, "--ha: fail when a call sent during a failover takes longer to be answered")
 	flag.DurationVar(&cfg.MaxSuspend, "max-suspend", cfg.MaxSuspend, "--ha: fail when a merchant suspended after a failover is served longer by an edge")
 	flag.Uint64Var(&cfg.Seed, "seed", 0, "random seed (0: from the clock; printed)")
 	flag.DurationVar(&cfg.Duration, "duration", cfg.Duration, "load phase (the fault schedule spreads over it)")
@@ -63,6 +66,7 @@ func main() {
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the run directory (PostgreSQL data, bcpd.log)")
 	flag.DurationVar(&cfg.MaxDownP99, "max-down-p99", cfg.MaxDownP99, "fail when the edge's p99 answer time while PostgreSQL is down exceeds this")
 	flag.DurationVar(&cfg.MaxRecovery, "max-recovery", cfg.MaxRecovery, "fail when the first success after PostgreSQL is back takes longer than this")
+	flag.DurationVar(&cfg.MaxKillRecovery, "max-kill-recovery", cfg.MaxKillRecovery, "fail when, after a kill, what the killed bcpd left (completions, charges in flight, reservations) takes this long or longer from the restart to be consistent")
 	flag.Parse()
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()

@@ -35,6 +35,7 @@ import (
 	"github.com/bcpdev/bcp/platform"
 	"github.com/bcpdev/bcp/platform/devenv"
 	"github.com/bcpdev/bcp/services/edge"
+	"github.com/bcpdev/bcp/services/edge/agentauth"
 )
 
 func main() {
@@ -75,6 +76,8 @@ type flags struct {
 	noDemoHistory                           *bool
 	sweepEvery                              *string
 	bodyTimeout, idleTimeout                *string
+	sigWindow, sigSkew                      *string
+	requestTimeout                          *string
 	devPKIDir                               *string
 	simPixAddr, simControlAddr, simFaults   *string
 	simToken                                *string
@@ -114,6 +117,9 @@ func newFlags(role string) *flags {
 	f.sweepEvery = fs.String("sweep-every", env("BCP_SWEEP_EVERY", jobs.SweepEvery.String()), "how often the sweeps run: expired checkouts closed, completions nothing settled settled, unanswered card charges resolved; e.g. 15s [BCP_SWEEP_EVERY]")
 	f.bodyTimeout = fs.String("body-timeout", env("BCP_BODY_TIMEOUT", platform.DefaultBodyTimeout.String()), "public listener: how long a request body may take to arrive [BCP_BODY_TIMEOUT]")
 	f.idleTimeout = fs.String("idle-timeout", env("BCP_IDLE_TIMEOUT", platform.DefaultIdleTimeout.String()), "public listener: how long a keep-alive connection may wait for its next request [BCP_IDLE_TIMEOUT]")
+	f.sigWindow = fs.String("signature-window", env("BCP_SIGNATURE_WINDOW", agentauth.DefaultSignatureWindow.String()), "edge: an agent signature whose created is older than this (plus the clock skew) is refused as a replay (RFC 9421 §3.2.1); nonces are remembered as long [BCP_SIGNATURE_WINDOW]")
+	f.sigSkew = fs.String("signature-clock-skew", env("BCP_SIGNATURE_CLOCK_SKEW", agentauth.DefaultClockSkew.String()), "edge: clock difference tolerated on an agent signature's created and expires; 0s: none [BCP_SIGNATURE_CLOCK_SKEW]")
+	f.requestTimeout = fs.String("request-timeout", env("BCP_REQUEST_TIMEOUT", edge.DefaultRequestTimeout.String()), "edge: the request deadline of the agents' API (MCP, REST); a request still waiting then (for a service, the database during a failover, a repeat of an idempotency key in flight) is answered 503 with Retry-After; keep it below the agents' patience [BCP_REQUEST_TIMEOUT]")
 	f.noDemoHistory = fs.Bool("no-demo-history", envBool("BCP_NO_DEMO_HISTORY"), "dev: do not buy the demo merchant's first-day history when seeding it [BCP_NO_DEMO_HISTORY]")
 	f.allowPrivileged = fs.Bool("insecure-allow-privileged-db-role", false, "allow a superuser/BYPASSRLS database role (disables tenant isolation)")
 	for _, s := range platform.AllServices {
@@ -189,11 +195,27 @@ func runServices(ctx context.Context, services []string, args []string) error {
 	if err != nil {
 		return err
 	}
+	sigWindow, err := positiveDuration("--signature-window (BCP_SIGNATURE_WINDOW)", *f.sigWindow)
+	if err != nil {
+		return err
+	}
+	sigSkew, err := time.ParseDuration(*f.sigSkew)
+	if err != nil || sigSkew < 0 {
+		return fmt.Errorf("--signature-clock-skew (BCP_SIGNATURE_CLOCK_SKEW) %q: want a duration such as 30s (0s: none)", *f.sigSkew)
+	}
+	if sigSkew == 0 {
+		sigSkew = -1 // edge.Config: negative is none, 0 the default
+	}
+	requestTimeout, err := positiveDuration("--request-timeout (BCP_REQUEST_TIMEOUT)", *f.requestTimeout)
+	if err != nil {
+		return err
+	}
 	log := f.logger()
 	cfg := platform.Config{
 		Services: services, DatabaseURL: *f.databaseURL, PublicAddr: *f.publicAddr, InternalAddr: *f.internalAddr,
 		InternalToken: *f.internalToken, OperatorToken: *f.operatorToken, OperatorHost: *f.operatorHost, ServiceURLs: map[string]string{},
-		Edge: edge.Config{PublicScheme: *f.publicScheme, PublicPort: *f.publicPort}, Logger: log,
+		Edge: edge.Config{PublicScheme: *f.publicScheme, PublicPort: *f.publicPort, SignatureWindow: sigWindow, SignatureClockSkew: sigSkew,
+			RequestTimeout: requestTimeout}, Logger: log,
 		AllowPrivileged: *f.allowPrivileged, SweepEvery: sweepEvery, BodyTimeout: bodyTimeout, IdleTimeout: idleTimeout,
 		DevPKIDir: *f.devPKIDir, PSPSimPixAddr: *f.simPixAddr, PSPSimControlAddr: *f.simControlAddr, PSPSimFaults: *f.simFaults, PSPSimToken: *f.simToken,
 		WebhookAddr: *f.webhookAddr, WebhookPort: *f.webhookPort, WebhookClientCertHeader: *f.webhookCertHeader,
@@ -266,12 +288,12 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// A private PostgreSQL that exits is started again (devenv), and the
+	// platform reconnects: only Ctrl-C or a listener failing stops it.
 	select {
 	case <-ctx.Done():
 		fmt.Println("\nstopping ...")
 	case err = <-e.Platform.Err():
-	case <-e.PostgresDone():
-		err = errors.New("PostgreSQL exited unexpectedly (see postgres.log in the data directory)")
 	}
 	e.Stop()
 	if err == nil {

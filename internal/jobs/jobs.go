@@ -72,10 +72,18 @@ func In(queue string) river.InsertOpts { return river.InsertOpts{Queue: queue} }
 // process has no worker for would fail here). Periodic jobs are inserted
 // by whichever process's client is the elected leader.
 func NewClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*river.PeriodicJob, queues []string, log *slog.Logger) (*Client, error) {
+	return NewClientAs("", pool, workers, periodic, queues, log)
+}
+
+// NewClientAs is NewClient with the client's id: the process incarnation's
+// (internal/lease), which river records on every job the client works
+// (attempted_by), so that the jobs a dead process was running are handed
+// back at once (RescueGone). "": a random one.
+func NewClientAs(id string, pool *pgxpool.Pool, workers *river.Workers, periodic []*river.PeriodicJob, queues []string, log *slog.Logger) (*Client, error) {
 	// A service inserts jobs another service works (paymentevents: the
 	// payments service announces to checkout's queue), so an insert is not
 	// refused for a kind this process has no worker for.
-	cfg := &river.Config{Schema: db.RiverSchema, Logger: warnAndAbove(log), RescueStuckJobsAfter: RescueStuckJobsAfter,
+	cfg := &river.Config{ID: id, Schema: db.RiverSchema, Logger: warnAndAbove(log), RescueStuckJobsAfter: RescueStuckJobsAfter,
 		FetchCooldown: FetchCooldown, FetchPollInterval: FetchPollInterval, SkipUnknownJobCheck: true}
 	if workers != nil {
 		cfg.Workers = workers

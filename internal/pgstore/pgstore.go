@@ -30,6 +30,10 @@ type Options struct {
 	AllowPrivileged bool
 }
 
+// DefaultConnectTimeout bounds one connection attempt to one host when
+// the database URL sets no connect_timeout.
+const DefaultConnectTimeout = 5 * time.Second
+
 // Open connects a pool to url and refuses roles that bypass row-level
 // security.
 func Open(ctx context.Context, url string, opts Options) (*pgxpool.Pool, error) {
@@ -43,7 +47,13 @@ func Open(ctx context.Context, url string, opts Options) (*pgxpool.Pool, error) 
 		cfg.MaxConns = 16
 	}
 	cfg.MaxConnIdleTime = 5 * time.Minute
-	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	// Each host of a multi-host URL gets the connect timeout in turn: a
+	// host that is gone (no refusal, no answer) costs it on every new
+	// connection until it is back. The URL's connect_timeout wins (2 s
+	// suits a LAN; deploy/README.md, "Database").
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
 	cfg.AfterConnect = registerUUID
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -111,6 +121,13 @@ func InCheckoutSweep(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) er
 // 00017).
 func InPaymentsSweep(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
 	return inScope(ctx, pool, "payments_sweep", fn)
+}
+
+// InSignatureNonceSweep runs fn in a transaction that may see and delete
+// (only) the expired agent signature nonces of every tenant: the tenants
+// service's sweep of its replay cache (migration 00048).
+func InSignatureNonceSweep(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	return inScope(ctx, pool, "signature_nonce_sweep", fn)
 }
 
 // InPSPSim runs fn in a transaction that may see every account of the PSP

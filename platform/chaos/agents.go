@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -102,6 +103,10 @@ type counters struct {
 	errs              map[string]int
 	races             map[string]int // racing workloads run, by kind
 	wire              map[string]int // failed answers by wire form (wireOf)
+	// retryTook: how long each same-key retry of a completion took to be
+	// answered; retryInFlight: how many were answered request_in_flight.
+	retryTook     []time.Duration
+	retryInFlight int
 }
 
 func (c *counters) wireErr(w string) {
@@ -134,7 +139,8 @@ func wireOf(resp *agentclient.Response, err error) string {
 			w += " " + c
 		}
 	}
-	if resp.Status == http.StatusServiceUnavailable || resp.Status == http.StatusTooManyRequests {
+	if resp.Status == http.StatusServiceUnavailable || resp.Status == http.StatusTooManyRequests ||
+		(resp.Error != nil && resp.Error.DataCode() == "request_in_flight") {
 		if resp.Header.Get("Retry-After") == "" {
 			w += " without Retry-After"
 		} else {
@@ -198,6 +204,47 @@ type agents struct {
 	// su (the checker's superuser pool) moves a checkout's expiry.
 	raceShare float64
 	su        *pgxpool.Pool
+	// timer times the calls over the load (the HA run's failovers check
+	// how long those during each took).
+	timer callTimer
+}
+
+// callTimer records how long each call took while it is on.
+type callTimer struct {
+	mu    sync.Mutex
+	on    bool
+	calls []timedCall
+}
+
+// timedCall is one call: the tool and how it was answered ("ok", or
+// wireOf's form), when it was sent and how long its answer took.
+type timedCall struct {
+	what  string
+	start time.Time
+	took  time.Duration
+}
+
+func (t *callTimer) record(tool string, resp *agentclient.Response, err error, start time.Time) {
+	took := time.Since(start)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.on {
+		t.calls = append(t.calls, timedCall{what: tool + ": " + cmp.Or(wireOf(resp, err), "ok"), start: start, took: took})
+	}
+}
+
+// begin starts recording afresh; end stops and returns the calls.
+func (t *callTimer) begin() {
+	t.mu.Lock()
+	t.on, t.calls = true, nil
+	t.mu.Unlock()
+}
+
+func (t *callTimer) end() []timedCall {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.on = false
+	return t.calls
 }
 
 func newAgents(publicAddrs []string, profile string, ms []*loadkit.Merchant, ops *platform.Clients, sim *simulator, cfg Config, su *pgxpool.Pool) *agents {
@@ -238,10 +285,15 @@ func transient(code string) bool {
 func (a *agents) call(ctx context.Context, mi int, tool string, args map[string]any) (*loadkit.CheckoutView, string) {
 	deadline := time.Now().Add(30 * time.Second)
 	backoff := 100 * time.Millisecond
-	for {
+	for try := 0; ; try++ {
 		a.cnt.calls.Add(1)
+		start := time.Now()
 		resp, err := a.client(mi).CallTool(ctx, tool, args)
+		a.timer.record(tool, resp, err, start)
 		c, code := loadkit.Decode(ctx, resp, err)
+		if try > 0 && tool == "complete_checkout" {
+			a.cnt.sameKey(time.Since(start), code)
+		}
 		if code == "" {
 			a.led.saw(mi, c)
 			return c, ""
@@ -254,16 +306,37 @@ func (a *agents) call(ctx context.Context, mi int, tool string, args map[string]
 		}
 		a.cnt.callErrors.Add(1)
 		a.cnt.err(tool + ":" + code)
-		if !transient(code) || time.Now().After(deadline) {
+		// request_in_flight: the first request with the key is still
+		// running, or its process died and the platform is settling it;
+		// the outcome comes to a retry with the same key (after
+		// Retry-After), as the README tells agents.
+		inFlight := code == "request_in_flight"
+		if !(transient(code) || inFlight) || time.Now().After(deadline) {
 			return c, code
 		}
 		a.cnt.retries.Add(1)
+		wait := backoff
+		if inFlight {
+			wait = time.Second
+		}
 		select {
 		case <-ctx.Done():
 			return nil, "stopped"
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
 		backoff = min(backoff*2, time.Second)
+	}
+}
+
+// sameKey records how long a retry of a completion with its key took to
+// be answered (the platform must answer within a second: the outcome, or
+// request_in_flight with Retry-After).
+func (c *counters) sameKey(took time.Duration, code string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.retryTook = append(c.retryTook, took)
+	if code == "request_in_flight" {
+		c.retryInFlight++
 	}
 }
 

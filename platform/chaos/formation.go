@@ -95,22 +95,33 @@ func (f *formation) cmd(args ...string) *exec.Cmd {
 
 // keep starts a keeper (`pg_autoctl create … --run`) logging to name.log.
 func (f *formation) keep(name string, args ...string) error {
-	log, err := os.OpenFile(filepath.Join(f.dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	c, err := f.supervise(name, append(args, "--pgdata", filepath.Join(f.dir, name), "--pgctl", filepath.Join(f.bin, "pg_ctl"),
+		"--hostname", "127.0.0.1", "--listen", "127.0.0.1", "--auth", "trust", "--no-ssl", "--run")...)
 	if err != nil {
 		return err
 	}
-	c := f.cmd(append(args, "--pgdata", filepath.Join(f.dir, name), "--pgctl", filepath.Join(f.bin, "pg_ctl"),
-		"--hostname", "127.0.0.1", "--listen", "127.0.0.1", "--auth", "trust", "--no-ssl", "--run")...)
-	c.Stdout, c.Stderr = log, log
-	if err := c.Start(); err != nil {
-		log.Close()
-		return err
-	}
-	go func() { _ = c.Wait(); log.Close() }()
 	f.mu.Lock()
 	f.keepers = append(f.keepers, c)
 	f.mu.Unlock()
 	return nil
+}
+
+// supervise starts a pg_autoctl command that keeps running (a keeper) in
+// a process group of its own (with the PostgreSQL it starts), logging to
+// name.log.
+func (f *formation) supervise(name string, args ...string) (*exec.Cmd, error) {
+	log, err := os.OpenFile(filepath.Join(f.dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	c := f.cmd(args...)
+	c.Stdout, c.Stderr = log, log
+	if err := c.Start(); err != nil {
+		log.Close()
+		return nil, err
+	}
+	go func() { _ = c.Wait(); log.Close() }()
+	return c, nil
 }
 
 // start creates and runs the monitor and both nodes, and waits for a
@@ -139,25 +150,57 @@ func (f *formation) start(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	if err := f.tuneKeeper(1); err != nil {
+		return err
+	}
 	if err := node(2); err != nil {
 		return err
 	}
-	return f.waitHealthy(ctx, 120*time.Second)
+	if err := f.waitHealthy(ctx, 120*time.Second); err != nil {
+		return err
+	}
+	return f.tuneKeeper(2)
 }
 
-// MonitorHealthChecks are the monitor settings of the local formations
-// (this one and make ha's): a health check every 2 s with a 2-s timeout,
-// retried twice 1 s apart, where the defaults are 5 s, 5 s and 2 s. The
-// keeper of a primary whose PostgreSQL will not start tries three local
-// restarts before telling the monitor, so it is the monitor's failing
-// health checks that start the failover: ≈ 15 s after the crash with the
-// defaults, ≈ 6 s with these (docs/performance.md, "Failover under load").
-// Shorter checks fail over sooner, and on a false alarm too.
-var MonitorHealthChecks = map[string]string{
-	"pgautofailover.health_check_period":      "2000",
-	"pgautofailover.health_check_timeout":     "2000",
-	"pgautofailover.health_check_retry_delay": "1000",
-	"pgautofailover.health_check_max_retries": "2",
+// MonitorSettings are the pg_auto_failover monitor settings of the local
+// formations (this one and make ha's; deploy/README.md, "What makes the
+// monitor fail over"), where the defaults are 5 s, 5 s, 2 s, 2, 20 s and
+// 30 s:
+//
+//   - health checks every 2 s with a 2-s timeout, retried twice 1 s
+//     apart: a node whose PostgreSQL is gone is marked unhealthy ≈ 4 s
+//     after it went;
+//   - node_considered_unhealthy_timeout 5 s: a primary is failed over from
+//     once its health checks fail and its keeper has not reported for
+//     5 s. With the keeper alive it reports PostgreSQL down itself; with
+//     the whole host gone only this clock runs (≈ 20 s by default);
+//   - primary_demote_timeout 5 s: the promoted standby takes writes once
+//     the old primary's keeper confirms the demotion or, when it cannot
+//     (its host is gone), after this long (30 s by default).
+//
+// A lost host is failed over from in ≈ 11 s (≈ 50 s with the defaults), a
+// PostgreSQL that stays down under a live keeper in ≈ 6 s. Shorter
+// timeouts fail over sooner, and on a false alarm too; KeeperSettings
+// stop a primary cut off from the monitor and its standby before the
+// standby may take writes.
+var MonitorSettings = map[string]string{
+	"pgautofailover.health_check_period":               "2000",
+	"pgautofailover.health_check_timeout":              "2000",
+	"pgautofailover.health_check_retry_delay":          "1000",
+	"pgautofailover.health_check_max_retries":          "2",
+	"pgautofailover.node_considered_unhealthy_timeout": "5000",
+	"pgautofailover.primary_demote_timeout":            "5000",
+}
+
+// KeeperSettings are each data node's keeper settings (`pg_autoctl config
+// set`), paired with MonitorSettings: a primary whose keeper reaches
+// neither the monitor nor its standby for 3 s (20 s by default) stops its
+// PostgreSQL, which with a keeper loop of up to ≈ 3 s and the shutdown
+// is done before the other side's node_considered_unhealthy_timeout +
+// primary_demote_timeout (10 s) let the standby take writes. (It could
+// not commit meanwhile anyway: its synchronous standby is gone.)
+var KeeperSettings = map[string]string{
+	"timeout.network_partition_timeout": "3",
 }
 
 func (f *formation) tuneMonitor(ctx context.Context) error {
@@ -166,13 +209,25 @@ func (f *formation) tuneMonitor(ctx context.Context) error {
 		return err
 	}
 	defer c.Close(context.Background())
-	for k, v := range MonitorHealthChecks {
+	for k, v := range MonitorSettings {
 		if _, err := c.Exec(ctx, fmt.Sprintf("ALTER SYSTEM SET %s = %s", k, v)); err != nil {
 			return fmt.Errorf("monitor setting %s: %w", k, err)
 		}
 	}
 	_, err = c.Exec(ctx, "SELECT pg_reload_conf()")
 	return err
+}
+
+// tuneKeeper applies KeeperSettings to node i's keeper, which reloads
+// its configuration.
+func (f *formation) tuneKeeper(i int) error {
+	for k, v := range KeeperSettings {
+		c := f.cmd("config", "set", "--pgdata", filepath.Join(f.dir, "node"+strconv.Itoa(i)), k, v)
+		if out, err := c.CombinedOutput(); err != nil {
+			return fmt.Errorf("node%d: pg_autoctl config set %s: %w: %s", i, k, err, out)
+		}
+	}
+	return nil
 }
 
 // waitMonitor waits until the monitor answers.
@@ -252,9 +307,10 @@ func (f *formation) waitHealthy(ctx context.Context, within time.Duration) error
 	})
 }
 
-// url is the multi-host URL of database db that bcpd uses.
+// url is the multi-host URL of database db that bcpd uses, with
+// deploy/README.md's connect timeout (2 s for each host).
 func (f *formation) url(db string) string {
-	return fmt.Sprintf("postgres://%s@127.0.0.1:%d,127.0.0.1:%d/%s?target_session_attrs=read-write&sslmode=disable", f.super, f.port[1], f.port[2], db)
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d,127.0.0.1:%d/%s?target_session_attrs=read-write&connect_timeout=2&sslmode=disable", f.super, f.port[1], f.port[2], db)
 }
 
 // nodeURL is data node i's (1 or 2) own URL.
@@ -352,6 +408,47 @@ func (f *formation) crash(ctx context.Context, i int, released <-chan struct{}, 
 	case <-time.After(within):
 	}
 	return kills, nil
+}
+
+// loseHost SIGKILLs node i's postmaster and its keeper together (the
+// pg_autoctl supervisor and its services, one process group with the
+// postmaster), as when the host went away: nothing restarts PostgreSQL
+// and nothing reports to the monitor, whose health checks alone notice
+// (MonitorSettings). Its port is left closed (connections refused, as by
+// a host that rebooted; a host that is gone lets connections time out,
+// which bcpd's connect timeout bounds). rejoin starts the keeper again.
+func (f *formation) loseHost(i int) error {
+	f.mu.Lock()
+	keeper := f.keepers[i]
+	f.mu.Unlock()
+	pid, err := postmasterPID(filepath.Join(f.dir, "node"+strconv.Itoa(i)))
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(-keeper.Process.Pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("node%d: kill its keeper: %w", i, err)
+	}
+	// The postmaster is in its keeper's process group; in case a
+	// version starts it elsewhere, it is killed by its pid too.
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("node%d: kill its postmaster: %w", i, err)
+	}
+	return nil
+}
+
+// rejoin starts node i's keeper again after loseHost (`pg_autoctl run`):
+// it asks the monitor before it starts PostgreSQL, finds itself demoted,
+// rewinds and follows the new primary.
+func (f *formation) rejoin(i int) error {
+	name := "node" + strconv.Itoa(i)
+	c, err := f.supervise(name, "run", "--pgdata", filepath.Join(f.dir, name))
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.keepers[i] = c
+	f.mu.Unlock()
+	return nil
 }
 
 // timeline is node i's current timeline (one more per promotion).

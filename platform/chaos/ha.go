@@ -31,14 +31,22 @@ import (
 // The HA run's roles: what a service-process kill picks from.
 var haRoles = []string{platform.Edge, platform.Tenants, platform.Catalog, platform.Pricing, platform.Checkout, platform.Payments, platform.Orders}
 
+// haRequestTimeout is the edges' request deadline in the HA run
+// (BCP_REQUEST_TIMEOUT): below the agents' patience (10 s), so that a call
+// a failover holds up is answered 503 with Retry-After, not given up on.
+// Config.MaxAnswer is it and a margin for a loaded machine.
+const haRequestTimeout = 8 * time.Second
+
 // sentinelHost is a merchant no agent buys from: after each failover it
 // is suspended, and both edges must refuse it within seconds (the change
 // feed re-subscribed on the new primary), then resumed.
 const sentinelHost = "sentinela.chaos.localhost"
 
-// failover is one SIGKILL of the primary's PostgreSQL and what followed.
+// failover is one SIGKILL of the primary (its PostgreSQL, or with its
+// keeper: its host lost) and what followed.
 type failover struct {
 	from, to, timeline int
+	hostLoss           bool            // the primary's keeper was killed with its postmaster
 	kills              int             // SIGKILLs of the old primary's postmaster (crash; one unless its keeper restarted it first)
 	promoted           time.Duration   // kill → the standby accepts writes (promoted and no longer read-only; -1: never)
 	firstOK            []time.Duration // per edge: kill → first success answered after the promotion (-1: never)
@@ -47,14 +55,38 @@ type failover struct {
 	agentWire          map[string]int  // the agents' failed answers from the kill to both first successes
 	suspended, resumed []time.Duration // per edge: status change → refused (403) / served (200) there (-1: never)
 	healthy            time.Duration   // kill → a primary with a synchronous standby again (-1: never)
+	answers            int             // calls (agents' and probes') sent from the kill until the formation healed
+	slowest            time.Duration   // the longest of them took to be answered (or given up on by the client)
+	slow               []string        // those that took longer than MaxAnswer
+	killed, healed     time.Time       // the kill; the end of its handling (the formation healed, the sentinel checked)
+}
+
+// kind names how the primary was lost.
+func (fo *failover) kind() string {
+	if fo.hostLoss {
+		return "host lost (postmaster and keeper SIGKILLed)"
+	}
+	return "PostgreSQL SIGKILLed (keeper alive)"
+}
+
+// hostLoss reports whether failover n (from 1) loses the primary's host:
+// host losses and PostgreSQL crashes alternate, a host loss first, until
+// one kind runs out.
+func hostLoss(cfg Config, n int) bool {
+	h, c := cfg.HostLosses, cfg.Failovers-cfg.HostLosses
+	if n <= 2*min(h, c) {
+		return n%2 == 1
+	}
+	return h > c
 }
 
 // runHA is the failover run: a pg_auto_failover formation (monitor,
 // primary, synchronous standby), one bcpd per role with two edges and two
 // checkouts (each edge calls its own), agents buying by card and Pix over
-// both edges; the schedule SIGKILLs the primary's PostgreSQL (the standby
-// is promoted; the next failover fails back), SIGKILLs service processes
-// of every role, and makes the webhook receiver fail. Then the checks of
+// both edges; the schedule SIGKILLs the primary's PostgreSQL, or its
+// keeper with it (its host lost; Config.HostLosses), the standby is
+// promoted and the next failover fails back; it SIGKILLs service
+// processes of every role and makes the webhook receiver fail. Then the checks of
 // Run, plus what a failover must not break.
 func runHA(ctx context.Context, cfg Config, tmp string, rng *rand.Rand, out io.Writer) ([]Violation, error) {
 	f, err := newFormation(filepath.Join(tmp, "ha"))
@@ -173,6 +205,7 @@ func runHA(ctx context.Context, cfg Config, tmp string, rng *rand.Rand, out io.W
 		len(ms), sentinelHost, cfg.Agents, len(edges), cfg.Duration, cfg.Failovers, cfg.Kills, cfg.Outages)
 
 	loadCtx, stopLoad := context.WithCancel(ctx)
+	a.timer.begin()
 	wg := a.run(loadCtx, cfg.Agents, cfg.Seed)
 	loadStart := time.Now()
 	var fos []*failover
@@ -206,10 +239,10 @@ func runHA(ctx context.Context, cfg Config, tmp string, rng *rand.Rand, out io.W
 				continue
 			}
 			lastFailover = time.Now()
-			fo := failOver(ctx, cfg, f, a, edges, ops)
+			fo := failOver(ctx, cfg, f, a, edges, ops, hostLoss(cfg, ev.n))
 			fos = append(fos, fo)
-			logf("failover %d/%d: node%d → node%d (timeline %d, %d kill(s)): new primary writable %s after the first kill, first success on it %s (edges 1, 2), probes saw %s; suspension refused at the edges after %s; formation healthy after %s",
-				ev.n, cfg.Failovers, fo.from, fo.to, fo.timeline, fo.kills, ms2(fo.promoted), durs(fo.firstOK), wireSummary(fo.probeWire), durs(fo.suspended), ms2(fo.healthy))
+			logf("failover %d/%d, %s: node%d → node%d (timeline %d, %d kill(s)): new primary writable %s after the first kill, first success on it %s (edges 1, 2), probes saw %s; suspension refused at the edges after %s; formation healthy after %s",
+				ev.n, cfg.Failovers, fo.kind(), fo.from, fo.to, fo.timeline, fo.kills, ms2(fo.promoted), durs(fo.firstOK), wireSummary(fo.probeWire), durs(fo.suspended), ms2(fo.healthy))
 		case "outage":
 			d := time.Duration(2+rng.IntN(5)) * time.Second
 			rcv.outage(d)
@@ -220,6 +253,10 @@ func runHA(ctx context.Context, cfg Config, tmp string, rng *rand.Rand, out io.W
 	stopLoad()
 	wg.Wait()
 	loadTime := time.Since(loadStart)
+	calls := a.timer.end()
+	for _, fo := range fos {
+		fo.timeAnswers(calls, cfg.MaxAnswer)
+	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -280,13 +317,19 @@ func runHA(ctx context.Context, cfg Config, tmp string, rng *rand.Rand, out io.W
 			roleKills = append(roleKills, fmt.Sprintf("%s %d (serving again p50 %s, max %s)", r, len(d), ms2(pct(d, .5)), ms2(pct(d, 1))))
 		}
 	}
-	fmt.Fprintf(tw, "faults\t%d primary failovers, %d service-process SIGKILLs: %s; %d webhook outages%s\n",
-		len(fos), total, strings.Join(roleKills, ", "), cfg.Outages,
+	hosts := 0
+	for _, fo := range fos {
+		if fo.hostLoss {
+			hosts++
+		}
+	}
+	fmt.Fprintf(tw, "faults\t%d primary failovers (%d of its host, %d of its PostgreSQL), %d service-process SIGKILLs: %s; %d webhook outages%s\n",
+		len(fos), hosts, len(fos)-hosts, total, strings.Join(roleKills, ", "), cfg.Outages,
 		map[bool]string{true: fmt.Sprintf(", %d recovery jobs fast-forwarded", warped), false: ""}[cfg.Warp])
 	for i, fo := range fos {
-		fmt.Fprintf(tw, "failover %d\tnode%d → node%d, timeline %d, %d SIGKILL(s) of node%d's PostgreSQL: new primary writable %s after the first; first success on it %s (edges 1, 2; first success at all %s); probes saw %s; agents saw %s; suspension refused after %s, resumption served after %s; primary with a synchronous standby again after %s\n",
-			i+1, fo.from, fo.to, fo.timeline, fo.kills, fo.from, ms2(fo.promoted), durs(fo.firstOK), durs(fo.anyOK), wireSummary(fo.probeWire), wireSummary(fo.agentWire),
-			durs(fo.suspended), durs(fo.resumed), ms2(fo.healthy))
+		fmt.Fprintf(tw, "failover %d\t%s, node%d → node%d, timeline %d, %d SIGKILL(s) of node%d's postmaster: new primary writable %s after the first; first success on it %s (edges 1, 2; first success at all %s); probes saw %s; agents saw %s; slowest of the %d answers until healed %s; suspension refused after %s, resumption served after %s; primary with a synchronous standby again after %s\n",
+			i+1, fo.kind(), fo.from, fo.to, fo.timeline, fo.kills, fo.from, ms2(fo.promoted), durs(fo.firstOK), durs(fo.anyOK), wireSummary(fo.probeWire), wireSummary(fo.agentWire),
+			fo.answers, ms2(fo.slowest), durs(fo.suspended), durs(fo.resumed), ms2(fo.healthy))
 	}
 	simLines(ctx, tw, sim, a)
 	agentLines(tw, a, rcv)
@@ -350,7 +393,7 @@ func haTopology(cfg Config, tmp string, env []string, simURL string) (procs, edg
 			// takes the PSP's webhooks over mTLS.
 			b.publicAddr = "127.0.0.1:" + strconv.Itoa(p)
 			b.env = append(b.env, "BCP_PUBLIC_ADDR="+b.publicAddr, "BCP_PUBLIC_PORT="+strconv.Itoa(p), "BCP_CHECKOUT_URL=http://"+internal["checkout-"+n],
-				"BCP_WEBHOOK_ADDR=127.0.0.1:"+strconv.Itoa(webhooks[s.name]))
+				"BCP_WEBHOOK_ADDR=127.0.0.1:"+strconv.Itoa(webhooks[s.name]), "BCP_REQUEST_TIMEOUT="+haRequestTimeout.String())
 			edges = append(edges, b)
 		case platform.Payments:
 			b.env = append(b.env, "BCP_PSPSIM_URL="+simURL, "BCP_WEBHOOK_PORT="+strconv.Itoa(webhooks["edge-1"]))
@@ -401,14 +444,18 @@ func haSchedule(cfg Config, rng *rand.Rand) []event {
 	return ev
 }
 
-// failOver SIGKILLs the primary's postmaster and keeps it down (its keeper
-// lives on and reports it; crash) until the standby is promoted, while
-// each edge is probed with a create_checkout every 100 ms, and measures the promotion, the first
+// failOver loses the primary — its postmaster SIGKILLed and kept down
+// (its keeper lives on and reports it; crash) or, hostLoss, its postmaster
+// and keeper SIGKILLed together (loseHost) — until the standby is
+// promoted (then its keeper brings it back, or is started again, and it
+// rejoins as the standby), while each edge is probed with a
+// create_checkout every 100 ms, and measures the promotion, the first
 // success on the new primary at each edge, what agents and probes were
-// answered meanwhile, how fast a merchant suspended then is refused at
-// both edges, and when the formation has a synchronous standby again.
-func failOver(ctx context.Context, cfg Config, f *formation, a *agents, edges []*bcpd, ops *platform.Clients) *failover {
-	fo := &failover{from: f.primary(ctx), promoted: -1, healthy: -1, probeWire: map[string]int{}}
+// answered meanwhile and how long their answers took, how fast a merchant
+// suspended then is refused at both edges, and when the formation has a
+// synchronous standby again.
+func failOver(ctx context.Context, cfg Config, f *formation, a *agents, edges []*bcpd, ops *platform.Clients, hostLoss bool) *failover {
+	fo := &failover{from: f.primary(ctx), hostLoss: hostLoss, promoted: -1, healthy: -1, probeWire: map[string]int{}}
 	fo.to = 3 - fo.from
 	for range edges {
 		fo.firstOK, fo.anyOK = append(fo.firstOK, -1), append(fo.anyOK, -1)
@@ -425,10 +472,28 @@ func failOver(ctx context.Context, cfg Config, f *formation, a *agents, edges []
 	pctx, stop := context.WithTimeout(ctx, 90*time.Second)
 	defer stop()
 	// The old primary's PostgreSQL stays down until the standby is
-	// promoted, then its keeper brings it back as the new standby.
+	// promoted, then its keeper brings it back as the new standby (a lost
+	// host's keeper is started again then).
 	promoted, crashed := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(crashed)
+		if hostLoss {
+			if err := f.loseHost(fo.from); err != nil {
+				logf("failover: %v", err)
+				return
+			}
+			mu.Lock()
+			fo.kills = 1
+			mu.Unlock()
+			select {
+			case <-promoted:
+			case <-time.After(60 * time.Second):
+			}
+			if err := f.rejoin(fo.from); err != nil {
+				logf("failover: node%d's keeper: %v", fo.from, err)
+			}
+			return
+		}
 		n, err := f.crash(pctx, fo.from, promoted, 60*time.Second)
 		mu.Lock()
 		fo.kills = n
@@ -456,7 +521,9 @@ func failOver(ctx context.Context, cfg Config, f *formation, a *agents, edges []
 			defer wg.Done()
 			cl := &agentclient.Client{Endpoint: a.clients[0][e].Endpoint, Transport: a.clients[0][e].Transport, Timeout: 5 * time.Second}
 			for pctx.Err() == nil {
+				start := time.Now()
 				resp, err := cl.CallTool(pctx, "create_checkout", loadkit.CreateArgs("sonda@example.com"))
+				a.timer.record("create_checkout (probe)", resp, err, start)
 				c, code := loadkit.Decode(pctx, resp, err)
 				if pctx.Err() != nil {
 					return
@@ -494,7 +561,25 @@ func failOver(ctx context.Context, cfg Config, f *formation, a *agents, edges []
 	if f.waitHealthy(ctx, 3*time.Minute) == nil {
 		fo.healthy = time.Since(t0)
 	}
+	fo.killed, fo.healed = t0, time.Now()
 	return fo
+}
+
+// timeAnswers finds, among the calls timed over the load, those sent from
+// the kill until the formation healed (the retries of requests the
+// failover cut short come after the first successes): how many, the
+// slowest, and those slower than bound.
+func (fo *failover) timeAnswers(calls []timedCall, bound time.Duration) {
+	for _, c := range calls {
+		if c.start.Before(fo.killed) || c.start.After(fo.healed) {
+			continue
+		}
+		fo.answers++
+		fo.slowest = max(fo.slowest, c.took)
+		if c.took > bound {
+			fo.slow = append(fo.slow, fmt.Sprintf("%s after %s (sent %s after the kill)", c.what, ms2(c.took), ms2(c.start.Sub(fo.killed))))
+		}
+	}
 }
 
 // sentinelStatus sets the sentinel merchant's status (retrying while the
@@ -572,6 +657,7 @@ func haFailoverChecks(cfg Config, fos []*failover, agentWire map[string]int) []c
 	rec := check{name: fmt.Sprintf("kill of the primary → first success on the new primary at both edges ≤ %s (target 15 s)", cfg.MaxFailover), checked: len(fos)}
 	sus := check{name: fmt.Sprintf("a merchant suspended after a failover is refused at both edges ≤ %s", cfg.MaxSuspend), checked: len(fos)}
 	heal := check{name: "the formation heals after each failover (primary + synchronous standby)", checked: len(fos)}
+	held := check{name: fmt.Sprintf("every call from a failover's kill until the formation healed answered within %s (the edges' request deadline %s and a margin)", cfg.MaxAnswer, haRequestTimeout)}
 	wire := check{name: "no answer was an internal error (-32603, HTTP 500) or a 503 without Retry-After"}
 	if len(fos) < cfg.Failovers {
 		rec.violations = append(rec.violations, fmt.Sprintf("%d of %d failovers carried out", len(fos), cfg.Failovers))
@@ -580,8 +666,12 @@ func haFailoverChecks(cfg Config, fos []*failover, agentWire map[string]int) []c
 	for i, fo := range fos {
 		for e, d := range fo.firstOK {
 			if d < 0 || d > cfg.MaxFailover {
-				rec.violations = append(rec.violations, fmt.Sprintf("failover %d, edge %d: %s", i+1, e+1, ms2(d)))
+				rec.violations = append(rec.violations, fmt.Sprintf("failover %d (%s), edge %d: %s", i+1, fo.kind(), e+1, ms2(d)))
 			}
+		}
+		held.checked += fo.answers
+		for _, s := range fo.slow {
+			held.violations = append(held.violations, fmt.Sprintf("failover %d: %s", i+1, s))
 		}
 		for e, d := range fo.suspended {
 			if d < 0 || d > cfg.MaxSuspend {
@@ -602,7 +692,7 @@ func haFailoverChecks(cfg Config, fos []*failover, agentWire map[string]int) []c
 		}
 	}
 	sort.Strings(wire.violations)
-	return []check{rec, sus, heal, wire}
+	return []check{rec, held, sus, heal, wire}
 }
 
 // keptTwice lists checkouts that kept money twice at the processor or the

@@ -12,12 +12,14 @@ import (
 	"github.com/bcpdev/bcp/platform/chaos"
 )
 
-// TestChaosHAShort is `make chaos-ha-short` as a Go test: one failover of
-// a pg_auto_failover formation (the primary's PostgreSQL SIGKILLed, the
-// standby promoted) and a SIGKILL of one process of each role (two edges
-// and two checkouts, one process for each other service) under card and
-// Pix purchases over both edges, then every invariant of make chaos and
-// the failover's own checks (platform/chaos, runHA). About two minutes,
+// TestChaosHAShort is `make chaos-ha-short` as a Go test: two failovers
+// of a pg_auto_failover formation (the primary's host lost — its
+// postmaster and pg_autoctl keeper SIGKILLed together —, then the new
+// primary's PostgreSQL alone; each time the standby promoted) and a
+// SIGKILL of one process of each role (two edges and two checkouts, one
+// process for each other service) under card and Pix purchases over both
+// edges, then every invariant of make chaos and the failovers' own checks
+// (platform/chaos, runHA). About two minutes,
 // so it runs when make chaos's short form does: BCP_CHAOS=1 (make test)
 // or CI set; BCP_CHAOS=0 skips it. It needs pg_autoctl (Debian's
 // postgresql-15-auto-failover and pg-auto-failover-cli; .ci/run installs

@@ -17,7 +17,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/bcpdev/bcp/db"
 	"github.com/bcpdev/bcp/internal/pgserver"
@@ -52,8 +55,16 @@ const OperatorHost = "operador.localhost"
 // Env is a running dev platform.
 type Env struct {
 	Platform *platform.Running
-	pg       *pgserver.Server
 	dataDir  string
+	log      *slog.Logger
+
+	// The private PostgreSQL (nil without one), started again on its port
+	// whenever it exits unasked (supervise).
+	mu       sync.Mutex
+	pg       *pgserver.Server
+	stopping bool
+	stop     chan struct{}
+	watched  chan struct{} // closed when supervise returns
 }
 
 // Start brings everything up and prints the banner.
@@ -65,7 +76,10 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, err
 	}
-	env := &Env{dataDir: dataDir}
+	env := &Env{dataDir: dataDir, log: o.Logger, stop: make(chan struct{}), watched: make(chan struct{})}
+	if env.log == nil {
+		env.log = slog.Default()
+	}
 	appURL, ownerURL := o.DatabaseURL, o.OwnerURL
 	if appURL == "" {
 		fmt.Fprintf(o.Out, "starting private PostgreSQL in %s ...\n", filepath.Join(dataDir, "pgdata"))
@@ -73,6 +87,11 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		if err != nil {
 			return nil, err
 		}
+		go env.supervise()
+	} else {
+		close(env.watched)
+	}
+	if env.pg != nil {
 		urls, err := db.Bootstrap(ctx, env.pg.URL("postgres"), "bcp")
 		if err != nil {
 			env.Stop()
@@ -273,17 +292,91 @@ func (e *Env) Stop() {
 		_ = os.Remove(filepath.Join(e.dataDir, DevFile))
 		e.Platform.Stop()
 	}
-	if e.pg != nil {
-		_ = e.pg.Stop()
+	e.mu.Lock()
+	first := !e.stopping
+	e.stopping = true
+	pg := e.pg
+	e.mu.Unlock()
+	if first {
+		close(e.stop)
+	}
+	<-e.watched
+	if pg != nil {
+		_ = pg.Stop()
 	}
 }
 
-// PostgresDone is closed if the private PostgreSQL exits (nil without one).
-func (e *Env) PostgresDone() <-chan struct{} {
-	if e.pg == nil {
-		return nil
+// Postgres is the private PostgreSQL as it runs now (nil without one):
+// supervise replaces it when it exits unasked.
+func (e *Env) Postgres() *pgserver.Server {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.pg
+}
+
+// supervise keeps the private PostgreSQL running: when it exits without
+// Stop asking (a crash, a kill, pg_ctl stop), it is started again on the
+// same data directory and port, so the platform's pools, which reconnect
+// by themselves, find it where they left it; `bcpd dev` keeps running
+// through it as `bcpd all` does through a restart of its database.
+// While another postmaster serves the data directory (pg_ctl restart),
+// it is left alone, and watched until it is gone.
+func (e *Env) supervise() {
+	defer close(e.watched)
+	for {
+		pg := e.Postgres()
+		select {
+		case <-e.stop:
+			return
+		case <-pg.Done():
+		}
+		e.log.Warn("dev: PostgreSQL exited; starting it again", "data_dir", pg.DataDir, "port", pg.Port)
+		for delay := 250 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+			if reachable(pg) {
+				// Someone else's postmaster serves it: wait for it to go.
+				select {
+				case <-e.stop:
+					return
+				case <-time.After(time.Second):
+				}
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			next, err := pgserver.Start(ctx, pgserver.Options{DataDir: pg.DataDir, Port: pg.Port, Log: logWriter(e.dataDir)})
+			cancel()
+			if err == nil {
+				e.mu.Lock()
+				if e.stopping {
+					e.mu.Unlock()
+					_ = next.Stop()
+					return
+				}
+				e.pg = next
+				e.mu.Unlock()
+				e.log.Warn("dev: PostgreSQL is running again", "port", next.Port)
+				break
+			}
+			e.log.Warn("dev: PostgreSQL did not start again; retrying", "err", err, "retry_in", delay)
+			select {
+			case <-e.stop:
+				return
+			case <-time.After(delay):
+			}
+		}
 	}
-	return e.pg.Done()
+}
+
+// reachable says whether a postmaster answers at pg's address (one this
+// process did not start, when pg has exited).
+func reachable(pg *pgserver.Server) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		return false
+	}
+	_ = conn.Close(ctx)
+	return true
 }
 
 func loadOrCreateToken(path, prefix string) (string, error) {

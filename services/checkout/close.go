@@ -9,6 +9,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/tenancy"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
@@ -39,6 +40,10 @@ const releaseSafetyNet = time.Minute
 // not answer) gets the checkout as it is with a recoverable message; an
 // expiry leaves it for the next sweep.
 func (s *Service) end(ctx context.Context, id string, why endReason, owner string, k *opKey) (*checkoutv1.CheckoutResult, error) {
+	if tid, err := tenancy.From(ctx); err == nil {
+		// The close's stock release is this request's work (recover.go).
+		defer s.working.add(tid, id)()
+	}
 	for try := 0; try < 5; try++ {
 		sess, c, err := s.store.getState(ctx, id)
 		if err == nil {
@@ -124,11 +129,18 @@ func (s *Service) close(ctx context.Context, sess session, c *bcp.Checkout, why 
 	// a completion that claimed earlier and was reopened by the settle
 	// sweep may still be on its way to reserve.
 	releaseBy := s.now().Add(releaseSafetyNet)
-	ok, err := s.store.close(ctx, sess, state, &releaseBy, k)
+	ok, err := s.store.close(ctx, sess, state, &releaseBy, s.holder.ID(), k)
 	if err != nil || !ok {
 		return nil, false, err
 	}
 	res := &checkoutv1.CheckoutResult{CheckoutJson: state, Status: bcp.StatusCanceled}
+	if ck := storedKey(sess.CompleteKey); ck != nil {
+		// A completion whose request is gone ends here: its key gets the
+		// canceled checkout (best effort; else its 2-minute lease).
+		if err := s.store.keepKey(context.WithoutCancel(ctx), ck, res); err != nil {
+			slog.WarnContext(ctx, "checkout: the canceled completion's key was not answered", "checkout_id", sess.ID, "err", err)
+		}
+	}
 	if err := s.at(ctx, StepClosed, sess.ID); err != nil {
 		return nil, false, err
 	}

@@ -37,7 +37,41 @@ type completion struct {
 // money path (machine.go): check what is shown, claim, reserve, start the
 // payment, settle with its outcome. It never starts a second payment: a
 // checkout already paying or paid is returned as it is, with a message.
+// Its answer is never ambiguous about a race it lost (issue 32): a
+// checkout another request completed is answered completed without an
+// error, one a cancel (or the expiry) closed says so (saysCanceled).
 func (s *Service) complete(ctx context.Context, r completion) (*checkoutv1.CheckoutResult, error) {
+	return saysCanceled(s.completeOnce(ctx, r))
+}
+
+// saysCanceled makes a completion answered with a canceled checkout say
+// why: whichever step a cancel (or the expiry) won at, the checkout comes
+// back as the close left it, without messages, and an agent could take
+// "canceled" for its own request's doing or miss it.
+func saysCanceled(res *checkoutv1.CheckoutResult, err error) (*checkoutv1.CheckoutResult, error) {
+	if err != nil || res.GetErrorResponse() || res.GetStatus() != bcp.StatusCanceled {
+		return res, err
+	}
+	c := &bcp.Checkout{}
+	if err := segjson.Unmarshal(res.GetCheckoutJson(), c); err != nil {
+		return nil, err
+	}
+	for _, m := range c.Messages {
+		if m.Type == bcp.MessageError || m.Code == "expired" {
+			return res, nil // it says so already
+		}
+	}
+	return unchanged(c, notModifiable(bcp.StatusCanceled))
+}
+
+// alreadyCompleted answers a completion whose checkout is completed: not
+// an error, the order is there.
+func alreadyCompleted() bcp.Message {
+	return bcp.Info("already_completed", "$.order", "Este checkout já foi concluído; o pedido está em order.")
+}
+
+// completeOnce is complete before saysCanceled.
+func (s *Service) completeOnce(ctx context.Context, r completion) (*checkoutv1.CheckoutResult, error) {
 	tid, err := tenancy.From(ctx)
 	if err != nil {
 		return nil, err
@@ -64,7 +98,7 @@ func (s *Service) complete(ctx context.Context, r completion) (*checkoutv1.Check
 	}
 	switch {
 	case sess.Status == bcp.StatusCompleted:
-		return unchanged(cur, bcp.Info("already_completed", "$.order", "Este checkout já foi concluído; o pedido está em order."))
+		return unchanged(cur, alreadyCompleted())
 	case sess.Status == bcp.StatusCompleteInProgress:
 		return unchanged(cur, bcp.Error("payment_in_progress", bcp.SeverityRecoverable, "$.status",
 			"Já existe um pagamento em andamento para este checkout; consulte-o com get_checkout."))
@@ -95,6 +129,9 @@ func (s *Service) complete(ctx context.Context, r completion) (*checkoutv1.Check
 // remembered rather than read (seen.go): the claim is fenced on it, and
 // any outcome but the claim is left to a fresh read (errReread).
 func (s *Service) completeFrom(ctx context.Context, r completion, sess session, cur *bcp.Checkout, mandate []byte, seen *int64) (*checkoutv1.CheckoutResult, error) {
+	// While this request runs, the claim it may write is its own work
+	// (recover.go): this process's recovery leaves it alone.
+	defer s.working.add(sess.TenantID, r.id)()
 	// Exactly one instrument (no split payments).
 	if r.req.Payment == nil || len(r.req.Payment.Instruments) != 1 {
 		return unchanged(cur, bcp.Error(bcp.CodePaymentFailed, bcp.SeverityRecoverable, "$.payment.instruments",
@@ -121,18 +158,31 @@ func (s *Service) completeFrom(ctx context.Context, r completion, sess session, 
 		return s.refresh(ctx, r.agent, sess, r.key)
 	}
 
+	if err := s.at(ctx, StepReady, r.id); err != nil {
+		return nil, err
+	}
 	attemptID, state, err := s.claim(ctx, r, sess, seen, cur, inst, mandate, b.automaticDiscounts)
 	if err == errRaced && seen != nil {
 		return nil, errReread
 	}
 	if err == errRaced {
-		// Someone else completed or changed it first: show what won.
+		// Someone else completed, canceled or changed it first: show what
+		// won, and say so without contradicting it.
 		_, latest, lerr := s.store.getState(ctx, r.id)
 		if lerr != nil {
 			return nil, lerr
 		}
-		return unchanged(latest, bcp.Error("payment_in_progress", bcp.SeverityRecoverable, "$.status",
-			"Outro pedido de conclusão chegou antes deste; consulte o checkout com get_checkout."))
+		switch latest.Status {
+		case bcp.StatusCompleted:
+			return unchanged(latest, alreadyCompleted())
+		case bcp.StatusCanceled:
+			return saysCanceled(result(latest))
+		case bcp.StatusCompleteInProgress:
+			return unchanged(latest, bcp.Error("payment_in_progress", bcp.SeverityRecoverable, "$.status",
+				"Outro pedido de conclusão chegou antes deste; consulte o checkout com get_checkout."))
+		}
+		return unchanged(latest, bcp.Error("checkout_changed", bcp.SeverityRecoverable, "$.status",
+			"O checkout mudou enquanto este pedido era processado; revise-o e conclua novamente com uma nova chave de idempotência."))
 	}
 	if err != nil {
 		return nil, err
@@ -168,6 +218,7 @@ func (s *Service) completeFrom(ctx context.Context, r completion, sess session, 
 	hint.sess.Status, hint.sess.PaymentAttemptID, hint.sess.State = bcp.StatusCompleteInProgress, &attemptID, state
 	hint.sess.OrderWebhookUrl, hint.sess.BaseUrl, hint.sess.Ap2Mandate = r.webhookURL, r.agent.baseURL, mandate
 	hint.sess.AutomaticDiscountIds = b.automaticDiscounts
+	hint.sess.SettleOwner, hint.sess.CompleteKey = ownerArg(s.holder.ID()), r.key.heldArg()
 	if err != nil {
 		slog.WarnContext(ctx, "checkout: start payment failed; settling from the payments service's record", "checkout_id", r.id, "attempt_id", attemptID, "err", err)
 	} else if started.Msg.GetAttempt().GetId() == attemptID {
@@ -179,8 +230,10 @@ func (s *Service) completeFrom(ctx context.Context, r completion, sess session, 
 var errRaced = apperr.New(apperr.KindAborted, "concurrent_update", "the checkout changed meanwhile")
 
 // claim registers the payment attempt on the session (the fence: no money
-// moves for this checkout unless this write won), with the settle_after
-// from which the settle sweep finishes it if this process dies.
+// moves for this checkout unless this write won), with this process
+// incarnation as its owner, from which any process's recovery finishes it
+// as soon as this one is gone (recover.go), and the settle_after from
+// which the settle sweep does.
 func (s *Service) claim(ctx context.Context, r completion, sess session, seen *int64, cur *bcp.Checkout, inst bcp.PaymentInstrument, mandate []byte, automaticDiscounts []string) (string, []byte, error) {
 	if err := move("claim", sess.Status, bcp.StatusCompleteInProgress); err != nil {
 		return "", nil, err
@@ -193,9 +246,16 @@ func (s *Service) claim(ctx context.Context, r completion, sess session, seen *i
 	if err != nil {
 		return "", nil, err
 	}
-	ok, err := s.store.claim(ctx, sess, seen, attemptID, r.webhookURL, r.agent.baseURL, state, mandate, s.now().Add(settleSafetyNet), automaticDiscounts, r.key)
+	ok, err := s.store.claim(ctx, sess, seen, attemptID, r.webhookURL, r.agent.baseURL, state, mandate, s.now().Add(settleSafetyNet), automaticDiscounts,
+		s.holder.ID(), r.key.heldArg(), r.key)
 	if err == nil && !ok {
 		err = errRaced
+	}
+	if ok && s.holder != nil && r.key != nil {
+		// Whoever settles the session answers the key (recover.go): a
+		// failure from here on leaves it in flight instead of giving it
+		// back, so a retry learns the outcome rather than running again.
+		r.key.settles = true
 	}
 	return attemptID, state, err
 }

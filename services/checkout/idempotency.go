@@ -45,6 +45,12 @@ type opKey struct {
 	now        time.Time // the request's clock (tests move it)
 	claimed    bool      // this request holds the key in flight
 	kept       bool      // the answer is stored
+	// settles: the key was claimed with a completion that whoever settles
+	// it answers (complete_key, recover.go); a failure keeps it in flight.
+	settles bool
+	// raw is the key as keep_key reads it, when it is a completion's key
+	// read back from its session (storedKey) rather than a request's.
+	raw []byte
 }
 
 // errKeyTaken is a keyed write refused because another request holds or
@@ -84,6 +90,9 @@ func (k *opKey) arg() []byte {
 	if k == nil {
 		return nil
 	}
+	if k.raw != nil {
+		return k.raw
+	}
 	b, _ := json.Marshal(struct {
 		Scope string    `json:"scope"`
 		Key   string    `json:"key"`
@@ -93,6 +102,28 @@ func (k *opKey) arg() []byte {
 		Held  bool      `json:"held"`
 	}{k.scope, k.key, hex.EncodeToString(k.hash), k.token, k.now, k.claimed})
 	return b
+}
+
+// heldArg is the key as its holder stores the answer (arg once claimed):
+// what a completion's session keeps, so that whoever settles it answers
+// the key (nil without a key).
+func (k *opKey) heldArg() []byte {
+	if k == nil {
+		return nil
+	}
+	held := *k
+	held.claimed = true
+	return held.arg()
+}
+
+// storedKey is a completion's key as its session keeps it (complete_key):
+// the settle that learns the outcome stores its answer as the key's
+// holder would (nil: none kept).
+func storedKey(raw []byte) *opKey {
+	if len(raw) == 0 {
+		return nil
+	}
+	return &opKey{raw: raw, claimed: true}
 }
 
 // answer is the stored answer of res (nil without a key).
@@ -175,8 +206,12 @@ func keyed[R proto.Message](ctx context.Context, st store, k *opKey, run func() 
 	switch {
 	case err == nil:
 		return res, nil
-	case k.claimed && !k.kept:
+	case k.claimed && !k.kept && !k.settles:
 		st.releaseKey(bg, k)
+		return zero, err
+	case k.claimed && !k.kept:
+		// A completion's key stays in flight: whoever settles the session
+		// (this process's recovery first) answers it with the outcome.
 		return zero, err
 	case k.claimed:
 		return zero, err

@@ -45,6 +45,7 @@ import (
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/bcpnames"
 	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/lease"
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/tenantcache"
@@ -75,13 +76,20 @@ type Service struct {
 	settingsCache *tenantcache.Cache[*tenantsv1.Settings]
 	// seen remembers sessions as this process wrote them (seen.go).
 	seen *seenSessions
+	// holder names this process incarnation as the owner of the work it
+	// starts (nil: no recovery; tests), working the sessions its requests
+	// are working on, retry the recovery's backoff (recover.go).
+	holder  *lease.Holder
+	working *workingSet
+	retry   *backoff
 }
 
 // New returns the service over its database and the clients of the
 // services it orchestrates.
 func New(pool *pgxpool.Pool, c Clients) *Service {
 	return &Service{store: store{pool: pool}, catalog: c.Catalog, pricing: c.Pricing, tenants: c.Tenants, payments: c.Payments, orders: c.Orders, now: time.Now,
-		settingsCache: tenantcache.New[*tenantsv1.Settings](tenantcache.Options{}), seen: newSeenSessions()}
+		settingsCache: tenantcache.New[*tenantsv1.Settings](tenantcache.Options{}), seen: newSeenSessions(),
+		working: newWorkingSet(), retry: newBackoff()}
 }
 
 // Run follows the tenant registry's changes so cached merchant settings

@@ -61,7 +61,13 @@ func (s *Service) settle(ctx context.Context, id, attemptID string, giveUpUnknow
 		if a == nil {
 			return result(c) // unknown and not given up: the sweep decides later
 		}
-		res, ok, err := s.apply(ctx, sess, c, a, hint.opKey())
+		// The completion's key: the request's own, or as the session keeps
+		// it (its request is gone: the outcome answers it here).
+		k := hint.opKey()
+		if k == nil {
+			k = storedKey(sess.CompleteKey)
+		}
+		res, ok, err := s.apply(ctx, sess, c, a, k)
 		if err != nil || ok {
 			return res, err
 		}
@@ -111,9 +117,15 @@ func (s *Service) stop(ctx context.Context, sess session, c *bcp.Checkout) (*pay
 }
 
 // apply writes the transition attempt a's status causes (outcomes); ok is
-// false when the session changed since it was read.
+// false when the session changed since it was read. k is the completion's
+// key, answered by the write; one read back from the session (its request
+// is gone) is answered only with what the request would have answered:
+// an outcome, or the Pix to pay, never a card still being confirmed.
 func (s *Service) apply(ctx context.Context, sess session, c *bcp.Checkout, a *paymentsv1.Attempt, k *opKey) (*checkoutv1.CheckoutResult, bool, error) {
 	transition := outcomes[a.GetStatus()]
+	if k != nil && k.raw != nil && transition == "await" && (a.GetExpiresAt() == nil || a.GetDisplayJson() == "") {
+		k = nil
+	}
 	next, orderID, keep := c, (*string)(nil), sess.PaymentAttemptID
 	switch transition {
 	case "await":

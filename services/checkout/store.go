@@ -120,8 +120,10 @@ func (st store) update(ctx context.Context, sess session, seen *int64, status st
 
 // claim is the one write that lets money move: the session becomes
 // complete_in_progress with the attempt's id (machine.go, "claim"); the
-// completion's key, if any, is claimed with it.
-func (st store) claim(ctx context.Context, sess session, seen *int64, attemptID, webhookURL, baseURL string, state, mandate []byte, settleAfter time.Time, automaticDiscounts []string, k *opKey) (bool, error) {
+// completion's key, if any, is claimed with it. owner is the process
+// incarnation doing the completion ("": none, no recovery) and
+// completeKey the key as whoever settles answers it (recover.go).
+func (st store) claim(ctx context.Context, sess session, seen *int64, attemptID, webhookURL, baseURL string, state, mandate []byte, settleAfter time.Time, automaticDiscounts []string, owner string, completeKey []byte, k *opKey) (bool, error) {
 	if automaticDiscounts == nil {
 		automaticDiscounts = []string{}
 	}
@@ -129,7 +131,7 @@ func (st store) claim(ctx context.Context, sess session, seen *int64, attemptID,
 		row, err := q.SetSessionPayment(ctx, checkoutdb.SetSessionPaymentParams{
 			TenantID: tid, ID: sess.ID, Version: sess.Version, Status: bcp.StatusCompleteInProgress, PaymentAttemptID: &attemptID,
 			OrderWebhookUrl: webhookURL, BaseUrl: baseURL, State: state, SettleAfter: &settleAfter, Ap2Mandate: mandate, AutomaticDiscountIds: automaticDiscounts,
-			Idem: idem, Seen: seen,
+			SettleOwner: ownerArg(owner), CompleteKey: completeKey, Idem: idem, Seen: seen,
 		})
 		return row.Written, row.Kept, err
 	})
@@ -149,12 +151,13 @@ func (st store) finish(ctx context.Context, sess session, status string, attempt
 }
 
 // close ends a session without an order; releaseBy, when set, is when the
-// settle sweep makes sure its stock went back. With a cancel's key (k),
-// its key and answer too.
-func (st store) close(ctx context.Context, sess session, state []byte, releaseBy *time.Time, k *opKey) (bool, error) {
+// settle sweep makes sure its stock went back, and owner ("": none) the
+// process incarnation releasing it now. With a cancel's key (k), its key
+// and answer too.
+func (st store) close(ctx context.Context, sess session, state []byte, releaseBy *time.Time, owner string, k *opKey) (bool, error) {
 	return keyedWrite(ctx, st, k, &checkoutv1.CheckoutResult{CheckoutJson: state, Status: bcp.StatusCanceled}, func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
 		row, err := q.CloseSession(ctx, checkoutdb.CloseSessionParams{TenantID: tid, ID: sess.ID, Version: sess.Version, State: state, SettleAfter: releaseBy,
-			Idem: idem, IdemResponse: answer})
+			SettleOwner: ownerArg(owner), Idem: idem, IdemResponse: answer})
 		return row.Written, row.Kept, err
 	})
 }
@@ -174,6 +177,26 @@ func (st store) settleAgain(ctx context.Context, id, attemptID string, at *time.
 		_, err := q.SetSettleAfter(ctx, checkoutdb.SetSettleAfterParams{SettleAfter: at, TenantID: tid, ID: id, PaymentAttemptID: &attemptID})
 		return err
 	})
+}
+
+// ownerArg is an owner as the row keeps it (NULL for none).
+func ownerArg(owner string) *string {
+	if owner == "" {
+		return nil
+	}
+	return &owner
+}
+
+// takeOver makes this process incarnation (owner) the owner of the work
+// on session id that was was's; false when it is not was's any more.
+func (st store) takeOver(ctx context.Context, id, was, owner string) (bool, error) {
+	var n int64
+	err := st.one(ctx, func(q *checkoutdb.Queries, tid uuid.UUID) error {
+		var err error
+		n, err = q.TakeOverSession(ctx, checkoutdb.TakeOverSessionParams{Owner: &owner, TenantID: tid, ID: id, Was: &was})
+		return err
+	})
+	return n == 1, err
 }
 
 func (st store) list(ctx context.Context, status, before *string, size int32) ([]checkoutdb.ListSessionsRow, error) {

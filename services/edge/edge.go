@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -48,7 +49,28 @@ type Config struct {
 	UsageFlush time.Duration
 	// Metrics registers the edge's metrics (nil: not exported).
 	Metrics prometheus.Registerer
+	// SignatureWindow bounds the age of an agent signature's created
+	// (0: agentauth.DefaultSignatureWindow, 5 min; negative: unbounded);
+	// SignatureClockSkew is the clock difference tolerated on created and
+	// expires (0: agentauth.DefaultClockSkew, 30 s; negative: none).
+	SignatureWindow, SignatureClockSkew time.Duration
+	// RequestTimeout is the request deadline of the agents' API (MCP and
+	// REST operations): how long the edge works on one before it
+	// answers (0: DefaultRequestTimeout; negative: none). Past it, whatever
+	// the request still waits for (a service, the database during a
+	// failover, the first request holding its idempotency key) is given
+	// up and the agent is answered 503 unavailable with Retry-After
+	// (-32000 on MCP); a retry with the same idempotency key replays what
+	// completed. Keep it below the agents' patience, so that they get that
+	// answer instead of none. (The buyers' pages and the merchant admin,
+	// on the same hosts, have none: a catalog import may take longer.)
+	RequestTimeout time.Duration
 }
+
+// DefaultRequestTimeout is Config.RequestTimeout's default: the failover
+// target (deploy/README.md, "Database"), below the 30 s agents commonly
+// wait.
+const DefaultRequestTimeout = 15 * time.Second
 
 // Clients are the services the edge fronts.
 type Clients struct {
@@ -81,6 +103,9 @@ func New(cfg Config, clients Clients, log *slog.Logger) (*Edge, error) {
 	if cfg.PublicScheme == "" {
 		cfg.PublicScheme = "https"
 	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
 	if cfg.Profiles == nil {
 		v, err := bcpschema.NewValidator()
 		if err != nil {
@@ -99,7 +124,8 @@ func New(cfg Config, clients Clients, log *slog.Logger) (*Edge, error) {
 	// policy) before any processing; the responses of the operations marked
 	// signed (complete_checkout) are signed.
 	e.auth = agentauth.New(agentauth.Options{Tenants: tenants, Keys: profileKeys{cfg.Profiles},
-		MaxBodyBytes: maxMCPBody, Scheme: cfg.PublicScheme, Logger: log, Operations: AuthOperations()})
+		MaxBodyBytes: maxMCPBody, Scheme: cfg.PublicScheme, Logger: log, Operations: AuthOperations(),
+		SignatureWindow: cfg.SignatureWindow, ClockSkew: cfg.SignatureClockSkew})
 	e.feed.onReset = []func(){e.hosts.reset, e.data.reset, e.disc.reset, e.mcp.reset, e.auth.Reset}
 	e.feed.onEvent = []func(string){e.hosts.invalidate, e.data.invalidate, e.disc.invalidate, e.mcp.invalidate, e.auth.Invalidate}
 	e.limits = newRateLimiter(tenants, cfg.Metrics, log)
@@ -145,14 +171,42 @@ func (e *Edge) BaseURL(hostHeader string) string {
 	return u
 }
 
+// requestDeadlineKey carries the request deadline (Config.RequestTimeout)
+// from ServeHTTP to the executor as a value: the MCP SDK hands its tool
+// handlers the request context's values but neither its deadline nor its
+// cancellation (internal/jsonrpc2's notDone).
+type requestDeadlineKey struct{}
+
+// withRequestDeadline gives ctx the request deadline it carries as a
+// value, if any.
+func withRequestDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Value(requestDeadlineKey{}).(time.Time); ok {
+		return context.WithDeadline(ctx, d)
+	}
+	return ctx, func() {}
+}
+
+// agentPath reports whether r is a request of the agents' API, which
+// Config.RequestTimeout bounds.
+func agentPath(r *http.Request) bool {
+	return isMCPPath(r) || strings.HasPrefix(r.URL.Path, restBase+"/")
+}
+
 // Handle mounts h on the public mux under pattern (behind Host routing).
 func (e *Edge) Handle(pattern string, h http.Handler) { e.mux.Handle(pattern, h) }
 
 // ServeHTTP resolves the tenant from the Host and dispatches. Unknown hosts
 // get 404, suspended merchants 403, both with a JSON body.
 func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The request deadline is a value the executor applies to the
+	// operation (withRequestDeadline): on the request's own context it
+	// would also cut off the MCP SDK writing the answer.
+	ctx := r.Context()
+	if d := e.cfg.RequestTimeout; d > 0 && agentPath(r) {
+		ctx = context.WithValue(ctx, requestDeadlineKey{}, time.Now().Add(d))
+	}
 	host := normalizeHost(r.Host)
-	t, err := e.hosts.resolve(r.Context(), host)
+	t, err := e.hosts.resolve(ctx, host)
 	// MCP clients get these as JSON-RPC errors, everyone else the flat body.
 	writeErr := writeJSONError
 	if isMCPPath(r) {
@@ -183,7 +237,7 @@ func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeServiceErrorWith(w, r, err, writeErr)
 		return
 	}
-	ctx := context.WithValue(tenancy.With(r.Context(), id), tenantKey{}, t)
+	ctx = context.WithValue(tenancy.With(ctx, id), tenantKey{}, t)
 	ctx = context.WithValue(ctx, hostKey{}, r.Host)
 	if p, ok := agentauth.PolicyFromTenant(t); ok {
 		ctx = agentauth.WithTenantPolicy(ctx, p)

@@ -35,10 +35,17 @@ func carriesHTTPStatus(status int) bool {
 }
 
 // noteRPCStatus records pe's status for the transport, when it is one MCP
-// carries.
+// carries. request_in_flight keeps HTTP 200 (nothing was refused: the
+// first request with the key is still running) but carries Retry-After,
+// as on REST.
 func noteRPCStatus(ctx context.Context, pe *protoError) {
-	if s, ok := ctx.Value(rpcStatusKey{}).(*rpcStatus); ok && carriesHTTPStatus(pe.status) {
+	s, ok := ctx.Value(rpcStatusKey{}).(*rpcStatus)
+	switch {
+	case !ok:
+	case carriesHTTPStatus(pe.status):
 		s.status, s.retryAfter = pe.status, pe.retryAfterHeader()
+	case pe.code == codeRequestInFlight:
+		s.retryAfter = pe.retryAfterHeader()
 	}
 }
 
@@ -59,7 +66,11 @@ func (w *rpcStatusWriter) WriteHeader(code int) {
 		w.wrote = true
 		if code == http.StatusOK && w.s.status != 0 {
 			code = w.s.status
-			w.Header().Set("Retry-After", w.s.retryAfter)
+		}
+		if code == http.StatusOK || code == w.s.status {
+			if w.s.retryAfter != "" {
+				w.Header().Set("Retry-After", w.s.retryAfter)
+			}
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)

@@ -332,6 +332,9 @@ func (s *Service) startCard(ctx context.Context, p paymentsdb.InsertAttemptParam
 		// processor from resolve_after on.
 		resolveAfter := s.now().Add(cardResolveDelay)
 		p.ResolveAfter = &resolveAfter
+		// And if this process dies first, any process's recovery does at
+		// once (recover.go).
+		p.Owner = s.ownerArg()
 		var before func(q *paymentsdb.Queries) (*failure, error)
 		if v.jtiHash != nil {
 			before = func(q *paymentsdb.Queries) (*failure, error) { return useToken(q, p.ID) }
@@ -361,6 +364,13 @@ func (s *Service) startCard(ctx context.Context, p paymentsdb.InsertAttemptParam
 			return s.failPending(ctx, a.ID, f, false)
 		}
 	}
+	// The charge and its record no longer depend on the caller: a caller
+	// that went away (the checkout's process died, its request was cut)
+	// would otherwise abort a charge the processor may already have made.
+	// Its outcome is then announced to the checkout service like any
+	// change it did not ask for.
+	caller := ctx
+	ctx = context.WithoutCancel(ctx)
 	ch, err := proc.Charge(ctx, card.ChargeRequest{
 		IdempotencyKey: a.ID, Token: v.processorToken, TokenHash: v.tokenHash, Scenario: v.scenario, Amount: a.Amount, Currency: a.Currency,
 		ReturnURL: continuePage(a), CheckoutID: a.CheckoutID,
@@ -381,7 +391,7 @@ func (s *Service) startCard(ctx context.Context, p paymentsdb.InsertAttemptParam
 		return attempt{}, apperr.New(apperr.KindUnavailable, "processor_unavailable", "the card processor did not answer; retry StartPayment with the same attempt id")
 	}
 	display, _ := json.Marshal(cardDisplayOut(v.brand, v.lastDigits))
-	out, err := s.applyCardCharge(ctx, proc, &a, a.ID, ch, display, false)
+	out, err := s.applyCardCharge(ctx, proc, &a, a.ID, ch, display, caller.Err() != nil)
 	if err == nil && out.Status == stRequiresAction {
 		// The buyer answers the challenge at the processor, which tells
 		// nobody: the resolve sweep asks it (pollCardAction).

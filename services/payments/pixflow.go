@@ -179,6 +179,7 @@ func (s *Service) startPix(ctx context.Context, p paymentsdb.InsertAttemptParams
 	// insert alone, one statement, instead of a transaction with two jobs.
 	due := earlier(s.now().Add(pollEvery), expires)
 	p.Status, p.Txid, p.ExpiresAt, p.ResolveAfter = stPending, &txid, &expires, &due
+	p.Owner = s.ownerArg() // its creation is resumed at once if this process dies (recover.go)
 	a, existed, err := s.insertAttempt(ctx, p, nil, nil)
 	if err != nil {
 		return attempt{}, err

@@ -38,6 +38,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bcpdev/bcp/internal/jobs"
+	"github.com/bcpdev/bcp/internal/lease"
 	"github.com/bcpdev/bcp/internal/sealer"
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenantcache"
@@ -95,6 +96,11 @@ type Service struct {
 	// sandboxAccounts keeps the simulator accounts read (never changed
 	// once stored), keyed tenant/handler.
 	sandboxAccounts *tenantcache.Cache[sandboxAccount]
+	// holder names this process incarnation as the owner of the attempts
+	// it starts (nil: no recovery; tests); recovering is what its
+	// recovery took over (recover.go).
+	holder     *lease.Holder
+	recovering *recovering
 }
 
 // New returns the service. masterKey (32 bytes) seals the sandbox

@@ -13,7 +13,7 @@ import (
 )
 
 const clearSettleAfter = `-- name: ClearSettleAfter :execrows
-UPDATE checkout.sessions SET settle_after = NULL
+UPDATE checkout.sessions SET settle_after = NULL, settle_owner = NULL
 WHERE tenant_id = $1 AND id = $2 AND status = 'canceled'
 `
 
@@ -34,8 +34,9 @@ func (q *Queries) ClearSettleAfter(ctx context.Context, arg ClearSettleAfterPara
 const closeSession = `-- name: CloseSession :one
 WITH w AS (
   UPDATE checkout.sessions SET
-    status = 'canceled', state = $4, settle_after = $5, version = version + 1, updated_at = now()
-  WHERE tenant_id = $1 AND id = $6 AND version = $7
+    status = 'canceled', state = $4, settle_after = $5, version = version + 1, updated_at = now(),
+    settle_owner = $6, complete_key = NULL
+  WHERE tenant_id = $1 AND id = $7 AND version = $8
   RETURNING 1
 )
 SELECT count(*)::bigint AS written, checkout.keep_key($1, $2::jsonb, $3::bytea, count(*) > 0)::boolean AS kept FROM w
@@ -47,6 +48,7 @@ type CloseSessionParams struct {
 	IdemResponse []byte
 	State        []byte
 	SettleAfter  *time.Time
+	SettleOwner  *string
 	ID           string
 	Version      int32
 }
@@ -60,6 +62,8 @@ type CloseSessionRow struct {
 // settle_after is when the settle sweep makes sure its stock went back
 // (cleared by ClearSettleAfter once the release confirmed). A cancel's
 // idempotency key, if any, is kept by the same statement (keep_key).
+// settle_owner is the process incarnation that releases the stock
+// (migration 00049).
 func (q *Queries) CloseSession(ctx context.Context, arg CloseSessionParams) (CloseSessionRow, error) {
 	row := q.db.QueryRow(ctx, closeSession,
 		arg.TenantID,
@@ -67,6 +71,7 @@ func (q *Queries) CloseSession(ctx context.Context, arg CloseSessionParams) (Clo
 		arg.IdemResponse,
 		arg.State,
 		arg.SettleAfter,
+		arg.SettleOwner,
 		arg.ID,
 		arg.Version,
 	)
@@ -79,7 +84,8 @@ const finishSession = `-- name: FinishSession :one
 WITH w AS (
   UPDATE checkout.sessions SET
     status = $4, payment_attempt_id = $5, order_id = $6,
-    state = $7, version = version + 1, updated_at = now()
+    state = $7, version = version + 1, updated_at = now(), settle_owner = NULL,
+    complete_key = CASE WHEN $4::text = 'complete_in_progress' THEN complete_key END
   WHERE tenant_id = $1 AND id = $8 AND version = $9
   RETURNING 1
 )
@@ -105,7 +111,9 @@ type FinishSessionRow struct {
 
 // Optimistic: settle a session (completed with its order, or reopened);
 // with the completion's idempotency key, its answer is stored by the same
-// statement (keep_key).
+// statement (keep_key). The settle is written: nobody owns the session
+// any more, and a session that left complete_in_progress forgets its
+// completion's key (answered by now, or never to be).
 func (q *Queries) FinishSession(ctx context.Context, arg FinishSessionParams) (FinishSessionRow, error) {
 	row := q.db.QueryRow(ctx, finishSession,
 		arg.TenantID,
@@ -171,15 +179,61 @@ func (q *Queries) ListDueSettles(ctx context.Context, arg ListDueSettlesParams) 
 	return items, nil
 }
 
+const listOwnedSessions = `-- name: ListOwnedSessions :many
+SELECT tenant_id, id, status, payment_attempt_id, settle_owner::text AS owner FROM checkout.sessions
+WHERE settle_owner IS NOT NULL AND status IN ('complete_in_progress', 'canceled')
+ORDER BY updated_at
+LIMIT $1
+`
+
+type ListOwnedSessionsRow struct {
+	TenantID         uuid.UUID
+	ID               string
+	Status           string
+	PaymentAttemptID *string
+	Owner            string
+}
+
+// Every tenant's sessions whose money-path work a process incarnation
+// owns (migration 00049): completions claimed and not settled yet,
+// closed checkouts whose stock release has not confirmed. The recovery
+// (in the 'checkout_sweep' scope) keeps those whose owner is gone.
+func (q *Queries) ListOwnedSessions(ctx context.Context, maxRows int32) ([]ListOwnedSessionsRow, error) {
+	rows, err := q.db.Query(ctx, listOwnedSessions, maxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListOwnedSessionsRow
+	for rows.Next() {
+		var i ListOwnedSessionsRow
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.Status,
+			&i.PaymentAttemptID,
+			&i.Owner,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const setSessionPayment = `-- name: SetSessionPayment :one
 WITH w AS (
   UPDATE checkout.sessions SET
     status = $3, payment_attempt_id = $4, order_webhook_url = $5,
     base_url = $6, state = $7, settle_after = $8, ap2_mandate = $9,
     automatic_discount_ids = $10,
+    settle_owner = $11, complete_key = $12,
     version = version + 1, updated_at = now()
-  WHERE tenant_id = $1 AND id = $11 AND version = $12
-    AND ($13::bigint IS NULL OR xmin::text::bigint = $13::bigint)
+  WHERE tenant_id = $1 AND id = $13 AND version = $14
+    AND ($15::bigint IS NULL OR xmin::text::bigint = $15::bigint)
   RETURNING 1
 )
 SELECT count(*)::bigint AS written, checkout.keep_key($1, $2::jsonb, NULL::bytea, count(*) > 0)::boolean AS kept FROM w
@@ -196,6 +250,8 @@ type SetSessionPaymentParams struct {
 	SettleAfter          *time.Time
 	Ap2Mandate           []byte
 	AutomaticDiscountIds []string
+	SettleOwner          *string
+	CompleteKey          []byte
 	ID                   string
 	Version              int32
 	Seen                 *int64
@@ -210,7 +266,10 @@ type SetSessionPaymentRow struct {
 // settle sweep settles it at settle_after if nothing else has. The
 // completion's idempotency key, if any, is claimed (in flight) by the same
 // statement (keep_key). A session this process remembers rather than read
-// is claimed only if its row's xmin is still seen (seen.go).
+// is claimed only if its row's xmin is still seen (seen.go). settle_owner
+// is the process incarnation doing the completion and complete_key its
+// key as keep_key reads it (held): if the process dies, whoever settles
+// the session answers the key (migration 00049).
 func (q *Queries) SetSessionPayment(ctx context.Context, arg SetSessionPaymentParams) (SetSessionPaymentRow, error) {
 	row := q.db.QueryRow(ctx, setSessionPayment,
 		arg.TenantID,
@@ -223,6 +282,8 @@ func (q *Queries) SetSessionPayment(ctx context.Context, arg SetSessionPaymentPa
 		arg.SettleAfter,
 		arg.Ap2Mandate,
 		arg.AutomaticDiscountIds,
+		arg.SettleOwner,
+		arg.CompleteKey,
 		arg.ID,
 		arg.Version,
 		arg.Seen,
@@ -233,7 +294,7 @@ func (q *Queries) SetSessionPayment(ctx context.Context, arg SetSessionPaymentPa
 }
 
 const setSettleAfter = `-- name: SetSettleAfter :execrows
-UPDATE checkout.sessions SET settle_after = $1
+UPDATE checkout.sessions SET settle_after = $1, settle_owner = NULL
 WHERE tenant_id = $2 AND id = $3 AND payment_attempt_id = $4
 `
 
@@ -246,13 +307,41 @@ type SetSettleAfterParams struct {
 
 // After a sweep's settle: NULL when the session left complete_in_progress,
 // a later time when it is still in progress or the settle failed. Only
-// while the session is still on that attempt.
+// while the session is still on that attempt. The sweeps' clock takes it
+// from here: nobody owns it any more.
 func (q *Queries) SetSettleAfter(ctx context.Context, arg SetSettleAfterParams) (int64, error) {
 	result, err := q.db.Exec(ctx, setSettleAfter,
 		arg.SettleAfter,
 		arg.TenantID,
 		arg.ID,
 		arg.PaymentAttemptID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const takeOverSession = `-- name: TakeOverSession :execrows
+UPDATE checkout.sessions SET settle_owner = $1
+WHERE tenant_id = $2 AND id = $3 AND settle_owner = $4 AND status IN ('complete_in_progress', 'canceled')
+`
+
+type TakeOverSessionParams struct {
+	Owner    *string
+	TenantID uuid.UUID
+	ID       string
+	Was      *string
+}
+
+// The recovery takes over the work of an incarnation that is gone: one
+// process finishes it, and if that one dies too the next takes it over.
+func (q *Queries) TakeOverSession(ctx context.Context, arg TakeOverSessionParams) (int64, error) {
+	result, err := q.db.Exec(ctx, takeOverSession,
+		arg.Owner,
+		arg.TenantID,
+		arg.ID,
+		arg.Was,
 	)
 	if err != nil {
 		return 0, err

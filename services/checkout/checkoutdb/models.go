@@ -59,4 +59,6 @@ type CheckoutSession struct {
 	SettleAfter          *time.Time
 	Ap2Mandate           []byte
 	AutomaticDiscountIds []string
+	SettleOwner          *string
+	CompleteKey          []byte
 }

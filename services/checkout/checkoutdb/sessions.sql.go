@@ -13,7 +13,7 @@ import (
 )
 
 const getSession = `-- name: GetSession :one
-SELECT tenant_id, id, status, currency, total, buyer_email, agent_profile_url, capabilities, request, state, version, expires_at, created_at, updated_at, payment_attempt_id, order_id, order_webhook_url, base_url, settle_after, ap2_mandate, automatic_discount_ids FROM checkout.sessions WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, status, currency, total, buyer_email, agent_profile_url, capabilities, request, state, version, expires_at, created_at, updated_at, payment_attempt_id, order_id, order_webhook_url, base_url, settle_after, ap2_mandate, automatic_discount_ids, settle_owner, complete_key FROM checkout.sessions WHERE tenant_id = $1 AND id = $2
 `
 
 type GetSessionParams struct {
@@ -46,6 +46,8 @@ func (q *Queries) GetSession(ctx context.Context, arg GetSessionParams) (Checkou
 		&i.SettleAfter,
 		&i.Ap2Mandate,
 		&i.AutomaticDiscountIds,
+		&i.SettleOwner,
+		&i.CompleteKey,
 	)
 	return i, err
 }

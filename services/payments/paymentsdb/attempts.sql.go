@@ -25,7 +25,7 @@ func (q *Queries) CountAttempts(ctx context.Context, tenantID uuid.UUID) (int64,
 }
 
 const getAttempt = `-- name: GetAttempt :one
-SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after FROM payments.attempts WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after, owner FROM payments.attempts WHERE tenant_id = $1 AND id = $2
 `
 
 type GetAttemptParams struct {
@@ -63,12 +63,13 @@ func (q *Queries) GetAttempt(ctx context.Context, arg GetAttemptParams) (Payment
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ResolveAfter,
+		&i.Owner,
 	)
 	return i, err
 }
 
 const getLiveAttemptForCheckout = `-- name: GetLiveAttemptForCheckout :one
-SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after FROM payments.attempts
+SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after, owner FROM payments.attempts
 WHERE tenant_id = $1 AND checkout_id = $2
   AND status IN ('pending', 'succeeded', 'requires_action', 'refunded', 'partially_refunded')
 `
@@ -108,6 +109,7 @@ func (q *Queries) GetLiveAttemptForCheckout(ctx context.Context, arg GetLiveAtte
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ResolveAfter,
+		&i.Owner,
 	)
 	return i, err
 }
@@ -116,13 +118,13 @@ const insertAttempt = `-- name: InsertAttempt :one
 INSERT INTO payments.attempts (
   tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type,
   amount, currency, status, failure_code, failure_message, display, action_url, expires_at,
-  request_hash, base_url, txid, resolve_after
+  request_hash, base_url, txid, resolve_after, owner
 ) VALUES (
   $1, $2, $3, $4, $5, $6, $7, $8,
   $9, $10, $11, $12, $13, $14, $15, $16,
-  $17, $18, $19, $20
+  $17, $18, $19, $20, $21
 )
-RETURNING tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after
+RETURNING tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after, owner
 `
 
 type InsertAttemptParams struct {
@@ -146,6 +148,7 @@ type InsertAttemptParams struct {
 	BaseUrl        string
 	Txid           *string
 	ResolveAfter   *time.Time
+	Owner          *string
 }
 
 func (q *Queries) InsertAttempt(ctx context.Context, arg InsertAttemptParams) (PaymentsAttempt, error) {
@@ -170,6 +173,7 @@ func (q *Queries) InsertAttempt(ctx context.Context, arg InsertAttemptParams) (P
 		arg.BaseUrl,
 		arg.Txid,
 		arg.ResolveAfter,
+		arg.Owner,
 	)
 	var i PaymentsAttempt
 	err := row.Scan(
@@ -199,6 +203,7 @@ func (q *Queries) InsertAttempt(ctx context.Context, arg InsertAttemptParams) (P
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ResolveAfter,
+		&i.Owner,
 	)
 	return i, err
 }
@@ -247,8 +252,45 @@ func (q *Queries) ListDueResolves(ctx context.Context, arg ListDueResolvesParams
 	return items, nil
 }
 
+const listOwnedAttempts = `-- name: ListOwnedAttempts :many
+SELECT tenant_id, id, owner::text AS owner FROM payments.attempts
+WHERE owner IS NOT NULL AND status = 'pending'
+ORDER BY created_at
+LIMIT $1
+`
+
+type ListOwnedAttemptsRow struct {
+	TenantID uuid.UUID
+	ID       string
+	Owner    string
+}
+
+// Every tenant's attempts whose start a process incarnation is still
+// doing (the charge call, the Pix charge's creation; migration 00049).
+// The recovery (in the 'payments_sweep' scope) keeps those whose owner
+// is gone.
+func (q *Queries) ListOwnedAttempts(ctx context.Context, maxRows int32) ([]ListOwnedAttemptsRow, error) {
+	rows, err := q.db.Query(ctx, listOwnedAttempts, maxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListOwnedAttemptsRow
+	for rows.Next() {
+		var i ListOwnedAttemptsRow
+		if err := rows.Scan(&i.TenantID, &i.ID, &i.Owner); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockAttempt = `-- name: LockAttempt :one
-SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after FROM payments.attempts WHERE tenant_id = $1 AND id = $2 FOR UPDATE
+SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after, owner FROM payments.attempts WHERE tenant_id = $1 AND id = $2 FOR UPDATE
 `
 
 type LockAttemptParams struct {
@@ -286,12 +328,13 @@ func (q *Queries) LockAttempt(ctx context.Context, arg LockAttemptParams) (Payme
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ResolveAfter,
+		&i.Owner,
 	)
 	return i, err
 }
 
 const lockAttemptByTxid = `-- name: LockAttemptByTxid :one
-SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after FROM payments.attempts WHERE tenant_id = $1 AND txid = $2 FOR UPDATE
+SELECT tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after, owner FROM payments.attempts WHERE tenant_id = $1 AND txid = $2 FOR UPDATE
 `
 
 type LockAttemptByTxidParams struct {
@@ -329,6 +372,7 @@ func (q *Queries) LockAttemptByTxid(ctx context.Context, arg LockAttemptByTxidPa
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ResolveAfter,
+		&i.Owner,
 	)
 	return i, err
 }
@@ -354,14 +398,40 @@ func (q *Queries) SetResolveAfter(ctx context.Context, arg SetResolveAfterParams
 	return result.RowsAffected(), nil
 }
 
+const takeOverAttempt = `-- name: TakeOverAttempt :execrows
+UPDATE payments.attempts SET owner = $1
+WHERE tenant_id = $2 AND id = $3 AND owner = $4 AND status = 'pending'
+`
+
+type TakeOverAttemptParams struct {
+	Owner    *string
+	TenantID uuid.UUID
+	ID       string
+	Was      *string
+}
+
+// The recovery takes over the start of an incarnation that is gone.
+func (q *Queries) TakeOverAttempt(ctx context.Context, arg TakeOverAttemptParams) (int64, error) {
+	result, err := q.db.Exec(ctx, takeOverAttempt,
+		arg.Owner,
+		arg.TenantID,
+		arg.ID,
+		arg.Was,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const updateAttempt = `-- name: UpdateAttempt :one
 UPDATE payments.attempts SET
   status = $1, failure_code = $2, failure_message = $3,
   display = $4, action_url = $5, refunded_amount = $6,
   e2e_id = $7, charge_id = $8,
-  version = version + 1, updated_at = now()
+  version = version + 1, updated_at = now(), owner = NULL
 WHERE tenant_id = $9 AND id = $10 AND version = $11
-RETURNING tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after
+RETURNING tenant_id, id, checkout_id, handler_id, handler_name, environment, instrument_id, instrument_type, amount, currency, status, failure_code, failure_message, display, action_url, expires_at, refunded_amount, request_hash, base_url, txid, e2e_id, charge_id, version, created_at, updated_at, resolve_after, owner
 `
 
 type UpdateAttemptParams struct {
@@ -379,7 +449,8 @@ type UpdateAttemptParams struct {
 }
 
 // Callers hold the row lock (LockAttempt) or pass the version they read:
-// a transition is a compare-and-swap on version.
+// a transition is a compare-and-swap on version. The start's work is
+// written: nobody owns the attempt any more (migration 00049).
 func (q *Queries) UpdateAttempt(ctx context.Context, arg UpdateAttemptParams) (PaymentsAttempt, error) {
 	row := q.db.QueryRow(ctx, updateAttempt,
 		arg.Status,
@@ -422,6 +493,7 @@ func (q *Queries) UpdateAttempt(ctx context.Context, arg UpdateAttemptParams) (P
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ResolveAfter,
+		&i.Owner,
 	)
 	return i, err
 }

@@ -48,6 +48,7 @@ type PaymentsAttempt struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	ResolveAfter   *time.Time
+	Owner          *string
 }
 
 type PaymentsHook struct {
