@@ -385,9 +385,12 @@ func (s *Service) startCard(ctx context.Context, p paymentsdb.InsertAttemptParam
 		return s.failPending(ctx, a.ID, failed("O pagamento com cartão está indisponível nesta loja por um problema de configuração; tente outro meio de pagamento."), false)
 	}
 	if err != nil {
-		// The attempt stays pending: a retry resumes it with the same
-		// idempotency key, and the resolve job settles it otherwise.
+		// The attempt stays pending, still owned by this process: its
+		// recovery settles it at the processor by its key on the next pass
+		// (under a second), as it would a dead process's; the checkout
+		// waits for that outcome, and the resolve job is the backstop.
 		s.log.WarnContext(ctx, "payments: card charge failed", "attempt_id", a.ID, "err", err.Error())
+		s.recoverSoon(a.ID)
 		return attempt{}, apperr.New(apperr.KindUnavailable, "processor_unavailable", "the card processor did not answer; retry StartPayment with the same attempt id")
 	}
 	display, _ := json.Marshal(cardDisplayOut(v.brand, v.lastDigits))

@@ -33,8 +33,17 @@ import (
 //
 // Either way the checkout service is told (paymentevents), and settles
 // the checkout at once. An attempt whose start failed while its process
-// lives (the processor did not answer) is not this recovery's: the
-// resolve sweep takes it at its resolve_after, as before.
+// lives (the card processor did not answer) is handed to this process's
+// own recovery at once (recoverSoon): waiting for the resolve sweep's
+// two minutes left a buyer charged with no order that long.
+
+// recoverSoon gives this process's recovery an attempt it owns whose
+// start failed without an outcome (nothing without a holder).
+func (s *Service) recoverSoon(id string) {
+	if s.holder != nil && s.recovering != nil {
+		s.recovering.add(id)
+	}
+}
 
 // RecoverEvery is how often the recovery looks for abandoned attempts.
 const RecoverEvery = 500 * time.Millisecond
