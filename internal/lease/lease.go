@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -66,8 +67,8 @@ type Holder struct {
 
 	mu      sync.Mutex
 	conn    *pgx.Conn
-	since   time.Time            // when conn was opened
-	missing map[string]time.Time // other owners found without a session, since
+	since   time.Time           // when conn was opened
+	missing map[string]sighting // other owners found without a session, since
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -88,7 +89,7 @@ func Start(ctx context.Context, dbURL, name string, log *slog.Logger) (*Holder, 
 		prefix = hex.EncodeToString(sum[:4])
 	}
 	h := &Holder{id: prefix + "." + hex.EncodeToString(random(6)), prefix: prefix, url: dbURL, log: log,
-		missing: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
+		missing: map[string]sighting{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if err := h.connect(ctx); err != nil {
 		return nil, fmt.Errorf("lease: open the holder's session: %w", err)
 	}
@@ -183,9 +184,17 @@ func (h *Holder) keep() {
 }
 
 // Gone returns the owners among owners (other than this incarnation)
-// whose process is gone, by the rules of the package comment. An error
-// means nothing could be judged (the session is down).
+// whose process is gone, by the rules of the package comment; without
+// another owner it asks nothing. An error means nothing could be judged
+// (the session is down): the map is then nil, which reads as "none gone".
+// Callers share the holder (checkout's and payments' recoveries in one
+// process), each with its own owners: a sighting is forgotten only once
+// nobody has asked about it for forgetAfter, never because one caller's
+// list lacks it.
 func (h *Holder) Gone(ctx context.Context, owners []string) (map[string]bool, error) {
+	if !slices.ContainsFunc(owners, func(o string) bool { return o != h.id && IsID(o) }) {
+		return nil, nil
+	}
 	live := map[string]bool{}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -212,12 +221,10 @@ func (h *Holder) Gone(ctx context.Context, owners []string) (map[string]bool, er
 	now := time.Now()
 	settled := now.Sub(h.since) >= Grace
 	gone := map[string]bool{}
-	seen := map[string]bool{}
 	for _, o := range owners {
-		if o == h.id || seen[o] || !IsID(o) {
+		if o == h.id || !IsID(o) {
 			continue
 		}
-		seen[o] = true
 		if live[o] {
 			delete(h.missing, o)
 			continue
@@ -226,21 +233,29 @@ func (h *Holder) Gone(ctx context.Context, owners []string) (map[string]bool, er
 			gone[o] = true // this process's predecessor
 			continue
 		}
-		first, ok := h.missing[o]
+		m, ok := h.missing[o]
 		if !ok {
-			h.missing[o], first = now, now
+			m.first = now
 		}
-		if settled && now.Sub(first) >= Confirm {
+		m.last = now
+		h.missing[o] = m
+		if settled && now.Sub(m.first) >= Confirm {
 			gone[o] = true
 		}
 	}
-	for o := range h.missing {
-		if !seen[o] {
+	for o, m := range h.missing {
+		if now.Sub(m.last) > forgetAfter {
 			delete(h.missing, o)
 		}
 	}
 	return gone, nil
 }
+
+// sighting is when an owner was first and last found without a session.
+type sighting struct{ first, last time.Time }
+
+// forgetAfter bounds how long a sighting nobody asks about is kept.
+const forgetAfter = time.Minute
 
 // Close ends the session: this incarnation's work is then anyone's.
 func (h *Holder) Close() {

@@ -62,3 +62,45 @@ func TestGone(t *testing.T) {
 		t.Fatalf("gone once settled: %v; want the stranger %s", g, stranger.ID())
 	}
 }
+
+// One holder serves checkout's and payments' recoveries in one process,
+// each asking about its own owners: a stranger one of them waits on is
+// judged gone Confirm after it was first missed, however often the other
+// asks about other owners meanwhile.
+func TestGoneSharedByTwoCallers(t *testing.T) {
+	d := testdb.New(t)
+	ctx := context.Background()
+	h, err := Start(ctx, d.AppURL, "host all", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	s, err := Start(ctx, d.AppURL, "stranger host", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	defer func(g, c time.Duration) { Grace, Confirm = g, c }(Grace, Confirm)
+	Grace, Confirm = 0, 200*time.Millisecond
+	// The stranger's backend ends a moment after its socket closed.
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, ok := h.missing[s.ID()]; ok || time.Now().After(deadline) {
+			break
+		}
+		if _, err := h.Gone(ctx, []string{s.ID()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := h.missing[s.ID()]; !ok {
+		t.Fatal("the stranger's session never ended")
+	}
+	// The other caller asks only about this process itself: no query, and
+	// the stranger's sighting stays.
+	if g, err := h.Gone(ctx, []string{h.ID()}); err != nil || g != nil {
+		t.Fatalf("only itself: %v, %v; want nil, nil", g, err)
+	}
+	time.Sleep(Confirm)
+	if g, err := h.Gone(ctx, []string{s.ID()}); err != nil || !g[s.ID()] {
+		t.Fatalf("after Confirm: %v, %v; want the stranger %s gone", g, err, s.ID())
+	}
+}

@@ -97,21 +97,13 @@ func (s *Service) Recover(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var others []string
-	for _, o := range owned {
-		if !s.holder.Owns(o.Owner) {
-			others = append(others, o.Owner)
-		}
+	owners := make([]string, len(owned))
+	for i, o := range owned {
+		owners[i] = o.Owner
 	}
 	// Whose owners are gone; without an answer (the holder's session is
 	// reconnecting), this process's own work is finished all the same.
-	gone := map[string]bool{}
-	var goneErr error
-	if len(others) > 0 {
-		if gone, goneErr = s.holder.Gone(ctx, others); goneErr != nil {
-			gone = map[string]bool{}
-		}
-	}
+	gone, goneErr := s.holder.Gone(ctx, owners)
 	// Side by side: each waits on the processor or the PSP.
 	var n atomic.Int64
 	var wg sync.WaitGroup
