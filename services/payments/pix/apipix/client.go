@@ -161,7 +161,7 @@ func (c *Client) accessToken(ctx context.Context) (string, error) {
 	tok, err := c.cc.Token(context.WithValue(ctx, oauth2.HTTPClient, c.hc))
 	c.observe("token", tokenStatus(err), start)
 	if err != nil {
-		return "", tokenError(err)
+		return "", c.withoutCertificate(tokenError(err))
 	}
 	c.token = tok
 	return tok.AccessToken, nil
@@ -227,7 +227,7 @@ func (c *Client) call(ctx context.Context, op, method, path string, query url.Va
 		resp, err := c.hc.Do(req)
 		if err != nil {
 			c.observe(op, 0, start)
-			return response{}, classifyTransport(op, err)
+			return response{}, c.withoutCertificate(classifyTransport(op, err))
 		}
 		b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 		resp.Body.Close()

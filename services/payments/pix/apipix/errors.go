@@ -149,6 +149,19 @@ func classifyTransport(op string, err error) error {
 	return &TransportError{Op: op, Err: err}
 }
 
+// withoutCertificate names the missing client certificate when a client
+// that has none loses its connection: the API Pix requires mTLS, and a
+// TLS 1.3 server refuses a missing certificate after the client's side of
+// the handshake is done, so the client sees a broken pipe or a reset as
+// often as the server's alert.
+func (c *Client) withoutCertificate(err error) error {
+	var te *TransportError
+	if c.cfg.Certificate != nil || !errors.As(err, &te) {
+		return err
+	}
+	return &ConfigError{Code: "tls_client_rejected", Msg: "nenhum certificado de cliente (mTLS) está configurado, e o PSP encerrou a conexão: a API Pix exige o certificado que o PSP emitiu", Err: err}
+}
+
 // Diagnosis is what a failure means for the people involved.
 type Diagnosis struct {
 	// Code is stable, for metrics and tests.
