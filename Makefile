@@ -82,15 +82,18 @@ generate:
 check-generate:
 	@scripts/check-generate.sh
 
-## bench: a short load run (under 2 minutes): no-op MCP baseline, the no-op plus one durable insert
-## (create_checkout's ceiling), create_checkout, whole purchases (closed loop), then an open-loop sweep; prints the table, writes JSON and SVG to $(BENCH_OUT).
-## The Go micro-benchmarks: scripts/gobench.sh. Full runs and figures: docs/performance.md.
+## bench: a short load run (about 2 minutes) as a user runs the platform: a separate `bcpd dev` (its own
+## durable PostgreSQL, listeners at BENCH_PORT_BASE=28000+) driven over loopback HTTP by `bcpbench` in
+## another process: create_checkout, whole purchases (closed loop), then an open-loop sweep; CPU of bcpd and
+## its PostgreSQL from /proc (the load generator's apart); prints the table, writes JSON and SVG to $(BENCH_OUT).
+## The platform in the load generator's process: go run ./cmd/bcpbench. Go micro-benchmarks: scripts/gobench.sh.
+## Figures: docs/performance.md.
 BENCH_OUT   ?= $(DATA_DIR)/bench
 BENCH_FLAGS ?= --tenants 20 --duration 5s --concurrency 16
 bench:
 	@scripts/ensure-postgres.sh
 	@mkdir -p $(BENCH_OUT)
-	$(GO) run ./cmd/bcpbench $(BENCH_FLAGS) --out $(BENCH_OUT)/result.json --svg $(BENCH_OUT)/latency.svg
+	scripts/bench.sh $(BENCH_OUT) $(BENCH_FLAGS) --out $(BENCH_OUT)/result.json --svg $(BENCH_OUT)/latency.svg
 
 ## bench-long: the same with 25 s phases (about 4 minutes): the p99 at 60 % of the peak then rests on
 ## the 2 000 calls issue 23 asks for (at a peak above 133 purchases/s) instead of 500, so one
@@ -98,15 +101,16 @@ bench:
 bench-long:
 	@$(MAKE) --no-print-directory bench BENCH_FLAGS="--tenants 20 --duration 25s --concurrency 16"
 
-## bench-ab: two revisions' closed-loop rates and CPU per purchase measured at the same time, so both see the same machine
-## (whole runs drift ±20 % between minutes here); prints each round and B/A. One round spreads about
-## ±10 % (AB="HEAD HEAD" gives 0.94–1.16): run several.
-## make bench-ab AB="67920f8 HEAD" [AB_ROUNDS=3]
+## bench-ab: two revisions' `bcpd dev`, each a separate process with its durable PostgreSQL, driven from
+## outside at the same time, so both see the same machine (whole runs drift ±20 % between minutes here);
+## prints each round's rates, CPU per card purchase (bcpd + PostgreSQL) and complete_checkout p50, and B/A.
+## Run several rounds. make bench-ab AB="6de9e8d HEAD" [AB_ROUNDS=3] [AB_FLAGS="--concurrency 1"]
 AB        ?= HEAD~1 HEAD
 AB_ROUNDS ?= 3
+AB_FLAGS  ?=
 bench-ab:
 	@scripts/ensure-postgres.sh
-	@scripts/bench-ab.sh $(AB) $(AB_ROUNDS)
+	@scripts/bench-ab.sh $(AB) $(AB_ROUNDS) $(AB_FLAGS)
 
 ## bench-search: search_catalog at a real catalog's size (issue 25): 100 merchants × 10 000 products
 ## (1M, seeded set-based through the catalog schema as the application role), EXPLAIN ANALYZE of every

@@ -11,13 +11,15 @@ import (
 	"github.com/bcpdev/bcp/internal/procstat"
 )
 
-// cpuTimes is CPU time used so far by this process (the platform, the PSP
+// cpuTimes is CPU time used so far by the platform and by its PostgreSQL
+// cluster (the postmaster and its children; other clusters on the machine
+// are not counted). In process, the platform is this process (the PSP
 // simulator and the simulated agents share it: a --cpuprofile tells them
-// apart by the label side) and by the private PostgreSQL cluster (the
-// postmaster and its children; other clusters on the machine are not
-// counted).
+// apart by the label side); with --target-pid it is the target's
+// processes, read from /proc, and this process — the load generator — is
+// counted apart in loadgen and left out of the figures.
 type cpuTimes struct {
-	self, postgres time.Duration
+	self, postgres, loadgen time.Duration
 }
 
 // CPUUse is the CPU spent during a phase, in seconds, and per completed
@@ -27,6 +29,8 @@ type CPUUse struct {
 	PostgresSeconds float64 `json:"postgres_s"`
 	ProcessMsPerOp  float64 `json:"process_ms_per_op"`
 	PostgresMsPerOp float64 `json:"postgres_ms_per_op"`
+	// The load generator's own, with --target-pid (not in the figures above).
+	LoadGenMsPerOp float64 `json:"loadgen_ms_per_op,omitempty"`
 }
 
 func (e *env) cpu() cpuTimes {
@@ -34,6 +38,16 @@ func (e *env) cpu() cpuTimes {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		t.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	if len(e.targetPIDs) > 0 {
+		t.loadgen, t.self = t.self, 0
+		for _, pid := range e.targetPIDs {
+			// Its own time only: a bcpd dev's PostgreSQL is its child,
+			// and is counted below.
+			if st, ok := procstat.Read(pid); ok {
+				t.self += st.CPU
+			}
+		}
 	}
 	e.eachPGProc(func(_ string, postmaster bool, st procstat.Stat) {
 		t.postgres += st.CPU
@@ -50,7 +64,11 @@ func (e *env) cpu() cpuTimes {
 // eachPGProc calls fn for the private cluster's postmaster and each of
 // its live children.
 func (e *env) eachPGProc(fn func(pid string, postmaster bool, st procstat.Stat)) {
-	b, err := os.ReadFile(filepath.Join(e.tmp, "pgdata", "postmaster.pid"))
+	dir := e.pgdata
+	if dir == "" {
+		dir = filepath.Join(e.tmp, "pgdata")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
 	if err != nil {
 		return
 	}
@@ -72,7 +90,11 @@ func (u *CPUUse) String() string {
 	if u.ProcessMsPerOp < 1 && u.PostgresMsPerOp < 1 {
 		f = "%.2f"
 	}
-	return fmt.Sprintf("CPU: process %.1f s ("+f+" ms/op), PostgreSQL %.1f s ("+f+" ms/op)", u.ProcessSeconds, u.ProcessMsPerOp, u.PostgresSeconds, u.PostgresMsPerOp)
+	out := fmt.Sprintf("CPU: process %.1f s ("+f+" ms/op), PostgreSQL %.1f s ("+f+" ms/op)", u.ProcessSeconds, u.ProcessMsPerOp, u.PostgresSeconds, u.PostgresMsPerOp)
+	if u.LoadGenMsPerOp > 0 {
+		out += fmt.Sprintf("; load generator "+f+" ms/op, not counted", u.LoadGenMsPerOp)
+	}
+	return out
 }
 
 func cpuUse(before, after cpuTimes, ops int64) *CPUUse {
@@ -80,6 +102,7 @@ func cpuUse(before, after cpuTimes, ops int64) *CPUUse {
 	if ops > 0 {
 		u.ProcessMsPerOp = u.ProcessSeconds * 1000 / float64(ops)
 		u.PostgresMsPerOp = u.PostgresSeconds * 1000 / float64(ops)
+		u.LoadGenMsPerOp = (after.loadgen - before.loadgen).Seconds() * 1000 / float64(ops)
 	}
 	return u
 }
@@ -115,4 +138,24 @@ func pgProcDelta(before, after map[string]pgProc) map[string]time.Duration {
 		out[a.title] += a.cpu - before[pid].cpu
 	}
 	return out
+}
+
+// checkDurable refuses a target cluster started without durable commits
+// (fsync or full-page writes off, as tests start theirs): a figure bought
+// with durability does not count. PostgreSQL writes the command line it
+// was started with to postmaster.opts.
+func checkDurable(pgdata string) error {
+	if pgdata == "" {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(pgdata, "postmaster.opts"))
+	if err != nil {
+		return fmt.Errorf("--target-pgdata: %w", err)
+	}
+	for _, off := range []string{"fsync=off", "full_page_writes=off", "synchronous_commit=off"} {
+		if strings.Contains(string(b), off) {
+			return fmt.Errorf("--target-pgdata %s: its PostgreSQL runs with %s; measure only durable commits", pgdata, off)
+		}
+	}
+	return nil
 }

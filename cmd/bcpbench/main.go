@@ -71,6 +71,9 @@ type config struct {
 	durableNoop  bool
 	// --target: a running platform instead of one started here.
 	target, targetInternal, operatorToken, internalToken, profileAddr string
+	// targetPIDs and targetPGData: whose CPU a --target run counts (the
+	// target's processes, and its PostgreSQL cluster's data directory).
+	targetPIDs, targetPGData string
 }
 
 type bench struct {
@@ -193,6 +196,8 @@ func main() {
 	flag.StringVar(&cfg.targetInternal, "target-internal", "127.0.0.1:9090", "with --target: its internal listener (seeding, simulated Pix payments)")
 	flag.StringVar(&cfg.operatorToken, "operator-token", os.Getenv("BCP_OPERATOR_TOKEN"), "with --target: operator token (BCP_OPERATOR_TOKEN)")
 	flag.StringVar(&cfg.internalToken, "internal-token", os.Getenv("BCP_INTERNAL_TOKEN"), "with --target: internal token, for the baseline's API-key checks (BCP_INTERNAL_TOKEN)")
+	flag.StringVar(&cfg.targetPIDs, "target-pid", "", "with --target: the target's process ids (comma-separated), whose CPU the figures count instead of this process's, which is the load generator's and is reported apart")
+	flag.StringVar(&cfg.targetPGData, "target-pgdata", "", "with --target: the data directory of the target's PostgreSQL cluster (a bcpd dev's <data-dir>/pgdata), whose processes' CPU the figures count; it must run with durable commits")
 	flag.StringVar(&cfg.profileAddr, "profile-addr", "127.0.0.1:0", "with --target: where to serve the agent profile (the platform fetches it; dev tenants accept loopback)")
 	flag.Parse()
 	for _, f := range strings.Split(sweep, ",") {
@@ -234,7 +239,16 @@ func run(ctx context.Context, cfg config) error {
 		if cfg.operatorToken == "" {
 			return fmt.Errorf("--target needs --operator-token")
 		}
+		if err := checkDurable(cfg.targetPGData); err != nil {
+			return err
+		}
 		e, err = startRemoteEnv(ctx, strings.TrimPrefix(cfg.target, "http://"), cfg.targetInternal, cfg.operatorToken, cfg.internalToken, cfg.profileAddr, cfg.tenants, logf)
+		if e != nil {
+			e.pgdata = cfg.targetPGData
+			if cfg.targetPIDs != "" {
+				e.targetPIDs = strings.Split(cfg.targetPIDs, ",")
+			}
+		}
 	} else {
 		e, err = startEnv(ctx, envOptions{tenants: cfg.tenants, statements: cfg.statements >= 0, pays: true}, logf)
 	}

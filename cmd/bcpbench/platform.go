@@ -43,7 +43,11 @@ const (
 type env struct {
 	pg  *pgserver.Server
 	tmp string
-	r   *platform.Running // nil with --target
+	// With --target: the target's processes and its cluster's data
+	// directory, whose CPU the figures count (cpu.go).
+	targetPIDs []string
+	pgdata     string
+	r          *platform.Running // nil with --target
 	// sim hosts the PSP simulator (the pspsim role) beside r, on simPG,
 	// a cluster of its own: see startSimulator. nil when the workload
 	// buys nothing, and with --target (the target's bcpd dev hosts one).

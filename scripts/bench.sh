@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# bench.sh: measures the platform as a user runs it. It starts a separate
+# `bcpd dev` (its own private PostgreSQL, durable commits, a fresh data
+# directory, listeners at BENCH_PORT_BASE, default 28000: see
+# scripts/lib/bcpd-dev.sh), drives it over loopback HTTP from another
+# process (`bcpbench --target`), and counts the CPU of bcpd and of its
+# PostgreSQL cluster from /proc; the load generator's own CPU is printed
+# apart and left out. The PSP and card simulators run inside bcpd dev, so
+# their CPU is counted with it (a card charge is one HTTP call to them).
+#
+#   scripts/bench.sh OUT_DIR [bcpbench flags...]
+set -euo pipefail
+out=${1:?usage: bench.sh OUT_DIR [bcpbench flags...]}
+shift
+base=${BENCH_PORT_BASE:-28000}
+root=$(git rev-parse --show-toplevel)
+. "$root/scripts/lib/bcpd-dev.sh"
+work=$(mktemp -d)
+devpid=
+trap 'stop_bcpd_dev "$devpid"; rm -rf "$work"' EXIT
+
+echo "bench: building bcpd and bcpbench ..." >&2
+(cd "$root" && go build -o "$work/bcpd" ./cmd/bcpd && go build -o "$work/bcpbench" ./cmd/bcpbench)
+mkdir -p "$out"
+echo "bench: starting bcpd dev in $work/data (log: $out/bcpd.log) ..." >&2
+start_bcpd_dev "$work/bcpd" "$work/data" "$base" "$out/bcpd.log"
+wait_bcpd_dev "$work/data" "$out/bcpd.log" "$devpid"
+# shellcheck disable=SC2046
+"$work/bcpbench" $(target_flags "$work/data" "$base" "$devpid") "$@"
