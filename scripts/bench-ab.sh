@@ -27,6 +27,7 @@ flags=(--tenants 20 --concurrency 8 --pix-share 0 --duration 10s --warmup 3s --s
 root=$(git rev-parse --show-toplevel)
 . "$root/scripts/lib/bcpd-dev.sh"
 work=$(mktemp -d)
+chmod 755 "$work" # PostgreSQL runs as its own user when we are root
 pid_a= pid_b=
 trap 'stop_bcpd_dev "$pid_a"; stop_bcpd_dev "$pid_b"; for w in "$work"/wt-*; do git -C "$root" worktree remove --force "$w" >/dev/null 2>&1 || true; done; rm -rf "$work"' EXIT
 (cd "$root" && go build -o "$work/bcpbench" ./cmd/bcpbench)

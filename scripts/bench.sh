@@ -16,6 +16,7 @@ base=${BENCH_PORT_BASE:-28000}
 root=$(git rev-parse --show-toplevel)
 . "$root/scripts/lib/bcpd-dev.sh"
 work=$(mktemp -d)
+chmod 755 "$work" # PostgreSQL runs as its own user when we are root
 devpid=
 trap 'stop_bcpd_dev "$devpid"; rm -rf "$work"' EXIT
 
