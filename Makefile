@@ -9,15 +9,26 @@ DATA_DIR ?= .bcp
 SQLC     := $(GO) tool -modfile=tools/sqlc/go.mod sqlc
 BUF      := $(GO) tool -modfile=tools/buf/go.mod buf
 
-.PHONY: ha run test generate check-generate build vet lint fuzz fuzz-short bench bench-long bench-ab bench-search scale chaos chaos-short chaos-ha chaos-ha-short
+.PHONY: ha run test generate check-generate build vet lint fuzz fuzz-short bench bench-long bench-ab bench-peer bench-search scale chaos chaos-short chaos-ha chaos-ha-short
 .DEFAULT_GOAL := test
 
-## run: start the whole platform on a private PostgreSQL with a demo merchant
+## run: start the whole platform on a private PostgreSQL with a demo merchant, listening on
+## 127.0.0.1: PUBLIC_PORT (agents, browsers), INTERNAL_PORT (operator API, bcpctl), WEBHOOK_PORT
+## (PSP webhooks, mTLS), PSPSIM_PIX_PORT and PSPSIM_CONTROL_PORT (the PSP simulator); set them on
+## the command line or in the environment (make run PUBLIC_PORT=8180 INTERNAL_PORT=9190)
+PUBLIC_PORT         ?= 8080
+INTERNAL_PORT       ?= 9090
+WEBHOOK_PORT        ?= 8443
+PSPSIM_PIX_PORT     ?= 9443
+PSPSIM_CONTROL_PORT ?= 9444
 run:
 	@scripts/ensure-postgres.sh
-	$(GO) build -o bin/bcpd ./cmd/bcpd
-	$(GO) build -o bin/bcpctl ./cmd/bcpctl
-	./bin/bcpd dev --data-dir $(DATA_DIR)
+	@echo "make run: building bin/bcpd and bin/bcpctl; the first build compiles every dependency (a few minutes), listing each package as it goes" >&2
+	$(GO) build -v -o bin/bcpd ./cmd/bcpd
+	$(GO) build -v -o bin/bcpctl ./cmd/bcpctl
+	./bin/bcpd dev --data-dir $(DATA_DIR) --public-addr 127.0.0.1:$(PUBLIC_PORT) --internal-addr 127.0.0.1:$(INTERNAL_PORT) \
+		--webhook-addr 127.0.0.1:$(WEBHOOK_PORT) --pspsim-pix-addr 127.0.0.1:$(PSPSIM_PIX_PORT) \
+		--pspsim-control-addr 127.0.0.1:$(PSPSIM_CONTROL_PORT)
 
 ## ha: a local high-availability formation (pg_auto_failover monitor, primary and synchronous
 ## standby on ports 6000-6002) with one bcpd per role on its multi-host URL (two edges on 8080 and
@@ -86,6 +97,7 @@ check-generate:
 ## durable PostgreSQL, listeners at BENCH_PORT_BASE=28000+) driven over loopback HTTP by `bcpbench` in
 ## another process: create_checkout, whole purchases (closed loop), then an open-loop sweep; CPU of bcpd and
 ## its PostgreSQL from /proc (the load generator's apart); prints the table, writes JSON and SVG to $(BENCH_OUT).
+## Agents speak MCP; over the REST binding: make bench BENCH_FLAGS="--tenants 20 --duration 5s --concurrency 16 --protocol rest".
 ## The platform in the load generator's process: go run ./cmd/bcpbench. Go micro-benchmarks: scripts/gobench.sh.
 ## Figures: docs/performance.md.
 BENCH_OUT   ?= $(DATA_DIR)/bench
@@ -105,12 +117,26 @@ bench-long:
 ## outside at the same time, so both see the same machine (whole runs drift ±20 % between minutes here);
 ## prints each round's rates, CPU per card purchase (bcpd + PostgreSQL) and complete_checkout p50, and B/A.
 ## Run several rounds. make bench-ab AB="6de9e8d HEAD" [AB_ROUNDS=3] [AB_FLAGS="--concurrency 1"]
+## [AB_ENV_B="OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:27318 OTEL_TRACES_SAMPLER_ARG=0.01"] (one side's bcpd environment)
 AB        ?= HEAD~1 HEAD
 AB_ROUNDS ?= 3
 AB_FLAGS  ?=
 bench-ab:
 	@scripts/ensure-postgres.sh
-	@scripts/bench-ab.sh $(AB) $(AB_ROUNDS) $(AB_FLAGS)
+	@AB_ENV_A='$(AB_ENV_A)' AB_ENV_B='$(AB_ENV_B)' scripts/bench-ab.sh $(AB) $(AB_ROUNDS) $(AB_FLAGS)
+
+## bench-peer: the platform against the UCP Node.js sample server (github.com/Universal-Commerce-Protocol/
+## samples rest/nodejs at a pinned commit, set up by scripts/ucp-node-sample.sh: git clone + npm ci into
+## .bcp/ucp-samples on the first run, a few minutes). A `bcpd dev` and the sample run side by side; bcpbench
+## drives each in turn from outside with the same REST purchase (create with the address → update with the
+## option and a code → complete with a card token → get the order) and prints, per round, each one's rates,
+## CPU per purchase from /proc (bcpd + its PostgreSQL; the Node process) and node/bcpd. By hand only: needs
+## node, npm and the registry; not in make test. make bench-peer [PEER_ROUNDS=3] [PEER_FLAGS="--concurrency 1"]
+PEER_ROUNDS ?= 3
+PEER_FLAGS  ?=
+bench-peer:
+	@scripts/ensure-postgres.sh
+	@scripts/bench-peer.sh $(PEER_ROUNDS) $(PEER_FLAGS)
 
 ## bench-search: search_catalog at a real catalog's size (issue 25): 100 merchants × 10 000 products
 ## (1M, seeded set-based through the catalog schema as the application role), EXPLAIN ANALYZE of every

@@ -121,8 +121,9 @@ func TestAdminDashboard(t *testing.T) {
 	if n := strings.Count(ch["funil"], `class="row-label"`); n != 6 {
 		t.Errorf("funnel: %d rows, want 6", n)
 	}
-	// By agent: the one agent, with both orders.
-	if got := barTitles(ch["agentes"]); len(got) != 1 || got[0] != s.profile+": R$ 269,60 · 2 pedidos" {
+	// By agent: the one agent, with both orders, named by the label of
+	// its API key ("e2e", see agentSession), not by its profile URL.
+	if got := barTitles(ch["agentes"]); len(got) != 1 || got[0] != "e2e: R$ 269,60 · 2 pedidos" {
 		t.Errorf("agent bars = %q", got)
 	}
 	// Pix: paid and expired stacked on today.

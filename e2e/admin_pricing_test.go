@@ -114,22 +114,56 @@ func TestAdminShippingAndDiscounts(t *testing.T) {
 	if natal == nil || natal.GetValue() != 1250 || natal.GetKind() != pricingv1.Discount_KIND_PERCENT || natal.GetEndsAt() == nil || natal.GetStartsAt() == nil {
 		t.Fatalf("stored discount %+v", natal)
 	}
-	// A merchant admin invites a colleague; the password is shown once and
-	// works; a staff member cannot invite.
+	// A merchant admin invites a colleague: a one-time link to choose the
+	// password is shown once; the list marks the invitation pending until
+	// it is used; inviting again gives a new link and kills the old one; a
+	// staff member cannot invite.
+	linkOf := func(p page) string {
+		t.Helper()
+		m := regexp.MustCompile(`id="invite-link">http://alfa\.localhost(/admin/senha\?token=[A-Za-z0-9_-]{43})<`).FindStringSubmatch(p.body)
+		if p.status != 200 || m == nil {
+			t.Fatalf("invite: %d\n%s", p.status, p.body)
+		}
+		return html.UnescapeString(m[1])
+	}
 	inv := b.do("POST", "/admin/usuarios", url.Values{"_csrf": {token}, "email": {"caixa@alfa.com.br"}, "role": {"staff"}})
-	pw := regexp.MustCompile(`id="initial-password">([^<]+)<`).FindStringSubmatch(inv.body)
-	if inv.status != 200 || pw == nil {
-		t.Fatalf("invite: %d\n%s", inv.status, inv.body)
+	first := linkOf(inv)
+	if !strings.Contains(inv.body, "Convite criado para caixa@alfa.com.br") || strings.Contains(inv.body, `id="invite-replaced"`) {
+		t.Fatalf("invite page:\n%s", inv.body)
 	}
-	if again := b.do("GET", "/admin/usuarios", nil); strings.Contains(again.body, pw[1]) || !strings.Contains(again.body, "caixa@alfa.com.br") {
-		t.Fatal("initial password shown twice, or the user is not listed")
+	pendingRow := regexp.MustCompile(`<tr data-user="caixa@alfa.com.br">.*?data-invitation="pendente">convite pendente</span> <span class="hint">link válido até (\d\d/\d\d/\d{4} \d\d:\d\d)</span>`)
+	again := b.do("GET", "/admin/usuarios", nil)
+	if strings.Contains(again.body, first[len("/admin/senha?token="):]) || pendingRow.FindStringSubmatch(strings.ReplaceAll(again.body, "\n", " ")) == nil {
+		t.Fatalf("link shown twice, or the invitation is not pending:\n%s", again.body)
 	}
-	if dup := b.do("POST", "/admin/usuarios", url.Values{"_csrf": {token}, "email": {"caixa@alfa.com.br"}}); dup.status != 422 || fieldError("email").FindString(dup.body) == "" {
-		t.Fatalf("duplicate invite: %d", dup.status)
+	reinv := b.do("POST", "/admin/usuarios", url.Values{"_csrf": {token}, "email": {"caixa@alfa.com.br"}, "role": {"staff"}})
+	second := linkOf(reinv)
+	if second == first || !strings.Contains(reinv.body, "Novo convite para caixa@alfa.com.br") || !strings.Contains(reinv.body, `id="invite-replaced"`) {
+		t.Fatalf("invite again:\n%s", reinv.body)
 	}
 	staff := newBrowser(t, r, "alfa.localhost")
-	if p := staff.signIn("caixa@alfa.com.br", html.UnescapeString(pw[1])); p.status != 303 {
+	if p := staff.do("GET", first, nil); p.status != 404 || !strings.Contains(p.body, `id="link-invalid"`) {
+		t.Fatalf("the first link after a new invitation: %d", p.status)
+	}
+	setPW := staff.do("GET", second, nil)
+	if setPW.status != 200 || !strings.Contains(setPW.body, `<strong id="link-email">caixa@alfa.com.br</strong>`) {
+		t.Fatalf("set-password page: %d\n%s", setPW.status, setPW.body)
+	}
+	pwForm := url.Values{"_csrf": {csrfOf(t, setPW)}, "token": {second[len("/admin/senha?token="):]}, "password": {"senha-do-caixa-1"}, "password_again": {"senha-do-caixa-1"}}
+	if p := staff.do("POST", "/admin/senha", pwForm); p.status != 303 || p.location != "/admin/entrar?ok=senha" {
+		t.Fatalf("set password: %d %s", p.status, p.location)
+	}
+	if p := staff.do("POST", "/admin/senha", pwForm); p.status != 404 {
+		t.Fatalf("the link used twice: %d", p.status)
+	}
+	if p := staff.signIn("caixa@alfa.com.br", "senha-do-caixa-1"); p.status != 303 {
 		t.Fatalf("staff sign-in: %d", p.status)
+	}
+	if p := b.do("GET", "/admin/usuarios", nil); strings.Contains(p.body, "data-invitation=") || !strings.Contains(p.body, `<tr data-user="caixa@alfa.com.br">`) {
+		t.Fatalf("after the link, still pending:\n%s", p.body)
+	}
+	if dup := b.do("POST", "/admin/usuarios", url.Values{"_csrf": {token}, "email": {"caixa@alfa.com.br"}}); dup.status != 422 || fieldError("email").FindString(dup.body) == "" || strings.Contains(dup.body, `id="invite-link"`) {
+		t.Fatalf("duplicate invite: %d", dup.status)
 	}
 	staffToken := csrfOf(t, staff.do("GET", "/admin/usuarios", nil))
 	if p := staff.do("POST", "/admin/usuarios", url.Values{"_csrf": {staffToken}, "email": {"x@alfa.com.br"}, "role": {"admin"}}); p.status != 403 {

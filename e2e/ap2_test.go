@@ -7,6 +7,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -227,7 +228,7 @@ type ap2Checkout struct {
 	ID       string `json:"id"`
 	Status   string `json:"status"`
 	Messages []struct {
-		Type, Code, Path, Severity string
+		Type, Code, Path, Severity, Content string
 	} `json:"messages"`
 	LineItems []struct {
 		ID string `json:"id"`
@@ -405,8 +406,15 @@ func TestAP2PurchaseOverMCPAndREST(t *testing.T) {
 		}
 		var got []string
 		for _, m := range doc.AP2Mandates {
-			var rec struct{ Digest string }
+			var rec struct {
+				Digest       string `json:"digest"`
+				VCT          string `json:"vct"`
+				CheckoutHash string `json:"checkout_hash"`
+			}
 			_ = json.Unmarshal(m.Mandate, &rec)
+			if rec.VCT != "mandate.checkout.1" || len(rec.CheckoutHash) != 43 {
+				t.Fatalf("%s export: mandate without vct or checkout_hash: %s", h, m.Mandate)
+			}
 			got = append(got, rec.Digest)
 		}
 		slices.Sort(got)
@@ -459,10 +467,7 @@ func TestAP2MandateFailures(t *testing.T) {
 				}
 			}
 			tamperedRaw, _ := json.Marshal(tampered)
-			var bare map[string]any
-			_ = json.Unmarshal(ready, &bare)
-			delete(bare, "ap2")
-			bareRaw, _ := json.Marshal(bare)
+			// (A mandate without checkout_jwt: TestAP2LayoutRefusals.)
 			// Another checkout's authorization, presented for this one (the
 			// key binding's nonce is this checkout's id).
 			anotherCheckout := w.mandate(host, otherReady, ap2.MandateOptions{Nonce: id})
@@ -473,7 +478,6 @@ func TestAP2MandateFailures(t *testing.T) {
 				{"expired", w.mandate(host, ready, ap2.MandateOptions{Lifetime: -time.Minute}), ap2.CodeMandateExpired},
 				{"missing key binding", w.mandate(host, ready, ap2.MandateOptions{NoKeyBinding: true}), ap2.CodeMandateInvalidSignature},
 				{"tampered total", w.mandate(host, tamperedRaw, ap2.MandateOptions{}), ap2.CodeMerchantAuthorizationInvalid},
-				{"no merchant authorization", w.mandate(host, bareRaw, ap2.MandateOptions{}), ap2.CodeMerchantAuthorizationMissing},
 				{"another checkout's authorization", anotherCheckout, ap2.CodeMandateScopeMismatch},
 				{"garbage", "a.b.c~d", ap2.CodeMandateInvalidSignature},
 			}
@@ -608,6 +612,14 @@ func TestAP2Admin(t *testing.T) {
 	}
 	if strings.Contains(p.body, strings.Split(m, "~")[0]) {
 		t.Fatal("the order page shows the mandate")
+	}
+	// AP2's layout: the mandate type and the checkout_hash (sha-256 of the
+	// checkout_jwt: the merchant authorization with its payload).
+	jwt := checkoutJWT(t, ready)
+	jsum := sha256.Sum256([]byte(jwt))
+	if !strings.Contains(p.body, `<code data-field="mandate_vct">mandate.checkout.1</code>`) ||
+		!strings.Contains(p.body, `<code data-field="mandate_checkout_hash">`+base64.RawURLEncoding.EncodeToString(jsum[:])+`</code>`) {
+		t.Fatalf("order page without the mandate's vct and checkout_hash:\n%s", p.body)
 	}
 
 	form.Del("ap2_mandates")

@@ -155,12 +155,16 @@ func TestBrowserMerchantAgentBuyer(t *testing.T) {
 	}
 	orderID := done.Order.ID
 	buyer.step("wait for the order reference", chromedp.WaitVisible(chromedp.CSS(`[data-order]`)))
+	// The buyer reads the order's number, as the merchant's admin shows it.
+	if l := buyer.text(`[data-order-label]`); l != "#1001" || done.Order.Label != "#1001" {
+		t.Fatalf("paid page names the order %q (label %q)", l, done.Order.Label)
+	}
 	buyer.screenshot("pago")
 
 	// 7. The merchant finds the order and refunds R$ 25,50 of it.
 	adm.open(hostA, "/admin/pedidos")
-	if body := adm.text("body"); !strings.Contains(body, orderID) {
-		t.Fatalf("orders page lacks %s:\n%s", orderID, body)
+	if n := adm.text(`tr[data-order="` + orderID + `"] [data-col=pedido]`); n != "#1001" {
+		t.Fatalf("orders page names %s %q", orderID, n)
 	}
 	adm.screenshot("pedidos")
 	if st := adm.open(hostA, "/admin/pedidos/"+orderID); st != 200 || !strings.Contains(adm.text("body"), "Garrafa inox 500 ml") {

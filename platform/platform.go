@@ -42,6 +42,7 @@ import (
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/sealer"
 	"github.com/bcpdev/bcp/internal/svcauth"
+	"github.com/bcpdev/bcp/internal/tracing"
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1direct"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
@@ -169,6 +170,10 @@ type Config struct {
 	// PEM, as nginx's $ssl_client_escaped_cert). "": headers are never
 	// trusted for it.
 	WebhookClientCertHeader string
+	// Tracing configures distributed tracing (internal/tracing): off
+	// unless it, or the OTEL_EXPORTER_OTLP_* environment, names an
+	// exporter. The process's roles and instance are added here.
+	Tracing tracing.Config
 }
 
 // Defaults for the public listener's time limits (Config.BodyTimeout,
@@ -204,6 +209,7 @@ type Running struct {
 	// webhookPort is the port PSPs post webhooks to (set when known).
 	webhookPort atomic.Pointer[string]
 	jobs        *jobs.Client
+	tracer      *tracing.Provider // nil: tracing off
 	holder      *lease.Holder
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
@@ -246,11 +252,18 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		r.Stop()
 		return nil, err
 	}
+	tcfg := cfg.Tracing
+	tcfg.Roles, tcfg.Instance = cfg.Services, cmp.Or(tcfg.Instance, instanceName(cfg))
+	tracer, err := tracing.New(ctx, tcfg)
+	if err != nil {
+		return fail(fmt.Errorf("tracing: %w", err))
+	}
+	r.tracer = tracer
 	if needDB {
 		if cfg.DatabaseURL == "" {
 			return fail(errors.New("a database URL is required (--database-url or BCP_DATABASE_URL)"))
 		}
-		pool, err := pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Options{AllowPrivileged: cfg.AllowPrivileged})
+		pool, err := pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Options{AllowPrivileged: cfg.AllowPrivileged, Tracer: tracer.PgxTracer()})
 		if err != nil {
 			return fail(fmt.Errorf("open database: %w", err))
 		}
@@ -271,11 +284,16 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := obs.NewMetrics(reg)
+	if r.Pool != nil {
+		reg.MustRegister(pgstore.PoolCollector(r.Pool)) // the pool's saturation
+	}
 
 	internal := http.NewServeMux()
 	tokens := svcauth.Tokens{Internal: cfg.InternalToken, Operator: cfg.OperatorToken}
+	traceOuter, traceInner := tracer.ServerInterceptors()
 	handlerOpts := func(policy func(string) svcauth.Access) connect.HandlerOption {
-		return connect.WithInterceptors(apperr.Interceptor(log), svcauth.Server(tokens, policy))
+		ics := append(slices.Clone(traceOuter), apperr.Interceptor(log), svcauth.Server(tokens, policy))
+		return connect.WithInterceptors(append(ics, traceInner...)...)
 	}
 	// Clients of co-hosted services call their handlers directly (or,
 	// with HTTPInProcess, through the internal mux in process).
@@ -321,7 +339,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			sim, err = pspsim.Start(ctx, pspsim.Config{
 				Pool: r.Pool, PixAddr: cmp.Or(cfg.PSPSimPixAddr, "127.0.0.1:0"), ControlAddr: cmp.Or(cfg.PSPSimControlAddr, "127.0.0.1:0"),
 				ServerCert: cert, CA: dev.simCA, AdminToken: cmp.Or(cfg.PSPSimToken, cfg.InternalToken), WebhookRootCAs: dev.ca.Pool(),
-				Faults: cfg.PSPSimFaults, Logger: log, Metrics: reg,
+				Faults: cfg.PSPSimFaults, Logger: log, Metrics: reg, Tracing: tracer,
 			})
 		})
 		if err != nil {
@@ -339,6 +357,8 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			b := tenants.NewBroadcaster(r.Pool, log)
 			r.goRun(func() { b.Run(ctx) })
 			svc := tenants.New(r.Pool, seal, b, log)
+			// The go-live checklist asks the catalog and pricing services.
+			svc.UseClients(tenants.Clients{Catalog: clients.Catalog, Pricing: clients.Pricing})
 			if cfg.OperatorHost != "" {
 				svc.ReserveHosts(cfg.OperatorHost)
 			}
@@ -423,7 +443,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 				add()
 			}
 		}
-		jc, err := jobs.NewClientAs(r.holder.ID(), r.Pool, workers, periodic, queues, log)
+		jc, err := jobs.NewClientWith(r.holder.ID(), r.Pool, workers, periodic, queues, log, tracer.RiverMiddleware())
 		if err != nil {
 			return fail(fmt.Errorf("job client: %w", err))
 		}
@@ -442,6 +462,8 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 		r.goRun(run)
 	}
 	internal.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// Profiles on demand (net/http/pprof), for the operator token only.
+	obs.Profiles(internal, func(h http.Handler) http.Handler { return svcauth.OperatorOnly(tokens, h) })
 	for pattern, h := range cfg.InternalRoutes {
 		internal.Handle(pattern, h)
 	}
@@ -496,7 +518,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 			public = byHost(hostname.Normalize(cfg.OperatorHost), console, e)
 		}
 		bodyTimeout, idle := cmp.Or(cfg.BodyTimeout, DefaultBodyTimeout), cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
-		addr, err := r.listen(ctx, cfg.PublicAddr, bodyDeadline(bodyTimeout, metrics.Middleware("public", log, public)), idle, log)
+		addr, err := r.listen(ctx, cfg.PublicAddr, tracer.Handler("public", true, bodyDeadline(bodyTimeout, metrics.Middleware("public", log, public))), idle, log)
 		if err != nil {
 			return fail(fmt.Errorf("public listener: %w", err))
 		}
@@ -516,7 +538,7 @@ func Start(ctx context.Context, cfg Config) (*Running, error) {
 				}
 				tlsCfg.GetCertificate = dev.byName(c)
 			}
-			waddr, err := r.listenTLS(ctx, cmp.Or(waddr, "127.0.0.1:0"), tlsCfg, bodyDeadline(bodyTimeout, metrics.Middleware("webhooks", log, public)), idle, log)
+			waddr, err := r.listenTLS(ctx, cmp.Or(waddr, "127.0.0.1:0"), tlsCfg, tracer.Handler("webhooks", true, bodyDeadline(bodyTimeout, metrics.Middleware("webhooks", log, public))), idle, log)
 			if err != nil {
 				return fail(fmt.Errorf("webhook listener: %w", err))
 			}
@@ -581,7 +603,11 @@ func (r *Running) ClientsWithToken(token string) *Clients {
 
 func (r *Running) newClients(token string) (*Clients, error) {
 	cfg := r.cfg
-	remote := connect.WithClientOptions(connect.WithInterceptors(svcauth.Client(token)))
+	ics := []connect.Interceptor{svcauth.Client(token)}
+	if ti := r.tracer.ClientInterceptor(); ti != nil {
+		ics = append([]connect.Interceptor{ti}, ics...)
+	}
+	remote := connect.WithClientOptions(connect.WithInterceptors(ics...))
 	// In process there is no wire: compressing answers only costs CPU
 	// (bcpbench measured 12–18 % of a purchase's process CPU).
 	local := connect.WithClientOptions(remote, connect.WithAcceptCompression("gzip", nil, nil))
@@ -605,7 +631,7 @@ func (r *Running) newClients(token string) (*Clients, error) {
 		// tenant and error mapping as its internal handler, without HTTP
 		// and protobuf encoding (internal/direct).
 		useDirect := hosted && !cfg.HTTPInProcess
-		chain := direct.Chain{Authorize: svcauth.Direct(r.tokens, policies[name], token), Logger: r.log}
+		chain := direct.Chain{Authorize: svcauth.Direct(r.tokens, policies[name], token), Logger: r.log, Trace: r.tracer.DirectTrace()}
 		switch name {
 		case Tenants:
 			c.Tenants = tenantsv1connect.NewTenantServiceClient(hc, base, opts)
@@ -811,7 +837,13 @@ func (r *Running) Stop() {
 	if r.Pool != nil {
 		r.Pool.Close()
 	}
+	tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = r.tracer.Shutdown(tctx) // the spans not exported yet
+	tcancel()
 }
+
+// FlushTraces exports the spans this process has ended so far (tests).
+func (r *Running) FlushTraces(ctx context.Context) error { return r.tracer.ForceFlush(ctx) }
 
 // webhookOrigin is the origin PSPs post a merchant's webhooks to: its
 // host, over https, on the webhook listener's port (nil: the merchant

@@ -17,6 +17,12 @@
 # look for a side that leads in all of them. Default flags: 20 merchants,
 # 8 agents, card purchases, 10 s phases, no open-loop sweep; add
 # "--concurrency 1" for one agent, where group commit hides nothing.
+#
+# AB_ENV_A / AB_ENV_B: environment for one side's bcpd ("VAR=value ..."),
+# e.g. tracing at 1 % on B against the same build without:
+#   AB_ENV_B="OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:27318 OTEL_TRACES_SAMPLER_ARG=0.01"
+# When either names an OTLP endpoint, a sink that accepts and discards
+# exports (bcpbench otlp-sink) listens on 127.0.0.1:27318.
 set -euo pipefail
 a=${1:?usage: bench-ab.sh REV_A REV_B [ROUNDS] [bcpbench flags...]}
 b=${2:?usage: bench-ab.sh REV_A REV_B [ROUNDS] [bcpbench flags...]}
@@ -29,7 +35,7 @@ root=$(git rev-parse --show-toplevel)
 work=$(mktemp -d)
 chmod 755 "$work" # PostgreSQL runs as its own user when we are root
 pid_a= pid_b=
-trap 'stop_bcpd_dev "$pid_a"; stop_bcpd_dev "$pid_b"; for w in "$work"/wt-*; do git -C "$root" worktree remove --force "$w" >/dev/null 2>&1 || true; done; rm -rf "$work"' EXIT
+trap 'stop_bcpd_dev "$pid_a"; stop_bcpd_dev "$pid_b"; [ -z "${sink:-}" ] || kill -INT "$sink" 2>/dev/null; for w in "$work"/wt-*; do git -C "$root" worktree remove --force "$w" >/dev/null 2>&1 || true; done; rm -rf "$work"' EXIT
 (cd "$root" && go build -o "$work/bcpbench" ./cmd/bcpbench)
 for side in a b; do
   rev=${!side}
@@ -37,8 +43,15 @@ for side in a b; do
   (cd "$work/wt-$side" && go build -o "$work/bcpd-$side" ./cmd/bcpd)
 done
 base_a=28000 base_b=29000
-start_bcpd_dev "$work/bcpd-a" "$work/data-a" $base_a "$work/bcpd-a.log"; pid_a=$devpid
-start_bcpd_dev "$work/bcpd-b" "$work/data-b" $base_b "$work/bcpd-b.log"; pid_b=$devpid
+sink=
+if [[ "${AB_ENV_A:-} ${AB_ENV_B:-}" == *OTLP* ]]; then
+  "$work/bcpbench" otlp-sink --addr 127.0.0.1:27318 2>"$work/sink.log" &
+  sink=$!
+fi
+read -ra env_a <<<"${AB_ENV_A:-}"
+read -ra env_b <<<"${AB_ENV_B:-}"
+start_bcpd_dev "$work/bcpd-a" "$work/data-a" $base_a "$work/bcpd-a.log" "${env_a[@]}"; pid_a=$devpid
+start_bcpd_dev "$work/bcpd-b" "$work/data-b" $base_b "$work/bcpd-b.log" "${env_b[@]}"; pid_b=$devpid
 wait_bcpd_dev "$work/data-a" "$work/bcpd-a.log" "$pid_a"
 wait_bcpd_dev "$work/data-b" "$work/bcpd-b.log" "$pid_b"
 read -ra target_a <<<"$(target_flags "$work/data-a" $base_a "$pid_a")"

@@ -9,6 +9,10 @@
 # their CPU is counted with it (a card charge is one HTTP call to them).
 #
 #   scripts/bench.sh OUT_DIR [bcpbench flags...]
+#
+# Agents speak MCP; "--protocol rest" drives the same card purchase over
+# the REST binding. scripts/bench-peer.sh drives it against the UCP
+# Node.js sample too, for a same-machine ratio.
 set -euo pipefail
 out=${1:?usage: bench.sh OUT_DIR [bcpbench flags...]}
 shift

@@ -121,10 +121,16 @@ func userToProto(u tenantsdb.TenantsMerchantUser) *tenantsv1.MerchantUser {
 	if u.LockedUntil != nil && u.LockedUntil.After(time.Now()) {
 		out.LockedUntil = timestamppb.New(*u.LockedUntil)
 	}
+	// Invited by link, no password chosen yet (ListMerchantUsers also
+	// marks a user who never signed in and has a link not used).
+	out.InvitationPending = u.PasswordHash == noPassword && u.LastLoginAt == nil
 	return out
 }
 
-// InviteMerchantUser creates a user with a random initial password.
+func newUserID() string { return ids.New("usr") }
+
+// InviteMerchantUser creates a user with a random initial password, or
+// with a one-time link to choose one (password_link; onboarding.go).
 func (s *Service) InviteMerchantUser(ctx context.Context, req *connect.Request[tenantsv1.InviteMerchantUserRequest]) (*connect.Response[tenantsv1.InviteMerchantUserResponse], error) {
 	tid, err := s.resolveRef(ctx, req.Msg.GetTenant())
 	if err != nil {
@@ -142,6 +148,13 @@ func (s *Service) InviteMerchantUser(ctx context.Context, req *connect.Request[t
 	default:
 		return nil, apperr.Invalid("role", "invalid_role", "role is admin or staff")
 	}
+	if req.Msg.GetPasswordLink() {
+		out, err := s.inviteWithLink(ctx, tid, email, role)
+		if err != nil {
+			return nil, err
+		}
+		return connect.NewResponse(out), nil
+	}
 	raw := make([]byte, 15)
 	_, _ = rand.Read(raw)
 	password := base64.RawURLEncoding.EncodeToString(raw) // 20 characters, 120 bits
@@ -149,7 +162,7 @@ func (s *Service) InviteMerchantUser(ctx context.Context, req *connect.Request[t
 	err = pgstore.InTenant(tenancy.With(ctx, tid), s.pool, func(tx pgx.Tx) error {
 		var err error
 		row, err = tenantsdb.New(tx).InsertMerchantUser(ctx, tenantsdb.InsertMerchantUserParams{
-			TenantID: tid, ID: ids.New("usr"), Email: email, PasswordHash: HashPassword(password), Role: role,
+			TenantID: tid, ID: newUserID(), Email: email, PasswordHash: HashPassword(password), Role: role,
 		})
 		return err
 	})
@@ -170,11 +183,29 @@ func (s *Service) ListMerchantUsers(ctx context.Context, req *connect.Request[te
 	}
 	out := &tenantsv1.ListMerchantUsersResponse{}
 	err = pgstore.InTenant(tenancy.With(ctx, tid), s.pool, func(tx pgx.Tx) error {
-		rows, err := tenantsdb.New(tx).ListMerchantUsers(ctx, tid)
-		for _, r := range rows {
-			out.Users = append(out.Users, userToProto(r))
+		q := tenantsdb.New(tx)
+		rows, err := q.ListMerchantUsers(ctx, tid)
+		if err != nil {
+			return err
 		}
-		return err
+		links, err := q.ListOpenPasswordLinks(ctx, tid)
+		if err != nil {
+			return err
+		}
+		expires := make(map[string]time.Time, len(links))
+		for _, l := range links { // newest first: keep the first
+			if _, ok := expires[l.UserID]; !ok {
+				expires[l.UserID] = l.ExpiresAt
+			}
+		}
+		for _, r := range rows {
+			u := userToProto(r)
+			if exp, ok := expires[r.ID]; ok && r.LastLoginAt == nil {
+				u.InvitationPending, u.InvitationExpireTime = true, timestamppb.New(exp)
+			}
+			out.Users = append(out.Users, u)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err

@@ -643,7 +643,11 @@ func (s *Service) setPaymentHandler(ctx context.Context, in *tenantsv1.SetPaymen
 			AvailableInstruments: json.RawMessage(instruments), Config: json.RawMessage(config), SealedSecrets: sealed,
 			Connection: f.connection, Environment: env, Position: h.GetPosition(),
 		})
-		return err
+		if err != nil {
+			return err
+		}
+		// A connection test says nothing about settings it did not see.
+		return tenantsdb.New(tx).DeleteHandlerTest(ctx, tenantsdb.DeleteHandlerTestParams{TenantID: id, HandlerID: h.GetId()})
 	})
 	if err != nil {
 		return nil, nil, err

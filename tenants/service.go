@@ -35,6 +35,8 @@ type Service struct {
 	// lastNonceSweep is when this process last swept expired signature
 	// nonces (unix nanos; nonces.go).
 	lastNonceSweep atomic.Int64
+	// clients are the services the go-live checklist asks (golive.go).
+	clients Clients
 }
 
 // New returns the service. watch may be nil when the process does not
@@ -92,7 +94,14 @@ func Policy(procedure string) svcauth.Access {
 		tenantsv1connect.TenantServiceRecordUsageProcedure,
 		// The payments service's PSP and processor credentials (the
 		// procedure refuses the operator token itself).
-		tenantsv1connect.TenantServiceGetPaymentHandlerSecretsProcedure:
+		tenantsv1connect.TenantServiceGetPaymentHandlerSecretsProcedure,
+		// Onboarding (issue 34): the admin's "Primeiros passos" and
+		// set-password page; connection tests recorded by the payments
+		// service (the procedure refuses the operator token itself).
+		tenantsv1connect.TenantServiceGetGoLiveChecklistProcedure,
+		tenantsv1connect.TenantServiceCheckPasswordLinkProcedure,
+		tenantsv1connect.TenantServiceSetPasswordWithLinkProcedure,
+		tenantsv1connect.TenantServiceRecordPaymentHandlerTestProcedure:
 		return svcauth.Internal
 	case tenantsv1connect.TenantServiceLeaseRateTokensProcedure,
 		tenantsv1connect.TenantServiceClaimSignatureNonceProcedure:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/saopaulo"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
@@ -35,9 +36,9 @@ const (
 	stateCanceled      = "canceled"
 )
 
-// brasilia renders times for the buyer. Brazil dropped daylight saving in
-// 2019, so a fixed offset is exact and needs no tzdata on the host.
-var brasilia = time.FixedZone("BRT", -3*60*60)
+// brasilia renders times for the buyer: America/Sao_Paulo, as every page
+// and message of the platform (internal/saopaulo), and the pages say so.
+var brasilia = saopaulo.Location
 
 var errNotFound = apperr.NotFound("not_found", "not found")
 

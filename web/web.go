@@ -17,11 +17,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/bcpdev/bcp/internal/money"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
-	"github.com/bcpdev/bcp/web/internal/money"
 	"github.com/bcpdev/bcp/web/internal/pages"
 	"github.com/bcpdev/bcp/web/internal/pagesec"
 )

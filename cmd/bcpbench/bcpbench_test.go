@@ -83,9 +83,9 @@ func TestStmtDeltaCountsPipelinedSettings(t *testing.T) {
 	// Per operation: one InTenant transaction (setting, statement, COMMIT:
 	// two round trips), two Single statements, one SingleGenericPlan one,
 	// and noop_durable's autocommit insert.
-	if st.TransactionsPerOp != 5 || st.StatementsPerOp != 10 || st.RoundTripsPerOp != 6 || st.ExecMsPerOp != 2 {
-		t.Fatalf("got %.1f transactions, %.1f statements, %.1f round trips, %.1f ms per op; want 5, 10, 6, 2",
-			st.TransactionsPerOp, st.StatementsPerOp, st.RoundTripsPerOp, st.ExecMsPerOp)
+	if st.TransactionsPerOp != 5 || st.StatementsPerOp != 10 || st.RoundTripsPerOp != 6 || st.ScopesPerOp != 4 || st.ExecMsPerOp != 2 {
+		t.Fatalf("got %.1f transactions, %.1f statements, %.1f round trips, %.1f scope settings, %.1f ms per op; want 5, 10, 6, 4, 2",
+			st.TransactionsPerOp, st.StatementsPerOp, st.RoundTripsPerOp, st.ScopesPerOp, st.ExecMsPerOp)
 	}
 }
 

@@ -66,6 +66,9 @@ func (e *env) cpu() cpuTimes {
 func (e *env) eachPGProc(fn func(pid string, postmaster bool, st procstat.Stat)) {
 	dir := e.pgdata
 	if dir == "" {
+		if e.tmp == "" {
+			return // a --target without --target-pgdata, or a --peer
+		}
 		dir = filepath.Join(e.tmp, "pgdata")
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))

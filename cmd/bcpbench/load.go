@@ -18,6 +18,7 @@ import (
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/platform/loadkit"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	"github.com/bcpdev/bcp/protocol/bcp"
 )
 
 // recorder collects int-nanosecond latencies per operation and errors by
@@ -89,6 +90,10 @@ type agents struct {
 	base     http.RoundTripper
 	clients  []*agentclient.Client // one per merchant
 	rec      *recorder
+	// The REST flow's (--protocol rest, rest.go): where it goes, and one
+	// HTTP client per merchant (one in all for a peer).
+	rest restTarget
+	http []*http.Client
 }
 
 func newAgents(endpoint string, e *env, signed bool, base http.RoundTripper) *agents {
@@ -137,6 +142,9 @@ type workload func(ctx context.Context, rng *rand.Rand) error
 // the simulated PSP and polled until completed. Delegated tokens are
 // single use, so each purchase has its own (…4242: approved).
 func (b *bench) purchase(ctx context.Context, rng *rand.Rand) error {
+	if b.cfg.protocol == "rest" {
+		return b.restPurchase(ctx, rng)
+	}
 	a := b.platformAgents
 	mi := rng.IntN(len(b.env.merchants))
 	m := b.env.merchants[mi]
@@ -167,7 +175,7 @@ func (b *bench) purchase(ctx context.Context, rng *rand.Rand) error {
 	if err != nil {
 		return err
 	}
-	if c.Status != "ready_for_complete" {
+	if c.Status != bcp.StatusReadyForComplete {
 		return b.unexpected("update_checkout", "not_ready:"+c.Status)
 	}
 	id := c.ID
@@ -181,7 +189,7 @@ func (b *bench) purchase(ctx context.Context, rng *rand.Rand) error {
 		return err
 	}
 	if !pix {
-		if c.Status != "completed" {
+		if c.Status != bcp.StatusCompleted {
 			if debug {
 				logf("card complete: %s %+v", c.Status, c.Messages)
 			}
@@ -191,7 +199,7 @@ func (b *bench) purchase(ctx context.Context, rng *rand.Rand) error {
 		a.rec.done.Add(1)
 		return nil
 	}
-	if c.Status != "complete_in_progress" || len(c.Payment.Instruments) != 1 {
+	if c.Status != bcp.StatusCompleteInProgress || len(c.Payment.Instruments) != 1 {
 		return b.unexpected("complete_checkout", "pix_not_in_progress:"+c.Status)
 	}
 	attemptID := c.PixAttemptID()
@@ -223,7 +231,7 @@ func (b *bench) purchase(ctx context.Context, rng *rand.Rand) error {
 		if err != nil {
 			return err
 		}
-		if c.Status == "completed" {
+		if c.Status == bcp.StatusCompleted {
 			a.rec.observe("pix_settle", time.Since(t0))
 			a.rec.observe("purchase_pix", time.Since(start))
 			a.rec.done.Add(1)
@@ -242,6 +250,9 @@ func (b *bench) unexpected(tool, what string) error {
 
 // createOnly is the create_checkout workload compared with the no-op.
 func (b *bench) createOnly(ctx context.Context, rng *rand.Rand) error {
+	if b.cfg.protocol == "rest" {
+		return b.restCreateOnly(ctx, rng)
+	}
 	return b.oneCall(ctx, rng, b.platformAgents, "create_checkout")
 }
 

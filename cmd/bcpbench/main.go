@@ -16,7 +16,15 @@
 //
 // It prints a table, writes --out (JSON) and --svg (chart).
 //
+// --protocol rest drives the same purchase over the UCP REST binding
+// (rest.go: create with the shipping address, update with the option,
+// complete with a card token, get the order); --peer ucp-node drives it
+// against the UCP Node.js sample server instead of a bcpd, so that a run
+// gives a same-machine ratio (scripts/bench-peer.sh, make bench-peer).
+//
 //	go run ./cmd/bcpbench --tenants 20 --duration 5s --concurrency 16
+//	go run ./cmd/bcpbench --target 127.0.0.1:28080 ... --protocol rest    # a bcpd dev over REST (scripts/bench.sh)
+//	go run ./cmd/bcpbench --peer ucp-node --target 127.0.0.1:3000 --target-pid PID  # the UCP Node sample (scripts/ucp-node-sample.sh)
 //	go run ./cmd/bcpbench --auth signature --rate 80 --duration 30s   # one open-loop run
 //	go run ./cmd/bcpbench scale --tenants 10000                       # memory and latency at 10 000 merchants (scale.go)
 //	go run ./cmd/bcpbench search --tenants 100 --products 10000       # search_catalog at 1M products (search.go)
@@ -39,6 +47,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -74,6 +83,10 @@ type config struct {
 	// targetPIDs and targetPGData: whose CPU a --target run counts (the
 	// target's processes, and its PostgreSQL cluster's data directory).
 	targetPIDs, targetPGData string
+	// protocol is the binding the agents speak: mcp or rest (rest.go);
+	// peer ("" or ucp-node) drives the REST flow against the UCP Node.js
+	// sample at --target instead of a bcpd.
+	protocol, peer string
 }
 
 type bench struct {
@@ -127,6 +140,9 @@ type Result struct {
 	Ratios     Ratios    `json:"ratios"`
 	Targets    []Target  `json:"targets"`
 	PeakPerSec float64   `json:"peak_purchases_per_s"`
+	// Driver says what the agents spoke to: "MCP at <url>", "REST at
+	// <url>" or "REST at <url>, the UCP Node.js sample".
+	Driver string `json:"driver"`
 }
 
 type Machine struct {
@@ -158,12 +174,15 @@ type Target struct {
 func main() {
 	// The platform runs in this process: tuned as bcpd tunes itself.
 	gctune.Apply()
-	if len(os.Args) > 1 && (os.Args[1] == "scale" || os.Args[1] == "search") {
-		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+	if len(os.Args) > 1 && (os.Args[1] == "scale" || os.Args[1] == "search" || os.Args[1] == "otlp-sink") {
+		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer cancel()
 		sub := runScale
-		if os.Args[1] == "search" {
+		switch os.Args[1] {
+		case "search":
 			sub = runSearchBench
+		case "otlp-sink":
+			sub = runSink
 		}
 		if err := sub(ctx, os.Args[2:]); err != nil {
 			fatal(err)
@@ -199,7 +218,14 @@ func main() {
 	flag.StringVar(&cfg.targetPIDs, "target-pid", "", "with --target: the target's process ids (comma-separated), whose CPU the figures count instead of this process's, which is the load generator's and is reported apart")
 	flag.StringVar(&cfg.targetPGData, "target-pgdata", "", "with --target: the data directory of the target's PostgreSQL cluster (a bcpd dev's <data-dir>/pgdata), whose processes' CPU the figures count; it must run with durable commits")
 	flag.StringVar(&cfg.profileAddr, "profile-addr", "127.0.0.1:0", "with --target: where to serve the agent profile (the platform fetches it; dev tenants accept loopback)")
+	flag.StringVar(&cfg.protocol, "protocol", "mcp", "the agents' binding: mcp (the tools at /bcp/mcp) or rest (the UCP REST routes at /bcp/rest: create with the shipping address, update with the option and the code, complete with a card token, get the order; card purchases only, no no-op baseline)")
+	flag.StringVar(&cfg.peer, "peer", "", "ucp-node: drive the REST flow against the UCP Node.js sample (scripts/ucp-node-sample.sh) at --target host:port instead of a bcpd, counting the CPU of --target-pid (its SQLite is in process); nothing is seeded")
 	flag.Parse()
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := restFlags(&cfg, set); err != nil {
+		fatal(err)
+	}
 	for _, f := range strings.Split(sweep, ",") {
 		if f = strings.TrimSpace(f); f != "" {
 			v, err := strconv.ParseFloat(f, 64)
@@ -222,6 +248,42 @@ func main() {
 	}
 }
 
+// restFlags checks --protocol and --peer and fits the flags the REST
+// flow does not use (set: the flags given on the command line): a peer
+// speaks REST; REST buys with a card only (--pix-share given above 0 is
+// refused, the default becomes 0) and sends the address with the create
+// (one update).
+func restFlags(cfg *config, set map[string]bool) error {
+	switch cfg.peer {
+	case "":
+	case peerUCPNode:
+		if cfg.target == "" {
+			return fmt.Errorf("--peer %s needs --target host:port (and --target-pid for its CPU)", cfg.peer)
+		}
+		if set["protocol"] && cfg.protocol != "rest" {
+			return fmt.Errorf("--peer %s speaks REST only", cfg.peer)
+		}
+		cfg.protocol = "rest"
+	default:
+		return fmt.Errorf("--peer must be %s", peerUCPNode)
+	}
+	switch cfg.protocol {
+	case "mcp":
+		return nil
+	case "rest":
+	default:
+		return fmt.Errorf("--protocol must be mcp or rest")
+	}
+	if cfg.pixShare > 0 {
+		if set["pix-share"] {
+			return fmt.Errorf("--protocol rest buys with a card only: --pix-share 0")
+		}
+		cfg.pixShare = 0
+	}
+	cfg.updates = 1
+	return nil
+}
+
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "bcpbench:", err)
 	os.Exit(1)
@@ -235,7 +297,9 @@ func run(ctx context.Context, cfg config) error {
 	started := time.Now().UTC()
 	var e *env
 	var err error
-	if cfg.target != "" {
+	if cfg.peer != "" {
+		e, err = startPeerEnv(ctx, strings.TrimPrefix(cfg.target, "http://"), cfg.targetPIDs)
+	} else if cfg.target != "" {
 		if cfg.operatorToken == "" {
 			return fmt.Errorf("--target needs --operator-token")
 		}
@@ -268,13 +332,15 @@ func run(ctx context.Context, cfg config) error {
 	// needs the bench's own database (none with --target); its pool is as
 	// large as the platform's.
 	var floor *pgxpool.Pool
-	if cfg.durableNoop && cfg.rate <= 0 && e.pg != nil && e.pool != nil {
+	if cfg.durableNoop && cfg.protocol == "mcp" && cfg.rate <= 0 && e.pg != nil && e.pool != nil {
 		if floor, err = openFloor(ctx, e.pg.URL(benchDB), e.pool.Config().MaxConns); err != nil {
 			return fmt.Errorf("noop_durable's table: %w", err)
 		}
 		defer floor.Close()
 	}
-	if e.tenants != nil {
+	if cfg.protocol != "mcp" {
+		logf("REST: no no-op baseline (it is an MCP tool)")
+	} else if e.tenants != nil {
 		addr, stopNoop, err := startBaseline(ctx, e, floor, quiet)
 		if err != nil {
 			return err
@@ -287,15 +353,25 @@ func run(ctx context.Context, cfg config) error {
 
 	base := benchTransport()
 	signed := cfg.auth == "signature"
-	b := &bench{cfg: cfg, env: e, ops: e.ops,
-		platformAgents: newAgents("http://"+e.publicAddr+"/bcp/mcp", e, signed, base),
+	b := &bench{cfg: cfg, env: e, ops: e.ops}
+	driver := ""
+	switch {
+	case cfg.peer != "":
+		b.platformAgents = newRESTAgents(restTarget{base: "http://" + e.publicAddr, peer: cfg.peer}, e, false, base)
+		driver = "REST at http://" + e.publicAddr + ", the UCP Node.js sample (" + cfg.peer + ")"
+	case cfg.protocol == "rest":
+		b.platformAgents = newRESTAgents(restTarget{base: "http://" + e.publicAddr + "/bcp/rest"}, e, signed, base)
+		driver = "REST at " + b.platformAgents.endpoint
+	default:
+		b.platformAgents = newAgents("http://"+e.publicAddr+"/bcp/mcp", e, signed, base)
+		driver = "MCP at " + b.platformAgents.endpoint
 	}
 	if noopAddr != "" {
 		b.noopAgents = newAgents("http://"+noopAddr+"/bcp/mcp", e, signed, base)
 	}
 
-	res := &Result{Started: started, Machine: machine(), Config: map[string]any{
-		"tenants": cfg.tenants, "target": cfg.target, "duration": cfg.duration.String(), "concurrency": cfg.concurrency, "rate": cfg.rate,
+	res := &Result{Started: started, Machine: machine(), Driver: driver, Config: map[string]any{
+		"tenants": cfg.tenants, "target": cfg.target, "protocol": cfg.protocol, "peer": cfg.peer, "duration": cfg.duration.String(), "concurrency": cfg.concurrency, "rate": cfg.rate,
 		"sweep": cfg.sweep, "pix_share": cfg.pixShare, "updates": cfg.updates, "discount": cfg.discount, "pix_poll": cfg.pixPoll.String(), "auth": cfg.auth, "args": os.Args[1:],
 	}}
 
@@ -415,7 +491,9 @@ func run(ctx context.Context, cfg config) error {
 			}
 			phase(fmt.Sprintf("purchase@%.0f%%", f*100), b.platformAgents, "open", 0, f*peak, b.purchase)
 		}
-		res.Targets = targets(res)
+		if cfg.peer == "" { // the targets are the platform's
+			res.Targets = targets(res)
+		}
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -585,7 +663,11 @@ func toolNames(ops map[string]OpStats) []string {
 }
 
 func printReport(w io.Writer, res *Result) {
-	fmt.Fprintf(w, "\nbcpbench — %d CPUs (%s), %s, %s, loadavg at start %s\n\n", res.Machine.CPUs, res.Machine.CPUModel, res.Machine.GoVersion, res.Started.Format(time.RFC3339), res.Machine.LoadAvg)
+	fmt.Fprintf(w, "\nbcpbench — %d CPUs (%s), %s, %s, loadavg at start %s\n", res.Machine.CPUs, res.Machine.CPUModel, res.Machine.GoVersion, res.Started.Format(time.RFC3339), res.Machine.LoadAvg)
+	if res.Driver != "" {
+		fmt.Fprintf(w, "agents: %s\n", res.Driver)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-16s %-6s %8s %10s  %-18s %7s %9s %8s %8s %8s  %s\n", "phase", "mode", "load", "done/s", "operation", "count", "ops/s", "p50 ms", "p95 ms", "p99 ms", "db pool")
 	for _, p := range res.Phases {
 		load := strconv.Itoa(p.Concurrency)

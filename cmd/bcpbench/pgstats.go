@@ -28,7 +28,12 @@ type StmtStats struct {
 	TransactionsPerOp float64 `json:"transactions_per_op"`
 	StatementsPerOp   float64 `json:"statements_per_op"`
 	RoundTripsPerOp   float64 `json:"round_trips_per_op"`
-	ExecMsPerOp       float64 `json:"exec_ms_per_op"`
+	// ScopesPerOp are the statements that set a transaction's tenant (or
+	// registry/sweep scope): pipelined with BEGIN or with a Single or
+	// Reads statement, they are among the statements but not among the
+	// round trips.
+	ScopesPerOp float64 `json:"scopes_per_op"`
+	ExecMsPerOp float64 `json:"exec_ms_per_op"`
 	// Of the write commits (DurableStats): the platform's unsynced ones
 	// (rate-limit leases: pgstore.SingleUnsynced, no wait for the WAL
 	// flush). The PSP simulator's statements are not among any of these
@@ -120,7 +125,9 @@ func (e *env) statements(ctx context.Context) stmtSnapshot {
 const singleScope = "SELECT set_config($2, $1, $3)"
 
 // singleScopeGenericPlan is pgstore.SingleGenericPlan's, which also
-// forces a generic plan for its statement.
+// forces a generic plan for its statement (and SingleUnsynced's and
+// pgstore.Reads', which set synchronous_commit or transaction_read_only
+// with it: one per statement, each an implicit transaction).
 const singleScopeGenericPlan = "SELECT set_config($2, $1, $3), set_config($4, $5, $6)"
 
 // unsyncedLease starts the one statement the platform commits without
@@ -151,6 +158,8 @@ func stmtDelta(before, after stmtSnapshot, ops int64, top int) *StmtStats {
 		st.StatementsPerOp += float64(calls) / n
 		if !single && q != "SELECT set_config($1, $2, $3)" {
 			st.RoundTripsPerOp += float64(calls) / n
+		} else {
+			st.ScopesPerOp += float64(calls) / n
 		}
 		st.ExecMsPerOp += ms / n
 		if a.walRecs > b.walRecs && strings.HasPrefix(q, unsyncedLease) {
@@ -168,7 +177,8 @@ func stmtDelta(before, after stmtSnapshot, ops int64, top int) *StmtStats {
 }
 
 func (s *StmtStats) String() string {
-	return fmt.Sprintf("SQL: %.1f transactions/op, %.1f statements/op, %.1f round trips/op, %.2f ms executing/op", s.TransactionsPerOp, s.StatementsPerOp, s.RoundTripsPerOp, s.ExecMsPerOp)
+	return fmt.Sprintf("SQL: %.1f transactions/op, %.1f statements/op (%.1f scope settings, pipelined), %.1f round trips/op, %.2f ms executing/op",
+		s.TransactionsPerOp, s.StatementsPerOp, s.ScopesPerOp, s.RoundTripsPerOp, s.ExecMsPerOp)
 }
 
 // trackPlanning makes pg_stat_statements time planning too (it costs a

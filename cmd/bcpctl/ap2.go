@@ -51,10 +51,13 @@ func (c *cli) ap2Set(ctx context.Context, verb string, args []string) error {
 	return nil
 }
 
-// agentMandate is the test wallet: it makes the checkout mandate for a
-// checkout response (the JSON an AP2 merchant answered, with its
-// ap2.merchant_authorization), signed with the agent's key (the one its
-// profile publishes in signing_keys), and prints it.
+// agentMandate is the test wallet: for a checkout response (the JSON an
+// AP2 merchant answered, with its ap2.merchant_authorization) it makes
+// AP2's closed checkout mandate (vct mandate.checkout.1, for
+// ap2.checkout_mandate) or, with --payment-instrument, AP2's payment
+// mandate (vct mandate.payment.1, for the instrument's credential.token),
+// signed with the agent's key (the one its profile publishes in
+// signing_keys), and prints it.
 func agentMandate(args []string, in io.Reader, out io.Writer) error {
 	fs := newFS("agent mandate")
 	keyFile := fs.String("key-file", "", "")
@@ -63,11 +66,18 @@ func agentMandate(args []string, in io.Reader, out io.Writer) error {
 	audience := fs.String("audience", "", "")
 	issuer := fs.String("issuer", "", "")
 	lifetime := fs.Duration("lifetime", 10*time.Minute, "")
+	instrument := fs.String("payment-instrument", "", "")
+	instrumentType := fs.String("payment-type", "", "")
+	instrumentDesc := fs.String("payment-description", "", "")
+	payeeName := fs.String("payee-name", "", "")
 	if _, err := parse(fs, args, 0, ""); err != nil {
 		return err
 	}
 	if *keyFile == "" || *audience == "" {
 		return usageError{"agent mandate needs --key-file (the agent's signing key) and --audience (the merchant origin, e.g. https://loja.example)"}
+	}
+	if (*instrument == "") != (*instrumentType == "") {
+		return usageError{"a payment mandate needs both --payment-instrument (the instrument's id, e.g. pi_1) and --payment-type (its type: pix or card)"}
 	}
 	pemBytes, err := os.ReadFile(*keyFile)
 	if err != nil {
@@ -106,7 +116,20 @@ func agentMandate(args []string, in io.Reader, out io.Writer) error {
 		return err
 	}
 	w := &ap2.Wallet{Issuer: key, IssuerKID: *kid, IssuerID: *issuer}
-	m, err := w.Mandate(checkout, *audience, ap2.MandateOptions{Lifetime: *lifetime})
+	var m string
+	if *instrument != "" {
+		inst := map[string]any{"id": *instrument, "type": *instrumentType}
+		if *instrumentDesc != "" {
+			inst["description"] = *instrumentDesc
+		}
+		d := ap2.PaymentDetails{Instrument: inst}
+		if *payeeName != "" {
+			d.Payee = map[string]any{"id": *audience, "name": *payeeName, "website": *audience}
+		}
+		m, err = w.PaymentMandate(checkout, *audience, d, ap2.MandateOptions{Lifetime: *lifetime})
+	} else {
+		m, err = w.Mandate(checkout, *audience, ap2.MandateOptions{Lifetime: *lifetime})
+	}
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -11,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/bcpdev/bcp/agentclient"
 	"github.com/bcpdev/bcp/internal/testdb"
@@ -92,8 +97,40 @@ func TestAP2Commands(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the wallet's mandate: %v", err)
 	}
-	if !strings.Contains(string(v.Checkout), `"merchant_authorization":"aGVhZGVy..c2ln"`) {
-		t.Fatalf("embedded checkout %s", v.Checkout)
+	cm, err := v.CheckoutMandate(time.Now())
+	if err != nil {
+		t.Fatalf("the wallet's checkout mandate: %v", err)
+	}
+	// checkout_jwt is the merchant authorization with the checkout's JCS
+	// form re-attached.
+	wantJWT := "aGVhZGVy." + base64.RawURLEncoding.EncodeToString([]byte(`{"currency":"BRL","id":"chk_w"}`)) + ".c2ln"
+	if cm.CheckoutJWT != wantJWT || v.VCT != "mandate.checkout.1" {
+		t.Fatalf("checkout mandate %q %q", v.VCT, cm.CheckoutJWT)
+	}
+	validatesAgainstAP2(t, strings.TrimSpace(out), "checkout_mandate.json")
+	// The payment mandate for the same checkout.
+	out, err = ctl("agent", "mandate", "--key-file", keyFile, "--audience", "http://ap2.localhost:8080", "--checkout", answer,
+		"--payment-instrument", "pi_1", "--payment-type", "pix", "--payment-description", "Pix")
+	if err == nil || !strings.Contains(err.Error(), "no total") {
+		t.Fatalf("a payment mandate for a checkout without a total: %q %v", out, err)
+	}
+	_ = os.WriteFile(answer, []byte(`{"id":"chk_w","currency":"BRL","totals":[{"type":"subtotal","amount":100},{"type":"total","amount":9072}],"ap2":{"merchant_authorization":"aGVhZGVy..c2ln"}}`), 0o600)
+	out, err = ctl("agent", "mandate", "--key-file", keyFile, "--audience", "http://ap2.localhost:8080", "--checkout", answer,
+		"--payment-instrument", "pi_1", "--payment-type", "pix", "--payment-description", "Pix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := validatesAgainstAP2(t, strings.TrimSpace(out), "payment_mandate.json")
+	jwt := "aGVhZGVy." + base64.RawURLEncoding.EncodeToString([]byte(`{"currency":"BRL","id":"chk_w","totals":[{"amount":100,"type":"subtotal"},{"amount":9072,"type":"total"}]}`)) + ".c2ln"
+	sum := sha256.Sum256([]byte(jwt))
+	if claims["transaction_id"] != base64.RawURLEncoding.EncodeToString(sum[:]) || fmt.Sprint(claims["payment_amount"]) != "map[amount:9072 currency:BRL]" ||
+		fmt.Sprint(claims["payment_instrument"]) != "map[description:Pix id:pi_1 type:pix]" || fmt.Sprint(claims["payee"]) != "map[id:http://ap2.localhost:8080 name:ap2.localhost website:http://ap2.localhost:8080]" {
+		t.Fatalf("payment mandate claims %v", claims)
+	}
+	for _, bad := range [][]string{{"--payment-instrument", "pi_1"}, {"--payment-type", "pix"}} {
+		if _, err := ctl(append([]string{"agent", "mandate", "--key-file", keyFile, "--audience", "http://x", "--checkout", answer}, bad...)...); exitCode(err) != 2 {
+			t.Fatalf("%v: %v", bad, err)
+		}
 	}
 	_ = os.WriteFile(answer, []byte(`{"id":"chk_w"}`), 0o600)
 	if _, err := ctl("agent", "mandate", "--key-file", keyFile, "--audience", "http://x", "--checkout", answer); exitCode(err) != 2 || !strings.Contains(errorMessage(err), "merchant_authorization") {
@@ -102,4 +139,71 @@ func TestAP2Commands(t *testing.T) {
 	if _, err := ctl("agent", "mandate", "--checkout", answer); exitCode(err) != 2 {
 		t.Fatalf("no key: %v", err)
 	}
+}
+
+// validatesAgainstAP2 decodes an SD-JWT+kb by hand (RFC 9901: the issuer
+// JWT's payload with each disclosure put in the place its digest has in
+// _sd) and validates the claims against AP2's schema file, as published
+// (protocol/ap2/schemas holds AP2's files unmodified); it returns them.
+func validatesAgainstAP2(t *testing.T, mandate, schemaFile string) map[string]any {
+	t.Helper()
+	parts := strings.Split(mandate, "~")
+	if len(parts) < 2 || strings.Count(parts[len(parts)-1], ".") != 2 {
+		t.Fatalf("not an SD-JWT+kb: %q", mandate)
+	}
+	seg := strings.Split(parts[0], ".")
+	payload, err := base64.RawURLEncoding.DecodeString(seg[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims map[string]any
+	d := json.NewDecoder(bytes.NewReader(payload))
+	d.UseNumber()
+	if err := d.Decode(&claims); err != nil {
+		t.Fatal(err)
+	}
+	if claims["_sd_alg"] != "sha-256" {
+		t.Fatalf("_sd_alg %v", claims["_sd_alg"])
+	}
+	digests := map[string]bool{}
+	for _, x := range claims["_sd"].([]any) {
+		digests[x.(string)] = true
+	}
+	for _, disc := range parts[1 : len(parts)-1] {
+		sum := sha256.Sum256([]byte(disc))
+		if !digests[base64.RawURLEncoding.EncodeToString(sum[:])] {
+			t.Fatalf("disclosure %q not in _sd", disc)
+		}
+		raw, _ := base64.RawURLEncoding.DecodeString(disc)
+		var arr []any
+		if err := json.Unmarshal(raw, &arr); err != nil || len(arr) != 3 {
+			t.Fatalf("disclosure %s", raw)
+		}
+		claims[arr[1].(string)] = arr[2]
+	}
+	delete(claims, "_sd")
+	delete(claims, "_sd_alg")
+	c := jsonschema.NewCompiler()
+	dir := filepath.Join("..", "..", "protocol", "ap2", "schemas")
+	for _, f := range []string{schemaFile, "types/merchant.json", "types/amount.json", "types/payment_instrument.json", "types/pisp.json"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, _ := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err := c.AddResource(doc.(map[string]any)["$id"].(string), doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, schemaFile))
+	doc, _ := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	sch, err := c.Compile(doc.(map[string]any)["$id"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, _ := jsonschema.UnmarshalJSON(bytes.NewReader(func() []byte { b, _ := json.Marshal(claims); return b }()))
+	if err := sch.Validate(inst); err != nil {
+		t.Fatalf("the wallet's mandate does not follow AP2's %s: %v\n%v", schemaFile, err, claims)
+	}
+	return claims
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -49,12 +50,50 @@ func (c *cli) handlerSet(ctx context.Context, args []string) error {
 	stripeKeyFile := fs.String("stripe-key-file", "", "")
 	fs.StringVar(&stripe.APIURL, "stripe-api-url", "", "")
 	stripeCA := fs.String("stripe-ca", "", "")
+	preset := fs.String("preset", "", "")
+	pixKey := fs.String("pix-key", "", "")
 	p, err := parse(fs, args, 1, "<tenant>")
 	if err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *preset != "" {
+		pr, ok := handlerPresets[*preset]
+		if !ok {
+			return usageError{"unknown --preset " + *preset + "; one of " + presetNames()}
+		}
+		for _, d := range []struct {
+			flag string
+			dst  *string
+			v    string
+		}{{"id", id, pr.id}, {"name", name, pr.name}, {"instruments", instruments, pr.instruments}, {"config", config, pr.config},
+			{"environment", env, pr.environment}, {"spec", spec, pr.spec}, {"schema", schema, pr.schema}} {
+			if !set[d.flag] {
+				*d.dst = d.v
+			}
+		}
+		if pr.position != 0 && !set["position"] {
+			*position = pr.position
+		}
+		if err := pr.check(set); err != nil {
+			return err
+		}
+	}
+	if *pixKey != "" {
+		if set["config"] && *preset == "" {
+			return usageError{"give the Pix key either as --pix-key or in --config"}
+		}
+		var cfg map[string]any
+		if err := json.Unmarshal([]byte(*config), &cfg); err != nil || cfg == nil {
+			return usageError{"--config must be a JSON object"}
+		}
+		cfg["pix_key"] = *pixKey
+		b, _ := json.Marshal(cfg)
+		*config = string(b)
+	}
 	if *id == "" || *name == "" {
-		return usageError{"handler set needs --id and --name"}
+		return usageError{"handler set needs --id and --name, or --preset (" + presetNames() + ")"}
 	}
 	if *instruments == "" && *name == "br.dev.bcp.pix" {
 		*instruments = `[{"type":"pix"}]`
@@ -143,6 +182,7 @@ func (c *cli) handlerSet(ctx context.Context, args []string) error {
 	if conn := connectionLine(h.GetConnectionJson()); conn != "" {
 		fmt.Fprintf(c.out, "  connection: %s\n", conn)
 	}
+	fmt.Fprintf(c.out, "next: bcpctl handler test %s %s\n", p[0], h.GetId())
 	return nil
 }
 

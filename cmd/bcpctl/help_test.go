@@ -26,6 +26,10 @@ func TestHelpNeedsNoToken(t *testing.T) {
 		{[]string{"keys", "rotate", "-h"}, "keys rotate <tenant>"},
 		{[]string{"catalog", "import", "t", "f.csv", "--help"}, "catalog import"},
 		{[]string{"agent", "call", "--help"}, "agent call <endpoint>"},
+		{[]string{"tenant", "status", "--help"}, "tenant status <tenant>"},
+		{[]string{"shipping", "rate", "add", "--help"}, "shipping rate add <tenant> --title TITLE --price 18,90"},
+		{[]string{"pickup", "-h"}, "pickup add <tenant> --name NAME"},
+		{[]string{"handler", "set", "--help"}, "pix-sandbox   br.dev.bcp.pix, id pix, sandbox"},
 	} {
 		var out bytes.Buffer
 		if err := run(context.Background(), tc.args, &out); err != nil || !strings.Contains(out.String(), tc.want) {

@@ -37,11 +37,27 @@ commands:
   tenant suspend <tenant>
   tenant resume <tenant>
   tenant usage <tenant> [--days 30]   agent requests, errors, checkouts, orders and GMV (as the console)
+  tenant status <tenant>     the go-live checklist: what the merchant lacks before an agent can buy
+              (domain, tested payment handler, product in stock, shipping or pickup, agent access,
+              AP2 when on), each with the command or admin page that fixes it
+  tenant update <tenant> [--name NAME] [--environment production|sandbox|development]
+              development: agent profiles and order webhooks may be http/loopback (local agents);
+              sandbox, production: https on public addresses only (API keys bound to http profiles
+              stop working); payment handlers keep their own environment. Prints what changed.
   domain add <tenant> <domain> [--primary]
   domain remove <tenant> <domain>
   apikey create <tenant> --agent-profile URL [--label TEXT]
   apikey list <tenant>
   apikey revoke <tenant> <key-id>
+  handler set <tenant> --preset NAME [--id ID] [--pix-key KEY] [connection flags below]
+              pix-sandbox   br.dev.bcp.pix, id pix, sandbox: test Pix at the PSP simulator, no settings
+              card-sandbox  com.example.vendor.delegate_payment, id cartao, sandbox: test cards (visa,
+                            mastercard) at the simulator, no settings
+              pix-psp       br.dev.bcp.pix, id pix, production: the merchant's PSP (API Pix); needs
+                            --pix-key and the --psp-* flags
+              stripe-card   com.example.vendor.delegate_payment, id cartao, production: Stripe; needs
+                            --stripe-key-file (or $BCP_STRIPE_SECRET_KEY)
+              flags given override the preset's values; then run handler test
   handler set <tenant> --id ID --name REVERSE.DOMAIN [--instruments JSON] [--config JSON]
               [--environment sandbox|production] [--version DATE] [--spec URL] [--schema URL]
               a Pix PSP (API Pix): --psp-base-url URL --psp-token-url URL --psp-client-id ID
@@ -73,22 +89,39 @@ commands:
              [--args JSON] [--idempotency-key KEY|auto] [--host HOST] [--verify]
   agent keygen [--out FILE] [--kid KID]
   agent mandate --key-file PEM --audience ORIGIN [--kid KID] [--checkout FILE|-] [--issuer URL] [--lifetime 10m]
-             the test wallet: prints the AP2 checkout mandate (SD-JWT+kb) for a checkout response
+             [--payment-instrument ID --payment-type pix|card [--payment-description D] [--payee-name N]]
+             the test wallet: prints AP2's checkout mandate (mandate.checkout.1, SD-JWT+kb) for a
+             checkout response, or with --payment-instrument its payment mandate (mandate.payment.1)
   ap2 on|off|status <tenant>   AP2 mandates (br.dev.bcp.shopping.ap2_mandate) for the merchant
+  shipping rate add <tenant> --title TITLE --price 18,90 [--carrier C] [--description D] [--regions SP,RJ]
+              [--cep 01000000:09999999 ...] [--free-above 199,00] [--min-days N] [--max-days N]
+              [--position N] [--inactive]      prices in centavos (1890) or reais (18,90); no
+              --regions/--cep: all of Brazil
+  shipping rate list <tenant>
+  shipping rate remove <tenant> <rate-id>
+  pickup add <tenant> --name NAME --street "Rua X, 10" --city CITY --region UF --cep 01001000
+              [--extended TEXT] [--price 0] [--hours "Seg. a sex., 9h às 18h"] [--inactive]
+  pickup list <tenant>
+  pickup remove <tenant> <pickup-id>
   catalog import <tenant> <file.json|file.csv> [--dry-run]
   catalog list <tenant>
   merchant export <tenant> [--out FILE]
   merchant import <tenant> <file.json> [--dry-run]
-  user invite <tenant> <email> [--role admin|staff]
+  user invite <tenant> <email> [--role admin|staff] [--base-url https://loja.com.br]
   user list <tenant>
 
 <tenant> is a tenant id, slug or domain. Flags may come before, between or after the arguments; a
 word that starts with "-" but is not one of the command's flags (a kid such as -a3aYY7R...) is an
 argument, and so is everything after "--".
 
-user invite creates a user of the merchant admin web (https://<merchant host>/admin); the initial
-password is printed once and stored only as a hash. The default role is admin; staff users cannot
-invite users or change keys, payment handlers, agent access or store settings.
+user invite creates a user of the merchant admin web (https://<merchant host>/admin) and prints a link
+(<origin>/admin/senha?token=...) where the user chooses the password: it works once and for 72 hours,
+and only its hash is stored. The origin is --base-url, else the merchant's primary domain over https
+(over a local bcpd dev's scheme and port when its dev.json is found). Inviting again a user who never
+signed in gives a new link (the old one stops working). The default role is admin; staff users cannot
+invite users or change keys, payment handlers, agent access or store settings. user list's INVITATION
+column says "pending until <time>" while a user's link is not used, "expired <time>" once it lapsed
+(invite again), "-" after the password is chosen.
 
 catalog import creates or updates products, all or nothing: any error is listed (exit status 2) and
 nothing changes. Products match by id (without one, by their SKUs), variants by SKU; each listed
@@ -169,6 +202,7 @@ type cli struct {
 	payments paymentsv1connect.PaymentsServiceClient
 	out      io.Writer
 	json     bool
+	dataDir  string // of a local bcpd dev (user invite's link origin)
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -226,7 +260,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		orders:  ordersv1connect.NewOrdersServiceClient(&http.Client{Timeout: 30 * time.Second}, strings.TrimRight(*catalogServer, "/"), auth),
 		// A connection test waits on a PSP's TLS, OAuth2 and webhook calls.
 		payments: paymentsv1connect.NewPaymentsServiceClient(&http.Client{Timeout: 90 * time.Second}, strings.TrimRight(*catalogServer, "/"), auth),
-		out:      out, json: *asJSON,
+		out:      out, json: *asJSON, dataDir: *dataDir,
 	}
 	if len(rest) < 2 {
 		return usageError{"missing subcommand for " + rest[0]}
@@ -240,6 +274,18 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return c.tenantList(ctx, sub)
 	case "tenant usage":
 		return c.tenantUsage(ctx, sub, *catalogServer, auth)
+	case "tenant status":
+		return c.tenantStatus(ctx, sub)
+	case "tenant update":
+		return c.tenantUpdate(ctx, sub)
+	case "shipping rate", "pickup add", "pickup list", "pickup remove":
+		if rest[0] == "pickup" {
+			return c.pickup(ctx, rest[1], sub)
+		}
+		if len(sub) == 0 {
+			return usageError{"missing subcommand for shipping rate (add, list, remove)"}
+		}
+		return c.shippingRate(ctx, sub[0], sub[1:])
 	case "tenant get":
 		return c.withTenant(sub, 1, func(p []string) error {
 			r, err := c.client.GetTenant(ctx, connect.NewRequest(&tenantsv1.GetTenantRequest{Tenant: p[0]}))

@@ -114,22 +114,21 @@ func TestOperatorCommandsAndErrors(t *testing.T) {
 	mustOK("handler", "remove", "loja-sao-joao", "pix_1")
 	wantErr(2, "handler_not_found", "handler", "remove", "loja-sao-joao", "pix_1")
 
-	// Admin-web users: the initial password is printed once; list shows
-	// role and e-mail, never a password.
+	// Admin-web users: a one-time link to choose the password is printed
+	// (TestOnboardingCommands follows it); list shows role and e-mail.
 	out = mustOK("user", "invite", "loja-sao-joao", "Dona@Loja.com.br")
-	pw := strings.TrimSpace(out[strings.LastIndex(out, ": ")+2:])
-	if !strings.Contains(out, "user dona@loja.com.br (admin) invited") || len(pw) < 16 {
+	pw := strings.TrimSpace(out[strings.LastIndex(out, "token=")+6:])
+	if !strings.Contains(out, "user dona@loja.com.br (admin) invited") || !strings.Contains(out, "https://loja.example.com.br/admin/senha?token=") || len(pw) != 43 {
 		t.Fatalf("user invite output: %s", out)
 	}
 	if out := mustOK("user", "invite", "loja.example.com.br", "caixa@loja.com.br", "--role", "staff"); !strings.Contains(out, "(staff)") {
 		t.Fatalf("staff invite output: %s", out)
 	}
 	wantErr(2, "--role must be admin or staff", "user", "invite", "loja-sao-joao", "x@loja.com.br", "--role", "owner")
-	wantErr(2, "duplicate_user", "user", "invite", "loja-sao-joao", "dona@loja.com.br")
 	wantErr(2, "tenant_not_found", "user", "list", "nope")
 	users := mustOK("user", "list", "loja-sao-joao")
-	if lines := strings.Split(strings.TrimSpace(users), "\n"); len(lines) != 3 || !regexp.MustCompile(`dona@loja\.com\.br\s+admin\s+never`).MatchString(users) ||
-		!regexp.MustCompile(`caixa@loja\.com\.br\s+staff\s+never`).MatchString(users) || strings.Contains(users, pw) {
+	if lines := strings.Split(strings.TrimSpace(users), "\n"); len(lines) != 3 || !regexp.MustCompile(`dona@loja\.com\.br\s+admin\s+never\s+pending until 20\S+Z\s`).MatchString(users) ||
+		!regexp.MustCompile(`caixa@loja\.com\.br\s+staff\s+never\s+pending until 20\S+Z\s`).MatchString(users) || strings.Contains(users, pw) {
 		t.Fatalf("user list:\n%s", users)
 	}
 

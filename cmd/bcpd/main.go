@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -32,6 +33,7 @@ import (
 	"github.com/bcpdev/bcp/internal/obs"
 	"github.com/bcpdev/bcp/internal/pgserver"
 	"github.com/bcpdev/bcp/internal/sealer"
+	"github.com/bcpdev/bcp/internal/tracing"
 	"github.com/bcpdev/bcp/platform"
 	"github.com/bcpdev/bcp/platform/devenv"
 	"github.com/bcpdev/bcp/services/edge"
@@ -83,6 +85,7 @@ type flags struct {
 	simToken                                *string
 	webhookAddr, webhookCert, webhookKey    *string
 	webhookPort, webhookCertHeader          *string
+	otlpEndpoint, traceSampleRatio          *string
 }
 
 func env(name, def string) string {
@@ -121,6 +124,8 @@ func newFlags(role string) *flags {
 	f.sigSkew = fs.String("signature-clock-skew", env("BCP_SIGNATURE_CLOCK_SKEW", agentauth.DefaultClockSkew.String()), "edge: clock difference tolerated on an agent signature's created and expires; 0s: none [BCP_SIGNATURE_CLOCK_SKEW]")
 	f.requestTimeout = fs.String("request-timeout", env("BCP_REQUEST_TIMEOUT", edge.DefaultRequestTimeout.String()), "edge: the request deadline of the agents' API (MCP, REST); a request still waiting then (for a service, the database during a failover, a repeat of an idempotency key in flight) is answered 503 with Retry-After; keep it below the agents' patience [BCP_REQUEST_TIMEOUT]")
 	f.noDemoHistory = fs.Bool("no-demo-history", envBool("BCP_NO_DEMO_HISTORY"), "dev: do not buy the demo merchant's first-day history when seeding it [BCP_NO_DEMO_HISTORY]")
+	f.otlpEndpoint = fs.String("otlp-endpoint", env("BCP_OTLP_ENDPOINT", ""), "OpenTelemetry collector (OTLP over HTTP) to send traces to, e.g. http://otel-collector:4318 (empty: "+tracing.EnvEndpoint+", else no tracing) [BCP_OTLP_ENDPOINT]")
+	f.traceSampleRatio = fs.String("trace-sample-ratio", env("BCP_TRACE_SAMPLE_RATIO", ""), "share of purchases traced, in (0, 1], decided where a trace starts, e.g. 0.01 (empty: "+tracing.EnvSamplerArg+", else 1) [BCP_TRACE_SAMPLE_RATIO]")
 	f.allowPrivileged = fs.Bool("insecure-allow-privileged-db-role", false, "allow a superuser/BYPASSRLS database role (disables tenant isolation)")
 	for _, s := range platform.AllServices {
 		f.serviceURLs[s] = fs.String(s+"-url", env("BCP_"+strings.ToUpper(s)+"_URL", ""), "base URL of the "+s+" service when hosted elsewhere [BCP_"+strings.ToUpper(s)+"_URL]")
@@ -210,7 +215,12 @@ func runServices(ctx context.Context, services []string, args []string) error {
 	if err != nil {
 		return err
 	}
+	tcfg, err := f.tracing()
+	if err != nil {
+		return err
+	}
 	log := f.logger()
+	tracing.LogErrors(log)
 	cfg := platform.Config{
 		Services: services, DatabaseURL: *f.databaseURL, PublicAddr: *f.publicAddr, InternalAddr: *f.internalAddr,
 		InternalToken: *f.internalToken, OperatorToken: *f.operatorToken, OperatorHost: *f.operatorHost, ServiceURLs: map[string]string{},
@@ -219,6 +229,7 @@ func runServices(ctx context.Context, services []string, args []string) error {
 		AllowPrivileged: *f.allowPrivileged, SweepEvery: sweepEvery, BodyTimeout: bodyTimeout, IdleTimeout: idleTimeout,
 		DevPKIDir: *f.devPKIDir, PSPSimPixAddr: *f.simPixAddr, PSPSimControlAddr: *f.simControlAddr, PSPSimFaults: *f.simFaults, PSPSimToken: *f.simToken,
 		WebhookAddr: *f.webhookAddr, WebhookPort: *f.webhookPort, WebhookClientCertHeader: *f.webhookCertHeader,
+		Tracing: tcfg,
 	}
 	for s, u := range f.serviceURLs {
 		cfg.ServiceURLs[s] = *u
@@ -250,6 +261,23 @@ func runServices(ctx context.Context, services []string, args []string) error {
 	log.Info("bcpd stopping")
 	r.Stop()
 	return err
+}
+
+// tracing is the tracing configuration of the flags (the OTEL_*
+// environment fills in what they leave empty).
+func (f *flags) tracing() (tracing.Config, error) {
+	cfg := tracing.Config{Endpoint: *f.otlpEndpoint}
+	if v := *f.traceSampleRatio; v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || r <= 0 || r > 1 {
+			return cfg, fmt.Errorf("--trace-sample-ratio (BCP_TRACE_SAMPLE_RATIO) %q: want a number in (0, 1], such as 0.01", v)
+		}
+		cfg.SampleRatio = r
+	}
+	if _, err := cfg.Ratio(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
 }
 
 func positiveDuration(what, v string) (time.Duration, error) {

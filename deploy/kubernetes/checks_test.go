@@ -64,6 +64,9 @@ func checkObjects(build string, objs []runtime.Object, overlay bool) []string {
 					c.fail("ConfigMap %s: %s looks like a secret; ConfigMaps are not secret", o.Name, k)
 				}
 			}
+			if o.Name == rulesConfigMap {
+				c.rules(o) // observability_test.go
+			}
 		case *appsv1.Deployment:
 			c.deployment(o)
 		case *batchv1.Job:
@@ -74,6 +77,7 @@ func checkObjects(build string, objs []runtime.Object, overlay bool) []string {
 			c.hpa(o)
 		}
 	}
+	c.monitoring() // observability_test.go
 	for i := range c.problems {
 		c.problems[i] = build + ": " + c.problems[i]
 	}
@@ -97,6 +101,7 @@ func (c *checker) deployment(d *appsv1.Deployment) {
 		c.fail("%s: sets replicas although an autoscaler owns them (each apply would reset the count)", owner)
 	}
 	c.networkPolicy(owner, d)
+	c.scrape(owner, d) // observability_test.go
 }
 
 func (c *checker) hpaFor(deployment string) *autoscalingv2.HorizontalPodAutoscaler {
@@ -147,13 +152,14 @@ func (c *checker) service(s *corev1.Service) {
 	}
 }
 
-// networkPolicy: the internal listener admits only the platform's pods; the
-// edge's public port is open.
+// networkPolicy: the internal listener admits only the platform's pods and
+// a named scraper (scraperPeer), which must be admitted when the pods ask to
+// be scraped; the edge's public port is open.
 func (c *checker) networkPolicy(owner string, d *appsv1.Deployment) {
 	podLabels := labels.Set(d.Spec.Template.Labels)
 	ctr := &d.Spec.Template.Spec.Containers[0]
 	internal, public := port(ctr, intstr.FromString("internal")), port(ctr, intstr.FromString("public"))
-	var guarded, publicOpen bool
+	var guarded, publicOpen, scraped bool
 	for _, o := range c.objs {
 		np, ok := o.(*networkingv1.NetworkPolicy)
 		if !ok || !selects(&np.Spec.PodSelector, podLabels) || !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
@@ -166,8 +172,11 @@ func (c *checker) networkPolicy(owner string, d *appsv1.Deployment) {
 					c.fail("%s: NetworkPolicy %s opens the internal port to everyone", owner, np.Name)
 				}
 				for _, peer := range rule.From {
-					if peer.IPBlock != nil || peer.NamespaceSelector != nil || peer.PodSelector == nil ||
-						peer.PodSelector.MatchLabels["app.kubernetes.io/part-of"] != "bcp" {
+					switch {
+					case scraperPeer(peer):
+						scraped = true
+					case peer.IPBlock != nil || peer.NamespaceSelector != nil || peer.PodSelector == nil ||
+						peer.PodSelector.MatchLabels["app.kubernetes.io/part-of"] != "bcp":
 						c.fail("%s: NetworkPolicy %s opens the internal port beyond the platform's pods", owner, np.Name)
 					}
 				}
@@ -182,6 +191,9 @@ func (c *checker) networkPolicy(owner string, d *appsv1.Deployment) {
 	}
 	if public != 0 && !publicOpen {
 		c.fail("%s: no NetworkPolicy opens its public port", owner)
+	}
+	if guarded && !scraped && d.Spec.Template.Annotations[scrapeAnnotation] == "true" {
+		c.fail("%s: asks to be scraped but no NetworkPolicy admits a scraper (namespace and pod selectors) to its internal port", owner)
 	}
 }
 
@@ -275,6 +287,7 @@ func (c *checker) container(owner string, spec *corev1.PodSpec, ctr *corev1.Cont
 	c.serviceURLs(owner, set)
 	if role != "migrate up" {
 		c.probes(owner, role, ctr, set)
+		c.telemetry(owner, set) // observability_test.go
 	}
 	if c.overlay && (!strings.Contains(ctr.Image, ":") || strings.HasSuffix(ctr.Image, ":latest")) {
 		c.fail("%s: image %q is not pinned to a release", owner, ctr.Image)

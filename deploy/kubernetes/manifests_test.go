@@ -136,6 +136,17 @@ func TestChecksFail(t *testing.T) {
 		{"service links", "base/tenants.yaml", "enableServiceLinks: false", "enableServiceLinks: true", "enableServiceLinks must be false"},
 		{"latest image", "overlays/production/kustomization.yaml", "newTag: v0.1.0", "newTag: latest", "is not pinned"},
 		{"migration on another image", "overlays/production/migrate/kustomization.yaml", "newTag: v0.1.0", "newTag: v0.0.9", "migrates with images"},
+		{"not scraped", "base/orders.yaml", "        prometheus.io/scrape: \"true\"\n", "", "Deployment bcp-orders: no prometheus.io/scrape"},
+		{"scraped off the internal port", "base/catalog.yaml", "prometheus.io/port: \"9090\"", "prometheus.io/port: \"8080\"", `prometheus.io/port "8080" is not the internal listener's port 9090`},
+		{"scraped elsewhere than /metrics", "base/edge.yaml", "prometheus.io/path: /metrics", "prometheus.io/path: /", `prometheus.io/path "/", want /metrics`},
+		{"scraper shut out", "base/monitoring.yaml", "          podSelector:\n            matchLabels:\n              app.kubernetes.io/name: prometheus\n", "", "asks to be scraped but no NetworkPolicy admits a scraper"},
+		{"scraper from every namespace", "base/monitoring.yaml", "          podSelector:\n            matchLabels:\n              app.kubernetes.io/name: prometheus\n", "          podSelector: {}\n", "opens the internal port beyond the platform's pods"},
+		{"no OTLP endpoint", "base/pricing.yaml", "            - configMapRef:\n                name: bcp-telemetry\n", "", "bcp-pricing container bcpd: OTEL_EXPORTER_OTLP_ENDPOINT is not set"},
+		{"OTLP endpoint not a URL", "base/monitoring.yaml", "http://otel-collector.monitoring:4318", "otel-collector:4318", `OTEL_EXPORTER_OTLP_ENDPOINT="otel-collector:4318" (ConfigMap bcp-telemetry) is not the collector's http(s) base URL`},
+		{"sampling ratio out of range", "base/monitoring.yaml", `OTEL_TRACES_SAMPLER_ARG: "0.01"`, `OTEL_TRACES_SAMPLER_ARG: "1.5"`, `OTEL_TRACES_SAMPLER_ARG="1.5" (ConfigMap bcp-telemetry) is not a ratio`},
+		{"OTEL variable bcpd ignores", "base/monitoring.yaml", "  OTEL_TRACES_SAMPLER_ARG:", "  OTEL_TRACES_SAMPLER: always_on\n  OTEL_TRACES_SAMPLER_ARG:", "OTEL_TRACES_SAMPLER (ConfigMap bcp-telemetry) is not an OpenTelemetry variable bcpd reads"},
+		{"stale rules", "base/monitoring.yaml", "max(bcp_order_webhooks_oldest_due_seconds) > 120", "max(bcp_order_webhooks_oldest_due_seconds) > 600", "ConfigMap bcp-prometheus-rules: bcp-alerts.yml differs from bcp-alerts.yml"},
+		{"no rules", "base/kustomization.yaml", "  - monitoring.yaml\n", "", "no ConfigMap bcp-prometheus-rules"},
 	}
 	disk, err := filepath.Abs(".")
 	if err != nil {

@@ -28,6 +28,12 @@ type Chain struct {
 	// the refusal (svcauth.Direct).
 	Authorize func(ctx context.Context, procedure string) (context.Context, error)
 	Logger    *slog.Logger
+	// Trace, when set, wraps each authorized call in a span of the
+	// caller's trace (internal/tracing), as the connect interceptors do
+	// over the wire: it returns the handler's context (authorization's,
+	// which keeps none of the caller's values) with the span, and end,
+	// which is given the call's outcome. Nil: none.
+	Trace func(caller, handler context.Context, procedure string, req proto.Message) (_ context.Context, end func(error))
 }
 
 // NotMounted is the answer of a direct client whose service has not been
@@ -50,6 +56,11 @@ func Unary[Req, Res any](ctx context.Context, ch Chain, procedure string, req *c
 	in := connect.NewRequest(clone(req.Msg))
 	for k, v := range req.Header() {
 		in.Header()[k] = v
+	}
+	if ch.Trace != nil {
+		var end func(error)
+		hctx, end = ch.Trace(ctx, hctx, procedure, any(in.Msg).(proto.Message))
+		defer func() { end(err) }() // after the recover below has set err
 	}
 	defer func() {
 		if r := recover(); r != nil {

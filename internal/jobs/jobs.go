@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/bcpdev/bcp/db"
 )
@@ -80,11 +81,17 @@ func NewClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*river.Per
 // (attempted_by), so that the jobs a dead process was running are handed
 // back at once (RescueGone). "": a random one.
 func NewClientAs(id string, pool *pgxpool.Pool, workers *river.Workers, periodic []*river.PeriodicJob, queues []string, log *slog.Logger) (*Client, error) {
+	return NewClientWith(id, pool, workers, periodic, queues, log, nil)
+}
+
+// NewClientWith is NewClientAs with river middleware (internal/tracing's
+// links each job to the trace that enqueued it).
+func NewClientWith(id string, pool *pgxpool.Pool, workers *river.Workers, periodic []*river.PeriodicJob, queues []string, log *slog.Logger, middleware []rivertype.Middleware) (*Client, error) {
 	// A service inserts jobs another service works (paymentevents: the
 	// payments service announces to checkout's queue), so an insert is not
 	// refused for a kind this process has no worker for.
 	cfg := &river.Config{ID: id, Schema: db.RiverSchema, Logger: warnAndAbove(log), RescueStuckJobsAfter: RescueStuckJobsAfter,
-		FetchCooldown: FetchCooldown, FetchPollInterval: FetchPollInterval, SkipUnknownJobCheck: true}
+		FetchCooldown: FetchCooldown, FetchPollInterval: FetchPollInterval, SkipUnknownJobCheck: true, Middleware: middleware}
 	if workers != nil {
 		cfg.Workers = workers
 		cfg.PeriodicJobs = periodic

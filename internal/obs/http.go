@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Metrics are the HTTP RED metrics of one listener.
@@ -59,6 +61,12 @@ func (m *Metrics) Middleware(listener string, log *slog.Logger, next http.Handle
 			route = "unmatched"
 		}
 		outcome := strconv.Itoa(sw.status/100) + "xx"
+		if sp := trace.SpanFromContext(r.Context()); sp.IsRecording() {
+			// The listener's server span (internal/tracing), named by the
+			// route rather than the path, which may hold ids or tokens.
+			sp.SetName(listener + " " + route)
+			sp.SetAttributes(attribute.String("http.route", route))
+		}
 		m.requests.WithLabelValues(listener, route, outcome).Inc()
 		m.latency.WithLabelValues(listener, route).Observe(time.Since(start).Seconds())
 		if sw.status >= 500 {

@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/bcpdev/bcp/internal/tenancy"
 )
 
@@ -28,7 +30,8 @@ func RequestID(ctx context.Context) string {
 // NewLogger returns a JSON logger writing to w that adds request_id and
 // tenant_id from the context to every record that does not carry them
 // already (each key once per line: a log call naming the tenant it acts
-// on, or a logger made With it, keeps its own value).
+// on, or a logger made With it, keeps its own value), and the trace_id and
+// span_id of a traced request (internal/tracing).
 func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(&ctxHandler{Handler: slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})})
 }
@@ -42,6 +45,8 @@ type ctxHandler struct {
 const (
 	keyRequestID = "request_id"
 	keyTenantID  = "tenant_id"
+	keyTraceID   = "trace_id"
+	keySpanID    = "span_id"
 )
 
 func (h *ctxHandler) Handle(ctx context.Context, r slog.Record) error {
@@ -62,6 +67,11 @@ func (h *ctxHandler) Handle(ctx context.Context, r slog.Record) error {
 	}
 	if t, err := tenancy.From(ctx); needTenant && err == nil {
 		r.AddAttrs(slog.String(keyTenantID, t.String()))
+	}
+	if ctx != nil {
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			r.AddAttrs(slog.String(keyTraceID, sc.TraceID().String()), slog.String(keySpanID, sc.SpanID().String()))
+		}
 	}
 	return h.Handler.Handle(ctx, r)
 }

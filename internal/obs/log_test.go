@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bcpdev/bcp/internal/tenancy"
 )
@@ -70,5 +71,27 @@ func TestContextAttrsAreNotDuplicated(t *testing.T) {
 	NewLogger(&buf, slog.LevelInfo).InfoContext(ctx, "order created", "tenant_id", tid)
 	if n := strings.Count(buf.String(), `"tenant_id"`); n != 1 {
 		t.Fatalf("tenant_id %d times: %s", n, buf.String())
+	}
+}
+
+// A line logged in a traced request carries its trace and span ids; one
+// outside a trace carries neither.
+func TestTraceIDsInLogLines(t *testing.T) {
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	var buf bytes.Buffer
+	log := NewLogger(&buf, slog.LevelInfo)
+	log.InfoContext(ctx, "traced")
+	log.InfoContext(context.Background(), "untraced")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines: %s", len(lines), buf.String())
+	}
+	if !strings.Contains(lines[0], `"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"`) || !strings.Contains(lines[0], `"span_id":"00f067aa0ba902b7"`) {
+		t.Fatalf("traced line without its ids: %s", lines[0])
+	}
+	if strings.Contains(lines[1], "trace_id") || strings.Contains(lines[1], "span_id") {
+		t.Fatalf("untraced line with trace ids: %s", lines[1])
 	}
 }

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -191,5 +192,120 @@ func TestInTenantBeginsWithTheFirstStatement(t *testing.T) {
 		if after != nil && *after != "" {
 			t.Fatalf("app.tenant_id leaked to the pooled connection: %q", *after)
 		}
+	}
+}
+
+// Reads sends each statement behind the tenant's scope in one round trip
+// (no BEGIN, no COMMIT): every statement sees the tenant's rows and only
+// them, none can write, a failed one leaves the next one working, and
+// nothing outlives it on the pooled connection.
+func TestReadsScopeEachStatement(t *testing.T) {
+	ctx := context.Background()
+	tr := &sends{}
+	pool := testdb.New(t).OneConnPool(t, tr)
+	a, b := uuid.New(), uuid.New()
+	inA := tenancy.With(ctx, a)
+	const insert = `INSERT INTO orders.label_counters (tenant_id, last) VALUES ($1, $2)`
+	for _, id := range []uuid.UUID{a, b} {
+		if err := pgstore.Single(tenancy.With(ctx, id), pool, func(q *pgstore.SingleQuerier) error {
+			_, err := q.Exec(ctx, insert, id, 5)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.roundTrips()
+
+	// Three statements, three round trips, each in A's scope.
+	var rows int
+	var setting string
+	var seen []uuid.UUID
+	err := pgstore.Reads(inA, pool, func(q *pgstore.SingleQuerier) error {
+		if err := q.QueryRow(ctx, `SELECT count(*) FROM orders.label_counters`).Scan(&rows); err != nil {
+			return err
+		}
+		if err := q.QueryRow(ctx, `SELECT current_setting('app.tenant_id')`).Scan(&setting); err != nil {
+			return err
+		}
+		r, err := q.Query(ctx, `SELECT tenant_id FROM orders.label_counters`)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for r.Next() {
+			var id uuid.UUID
+			if err := r.Scan(&id); err != nil {
+				return err
+			}
+			seen = append(seen, id)
+		}
+		return r.Err()
+	})
+	if err != nil || rows != 1 || setting != a.String() || len(seen) != 1 || seen[0] != a {
+		t.Fatalf("err %v, %d rows, app.tenant_id %q, tenants seen %v", err, rows, setting, seen)
+	}
+	if n := tr.roundTrips(); n != 3 {
+		t.Errorf("three statements took %d round trips, want 3", n)
+	}
+
+	// No write: an insert, an update in a CTE, a row lock all fail; the
+	// statement after a failure (and after a row never scanned) runs.
+	var failures []string
+	err = pgstore.Reads(inA, pool, func(q *pgstore.SingleQuerier) error {
+		for _, w := range []string{
+			`INSERT INTO orders.label_counters (tenant_id, last) VALUES ('` + a.String() + `', 9)`,
+			`WITH u AS (UPDATE orders.label_counters SET last = 9 RETURNING 1) SELECT count(*) FROM u`,
+			`SELECT last FROM orders.label_counters FOR UPDATE`,
+		} {
+			_, err := q.Exec(ctx, w)
+			failures = append(failures, fmt.Sprint(err))
+		}
+		_ = q.QueryRow(ctx, `SELECT 1`) // never scanned
+		return q.QueryRow(ctx, `SELECT last FROM orders.label_counters`).Scan(&rows)
+	})
+	if err != nil || rows != 5 {
+		t.Fatalf("after the refused writes: err %v, last %d, want 5", err, rows)
+	}
+	for i, f := range failures {
+		if !strings.Contains(f, "read-only transaction") {
+			t.Errorf("write %d: %s, want a read-only refusal", i, f)
+		}
+	}
+	// A batch would go without the scope: refused.
+	err = pgstore.Reads(inA, pool, func(q *pgstore.SingleQuerier) error {
+		bt := &pgx.Batch{}
+		bt.Queue(`SELECT 1`)
+		return q.SendBatch(ctx, bt).Close()
+	})
+	if err == nil {
+		t.Fatal("Reads ran a batch")
+	}
+	// None: no round trip.
+	tr.roundTrips()
+	if err := pgstore.Reads(inA, pool, func(*pgstore.SingleQuerier) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.roundTrips(); n != 0 {
+		t.Errorf("no statement took %d round trips", n)
+	}
+	// Without a tenant nothing runs.
+	if err := pgstore.Reads(ctx, pool, func(*pgstore.SingleQuerier) error { t.Fatal("ran without a tenant"); return nil }); err == nil {
+		t.Fatal("Reads without a tenant succeeded")
+	}
+
+	// Nothing left on the (one) connection: no tenant, writable again.
+	var after *string
+	var readOnly string
+	if err := pool.QueryRow(ctx, `SELECT current_setting('app.tenant_id', true), current_setting('transaction_read_only')`).Scan(&after, &readOnly); err != nil {
+		t.Fatal(err)
+	}
+	if (after != nil && *after != "") || readOnly != "off" {
+		t.Fatalf("left on the pooled connection: app.tenant_id %v, transaction_read_only %s", after, readOnly)
+	}
+	if err := pgstore.Single(inA, pool, func(q *pgstore.SingleQuerier) error {
+		_, err := q.Exec(ctx, `UPDATE orders.label_counters SET last = 6`)
+		return err
+	}); err != nil {
+		t.Fatalf("a write after Reads: %v", err)
 	}
 }

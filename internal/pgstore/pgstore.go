@@ -1,8 +1,11 @@
 // Package pgstore opens the application's PostgreSQL pool and runs
-// transactions in a tenant's scope. InTenant is the only way service code
-// gets a transaction: it sets app.tenant_id with set_config(..., true), so
-// the setting is local to the transaction and can never leak into the next
-// borrower of the pooled connection.
+// transactions in a tenant's scope. InTenant, Single and Reads are the only
+// ways service code reaches a tenant's rows: each sets app.tenant_id with
+// set_config(..., true) in the same message as the statement it scopes
+// (no round trip of its own), so the setting is local to the transaction
+// and can never leak into the next borrower of the pooled connection; a
+// statement sent any other way has no tenant, and forced RLS lets it see
+// or write no tenant's row.
 package pgstore
 
 import (
@@ -28,6 +31,8 @@ type Options struct {
 	// which would silently disable row-level security. Only for operators
 	// who know why.
 	AllowPrivileged bool
+	// Tracer traces the pool's statements (internal/tracing; nil: none).
+	Tracer pgx.QueryTracer
 }
 
 // DefaultConnectTimeout bounds one connection attempt to one host when
@@ -55,6 +60,9 @@ func Open(ctx context.Context, url string, opts Options) (*pgxpool.Pool, error) 
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
 	cfg.AfterConnect = registerUUID
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -184,10 +192,39 @@ func SingleUnsynced(ctx context.Context, pool *pgxpool.Pool, fn func(*SingleQuer
 	return single(ctx, pool, setTenantUnsynced, fn)
 }
 
+// Reads runs fn, which only reads, in the tenant's scope with one round
+// trip per statement instead of one more for BEGIN's COMMIT: each
+// statement is sent as Single sends its one (set_config and the statement
+// up to one Sync, one implicit transaction), all on one pooled
+// connection. Every statement carries the scope, so none runs outside it.
+// Each is read-only (transaction_read_only, set with the scope): a write,
+// a data-modifying CTE, nextval or FOR UPDATE fails instead of committing
+// on its own. What InTenant gives a multi-statement read at READ
+// COMMITTED, each statement seeing the data committed when it starts,
+// holds here too; what does not carry from one statement to the next is
+// anything transaction-local: a set_config, a lock, now(). A read that
+// needs one (a setting for a later statement) uses InTenant. It fails
+// closed when ctx carries no tenant.
+func Reads(ctx context.Context, pool *pgxpool.Pool, fn func(*SingleQuerier) error) error {
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return err
+	}
+	q := &SingleQuerier{pool: pool, setup: setTenantReadOnly, tenant: tid.String(), multi: true}
+	err = fn(q)
+	if cerr := q.release(); err == nil {
+		err = cerr
+	}
+	return connLost(err)
+}
+
 const (
 	setTenantUnsynced    = `SELECT set_config('app.tenant_id', $1, true), set_config('synchronous_commit', 'off', true)`
 	setTenant            = `SELECT set_config('app.tenant_id', $1, true)`
 	setTenantGenericPlan = `SELECT set_config('app.tenant_id', $1, true), set_config('plan_cache_mode', 'force_generic_plan', true)`
+	// Going read-only is allowed at any point of a transaction, after the
+	// snapshot of this very statement included.
+	setTenantReadOnly = `SELECT set_config('app.tenant_id', $1, true), set_config('transaction_read_only', 'on', true)`
 )
 
 func single(ctx context.Context, pool *pgxpool.Pool, setup string, fn func(*SingleQuerier) error) error {
@@ -197,50 +234,79 @@ func single(ctx context.Context, pool *pgxpool.Pool, setup string, fn func(*Sing
 	}
 	q := &SingleQuerier{pool: pool, setup: setup, tenant: tid.String()}
 	err = fn(q)
-	if cerr := q.close(); err == nil {
+	if cerr := q.release(); err == nil {
 		err = cerr
 	}
 	return connLost(err)
 }
 
-// SingleQuerier is what Single's callback runs its statement on; it has
-// the methods of sqlc's DBTX. The statement is sent behind set_config in
-// one batch; the connection goes back to the pool once the statement's
-// results are read.
+// SingleQuerier is what Single's (and Reads') callback runs its
+// statements on; it has the methods of sqlc's DBTX. Each statement is sent
+// behind set_config in one batch. Single's connection goes back to the
+// pool once its statement's results are read, Reads' when its callback
+// returns.
 type SingleQuerier struct {
 	pool   *pgxpool.Pool
-	setup  string // the set_config statement sent before the statement
+	setup  string // the set_config statement sent before each statement
 	tenant string
+	multi  bool // Reads: more than one statement, each in its own batch
 	used   bool
 	conn   *pgxpool.Conn
 	br     pgx.BatchResults
-	closed bool
+	closed bool // no statement may follow (Single's one has been sent)
 }
 
 // send pipelines set_config and the statement and reads set_config's
 // result; the statement's results are left to the caller.
 func (s *SingleQuerier) send(ctx context.Context, sql string, args []any) error {
-	if s.used {
+	if s.closed || (s.used && !s.multi) {
 		return errSecondStatement
 	}
 	s.used = true
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return err
+	if s.br != nil {
+		// Reads: the previous statement's results were not all read
+		// (a QueryRow never scanned); its batch ends here.
+		err := s.br.Close()
+		s.br = nil
+		if err != nil {
+			return err
+		}
 	}
-	s.conn = conn
+	if s.conn == nil {
+		conn, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		s.conn = conn
+	}
 	b := &pgx.Batch{}
 	b.Queue(s.setup, s.tenant)
 	b.Queue(sql, args...)
-	s.br = conn.SendBatch(ctx, b)
-	_, err = s.br.Exec()
+	s.br = s.conn.SendBatch(ctx, b)
+	_, err := s.br.Exec()
 	return err
 }
 
-// close reads what is left of the batch (its Sync) and releases the
-// connection; a connection whose batch failed to finish is closed by pgx
-// and dropped by the pool.
+// close ends the statement's batch once its results are read (its Sync);
+// for Single that is the end: the connection goes back to the pool.
 func (s *SingleQuerier) close() error {
+	var err error
+	if s.br != nil {
+		err = s.br.Close()
+		s.br = nil
+	}
+	if !s.multi {
+		if rerr := s.release(); err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+// release ends what is left of the last batch and releases the
+// connection; a connection whose batch failed to finish is closed by pgx
+// and dropped by the pool. Nothing can be sent after it.
+func (s *SingleQuerier) release() error {
 	if s.closed {
 		return nil
 	}
@@ -248,9 +314,11 @@ func (s *SingleQuerier) close() error {
 	var err error
 	if s.br != nil {
 		err = s.br.Close()
+		s.br = nil
 	}
 	if s.conn != nil {
 		s.conn.Release()
+		s.conn = nil
 	}
 	return err
 }
@@ -284,7 +352,8 @@ func (s *SingleQuerier) Query(ctx context.Context, sql string, args ...any) (pgx
 	return &closingRows{Rows: rows, close: s.close}, nil
 }
 
-// SendBatch is refused: a batch is more than one statement.
+// SendBatch is refused: a batch is more than one statement (and Reads
+// would send it without its scope).
 func (s *SingleQuerier) SendBatch(context.Context, *pgx.Batch) pgx.BatchResults {
 	return errBatch{err: errSecondStatement}
 }
@@ -306,8 +375,8 @@ type errRow struct{ err error }
 func (r errRow) Scan(...any) error { return r.err }
 
 // closingRow and closingRows run close once a statement's results are
-// read: Single releases its connection, a lazy transaction closes the
-// batch its first statement went in.
+// read: Single releases its connection, Reads and a lazy transaction
+// close the batch the statement went in.
 type closingRow struct {
 	row   pgx.Row
 	close func() error

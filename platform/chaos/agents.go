@@ -21,15 +21,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bcpdev/bcp/agentclient"
+	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/platform"
 	"github.com/bcpdev/bcp/platform/loadkit"
+	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/services/payments/pix"
 	"github.com/bcpdev/bcp/sim/pspsim/simcontrol"
 )
 
 // Status ranks: a checkout only moves forward, except that a payment in
 // progress may fail back to ready_for_complete.
-var rank = map[string]int{"incomplete": 1, "requires_escalation": 1, "ready_for_complete": 2, "complete_in_progress": 3, "completed": 4, "canceled": 4}
+var rank = map[string]int{bcp.StatusIncomplete: 1, bcp.StatusRequiresEscalation: 1, bcp.StatusReadyForComplete: 2, bcp.StatusCompleteInProgress: 3, bcp.StatusCompleted: 4, bcp.StatusCanceled: 4}
 
 // seen is what the agents were told about one checkout (success answers
 // only): what must be durable afterwards.
@@ -65,13 +67,13 @@ func (l *ledger) saw(merchant int, c *loadkit.CheckoutView) {
 	if rank[c.Status] > rank[s.status] {
 		s.status = c.Status
 	}
-	if c.Status == "completed" && c.Order != nil && c.Order.ID != "" {
+	if c.Status == bcp.StatusCompleted && c.Order != nil && c.Order.ID != "" {
 		if s.orderID != "" && s.orderID != c.Order.ID {
 			l.twoOrders = append(l.twoOrders, c.ID+" (orders "+s.orderID+" and "+c.Order.ID+")")
 		}
 		s.orderID = c.Order.ID
 	}
-	if c.Status == "canceled" {
+	if c.Status == bcp.StatusCanceled {
 		s.canceled = true
 	}
 }
@@ -154,7 +156,7 @@ func wireOf(resp *agentclient.Response, err error) string {
 // error (-32603, HTTP 500), a gateway error, or a 503 that does not say
 // when to retry. Unavailability is -32000 / 503 with Retry-After.
 func badWire(w string) bool {
-	return strings.Contains(w, " -32603") || strings.HasPrefix(w, "HTTP 500") || strings.HasPrefix(w, "HTTP 502") ||
+	return strings.Contains(w, " "+strconv.Itoa(apperr.RPCInternal)) || strings.HasPrefix(w, "HTTP 500") || strings.HasPrefix(w, "HTTP 502") ||
 		strings.HasPrefix(w, "HTTP 504") || strings.Contains(w, "without Retry-After")
 }
 
@@ -273,7 +275,7 @@ func (a *agents) client(mi int) *agentclient.Client {
 // 5xx, -32000 (service unavailable), a timeout.
 func transient(code string) bool {
 	switch {
-	case code == "transport", code == "cancelled", strings.HasPrefix(code, "http_5"), code == "rpc_-32000",
+	case code == "transport", code == "cancelled", strings.HasPrefix(code, "http_5"), code == "rpc_"+strconv.Itoa(apperr.RPCProtocol),
 		code == "unavailable", code == "internal", code == "service_unavailable", code == "timeout", code == "concurrent_update":
 		return true
 	}
@@ -376,7 +378,7 @@ func (a *agents) purchase(ctx context.Context, rng *rand.Rand) {
 		abandon()
 		return
 	}
-	if c, code = a.call(ctx, mi, "update_checkout", args); code != "" || c.Status != "ready_for_complete" {
+	if c, code = a.call(ctx, mi, "update_checkout", args); code != "" || c.Status != bcp.StatusReadyForComplete {
 		abandon()
 		return
 	}
@@ -407,14 +409,14 @@ func (a *agents) purchase(ctx context.Context, rng *rand.Rand) {
 			abandon()
 			return
 		}
-		if c.Status == "complete_in_progress" {
+		if c.Status == bcp.StatusCompleteInProgress {
 			c.Status = a.follow(ctx, rng, mi, id, c)
 		}
 		switch c.Status {
-		case "completed":
+		case bcp.StatusCompleted:
 			a.done(pix)
 			return
-		case "ready_for_complete":
+		case bcp.StatusReadyForComplete:
 			// Declined, or a Pix of the wrong amount (refunded): again.
 		default:
 			abandon()
@@ -455,7 +457,7 @@ func (a *agents) follow(ctx context.Context, rng *rand.Rand, mi int, id string, 
 		if code != "" {
 			continue
 		}
-		if g.Status != "complete_in_progress" {
+		if g.Status != bcp.StatusCompleteInProgress {
 			return g.Status
 		}
 	}
@@ -663,7 +665,7 @@ func (a *agents) race(ctx context.Context, rng *rand.Rand, mi int, id string, pi
 	}
 	// A Pix left waiting is paid, as a buyer would, so the run ends with
 	// no completion in flight.
-	if got != nil && got.Status == "complete_in_progress" {
+	if got != nil && got.Status == bcp.StatusCompleteInProgress {
 		payPix(got)
 	}
 }

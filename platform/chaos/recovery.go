@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bcpdev/bcp/internal/payattempt"
 )
 
 // Recovery after a kill (issue 32): what the killed bcpd left half-done —
@@ -56,8 +58,8 @@ const sessionsFrom = `checkout.sessions s LEFT JOIN payments.attempts a ON a.ten
 const attemptOpen = `a.status = 'pending' AND (a.txid IS NULL OR a.display = '{}'::jsonb)`
 
 // An approved card charge no completed checkout kept, and not refunded.
-const chargeOpen = `c.status = 'succeeded' AND c.amount_refunded < c.amount
-	AND NOT coalesce(a.status IN ('succeeded', 'partially_refunded', 'refunded') AND a.charge_id = c.id
+var chargeOpen = `c.status = 'succeeded' AND c.amount_refunded < c.amount
+	AND NOT coalesce(` + payattempt.MovedMoneySQL("a.status") + ` AND a.charge_id = c.id
 	                 AND s.status = 'completed' AND s.payment_attempt_id = a.id, false)`
 
 const chargesFrom = `pspsim.card_intents c LEFT JOIN payments.attempts a ON a.id = c.idempotency_key

@@ -12,7 +12,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bcpdev/bcp/db"
+	"github.com/bcpdev/bcp/internal/payattempt"
 	"github.com/bcpdev/bcp/platform/loadkit"
+	"github.com/bcpdev/bcp/protocol/bcp"
 )
 
 // check is one invariant's outcome.
@@ -128,10 +130,10 @@ func sqlChecks(ctx context.Context, pool *pgxpool.Pool, rcv *receiver) ([]check,
 func durability(ctx context.Context, pool *pgxpool.Pool, led *ledger) (check, error) {
 	type row struct {
 		status, order string
-		keptMoney     bool // an attempt of it succeeded
+		keptMoney     bool // an attempt of it moved money (payattempt.MovedMoney)
 	}
 	rows, err := pool.Query(ctx, `SELECT s.id, s.status, coalesce(s.order_id, ''),
-		  EXISTS (SELECT 1 FROM payments.attempts a WHERE a.tenant_id = s.tenant_id AND a.checkout_id = s.id AND a.status IN ('succeeded', 'refunded', 'partially_refunded'))
+		  EXISTS (SELECT 1 FROM payments.attempts a WHERE a.tenant_id = s.tenant_id AND a.checkout_id = s.id AND `+payattempt.MovedMoneySQL("a.status")+`)
 		FROM checkout.sessions s`)
 	if err != nil {
 		return check{}, err
@@ -164,13 +166,13 @@ func durability(ctx context.Context, pool *pgxpool.Pool, led *ledger) (check, er
 		switch {
 		case !ok:
 			c.violations = append(c.violations, id+" (answered "+s.status+", missing)")
-		case rank[r.status] < rank[s.status] && !(s.status == "complete_in_progress" && r.status == "ready_for_complete" && !r.keptMoney):
+		case rank[r.status] < rank[s.status] && !(s.status == bcp.StatusCompleteInProgress && r.status == bcp.StatusReadyForComplete && !r.keptMoney):
 			c.violations = append(c.violations, id+" (answered "+s.status+", now "+r.status+")")
 		case s.orderID != "" && (r.order != s.orderID || !orders[s.orderID]):
 			c.violations = append(c.violations, id+" (answered order "+s.orderID+", now "+r.status+" with order "+r.order+")")
-		case s.paid != "" && r.status != "completed":
+		case s.paid != "" && r.status != bcp.StatusCompleted:
 			c.violations = append(c.violations, id+" (Pix "+s.paid+" paid, checkout "+r.status+"; "+pixStory(ctx, pool, id, s)+")")
-		case s.canceled && r.status != "canceled":
+		case s.canceled && r.status != bcp.StatusCanceled:
 			c.violations = append(c.violations, id+" (answered canceled, now "+r.status+")")
 		}
 	}
@@ -221,7 +223,7 @@ func apiDurability(ctx context.Context, a *agents) check {
 			switch {
 			case code != "":
 				bad = it.id + " (get_checkout: " + code + ")"
-			case v.Status != "completed" || v.Order == nil || v.Order.ID != it.s.orderID:
+			case v.Status != bcp.StatusCompleted || v.Order == nil || v.Order.ID != it.s.orderID:
 				got := ""
 				if v.Order != nil {
 					got = v.Order.ID

@@ -102,6 +102,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	if ownerURL == "" {
 		ownerURL = appURL
 	}
+	fmt.Fprintln(o.Out, "migrating the database ...")
 	if _, err := db.MigrateUp(ctx, ownerURL, nil); err != nil {
 		env.Stop()
 		return nil, err
@@ -167,6 +168,11 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	if _, p, _ := net.SplitHostPort(env.Platform.PublicAddr); p != "" && p != "80" {
 		demoBase += ":" + p
 	}
+	seeding := "seeding the demo merchant (a new one also buys a day of orders over MCP, up to a minute)"
+	if o.NoDemoHistory {
+		seeding = "seeding the demo merchant"
+	}
+	fmt.Fprintf(o.Out, "platform listening on %s; %s ...\n", env.Platform.PublicAddr, seeding)
 	sd, err := seedAll(ctx, env.Platform.ClientsWithToken(opToken), dataDir, agentProfile, demoBase, env.Platform.PublicAddr, o.NoDemoHistory, o.Logger)
 	if err != nil {
 		env.Stop()

@@ -167,6 +167,17 @@ func TestDevNoDemoHistory(t *testing.T) {
 	if f.orders != 0 || f.checkouts != 0 || f.pixPaid != 0 || f.cardApproved != 0 {
 		t.Errorf("figures %+v, want none", f)
 	}
+	// The demo merchant is ready to sell: its handlers' connection tests
+	// passed at the simulator when it was seeded (issue 34's checklist).
+	opToken, err := os.ReadFile(e.dataDir + "/operator-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := e.Platform.ClientsWithToken(strings.TrimSpace(string(opToken))).Tenants.GetGoLiveChecklist(context.Background(),
+		connect.NewRequest(&tenantsv1.GetGoLiveChecklistRequest{Tenant: DemoSlug}))
+	if err != nil || !cl.Msg.GetChecklist().GetReady() || cl.Msg.GetChecklist().GetDone() != 5 {
+		t.Errorf("demo checklist: %v %v", cl, err)
+	}
 }
 
 // tenantOf reads the demo tenant id from the banner.

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/bcpdev/bcp/agentclient"
+	"github.com/bcpdev/bcp/internal/money"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/platform"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
@@ -42,15 +43,7 @@ func (h *DemoHistory) String() string {
 		return "demo history: kept (the demo merchant already has checkouts)"
 	}
 	return fmt.Sprintf("demo history: %d orders (%s), %d checkouts (%d Pix pending, %d canceled, %d incomplete), %d shipped, %s refunded",
-		h.Orders, brl(h.GMV), h.Checkouts, h.PixPending, h.Canceled, h.Incomplete, h.Shipped, brl(h.Refunded))
-}
-
-func brl(c int64) string {
-	s := fmt.Sprintf("%d", c/100)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "." + s[i:]
-	}
-	return fmt.Sprintf("R$ %s,%02d", s, c%100)
+		h.Orders, money.FormatBRL(h.GMV), h.Checkouts, h.PixPending, h.Canceled, h.Incomplete, h.Shipped, money.FormatBRL(h.Refunded))
 }
 
 // What a demo purchase ends as.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/platform"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
+	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 
@@ -163,6 +165,16 @@ func seedDemo(ctx context.Context, c *platform.Clients, dataDir, agentProfile, d
 		}
 	}
 	tctx := tenancy.With(ctx, uuid.MustParse(t.GetId()))
+	// The go-live checklist wants a payment handler whose connection test
+	// passed: the demo's are tested at the PSP simulator now (best effort:
+	// without a simulator the admin's "Primeiros passos" says to test them).
+	if c.Payments != nil {
+		testCtx, cancel := context.WithTimeout(tctx, 30*time.Second)
+		for _, id := range []string{"pix_demo", "cartao_demo"} {
+			_, _ = c.Payments.TestHandler(testCtx, connect.NewRequest(&paymentsv1.TestHandlerRequest{HandlerId: id, BaseUrl: demoBase}))
+		}
+		cancel()
+	}
 	for _, p := range demoCatalog {
 		if _, err := c.Catalog.CreateProduct(tctx, connect.NewRequest(&catalogv1.CreateProductRequest{Product: p})); err != nil {
 			return nil, "", fmt.Errorf("demo product %s: %w", p.GetId(), err)

@@ -117,7 +117,12 @@ func TestMandateVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(v.Checkout) != string(checkout) || v.IssuerKID != "agent-1" || v.Expires != now.Add(10*time.Minute).Unix() || v.Issuer != "https://agent.example/profile.json" || len(v.Digest) != 64 {
+	cm, err := v.CheckoutMandate(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwt, _ := CheckoutJWT(checkout)
+	if cm.CheckoutJWT != jwt || cm.CheckoutHash != sdHash(jwt) || v.VCT != VCTCheckout || cm.Open || v.IssuerKID != "agent-1" || v.Expires != now.Add(10*time.Minute).Unix() || v.Issuer != "https://agent.example/profile.json" || len(v.Digest) != 64 {
 		t.Fatalf("verified %+v", v)
 	}
 
@@ -161,7 +166,7 @@ func TestMandateVerify(t *testing.T) {
 }
 
 func mustDisclosure(t *testing.T) string {
-	d, _, err := disclosureOf("checkout", json.RawMessage(`{"id":"chk_1","totals":[]}`))
+	d, _, err := disclosureOf("checkout_jwt", "a.e30.b")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,13 @@
 // Package ap2 holds the AP2 mandates extension's formats
 // (br.dev.bcp.shopping.ap2_mandate, upstream docs/specification/ap2-mandates.md):
 // the merchant authorization (a detached JWS over the JCS form of a
-// checkout without "ap2") and the checkout mandate (an SD-JWT with key
-// binding that embeds the checkout the buyer authorized). JWS and JWK are
-// go-jose's and RFC 8785 is gowebpki/jcs's; this package is only the
-// protocol around them: what is signed, which claims must be there and
-// which error code each failure is.
+// checkout without "ap2") and the mandates, in the AP2 specification's
+// layout (schemas/, validated with santhosh-tekuri/jsonschema): checkout
+// mandates (closed and open, whose checkout_jwt is the merchant
+// authorization with its payload re-attached) and payment mandates, each
+// an SD-JWT with key binding. JWS and JWK are go-jose's and RFC 8785 is
+// gowebpki/jcs's; this package is only the protocol around them: what is
+// signed, which claims must be there and which error code each failure is.
 package ap2
 
 import (

@@ -3,6 +3,7 @@ package ap2
 import (
 	"crypto/ecdsa"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -12,18 +13,24 @@ import (
 	"github.com/go-jose/go-jose/v4"
 )
 
-// A checkout mandate is an SD-JWT with key binding (RFC 9901):
+// A mandate is an SD-JWT with key binding (RFC 9901) whose claims are
+// AP2's (docs: checkout_mandate.md, payment_mandate.md; schemas/):
 //
 //	<issuer JWT>~<disclosure>~…~<key-binding JWT>
 //
 // The issuer JWT is signed by the agent platform with a key of its profile
 // (signing_keys, by kid), has exp and cnf.jwk (the holder's key) and lists
-// the disclosures' digests in _sd (sha-256). The checkout the buyer
-// authorized is the "checkout" claim, plain or disclosed. The key-binding
-// JWT (typ kb+jwt) is signed with the cnf key and binds the presentation
-// to this merchant and checkout: aud is the merchant's origin (the
-// service endpoint's scheme://host[:port]), nonce the checkout id, sd_hash
-// the digest of everything before it, iat recent.
+// the disclosures' digests in _sd (_sd_alg, default sha-256), at any
+// depth. Its claims, disclosed (or the one object of delegate_payload, as
+// AP2's examples carry them), are one AP2 mandate: a closed checkout
+// mandate (vct mandate.checkout.1: checkout_jwt, checkout_hash), an open
+// one (mandate.checkout.open.1: constraints; the closed mandate's claims
+// are then in the key-binding JWT, signed by the agent key cnf names) or
+// a payment mandate (mandate.payment.1). The key-binding JWT (typ kb+jwt,
+// or AP2's kb+sd-jwt) is signed with the cnf key and binds the
+// presentation to this merchant and checkout: aud is the merchant's
+// origin (the service endpoint's scheme://host[:port]), nonce the
+// checkout id, sd_hash the digest of everything before it, iat recent.
 
 // Limits: a mandate embeds one checkout; these bound what a parser holds.
 const (
@@ -35,6 +42,9 @@ const (
 const (
 	TypeIssuer     = "dc+sd-jwt"
 	TypeKeyBinding = "kb+jwt"
+	// TypeKeyBindingSD is AP2's typ for a key binding that is itself a
+	// mandate (the closed mandate an agent signs under an open one).
+	TypeKeyBindingSD = "kb+sd-jwt"
 )
 
 // clockSkew is how far in the future an iat may be; KeyBindingMaxAge how
@@ -111,26 +121,33 @@ type VerifyOptions struct {
 	Now             time.Time
 }
 
-// Verified is what a verified mandate says.
+// Verified is what a verified mandate says: the envelope's facts, kept
+// with the order, and the mandate's claims (AP2's layout, after its
+// disclosures), which VerifyCheckout and VerifyPayment read.
 type Verified struct {
-	Digest     string          `json:"digest"`
-	IssuerKID  string          `json:"issuer_kid"`
-	Issuer     string          `json:"iss,omitempty"`
-	IssuedAt   int64           `json:"iat,omitempty"`
-	Expires    int64           `json:"exp"`
-	KeyBoundAt int64           `json:"kb_iat"`
-	Audience   string          `json:"aud"`
-	Nonce      string          `json:"nonce"`
-	Checkout   json.RawMessage `json:"-"`
+	Digest     string `json:"digest"`
+	IssuerKID  string `json:"issuer_kid"`
+	Issuer     string `json:"iss,omitempty"`
+	IssuedAt   int64  `json:"iat,omitempty"`
+	Expires    int64  `json:"exp"`
+	KeyBoundAt int64  `json:"kb_iat"`
+	Audience   string `json:"aud"`
+	Nonce      string `json:"nonce"`
+	// VCT is the mandate type (AP2's vct claim).
+	VCT string `json:"vct"`
+	// SDAlg is the SD-JWT's _sd_alg (sha-256 when absent).
+	SDAlg  string         `json:"-"`
+	claims map[string]any // the mandate's claims, disclosed
+	kb     map[string]any // the key-binding JWT's claims
 }
 
-// Verify checks the mandate fully: the issuer signature with the agent's
-// key (agent_missing_key when the profile has none), the disclosures
-// against _sd, expiry (mandate_expired), and the key binding: present,
-// signed by cnf.jwk, for this audience and nonce (mandate_scope_mismatch
-// otherwise), over exactly this SD-JWT (sd_hash) and recent. It returns
-// the claims and the embedded checkout, whose merchant authorization and
-// terms the caller checks next.
+// Verify checks the mandate's envelope fully: the issuer signature with
+// the agent's key (agent_missing_key when the profile has none), the
+// disclosures against their digests, expiry (mandate_expired), and the
+// key binding: present, signed by cnf.jwk, for this audience and nonce
+// (mandate_scope_mismatch otherwise), over exactly this SD-JWT (sd_hash)
+// and recent. What the claims authorize is VerifyCheckout's and
+// VerifyPayment's.
 func (m *Mandate) Verify(o VerifyOptions) (*Verified, error) {
 	keys := publicKeys(o.IssuerKeys)
 	if len(keys) == 0 {
@@ -148,11 +165,12 @@ func (m *Mandate) Verify(o VerifyOptions) (*Verified, error) {
 	if err != nil {
 		return nil, fail(CodeMandateInvalidSignature, "the mandate's signature does not verify with the agent profile's key")
 	}
-	claims, err := m.disclose(payload)
+	claims, alg, err := m.resolve(payload)
 	if err != nil {
 		return nil, err
 	}
-	v := &Verified{Digest: m.Digest(), IssuerKID: key.KeyID}
+	v := &Verified{Digest: m.Digest(), IssuerKID: key.KeyID, SDAlg: alg, claims: claims}
+	v.VCT, _ = claims["vct"].(string)
 	var std struct {
 		Iss string       `json:"iss"`
 		Iat *json.Number `json:"iat"`
@@ -162,8 +180,8 @@ func (m *Mandate) Verify(o VerifyOptions) (*Verified, error) {
 			JWK json.RawMessage `json:"jwk"`
 		} `json:"cnf"`
 	}
-	if err := remarshal(claims, &std); err != nil {
-		return nil, fail(CodeMandateInvalidSignature, "the mandate's claims are malformed")
+	if err := unmarshalNumbers(marshalClaims(claims), &std); err != nil {
+		return nil, fail(CodeMandateInvalidSignature, "the mandate's claims are malformed (iss, iat, exp, nbf, cnf)")
 	}
 	now := o.Now.Unix()
 	exp, ok := seconds(std.Exp)
@@ -197,7 +215,7 @@ func (m *Mandate) Verify(o VerifyOptions) (*Verified, error) {
 	if err != nil || len(kb.Signatures) != 1 {
 		return nil, fail(CodeMandateInvalidSignature, "the key-binding JWT is not a compact JWS")
 	}
-	if typ, _ := kb.Signatures[0].Protected.ExtraHeaders[jose.HeaderType].(string); typ != TypeKeyBinding {
+	if typ, _ := kb.Signatures[0].Protected.ExtraHeaders[jose.HeaderType].(string); typ != TypeKeyBinding && typ != TypeKeyBindingSD {
 		return nil, fail(CodeMandateInvalidSignature, "the key-binding JWT's typ must be %s", TypeKeyBinding)
 	}
 	kbPayload, err := kb.Verify(holder)
@@ -213,7 +231,10 @@ func (m *Mandate) Verify(o VerifyOptions) (*Verified, error) {
 	if err := unmarshalNumbers(kbPayload, &kbc); err != nil {
 		return nil, fail(CodeMandateInvalidSignature, "the key-binding JWT's claims are malformed")
 	}
-	if kbc.SDHash != sdHash(m.presented()) {
+	if err := unmarshalNumbers(kbPayload, &v.kb); err != nil || v.kb == nil {
+		return nil, fail(CodeMandateInvalidSignature, "the key-binding JWT's claims are malformed")
+	}
+	if kbc.SDHash != hashB64(alg, m.presented()) {
 		return nil, fail(CodeMandateInvalidSignature, "the key binding's sd_hash does not match the mandate")
 	}
 	iat, ok := seconds(kbc.Iat)
@@ -232,12 +253,6 @@ func (m *Mandate) Verify(o VerifyOptions) (*Verified, error) {
 		return nil, fail(CodeMandateScopeMismatch, "the key binding's nonce is not this checkout's id")
 	}
 	v.KeyBoundAt, v.Audience, v.Nonce = iat, o.Audience, kbc.Nonce
-
-	co, ok := claims["checkout"]
-	if !ok || len(co) == 0 || co[0] != '{' {
-		return nil, fail(CodeMandateScopeMismatch, "the mandate embeds no checkout")
-	}
-	v.Checkout = co
 	return v, nil
 }
 
@@ -254,69 +269,166 @@ func (m *Mandate) presented() string {
 	return b.String()
 }
 
-func sdHash(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
+// hashB64 is the base64url digest of s with an SD-JWT hash algorithm
+// (_sd_alg: sha-256, sha-384 or sha-512; resolve refuses others).
+func hashB64(alg, s string) string {
+	var sum []byte
+	switch alg {
+	case "sha-384":
+		h := sha512.Sum384([]byte(s))
+		sum = h[:]
+	case "sha-512":
+		h := sha512.Sum512([]byte(s))
+		sum = h[:]
+	default:
+		h := sha256.Sum256([]byte(s))
+		sum = h[:]
+	}
+	return base64.RawURLEncoding.EncodeToString(sum)
 }
 
-// disclose returns the issuer claims with every disclosure applied: each
-// must be an object-property disclosure [salt, name, value] whose digest
-// is in the top-level _sd, once, naming a claim not already present.
-func (m *Mandate) disclose(payload []byte) (map[string]json.RawMessage, error) {
-	var claims map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &claims); err != nil || claims == nil {
-		return nil, fail(CodeMandateInvalidSignature, "the mandate's payload is not a JSON object")
+func sdHash(s string) string { return hashB64("sha-256", s) }
+
+// maxDepth bounds how deeply disclosed claims nest.
+const maxDepth = 16
+
+// resolve returns the issuer claims with every disclosure applied (RFC
+// 9901 §7.1): object-property disclosures [salt, name, value] replace
+// their digests in an object's _sd, array-element disclosures [salt,
+// value] their {"...": digest} elements, at any depth (AP2 discloses
+// checkout_jwt, allowed merchants and acceptable items so); undisclosed
+// digests drop out. Each disclosure must be referenced exactly once. An
+// AP2 mandate carried as the one element of delegate_payload (AP2's
+// examples) is unwrapped: its claims, over the envelope's.
+func (m *Mandate) resolve(payload []byte) (map[string]any, string, error) {
+	var claims map[string]any
+	if err := unmarshalNumbers(payload, &claims); err != nil || claims == nil {
+		return nil, "", fail(CodeMandateInvalidSignature, "the mandate's payload is not a JSON object")
 	}
-	if alg, ok := claims["_sd_alg"]; ok {
-		var s string
-		if json.Unmarshal(alg, &s) != nil || s != "sha-256" {
-			return nil, fail(CodeMandateInvalidSignature, "_sd_alg must be sha-256")
+	alg := "sha-256"
+	if a, ok := claims["_sd_alg"]; ok {
+		s, _ := a.(string)
+		switch s {
+		case "sha-256", "sha-384", "sha-512":
+			alg = s
+		default:
+			return nil, "", fail(CodeMandateInvalidSignature, "_sd_alg must be sha-256, sha-384 or sha-512")
 		}
+		delete(claims, "_sd_alg")
 	}
-	digests := map[string]bool{}
-	if raw, ok := claims["_sd"]; ok {
-		var list []string
-		if json.Unmarshal(raw, &list) != nil {
-			return nil, fail(CodeMandateInvalidSignature, "_sd must be an array of digests")
-		}
-		for _, d := range list {
-			digests[d] = true
-		}
+	type disclosure struct {
+		name  string // "" for an array element
+		value any
+		used  bool
 	}
-	delete(claims, "_sd")
-	delete(claims, "_sd_alg")
+	byDigest := map[string]*disclosure{}
 	for _, d := range m.disclosures {
-		dg := sdHash(d)
-		if !digests[dg] {
-			return nil, fail(CodeMandateInvalidSignature, "a disclosure is not covered by the mandate's signature")
-		}
-		delete(digests, dg) // each digest discloses once
 		raw, err := base64.RawURLEncoding.DecodeString(d)
 		if err != nil {
-			return nil, fail(CodeMandateInvalidSignature, "a disclosure is not base64url")
+			return nil, "", fail(CodeMandateInvalidSignature, "a disclosure is not base64url")
 		}
-		var arr []json.RawMessage
-		if json.Unmarshal(raw, &arr) != nil || len(arr) != 3 {
-			return nil, fail(CodeMandateInvalidSignature, "a disclosure is not [salt, name, value]")
+		var arr []any
+		if unmarshalNumbers(raw, &arr) != nil || (len(arr) != 2 && len(arr) != 3) {
+			return nil, "", fail(CodeMandateInvalidSignature, "a disclosure is not [salt, name, value] or [salt, value]")
 		}
-		var name string
-		if json.Unmarshal(arr[1], &name) != nil || name == "" || name == "_sd" || name == "..." || name == "_sd_alg" {
-			return nil, fail(CodeMandateInvalidSignature, "a disclosure names no valid claim")
+		dd := &disclosure{value: arr[len(arr)-1]}
+		if len(arr) == 3 {
+			name, _ := arr[1].(string)
+			if name == "" || name == "_sd" || name == "..." || name == "_sd_alg" {
+				return nil, "", fail(CodeMandateInvalidSignature, "a disclosure names no valid claim")
+			}
+			dd.name = name
 		}
-		if _, dup := claims[name]; dup {
-			return nil, fail(CodeMandateInvalidSignature, "a disclosure repeats the claim %q", name)
+		dg := hashB64(alg, d)
+		if byDigest[dg] != nil {
+			return nil, "", fail(CodeMandateInvalidSignature, "a disclosure is repeated")
 		}
-		claims[name] = arr[2]
+		byDigest[dg] = dd
 	}
-	return claims, nil
-}
-
-func remarshal(claims map[string]json.RawMessage, out any) error {
-	b, err := json.Marshal(claims)
+	var walk func(v any, depth int) (any, error)
+	walk = func(v any, depth int) (any, error) {
+		if depth > maxDepth {
+			return nil, fail(CodeMandateInvalidSignature, "the mandate's claims nest deeper than %d levels", maxDepth)
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			if raw, ok := x["_sd"]; ok {
+				list, ok := raw.([]any)
+				if !ok {
+					return nil, fail(CodeMandateInvalidSignature, "_sd must be an array of digests")
+				}
+				delete(x, "_sd")
+				for _, e := range list {
+					dg, _ := e.(string)
+					dd := byDigest[dg]
+					if dd == nil {
+						continue // not disclosed (or a decoy)
+					}
+					if dd.used || dd.name == "" {
+						return nil, fail(CodeMandateInvalidSignature, "a disclosure is referenced twice or in the wrong place")
+					}
+					if _, dup := x[dd.name]; dup {
+						return nil, fail(CodeMandateInvalidSignature, "a disclosure repeats the claim %q", dd.name)
+					}
+					dd.used = true
+					x[dd.name] = dd.value
+				}
+			}
+			for k, e := range x {
+				w, err := walk(e, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				x[k] = w
+			}
+			return x, nil
+		case []any:
+			out := make([]any, 0, len(x))
+			for _, e := range x {
+				if obj, ok := e.(map[string]any); ok && len(obj) == 1 {
+					if dg, ok := obj["..."].(string); ok {
+						dd := byDigest[dg]
+						if dd == nil {
+							continue // an element not disclosed
+						}
+						if dd.used || dd.name != "" {
+							return nil, fail(CodeMandateInvalidSignature, "a disclosure is referenced twice or in the wrong place")
+						}
+						dd.used = true
+						e = dd.value
+					}
+				}
+				w, err := walk(e, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, w)
+			}
+			return out, nil
+		}
+		return v, nil
+	}
+	resolved, err := walk(claims, 0)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	return unmarshalNumbers(b, out)
+	for _, dd := range byDigest {
+		if !dd.used {
+			return nil, "", fail(CodeMandateInvalidSignature, "a disclosure is not covered by the mandate's signature")
+		}
+	}
+	claims = resolved.(map[string]any)
+	if _, has := claims["vct"]; !has {
+		if dp, ok := claims["delegate_payload"].([]any); ok && len(dp) == 1 {
+			if inner, ok := dp[0].(map[string]any); ok {
+				delete(claims, "delegate_payload")
+				for k, e := range inner {
+					claims[k] = e
+				}
+			}
+		}
+	}
+	return claims, alg, nil
 }
 
 func unmarshalNumbers(b []byte, out any) error {

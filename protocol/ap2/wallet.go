@@ -6,14 +6,17 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
 )
 
-// Wallet makes checkout mandates: the test wallet of the demo agent and
-// of the tests (a trusted platform provider signing with its profile key).
-// It is the producing side of Verify, so both read the same format.
+// Wallet makes AP2 mandates: the test wallet of the demo agent and of the
+// tests (a trusted platform provider signing with its profile key). It is
+// the producing side of Verify, CheckoutMandate and PaymentMandate; the
+// e2e tests build theirs from AP2's schemas instead.
 type Wallet struct {
 	// Issuer signs the SD-JWT; IssuerKID is its kid in the agent profile.
 	Issuer    *ecdsa.PrivateKey
@@ -38,18 +41,97 @@ type MandateOptions struct {
 	Nonce string
 }
 
-// Mandate makes the checkout mandate for checkout (the checkout response
-// as received, with its ap2.merchant_authorization), presented to the
-// merchant at audience (its origin) for the checkout's id.
+// Mandate makes AP2's closed checkout mandate (vct mandate.checkout.1)
+// for checkout (the checkout answer as received, with its
+// ap2.merchant_authorization): checkout_jwt is the merchant-signed JWT of
+// it (CheckoutJWT), selectively disclosed, and checkout_hash its sha-256;
+// presented to the merchant at audience (its origin) for the checkout's
+// id.
 func (w *Wallet) Mandate(checkout json.RawMessage, audience string, o MandateOptions) (string, error) {
-	if w.Issuer == nil || w.IssuerKID == "" {
-		return "", errors.New("ap2: the wallet needs an issuer key and its kid")
+	id, err := checkoutID(checkout)
+	if err != nil {
+		return "", err
+	}
+	jwt, err := CheckoutJWT(checkout)
+	if err != nil {
+		return "", err
+	}
+	disclosure, digest, err := disclosureOf("checkout_jwt", jwt)
+	if err != nil {
+		return "", err
+	}
+	claims := map[string]any{"vct": VCTCheckout, "checkout_hash": sdHash(jwt), "_sd": []string{digest}}
+	return w.present(claims, []string{disclosure}, audience, id, o)
+}
+
+// PaymentDetails are what a payment mandate authorizes besides the
+// checkout: the payee (default: the merchant at audience), the instrument
+// (AP2 payment_instrument: id and type of the instrument the agent
+// selects), and the amount (default: the checkout's total and currency).
+type PaymentDetails struct {
+	Payee      map[string]any
+	Instrument map[string]any
+	Amount     *int64
+	Currency   string
+}
+
+// PaymentMandate makes AP2's closed payment mandate (vct
+// mandate.payment.1) for checkout: transaction_id is the sha-256 of the
+// checkout's checkout_jwt (the same as the checkout mandate's
+// checkout_hash), payment_amount the checkout's total in centavos. It goes
+// in payment.instruments[*].credential.token.
+func (w *Wallet) PaymentMandate(checkout json.RawMessage, audience string, d PaymentDetails, o MandateOptions) (string, error) {
+	id, err := checkoutID(checkout)
+	if err != nil {
+		return "", err
+	}
+	jwt, err := CheckoutJWT(checkout)
+	if err != nil {
+		return "", err
 	}
 	var c struct {
-		ID string `json:"id"`
+		Currency string `json:"currency"`
+		Totals   []struct {
+			Type   string `json:"type"`
+			Amount int64  `json:"amount"`
+		} `json:"totals"`
 	}
-	if err := json.Unmarshal(checkout, &c); err != nil || c.ID == "" {
-		return "", errors.New("ap2: the checkout has no id")
+	_ = json.Unmarshal(checkout, &c)
+	amount, currency := int64(-1), c.Currency
+	for _, t := range c.Totals {
+		if t.Type == "total" {
+			amount = t.Amount
+		}
+	}
+	if d.Amount != nil {
+		amount = *d.Amount
+	}
+	if d.Currency != "" {
+		currency = d.Currency
+	}
+	if amount < 0 || currency == "" {
+		return "", errors.New("ap2: the checkout has no total to pay")
+	}
+	payee := d.Payee
+	if payee == nil {
+		payee = map[string]any{"id": audience, "name": hostOf(audience), "website": audience}
+	}
+	if d.Instrument == nil {
+		return "", errors.New("ap2: a payment mandate needs the payment instrument (id and type)")
+	}
+	claims := map[string]any{
+		"vct": VCTPayment, "transaction_id": sdHash(jwt), "payee": payee,
+		"payment_amount": map[string]any{"amount": amount, "currency": currency}, "payment_instrument": d.Instrument,
+	}
+	return w.present(claims, nil, audience, id, o)
+}
+
+// present signs claims (with iat, exp, iss and cnf added) as the issuer
+// JWT, appends the disclosures and the key binding to audience and nonce
+// (o.Nonce, else id).
+func (w *Wallet) present(claims map[string]any, disclosures []string, audience, id string, o MandateOptions) (string, error) {
+	if w.Issuer == nil || w.IssuerKID == "" {
+		return "", errors.New("ap2: the wallet needs an issuer key and its kid")
 	}
 	now := o.Now
 	if now.IsZero() {
@@ -63,18 +145,15 @@ func (w *Wallet) Mandate(checkout json.RawMessage, audience string, o MandateOpt
 	if holder == nil {
 		holder = w.Issuer
 	}
-	disclosure, digest, err := disclosureOf("checkout", checkout)
-	if err != nil {
-		return "", err
-	}
 	cnf, err := jose.JSONWebKey{Key: &holder.PublicKey, Algorithm: string(jose.ES256)}.MarshalJSON()
 	if err != nil {
 		return "", err
 	}
-	claims := map[string]any{
-		"iat": now.Unix(), "exp": now.Add(life).Unix(),
-		"vct": "mandate.checkout", "_sd_alg": "sha-256", "_sd": []string{digest},
-		"cnf": map[string]json.RawMessage{"jwk": cnf},
+	claims["iat"], claims["exp"] = now.Unix(), now.Add(life).Unix()
+	claims["_sd_alg"] = "sha-256"
+	claims["cnf"] = map[string]json.RawMessage{"jwk": cnf}
+	if _, ok := claims["_sd"]; !ok {
+		claims["_sd"] = []string{}
 	}
 	if w.IssuerID != "" {
 		claims["iss"] = w.IssuerID
@@ -83,13 +162,16 @@ func (w *Wallet) Mandate(checkout json.RawMessage, audience string, o MandateOpt
 	if err != nil {
 		return "", err
 	}
-	sd := issuerJWT + "~" + disclosure + "~"
+	sd := issuerJWT + "~"
+	for _, d := range disclosures {
+		sd += d + "~"
+	}
 	if o.NoKeyBinding {
-		return issuerJWT + "~" + disclosure, nil
+		return strings.TrimSuffix(sd, "~"), nil
 	}
 	nonce := o.Nonce
 	if nonce == "" {
-		nonce = c.ID
+		nonce = id
 	}
 	kb, err := signJWT(holder, "", TypeKeyBinding, map[string]any{
 		"iat": now.Unix(), "aud": audience, "nonce": nonce, "sd_hash": sdHash(sd),
@@ -100,7 +182,24 @@ func (w *Wallet) Mandate(checkout json.RawMessage, audience string, o MandateOpt
 	return sd + kb, nil
 }
 
-func disclosureOf(name string, value json.RawMessage) (string, string, error) {
+func checkoutID(checkout json.RawMessage) (string, error) {
+	var c struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(checkout, &c); err != nil || c.ID == "" {
+		return "", errors.New("ap2: the checkout has no id")
+	}
+	return c.ID, nil
+}
+
+func hostOf(origin string) string {
+	if u, err := url.Parse(origin); err == nil && u.Hostname() != "" {
+		return u.Hostname()
+	}
+	return origin
+}
+
+func disclosureOf(name string, value any) (string, string, error) {
 	salt := make([]byte, 16)
 	if _, err := rand.Read(salt); err != nil {
 		return "", "", err

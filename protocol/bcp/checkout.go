@@ -20,6 +20,31 @@ const (
 	StatusCanceled           = "canceled"
 )
 
+// Statuses are every checkout status in lifecycle order, the order pages,
+// filters and counts list them in. The one list: code elsewhere names
+// statuses through the constants above and lists them through this.
+func Statuses() []string {
+	return []string{StatusIncomplete, StatusRequiresEscalation, StatusReadyForComplete,
+		StatusCompleteInProgress, StatusCompleted, StatusCanceled}
+}
+
+// OpenStatuses are the statuses an agent can still change with
+// update_checkout: before completion starts.
+func OpenStatuses() []string {
+	return []string{StatusIncomplete, StatusRequiresEscalation, StatusReadyForComplete}
+}
+
+// Open reports whether status is one of OpenStatuses.
+func Open(status string) bool {
+	return status == StatusIncomplete || status == StatusRequiresEscalation || status == StatusReadyForComplete
+}
+
+// Terminal reports whether a checkout in this status accepts no further
+// change (completed or canceled).
+func Terminal(status string) bool {
+	return status == StatusCompleted || status == StatusCanceled
+}
+
 // Checkout is a checkout session. In requests only the writable members
 // are present; responses carry everything.
 type Checkout struct {

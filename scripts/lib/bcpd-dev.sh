@@ -1,6 +1,7 @@
 # Sourced by the bench scripts: starts a `bcpd dev` as a separate process.
 #
-#   start_bcpd_dev BCPD_BINARY DATA_DIR PORT_BASE LOG   sets $devpid
+#   start_bcpd_dev BCPD_BINARY DATA_DIR PORT_BASE LOG [VAR=value ...]
+#                                                       sets $devpid
 #   wait_bcpd_dev DATA_DIR LOG PID                      until it is serving
 #   stop_bcpd_dev PID                                   Ctrl-C, then kill
 #   target_flags DATA_DIR PORT_BASE PID                 bcpbench --target flags
@@ -11,12 +12,13 @@
 
 start_bcpd_dev() {
   local bin=$1 data=$2 base=$3 log=$4 help
+  shift 4 # the rest: its environment (VAR=value ...)
   help=$("$bin" dev --help 2>&1 || true)
   local args=(dev --data-dir "$data" --public-addr "127.0.0.1:$((base + 80))" --internal-addr "127.0.0.1:$((base + 90))")
   [[ $help == *-no-demo-history* ]] && args+=(--no-demo-history)
   [[ $help == *-webhook-addr* ]] && args+=(--webhook-addr "127.0.0.1:$((base + 443))")
   [[ $help == *-pspsim-pix-addr* ]] && args+=(--pspsim-pix-addr "127.0.0.1:$((base + 444))" --pspsim-control-addr "127.0.0.1:$((base + 445))")
-  "$bin" "${args[@]}" >"$log" 2>&1 &
+  env "$@" "$bin" "${args[@]}" >"$log" 2>&1 &
   devpid=$!
 }
 

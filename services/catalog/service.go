@@ -122,8 +122,9 @@ func (s *Service) GetProduct(ctx context.Context, req *connect.Request[catalogv1
 		return nil, apperr.Invalid("id", "id_required", "id is required")
 	}
 	var out *catalogv1.Product
-	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		out, err = loadProduct(ctx, catalogdb.New(tx), tid, id)
+	// Two reads, a round trip each, no BEGIN and COMMIT.
+	err = pgstore.Reads(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+		out, err = loadProduct(ctx, catalogdb.New(q), tid, id)
 		return err
 	})
 	if err != nil {

@@ -2,7 +2,6 @@ package checkout
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/mail"
 	"slices"
@@ -10,12 +9,11 @@ import (
 	"strings"
 
 	"connectrpc.com/connect"
-	segjson "github.com/segmentio/encoding/json"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/bcpdev/bcp/internal/bcpnames"
+	"github.com/bcpdev/bcp/internal/wire"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
-	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 )
@@ -43,11 +41,10 @@ type built struct {
 // build turns a create/update request into a priced checkout. prev is the
 // previous state on update (nil on create). It calls the catalog, pricing
 // and the tenant settings; it writes nothing.
-// prevJSON is prev as stored (pricing reads it; no need to encode it again).
 // With asShown, items are priced as prev shows them instead of as the
 // catalog has them now (complete_checkout's re-check: the stock
 // reservation verifies those prices on the locked rows).
-func (s *Service) build(ctx context.Context, agent agentInfo, id string, req *bcp.Checkout, prev *bcp.Checkout, prevJSON []byte, tenantID string, asShown bool) (*built, error) {
+func (s *Service) build(ctx context.Context, agent agentInfo, id string, req *bcp.Checkout, prev *bcp.Checkout, tenantID string, asShown bool) (*built, error) {
 	out := &bcp.Checkout{ID: id, Currency: Currency, Links: []bcp.Link{}}
 	var msgs []bcp.Message
 
@@ -132,28 +129,14 @@ func (s *Service) build(ctx context.Context, agent agentInfo, id string, req *bc
 	}
 	out.Messages = msgs
 
-	// Price: totals, fulfillment options, discounts.
-	in, err := json.Marshal(out)
+	// Price: totals, fulfillment options, discounts. Pricing owns those
+	// (replacing what was submitted) and adds its messages; identity and
+	// the rest stay ours.
+	q, err := s.pricing.Quote(ctx, connect.NewRequest(wire.QuoteRequest(out, prev, agent.capabilities, timestamppb.New(s.now()))))
 	if err != nil {
 		return nil, err
 	}
-	if prev == nil {
-		prevJSON = nil
-	}
-	q, err := s.pricing.Quote(ctx, connect.NewRequest(&pricingv1.QuoteRequest{
-		CheckoutJson: in, Capabilities: agent.capabilities, PreviousJson: prevJSON, At: timestamppb.New(s.now()),
-	}))
-	if err != nil {
-		return nil, err
-	}
-	priced := &bcp.Checkout{}
-	if err := segjson.Unmarshal(q.Msg.GetCheckoutJson(), priced); err != nil {
-		return nil, fmt.Errorf("pricing returned a malformed checkout: %w", err)
-	}
-	// Pricing owns totals, fulfillment and discounts; identity and the
-	// rest stay ours.
-	out.LineItems, out.Totals, out.Fulfillment, out.Discounts, out.Messages =
-		priced.LineItems, priced.Totals, priced.Fulfillment, priced.Discounts, priced.Messages
+	wire.ApplyQuote(out, q.Msg)
 
 	out.Messages = append(out.Messages, missingInfo(out, agent)...)
 	for _, l := range settings.GetLinks() {

@@ -122,7 +122,7 @@ func decodeCart(raw []byte) (*bcp.Checkout, error) {
 	if len(raw) == 0 {
 		return nil, apperr.Invalid("cart", "cart_required", "cart is required")
 	}
-	if err := segjson.Unmarshal(raw, req); err != nil {
+	if err := bcp.DecodeCheckout(raw, req); err != nil {
 		return nil, apperr.Invalid("cart", "invalid_cart", "cart is not a valid BCP cart: %v", err)
 	}
 	if req.ID != "" {
@@ -143,9 +143,9 @@ func decodeCart(raw []byte) (*bcp.Checkout, error) {
 // priceCart prices a cart request as a checkout would be priced, without
 // fulfillment (a cart has none) and without the messages that only say
 // what a completion still needs (buyer email, delivery).
-func (s *Service) priceCart(ctx context.Context, agent agentInfo, id string, req, prev *bcp.Checkout, prevJSON []byte, tenantID string) (*built, error) {
+func (s *Service) priceCart(ctx context.Context, agent agentInfo, id string, req, prev *bcp.Checkout, tenantID string) (*built, error) {
 	agent.capabilities = slices.DeleteFunc(slices.Clone(agent.capabilities), func(c string) bool { return c == bcpnames.Fulfillment })
-	b, err := s.build(ctx, agent, id, req, prev, prevJSON, tenantID, false)
+	b, err := s.build(ctx, agent, id, req, prev, tenantID, false)
 	if err != nil || b.noItems {
 		return b, err
 	}
@@ -188,7 +188,7 @@ func (s *Service) CreateCart(ctx context.Context, r *connect.Request[checkoutv1.
 	}
 	res, err := keyed(ctx, s.store, k, func() (*checkoutv1.CartResult, error) {
 		id := ids.New("cart")
-		b, err := s.priceCart(ctx, agent, id, req, nil, nil, tid.String())
+		b, err := s.priceCart(ctx, agent, id, req, nil, tid.String())
 		if err != nil {
 			return nil, err
 		}
@@ -248,10 +248,10 @@ func (s *Service) UpdateCart(ctx context.Context, r *connect.Request[checkoutv1.
 			return nil, err
 		}
 		prev := &bcp.Checkout{}
-		if err := segjson.Unmarshal(c.State, prev); err != nil {
+		if err := bcp.DecodeCheckout(c.State, prev); err != nil {
 			return nil, err
 		}
-		b, err := s.priceCart(ctx, agent, c.ID, req, prev, c.State, tid.String())
+		b, err := s.priceCart(ctx, agent, c.ID, req, prev, tid.String())
 		if err != nil {
 			return nil, err
 		}
@@ -361,7 +361,7 @@ func (s *Service) convertCart(ctx context.Context, tid uuid.UUID, agent agentInf
 			return nil, errCartNotFound(cartID)
 		}
 		cartReq := &bcp.Checkout{}
-		if err := segjson.Unmarshal(c.Request, cartReq); err != nil {
+		if err := bcp.DecodeCheckout(c.Request, cartReq); err != nil {
 			return nil, err
 		}
 		switch {

@@ -2,7 +2,6 @@ package checkout
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"time"
 
@@ -121,7 +120,7 @@ func (s *Service) close(ctx context.Context, sess session, c *bcp.Checkout, why 
 	}
 	c.Status = bcp.StatusCanceled
 	c.ContinueURL = "" // omitted on terminal states
-	state, err := json.Marshal(c)
+	state, err := bcp.EncodeCheckout(c)
 	if err != nil {
 		return nil, false, err
 	}
@@ -170,7 +169,7 @@ func (s *Service) releaseStock(ctx context.Context, id string, close bool) error
 
 func decodeResult(res *checkoutv1.CheckoutResult) (*bcp.Checkout, error) {
 	c := &bcp.Checkout{}
-	if err := json.Unmarshal(res.GetCheckoutJson(), c); err != nil {
+	if err := bcp.DecodeCheckout(res.GetCheckoutJson(), c); err != nil {
 		return nil, err
 	}
 	return c, nil

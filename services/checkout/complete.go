@@ -2,19 +2,19 @@ package checkout
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"time"
 
 	"connectrpc.com/connect"
-	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/internal/wire"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	"github.com/bcpdev/bcp/protocol/ap2"
 	"github.com/bcpdev/bcp/protocol/bcp"
 )
 
@@ -53,7 +53,7 @@ func saysCanceled(res *checkoutv1.CheckoutResult, err error) (*checkoutv1.Checko
 		return res, err
 	}
 	c := &bcp.Checkout{}
-	if err := segjson.Unmarshal(res.GetCheckoutJson(), c); err != nil {
+	if err := bcp.DecodeCheckout(res.GetCheckoutJson(), c); err != nil {
 		return nil, err
 	}
 	for _, m := range c.Messages {
@@ -112,12 +112,12 @@ func (s *Service) completeOnce(ctx context.Context, r completion) (*checkoutv1.C
 	// claimed for a completion the buyer has not authorized (ap2.go).
 	var mandate []byte
 	if ap2Locked(sess, r.agent) {
-		rec, msg, err := s.verifyMandate(ctx, r, sess, cur)
+		rec, msgs, err := s.verifyMandate(ctx, r, sess, cur)
 		if err != nil {
 			return nil, err
 		}
-		if msg != nil {
-			return unchanged(cur, *msg)
+		if len(msgs) > 0 {
+			return unchangedWith(cur, msgs)
 		}
 		mandate = rec
 	}
@@ -138,16 +138,22 @@ func (s *Service) completeFrom(ctx context.Context, r completion, sess session, 
 			"Envie exatamente um instrumento de pagamento."))
 	}
 	inst := r.req.Payment.Instruments[0]
+	// An AP2 payment mandate is charged only once verifyMandate verified
+	// it with the checkout mandate (ap2.go: verifyPaymentMandate).
+	if mandate == nil && ap2.LooksLikeMandate(credentialToken(inst)) {
+		return unchanged(cur, bcp.Error(bcp.CodePaymentFailed, bcp.SeverityRecoverable, paymentMandatePath,
+			"Mandato de pagamento AP2 recusado: um mandato de pagamento (mandate.payment.1) só é aceito com o mandato de checkout em ap2.checkout_mandate, com a extensão AP2 ativa."))
+	}
 
 	// What the buyer pays must be what is shown. Pricing (shipping rates,
 	// discounts, settings) is checked here with the items as shown; the
 	// items' prices, availability and stock are checked by the stock
 	// reservation below, on the locked rows, in the same statement.
 	stored := &bcp.Checkout{}
-	if err := segjson.Unmarshal(sess.Request, stored); err != nil {
+	if err := bcp.DecodeCheckout(sess.Request, stored); err != nil {
 		return nil, err
 	}
-	b, err := s.build(ctx, r.agent, r.id, stored, cur, sess.State, sess.TenantID.String(), true)
+	b, err := s.build(ctx, r.agent, r.id, stored, cur, sess.TenantID.String(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -196,12 +202,10 @@ func (s *Service) completeFrom(ctx context.Context, r completion, sess session, 
 	if err := s.at(ctx, StepReserved, r.id); err != nil {
 		return nil, err
 	}
-	instJSON, err := json.Marshal(inst)
-	if err != nil {
-		return nil, err
-	}
+	// The instrument goes typed, its credential exactly as the agent sent
+	// it (wire.PaymentInstrument): only the payments service reads it.
 	started, err := s.payments.StartPayment(ctx, connect.NewRequest(&paymentsv1.StartPaymentRequest{
-		AttemptId: attemptID, CheckoutId: r.id, InstrumentJson: string(instJSON), Amount: grandTotal(cur), Currency: cur.Currency,
+		AttemptId: attemptID, CheckoutId: r.id, Instrument: wire.PaymentInstrument(inst), Amount: grandTotal(cur), Currency: cur.Currency,
 		BuyerEmail: buyerEmail(cur), BaseUrl: r.agent.baseURL, AgentProfileUrl: r.agent.profileURL, AgentSigningKeysJson: r.agentKeys,
 	}))
 	if herr := s.at(ctx, StepCharged, r.id); herr != nil {
@@ -210,10 +214,10 @@ func (s *Service) completeFrom(ctx context.Context, r completion, sess session, 
 	// Act on the payments service's record: the attempt it returned, or
 	// its answer to a fresh question when StartPayment failed (settle then
 	// gives up an attempt it never saw, through stop). The session is as
-	// claim just wrote it (version + 1), so settle need not read it again
-	// (a versioned write fails if it changed meanwhile, and settle
-	// re-reads).
-	hint := &settleHint{sess: sess, key: r.key}
+	// claim just wrote it (version + 1), and cur its checkout, so settle
+	// need neither read nor decode it again (a versioned write fails if it
+	// changed meanwhile, and settle re-reads).
+	hint := &settleHint{sess: sess, checkout: cur, key: r.key}
 	hint.sess.Version++
 	hint.sess.Status, hint.sess.PaymentAttemptID, hint.sess.State = bcp.StatusCompleteInProgress, &attemptID, state
 	hint.sess.OrderWebhookUrl, hint.sess.BaseUrl, hint.sess.Ap2Mandate = r.webhookURL, r.agent.baseURL, mandate
@@ -242,7 +246,7 @@ func (s *Service) claim(ctx context.Context, r completion, sess session, seen *i
 	cur.Status = bcp.StatusCompleteInProgress
 	cur.Messages = nil
 	cur.Payment = &bcp.Payment{Instruments: []bcp.PaymentInstrument{publicInstrument(inst)}}
-	state, err := json.Marshal(cur)
+	state, err := bcp.EncodeCheckout(cur)
 	if err != nil {
 		return "", nil, err
 	}
@@ -338,13 +342,13 @@ func (s *Service) refresh(ctx context.Context, agent agentInfo, sess session, k 
 // new total with an update.
 func (s *Service) rebuilt(ctx context.Context, agent agentInfo, sess session) (*bcp.Checkout, *bcp.Checkout, error) {
 	stored, shown := &bcp.Checkout{}, &bcp.Checkout{}
-	if err := segjson.Unmarshal(sess.Request, stored); err != nil {
+	if err := bcp.DecodeCheckout(sess.Request, stored); err != nil {
 		return nil, nil, err
 	}
-	if err := segjson.Unmarshal(sess.State, shown); err != nil {
+	if err := bcp.DecodeCheckout(sess.State, shown); err != nil {
 		return nil, nil, err
 	}
-	b, err := s.build(ctx, agent, sess.ID, stored, shown, sess.State, sess.TenantID.String(), false)
+	b, err := s.build(ctx, agent, sess.ID, stored, shown, sess.TenantID.String(), false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -375,7 +379,7 @@ func (s *Service) reopenAs(ctx context.Context, id, attemptID, transition string
 		if err := move(transition, sess.Status, c.Status); err != nil {
 			return nil, err
 		}
-		state, err := json.Marshal(c)
+		state, err := bcp.EncodeCheckout(c)
 		if err != nil {
 			return nil, err
 		}

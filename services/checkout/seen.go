@@ -1,7 +1,9 @@
 package checkout
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -50,8 +52,12 @@ type seenKey struct {
 
 type seenEntry struct {
 	sess session
-	xmin int64 // the row's xmin when this process wrote sess
-	at   time.Time
+	// checkout is sess's checkout as this process encoded it into
+	// sess.State: whoever takes the entry owns it (and may change it),
+	// so the request starting from it does not decode the state again.
+	checkout *bcp.Checkout
+	xmin     int64 // the row's xmin when this process wrote sess
+	at       time.Time
 }
 
 // Sizing: an agent's next call on a checkout comes within seconds; a
@@ -65,9 +71,10 @@ func newSeenSessions() *seenSessions {
 	return &seenSessions{max: seenMax, ttl: seenTTL, m: map[seenKey]seenEntry{}}
 }
 
-// take returns and forgets the session as last written here: a write that
-// starts from it either replaces it (put) or shows it stale.
-func (c *seenSessions) take(tenant uuid.UUID, id string, now time.Time) (session, int64, bool) {
+// take returns and forgets the session as last written here, with its
+// checkout: a write that starts from it either replaces it (put) or shows
+// it stale.
+func (c *seenSessions) take(tenant uuid.UUID, id string, now time.Time) (session, *bcp.Checkout, int64, bool) {
 	k := seenKey{tenant, id}
 	c.mu.Lock()
 	e, ok := c.m[k]
@@ -76,13 +83,14 @@ func (c *seenSessions) take(tenant uuid.UUID, id string, now time.Time) (session
 	}
 	c.mu.Unlock()
 	if !ok || now.Sub(e.at) > c.ttl {
-		return session{}, 0, false
+		return session{}, nil, 0, false
 	}
-	return e.sess, e.xmin, true
+	return e.sess, e.checkout, e.xmin, true
 }
 
-// put remembers sess as written with xmin.
-func (c *seenSessions) put(sess session, xmin int64, now time.Time) {
+// put remembers sess as written with xmin, and checkout, the checkout
+// sess.State encodes (the caller no longer changes it).
+func (c *seenSessions) put(sess session, checkout *bcp.Checkout, xmin int64, now time.Time) {
 	if xmin == 0 {
 		return
 	}
@@ -91,7 +99,7 @@ func (c *seenSessions) put(sess session, xmin int64, now time.Time) {
 	if len(c.m) >= c.max {
 		c.trim(now)
 	}
-	c.m[seenKey{sess.TenantID, sess.ID}] = seenEntry{sess: sess, xmin: xmin, at: now}
+	c.m[seenKey{sess.TenantID, sess.ID}] = seenEntry{sess: sess, checkout: checkout, xmin: xmin, at: now}
 }
 
 // trim drops expired entries, then arbitrary ones (map order) down to 3/4
@@ -117,18 +125,19 @@ func (c *seenSessions) trim(now time.Time) {
 // remembered, or fn answered errReread.
 func (s *Service) fromSeen(ctx context.Context, tid uuid.UUID, id string, usable func(session) bool,
 	fn func(sess session, c *bcp.Checkout, xmin *int64) (*checkoutv1.CheckoutResult, error)) (res *checkoutv1.CheckoutResult, done bool, err error) {
-	sess, xmin, ok := s.seen.take(tid, id, s.now())
+	sess, c, xmin, ok := s.seen.take(tid, id, s.now())
 	if !ok || !s.now().Before(sess.ExpiresAt) || !usable(sess) {
 		s.seen.misses.Add(1)
 		return nil, false, nil
 	}
 	s.seen.hits.Add(1)
-	if err := s.checkSeen(ctx, sess, xmin); err != nil {
+	if err := s.checkSeen(ctx, sess, c, xmin); err != nil {
 		return nil, true, err
 	}
-	c, err := decodeState(sess)
-	if err != nil {
-		return nil, true, err
+	if c == nil {
+		if c, err = decodeState(sess); err != nil {
+			return nil, true, err
+		}
 	}
 	if res, err = fn(sess, c, &xmin); err == errReread {
 		s.seen.rereads.Add(1)
@@ -138,11 +147,18 @@ func (s *Service) fromSeen(ctx context.Context, tid uuid.UUID, id string, usable
 }
 
 // checkSeen (tests only: Hooks.CheckSeen) compares a remembered session
-// with its row. A row changed since (another xmin) is the fence's
-// business; the same xmin with different columns is a bug here.
-func (s *Service) checkSeen(ctx context.Context, sess session, xmin int64) error {
+// with its row, and its remembered checkout with the state it was written
+// as. A row changed since (another xmin) is the fence's business; the same
+// xmin with different columns is a bug here.
+func (s *Service) checkSeen(ctx context.Context, sess session, c *bcp.Checkout, xmin int64) error {
 	if s.hooks == nil || !s.hooks.CheckSeen {
 		return nil
+	}
+	if c != nil {
+		// Not bcp.EncodeCheckout: a check, not the request's work.
+		if b, err := json.Marshal(c); err != nil || !bytes.Equal(b, sess.State) {
+			return apperr.New(apperr.KindInternal, "internal", "checkout %s: the remembered checkout is not the state it was written as (%v):\nremembered %s\nstate      %s", sess.ID, err, b, sess.State)
+		}
 	}
 	var row session
 	var x int64
@@ -168,7 +184,7 @@ func (s *Service) checkSeen(ctx context.Context, sess session, xmin int64) error
 }
 
 // Metrics registers the checkout service's metrics: what remembered
-// sessions saved.
+// sessions saved, and the completions in flight (inflight.go).
 func (s *Service) Metrics(reg prometheus.Registerer) {
 	for outcome, c := range map[string]*atomic.Int64{"hit": &s.seen.hits, "miss": &s.seen.misses, "reread": &s.seen.rereads} {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -176,4 +192,5 @@ func (s *Service) Metrics(reg prometheus.Registerer) {
 			Help: "Updates and completions by whether they started from the session as this process last wrote it (hit), read it (miss), or read it after starting from it (reread: the row had changed, or the outcome is answered from a fresh read).",
 		}, func() float64 { return float64(c.Load()) }))
 	}
+	reg.MustRegister(inFlight{s.store}) // inflight.go
 }

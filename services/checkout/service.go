@@ -40,12 +40,12 @@ import (
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
-	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/bcpnames"
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/internal/lease"
+	"github.com/bcpdev/bcp/internal/saopaulo"
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/tenantcache"
@@ -134,7 +134,7 @@ func decodeRequest(raw []byte) (*bcp.Checkout, error) {
 	if len(raw) == 0 {
 		return nil, apperr.Invalid("checkout", "checkout_required", "checkout is required")
 	}
-	if err := segjson.Unmarshal(raw, req); err != nil {
+	if err := bcp.DecodeCheckout(raw, req); err != nil {
 		return nil, apperr.Invalid("checkout", "invalid_checkout", "checkout is not a valid BCP checkout: %v", err)
 	}
 	if req.ID != "" {
@@ -193,7 +193,7 @@ func newCheckoutResult() *checkoutv1.CheckoutResult { return &checkoutv1.Checkou
 
 // open prices and stores a new session under id (with k's key, if any).
 func (s *Service) open(ctx context.Context, tid uuid.UUID, agent agentInfo, id string, req *bcp.Checkout, k *opKey) (*checkoutv1.CheckoutResult, error) {
-	b, err := s.build(ctx, agent, id, req, nil, nil, tid.String(), false)
+	b, err := s.build(ctx, agent, id, req, nil, tid.String(), false)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +227,7 @@ func (s *Service) open(ctx context.Context, tid uuid.UUID, agent agentInfo, id s
 		TenantID: tid, ID: id, Status: p.Status, Currency: p.Currency, Total: p.Total, BuyerEmail: p.BuyerEmail,
 		AgentProfileUrl: p.AgentProfileUrl, Capabilities: p.Capabilities, Request: reqJSON, State: state, Version: 1,
 		ExpiresAt: expires, CreatedAt: now, UpdatedAt: now, AutomaticDiscountIds: []string{},
-	}, xmin, s.now())
+	}, c, xmin, s.now())
 	return &checkoutv1.CheckoutResult{CheckoutJson: state, Status: c.Status}, nil
 }
 
@@ -333,7 +333,7 @@ var errReread = errors.New("checkout: remembered session is stale")
 // is remembered rather than read (seen.go).
 func (s *Service) rewrite(ctx context.Context, tid uuid.UUID, agent agentInfo, sess session, prev *bcp.Checkout, seen *int64, req *bcp.Checkout, k *opKey) (*checkoutv1.CheckoutResult, error) {
 	id := sess.ID
-	b, err := s.build(ctx, agent, id, req, prev, sess.State, tid.String(), false)
+	b, err := s.build(ctx, agent, id, req, prev, tid.String(), false)
 	if err != nil {
 		return nil, err
 	}
@@ -362,7 +362,7 @@ func (s *Service) rewrite(ctx context.Context, tid uuid.UUID, agent agentInfo, s
 	next := sess
 	next.Status, next.Total, next.BuyerEmail, next.Capabilities = c.Status, grandTotal(c), buyerEmail(c), capabilities
 	next.Request, next.State, next.Version, next.UpdatedAt = reqJSON, state, sess.Version+1, s.now()
-	s.seen.put(next, xmin, s.now())
+	s.seen.put(next, c, xmin, s.now())
 	return &checkoutv1.CheckoutResult{CheckoutJson: state, Status: c.Status}, nil
 }
 
@@ -397,7 +397,7 @@ func (s *Service) CompleteCheckout(ctx context.Context, r *connect.Request[check
 	}
 	req := &bcp.Checkout{}
 	if len(r.Msg.GetCheckoutJson()) > 0 {
-		if err := segjson.Unmarshal(r.Msg.GetCheckoutJson(), req); err != nil {
+		if err := bcp.DecodeCheckout(r.Msg.GetCheckoutJson(), req); err != nil {
 			return nil, apperr.Invalid("checkout", "invalid_checkout", "checkout is not a valid BCP checkout: %v", err)
 		}
 	}
@@ -485,7 +485,7 @@ func (s *Service) ListCheckouts(ctx context.Context, r *connect.Request[checkout
 // (not stored).
 func unchanged(c *bcp.Checkout, m bcp.Message) (*checkoutv1.CheckoutResult, error) {
 	c.Messages = append([]bcp.Message{m}, c.Messages...)
-	b, err := json.Marshal(c)
+	b, err := bcp.EncodeCheckout(c)
 	if err != nil {
 		return nil, err
 	}
@@ -521,11 +521,11 @@ func continueURL(base, id string) string {
 }
 
 func encodeBoth(c, req *bcp.Checkout) ([]byte, []byte, error) {
-	state, err := json.Marshal(c)
+	state, err := bcp.EncodeCheckout(c)
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := json.Marshal(req)
+	r, err := bcp.EncodeCheckout(req)
 	return state, r, err
 }
 
@@ -555,15 +555,19 @@ func nonNil(s []string) []string {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func result(c *bcp.Checkout) (*checkoutv1.CheckoutResult, error) {
-	b, err := json.Marshal(c)
+	b, err := bcp.EncodeCheckout(c)
 	if err != nil {
 		return nil, err
 	}
 	return &checkoutv1.CheckoutResult{CheckoutJson: b, Status: c.Status}, nil
 }
 
-// brt is the time zone shown to Brazilian buyers.
-var brt = time.FixedZone("BRT", -3*60*60)
+// pixMessage tells the buyer what to pay and until when, in São Paulo
+// time with the zone named ("02/12 13:23 (horário de Brasília, UTC-3)");
+// the instrument's expires_at stays UTC.
+func pixMessage(amount int64, expires time.Time) string {
+	return fmt.Sprintf("Pague %s via Pix até %s (%s); acompanhe com get_checkout.", brl(amount), expires.In(saopaulo.Location).Format("02/01 15:04"), saopaulo.Zone(expires))
+}
 
 // brl formats centavos as "R$ 1.234,56" with integer arithmetic.
 func brl(c int64) string {

@@ -3,7 +3,6 @@ package checkout
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"slices"
 
@@ -22,9 +21,10 @@ import (
 // session as it wrote it and, when StartPayment answered, the attempt. It
 // replaces the first try's two reads (a session and a payments call).
 type settleHint struct {
-	sess    session
-	attempt *paymentsv1.Attempt
-	key     *opKey // the completion's idempotency key: answered by the settle's write
+	sess     session
+	checkout *bcp.Checkout // sess's checkout, decoded (sess.State is its encoding)
+	attempt  *paymentsv1.Attempt
+	key      *opKey // the completion's idempotency key: answered by the settle's write
 }
 
 // settle brings a completing session in line with its attempt (outcomes,
@@ -41,8 +41,10 @@ func (s *Service) settle(ctx context.Context, id, attemptID string, giveUpUnknow
 		var c *bcp.Checkout
 		var err error
 		if try == 0 && hint != nil {
-			sess = hint.sess
-			c, err = decodeState(sess)
+			sess, c = hint.sess, hint.checkout
+			if c == nil {
+				c, err = decodeState(sess)
+			}
 		} else {
 			sess, c, err = s.store.getState(ctx, id)
 		}
@@ -146,11 +148,11 @@ func (s *Service) apply(ctx context.Context, sess session, c *bcp.Checkout, a *p
 		}
 		next = withDisplay(c, a)
 		next.Messages = []bcp.Message{bcp.Info("pix_awaiting_payment", "$.payment.instruments[0]",
-			fmt.Sprintf("Pague %s via Pix até %s; acompanhe com get_checkout.", brl(a.GetAmount()), a.GetExpiresAt().AsTime().In(brt).Format("02/01 15:04")))}
+			pixMessage(a.GetAmount(), a.GetExpiresAt().AsTime()))}
 	case "pay":
 		next = withDisplay(c, a)
 		next.Status, next.Messages, next.ContinueURL = bcp.StatusCompleted, nil, ""
-		o, err := s.order(ctx, sess, next, a.GetId())
+		o, err := s.order(ctx, sess, next, a)
 		if err != nil {
 			return nil, false, err // the settle sweep retries
 		}
@@ -183,7 +185,7 @@ func (s *Service) apply(ctx context.Context, sess session, c *bcp.Checkout, a *p
 	if err := move(transition, sess.Status, next.Status); err != nil {
 		return nil, false, err
 	}
-	state, err := json.Marshal(next)
+	state, err := bcp.EncodeCheckout(next)
 	if err != nil {
 		return nil, false, err
 	}
@@ -198,8 +200,8 @@ func (s *Service) apply(ctx context.Context, sess session, c *bcp.Checkout, a *p
 // checkout). The money moved, so the discounts are used whatever happens
 // to the order: their redemption (bookkeeping, idempotent per checkout)
 // runs beside it.
-func (s *Service) order(ctx context.Context, sess session, next *bcp.Checkout, attemptID string) (*bcp.OrderRef, error) {
-	snapshot, err := json.Marshal(next)
+func (s *Service) order(ctx context.Context, sess session, next *bcp.Checkout, a *paymentsv1.Attempt) (*bcp.OrderRef, error) {
+	snapshot, err := bcp.EncodeCheckout(next)
 	if err != nil {
 		return nil, err
 	}
@@ -210,14 +212,32 @@ func (s *Service) order(ctx context.Context, sess session, next *bcp.Checkout, a
 		s.redeemDiscounts(ctx, sess, next)
 	}()
 	o, err := s.orders.CreateOrder(ctx, connect.NewRequest(&ordersv1.CreateOrderRequest{
-		CheckoutId: sess.ID, CheckoutJson: snapshot, PaymentAttemptId: attemptID, AgentProfileUrl: sess.AgentProfileUrl,
-		WebhookUrl: sess.OrderWebhookUrl, BaseUrl: sess.BaseUrl, Ap2MandateJson: sess.Ap2Mandate,
+		CheckoutId: sess.ID, CheckoutJson: snapshot, PaymentAttemptId: a.GetId(), AgentProfileUrl: sess.AgentProfileUrl,
+		WebhookUrl: sess.OrderWebhookUrl, BaseUrl: sess.BaseUrl, Ap2MandateJson: sess.Ap2Mandate, Payment: orderPayment(a),
 	}))
 	<-redeemed
 	if err != nil {
 		return nil, err
 	}
-	return &bcp.OrderRef{ID: o.Msg.GetOrderId(), PermalinkURL: o.Msg.GetPermalinkUrl()}, nil
+	return &bcp.OrderRef{ID: o.Msg.GetOrderId(), Label: o.Msg.GetLabel(), PermalinkURL: o.Msg.GetPermalinkUrl()}, nil
+}
+
+// orderPayment is how the attempt paid, for the merchant's order: the
+// instrument type and handler, the Pix endToEndId and txid, or the card's
+// brand and last digits (from the attempt's display).
+func orderPayment(a *paymentsv1.Attempt) *ordersv1.OrderPayment {
+	p := &ordersv1.OrderPayment{Method: a.GetInstrumentType(), HandlerId: a.GetHandlerId(), EndToEndId: a.GetEndToEndId()}
+	var d struct {
+		Brand      string `json:"brand"`
+		LastDigits string `json:"last_digits"`
+		Pix        struct {
+			Txid string `json:"txid"`
+		} `json:"pix"`
+	}
+	if raw := a.GetDisplayJson(); raw != "" && json.Unmarshal([]byte(raw), &d) == nil {
+		p.CardBrand, p.CardLastDigits, p.Txid = d.Brand, d.LastDigits, d.Pix.Txid
+	}
+	return p
 }
 
 // stale handles news of an attempt that is no longer the session's (the

@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/pgstore"
@@ -96,7 +95,7 @@ func (st store) getState(ctx context.Context, id string) (session, *bcp.Checkout
 
 func decodeState(sess session) (*bcp.Checkout, error) {
 	c := &bcp.Checkout{}
-	if err := segjson.Unmarshal(sess.State, c); err != nil {
+	if err := bcp.DecodeCheckout(sess.State, c); err != nil {
 		return nil, err
 	}
 	return c, nil

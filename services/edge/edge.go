@@ -95,6 +95,8 @@ type Edge struct {
 	mux   *http.ServeMux
 	// limits are the per-merchant and per-agent rate limits (ratelimit.go).
 	limits *rateLimiter
+	// tools count and time every operation (toolmetrics.go).
+	tools *toolMetrics
 }
 
 // New builds the edge over the clients of the services it fronts.
@@ -129,6 +131,7 @@ func New(cfg Config, clients Clients, log *slog.Logger) (*Edge, error) {
 	e.feed.onReset = []func(){e.hosts.reset, e.data.reset, e.disc.reset, e.mcp.reset, e.auth.Reset}
 	e.feed.onEvent = []func(string){e.hosts.invalidate, e.data.invalidate, e.disc.invalidate, e.mcp.invalidate, e.auth.Invalidate}
 	e.limits = newRateLimiter(tenants, cfg.Metrics, log)
+	e.tools = newToolMetrics(cfg.Metrics)
 	e.feed.onReset = append(e.feed.onReset, e.limits.reset)
 	e.feed.onEvent = append(e.feed.onEvent, e.limits.invalidate)
 

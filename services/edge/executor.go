@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -185,7 +186,11 @@ type opRequest struct {
 // run executes one operation for any binding. The payload is a business
 // outcome (resource or error_response, with its "ucp" envelope); a
 // *protoError means the request was not processed.
-func (m *mcpEdge) run(ctx context.Context, req opRequest) (json.RawMessage, error) {
+func (m *mcpEdge) run(ctx context.Context, req opRequest) (out json.RawMessage, err error) {
+	defer m.e.tools.observe(ctx, req, time.Now(), &out, &err) // toolmetrics.go
+	// The operation's span, when the request is traced (tracing.go).
+	ctx, endSpan := startOperation(ctx, req)
+	defer func() { endSpan(out, err) }()
 	// The request deadline (Config.RequestTimeout), which the MCP SDK
 	// does not hand its tool handlers with the request's context.
 	ctx, cancel := withRequestDeadline(ctx)

@@ -84,7 +84,9 @@ type Document struct {
 // ap2_mandate_json: digest, issuer and merchant kids, exp, aud, nonce,
 // total, verified_at).
 type OrderMandate struct {
-	OrderID    string          `json:"order_id"`
+	OrderID string `json:"order_id"`
+	// The merchant's order number ("#1007").
+	OrderLabel string          `json:"order_label,omitempty"`
 	CheckoutID string          `json:"checkout_id"`
 	Mandate    json.RawMessage `json:"mandate"`
 }
@@ -282,7 +284,7 @@ func Export(ctx context.Context, c Clients, tenantID uuid.UUID) (*Document, erro
 			}
 			for _, o := range r.Msg.GetOrders() {
 				if m := o.GetAp2MandateJson(); len(m) > 0 {
-					doc.AP2Mandates = append(doc.AP2Mandates, OrderMandate{OrderID: o.GetId(), CheckoutID: o.GetCheckoutId(), Mandate: json.RawMessage(m)})
+					doc.AP2Mandates = append(doc.AP2Mandates, OrderMandate{OrderID: o.GetId(), OrderLabel: o.GetLabel(), CheckoutID: o.GetCheckoutId(), Mandate: json.RawMessage(m)})
 				}
 			}
 			if token = r.Msg.GetNextPageToken(); token == "" {

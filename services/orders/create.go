@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/ids"
@@ -60,7 +59,7 @@ func (s *Service) CreateOrder(ctx context.Context, r *connect.Request[ordersv1.C
 		return nil, err
 	}
 	c := &bcp.Checkout{}
-	if err := segjson.Unmarshal(m.GetCheckoutJson(), c); err != nil {
+	if err := bcp.DecodeCheckout(m.GetCheckoutJson(), c); err != nil {
 		return nil, apperr.Invalid("checkout_json", "invalid_checkout", "checkout_json is not a BCP checkout: %v", err)
 	}
 	if c.ID != "" && c.ID != checkoutID {
@@ -85,6 +84,11 @@ func (s *Service) CreateOrder(ctx context.Context, r *connect.Request[ordersv1.C
 	if err != nil {
 		return nil, err
 	}
+	det := details(c, m.GetPayment())
+	detJSON, err := detailsJSON.Marshal(det)
+	if err != nil {
+		return nil, err
+	}
 	row := ordersdb.OrdersOrder{
 		TenantID: tid, ID: id, CheckoutID: checkoutID, PaymentAttemptID: m.GetPaymentAttemptId(),
 		AgentProfileUrl: m.GetAgentProfileUrl(), WebhookUrl: strings.TrimSpace(m.GetWebhookUrl()), BaseUrl: base,
@@ -94,6 +98,7 @@ func (s *Service) CreateOrder(ctx context.Context, r *connect.Request[ordersv1.C
 		TenantID: tid, ID: id, CheckoutID: checkoutID, PaymentAttemptID: row.PaymentAttemptID,
 		AgentProfileUrl: row.AgentProfileUrl, WebhookUrl: row.WebhookUrl, BaseUrl: base, Currency: row.Currency,
 		Total: total, Status: row.Status, Snapshot: snap, Ap2Mandate: ap2Mandate,
+		BuyerName: buyerName(det.GetBuyer()), BuyerEmail: det.GetBuyer().GetEmail(), PaymentMethod: det.GetPayment().GetMethod(), Details: detJSON,
 	}
 	if row.WebhookUrl == "" {
 		// Nothing else to write: the numbered insert is the whole
@@ -127,6 +132,7 @@ func (s *Service) CreateOrder(ctx context.Context, r *connect.Request[ordersv1.C
 		return nil, err
 	}
 	s.log.InfoContext(ctx, "order created", "tenant_id", tid, "order_id", id, "checkout_id", checkoutID, "label", row.Label)
+	s.metrics.created.Inc()
 	o.Label = row.Label // as the statement wrote it into the stored snapshot
 	return orderResponse(id, o, true)
 }
@@ -155,7 +161,7 @@ func orderResponse(id string, o *bcp.Order, created bool) (*connect.Response[ord
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&ordersv1.CreateOrderResponse{OrderJson: b, OrderId: id, PermalinkUrl: o.PermalinkURL, Created: created}), nil
+	return connect.NewResponse(&ordersv1.CreateOrderResponse{OrderJson: b, OrderId: id, PermalinkUrl: o.PermalinkURL, Created: created, Label: o.Label}), nil
 }
 
 // baseURL checks the merchant origin permalinks and the webhook BCP-Agent

@@ -3,6 +3,8 @@ package orders
 import (
 	"context"
 	"encoding/base64"
+	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5"
@@ -33,6 +35,7 @@ func (s *Service) GetOrder(ctx context.Context, r *connect.Request[ordersv1.GetO
 	out := &ordersv1.GetOrderResponse{OrderJson: b, AgentProfileUrl: row.AgentProfileUrl}
 	if r.Msg.GetAgentProfileUrl() == "" {
 		out.Ap2MandateJson = row.Ap2Mandate // the merchant's record, never sent to agents
+		out.Details = decodeDetails(row.Details)
 	}
 	return connect.NewResponse(out), nil
 }
@@ -56,13 +59,19 @@ func (s *Service) ListOrders(ctx context.Context, r *connect.Request[ordersv1.Li
 		v := string(b)
 		before = &v
 	}
+	params, err := listFilters(r.Msg)
+	if err != nil {
+		return nil, err
+	}
+	params.TenantID, params.BeforeID, params.PageSize = tid, before, size
 	out := &ordersv1.ListOrdersResponse{}
 	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := ordersdb.New(tx).ListOrders(ctx, ordersdb.ListOrdersParams{TenantID: tid, BeforeID: before, PageSize: size})
+		rows, err := ordersdb.New(tx).ListOrders(ctx, params)
 		for _, row := range rows {
 			out.Orders = append(out.Orders, &ordersv1.OrderSummary{
 				Id: row.ID, CheckoutId: row.CheckoutID, Total: row.Total, Currency: row.Currency,
 				AgentProfileUrl: row.AgentProfileUrl, Status: row.Status, CreateTimeUnix: row.CreatedAt.Unix(), Ap2MandateJson: row.Ap2Mandate,
+				Label: row.Label, BuyerName: row.BuyerName, BuyerEmail: row.BuyerEmail, PaymentMethod: row.PaymentMethod,
 			})
 		}
 		if int32(len(rows)) == size {
@@ -105,3 +114,45 @@ func (s *Service) ListWebhookDeliveries(ctx context.Context, r *connect.Request[
 	}
 	return connect.NewResponse(out), nil
 }
+
+// listFilters checks ListOrders' filters. A query that is an order number
+// ("#1007", "1007") matches that label; any query also matches part of
+// the buyer's name or e-mail.
+func listFilters(m *ordersv1.ListOrdersRequest) (ordersdb.ListOrdersParams, error) {
+	p := ordersdb.ListOrdersParams{Status: m.GetStatus(), PaymentMethod: m.GetPaymentMethod()}
+	switch p.Status {
+	case "", "processing", "partial", "fulfilled", "canceled":
+	default:
+		return p, apperr.Invalid("status", "invalid_status", "status must be processing, partial, fulfilled or canceled")
+	}
+	switch p.PaymentMethod {
+	case "", "pix", "card":
+	default:
+		return p, apperr.Invalid("payment_method", "invalid_payment_method", "payment_method must be pix or card")
+	}
+	if s, u := m.GetSinceUnix(), m.GetUntilUnix(); s < 0 || u < 0 || (s > 0 && u > 0 && u <= s) {
+		return p, apperr.Invalid("until_unix", "invalid_range", "the creation time range must be non-negative and until after since")
+	}
+	if s := m.GetSinceUnix(); s > 0 {
+		t := time.Unix(s, 0)
+		p.Since = &t
+	}
+	if u := m.GetUntilUnix(); u > 0 {
+		t := time.Unix(u, 0)
+		p.Until = &t
+	}
+	q := strings.TrimSpace(m.GetQuery())
+	if len(q) > 200 {
+		return p, apperr.Invalid("query", "invalid_query", "query must be at most 200 characters")
+	}
+	if q == "" {
+		return p, nil
+	}
+	if n := strings.TrimPrefix(q, "#"); n != "" && strings.Trim(n, "0123456789") == "" {
+		p.Label = "#" + n
+	}
+	p.Pattern = "%" + likeEscaper.Replace(q) + "%"
+	return p, nil
+}
+
+var likeEscaper = strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`)

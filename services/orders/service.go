@@ -84,7 +84,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Service {
 	}
 	return &Service{
 		pool: pool, cfg: cfg, log: log, hooks: newWebhookClients(cfg.WebhookTimeout),
-		metrics: newMetrics(cfg.Metrics), now: time.Now,
+		metrics: newMetrics(cfg.Metrics, pool), now: time.Now,
 	}
 }
 
@@ -111,10 +111,15 @@ func (s *Service) Ping(ctx context.Context, _ *connect.Request[ordersv1.PingRequ
 type metrics struct {
 	deliveries *prometheus.CounterVec
 	refunds    *prometheus.CounterVec
+	created    prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer, pool *pgxpool.Pool) *metrics {
 	m := &metrics{
+		created: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bcp_orders_created_total",
+			Help: "Orders created (the last step of the purchase funnel; a retried CreateOrder that found its order is not counted).",
+		}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bcp_order_webhook_attempts_total",
 			Help: "Order webhook delivery attempts by outcome (delivered, retry, abandoned).",
@@ -125,7 +130,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"status"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.deliveries, m.refunds)
+		reg.MustRegister(m.deliveries, m.refunds, m.created, webhookBacklog{pool}) // backlog.go
 	}
 	return m
 }

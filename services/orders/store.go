@@ -137,8 +137,9 @@ func (s *Service) load(ctx context.Context, id string) (ordersdb.OrdersOrder, er
 		return ordersdb.OrdersOrder{}, err
 	}
 	var row ordersdb.OrdersOrder
-	err = pgstore.InTenant(ctx, s.pool, func(tx pgx.Tx) error {
-		row, err = ordersdb.New(tx).GetOrder(ctx, ordersdb.GetOrderParams{TenantID: tid, ID: id})
+	// One statement: one round trip (get_order).
+	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+		row, err = ordersdb.New(q).GetOrder(ctx, ordersdb.GetOrderParams{TenantID: tid, ID: id})
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -27,6 +27,7 @@ import (
 	"github.com/bcpdev/bcp/internal/netguard"
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/internal/tracing"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 	"github.com/bcpdev/bcp/protocol/bcp"
@@ -328,7 +329,7 @@ func newWebhookClient(allowPrivate bool, timeout time.Duration) *http.Client {
 		IdleConnTimeout:        90 * time.Second,
 	}
 	return &http.Client{
-		Transport: t,
+		Transport: tracing.Transport(t), // traceparent, when the delivery is traced
 		Timeout:   timeout,
 		// A redirect is not a delivery (and could point anywhere): the 3xx
 		// is answered as a failure and retried.

@@ -26,7 +26,7 @@ func BenchmarkStartPayment(b *testing.B) {
 				i++
 				req := startReq(e.a, "chk_bench_"+c.name+"_"+itoa(i), 12345, c.instrument)
 				if c.name == "card" {
-					req.InstrumentJson = cardInstrument(tokenCred("tok_bench"+itoa(i)+"_4242"), "visa", "4242")
+					req.Instrument = typedInstrument(cardInstrument(tokenCred("tok_bench"+itoa(i)+"_4242"), "visa", "4242"))
 				}
 				resp, err := e.client.StartPayment(e.a.ctx, connect.NewRequest(req))
 				if err != nil {

@@ -88,7 +88,6 @@ func TestRawCardNumbersAreRejected(t *testing.T) {
 		"pan credential":  cardInstrument(`{"type":"pan","number":"4111111111111111","cvc":"123"}`, "visa", "1111"),
 		"number field":    cardInstrument(`{"type":"token","token":"tok_x_4242","number":"4111111111111111"}`, "visa", "1111"),
 		"pan as a token":  cardInstrument(tokenCred("4111 1111 1111 1111"), "visa", "1111"),
-		"top-level pan":   `{"id":"pi_c","handler_id":"cartao","type":"card","pan":"4111111111111111","credential":` + tokenCred("tok_x_4242") + `}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			a := e.start(e.a, startReq(e.a, "chk_raw_"+strings.ReplaceAll(name, " ", "_"), 1000, instrument))

@@ -20,6 +20,7 @@ import (
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	"github.com/bcpdev/bcp/protocol/ap2"
 	"github.com/bcpdev/bcp/services/payments/card"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
 )
@@ -101,6 +102,12 @@ func (s *Service) verifyCard(h handler, in instrument, m *paymentsv1.StartPaymen
 		}
 	case strings.HasPrefix(cred.Token, "tok_"):
 		v.processorToken = cred.Token
+	case ap2.LooksLikeMandate(cred.Token):
+		c, f := verifiedAP2Mandate(cred.Token, h)
+		if f != nil {
+			return v, f
+		}
+		v.processorToken = c
 	default:
 		return v, failed("O token de pagamento não foi reconhecido (esperado um JWS assinado ou um token tok_…).")
 	}
@@ -190,6 +197,23 @@ func (s *Service) resolveKey(kid string, h handler, agentKeys []string) (*ecdsa.
 		}
 	}
 	return nil, false
+}
+
+// verifiedAP2Mandate is the processor token a card instrument whose
+// credential.token is an AP2 payment mandate (mandate.payment.1) pays
+// with. The checkout service verified the mandate before starting the
+// payment (services/checkout/ap2.go, verifyPaymentMandate: agent's key,
+// key binding, transaction_id, payee, amount, instrument) and starts none
+// it did not verify. AP2's payment mandate names an instrument, not a
+// processor credential: a sandbox handler pays with the simulator's
+// approving test card, once per mandate (like a JWS that wraps no
+// token); a production handler needs a processor token and refuses.
+func verifiedAP2Mandate(token string, h handler) (string, *failure) {
+	if h.Environment != "sandbox" {
+		return "", failed("Este handler de cartão não cobra mandatos de pagamento AP2 sem um token do processador; envie um token delegado (tok_… ou JWS) em credential.token.")
+	}
+	sum := sha256.Sum256([]byte("ap2\x00" + token))
+	return sandboxCardToken(sum[:], ""), nil
 }
 
 // sandboxCardToken is the card simulator's test token for a sandbox

@@ -1,7 +1,6 @@
 package payments
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/bcpnames"
 	"github.com/bcpdev/bcp/internal/handlersecrets"
+	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 )
 
@@ -155,32 +155,35 @@ func failed(format string, args ...any) *failure {
 
 const codePaymentFailed = "payment_failed"
 
-// parseInstrument reads instrument_json: one instrument object (an array
-// must hold exactly one).
-func parseInstrument(raw string) (instrument, *failure) {
-	b := bytes.TrimSpace([]byte(raw))
-	if len(b) > 0 && b[0] == '[' {
-		var list []json.RawMessage
-		if err := json.Unmarshal(b, &list); err != nil {
-			return instrument{}, failed("O meio de pagamento enviado não é um JSON válido.")
-		}
-		if len(list) != 1 {
-			return instrument{}, failed("Envie exatamente um meio de pagamento (recebidos %d).", len(list))
-		}
-		b = list[0]
+// instrumentOf is the request's instrument and the text its request hash
+// binds. The credential stays as the agent sent it: this service alone
+// reads it (cardflow.go).
+func instrumentOf(m *paymentsv1.StartPaymentRequest) (instrument, string, *failure) {
+	p := m.GetInstrument()
+	if p == nil {
+		return instrument{}, "", failed("Envie exatamente um meio de pagamento (recebidos 0).")
 	}
-	var in instrument
-	if err := json.Unmarshal(b, &in); err != nil || len(b) == 0 || b[0] != '{' {
-		return instrument{}, failed("O meio de pagamento enviado não é um objeto JSON válido.")
+	in := instrument{ID: p.GetId(), HandlerID: p.GetHandlerId(), Type: p.GetType()}
+	if c := p.GetCredential(); len(c) > 0 {
+		in.Credential = c
 	}
-	in.raw = b
+	if p.GetBrand() != "" || p.GetLastDigits() != "" {
+		in.Display, _ = json.Marshal(cardDisplay{Brand: p.GetBrand(), LastDigits: p.GetLastDigits()})
+	}
+	// The instrument as one object, as the raw card check reads it (and
+	// the request hash binds it).
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return instrument{}, string(p.GetCredential()), failed("O meio de pagamento enviado não é um objeto JSON válido.")
+	}
+	in.raw = raw
 	if in.HandlerID == "" {
-		return instrument{}, failed("O meio de pagamento precisa de handler_id.")
+		return instrument{}, string(raw), failed("O meio de pagamento precisa de handler_id.")
 	}
 	if in.Type == "" {
-		return instrument{}, failed("O meio de pagamento precisa de type.")
+		return instrument{}, string(raw), failed("O meio de pagamento precisa de type.")
 	}
-	return in, nil
+	return in, string(raw), nil
 }
 
 // resolveHandler finds the instrument's handler among the merchant's and

@@ -40,10 +40,12 @@ import (
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/internal/wire"
 	"github.com/bcpdev/bcp/platform"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/payments/v1/paymentsv1connect"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/services/payments"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
 	"github.com/bcpdev/bcp/services/payments/paymentshttp"
@@ -272,9 +274,25 @@ func (e *env) setHandler(tenant uuid.UUID, h *tenantsv1.PaymentHandler) {
 
 const pixInstrument = `{"id":"pi_1","handler_id":"pix","type":"pix","selected":true}`
 
+// startReq is the StartPayment the checkout service sends for an agent's
+// instrument (JSON, as agents send it; "": none).
 func startReq(m merchant, checkoutID string, amount int64, instrument string) *paymentsv1.StartPaymentRequest {
-	return &paymentsv1.StartPaymentRequest{AttemptId: ids.New("pay"), CheckoutId: checkoutID, InstrumentJson: instrument,
+	return &paymentsv1.StartPaymentRequest{AttemptId: ids.New("pay"), CheckoutId: checkoutID, Instrument: typedInstrument(instrument),
 		Amount: amount, Currency: "BRL", BuyerEmail: "ana@example.com", BaseUrl: m.baseURL, AgentProfileUrl: "https://agente.example/perfil"}
+}
+
+// typedInstrument is an agent's instrument as the checkout service passes
+// it on: decoded into the checkout's shape, then typed around its
+// credential (wire.PaymentInstrument).
+func typedInstrument(raw string) *paymentsv1.PaymentInstrument {
+	if raw == "" {
+		return nil
+	}
+	var in bcp.PaymentInstrument
+	if err := json.Unmarshal([]byte(raw), &in); err != nil {
+		panic(fmt.Sprintf("instrument %s: %v", raw, err))
+	}
+	return wire.PaymentInstrument(in)
 }
 
 func (e *env) start(m merchant, req *paymentsv1.StartPaymentRequest) *paymentsv1.Attempt {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/handlersecrets"
 	"github.com/bcpdev/bcp/internal/pki"
+	"github.com/bcpdev/bcp/internal/tracing"
 	"github.com/bcpdev/bcp/services/payments/card"
 	"github.com/bcpdev/bcp/services/payments/card/stripecard"
 	"github.com/bcpdev/bcp/services/payments/pix"
@@ -157,7 +158,7 @@ func (s *Service) processorHTTP(st *handlersecrets.Stripe) (*http.Client, error)
 	if s.opts.PSPWrap != nil {
 		rt = s.opts.PSPWrap(rt)
 	}
-	return &http.Client{Timeout: 30 * time.Second, Transport: rt}, nil
+	return &http.Client{Timeout: 30 * time.Second, Transport: tracing.Transport(rt)}, nil
 }
 
 // connectionFor resolves the connection of a handler's payments made in

@@ -17,6 +17,7 @@ import (
 	"github.com/bcpdev/bcp/internal/handlersecrets"
 	"github.com/bcpdev/bcp/internal/pki"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/internal/tracing"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
 	"github.com/bcpdev/bcp/services/payments/pix"
 )
@@ -196,7 +197,7 @@ func newSimHTTP(sb SandboxPSP, dial func(ctx context.Context, network, addr stri
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: 5 * time.Second}).DialContext
 	}
-	return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DialContext: dial, TLSClientConfig: tlsCfg, MaxIdleConnsPerHost: 4}}, nil
+	return &http.Client{Timeout: 15 * time.Second, Transport: tracing.Transport(&http.Transport{DialContext: dial, TLSClientConfig: tlsCfg, MaxIdleConnsPerHost: 4})}, nil
 }
 
 // simPay pays a sandbox charge as the payer's bank would (the simulator

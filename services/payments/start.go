@@ -44,8 +44,8 @@ func validateStart(m *paymentsv1.StartPaymentRequest) error {
 	if u, err := url.Parse(m.GetBaseUrl()); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
 		return apperr.Invalid("base_url", "invalid_base_url", "base_url must be the merchant origin, e.g. https://loja.com.br")
 	}
-	if len(m.GetInstrumentJson()) > 64<<10 {
-		return apperr.Invalid("instrument_json", "instrument_too_large", "instrument_json is larger than 64 KiB")
+	if len(m.GetInstrument().GetCredential()) > 64<<10 {
+		return apperr.Invalid("instrument.credential", "instrument_too_large", "instrument.credential is larger than 64 KiB")
 	}
 	return nil
 }
@@ -72,7 +72,8 @@ func (s *Service) startPayment(ctx context.Context, m *paymentsv1.StartPaymentRe
 		return attempt{}, err
 	}
 	m.BaseUrl = strings.TrimRight(m.GetBaseUrl(), "/")
-	hash := s.requestHash(m.GetCheckoutId(), m.GetAmount(), m.GetCurrency(), m.GetInstrumentJson())
+	in, bound, f := instrumentOf(m)
+	hash := s.requestHash(m.GetCheckoutId(), m.GetAmount(), m.GetCurrency(), bound)
 	// No read first: a repeated StartPayment (same attempt id) fails its
 	// insert on the attempt's key, and insertAttempt's callers answer it
 	// with replay — one transaction fewer on every first call.
@@ -84,7 +85,6 @@ func (s *Service) startPayment(ctx context.Context, m *paymentsv1.StartPaymentRe
 		TenantID: tid, ID: m.GetAttemptId(), CheckoutID: m.GetCheckoutId(), Amount: m.GetAmount(), Currency: m.GetCurrency(),
 		RequestHash: hash, BaseUrl: m.GetBaseUrl(), Environment: "sandbox", Display: []byte("{}"),
 	}
-	in, f := parseInstrument(m.GetInstrumentJson())
 	var h handler
 	if f == nil {
 		h, f = resolveHandler(handlers, in)
@@ -144,7 +144,7 @@ func (s *Service) replay(ctx context.Context, a attempt, m *paymentsv1.StartPaym
 		if h == nil {
 			return s.failPending(ctx, a.ID, failed("O handler de pagamento %q foi removido desta loja.", a.HandlerID), false)
 		}
-		in, f := parseInstrument(m.GetInstrumentJson())
+		in, _, f := instrumentOf(m)
 		if f != nil {
 			return s.failPending(ctx, a.ID, f, false)
 		}

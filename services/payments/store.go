@@ -132,6 +132,9 @@ func toProto(a attempt) *paymentsv1.Attempt {
 	if a.ExpiresAt != nil {
 		out.ExpiresAt = timestamppb.New(*a.ExpiresAt)
 	}
+	if a.E2eID != nil {
+		out.EndToEndId = *a.E2eID
+	}
 	return out
 }
 

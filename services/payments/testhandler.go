@@ -11,6 +11,7 @@ import (
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/services/payments/card"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
 	"github.com/bcpdev/bcp/services/payments/pix/apipix"
@@ -20,6 +21,25 @@ import (
 // test): it does what a first payment would do at the PSP or processor
 // and reports the first failure in words the merchant can act on.
 func (s *Service) TestHandler(ctx context.Context, r *connect.Request[paymentsv1.TestHandlerRequest]) (*connect.Response[paymentsv1.TestHandlerResponse], error) {
+	resp, err := s.testHandler(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	// The outcome is kept in the tenant registry for the merchant's
+	// go-live checklist ("passed at …"); a failure to keep it does not
+	// change the answer.
+	if tid, terr := tenancy.From(ctx); terr == nil && s.tenants != nil {
+		m := resp.Msg
+		if _, err := s.tenants.RecordPaymentHandlerTest(ctx, connect.NewRequest(&tenantsv1.RecordPaymentHandlerTestRequest{
+			TenantId: tid.String(), HandlerId: r.Msg.GetHandlerId(), Ok: m.GetOk(), Code: m.GetCode(), Message: m.GetMessage(),
+		})); err != nil {
+			s.log.WarnContext(ctx, "payments: could not record the connection test", "handler", r.Msg.GetHandlerId(), "err", err)
+		}
+	}
+	return resp, nil
+}
+
+func (s *Service) testHandler(ctx context.Context, r *connect.Request[paymentsv1.TestHandlerRequest]) (*connect.Response[paymentsv1.TestHandlerResponse], error) {
 	tid, err := tenancy.From(ctx)
 	if err != nil {
 		return nil, err

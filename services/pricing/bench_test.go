@@ -1,12 +1,12 @@
 package pricing
 
 import (
-	"encoding/json"
 	"testing"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/bcpdev/bcp/internal/bcpnames"
+	"github.com/bcpdev/bcp/internal/wire"
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 )
@@ -24,12 +24,12 @@ func benchCheckout() *bcp.Checkout {
 }
 
 // BenchmarkQuote prices a 3-line checkout with shipping and two
-// discounts. "engine" is the CPU work of a Quote call (decode, price,
-// encode); "rpc" adds connect over HTTP and the configuration read from
+// discounts. "engine" is the CPU work of a Quote call (the typed request
+// to the engine's, price, the typed response); "rpc" adds connect over HTTP and the configuration read from
 // PostgreSQL.
 func BenchmarkQuote(b *testing.B) {
 	caps := []string{bcpnames.Checkout, bcpnames.Fulfillment, bcpnames.Discount}
-	in, _ := json.Marshal(benchCheckout())
+	in := wire.QuoteRequest(benchCheckout(), nil, caps, timestamppb.New(now))
 	b.Run("engine", func(b *testing.B) {
 		cfg := Config{
 			Rates:     []ShippingRate{pac, sedex, {ID: "shr_capital", Title: "Capital", Price: 990, CEPRanges: []CEPRange{{"01000000", "05999999"}}, Active: true}},
@@ -37,17 +37,12 @@ func BenchmarkQuote(b *testing.B) {
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			req, err := DecodeRequest(in, nil, caps, now)
+			req := NewRequest(in, now)
+			out, automatic, err := priceWithAutomatic(req, cfg)
 			if err != nil {
 				b.Fatal(err)
 			}
-			out, err := Price(req, cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := json.Marshal(out); err != nil {
-				b.Fatal(err)
-			}
+			_ = wire.QuoteResponse(req.Checkout, out, automatic)
 		}
 	})
 	b.Run("rpc", func(b *testing.B) {
@@ -68,7 +63,7 @@ func BenchmarkQuote(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		msg := &pricingv1.QuoteRequest{CheckoutJson: in, Capabilities: caps, At: timestamppb.New(now)}
+		msg := in
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := c.Quote(ctx, req(msg)); err != nil {

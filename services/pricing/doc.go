@@ -53,7 +53,7 @@
 // # Fulfillment
 //
 // One group per method (the platform default supports_multi_group=false).
-// Ids are stable across updates through previous_json: a method keeps the
+// Ids are stable across updates through previous_methods: a method keeps the
 // id it was sent or, without one, continues the first unclaimed previous
 // method of its type; new ones get ship_N / pickup_N. Destinations keep a
 // sent id or the id of a previous destination with the same address

@@ -5,14 +5,20 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/bcpdev/bcp/internal/bcpnames"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/internal/wire"
+	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
 )
@@ -97,7 +103,85 @@ func price(t *testing.T, req Request, cfg Config) *bcp.Checkout {
 		t.Fatalf("Price: %v", err)
 	}
 	checkInvariants(t, req, out)
+	viaJSON, err := jsonPrice(req, cfg)
+	if err != nil {
+		t.Fatalf("Price of the checkout as JSON: %v", err)
+	}
+	typed, err := typedPrice(req, cfg)
+	if err != nil {
+		t.Fatalf("typed Quote: %v", err)
+	}
+	a, _ := json.Marshal(viaJSON)
+	b, _ := json.Marshal(typed)
+	if string(a) != string(b) {
+		t.Fatalf("the typed Quote contract prices differently from the checkout as JSON:\n json  %s\n typed %s", a, b)
+	}
 	return out
+}
+
+// jsonPrice prices req as the Quote of a whole checkout as JSON did
+// (before the typed contract): the checkout and its previous state through
+// JSON, priced, and the priced checkout through JSON again.
+func jsonPrice(req Request, cfg Config) (*bcp.Checkout, error) {
+	through := func(c *bcp.Checkout) *bcp.Checkout {
+		if c == nil {
+			return nil
+		}
+		b, err := json.Marshal(c)
+		if err != nil {
+			panic(err)
+		}
+		out := &bcp.Checkout{}
+		if err := json.Unmarshal(b, out); err != nil {
+			panic(err)
+		}
+		return out
+	}
+	req.Checkout, req.Previous = through(req.Checkout), through(req.Previous)
+	out, err := Price(req, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return through(out), nil
+}
+
+// typedPrice prices req the way the checkout service and this one do over
+// the typed Quote contract: the checkout's members as a QuoteRequest,
+// through protobuf bytes, priced, answered as a QuoteResponse, through
+// protobuf bytes again, and applied to a copy of the checkout.
+func typedPrice(req Request, cfg Config) (*bcp.Checkout, error) {
+	var caps []string
+	if req.Fulfillment {
+		caps = append(caps, bcpnames.Fulfillment)
+	}
+	if req.Discounts {
+		caps = append(caps, bcpnames.Discount)
+	}
+	m := &pricingv1.QuoteRequest{}
+	if err := viaWire(wire.QuoteRequest(req.Checkout, req.Previous, caps, timestamppb.New(req.At)), m); err != nil {
+		return nil, err
+	}
+	r := NewRequest(m, req.At)
+	priced, automatic, err := priceWithAutomatic(r, cfg)
+	if err != nil {
+		return nil, err
+	}
+	resp := &pricingv1.QuoteResponse{}
+	if err := viaWire(wire.QuoteResponse(r.Checkout, priced, automatic), resp); err != nil {
+		return nil, err
+	}
+	c := *req.Checkout
+	c.LineItems, c.Messages = slices.Clone(c.LineItems), slices.Clone(c.Messages)
+	wire.ApplyQuote(&c, resp)
+	return &c, nil
+}
+
+func viaWire(m, into proto.Message) error {
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return proto.Unmarshal(b, into)
 }
 
 // amounts returns the checkout totals as "type=amount" in order.

@@ -2,7 +2,6 @@ package pricing
 
 import (
 	"fmt"
-	segjson "github.com/segmentio/encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/bcpnames"
+	"github.com/bcpdev/bcp/internal/wire"
+	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 )
 
@@ -24,27 +25,15 @@ type Request struct {
 	At          time.Time
 }
 
-// DecodeRequest parses the JSON members of a QuoteRequest.
-func DecodeRequest(checkoutJSON, previousJSON []byte, capabilities []string, at time.Time) (Request, error) {
-	req := Request{
-		Fulfillment: slices.Contains(capabilities, bcpnames.Fulfillment),
-		Discounts:   slices.Contains(capabilities, bcpnames.Discount),
-		At:          at,
+// NewRequest is the engine's request for a typed QuoteRequest, evaluated
+// at at.
+func NewRequest(m *pricingv1.QuoteRequest, at time.Time) Request {
+	c, prev := wire.QuoteInput(m)
+	return Request{
+		Checkout: c, Previous: prev, At: at,
+		Fulfillment: slices.Contains(m.GetCapabilities(), bcpnames.Fulfillment),
+		Discounts:   slices.Contains(m.GetCapabilities(), bcpnames.Discount),
 	}
-	if len(checkoutJSON) == 0 {
-		return req, apperr.Invalid("checkout_json", "checkout_required", "checkout_json is required")
-	}
-	req.Checkout = &bcp.Checkout{}
-	if err := segjson.Unmarshal(checkoutJSON, req.Checkout); err != nil {
-		return req, apperr.Invalid("checkout_json", "invalid_checkout", "checkout_json is not a BCP checkout: %v", err)
-	}
-	if len(previousJSON) > 0 {
-		req.Previous = &bcp.Checkout{}
-		if err := segjson.Unmarshal(previousJSON, req.Previous); err != nil {
-			return req, apperr.Invalid("previous_json", "invalid_checkout", "previous_json is not a BCP checkout: %v", err)
-		}
-	}
-	return req, nil
 }
 
 // BuyerEmail is the lower-cased buyer e-mail that per-buyer limits count

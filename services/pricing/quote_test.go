@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bcpdev/bcp/internal/apperr"
+	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 )
 
@@ -941,19 +942,33 @@ func TestPriceRejectsMalformedFulfillment(t *testing.T) {
 	}
 }
 
-func TestDecodeRequest(t *testing.T) {
-	r, err := DecodeRequest([]byte(`{"line_items":[],"buyer":{"email":" Ana@Example.COM "},"discounts":{"codes":["Dez"," X "]}}`), nil,
-		[]string{"br.dev.bcp.shopping.checkout", "br.dev.bcp.shopping.discount"}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Fulfillment || !r.Discounts || r.BuyerEmail() != "ana@example.com" || strings.Join(r.Codes(), ",") != "dez,x" || r.Previous != nil {
+// A typed QuoteRequest becomes the engine's request: the capabilities
+// choose the extensions, the buyer's e-mail and the codes are what limits
+// and discounts read, and the previous methods keep their presence.
+func TestNewRequest(t *testing.T) {
+	r := NewRequest(&pricingv1.QuoteRequest{
+		CheckoutId: "chk_1", BuyerEmail: " Ana@Example.COM ", DiscountCodes: []string{"Dez", " X "},
+		Capabilities: []string{"br.dev.bcp.shopping.checkout", "br.dev.bcp.shopping.discount"},
+		Lines:        []*pricingv1.QuoteLine{{Id: "li_1", VariantId: "var_1", Quantity: 2, UnitPrice: 990}},
+	}, now)
+	if r.Fulfillment || !r.Discounts || r.BuyerEmail() != "ana@example.com" || strings.Join(r.Codes(), ",") != "dez,x" || r.Previous != nil ||
+		r.Checkout.ID != "chk_1" || !r.At.Equal(now) {
 		t.Errorf("request = %+v email %q codes %q", r, r.BuyerEmail(), r.Codes())
 	}
-	for _, bad := range []struct{ cj, pj, field string }{{"", "", "checkout_json"}, {"{", "", "checkout_json"}, {`{"line_items":[]}`, "[", "previous_json"}} {
-		if _, err := DecodeRequest([]byte(bad.cj), []byte(bad.pj), nil, now); apperr.As(err).Field != bad.field {
-			t.Errorf("DecodeRequest(%q, %q) = %v, want an error on %s", bad.cj, bad.pj, err, bad.field)
-		}
+	if l := r.Checkout.LineItems; len(l) != 1 || l[0].ID != "li_1" || l[0].Item != (bcp.Item{ID: "var_1", Price: 990}) || l[0].Quantity != 2 {
+		t.Errorf("lines = %+v", l)
+	}
+	sel, none := "dest_1", ""
+	r = NewRequest(&pricingv1.QuoteRequest{
+		Methods:         []*pricingv1.FulfillmentMethod{{Id: "ship_1"}, {Id: "ship_2", SelectedDestinationId: &none}},
+		PreviousMethods: []*pricingv1.FulfillmentMethod{{Id: "ship_1", Type: "shipping", SelectedDestinationId: &sel}},
+	}, now)
+	ms := r.Checkout.Fulfillment.Methods
+	if ms[0].Destinations != nil || ms[0].SelectedDestinationID != nil || ms[1].SelectedDestinationID == nil || *ms[1].SelectedDestinationID != "" {
+		t.Errorf("methods = %+v", ms)
+	}
+	if pm := r.Previous.Fulfillment.Methods[0]; pm.SelectedDestinationID == nil || *pm.SelectedDestinationID != "dest_1" {
+		t.Errorf("previous = %+v", pm)
 	}
 }
 
@@ -978,4 +993,24 @@ func TestPriceNamesTheAutomaticDiscountsApplied(t *testing.T) {
 	if _, ids, _ = priceWithAutomatic(req, cfg); len(ids) != 0 {
 		t.Fatalf("automatic ids %v, want none", ids)
 	}
+}
+
+// An update that sends an empty destinations array keeps the method's
+// previous destinations, as one that sends none: the checkout reached
+// pricing as JSON, where an empty array is no array, and the typed
+// contract keeps that (price compares the two).
+func TestEmptyDestinationsKeepThePrevious(t *testing.T) {
+	cfg := Config{Rates: []ShippingRate{pac}}
+	first := price(t, all(&bcp.Checkout{LineItems: lines(10000), Fulfillment: shipTo(sp())}), cfg)
+	m := first.Fulfillment.Methods[0]
+	req := all(&bcp.Checkout{LineItems: lines(10000), Fulfillment: &bcp.Fulfillment{Methods: []bcp.FulfillmentMethod{{ID: m.ID, Destinations: []bcp.Destination{}}}}})
+	req.Previous = first
+	typed, err := typedPrice(req, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := typed.Fulfillment.Methods[0].Destinations; len(d) != 1 || d[0].ID != m.Destinations[0].ID || typed.Fulfillment.Methods[0].SelectedDestinationID == nil {
+		t.Errorf("destinations %+v, want the previous %s selected", d, m.Destinations[0].ID)
+	}
+	wantTotals(t, "typed", typed.Totals, "subtotal=10000 fulfillment=1500 total=11500")
 }

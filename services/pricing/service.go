@@ -2,7 +2,6 @@ package pricing
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenantcache"
+	"github.com/bcpdev/bcp/internal/wire"
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
 )
@@ -56,10 +56,7 @@ func (s *Service) Quote(ctx context.Context, req *connect.Request[pricingv1.Quot
 		}
 		at = ts.AsTime()
 	}
-	r, err := DecodeRequest(req.Msg.GetCheckoutJson(), req.Msg.GetPreviousJson(), req.Msg.GetCapabilities(), at)
-	if err != nil {
-		return nil, err
-	}
+	r := NewRequest(req.Msg, at)
 	cfg, err := s.store.quoteConfig(ctx, r)
 	if err != nil {
 		return nil, err
@@ -68,11 +65,7 @@ func (s *Service) Quote(ctx context.Context, req *connect.Request[pricingv1.Quot
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&pricingv1.QuoteResponse{CheckoutJson: b, AutomaticDiscountIds: automatic}), nil
+	return connect.NewResponse(wire.QuoteResponse(r.Checkout, out, automatic)), nil
 }
 
 // SetShippingRate creates a rate (no id) or replaces one.

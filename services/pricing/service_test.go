@@ -2,12 +2,12 @@ package pricing
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +23,7 @@ import (
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/internal/wire"
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
 	"github.com/bcpdev/bcp/protocol/bcp"
@@ -220,27 +221,25 @@ func TestDiscountRPCs(t *testing.T) {
 	wantErr(t, err, apperr.KindNotFound, "not_found", "")
 }
 
-// quoteRPC calls Quote with checkout c and returns the priced checkout.
+// quoteRPC calls Quote with checkout c (previous state prev) over the
+// typed contract, as the checkout service does, and returns the priced
+// checkout.
 func quoteRPC(t *testing.T, cl pricingv1connect.PricingServiceClient, ctx context.Context, c *bcp.Checkout, prev *bcp.Checkout) *bcp.Checkout {
 	t.Helper()
-	b, _ := json.Marshal(c)
-	var pb []byte
-	if prev != nil {
-		pb, _ = json.Marshal(prev)
-	}
-	resp, err := cl.Quote(ctx, req(&pricingv1.QuoteRequest{
-		CheckoutJson: b, PreviousJson: pb, At: timestamppb.New(now),
-		Capabilities: []string{bcpnames.Checkout, bcpnames.Fulfillment, bcpnames.Discount},
-	}))
+	return quoteAt(t, cl, ctx, c, prev, now, bcpnames.Checkout, bcpnames.Fulfillment, bcpnames.Discount)
+}
+
+func quoteAt(t *testing.T, cl pricingv1connect.PricingServiceClient, ctx context.Context, c, prev *bcp.Checkout, at time.Time, caps ...string) *bcp.Checkout {
+	t.Helper()
+	resp, err := cl.Quote(ctx, req(wire.QuoteRequest(c, prev, caps, timestamppb.New(at))))
 	if err != nil {
 		t.Fatalf("Quote: %v", err)
 	}
-	out := &bcp.Checkout{}
-	if err := json.Unmarshal(resp.Msg.GetCheckoutJson(), out); err != nil {
-		t.Fatal(err)
-	}
-	checkInvariants(t, Request{Checkout: c, Fulfillment: true, Discounts: true}, out)
-	return out
+	out := *c
+	out.LineItems, out.Messages = slices.Clone(c.LineItems), slices.Clone(c.Messages)
+	wire.ApplyQuote(&out, resp.Msg)
+	checkInvariants(t, Request{Checkout: c, Fulfillment: slices.Contains(caps, bcpnames.Fulfillment), Discounts: slices.Contains(caps, bcpnames.Discount)}, &out)
+	return &out
 }
 
 func TestCrossTenantIsolation(t *testing.T) {
@@ -348,27 +347,20 @@ func TestQuoteRPC(t *testing.T) {
 	}
 
 	// An hour later DEZ has expired.
-	b, _ := json.Marshal(co)
-	resp, err := c.Quote(ctx, req(&pricingv1.QuoteRequest{CheckoutJson: b, At: timestamppb.New(now.Add(time.Hour)),
-		Capabilities: []string{bcpnames.Checkout, bcpnames.Discount}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	late := &bcp.Checkout{}
-	_ = json.Unmarshal(resp.Msg.GetCheckoutJson(), late)
+	late := quoteAt(t, c, ctx, co, nil, now.Add(time.Hour), bcpnames.Checkout, bcpnames.Discount)
 	wantMsgs(t, late, "warning discount_code_expired $.discounts.codes[0]")
 	if late.Fulfillment != nil {
 		t.Errorf("fulfillment not negotiated but returned")
 	}
 	wantTotals(t, "late", late.Totals, "subtotal=9999 items_discount=-500 total=9499")
 
-	// Malformed input is an invalid argument with the field.
-	_, err = c.Quote(ctx, req(&pricingv1.QuoteRequest{CheckoutJson: []byte(`{"line_items":[{"id":"li_1","item":{"id":"x","price":1},"quantity":0}]}`)}))
+	// Lines out of range are an invalid argument with the field.
+	_, err = c.Quote(ctx, req(&pricingv1.QuoteRequest{Lines: []*pricingv1.QuoteLine{{Id: "li_1", VariantId: "x", UnitPrice: 1}}}))
 	wantErr(t, err, apperr.KindInvalidArgument, "invalid_quantity", "checkout_json.line_items[0].quantity")
-	_, err = c.Quote(ctx, req(&pricingv1.QuoteRequest{CheckoutJson: []byte(`{"line_items":[{"id":"li_1","item":{"id":"x","price":9007199254740991},"quantity":2}]}`)}))
+	_, err = c.Quote(ctx, req(&pricingv1.QuoteRequest{Lines: []*pricingv1.QuoteLine{{Id: "li_1", VariantId: "x", UnitPrice: 9007199254740991, Quantity: 2}}}))
 	wantErr(t, err, apperr.KindInvalidArgument, "amount_out_of_range", "checkout_json.line_items[0]")
-	_, err = c.Quote(ctx, req(&pricingv1.QuoteRequest{CheckoutJson: []byte(`not json`)}))
-	wantErr(t, err, apperr.KindInvalidArgument, "invalid_checkout", "checkout_json")
+	_, err = c.Quote(ctx, req(&pricingv1.QuoteRequest{Lines: []*pricingv1.QuoteLine{{VariantId: "x", UnitPrice: 1, Quantity: 1}}}))
+	wantErr(t, err, apperr.KindInvalidArgument, "line_id_required", "checkout_json.line_items[0].id")
 }
 
 func TestRedeemDiscounts(t *testing.T) {

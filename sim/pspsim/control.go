@@ -388,6 +388,7 @@ func (s *Server) payCob(w http.ResponseWriter, r *http.Request, a pspsimdb.Pspsi
 	}
 	now := s.clock()
 	var out Pix
+	var delivery int64
 	err := s.inAccount(ctx, a.TenantID, func(q *pspsimdb.Queries, _ pgx.Tx) error {
 		ch, err := q.LockCharge(ctx, pspsimdb.LockChargeParams{TenantID: a.TenantID, Txid: txid})
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -413,12 +414,13 @@ func (s *Server) payCob(w http.ResponseWriter, r *http.Request, a pspsimdb.Pspsi
 		if _, err := q.SetChargeStatus(ctx, pspsimdb.SetChargeStatusParams{TenantID: a.TenantID, Txid: txid, Status: statusConcluida, UpdatedAt: now}); err != nil {
 			return err
 		}
-		_, err = q.InsertDelivery(ctx, pspsimdb.InsertDeliveryParams{TenantID: a.TenantID, Chave: ch.Chave, E2eIds: []string{out.EndToEndID}, Reason: "pix", Now: now})
+		delivery, err = q.InsertDelivery(ctx, pspsimdb.InsertDeliveryParams{TenantID: a.TenantID, Chave: ch.Chave, E2eIds: []string{out.EndToEndID}, Reason: "pix", Now: now})
 		return err
 	})
 	if s.controlErr(w, r, err) {
 		return
 	}
+	s.traces.remember(ctx, delivery)
 	s.kick()
 	writeJSON(w, "application/json", http.StatusCreated, out)
 }

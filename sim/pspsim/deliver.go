@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bcpdev/bcp/internal/hostname"
+	"github.com/bcpdev/bcp/internal/tracing"
 	"github.com/bcpdev/bcp/sim/pspsim/pspsimdb"
 )
 
@@ -65,7 +66,7 @@ func (s *Server) webhookClient() (*http.Client, error) {
 		IdleConnTimeout:     30 * time.Second,
 	}
 	return &http.Client{
-		Transport:     tr,
+		Transport:     tracing.Transport(tr),
 		Timeout:       webhookTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}, nil
@@ -123,6 +124,8 @@ func (s *Server) deliverDue(ctx context.Context) {
 // Pix to the key's webhook, or records why it did not. On an error it
 // leaves the row leased; the lease's end makes it due again.
 func (s *Server) deliver(ctx context.Context, d pspsimdb.PspsimDelivery) {
+	ctx, span := s.traces.start(ctx, s.cfg.Tracing, d.ID)
+	defer span.End()
 	log := s.log.With("account", d.TenantID, "delivery", d.ID)
 	var content pspsimdb.DeliveryContentRow
 	err := s.single(ctx, d.TenantID, func(q *pspsimdb.Queries) error {

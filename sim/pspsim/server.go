@@ -45,6 +45,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bcpdev/bcp/internal/pki"
+	"github.com/bcpdev/bcp/internal/tracing"
 	"github.com/bcpdev/bcp/services/payments/pix/brcode"
 )
 
@@ -89,6 +90,11 @@ type Config struct {
 	Now     func() time.Time
 	Logger  *slog.Logger
 	Metrics prometheus.Registerer
+	// Tracing traces both listeners and the webhooks (nil: off). A
+	// webhook of a payment made through the control API continues that
+	// call's trace, as if the bank told the PSP which purchase it paid
+	// (deliveryTraces).
+	Tracing *tracing.Provider
 }
 
 // DefaultLocationHost is the host of charge locations unless configured.
@@ -109,6 +115,7 @@ type Server struct {
 	ctlSrv  *http.Server
 	webhook *http.Client
 	wake    chan struct{}
+	traces  deliveryTraces
 	// certAccounts maps a client certificate's SHA-256 to the account it
 	// was issued to. Fingerprints are never reused, so an entry never goes
 	// wrong; a rotated-out certificate is refused by the token check.
@@ -181,7 +188,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
 	s.pixSrv = &http.Server{
-		Handler: s.pixHandler(),
+		Handler: cfg.Tracing.Handler("pspsim-api", false, s.pixHandler()),
 		TLSConfig: &tls.Config{
 			Certificates: []tls.Certificate{cfg.ServerCert},
 			// As at a real PSP: no certificate from the simulator's CA, no
@@ -194,7 +201,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ErrorLog:          errLog,
 	}
 	s.ctlSrv = &http.Server{
-		Handler:           ctl,
+		Handler:           cfg.Tracing.Handler("pspsim-control", false, ctl),
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cfg.ServerCert}, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          errLog,

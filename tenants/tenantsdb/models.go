@@ -30,6 +30,15 @@ type TenantsDomain struct {
 	CreatedAt time.Time
 }
 
+type TenantsHandlerTest struct {
+	TenantID  uuid.UUID
+	HandlerID string
+	Ok        bool
+	Code      string
+	Message   string
+	TestedAt  time.Time
+}
+
 type TenantsMerchantSession struct {
 	TenantID   uuid.UUID
 	TokenHash  []byte
@@ -50,6 +59,15 @@ type TenantsMerchantUser struct {
 	LastLoginAt    *time.Time
 	DisabledAt     *time.Time
 	CreatedAt      time.Time
+}
+
+type TenantsPasswordLink struct {
+	TenantID  uuid.UUID
+	TokenHash []byte
+	UserID    string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
 }
 
 type TenantsPaymentHandler struct {

@@ -27,6 +27,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/saopaulo"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
@@ -92,9 +93,11 @@ func New(opts Options) *Admin {
 		"unix": func(s int64) string {
 			return time.Unix(s, 0).In(saoPaulo).Format("02/01/2006 15:04")
 		},
-		"when":     func(t time.Time) string { return t.In(saoPaulo).Format("02/01/2006 15:04") },
-		"statusPT": statusPT,
-		"cep":      fmtCEP,
+		"when":      func(t time.Time) string { return t.In(saoPaulo).Format("02/01/2006 15:04") },
+		"statusPT":  statusPT,
+		"paymentPT": paymentLabel,
+		"brand":     brandName,
+		"cep":       fmtCEP,
 		"dict": func(kv ...any) map[string]any {
 			m := map[string]any{}
 			for i := 0; i+1 < len(kv); i += 2 {
@@ -105,19 +108,15 @@ func New(opts Options) *Admin {
 		"pct": func(bp int64) string { return formatPercent(bp) + " %" },
 	}
 	a.pages = map[string]*template.Template{}
-	for _, p := range append([]string{"login", "products", "product", "orders", "order", "checkouts", "checkout", "shipping", "rate", "discounts", "discount", "users", "apikeys", "settings", "error", "dashboard"}, merchantPages...) {
+	for _, p := range append([]string{"login", "products", "product", "orders", "order", "slip", "checkouts", "checkout", "shipping", "rate", "discounts", "discount", "users", "apikeys", "settings", "error", "dashboard"}, merchantPages...) {
 		t := template.New("layout.html").Funcs(funcs)
 		a.pages[p] = template.Must(t.ParseFS(templateFS, "templates/layout.html", "templates/field.html", "templates/"+p+".html"))
 	}
 	return a
 }
 
-var saoPaulo = func() *time.Location {
-	if l, err := time.LoadLocation("America/Sao_Paulo"); err == nil {
-		return l
-	}
-	return time.FixedZone("BRT", -3*3600)
-}()
+// saoPaulo is the zone every admin time is shown in (internal/saopaulo).
+var saoPaulo = saopaulo.Location
 
 // Routes returns the handlers by ServeMux pattern, to be mounted on the
 // public mux behind Host routing.
@@ -139,6 +138,8 @@ func (a *Admin) Routes() map[string]http.Handler {
 		"POST /admin/produtos/{id}":            post(a.updateProduct),
 		"GET /admin/pedidos":                   get(a.orders),
 		"GET /admin/pedidos/{id}":              get(a.order),
+		"GET /admin/pedidos.csv":               get(a.ordersCSV),
+		"GET /admin/pedidos/{id}/separacao":    get(a.packingSlip),
 		"POST /admin/pedidos/{id}/reembolso":   post(a.refund),
 		"POST /admin/pedidos/{id}/fulfillment": post(a.fulfillment),
 		"GET /admin/checkouts":                 get(a.checkouts),

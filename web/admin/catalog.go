@@ -17,7 +17,7 @@ import (
 
 type productsData struct {
 	Query    string
-	Products []*catalogv1.Product
+	Products []productRow
 	Next     string
 	// Searches is what agents searched for in the last 30 days (nil when
 	// the catalog could not say: the list still shows).
@@ -37,7 +37,7 @@ func (a *Admin) products(rw http.ResponseWriter, r *http.Request) {
 	needle := strings.ToLower(q)
 	for _, p := range resp.Msg.GetProducts() {
 		if needle == "" || matches(p, needle) {
-			d.Products = append(d.Products, p)
+			d.Products = append(d.Products, newProductRow(p))
 		}
 	}
 	if st, err := a.opts.Catalog.SearchTerms(r.Context(), connect.NewRequest(&catalogv1.SearchTermsRequest{Days: 30, Limit: 10})); err == nil {
@@ -46,6 +46,69 @@ func (a *Admin) products(rw http.ResponseWriter, r *http.Request) {
 		a.log.WarnContext(r.Context(), "admin: search terms", "err", err)
 	}
 	a.render(rw, r, http.StatusOK, "products", a.newPage(r, "Produtos", "produtos", d))
+}
+
+// lowStock is the stock at or under which an active variant is "low".
+const lowStock = 5
+
+// productRow is a product as the list shows it: its thumbnail, its stock
+// state and each variant's line.
+type productRow struct {
+	*catalogv1.Product
+	Thumb      string // an https (or same-origin) image URL; "" for none
+	Badge      string // Ativo | Estoque baixo | Esgotado | Inativo
+	BadgeClass string
+	Rows       []variantRow
+}
+
+type variantRow struct {
+	*catalogv1.Variant
+	State string // "" | "low" | "out"
+}
+
+// newProductRow reads the stock state: an active product whose active
+// variants have no stock is "Esgotado" (agents cannot buy it), one with an
+// active variant at or under lowStock "Estoque baixo".
+func newProductRow(p *catalogv1.Product) productRow {
+	row := productRow{Product: p, Thumb: thumbURL(p.GetImageUrl())}
+	var inStock, low bool
+	for _, v := range p.GetVariants() {
+		vr := variantRow{Variant: v}
+		if v.GetActive() {
+			switch {
+			case v.GetStock() <= 0:
+				vr.State = "out"
+			case v.GetStock() <= lowStock:
+				vr.State, low, inStock = "low", true, true
+			default:
+				inStock = true
+			}
+		}
+		if row.Thumb == "" {
+			row.Thumb = thumbURL(v.GetImageUrl())
+		}
+		row.Rows = append(row.Rows, vr)
+	}
+	switch {
+	case !p.GetActive():
+		row.Badge, row.BadgeClass = "Inativo", "badge-neutral"
+	case !inStock:
+		row.Badge, row.BadgeClass = "Esgotado", "badge-danger"
+	case low:
+		row.Badge, row.BadgeClass = "Estoque baixo", "badge-warn"
+	default:
+		row.Badge, row.BadgeClass = "Ativo", "badge-ok"
+	}
+	return row
+}
+
+// thumbURL keeps the image URLs the admin's CSP lets the browser load
+// (https, or a path on the merchant's host).
+func thumbURL(u string) string {
+	if strings.HasPrefix(u, "https://") || (strings.HasPrefix(u, "/") && !strings.HasPrefix(u, "//")) {
+		return u
+	}
+	return ""
 }
 
 func matches(p *catalogv1.Product, needle string) bool {

@@ -50,6 +50,10 @@ type dashboardData struct {
 	CardApproved qty
 	CardDeclined qty
 
+	// Checklist is the go-live checklist ("Primeiros passos"; nil when
+	// the tenants service could not answer it).
+	Checklist *checklistView
+
 	// Alerts are the payments the platform could not keep and returned by
 	// itself (a Pix paid late or with another amount, a card approved after
 	// its payment ended, a payment of a canceled checkout), newest first.
@@ -102,8 +106,13 @@ func (a *Admin) dashboard(rw http.ResponseWriter, r *http.Request) {
 		alerts           *paymentsv1.ListAlertsResponse
 		errO, errC, errP error
 		errA             error
+		checklist        *checklistView
 	)
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		checklist = a.checklist(ctx, sessionFrom(ctx))
+	}()
 	go func() {
 		defer wg.Done()
 		var resp *connect.Response[ordersv1.GetOrderStatsResponse]
@@ -143,8 +152,8 @@ func (a *Admin) dashboard(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	d := dashboardData{Days: days, Periods: dashboardPeriods, Payments: pays != nil}
-	d.fillOrders(orders, start, days)
+	d := dashboardData{Days: days, Periods: dashboardPeriods, Payments: pays != nil, Checklist: checklist}
+	d.fillOrders(orders, start, days, a.agentNames(r))
 	d.fillCheckouts(checkouts)
 	if pays != nil {
 		d.fillPayments(pays, start, days)
@@ -174,7 +183,7 @@ func calendar(start time.Time, days int) (keys, labels []string) {
 	return keys, labels
 }
 
-func (d *dashboardData) fillOrders(s *ordersv1.GetOrderStatsResponse, start time.Time, days int) {
+func (d *dashboardData) fillOrders(s *ordersv1.GetOrderStatsResponse, start time.Time, days int, names agentNamer) {
 	d.GMV, d.Orders, d.Refunded = s.GetGmvMinor(), qty(s.GetOrders()), s.GetRefundedMinor()
 	if n := s.GetOrders(); n > 0 {
 		d.Ticket = (d.GMV + n/2) / n
@@ -192,7 +201,7 @@ func (d *dashboardData) fillOrders(s *ordersv1.GetOrderStatsResponse, start time
 
 	var agents []svgchart.Bar
 	for _, ag := range s.GetByAgent() {
-		label := ag.GetAgent()
+		label := names.Name(ag.GetAgent()) // the agent's name, not its profile URL
 		if label == "" {
 			label = "(agente não identificado)"
 		}

@@ -18,7 +18,8 @@ func TestDashboardFigures(t *testing.T) {
 	var d dashboardData
 	d.fillOrders(&ordersv1.GetOrderStatsResponse{Orders: 3, GmvMinor: 1000, PerDay: []*ordersv1.OrderDay{
 		{Day: "2026-02-28", Orders: 1, GmvMinor: 400}, {Day: "2026-03-02", Orders: 2, GmvMinor: 600},
-	}, ByAgent: []*ordersv1.AgentOrders{{Agent: "", Orders: 1, GmvMinor: 400}}}, start, 4)
+	}, ByAgent: []*ordersv1.AgentOrders{{Agent: "", Orders: 1, GmvMinor: 400}, {Agent: "https://agente.example/perfil.json", Orders: 1, GmvMinor: 300},
+		{Agent: "https://outro.example/p.json", Orders: 1, GmvMinor: 300}}}, start, 4, agentNamer{"https://agente.example/perfil.json": "Assistente Ana"})
 	if d.Ticket != 333 || d.Orders.String() != "3" {
 		t.Errorf("ticket %d orders %s", d.Ticket, d.Orders)
 	}
@@ -26,7 +27,10 @@ func TestDashboardFigures(t *testing.T) {
 	if !strings.Contains(gmv, "<desc>27/02: R$ 0,00; 28/02: R$ 4,00; 01/03: R$ 0,00; 02/03: R$ 6,00</desc>") || strings.Count(gmv, `<rect class="bar`) != 2 {
 		t.Errorf("GMV chart: %s", gmv)
 	}
-	if !strings.Contains(string(d.AgentChart), "<title>(agente não identificado): R$ 4,00 · 1 pedido</title>") {
+	// Agents are named by their API key's label, else their profile's host.
+	if ch := string(d.AgentChart); !strings.Contains(ch, "<title>(agente não identificado): R$ 4,00 · 1 pedido</title>") ||
+		!strings.Contains(ch, "<title>Assistente Ana: R$ 3,00 · 1 pedido</title>") || !strings.Contains(ch, "<title>outro.example: R$ 3,00 · 1 pedido</title>") ||
+		strings.Contains(ch, "https://") {
 		t.Errorf("agent chart: %s", d.AgentChart)
 	}
 
@@ -44,7 +48,7 @@ func TestDashboardFigures(t *testing.T) {
 	}
 
 	var empty dashboardData
-	empty.fillOrders(&ordersv1.GetOrderStatsResponse{}, start, 30)
+	empty.fillOrders(&ordersv1.GetOrderStatsResponse{}, start, 30, nil)
 	empty.fillCheckouts(&checkoutv1.GetCheckoutStatsResponse{})
 	empty.fillPayments(&paymentsv1.GetPaymentStatsResponse{}, start, 30)
 	if empty.GMVChart != "" || empty.AgentChart != "" || empty.FunnelChart != "" || empty.PixChart != "" || empty.Conversion != "" || empty.Ticket != 0 {

@@ -7,5 +7,7 @@ import "github.com/bcpdev/bcp/web/internal/money"
 var (
 	FormatBRL   = money.FormatBRL
 	FormatReais = money.FormatReais
-	ParseBRL    = money.ParseBRL
+	// FormatDecimal is the exports' "1234.56".
+	FormatDecimal = money.FormatDecimal
+	ParseBRL      = money.ParseBRL
 )

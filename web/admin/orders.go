@@ -15,23 +15,12 @@ import (
 	"github.com/bcpdev/bcp/protocol/bcp"
 )
 
-type ordersData struct {
-	Orders []*ordersv1.OrderSummary
-	Next   string
-}
-
-func (a *Admin) orders(rw http.ResponseWriter, r *http.Request) {
-	resp, err := a.opts.Orders.ListOrders(r.Context(), connect.NewRequest(&ordersv1.ListOrdersRequest{PageSize: 50, PageToken: r.URL.Query().Get("pagina")}))
-	if err != nil {
-		a.serviceError(rw, r, err)
-		return
-	}
-	a.render(rw, r, http.StatusOK, "orders", a.newPage(r, "Pedidos", "pedidos", ordersData{Orders: resp.Msg.GetOrders(), Next: resp.Msg.GetNextPageToken()}))
-}
-
-// orderData is the order page: the order and its two forms as typed.
+// orderData is the order page: the order, what the merchant ships from
+// (buyer, delivery, payment) and its two forms as typed.
 type orderData struct {
 	Order       *bcp.Order
+	Details     orderDetails
+	Agent       string        // the agent's name (agentNamer)
 	Mandate     *orderMandate // nil: not an AP2 purchase
 	Total       int64
 	Refunded    int64
@@ -72,32 +61,63 @@ type orderMandate struct {
 	MerchantKID string    `json:"merchant_kid"`
 	Total       int64     `json:"total"`
 	VerifiedAt  time.Time `json:"verified_at"`
+	// AP2's layout: the mandate type and checkout_hash; the payment
+	// mandate, when the instrument carried one.
+	VCT          string `json:"vct"`
+	CheckoutHash string `json:"checkout_hash"`
+	Payment      *struct {
+		Digest         string `json:"digest"`
+		VCT            string `json:"vct"`
+		TransactionID  string `json:"transaction_id"`
+		Amount         int64  `json:"amount"`
+		InstrumentID   string `json:"instrument_id"`
+		InstrumentType string `json:"instrument_type"`
+	} `json:"payment_mandate"`
 }
 
 func (m *orderMandate) ExpiresAt() time.Time    { return time.Unix(m.Expires, 0) }
 func (m *orderMandate) KeyBoundTime() time.Time { return time.Unix(m.KeyBoundAt, 0) }
 
-func (a *Admin) loadOrder(r *http.Request) (*bcp.Order, *orderMandate, error) {
+// loadedOrder is one GetOrder answer as the pages use it.
+type loadedOrder struct {
+	order   *bcp.Order
+	mandate *orderMandate
+	details orderDetails
+	agent   string // profile URL
+}
+
+func (a *Admin) loadOrder(r *http.Request) (*loadedOrder, error) {
 	resp, err := a.opts.Orders.GetOrder(r.Context(), connect.NewRequest(&ordersv1.GetOrderRequest{Id: r.PathValue("id")}))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	o := &bcp.Order{}
 	if err := json.Unmarshal(resp.Msg.GetOrderJson(), o); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var m *orderMandate
+	l := &loadedOrder{order: o, agent: resp.Msg.GetAgentProfileUrl()}
 	if raw := resp.Msg.GetAp2MandateJson(); len(raw) > 0 {
-		m = &orderMandate{}
-		if err := json.Unmarshal(raw, m); err != nil {
-			return nil, nil, err
+		l.mandate = &orderMandate{}
+		if err := json.Unmarshal(raw, l.mandate); err != nil {
+			return nil, err
 		}
 	}
-	return o, m, nil
+	l.details = newOrderDetails(o, resp.Msg.GetDetails())
+	return l, nil
 }
 
-func newOrderData(o *bcp.Order, m *orderMandate) orderData {
-	d := orderData{Order: o, Mandate: m, EventTypes: eventTypes,
+// orderTitle names an order everywhere the merchant sees it: "Pedido #1007"
+// (the id for an order without a number).
+func orderTitle(o *bcp.Order) string {
+	if o.Label != "" {
+		return "Pedido " + o.Label
+	}
+	return "Pedido " + o.ID
+}
+
+func newOrderData(l *loadedOrder) orderData {
+	o := l.order
+	d := orderData{Order: o, Mandate: l.mandate, Details: l.details, EventTypes: eventTypes,
 		Refund:      refundForm{Key: ids.New("rfd")},
 		Fulfillment: fulfillmentForm{Type: "shipped", Key: ids.New("evt")}}
 	for _, t := range o.Totals {
@@ -125,12 +145,14 @@ func sign(v int64) int64 {
 }
 
 func (a *Admin) order(rw http.ResponseWriter, r *http.Request) {
-	o, mandate, err := a.loadOrder(r)
+	l, err := a.loadOrder(r)
 	if err != nil {
 		a.serviceError(rw, r, err)
 		return
 	}
-	a.render(rw, r, http.StatusOK, "order", a.newPage(r, "Pedido "+o.ID, "pedidos", newOrderData(o, mandate)))
+	d := newOrderData(l)
+	d.Agent = a.agentNames(r).Name(l.agent)
+	a.render(rw, r, http.StatusOK, "order", a.newPage(r, orderTitle(l.order), "pedidos", d))
 }
 
 func validKey(k string) bool {
@@ -149,12 +171,12 @@ func validKey(k string) bool {
 // the whole remaining amount). The form's key makes a double submit one
 // refund.
 func (a *Admin) refund(rw http.ResponseWriter, r *http.Request) {
-	o, mandate, err := a.loadOrder(r)
+	l, err := a.loadOrder(r)
 	if err != nil {
 		a.serviceError(rw, r, err)
 		return
 	}
-	d := newOrderData(o, mandate)
+	o, d := l.order, newOrderData(l)
 	f := refundForm{Amount: strings.TrimSpace(r.PostFormValue("amount")), Reason: strings.TrimSpace(r.PostFormValue("reason")), Key: r.PostFormValue("key"), Errors: map[string]string{}}
 	if !validKey(f.Key) {
 		f.Key = d.Refund.Key
@@ -192,7 +214,8 @@ func (a *Admin) refund(rw http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d.Refund = f
-	a.render(rw, r, http.StatusUnprocessableEntity, "order", a.newPage(r, "Pedido "+o.ID, "pedidos", d))
+	d.Agent = a.agentNames(r).Name(l.agent)
+	a.render(rw, r, http.StatusUnprocessableEntity, "order", a.newPage(r, orderTitle(o), "pedidos", d))
 }
 
 func refundMessage(e *apperr.Error) string {
@@ -206,12 +229,12 @@ func refundMessage(e *apperr.Error) string {
 }
 
 func (a *Admin) fulfillment(rw http.ResponseWriter, r *http.Request) {
-	o, mandate, err := a.loadOrder(r)
+	l, err := a.loadOrder(r)
 	if err != nil {
 		a.serviceError(rw, r, err)
 		return
 	}
-	d := newOrderData(o, mandate)
+	o, d := l.order, newOrderData(l)
 	f := fulfillmentForm{Type: r.PostFormValue("type"), TrackingNumber: strings.TrimSpace(r.PostFormValue("tracking_number")),
 		TrackingURL: strings.TrimSpace(r.PostFormValue("tracking_url")), Carrier: strings.TrimSpace(r.PostFormValue("carrier")),
 		Description: strings.TrimSpace(r.PostFormValue("description")), Key: r.PostFormValue("key"), Errors: map[string]string{}}
@@ -257,5 +280,6 @@ func (a *Admin) fulfillment(rw http.ResponseWriter, r *http.Request) {
 		f.Errors[field] = "Evento recusado: " + e.Message
 	}
 	d.Fulfillment = f
-	a.render(rw, r, http.StatusUnprocessableEntity, "order", a.newPage(r, "Pedido "+o.ID, "pedidos", d))
+	d.Agent = a.agentNames(r).Name(l.agent)
+	a.render(rw, r, http.StatusUnprocessableEntity, "order", a.newPage(r, orderTitle(o), "pedidos", d))
 }

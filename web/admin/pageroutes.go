@@ -6,13 +6,14 @@ import "net/http"
 // pickup points, CSV import, agent auth policy), kept apart from admin.go's
 // route table so it changes in one line.
 
-var merchantPages = []string{"keys", "keyrevoke", "handlers", "handler", "pickup", "import"}
+var merchantPages = []string{"keys", "keyrevoke", "handlers", "handler", "pickup", "import", "password"}
 
 func init() {
 	for k, v := range map[string]string{
 		"girada":   "Nova chave gerada e publicada.",
 		"removido": "Meio de pagamento removido.",
 		"excluido": "Ponto de retirada excluído.",
+		"senha":    "Senha definida. Entre com seu e-mail e a nova senha.",
 	} {
 		noticeText[k] = v
 	}
@@ -40,5 +41,9 @@ func (a *Admin) merchantRoutes(get, post func(http.HandlerFunc) http.Handler, co
 		"GET /admin/produtos/importar/exemplo.csv": get(a.importSample),
 		"POST /admin/produtos/importar":            secure(cop.Handler(a.signedIn(a.uploadCSRF(a.importCSV)))),
 		"POST /admin/agentes/politica":             post(a.adminOnly(a.saveAgentPolicy)),
+		// The set-password page of an invitation link (onboarding.go):
+		// no session yet, a sign-in style CSRF token.
+		"GET /admin/senha":  secure(http.HandlerFunc(a.passwordPage)),
+		"POST /admin/senha": secure(cop.Handler(http.HandlerFunc(a.setPassword))),
 	}
 }

@@ -23,10 +23,10 @@ import (
 	"time"
 
 	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/money"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
-	"github.com/bcpdev/bcp/web/internal/money"
 	"github.com/bcpdev/bcp/web/internal/pages"
 	"github.com/bcpdev/bcp/web/internal/pagesec"
 )

@@ -21,6 +21,10 @@ type tenantRow struct {
 	*tenantsv1.Tenant
 	Created   time.Time
 	Suspended bool
+	// Readiness is the go-live checklist's state: "pronto para vender",
+	// "3/6 prontos", or "" when the registry could not say.
+	Readiness string
+	Ready     bool
 }
 
 type listData struct {
@@ -46,6 +50,7 @@ func (c *Console) tenants(w http.ResponseWriter, r *http.Request) {
 	for _, t := range resp.Msg.GetTenants() {
 		d.Tenants = append(d.Tenants, row(t))
 	}
+	c.readiness(r, d.Tenants)
 	if n := resp.Msg.GetNextPageToken(); n != "" {
 		v := url.Values{"apos": {n}}
 		if q != "" {
@@ -56,6 +61,37 @@ func (c *Console) tenants(w http.ResponseWriter, r *http.Request) {
 	p := c.newPage(r, "Lojas", d)
 	p.Nav = "lojas"
 	c.render(w, r, http.StatusOK, "tenants", p)
+}
+
+// readiness fills each row's go-live state from one batch call (issue 34);
+// without an answer the column stays empty rather than failing the list.
+func (c *Console) readiness(r *http.Request, rows []tenantRow) {
+	if len(rows) == 0 {
+		return
+	}
+	ids := make([]string, len(rows))
+	for i, t := range rows {
+		ids[i] = t.GetId()
+	}
+	resp, err := c.opts.Tenants.ListGoLiveChecklists(r.Context(), connect.NewRequest(&tenantsv1.ListGoLiveChecklistsRequest{TenantIds: ids}))
+	if err != nil {
+		c.log.WarnContext(r.Context(), "operator console: go-live checklists", "err", err)
+		return
+	}
+	byID := map[string]*tenantsv1.GoLiveChecklist{}
+	for _, cl := range resp.Msg.GetChecklists() {
+		byID[cl.GetTenantId()] = cl
+	}
+	for i := range rows {
+		cl := byID[rows[i].GetId()]
+		switch {
+		case cl == nil:
+		case cl.GetReady():
+			rows[i].Readiness, rows[i].Ready = "pronto para vender", true
+		default:
+			rows[i].Readiness = strconv.Itoa(int(cl.GetDone())) + "/" + strconv.Itoa(int(cl.GetRequired())) + " prontos"
+		}
+	}
 }
 
 func row(t *tenantsv1.Tenant) tenantRow {

@@ -10,6 +10,7 @@ import (
 	"github.com/bcpdev/bcp/internal/tenancy"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
+	"github.com/bcpdev/bcp/protocol/bcp"
 )
 
 // stats are the checkout and order figures of the usage window.
@@ -57,8 +58,8 @@ func (c *Console) stats(ctx context.Context, tenantID string, since, until time.
 
 func checkoutStatusPT(s string) string {
 	if t, ok := map[string]string{
-		"incomplete": "incompletos", "requires_escalation": "requerem comprador", "ready_for_complete": "prontos para concluir",
-		"complete_in_progress": "concluindo", "completed": "concluídos", "canceled": "cancelados",
+		bcp.StatusIncomplete: "incompletos", bcp.StatusRequiresEscalation: "requerem comprador", bcp.StatusReadyForComplete: "prontos para concluir",
+		bcp.StatusCompleteInProgress: "concluindo", bcp.StatusCompleted: "concluídos", bcp.StatusCanceled: "cancelados",
 	}[s]; ok {
 		return t
 	}

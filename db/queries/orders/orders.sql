@@ -10,9 +10,11 @@ WITH n AS (
     ON CONFLICT (tenant_id) DO UPDATE SET last = orders.label_counters.last + 1
     RETURNING ('#' || last)::text AS label
 )
-INSERT INTO orders.orders (tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, status, snapshot, ap2_mandate)
+INSERT INTO orders.orders (tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, status, snapshot, ap2_mandate,
+                           buyer_name, buyer_email, payment_method, details)
 SELECT @tenant_id, @id, @checkout_id, n.label, @payment_attempt_id, @agent_profile_url, @webhook_url, @base_url, @currency, @total, @status,
-       jsonb_set(@snapshot::jsonb, '{label}', to_jsonb(n.label)), sqlc.narg(ap2_mandate)
+       jsonb_set(@snapshot::jsonb, '{label}', to_jsonb(n.label)), sqlc.narg(ap2_mandate),
+       @buyer_name, @buyer_email, @payment_method, sqlc.narg(details)
 FROM n
 RETURNING label;
 
@@ -34,10 +36,21 @@ WHERE tenant_id = @tenant_id AND id = @id
 RETURNING version;
 
 -- name: ListOrders :many
-SELECT id, checkout_id, total, currency, agent_profile_url, status, created_at, ap2_mandate
+-- Newest first (ids sort by creation time), filtered: every filter is
+-- optional ('' or NULL). @label is an exact order number ("#1007"),
+-- @pattern an ILIKE pattern on the buyer's name and e-mail; with both set
+-- either matches.
+SELECT id, checkout_id, label, total, currency, agent_profile_url, status, created_at, ap2_mandate, buyer_name, buyer_email, payment_method
 FROM orders.orders
 WHERE tenant_id = @tenant_id
   AND (sqlc.narg(before_id)::text IS NULL OR id < sqlc.narg(before_id)::text)
+  AND (@status::text = '' OR status = @status::text)
+  AND (@payment_method::text = '' OR payment_method = @payment_method::text)
+  AND (sqlc.narg(since)::timestamptz IS NULL OR created_at >= sqlc.narg(since)::timestamptz)
+  AND (sqlc.narg(until)::timestamptz IS NULL OR created_at < sqlc.narg(until)::timestamptz)
+  AND ((@label::text = '' AND @pattern::text = '')
+       OR label = @label::text
+       OR (@pattern::text <> '' AND (buyer_name ILIKE @pattern::text OR buyer_email ILIKE @pattern::text)))
 ORDER BY id DESC
 LIMIT @page_size;
 

@@ -7,15 +7,17 @@ import (
 	"strconv"
 
 	"github.com/bcpdev/bcp/httpsig"
+	"github.com/bcpdev/bcp/internal/apperr"
 )
 
-// JSON-RPC error codes of the BCP binding (ucp-digest §9).
+// JSON-RPC error codes of the BCP binding (ucp-digest §9), as this
+// package uses them; the numbers live in internal/apperr.
 const (
-	CodeProtocol       = -32000 // authentication, signatures, unavailable
-	CodeDiscovery      = -32001 // agent profile errors
-	CodeInvalidRequest = -32600 // digest_mismatch, algorithm_unsupported, unreadable request
-	CodeInvalidParams  = -32602 // a NUL or invalid UTF-8 in the agent profile URL
-	CodeInternal       = -32603
+	CodeProtocol       = apperr.RPCProtocol      // authentication, signatures, unavailable
+	CodeDiscovery      = apperr.RPCDiscovery     // agent profile errors
+	CodeInvalidRequest = apperr.RPCInvalid       // digest_mismatch, algorithm_unsupported, unreadable request
+	CodeInvalidParams  = apperr.RPCInvalidParams // a NUL or invalid UTF-8 in the agent profile URL
+	CodeInternal       = apperr.RPCInternal
 )
 
 // data.code values this package answers with.

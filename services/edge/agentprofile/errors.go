@@ -3,7 +3,8 @@ package agentprofile
 import "net/http"
 
 // Error codes (digest §9). All are protocol errors: REST status per
-// HTTPStatus, JSON-RPC error -32001 with data.code = Code.
+// HTTPStatus, JSON-RPC error apperr.RPCDiscovery (-32001) with data.code =
+// Code.
 // capabilities_incompatible is not among them: it is a business outcome
 // (Result.Incompatible), answered with a UCP error body, not a protocol error.
 const (
@@ -12,9 +13,6 @@ const (
 	CodeProfileMalformed   = "profile_malformed"
 	CodeVersionUnsupported = "version_unsupported"
 )
-
-// JSONRPCCode is the JSON-RPC error code of every Error (digest §9).
-const JSONRPCCode = -32001
 
 // Error is a profile resolution or negotiation failure. Message is safe to
 // return to the agent: it never holds more than a short, quoted excerpt of

@@ -61,6 +61,10 @@ type OrdersOrder struct {
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
 	Ap2Mandate       []byte
+	BuyerName        string
+	BuyerEmail       string
+	PaymentMethod    string
+	Details          []byte
 }
 
 type OrdersWebhookDelivery struct {

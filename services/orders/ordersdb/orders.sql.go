@@ -69,7 +69,7 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Order
 }
 
 const getOrder = `-- name: GetOrder :one
-SELECT tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, refunded, status, snapshot, version, created_at, updated_at, ap2_mandate FROM orders.orders WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, refunded, status, snapshot, version, created_at, updated_at, ap2_mandate, buyer_name, buyer_email, payment_method, details FROM orders.orders WHERE tenant_id = $1 AND id = $2
 `
 
 type GetOrderParams struct {
@@ -98,12 +98,16 @@ func (q *Queries) GetOrder(ctx context.Context, arg GetOrderParams) (OrdersOrder
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Ap2Mandate,
+		&i.BuyerName,
+		&i.BuyerEmail,
+		&i.PaymentMethod,
+		&i.Details,
 	)
 	return i, err
 }
 
 const getOrderByCheckout = `-- name: GetOrderByCheckout :one
-SELECT tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, refunded, status, snapshot, version, created_at, updated_at, ap2_mandate FROM orders.orders WHERE tenant_id = $1 AND checkout_id = $2
+SELECT tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, refunded, status, snapshot, version, created_at, updated_at, ap2_mandate, buyer_name, buyer_email, payment_method, details FROM orders.orders WHERE tenant_id = $1 AND checkout_id = $2
 `
 
 type GetOrderByCheckoutParams struct {
@@ -132,6 +136,10 @@ func (q *Queries) GetOrderByCheckout(ctx context.Context, arg GetOrderByCheckout
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Ap2Mandate,
+		&i.BuyerName,
+		&i.BuyerEmail,
+		&i.PaymentMethod,
+		&i.Details,
 	)
 	return i, err
 }
@@ -230,9 +238,11 @@ WITH n AS (
     ON CONFLICT (tenant_id) DO UPDATE SET last = orders.label_counters.last + 1
     RETURNING ('#' || last)::text AS label
 )
-INSERT INTO orders.orders (tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, status, snapshot, ap2_mandate)
+INSERT INTO orders.orders (tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, status, snapshot, ap2_mandate,
+                           buyer_name, buyer_email, payment_method, details)
 SELECT $1, $2, $3, n.label, $4, $5, $6, $7, $8, $9, $10,
-       jsonb_set($11::jsonb, '{label}', to_jsonb(n.label)), $12
+       jsonb_set($11::jsonb, '{label}', to_jsonb(n.label)), $12,
+       $13, $14, $15, $16
 FROM n
 RETURNING label
 `
@@ -250,6 +260,10 @@ type InsertNumberedOrderParams struct {
 	Status           string
 	Snapshot         json.RawMessage
 	Ap2Mandate       []byte
+	BuyerName        string
+	BuyerEmail       string
+	PaymentMethod    string
+	Details          []byte
 }
 
 // The order with the tenant's next label ("#1001", "#1002", …), also
@@ -272,6 +286,10 @@ func (q *Queries) InsertNumberedOrder(ctx context.Context, arg InsertNumberedOrd
 		arg.Status,
 		arg.Snapshot,
 		arg.Ap2Mandate,
+		arg.BuyerName,
+		arg.BuyerEmail,
+		arg.PaymentMethod,
+		arg.Details,
 	)
 	var label string
 	err := row.Scan(&label)
@@ -319,33 +337,64 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 }
 
 const listOrders = `-- name: ListOrders :many
-SELECT id, checkout_id, total, currency, agent_profile_url, status, created_at, ap2_mandate
+SELECT id, checkout_id, label, total, currency, agent_profile_url, status, created_at, ap2_mandate, buyer_name, buyer_email, payment_method
 FROM orders.orders
 WHERE tenant_id = $1
   AND ($2::text IS NULL OR id < $2::text)
+  AND ($3::text = '' OR status = $3::text)
+  AND ($4::text = '' OR payment_method = $4::text)
+  AND ($5::timestamptz IS NULL OR created_at >= $5::timestamptz)
+  AND ($6::timestamptz IS NULL OR created_at < $6::timestamptz)
+  AND (($7::text = '' AND $8::text = '')
+       OR label = $7::text
+       OR ($8::text <> '' AND (buyer_name ILIKE $8::text OR buyer_email ILIKE $8::text)))
 ORDER BY id DESC
-LIMIT $3
+LIMIT $9
 `
 
 type ListOrdersParams struct {
-	TenantID uuid.UUID
-	BeforeID *string
-	PageSize int32
+	TenantID      uuid.UUID
+	BeforeID      *string
+	Status        string
+	PaymentMethod string
+	Since         *time.Time
+	Until         *time.Time
+	Label         string
+	Pattern       string
+	PageSize      int32
 }
 
 type ListOrdersRow struct {
 	ID              string
 	CheckoutID      string
+	Label           string
 	Total           int64
 	Currency        string
 	AgentProfileUrl string
 	Status          string
 	CreatedAt       time.Time
 	Ap2Mandate      []byte
+	BuyerName       string
+	BuyerEmail      string
+	PaymentMethod   string
 }
 
+// Newest first (ids sort by creation time), filtered: every filter is
+// optional (” or NULL). @label is an exact order number ("#1007"),
+// @pattern an ILIKE pattern on the buyer's name and e-mail; with both set
+// either matches.
 func (q *Queries) ListOrders(ctx context.Context, arg ListOrdersParams) ([]ListOrdersRow, error) {
-	rows, err := q.db.Query(ctx, listOrders, arg.TenantID, arg.BeforeID, arg.PageSize)
+	rows, err := q.db.Query(ctx, listOrders,
+		arg.TenantID,
+		arg.BeforeID,
+		arg.Status,
+		arg.PaymentMethod,
+		arg.Since,
+		arg.Until,
+		arg.Label,
+		arg.Pattern,
+		arg.PageSize,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -356,12 +405,16 @@ func (q *Queries) ListOrders(ctx context.Context, arg ListOrdersParams) ([]ListO
 		if err := rows.Scan(
 			&i.ID,
 			&i.CheckoutID,
+			&i.Label,
 			&i.Total,
 			&i.Currency,
 			&i.AgentProfileUrl,
 			&i.Status,
 			&i.CreatedAt,
 			&i.Ap2Mandate,
+			&i.BuyerName,
+			&i.BuyerEmail,
+			&i.PaymentMethod,
 		); err != nil {
 			return nil, err
 		}
@@ -374,7 +427,7 @@ func (q *Queries) ListOrders(ctx context.Context, arg ListOrdersParams) ([]ListO
 }
 
 const lockOrder = `-- name: LockOrder :one
-SELECT tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, refunded, status, snapshot, version, created_at, updated_at, ap2_mandate FROM orders.orders WHERE tenant_id = $1 AND id = $2 FOR UPDATE
+SELECT tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, refunded, status, snapshot, version, created_at, updated_at, ap2_mandate, buyer_name, buyer_email, payment_method, details FROM orders.orders WHERE tenant_id = $1 AND id = $2 FOR UPDATE
 `
 
 type LockOrderParams struct {
@@ -406,6 +459,10 @@ func (q *Queries) LockOrder(ctx context.Context, arg LockOrderParams) (OrdersOrd
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Ap2Mandate,
+		&i.BuyerName,
+		&i.BuyerEmail,
+		&i.PaymentMethod,
+		&i.Details,
 	)
 	return i, err
 }

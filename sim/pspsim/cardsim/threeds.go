@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
-	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bcpdev/bcp/internal/money"
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/sim/pspsim/pspsimdb"
 )
@@ -80,21 +80,14 @@ var (
 	pageFailed   = challengeView{Title: "Erro", Message: "O emissor simulado não pôde atender agora; tente de novo."}
 )
 
-// brl writes centavos as "R$ 1.234,56" (other currencies with their code).
+// brl writes centavos as "R$ 1.234,56" (other currencies with their code
+// in place of the symbol: "USD 1.234,56").
 func brl(cents int64, currency string) string {
-	units := fmt.Sprint(cents / 100)
-	var b strings.Builder
-	for i, d := range units {
-		if i > 0 && (len(units)-i)%3 == 0 {
-			b.WriteByte('.')
-		}
-		b.WriteRune(d)
+	s := money.FormatBRL(cents)
+	if currency != "brl" {
+		s = strings.Replace(s, "R$", strings.ToUpper(currency), 1)
 	}
-	sym := strings.ToUpper(currency) + " "
-	if currency == "brl" {
-		sym = "R$ "
-	}
-	return fmt.Sprintf("%s%s,%02d", sym, b.String(), cents%100)
+	return s
 }
 
 // findChallenge finds an intent by id and client secret (scope pspsim:

@@ -21,6 +21,13 @@ func FormatReais(cents int64) string {
 	return sign + strconv.FormatUint(mag/100, 10) + "," + twoDigits(mag%100)
 }
 
+// FormatDecimal is the machine-readable form of centavos, for exports:
+// "1234.56" (point, no grouping, "-" when negative).
+func FormatDecimal(cents int64) string {
+	mag, sign := magnitude(cents)
+	return sign + strconv.FormatUint(mag/100, 10) + "." + twoDigits(mag%100)
+}
+
 // magnitude works on uint64 so math.MinInt64 has one too.
 func magnitude(cents int64) (uint64, string) {
 	if cents < 0 {

@@ -18,6 +18,11 @@ func TestFormatBRL(t *testing.T) {
 			t.Errorf("FormatReais(%d) = %q, want %q", cents, got, want)
 		}
 	}
+	for cents, want := range map[int64]string{0: "0.00", 5: "0.05", 18470: "184.70", 123456: "1234.56", -1099: "-10.99"} {
+		if got := FormatDecimal(cents); got != want {
+			t.Errorf("FormatDecimal(%d) = %q, want %q", cents, got, want)
+		}
+	}
 }
 
 func TestParseBRL(t *testing.T) {

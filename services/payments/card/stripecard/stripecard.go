@@ -126,6 +126,7 @@ import (
 
 	"github.com/stripe/stripe-go/v85"
 
+	"github.com/bcpdev/bcp/internal/tracing"
 	"github.com/bcpdev/bcp/services/payments/card"
 )
 
@@ -186,7 +187,7 @@ func New(cfg Config) (*Processor, error) {
 		EnableTelemetry:   stripe.Bool(false),
 	}
 	if bc.HTTPClient == nil {
-		bc.HTTPClient = &http.Client{Timeout: defaultTimeout}
+		bc.HTTPClient = &http.Client{Timeout: defaultTimeout, Transport: tracing.Transport(nil)}
 	}
 	if cfg.BaseURL != "" {
 		if err := checkBaseURL(cfg.BaseURL); err != nil {

@@ -123,8 +123,12 @@ type CreateOrderRequest struct {
 	// The AP2 checkout mandate the completion was verified with, as its
 	// digest and claims (JSON); empty without AP2.
 	Ap2MandateJson []byte `protobuf:"bytes,7,opt,name=ap2_mandate_json,json=ap2MandateJson,proto3" json:"ap2_mandate_json,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// How the order was paid, for the merchant (order page, packing slip,
+	// export); never in the agent's order. Buyer and delivery details are
+	// read from checkout_json.
+	Payment       *OrderPayment `protobuf:"bytes,8,opt,name=payment,proto3" json:"payment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateOrderRequest) Reset() {
@@ -206,20 +210,464 @@ func (x *CreateOrderRequest) GetAp2MandateJson() []byte {
 	return nil
 }
 
+func (x *CreateOrderRequest) GetPayment() *OrderPayment {
+	if x != nil {
+		return x.Payment
+	}
+	return nil
+}
+
+// OrderDetails is what the merchant needs to ship and account for an
+// order and the BCP order does not carry: who bought, how to reach them,
+// where it goes and how it was paid. Recorded at creation from the
+// completed checkout; never sent to agents. Orders created before it was
+// recorded have none (all fields empty).
+type OrderDetails struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Buyer *OrderBuyer            `protobuf:"bytes,1,opt,name=buyer,proto3" json:"buyer,omitempty"`
+	// One per fulfillment method the checkout settled (shipping, pickup).
+	Deliveries    []*OrderDelivery `protobuf:"bytes,2,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
+	Payment       *OrderPayment    `protobuf:"bytes,3,opt,name=payment,proto3" json:"payment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OrderDetails) Reset() {
+	*x = OrderDetails{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrderDetails) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrderDetails) ProtoMessage() {}
+
+func (x *OrderDetails) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrderDetails.ProtoReflect.Descriptor instead.
+func (*OrderDetails) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *OrderDetails) GetBuyer() *OrderBuyer {
+	if x != nil {
+		return x.Buyer
+	}
+	return nil
+}
+
+func (x *OrderDetails) GetDeliveries() []*OrderDelivery {
+	if x != nil {
+		return x.Deliveries
+	}
+	return nil
+}
+
+func (x *OrderDetails) GetPayment() *OrderPayment {
+	if x != nil {
+		return x.Payment
+	}
+	return nil
+}
+
+type OrderBuyer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FirstName     string                 `protobuf:"bytes,1,opt,name=first_name,json=firstName,proto3" json:"first_name,omitempty"`
+	LastName      string                 `protobuf:"bytes,2,opt,name=last_name,json=lastName,proto3" json:"last_name,omitempty"`
+	Email         string                 `protobuf:"bytes,3,opt,name=email,proto3" json:"email,omitempty"`
+	PhoneNumber   string                 `protobuf:"bytes,4,opt,name=phone_number,json=phoneNumber,proto3" json:"phone_number,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OrderBuyer) Reset() {
+	*x = OrderBuyer{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrderBuyer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrderBuyer) ProtoMessage() {}
+
+func (x *OrderBuyer) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrderBuyer.ProtoReflect.Descriptor instead.
+func (*OrderBuyer) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *OrderBuyer) GetFirstName() string {
+	if x != nil {
+		return x.FirstName
+	}
+	return ""
+}
+
+func (x *OrderBuyer) GetLastName() string {
+	if x != nil {
+		return x.LastName
+	}
+	return ""
+}
+
+func (x *OrderBuyer) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *OrderBuyer) GetPhoneNumber() string {
+	if x != nil {
+		return x.PhoneNumber
+	}
+	return ""
+}
+
+type OrderAddress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Recipient, when the address names one.
+	FirstName       string `protobuf:"bytes,1,opt,name=first_name,json=firstName,proto3" json:"first_name,omitempty"`
+	LastName        string `protobuf:"bytes,2,opt,name=last_name,json=lastName,proto3" json:"last_name,omitempty"`
+	PhoneNumber     string `protobuf:"bytes,3,opt,name=phone_number,json=phoneNumber,proto3" json:"phone_number,omitempty"`
+	StreetAddress   string `protobuf:"bytes,4,opt,name=street_address,json=streetAddress,proto3" json:"street_address,omitempty"`
+	ExtendedAddress string `protobuf:"bytes,5,opt,name=extended_address,json=extendedAddress,proto3" json:"extended_address,omitempty"`
+	AddressLocality string `protobuf:"bytes,6,opt,name=address_locality,json=addressLocality,proto3" json:"address_locality,omitempty"`
+	AddressRegion   string `protobuf:"bytes,7,opt,name=address_region,json=addressRegion,proto3" json:"address_region,omitempty"`
+	PostalCode      string `protobuf:"bytes,8,opt,name=postal_code,json=postalCode,proto3" json:"postal_code,omitempty"`
+	AddressCountry  string `protobuf:"bytes,9,opt,name=address_country,json=addressCountry,proto3" json:"address_country,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *OrderAddress) Reset() {
+	*x = OrderAddress{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrderAddress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrderAddress) ProtoMessage() {}
+
+func (x *OrderAddress) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrderAddress.ProtoReflect.Descriptor instead.
+func (*OrderAddress) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *OrderAddress) GetFirstName() string {
+	if x != nil {
+		return x.FirstName
+	}
+	return ""
+}
+
+func (x *OrderAddress) GetLastName() string {
+	if x != nil {
+		return x.LastName
+	}
+	return ""
+}
+
+func (x *OrderAddress) GetPhoneNumber() string {
+	if x != nil {
+		return x.PhoneNumber
+	}
+	return ""
+}
+
+func (x *OrderAddress) GetStreetAddress() string {
+	if x != nil {
+		return x.StreetAddress
+	}
+	return ""
+}
+
+func (x *OrderAddress) GetExtendedAddress() string {
+	if x != nil {
+		return x.ExtendedAddress
+	}
+	return ""
+}
+
+func (x *OrderAddress) GetAddressLocality() string {
+	if x != nil {
+		return x.AddressLocality
+	}
+	return ""
+}
+
+func (x *OrderAddress) GetAddressRegion() string {
+	if x != nil {
+		return x.AddressRegion
+	}
+	return ""
+}
+
+func (x *OrderAddress) GetPostalCode() string {
+	if x != nil {
+		return x.PostalCode
+	}
+	return ""
+}
+
+func (x *OrderAddress) GetAddressCountry() string {
+	if x != nil {
+		return x.AddressCountry
+	}
+	return ""
+}
+
+type OrderDelivery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// shipping | pickup
+	MethodType string `protobuf:"bytes,1,opt,name=method_type,json=methodType,proto3" json:"method_type,omitempty"`
+	// The selected option (e.g. "PAC", "Correios").
+	OptionTitle       string `protobuf:"bytes,2,opt,name=option_title,json=optionTitle,proto3" json:"option_title,omitempty"`
+	OptionDescription string `protobuf:"bytes,3,opt,name=option_description,json=optionDescription,proto3" json:"option_description,omitempty"`
+	Carrier           string `protobuf:"bytes,4,opt,name=carrier,proto3" json:"carrier,omitempty"`
+	// The option's price in centavos.
+	OptionAmount int64 `protobuf:"varint,5,opt,name=option_amount,json=optionAmount,proto3" json:"option_amount,omitempty"`
+	// Pickup: the location's name; its address is address.
+	LocationName string `protobuf:"bytes,6,opt,name=location_name,json=locationName,proto3" json:"location_name,omitempty"`
+	// Shipping: the buyer's address; pickup: the location's.
+	Address       *OrderAddress `protobuf:"bytes,7,opt,name=address,proto3" json:"address,omitempty"`
+	LineItemIds   []string      `protobuf:"bytes,8,rep,name=line_item_ids,json=lineItemIds,proto3" json:"line_item_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OrderDelivery) Reset() {
+	*x = OrderDelivery{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrderDelivery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrderDelivery) ProtoMessage() {}
+
+func (x *OrderDelivery) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrderDelivery.ProtoReflect.Descriptor instead.
+func (*OrderDelivery) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *OrderDelivery) GetMethodType() string {
+	if x != nil {
+		return x.MethodType
+	}
+	return ""
+}
+
+func (x *OrderDelivery) GetOptionTitle() string {
+	if x != nil {
+		return x.OptionTitle
+	}
+	return ""
+}
+
+func (x *OrderDelivery) GetOptionDescription() string {
+	if x != nil {
+		return x.OptionDescription
+	}
+	return ""
+}
+
+func (x *OrderDelivery) GetCarrier() string {
+	if x != nil {
+		return x.Carrier
+	}
+	return ""
+}
+
+func (x *OrderDelivery) GetOptionAmount() int64 {
+	if x != nil {
+		return x.OptionAmount
+	}
+	return 0
+}
+
+func (x *OrderDelivery) GetLocationName() string {
+	if x != nil {
+		return x.LocationName
+	}
+	return ""
+}
+
+func (x *OrderDelivery) GetAddress() *OrderAddress {
+	if x != nil {
+		return x.Address
+	}
+	return nil
+}
+
+func (x *OrderDelivery) GetLineItemIds() []string {
+	if x != nil {
+		return x.LineItemIds
+	}
+	return nil
+}
+
+type OrderPayment struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// pix | card (the instrument type); empty when unknown.
+	Method    string `protobuf:"bytes,1,opt,name=method,proto3" json:"method,omitempty"`
+	HandlerId string `protobuf:"bytes,2,opt,name=handler_id,json=handlerId,proto3" json:"handler_id,omitempty"`
+	// Pix: the endToEndId of the Pix received, and the charge's txid.
+	EndToEndId string `protobuf:"bytes,3,opt,name=end_to_end_id,json=endToEndId,proto3" json:"end_to_end_id,omitempty"`
+	Txid       string `protobuf:"bytes,4,opt,name=txid,proto3" json:"txid,omitempty"`
+	// Card: brand and last digits, as the processor reported them.
+	CardBrand      string `protobuf:"bytes,5,opt,name=card_brand,json=cardBrand,proto3" json:"card_brand,omitempty"`
+	CardLastDigits string `protobuf:"bytes,6,opt,name=card_last_digits,json=cardLastDigits,proto3" json:"card_last_digits,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *OrderPayment) Reset() {
+	*x = OrderPayment{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrderPayment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrderPayment) ProtoMessage() {}
+
+func (x *OrderPayment) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrderPayment.ProtoReflect.Descriptor instead.
+func (*OrderPayment) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *OrderPayment) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *OrderPayment) GetHandlerId() string {
+	if x != nil {
+		return x.HandlerId
+	}
+	return ""
+}
+
+func (x *OrderPayment) GetEndToEndId() string {
+	if x != nil {
+		return x.EndToEndId
+	}
+	return ""
+}
+
+func (x *OrderPayment) GetTxid() string {
+	if x != nil {
+		return x.Txid
+	}
+	return ""
+}
+
+func (x *OrderPayment) GetCardBrand() string {
+	if x != nil {
+		return x.CardBrand
+	}
+	return ""
+}
+
+func (x *OrderPayment) GetCardLastDigits() string {
+	if x != nil {
+		return x.CardLastDigits
+	}
+	return ""
+}
+
 type CreateOrderResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// BCP order JSON without "ucp".
-	OrderJson     []byte `protobuf:"bytes,1,opt,name=order_json,json=orderJson,proto3" json:"order_json,omitempty"`
-	OrderId       string `protobuf:"bytes,2,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
-	PermalinkUrl  string `protobuf:"bytes,3,opt,name=permalink_url,json=permalinkUrl,proto3" json:"permalink_url,omitempty"`
-	Created       bool   `protobuf:"varint,4,opt,name=created,proto3" json:"created,omitempty"`
+	OrderJson    []byte `protobuf:"bytes,1,opt,name=order_json,json=orderJson,proto3" json:"order_json,omitempty"`
+	OrderId      string `protobuf:"bytes,2,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
+	PermalinkUrl string `protobuf:"bytes,3,opt,name=permalink_url,json=permalinkUrl,proto3" json:"permalink_url,omitempty"`
+	Created      bool   `protobuf:"varint,4,opt,name=created,proto3" json:"created,omitempty"`
+	// The merchant's order number ("#1001").
+	Label         string `protobuf:"bytes,5,opt,name=label,proto3" json:"label,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateOrderResponse) Reset() {
 	*x = CreateOrderResponse{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[3]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -231,7 +679,7 @@ func (x *CreateOrderResponse) String() string {
 func (*CreateOrderResponse) ProtoMessage() {}
 
 func (x *CreateOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[3]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -244,7 +692,7 @@ func (x *CreateOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrderResponse.ProtoReflect.Descriptor instead.
 func (*CreateOrderResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{3}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateOrderResponse) GetOrderJson() []byte {
@@ -275,6 +723,13 @@ func (x *CreateOrderResponse) GetCreated() bool {
 	return false
 }
 
+func (x *CreateOrderResponse) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
 type GetOrderRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -289,7 +744,7 @@ type GetOrderRequest struct {
 
 func (x *GetOrderRequest) Reset() {
 	*x = GetOrderRequest{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[4]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -301,7 +756,7 @@ func (x *GetOrderRequest) String() string {
 func (*GetOrderRequest) ProtoMessage() {}
 
 func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[4]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -314,7 +769,7 @@ func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderRequest.ProtoReflect.Descriptor instead.
 func (*GetOrderRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{4}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetOrderRequest) GetId() string {
@@ -339,13 +794,16 @@ type GetOrderResponse struct {
 	// The verified AP2 checkout mandate's digest and claims (JSON), for the
 	// merchant (admin, export); never in the agent's order. Empty without AP2.
 	Ap2MandateJson []byte `protobuf:"bytes,3,opt,name=ap2_mandate_json,json=ap2MandateJson,proto3" json:"ap2_mandate_json,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Buyer, delivery and payment, for the merchant; left out for an agent
+	// (agent_profile_url set).
+	Details       *OrderDetails `protobuf:"bytes,4,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetOrderResponse) Reset() {
 	*x = GetOrderResponse{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[5]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -357,7 +815,7 @@ func (x *GetOrderResponse) String() string {
 func (*GetOrderResponse) ProtoMessage() {}
 
 func (x *GetOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[5]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -370,7 +828,7 @@ func (x *GetOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderResponse.ProtoReflect.Descriptor instead.
 func (*GetOrderResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{5}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetOrderResponse) GetOrderJson() []byte {
@@ -394,6 +852,13 @@ func (x *GetOrderResponse) GetAp2MandateJson() []byte {
 	return nil
 }
 
+func (x *GetOrderResponse) GetDetails() *OrderDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 type OrderSummary struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Id              string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -406,13 +871,20 @@ type OrderSummary struct {
 	// The verified AP2 checkout mandate's digest and claims (JSON), as
 	// GetOrder's; empty without AP2.
 	Ap2MandateJson []byte `protobuf:"bytes,8,opt,name=ap2_mandate_json,json=ap2MandateJson,proto3" json:"ap2_mandate_json,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The merchant's order number ("#1001").
+	Label string `protobuf:"bytes,9,opt,name=label,proto3" json:"label,omitempty"`
+	// "first last" of the buyer, and their e-mail; empty when not recorded.
+	BuyerName  string `protobuf:"bytes,10,opt,name=buyer_name,json=buyerName,proto3" json:"buyer_name,omitempty"`
+	BuyerEmail string `protobuf:"bytes,11,opt,name=buyer_email,json=buyerEmail,proto3" json:"buyer_email,omitempty"`
+	// pix | card; empty when not recorded.
+	PaymentMethod string `protobuf:"bytes,12,opt,name=payment_method,json=paymentMethod,proto3" json:"payment_method,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *OrderSummary) Reset() {
 	*x = OrderSummary{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[6]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -424,7 +896,7 @@ func (x *OrderSummary) String() string {
 func (*OrderSummary) ProtoMessage() {}
 
 func (x *OrderSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[6]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -437,7 +909,7 @@ func (x *OrderSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderSummary.ProtoReflect.Descriptor instead.
 func (*OrderSummary) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{6}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *OrderSummary) GetId() string {
@@ -496,17 +968,56 @@ func (x *OrderSummary) GetAp2MandateJson() []byte {
 	return nil
 }
 
+func (x *OrderSummary) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *OrderSummary) GetBuyerName() string {
+	if x != nil {
+		return x.BuyerName
+	}
+	return ""
+}
+
+func (x *OrderSummary) GetBuyerEmail() string {
+	if x != nil {
+		return x.BuyerEmail
+	}
+	return ""
+}
+
+func (x *OrderSummary) GetPaymentMethod() string {
+	if x != nil {
+		return x.PaymentMethod
+	}
+	return ""
+}
+
 type ListOrdersRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	PageSize      int32                  `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	PageToken     string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	PageSize  int32                  `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Filters, all optional and combined with AND. query: an order number
+	// ("#1007" or "1007") or part of the buyer's name or e-mail
+	// (case-insensitive).
+	Query string `protobuf:"bytes,3,opt,name=query,proto3" json:"query,omitempty"`
+	// processing | partial | fulfilled | canceled
+	Status string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	// Creation time in [since_unix, until_unix); 0 = open end.
+	SinceUnix int64 `protobuf:"varint,5,opt,name=since_unix,json=sinceUnix,proto3" json:"since_unix,omitempty"`
+	UntilUnix int64 `protobuf:"varint,6,opt,name=until_unix,json=untilUnix,proto3" json:"until_unix,omitempty"`
+	// pix | card
+	PaymentMethod string `protobuf:"bytes,7,opt,name=payment_method,json=paymentMethod,proto3" json:"payment_method,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListOrdersRequest) Reset() {
 	*x = ListOrdersRequest{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[7]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -518,7 +1029,7 @@ func (x *ListOrdersRequest) String() string {
 func (*ListOrdersRequest) ProtoMessage() {}
 
 func (x *ListOrdersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[7]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -531,7 +1042,7 @@ func (x *ListOrdersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrdersRequest.ProtoReflect.Descriptor instead.
 func (*ListOrdersRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{7}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListOrdersRequest) GetPageSize() int32 {
@@ -548,6 +1059,41 @@ func (x *ListOrdersRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListOrdersRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *ListOrdersRequest) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *ListOrdersRequest) GetSinceUnix() int64 {
+	if x != nil {
+		return x.SinceUnix
+	}
+	return 0
+}
+
+func (x *ListOrdersRequest) GetUntilUnix() int64 {
+	if x != nil {
+		return x.UntilUnix
+	}
+	return 0
+}
+
+func (x *ListOrdersRequest) GetPaymentMethod() string {
+	if x != nil {
+		return x.PaymentMethod
+	}
+	return ""
+}
+
 type ListOrdersResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Orders        []*OrderSummary        `protobuf:"bytes,1,rep,name=orders,proto3" json:"orders,omitempty"`
@@ -558,7 +1104,7 @@ type ListOrdersResponse struct {
 
 func (x *ListOrdersResponse) Reset() {
 	*x = ListOrdersResponse{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[8]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -570,7 +1116,7 @@ func (x *ListOrdersResponse) String() string {
 func (*ListOrdersResponse) ProtoMessage() {}
 
 func (x *ListOrdersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[8]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -583,7 +1129,7 @@ func (x *ListOrdersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrdersResponse.ProtoReflect.Descriptor instead.
 func (*ListOrdersResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{8}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListOrdersResponse) GetOrders() []*OrderSummary {
@@ -637,7 +1183,7 @@ type AddFulfillmentEventRequest struct {
 
 func (x *AddFulfillmentEventRequest) Reset() {
 	*x = AddFulfillmentEventRequest{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[9]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -649,7 +1195,7 @@ func (x *AddFulfillmentEventRequest) String() string {
 func (*AddFulfillmentEventRequest) ProtoMessage() {}
 
 func (x *AddFulfillmentEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[9]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -662,7 +1208,7 @@ func (x *AddFulfillmentEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddFulfillmentEventRequest.ProtoReflect.Descriptor instead.
 func (*AddFulfillmentEventRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{9}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AddFulfillmentEventRequest) GetOrderId() string {
@@ -731,7 +1277,7 @@ type LineQuantity struct {
 
 func (x *LineQuantity) Reset() {
 	*x = LineQuantity{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[10]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -743,7 +1289,7 @@ func (x *LineQuantity) String() string {
 func (*LineQuantity) ProtoMessage() {}
 
 func (x *LineQuantity) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[10]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -756,7 +1302,7 @@ func (x *LineQuantity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LineQuantity.ProtoReflect.Descriptor instead.
 func (*LineQuantity) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{10}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LineQuantity) GetId() string {
@@ -783,7 +1329,7 @@ type AddFulfillmentEventResponse struct {
 
 func (x *AddFulfillmentEventResponse) Reset() {
 	*x = AddFulfillmentEventResponse{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[11]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -795,7 +1341,7 @@ func (x *AddFulfillmentEventResponse) String() string {
 func (*AddFulfillmentEventResponse) ProtoMessage() {}
 
 func (x *AddFulfillmentEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[11]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -808,7 +1354,7 @@ func (x *AddFulfillmentEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddFulfillmentEventResponse.ProtoReflect.Descriptor instead.
 func (*AddFulfillmentEventResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{11}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AddFulfillmentEventResponse) GetOrderJson() []byte {
@@ -846,7 +1392,7 @@ type RefundOrderRequest struct {
 
 func (x *RefundOrderRequest) Reset() {
 	*x = RefundOrderRequest{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[12]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -858,7 +1404,7 @@ func (x *RefundOrderRequest) String() string {
 func (*RefundOrderRequest) ProtoMessage() {}
 
 func (x *RefundOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[12]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -871,7 +1417,7 @@ func (x *RefundOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundOrderRequest.ProtoReflect.Descriptor instead.
 func (*RefundOrderRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{12}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RefundOrderRequest) GetOrderId() string {
@@ -926,7 +1472,7 @@ type RefundOrderResponse struct {
 
 func (x *RefundOrderResponse) Reset() {
 	*x = RefundOrderResponse{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[13]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -938,7 +1484,7 @@ func (x *RefundOrderResponse) String() string {
 func (*RefundOrderResponse) ProtoMessage() {}
 
 func (x *RefundOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[13]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -951,7 +1497,7 @@ func (x *RefundOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundOrderResponse.ProtoReflect.Descriptor instead.
 func (*RefundOrderResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{13}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RefundOrderResponse) GetOrderJson() []byte {
@@ -998,7 +1544,7 @@ type ListWebhookDeliveriesRequest struct {
 
 func (x *ListWebhookDeliveriesRequest) Reset() {
 	*x = ListWebhookDeliveriesRequest{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[14]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1010,7 +1556,7 @@ func (x *ListWebhookDeliveriesRequest) String() string {
 func (*ListWebhookDeliveriesRequest) ProtoMessage() {}
 
 func (x *ListWebhookDeliveriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[14]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1023,7 +1569,7 @@ func (x *ListWebhookDeliveriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookDeliveriesRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhookDeliveriesRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{14}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListWebhookDeliveriesRequest) GetOrderId() string {
@@ -1054,7 +1600,7 @@ type WebhookDelivery struct {
 
 func (x *WebhookDelivery) Reset() {
 	*x = WebhookDelivery{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[15]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1066,7 +1612,7 @@ func (x *WebhookDelivery) String() string {
 func (*WebhookDelivery) ProtoMessage() {}
 
 func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[15]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1079,7 +1625,7 @@ func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
 func (*WebhookDelivery) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{15}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WebhookDelivery) GetId() string {
@@ -1147,7 +1693,7 @@ type ListWebhookDeliveriesResponse struct {
 
 func (x *ListWebhookDeliveriesResponse) Reset() {
 	*x = ListWebhookDeliveriesResponse{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[16]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1705,7 @@ func (x *ListWebhookDeliveriesResponse) String() string {
 func (*ListWebhookDeliveriesResponse) ProtoMessage() {}
 
 func (x *ListWebhookDeliveriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[16]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1718,7 @@ func (x *ListWebhookDeliveriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookDeliveriesResponse.ProtoReflect.Descriptor instead.
 func (*ListWebhookDeliveriesResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{16}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListWebhookDeliveriesResponse) GetDeliveries() []*WebhookDelivery {
@@ -1193,7 +1739,7 @@ type GetOrderStatsRequest struct {
 
 func (x *GetOrderStatsRequest) Reset() {
 	*x = GetOrderStatsRequest{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[17]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1205,7 +1751,7 @@ func (x *GetOrderStatsRequest) String() string {
 func (*GetOrderStatsRequest) ProtoMessage() {}
 
 func (x *GetOrderStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[17]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1218,7 +1764,7 @@ func (x *GetOrderStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetOrderStatsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{17}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetOrderStatsRequest) GetSinceUnix() int64 {
@@ -1252,7 +1798,7 @@ type GetOrderStatsResponse struct {
 
 func (x *GetOrderStatsResponse) Reset() {
 	*x = GetOrderStatsResponse{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[18]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1264,7 +1810,7 @@ func (x *GetOrderStatsResponse) String() string {
 func (*GetOrderStatsResponse) ProtoMessage() {}
 
 func (x *GetOrderStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[18]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1277,7 +1823,7 @@ func (x *GetOrderStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderStatsResponse.ProtoReflect.Descriptor instead.
 func (*GetOrderStatsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{18}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetOrderStatsResponse) GetOrders() int64 {
@@ -1327,7 +1873,7 @@ type OrderDay struct {
 
 func (x *OrderDay) Reset() {
 	*x = OrderDay{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[19]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1339,7 +1885,7 @@ func (x *OrderDay) String() string {
 func (*OrderDay) ProtoMessage() {}
 
 func (x *OrderDay) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[19]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1352,7 +1898,7 @@ func (x *OrderDay) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderDay.ProtoReflect.Descriptor instead.
 func (*OrderDay) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{19}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *OrderDay) GetDay() string {
@@ -1388,7 +1934,7 @@ type AgentOrders struct {
 
 func (x *AgentOrders) Reset() {
 	*x = AgentOrders{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[20]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1946,7 @@ func (x *AgentOrders) String() string {
 func (*AgentOrders) ProtoMessage() {}
 
 func (x *AgentOrders) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[20]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1959,7 @@ func (x *AgentOrders) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentOrders.ProtoReflect.Descriptor instead.
 func (*AgentOrders) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{20}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AgentOrders) GetAgent() string {
@@ -1446,7 +1992,7 @@ const file_bcp_orders_v1_orders_proto_rawDesc = "" +
 	"\fPingResponse\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x1f\n" +
 	"\vdatabase_ok\x18\x02 \x01(\bR\n" +
-	"databaseOk\"\x9a\x02\n" +
+	"databaseOk\"\xd1\x02\n" +
 	"\x12CreateOrderRequest\x12\x1f\n" +
 	"\vcheckout_id\x18\x01 \x01(\tR\n" +
 	"checkoutId\x12#\n" +
@@ -1456,21 +2002,69 @@ const file_bcp_orders_v1_orders_proto_rawDesc = "" +
 	"\vwebhook_url\x18\x05 \x01(\tR\n" +
 	"webhookUrl\x12\x19\n" +
 	"\bbase_url\x18\x06 \x01(\tR\abaseUrl\x12(\n" +
-	"\x10ap2_mandate_json\x18\a \x01(\fR\x0eap2MandateJson\"\x8e\x01\n" +
+	"\x10ap2_mandate_json\x18\a \x01(\fR\x0eap2MandateJson\x125\n" +
+	"\apayment\x18\b \x01(\v2\x1b.bcp.orders.v1.OrderPaymentR\apayment\"\xb4\x01\n" +
+	"\fOrderDetails\x12/\n" +
+	"\x05buyer\x18\x01 \x01(\v2\x19.bcp.orders.v1.OrderBuyerR\x05buyer\x12<\n" +
+	"\n" +
+	"deliveries\x18\x02 \x03(\v2\x1c.bcp.orders.v1.OrderDeliveryR\n" +
+	"deliveries\x125\n" +
+	"\apayment\x18\x03 \x01(\v2\x1b.bcp.orders.v1.OrderPaymentR\apayment\"\x81\x01\n" +
+	"\n" +
+	"OrderBuyer\x12\x1d\n" +
+	"\n" +
+	"first_name\x18\x01 \x01(\tR\tfirstName\x12\x1b\n" +
+	"\tlast_name\x18\x02 \x01(\tR\blastName\x12\x14\n" +
+	"\x05email\x18\x03 \x01(\tR\x05email\x12!\n" +
+	"\fphone_number\x18\x04 \x01(\tR\vphoneNumber\"\xdb\x02\n" +
+	"\fOrderAddress\x12\x1d\n" +
+	"\n" +
+	"first_name\x18\x01 \x01(\tR\tfirstName\x12\x1b\n" +
+	"\tlast_name\x18\x02 \x01(\tR\blastName\x12!\n" +
+	"\fphone_number\x18\x03 \x01(\tR\vphoneNumber\x12%\n" +
+	"\x0estreet_address\x18\x04 \x01(\tR\rstreetAddress\x12)\n" +
+	"\x10extended_address\x18\x05 \x01(\tR\x0fextendedAddress\x12)\n" +
+	"\x10address_locality\x18\x06 \x01(\tR\x0faddressLocality\x12%\n" +
+	"\x0eaddress_region\x18\a \x01(\tR\raddressRegion\x12\x1f\n" +
+	"\vpostal_code\x18\b \x01(\tR\n" +
+	"postalCode\x12'\n" +
+	"\x0faddress_country\x18\t \x01(\tR\x0eaddressCountry\"\xc1\x02\n" +
+	"\rOrderDelivery\x12\x1f\n" +
+	"\vmethod_type\x18\x01 \x01(\tR\n" +
+	"methodType\x12!\n" +
+	"\foption_title\x18\x02 \x01(\tR\voptionTitle\x12-\n" +
+	"\x12option_description\x18\x03 \x01(\tR\x11optionDescription\x12\x18\n" +
+	"\acarrier\x18\x04 \x01(\tR\acarrier\x12#\n" +
+	"\roption_amount\x18\x05 \x01(\x03R\foptionAmount\x12#\n" +
+	"\rlocation_name\x18\x06 \x01(\tR\flocationName\x125\n" +
+	"\aaddress\x18\a \x01(\v2\x1b.bcp.orders.v1.OrderAddressR\aaddress\x12\"\n" +
+	"\rline_item_ids\x18\b \x03(\tR\vlineItemIds\"\xc5\x01\n" +
+	"\fOrderPayment\x12\x16\n" +
+	"\x06method\x18\x01 \x01(\tR\x06method\x12\x1d\n" +
+	"\n" +
+	"handler_id\x18\x02 \x01(\tR\thandlerId\x12!\n" +
+	"\rend_to_end_id\x18\x03 \x01(\tR\n" +
+	"endToEndId\x12\x12\n" +
+	"\x04txid\x18\x04 \x01(\tR\x04txid\x12\x1d\n" +
+	"\n" +
+	"card_brand\x18\x05 \x01(\tR\tcardBrand\x12(\n" +
+	"\x10card_last_digits\x18\x06 \x01(\tR\x0ecardLastDigits\"\xa4\x01\n" +
 	"\x13CreateOrderResponse\x12\x1d\n" +
 	"\n" +
 	"order_json\x18\x01 \x01(\fR\torderJson\x12\x19\n" +
 	"\border_id\x18\x02 \x01(\tR\aorderId\x12#\n" +
 	"\rpermalink_url\x18\x03 \x01(\tR\fpermalinkUrl\x12\x18\n" +
-	"\acreated\x18\x04 \x01(\bR\acreated\"M\n" +
+	"\acreated\x18\x04 \x01(\bR\acreated\x12\x14\n" +
+	"\x05label\x18\x05 \x01(\tR\x05label\"M\n" +
 	"\x0fGetOrderRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12*\n" +
-	"\x11agent_profile_url\x18\x02 \x01(\tR\x0fagentProfileUrl\"\x87\x01\n" +
+	"\x11agent_profile_url\x18\x02 \x01(\tR\x0fagentProfileUrl\"\xbe\x01\n" +
 	"\x10GetOrderResponse\x12\x1d\n" +
 	"\n" +
 	"order_json\x18\x01 \x01(\fR\torderJson\x12*\n" +
 	"\x11agent_profile_url\x18\x02 \x01(\tR\x0fagentProfileUrl\x12(\n" +
-	"\x10ap2_mandate_json\x18\x03 \x01(\fR\x0eap2MandateJson\"\x89\x02\n" +
+	"\x10ap2_mandate_json\x18\x03 \x01(\fR\x0eap2MandateJson\x125\n" +
+	"\adetails\x18\x04 \x01(\v2\x1b.bcp.orders.v1.OrderDetailsR\adetails\"\x86\x03\n" +
 	"\fOrderSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vcheckout_id\x18\x02 \x01(\tR\n" +
@@ -1480,11 +2074,25 @@ const file_bcp_orders_v1_orders_proto_rawDesc = "" +
 	"\x11agent_profile_url\x18\x05 \x01(\tR\x0fagentProfileUrl\x12\x16\n" +
 	"\x06status\x18\x06 \x01(\tR\x06status\x12(\n" +
 	"\x10create_time_unix\x18\a \x01(\x03R\x0ecreateTimeUnix\x12(\n" +
-	"\x10ap2_mandate_json\x18\b \x01(\fR\x0eap2MandateJson\"O\n" +
+	"\x10ap2_mandate_json\x18\b \x01(\fR\x0eap2MandateJson\x12\x14\n" +
+	"\x05label\x18\t \x01(\tR\x05label\x12\x1d\n" +
+	"\n" +
+	"buyer_name\x18\n" +
+	" \x01(\tR\tbuyerName\x12\x1f\n" +
+	"\vbuyer_email\x18\v \x01(\tR\n" +
+	"buyerEmail\x12%\n" +
+	"\x0epayment_method\x18\f \x01(\tR\rpaymentMethod\"\xe2\x01\n" +
 	"\x11ListOrdersRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\"q\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\x12\x14\n" +
+	"\x05query\x18\x03 \x01(\tR\x05query\x12\x16\n" +
+	"\x06status\x18\x04 \x01(\tR\x06status\x12\x1d\n" +
+	"\n" +
+	"since_unix\x18\x05 \x01(\x03R\tsinceUnix\x12\x1d\n" +
+	"\n" +
+	"until_unix\x18\x06 \x01(\x03R\tuntilUnix\x12%\n" +
+	"\x0epayment_method\x18\a \x01(\tR\rpaymentMethod\"q\n" +
 	"\x12ListOrdersResponse\x123\n" +
 	"\x06orders\x18\x01 \x03(\v2\x1b.bcp.orders.v1.OrderSummaryR\x06orders\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xaa\x02\n" +
@@ -1579,58 +2187,69 @@ func file_bcp_orders_v1_orders_proto_rawDescGZIP() []byte {
 	return file_bcp_orders_v1_orders_proto_rawDescData
 }
 
-var file_bcp_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_bcp_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_bcp_orders_v1_orders_proto_goTypes = []any{
 	(*PingRequest)(nil),                   // 0: bcp.orders.v1.PingRequest
 	(*PingResponse)(nil),                  // 1: bcp.orders.v1.PingResponse
 	(*CreateOrderRequest)(nil),            // 2: bcp.orders.v1.CreateOrderRequest
-	(*CreateOrderResponse)(nil),           // 3: bcp.orders.v1.CreateOrderResponse
-	(*GetOrderRequest)(nil),               // 4: bcp.orders.v1.GetOrderRequest
-	(*GetOrderResponse)(nil),              // 5: bcp.orders.v1.GetOrderResponse
-	(*OrderSummary)(nil),                  // 6: bcp.orders.v1.OrderSummary
-	(*ListOrdersRequest)(nil),             // 7: bcp.orders.v1.ListOrdersRequest
-	(*ListOrdersResponse)(nil),            // 8: bcp.orders.v1.ListOrdersResponse
-	(*AddFulfillmentEventRequest)(nil),    // 9: bcp.orders.v1.AddFulfillmentEventRequest
-	(*LineQuantity)(nil),                  // 10: bcp.orders.v1.LineQuantity
-	(*AddFulfillmentEventResponse)(nil),   // 11: bcp.orders.v1.AddFulfillmentEventResponse
-	(*RefundOrderRequest)(nil),            // 12: bcp.orders.v1.RefundOrderRequest
-	(*RefundOrderResponse)(nil),           // 13: bcp.orders.v1.RefundOrderResponse
-	(*ListWebhookDeliveriesRequest)(nil),  // 14: bcp.orders.v1.ListWebhookDeliveriesRequest
-	(*WebhookDelivery)(nil),               // 15: bcp.orders.v1.WebhookDelivery
-	(*ListWebhookDeliveriesResponse)(nil), // 16: bcp.orders.v1.ListWebhookDeliveriesResponse
-	(*GetOrderStatsRequest)(nil),          // 17: bcp.orders.v1.GetOrderStatsRequest
-	(*GetOrderStatsResponse)(nil),         // 18: bcp.orders.v1.GetOrderStatsResponse
-	(*OrderDay)(nil),                      // 19: bcp.orders.v1.OrderDay
-	(*AgentOrders)(nil),                   // 20: bcp.orders.v1.AgentOrders
+	(*OrderDetails)(nil),                  // 3: bcp.orders.v1.OrderDetails
+	(*OrderBuyer)(nil),                    // 4: bcp.orders.v1.OrderBuyer
+	(*OrderAddress)(nil),                  // 5: bcp.orders.v1.OrderAddress
+	(*OrderDelivery)(nil),                 // 6: bcp.orders.v1.OrderDelivery
+	(*OrderPayment)(nil),                  // 7: bcp.orders.v1.OrderPayment
+	(*CreateOrderResponse)(nil),           // 8: bcp.orders.v1.CreateOrderResponse
+	(*GetOrderRequest)(nil),               // 9: bcp.orders.v1.GetOrderRequest
+	(*GetOrderResponse)(nil),              // 10: bcp.orders.v1.GetOrderResponse
+	(*OrderSummary)(nil),                  // 11: bcp.orders.v1.OrderSummary
+	(*ListOrdersRequest)(nil),             // 12: bcp.orders.v1.ListOrdersRequest
+	(*ListOrdersResponse)(nil),            // 13: bcp.orders.v1.ListOrdersResponse
+	(*AddFulfillmentEventRequest)(nil),    // 14: bcp.orders.v1.AddFulfillmentEventRequest
+	(*LineQuantity)(nil),                  // 15: bcp.orders.v1.LineQuantity
+	(*AddFulfillmentEventResponse)(nil),   // 16: bcp.orders.v1.AddFulfillmentEventResponse
+	(*RefundOrderRequest)(nil),            // 17: bcp.orders.v1.RefundOrderRequest
+	(*RefundOrderResponse)(nil),           // 18: bcp.orders.v1.RefundOrderResponse
+	(*ListWebhookDeliveriesRequest)(nil),  // 19: bcp.orders.v1.ListWebhookDeliveriesRequest
+	(*WebhookDelivery)(nil),               // 20: bcp.orders.v1.WebhookDelivery
+	(*ListWebhookDeliveriesResponse)(nil), // 21: bcp.orders.v1.ListWebhookDeliveriesResponse
+	(*GetOrderStatsRequest)(nil),          // 22: bcp.orders.v1.GetOrderStatsRequest
+	(*GetOrderStatsResponse)(nil),         // 23: bcp.orders.v1.GetOrderStatsResponse
+	(*OrderDay)(nil),                      // 24: bcp.orders.v1.OrderDay
+	(*AgentOrders)(nil),                   // 25: bcp.orders.v1.AgentOrders
 }
 var file_bcp_orders_v1_orders_proto_depIdxs = []int32{
-	6,  // 0: bcp.orders.v1.ListOrdersResponse.orders:type_name -> bcp.orders.v1.OrderSummary
-	10, // 1: bcp.orders.v1.AddFulfillmentEventRequest.line_items:type_name -> bcp.orders.v1.LineQuantity
-	10, // 2: bcp.orders.v1.RefundOrderRequest.line_items:type_name -> bcp.orders.v1.LineQuantity
-	15, // 3: bcp.orders.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> bcp.orders.v1.WebhookDelivery
-	19, // 4: bcp.orders.v1.GetOrderStatsResponse.per_day:type_name -> bcp.orders.v1.OrderDay
-	20, // 5: bcp.orders.v1.GetOrderStatsResponse.by_agent:type_name -> bcp.orders.v1.AgentOrders
-	0,  // 6: bcp.orders.v1.OrdersService.Ping:input_type -> bcp.orders.v1.PingRequest
-	2,  // 7: bcp.orders.v1.OrdersService.CreateOrder:input_type -> bcp.orders.v1.CreateOrderRequest
-	4,  // 8: bcp.orders.v1.OrdersService.GetOrder:input_type -> bcp.orders.v1.GetOrderRequest
-	7,  // 9: bcp.orders.v1.OrdersService.ListOrders:input_type -> bcp.orders.v1.ListOrdersRequest
-	9,  // 10: bcp.orders.v1.OrdersService.AddFulfillmentEvent:input_type -> bcp.orders.v1.AddFulfillmentEventRequest
-	12, // 11: bcp.orders.v1.OrdersService.RefundOrder:input_type -> bcp.orders.v1.RefundOrderRequest
-	14, // 12: bcp.orders.v1.OrdersService.ListWebhookDeliveries:input_type -> bcp.orders.v1.ListWebhookDeliveriesRequest
-	17, // 13: bcp.orders.v1.OrdersService.GetOrderStats:input_type -> bcp.orders.v1.GetOrderStatsRequest
-	1,  // 14: bcp.orders.v1.OrdersService.Ping:output_type -> bcp.orders.v1.PingResponse
-	3,  // 15: bcp.orders.v1.OrdersService.CreateOrder:output_type -> bcp.orders.v1.CreateOrderResponse
-	5,  // 16: bcp.orders.v1.OrdersService.GetOrder:output_type -> bcp.orders.v1.GetOrderResponse
-	8,  // 17: bcp.orders.v1.OrdersService.ListOrders:output_type -> bcp.orders.v1.ListOrdersResponse
-	11, // 18: bcp.orders.v1.OrdersService.AddFulfillmentEvent:output_type -> bcp.orders.v1.AddFulfillmentEventResponse
-	13, // 19: bcp.orders.v1.OrdersService.RefundOrder:output_type -> bcp.orders.v1.RefundOrderResponse
-	16, // 20: bcp.orders.v1.OrdersService.ListWebhookDeliveries:output_type -> bcp.orders.v1.ListWebhookDeliveriesResponse
-	18, // 21: bcp.orders.v1.OrdersService.GetOrderStats:output_type -> bcp.orders.v1.GetOrderStatsResponse
-	14, // [14:22] is the sub-list for method output_type
-	6,  // [6:14] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	7,  // 0: bcp.orders.v1.CreateOrderRequest.payment:type_name -> bcp.orders.v1.OrderPayment
+	4,  // 1: bcp.orders.v1.OrderDetails.buyer:type_name -> bcp.orders.v1.OrderBuyer
+	6,  // 2: bcp.orders.v1.OrderDetails.deliveries:type_name -> bcp.orders.v1.OrderDelivery
+	7,  // 3: bcp.orders.v1.OrderDetails.payment:type_name -> bcp.orders.v1.OrderPayment
+	5,  // 4: bcp.orders.v1.OrderDelivery.address:type_name -> bcp.orders.v1.OrderAddress
+	3,  // 5: bcp.orders.v1.GetOrderResponse.details:type_name -> bcp.orders.v1.OrderDetails
+	11, // 6: bcp.orders.v1.ListOrdersResponse.orders:type_name -> bcp.orders.v1.OrderSummary
+	15, // 7: bcp.orders.v1.AddFulfillmentEventRequest.line_items:type_name -> bcp.orders.v1.LineQuantity
+	15, // 8: bcp.orders.v1.RefundOrderRequest.line_items:type_name -> bcp.orders.v1.LineQuantity
+	20, // 9: bcp.orders.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> bcp.orders.v1.WebhookDelivery
+	24, // 10: bcp.orders.v1.GetOrderStatsResponse.per_day:type_name -> bcp.orders.v1.OrderDay
+	25, // 11: bcp.orders.v1.GetOrderStatsResponse.by_agent:type_name -> bcp.orders.v1.AgentOrders
+	0,  // 12: bcp.orders.v1.OrdersService.Ping:input_type -> bcp.orders.v1.PingRequest
+	2,  // 13: bcp.orders.v1.OrdersService.CreateOrder:input_type -> bcp.orders.v1.CreateOrderRequest
+	9,  // 14: bcp.orders.v1.OrdersService.GetOrder:input_type -> bcp.orders.v1.GetOrderRequest
+	12, // 15: bcp.orders.v1.OrdersService.ListOrders:input_type -> bcp.orders.v1.ListOrdersRequest
+	14, // 16: bcp.orders.v1.OrdersService.AddFulfillmentEvent:input_type -> bcp.orders.v1.AddFulfillmentEventRequest
+	17, // 17: bcp.orders.v1.OrdersService.RefundOrder:input_type -> bcp.orders.v1.RefundOrderRequest
+	19, // 18: bcp.orders.v1.OrdersService.ListWebhookDeliveries:input_type -> bcp.orders.v1.ListWebhookDeliveriesRequest
+	22, // 19: bcp.orders.v1.OrdersService.GetOrderStats:input_type -> bcp.orders.v1.GetOrderStatsRequest
+	1,  // 20: bcp.orders.v1.OrdersService.Ping:output_type -> bcp.orders.v1.PingResponse
+	8,  // 21: bcp.orders.v1.OrdersService.CreateOrder:output_type -> bcp.orders.v1.CreateOrderResponse
+	10, // 22: bcp.orders.v1.OrdersService.GetOrder:output_type -> bcp.orders.v1.GetOrderResponse
+	13, // 23: bcp.orders.v1.OrdersService.ListOrders:output_type -> bcp.orders.v1.ListOrdersResponse
+	16, // 24: bcp.orders.v1.OrdersService.AddFulfillmentEvent:output_type -> bcp.orders.v1.AddFulfillmentEventResponse
+	18, // 25: bcp.orders.v1.OrdersService.RefundOrder:output_type -> bcp.orders.v1.RefundOrderResponse
+	21, // 26: bcp.orders.v1.OrdersService.ListWebhookDeliveries:output_type -> bcp.orders.v1.ListWebhookDeliveriesResponse
+	23, // 27: bcp.orders.v1.OrdersService.GetOrderStats:output_type -> bcp.orders.v1.GetOrderStatsResponse
+	20, // [20:28] is the sub-list for method output_type
+	12, // [12:20] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_bcp_orders_v1_orders_proto_init() }
@@ -1644,7 +2263,7 @@ func file_bcp_orders_v1_orders_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_orders_v1_orders_proto_rawDesc), len(file_bcp_orders_v1_orders_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -332,8 +332,10 @@ type Attempt struct {
 	RefundedAmount int64                  `protobuf:"varint,15,opt,name=refunded_amount,json=refundedAmount,proto3" json:"refunded_amount,omitempty"`
 	CreateTime     *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	UpdateTime     *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Pix: the endToEndId of the Pix that paid the attempt, once received.
+	EndToEndId    string `protobuf:"bytes,18,opt,name=end_to_end_id,json=endToEndId,proto3" json:"end_to_end_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Attempt) Reset() {
@@ -485,26 +487,32 @@ func (x *Attempt) GetUpdateTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Attempt) GetEndToEndId() string {
+	if x != nil {
+		return x.EndToEndId
+	}
+	return ""
+}
+
 type StartPaymentRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Chosen by the checkout service and stored before this call; also the
 	// PSP / card processor idempotency key.
 	AttemptId  string `protobuf:"bytes,1,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
 	CheckoutId string `protobuf:"bytes,2,opt,name=checkout_id,json=checkoutId,proto3" json:"checkout_id,omitempty"`
-	// The selected instrument exactly as the agent sent it (JSON), with its
-	// credential. Never stored or logged in clear.
-	InstrumentJson string `protobuf:"bytes,3,opt,name=instrument_json,json=instrumentJson,proto3" json:"instrument_json,omitempty"`
-	Amount         int64  `protobuf:"varint,4,opt,name=amount,proto3" json:"amount,omitempty"`
-	Currency       string `protobuf:"bytes,5,opt,name=currency,proto3" json:"currency,omitempty"`
-	BuyerEmail     string `protobuf:"bytes,6,opt,name=buyer_email,json=buyerEmail,proto3" json:"buyer_email,omitempty"`
+	Amount     int64  `protobuf:"varint,4,opt,name=amount,proto3" json:"amount,omitempty"`
+	Currency   string `protobuf:"bytes,5,opt,name=currency,proto3" json:"currency,omitempty"`
+	BuyerEmail string `protobuf:"bytes,6,opt,name=buyer_email,json=buyerEmail,proto3" json:"buyer_email,omitempty"`
 	// Merchant origin as the agent used it, for QR image URLs.
 	BaseUrl string `protobuf:"bytes,7,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
 	// The agent profile URL and its public signing keys (JWK JSON), for
 	// delegated tokens signed by the agent's platform.
 	AgentProfileUrl      string   `protobuf:"bytes,8,opt,name=agent_profile_url,json=agentProfileUrl,proto3" json:"agent_profile_url,omitempty"`
 	AgentSigningKeysJson []string `protobuf:"bytes,9,rep,name=agent_signing_keys_json,json=agentSigningKeysJson,proto3" json:"agent_signing_keys_json,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// The selected instrument.
+	Instrument    *PaymentInstrument `protobuf:"bytes,10,opt,name=instrument,proto3" json:"instrument,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StartPaymentRequest) Reset() {
@@ -551,13 +559,6 @@ func (x *StartPaymentRequest) GetCheckoutId() string {
 	return ""
 }
 
-func (x *StartPaymentRequest) GetInstrumentJson() string {
-	if x != nil {
-		return x.InstrumentJson
-	}
-	return ""
-}
-
 func (x *StartPaymentRequest) GetAmount() int64 {
 	if x != nil {
 		return x.Amount
@@ -600,6 +601,109 @@ func (x *StartPaymentRequest) GetAgentSigningKeysJson() []string {
 	return nil
 }
 
+func (x *StartPaymentRequest) GetInstrument() *PaymentInstrument {
+	if x != nil {
+		return x.Instrument
+	}
+	return nil
+}
+
+// PaymentInstrument is the instrument an agent selected to pay with: what
+// it is, typed, around its credential, which only this service reads.
+type PaymentInstrument struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The agent's id for it.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The merchant's payment handler it is for (br.dev.bcp.pix, a card
+	// handler).
+	HandlerId string `protobuf:"bytes,2,opt,name=handler_id,json=handlerId,proto3" json:"handler_id,omitempty"`
+	// pix | card.
+	Type string `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	// Card display as the agent stated it (display.brand and
+	// display.last_digits; non-secret): the handler's brand constraint and
+	// the receipt.
+	Brand      string `protobuf:"bytes,4,opt,name=brand,proto3" json:"brand,omitempty"`
+	LastDigits string `protobuf:"bytes,5,opt,name=last_digits,json=lastDigits,proto3" json:"last_digits,omitempty"`
+	// The credential exactly as the agent sent it (a JSON object, e.g.
+	// {"type":"token","token":"…"}; with AP2, a payment mandate in token):
+	// opaque to every other service. Never stored or logged in clear.
+	Credential    []byte `protobuf:"bytes,6,opt,name=credential,proto3" json:"credential,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaymentInstrument) Reset() {
+	*x = PaymentInstrument{}
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaymentInstrument) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaymentInstrument) ProtoMessage() {}
+
+func (x *PaymentInstrument) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaymentInstrument.ProtoReflect.Descriptor instead.
+func (*PaymentInstrument) Descriptor() ([]byte, []int) {
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PaymentInstrument) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PaymentInstrument) GetHandlerId() string {
+	if x != nil {
+		return x.HandlerId
+	}
+	return ""
+}
+
+func (x *PaymentInstrument) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *PaymentInstrument) GetBrand() string {
+	if x != nil {
+		return x.Brand
+	}
+	return ""
+}
+
+func (x *PaymentInstrument) GetLastDigits() string {
+	if x != nil {
+		return x.LastDigits
+	}
+	return ""
+}
+
+func (x *PaymentInstrument) GetCredential() []byte {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
+}
+
 type StartPaymentResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Attempt       *Attempt               `protobuf:"bytes,1,opt,name=attempt,proto3" json:"attempt,omitempty"`
@@ -609,7 +713,7 @@ type StartPaymentResponse struct {
 
 func (x *StartPaymentResponse) Reset() {
 	*x = StartPaymentResponse{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[6]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -621,7 +725,7 @@ func (x *StartPaymentResponse) String() string {
 func (*StartPaymentResponse) ProtoMessage() {}
 
 func (x *StartPaymentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[6]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -634,7 +738,7 @@ func (x *StartPaymentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartPaymentResponse.ProtoReflect.Descriptor instead.
 func (*StartPaymentResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{6}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StartPaymentResponse) GetAttempt() *Attempt {
@@ -653,7 +757,7 @@ type GetPaymentRequest struct {
 
 func (x *GetPaymentRequest) Reset() {
 	*x = GetPaymentRequest{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[7]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +769,7 @@ func (x *GetPaymentRequest) String() string {
 func (*GetPaymentRequest) ProtoMessage() {}
 
 func (x *GetPaymentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[7]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,7 +782,7 @@ func (x *GetPaymentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPaymentRequest.ProtoReflect.Descriptor instead.
 func (*GetPaymentRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{7}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetPaymentRequest) GetAttemptId() string {
@@ -697,7 +801,7 @@ type GetPaymentResponse struct {
 
 func (x *GetPaymentResponse) Reset() {
 	*x = GetPaymentResponse{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[8]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -709,7 +813,7 @@ func (x *GetPaymentResponse) String() string {
 func (*GetPaymentResponse) ProtoMessage() {}
 
 func (x *GetPaymentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[8]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -722,7 +826,7 @@ func (x *GetPaymentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPaymentResponse.ProtoReflect.Descriptor instead.
 func (*GetPaymentResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{8}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetPaymentResponse) GetAttempt() *Attempt {
@@ -747,7 +851,7 @@ type CancelPaymentRequest struct {
 
 func (x *CancelPaymentRequest) Reset() {
 	*x = CancelPaymentRequest{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[9]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +863,7 @@ func (x *CancelPaymentRequest) String() string {
 func (*CancelPaymentRequest) ProtoMessage() {}
 
 func (x *CancelPaymentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[9]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +876,7 @@ func (x *CancelPaymentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelPaymentRequest.ProtoReflect.Descriptor instead.
 func (*CancelPaymentRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{9}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CancelPaymentRequest) GetAttemptId() string {
@@ -819,7 +923,7 @@ type CancelPaymentResponse struct {
 
 func (x *CancelPaymentResponse) Reset() {
 	*x = CancelPaymentResponse{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[10]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -831,7 +935,7 @@ func (x *CancelPaymentResponse) String() string {
 func (*CancelPaymentResponse) ProtoMessage() {}
 
 func (x *CancelPaymentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[10]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -844,7 +948,7 @@ func (x *CancelPaymentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelPaymentResponse.ProtoReflect.Descriptor instead.
 func (*CancelPaymentResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{10}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CancelPaymentResponse) GetAttempt() *Attempt {
@@ -873,7 +977,7 @@ type RefundPaymentRequest struct {
 
 func (x *RefundPaymentRequest) Reset() {
 	*x = RefundPaymentRequest{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[11]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -885,7 +989,7 @@ func (x *RefundPaymentRequest) String() string {
 func (*RefundPaymentRequest) ProtoMessage() {}
 
 func (x *RefundPaymentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[11]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -898,7 +1002,7 @@ func (x *RefundPaymentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundPaymentRequest.ProtoReflect.Descriptor instead.
 func (*RefundPaymentRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{11}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RefundPaymentRequest) GetAttemptId() string {
@@ -950,7 +1054,7 @@ type Refund struct {
 
 func (x *Refund) Reset() {
 	*x = Refund{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[12]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1066,7 @@ func (x *Refund) String() string {
 func (*Refund) ProtoMessage() {}
 
 func (x *Refund) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[12]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1079,7 @@ func (x *Refund) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refund.ProtoReflect.Descriptor instead.
 func (*Refund) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{12}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Refund) GetId() string {
@@ -1022,7 +1126,7 @@ type RefundPaymentResponse struct {
 
 func (x *RefundPaymentResponse) Reset() {
 	*x = RefundPaymentResponse{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[13]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1034,7 +1138,7 @@ func (x *RefundPaymentResponse) String() string {
 func (*RefundPaymentResponse) ProtoMessage() {}
 
 func (x *RefundPaymentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[13]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1047,7 +1151,7 @@ func (x *RefundPaymentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundPaymentResponse.ProtoReflect.Descriptor instead.
 func (*RefundPaymentResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{13}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RefundPaymentResponse) GetRefund() *Refund {
@@ -1068,7 +1172,7 @@ type SimulatePixPaymentRequest struct {
 
 func (x *SimulatePixPaymentRequest) Reset() {
 	*x = SimulatePixPaymentRequest{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[14]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1080,7 +1184,7 @@ func (x *SimulatePixPaymentRequest) String() string {
 func (*SimulatePixPaymentRequest) ProtoMessage() {}
 
 func (x *SimulatePixPaymentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[14]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1093,7 +1197,7 @@ func (x *SimulatePixPaymentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimulatePixPaymentRequest.ProtoReflect.Descriptor instead.
 func (*SimulatePixPaymentRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{14}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SimulatePixPaymentRequest) GetAttemptId() string {
@@ -1121,7 +1225,7 @@ type SimulatePixPaymentResponse struct {
 
 func (x *SimulatePixPaymentResponse) Reset() {
 	*x = SimulatePixPaymentResponse{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[15]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1133,7 +1237,7 @@ func (x *SimulatePixPaymentResponse) String() string {
 func (*SimulatePixPaymentResponse) ProtoMessage() {}
 
 func (x *SimulatePixPaymentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[15]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1146,7 +1250,7 @@ func (x *SimulatePixPaymentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimulatePixPaymentResponse.ProtoReflect.Descriptor instead.
 func (*SimulatePixPaymentResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{15}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SimulatePixPaymentResponse) GetAttempt() *Attempt {
@@ -1169,7 +1273,7 @@ type Alert struct {
 
 func (x *Alert) Reset() {
 	*x = Alert{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[16]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1285,7 @@ func (x *Alert) String() string {
 func (*Alert) ProtoMessage() {}
 
 func (x *Alert) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[16]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1298,7 @@ func (x *Alert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Alert.ProtoReflect.Descriptor instead.
 func (*Alert) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{16}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Alert) GetId() string {
@@ -1240,7 +1344,7 @@ type ListAlertsRequest struct {
 
 func (x *ListAlertsRequest) Reset() {
 	*x = ListAlertsRequest{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[17]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1252,7 +1356,7 @@ func (x *ListAlertsRequest) String() string {
 func (*ListAlertsRequest) ProtoMessage() {}
 
 func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[17]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1265,7 +1369,7 @@ func (x *ListAlertsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertsRequest.ProtoReflect.Descriptor instead.
 func (*ListAlertsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{17}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{18}
 }
 
 type ListAlertsResponse struct {
@@ -1277,7 +1381,7 @@ type ListAlertsResponse struct {
 
 func (x *ListAlertsResponse) Reset() {
 	*x = ListAlertsResponse{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[18]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1289,7 +1393,7 @@ func (x *ListAlertsResponse) String() string {
 func (*ListAlertsResponse) ProtoMessage() {}
 
 func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[18]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1302,7 +1406,7 @@ func (x *ListAlertsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertsResponse.ProtoReflect.Descriptor instead.
 func (*ListAlertsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{18}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListAlertsResponse) GetAlerts() []*Alert {
@@ -1331,7 +1435,7 @@ type IngestPixWebhookRequest struct {
 
 func (x *IngestPixWebhookRequest) Reset() {
 	*x = IngestPixWebhookRequest{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[19]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1343,7 +1447,7 @@ func (x *IngestPixWebhookRequest) String() string {
 func (*IngestPixWebhookRequest) ProtoMessage() {}
 
 func (x *IngestPixWebhookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[19]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1356,7 +1460,7 @@ func (x *IngestPixWebhookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IngestPixWebhookRequest.ProtoReflect.Descriptor instead.
 func (*IngestPixWebhookRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{19}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *IngestPixWebhookRequest) GetHookId() string {
@@ -1399,7 +1503,7 @@ type IngestPixWebhookResponse struct {
 
 func (x *IngestPixWebhookResponse) Reset() {
 	*x = IngestPixWebhookResponse{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[20]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1515,7 @@ func (x *IngestPixWebhookResponse) String() string {
 func (*IngestPixWebhookResponse) ProtoMessage() {}
 
 func (x *IngestPixWebhookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[20]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1528,7 @@ func (x *IngestPixWebhookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IngestPixWebhookResponse.ProtoReflect.Descriptor instead.
 func (*IngestPixWebhookResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{20}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *IngestPixWebhookResponse) GetStored() int32 {
@@ -1452,7 +1556,7 @@ type GetPaymentStatsRequest struct {
 
 func (x *GetPaymentStatsRequest) Reset() {
 	*x = GetPaymentStatsRequest{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[21]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +1568,7 @@ func (x *GetPaymentStatsRequest) String() string {
 func (*GetPaymentStatsRequest) ProtoMessage() {}
 
 func (x *GetPaymentStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[21]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +1581,7 @@ func (x *GetPaymentStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPaymentStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetPaymentStatsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{21}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetPaymentStatsRequest) GetSinceUnix() int64 {
@@ -1512,7 +1616,7 @@ type GetPaymentStatsResponse struct {
 
 func (x *GetPaymentStatsResponse) Reset() {
 	*x = GetPaymentStatsResponse{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[22]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1524,7 +1628,7 @@ func (x *GetPaymentStatsResponse) String() string {
 func (*GetPaymentStatsResponse) ProtoMessage() {}
 
 func (x *GetPaymentStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[22]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1537,7 +1641,7 @@ func (x *GetPaymentStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPaymentStatsResponse.ProtoReflect.Descriptor instead.
 func (*GetPaymentStatsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{22}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetPaymentStatsResponse) GetPixPerDay() []*PixDay {
@@ -1594,7 +1698,7 @@ type PixDay struct {
 
 func (x *PixDay) Reset() {
 	*x = PixDay{}
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[23]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1606,7 +1710,7 @@ func (x *PixDay) String() string {
 func (*PixDay) ProtoMessage() {}
 
 func (x *PixDay) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_payments_v1_payments_proto_msgTypes[23]
+	mi := &file_bcp_payments_v1_payments_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1619,7 +1723,7 @@ func (x *PixDay) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PixDay.ProtoReflect.Descriptor instead.
 func (*PixDay) Descriptor() ([]byte, []int) {
-	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{23}
+	return file_bcp_payments_v1_payments_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PixDay) GetDay() string {
@@ -1662,7 +1766,7 @@ const file_bcp_payments_v1_payments_proto_rawDesc = "" +
 	"\fPingResponse\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x1f\n" +
 	"\vdatabase_ok\x18\x02 \x01(\bR\n" +
-	"databaseOk\"\xa2\x05\n" +
+	"databaseOk\"\xc5\x05\n" +
 	"\aAttempt\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vcheckout_id\x18\x02 \x01(\tR\n" +
@@ -1687,20 +1791,36 @@ const file_bcp_payments_v1_payments_proto_rawDesc = "" +
 	"\vcreate_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\"\xd1\x02\n" +
+	"updateTime\x12!\n" +
+	"\rend_to_end_id\x18\x12 \x01(\tR\n" +
+	"endToEndId\"\x83\x03\n" +
 	"\x13StartPaymentRequest\x12\x1d\n" +
 	"\n" +
 	"attempt_id\x18\x01 \x01(\tR\tattemptId\x12\x1f\n" +
 	"\vcheckout_id\x18\x02 \x01(\tR\n" +
-	"checkoutId\x12'\n" +
-	"\x0finstrument_json\x18\x03 \x01(\tR\x0einstrumentJson\x12\x16\n" +
+	"checkoutId\x12\x16\n" +
 	"\x06amount\x18\x04 \x01(\x03R\x06amount\x12\x1a\n" +
 	"\bcurrency\x18\x05 \x01(\tR\bcurrency\x12\x1f\n" +
 	"\vbuyer_email\x18\x06 \x01(\tR\n" +
 	"buyerEmail\x12\x19\n" +
 	"\bbase_url\x18\a \x01(\tR\abaseUrl\x12*\n" +
 	"\x11agent_profile_url\x18\b \x01(\tR\x0fagentProfileUrl\x125\n" +
-	"\x17agent_signing_keys_json\x18\t \x03(\tR\x14agentSigningKeysJson\"J\n" +
+	"\x17agent_signing_keys_json\x18\t \x03(\tR\x14agentSigningKeysJson\x12B\n" +
+	"\n" +
+	"instrument\x18\n" +
+	" \x01(\v2\".bcp.payments.v1.PaymentInstrumentR\n" +
+	"instrumentJ\x04\b\x03\x10\x04R\x0finstrument_json\"\xad\x01\n" +
+	"\x11PaymentInstrument\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
+	"\n" +
+	"handler_id\x18\x02 \x01(\tR\thandlerId\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\tR\x04type\x12\x14\n" +
+	"\x05brand\x18\x04 \x01(\tR\x05brand\x12\x1f\n" +
+	"\vlast_digits\x18\x05 \x01(\tR\n" +
+	"lastDigits\x12\x1e\n" +
+	"\n" +
+	"credential\x18\x06 \x01(\fR\n" +
+	"credential\"J\n" +
 	"\x14StartPaymentResponse\x122\n" +
 	"\aattempt\x18\x01 \x01(\v2\x18.bcp.payments.v1.AttemptR\aattempt\"2\n" +
 	"\x11GetPaymentRequest\x12\x1d\n" +
@@ -1821,7 +1941,7 @@ func file_bcp_payments_v1_payments_proto_rawDescGZIP() []byte {
 }
 
 var file_bcp_payments_v1_payments_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_bcp_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_bcp_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_bcp_payments_v1_payments_proto_goTypes = []any{
 	(AttemptStatus)(0),                 // 0: bcp.payments.v1.AttemptStatus
 	(*TestHandlerRequest)(nil),         // 1: bcp.payments.v1.TestHandlerRequest
@@ -1830,66 +1950,68 @@ var file_bcp_payments_v1_payments_proto_goTypes = []any{
 	(*PingResponse)(nil),               // 4: bcp.payments.v1.PingResponse
 	(*Attempt)(nil),                    // 5: bcp.payments.v1.Attempt
 	(*StartPaymentRequest)(nil),        // 6: bcp.payments.v1.StartPaymentRequest
-	(*StartPaymentResponse)(nil),       // 7: bcp.payments.v1.StartPaymentResponse
-	(*GetPaymentRequest)(nil),          // 8: bcp.payments.v1.GetPaymentRequest
-	(*GetPaymentResponse)(nil),         // 9: bcp.payments.v1.GetPaymentResponse
-	(*CancelPaymentRequest)(nil),       // 10: bcp.payments.v1.CancelPaymentRequest
-	(*CancelPaymentResponse)(nil),      // 11: bcp.payments.v1.CancelPaymentResponse
-	(*RefundPaymentRequest)(nil),       // 12: bcp.payments.v1.RefundPaymentRequest
-	(*Refund)(nil),                     // 13: bcp.payments.v1.Refund
-	(*RefundPaymentResponse)(nil),      // 14: bcp.payments.v1.RefundPaymentResponse
-	(*SimulatePixPaymentRequest)(nil),  // 15: bcp.payments.v1.SimulatePixPaymentRequest
-	(*SimulatePixPaymentResponse)(nil), // 16: bcp.payments.v1.SimulatePixPaymentResponse
-	(*Alert)(nil),                      // 17: bcp.payments.v1.Alert
-	(*ListAlertsRequest)(nil),          // 18: bcp.payments.v1.ListAlertsRequest
-	(*ListAlertsResponse)(nil),         // 19: bcp.payments.v1.ListAlertsResponse
-	(*IngestPixWebhookRequest)(nil),    // 20: bcp.payments.v1.IngestPixWebhookRequest
-	(*IngestPixWebhookResponse)(nil),   // 21: bcp.payments.v1.IngestPixWebhookResponse
-	(*GetPaymentStatsRequest)(nil),     // 22: bcp.payments.v1.GetPaymentStatsRequest
-	(*GetPaymentStatsResponse)(nil),    // 23: bcp.payments.v1.GetPaymentStatsResponse
-	(*PixDay)(nil),                     // 24: bcp.payments.v1.PixDay
-	nil,                                // 25: bcp.payments.v1.IngestPixWebhookRequest.HeadersEntry
-	(*timestamppb.Timestamp)(nil),      // 26: google.protobuf.Timestamp
+	(*PaymentInstrument)(nil),          // 7: bcp.payments.v1.PaymentInstrument
+	(*StartPaymentResponse)(nil),       // 8: bcp.payments.v1.StartPaymentResponse
+	(*GetPaymentRequest)(nil),          // 9: bcp.payments.v1.GetPaymentRequest
+	(*GetPaymentResponse)(nil),         // 10: bcp.payments.v1.GetPaymentResponse
+	(*CancelPaymentRequest)(nil),       // 11: bcp.payments.v1.CancelPaymentRequest
+	(*CancelPaymentResponse)(nil),      // 12: bcp.payments.v1.CancelPaymentResponse
+	(*RefundPaymentRequest)(nil),       // 13: bcp.payments.v1.RefundPaymentRequest
+	(*Refund)(nil),                     // 14: bcp.payments.v1.Refund
+	(*RefundPaymentResponse)(nil),      // 15: bcp.payments.v1.RefundPaymentResponse
+	(*SimulatePixPaymentRequest)(nil),  // 16: bcp.payments.v1.SimulatePixPaymentRequest
+	(*SimulatePixPaymentResponse)(nil), // 17: bcp.payments.v1.SimulatePixPaymentResponse
+	(*Alert)(nil),                      // 18: bcp.payments.v1.Alert
+	(*ListAlertsRequest)(nil),          // 19: bcp.payments.v1.ListAlertsRequest
+	(*ListAlertsResponse)(nil),         // 20: bcp.payments.v1.ListAlertsResponse
+	(*IngestPixWebhookRequest)(nil),    // 21: bcp.payments.v1.IngestPixWebhookRequest
+	(*IngestPixWebhookResponse)(nil),   // 22: bcp.payments.v1.IngestPixWebhookResponse
+	(*GetPaymentStatsRequest)(nil),     // 23: bcp.payments.v1.GetPaymentStatsRequest
+	(*GetPaymentStatsResponse)(nil),    // 24: bcp.payments.v1.GetPaymentStatsResponse
+	(*PixDay)(nil),                     // 25: bcp.payments.v1.PixDay
+	nil,                                // 26: bcp.payments.v1.IngestPixWebhookRequest.HeadersEntry
+	(*timestamppb.Timestamp)(nil),      // 27: google.protobuf.Timestamp
 }
 var file_bcp_payments_v1_payments_proto_depIdxs = []int32{
 	0,  // 0: bcp.payments.v1.Attempt.status:type_name -> bcp.payments.v1.AttemptStatus
-	26, // 1: bcp.payments.v1.Attempt.expires_at:type_name -> google.protobuf.Timestamp
-	26, // 2: bcp.payments.v1.Attempt.create_time:type_name -> google.protobuf.Timestamp
-	26, // 3: bcp.payments.v1.Attempt.update_time:type_name -> google.protobuf.Timestamp
-	5,  // 4: bcp.payments.v1.StartPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
-	5,  // 5: bcp.payments.v1.GetPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
-	5,  // 6: bcp.payments.v1.CancelPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
-	13, // 7: bcp.payments.v1.RefundPaymentResponse.refund:type_name -> bcp.payments.v1.Refund
-	5,  // 8: bcp.payments.v1.SimulatePixPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
-	26, // 9: bcp.payments.v1.Alert.create_time:type_name -> google.protobuf.Timestamp
-	17, // 10: bcp.payments.v1.ListAlertsResponse.alerts:type_name -> bcp.payments.v1.Alert
-	25, // 11: bcp.payments.v1.IngestPixWebhookRequest.headers:type_name -> bcp.payments.v1.IngestPixWebhookRequest.HeadersEntry
-	24, // 12: bcp.payments.v1.GetPaymentStatsResponse.pix_per_day:type_name -> bcp.payments.v1.PixDay
-	3,  // 13: bcp.payments.v1.PaymentsService.Ping:input_type -> bcp.payments.v1.PingRequest
-	6,  // 14: bcp.payments.v1.PaymentsService.StartPayment:input_type -> bcp.payments.v1.StartPaymentRequest
-	8,  // 15: bcp.payments.v1.PaymentsService.GetPayment:input_type -> bcp.payments.v1.GetPaymentRequest
-	10, // 16: bcp.payments.v1.PaymentsService.CancelPayment:input_type -> bcp.payments.v1.CancelPaymentRequest
-	12, // 17: bcp.payments.v1.PaymentsService.RefundPayment:input_type -> bcp.payments.v1.RefundPaymentRequest
-	15, // 18: bcp.payments.v1.PaymentsService.SimulatePixPayment:input_type -> bcp.payments.v1.SimulatePixPaymentRequest
-	18, // 19: bcp.payments.v1.PaymentsService.ListAlerts:input_type -> bcp.payments.v1.ListAlertsRequest
-	20, // 20: bcp.payments.v1.PaymentsService.IngestPixWebhook:input_type -> bcp.payments.v1.IngestPixWebhookRequest
-	22, // 21: bcp.payments.v1.PaymentsService.GetPaymentStats:input_type -> bcp.payments.v1.GetPaymentStatsRequest
-	1,  // 22: bcp.payments.v1.PaymentsService.TestHandler:input_type -> bcp.payments.v1.TestHandlerRequest
-	4,  // 23: bcp.payments.v1.PaymentsService.Ping:output_type -> bcp.payments.v1.PingResponse
-	7,  // 24: bcp.payments.v1.PaymentsService.StartPayment:output_type -> bcp.payments.v1.StartPaymentResponse
-	9,  // 25: bcp.payments.v1.PaymentsService.GetPayment:output_type -> bcp.payments.v1.GetPaymentResponse
-	11, // 26: bcp.payments.v1.PaymentsService.CancelPayment:output_type -> bcp.payments.v1.CancelPaymentResponse
-	14, // 27: bcp.payments.v1.PaymentsService.RefundPayment:output_type -> bcp.payments.v1.RefundPaymentResponse
-	16, // 28: bcp.payments.v1.PaymentsService.SimulatePixPayment:output_type -> bcp.payments.v1.SimulatePixPaymentResponse
-	19, // 29: bcp.payments.v1.PaymentsService.ListAlerts:output_type -> bcp.payments.v1.ListAlertsResponse
-	21, // 30: bcp.payments.v1.PaymentsService.IngestPixWebhook:output_type -> bcp.payments.v1.IngestPixWebhookResponse
-	23, // 31: bcp.payments.v1.PaymentsService.GetPaymentStats:output_type -> bcp.payments.v1.GetPaymentStatsResponse
-	2,  // 32: bcp.payments.v1.PaymentsService.TestHandler:output_type -> bcp.payments.v1.TestHandlerResponse
-	23, // [23:33] is the sub-list for method output_type
-	13, // [13:23] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	27, // 1: bcp.payments.v1.Attempt.expires_at:type_name -> google.protobuf.Timestamp
+	27, // 2: bcp.payments.v1.Attempt.create_time:type_name -> google.protobuf.Timestamp
+	27, // 3: bcp.payments.v1.Attempt.update_time:type_name -> google.protobuf.Timestamp
+	7,  // 4: bcp.payments.v1.StartPaymentRequest.instrument:type_name -> bcp.payments.v1.PaymentInstrument
+	5,  // 5: bcp.payments.v1.StartPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
+	5,  // 6: bcp.payments.v1.GetPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
+	5,  // 7: bcp.payments.v1.CancelPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
+	14, // 8: bcp.payments.v1.RefundPaymentResponse.refund:type_name -> bcp.payments.v1.Refund
+	5,  // 9: bcp.payments.v1.SimulatePixPaymentResponse.attempt:type_name -> bcp.payments.v1.Attempt
+	27, // 10: bcp.payments.v1.Alert.create_time:type_name -> google.protobuf.Timestamp
+	18, // 11: bcp.payments.v1.ListAlertsResponse.alerts:type_name -> bcp.payments.v1.Alert
+	26, // 12: bcp.payments.v1.IngestPixWebhookRequest.headers:type_name -> bcp.payments.v1.IngestPixWebhookRequest.HeadersEntry
+	25, // 13: bcp.payments.v1.GetPaymentStatsResponse.pix_per_day:type_name -> bcp.payments.v1.PixDay
+	3,  // 14: bcp.payments.v1.PaymentsService.Ping:input_type -> bcp.payments.v1.PingRequest
+	6,  // 15: bcp.payments.v1.PaymentsService.StartPayment:input_type -> bcp.payments.v1.StartPaymentRequest
+	9,  // 16: bcp.payments.v1.PaymentsService.GetPayment:input_type -> bcp.payments.v1.GetPaymentRequest
+	11, // 17: bcp.payments.v1.PaymentsService.CancelPayment:input_type -> bcp.payments.v1.CancelPaymentRequest
+	13, // 18: bcp.payments.v1.PaymentsService.RefundPayment:input_type -> bcp.payments.v1.RefundPaymentRequest
+	16, // 19: bcp.payments.v1.PaymentsService.SimulatePixPayment:input_type -> bcp.payments.v1.SimulatePixPaymentRequest
+	19, // 20: bcp.payments.v1.PaymentsService.ListAlerts:input_type -> bcp.payments.v1.ListAlertsRequest
+	21, // 21: bcp.payments.v1.PaymentsService.IngestPixWebhook:input_type -> bcp.payments.v1.IngestPixWebhookRequest
+	23, // 22: bcp.payments.v1.PaymentsService.GetPaymentStats:input_type -> bcp.payments.v1.GetPaymentStatsRequest
+	1,  // 23: bcp.payments.v1.PaymentsService.TestHandler:input_type -> bcp.payments.v1.TestHandlerRequest
+	4,  // 24: bcp.payments.v1.PaymentsService.Ping:output_type -> bcp.payments.v1.PingResponse
+	8,  // 25: bcp.payments.v1.PaymentsService.StartPayment:output_type -> bcp.payments.v1.StartPaymentResponse
+	10, // 26: bcp.payments.v1.PaymentsService.GetPayment:output_type -> bcp.payments.v1.GetPaymentResponse
+	12, // 27: bcp.payments.v1.PaymentsService.CancelPayment:output_type -> bcp.payments.v1.CancelPaymentResponse
+	15, // 28: bcp.payments.v1.PaymentsService.RefundPayment:output_type -> bcp.payments.v1.RefundPaymentResponse
+	17, // 29: bcp.payments.v1.PaymentsService.SimulatePixPayment:output_type -> bcp.payments.v1.SimulatePixPaymentResponse
+	20, // 30: bcp.payments.v1.PaymentsService.ListAlerts:output_type -> bcp.payments.v1.ListAlertsResponse
+	22, // 31: bcp.payments.v1.PaymentsService.IngestPixWebhook:output_type -> bcp.payments.v1.IngestPixWebhookResponse
+	24, // 32: bcp.payments.v1.PaymentsService.GetPaymentStats:output_type -> bcp.payments.v1.GetPaymentStatsResponse
+	2,  // 33: bcp.payments.v1.PaymentsService.TestHandler:output_type -> bcp.payments.v1.TestHandlerResponse
+	24, // [24:34] is the sub-list for method output_type
+	14, // [14:24] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_bcp_payments_v1_payments_proto_init() }
@@ -1903,7 +2025,7 @@ func file_bcp_payments_v1_payments_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_payments_v1_payments_proto_rawDesc), len(file_bcp_payments_v1_payments_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   25,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

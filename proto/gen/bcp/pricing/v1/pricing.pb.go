@@ -74,7 +74,7 @@ func (x Discount_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Discount_Kind.Descriptor instead.
 func (Discount_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{20, 0}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{34, 0}
 }
 
 type PingRequest struct {
@@ -167,18 +167,29 @@ func (x *PingResponse) GetDatabaseOk() bool {
 
 type QuoteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// JSON of a bcp.Checkout (protocol/bcp): line_items with ids assigned
-	// and item.id/title/price filled from the catalog, quantity; buyer;
-	// fulfillment and discounts as the agent submitted them.
-	CheckoutJson []byte `protobuf:"bytes,1,opt,name=checkout_json,json=checkoutJson,proto3" json:"checkout_json,omitempty"`
 	// Negotiated capabilities: fulfillment and discount pricing apply only
 	// when their extension is active.
 	Capabilities []string `protobuf:"bytes,2,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
-	// The checkout's previous priced state, so method, destination and group
-	// ids stay stable across updates. Empty on create.
-	PreviousJson []byte `protobuf:"bytes,3,opt,name=previous_json,json=previousJson,proto3" json:"previous_json,omitempty"`
 	// Evaluation time for discount validity windows (defaults to now).
-	At            *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"`
+	At *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"`
+	// The lines to price, in checkout order, with their ids assigned and
+	// their unit prices from the catalog.
+	Lines []*QuoteLine `protobuf:"bytes,5,rep,name=lines,proto3" json:"lines,omitempty"`
+	// ISO 4217; only BRL is priced (empty: BRL).
+	Currency string `protobuf:"bytes,6,opt,name=currency,proto3" json:"currency,omitempty"`
+	// The buyer's e-mail as submitted (per-buyer discount limits).
+	BuyerEmail string `protobuf:"bytes,7,opt,name=buyer_email,json=buyerEmail,proto3" json:"buyer_email,omitempty"`
+	// The fulfillment methods as the agent submitted them (destinations,
+	// selections).
+	Methods []*FulfillmentMethod `protobuf:"bytes,8,rep,name=methods,proto3" json:"methods,omitempty"`
+	// The discount codes as the agent submitted them (echoed exactly).
+	DiscountCodes []string `protobuf:"bytes,9,rep,name=discount_codes,json=discountCodes,proto3" json:"discount_codes,omitempty"`
+	// The methods of the checkout's previous priced state, so method,
+	// destination and group ids stay stable across updates. Empty on create.
+	PreviousMethods []*FulfillmentMethod `protobuf:"bytes,10,rep,name=previous_methods,json=previousMethods,proto3" json:"previous_methods,omitempty"`
+	// The checkout priced (empty before it has an id): usage limits do not
+	// count its own redemptions.
+	CheckoutId    string `protobuf:"bytes,11,opt,name=checkout_id,json=checkoutId,proto3" json:"checkout_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -213,23 +224,9 @@ func (*QuoteRequest) Descriptor() ([]byte, []int) {
 	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{2}
 }
 
-func (x *QuoteRequest) GetCheckoutJson() []byte {
-	if x != nil {
-		return x.CheckoutJson
-	}
-	return nil
-}
-
 func (x *QuoteRequest) GetCapabilities() []string {
 	if x != nil {
 		return x.Capabilities
-	}
-	return nil
-}
-
-func (x *QuoteRequest) GetPreviousJson() []byte {
-	if x != nil {
-		return x.PreviousJson
 	}
 	return nil
 }
@@ -241,23 +238,154 @@ func (x *QuoteRequest) GetAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *QuoteRequest) GetLines() []*QuoteLine {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+func (x *QuoteRequest) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *QuoteRequest) GetBuyerEmail() string {
+	if x != nil {
+		return x.BuyerEmail
+	}
+	return ""
+}
+
+func (x *QuoteRequest) GetMethods() []*FulfillmentMethod {
+	if x != nil {
+		return x.Methods
+	}
+	return nil
+}
+
+func (x *QuoteRequest) GetDiscountCodes() []string {
+	if x != nil {
+		return x.DiscountCodes
+	}
+	return nil
+}
+
+func (x *QuoteRequest) GetPreviousMethods() []*FulfillmentMethod {
+	if x != nil {
+		return x.PreviousMethods
+	}
+	return nil
+}
+
+func (x *QuoteRequest) GetCheckoutId() string {
+	if x != nil {
+		return x.CheckoutId
+	}
+	return ""
+}
+
+// QuoteLine is one line of the checkout to price.
+type QuoteLine struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The product variant (item.id).
+	VariantId string `protobuf:"bytes,2,opt,name=variant_id,json=variantId,proto3" json:"variant_id,omitempty"`
+	Quantity  int64  `protobuf:"varint,3,opt,name=quantity,proto3" json:"quantity,omitempty"`
+	// Unit price in centavos.
+	UnitPrice     int64 `protobuf:"varint,4,opt,name=unit_price,json=unitPrice,proto3" json:"unit_price,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuoteLine) Reset() {
+	*x = QuoteLine{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuoteLine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuoteLine) ProtoMessage() {}
+
+func (x *QuoteLine) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuoteLine.ProtoReflect.Descriptor instead.
+func (*QuoteLine) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *QuoteLine) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *QuoteLine) GetVariantId() string {
+	if x != nil {
+		return x.VariantId
+	}
+	return ""
+}
+
+func (x *QuoteLine) GetQuantity() int64 {
+	if x != nil {
+		return x.Quantity
+	}
+	return 0
+}
+
+func (x *QuoteLine) GetUnitPrice() int64 {
+	if x != nil {
+		return x.UnitPrice
+	}
+	return 0
+}
+
 type QuoteResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The same checkout with line_items[].totals, totals, fulfillment
-	// (methods with ids, destinations with ids, groups with options and
-	// their totals, selections) and discounts (codes echoed, applied with
-	// allocations) filled in, and pricing messages appended to messages.
-	CheckoutJson []byte `protobuf:"bytes,1,opt,name=checkout_json,json=checkoutJson,proto3" json:"checkout_json,omitempty"`
 	// The ids of the automatic discounts applied (they carry no code in
 	// the checkout): what a completion redeems besides the codes.
 	AutomaticDiscountIds []string `protobuf:"bytes,2,rep,name=automatic_discount_ids,json=automaticDiscountIds,proto3" json:"automatic_discount_ids,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// One per request line, in order: subtotal, items_discount (when
+	// any), total.
+	LineTotals []*LineTotals `protobuf:"bytes,3,rep,name=line_totals,json=lineTotals,proto3" json:"line_totals,omitempty"`
+	// The checkout's totals: subtotal, items_discount (when any),
+	// fulfillment (when an option is selected), total.
+	Totals []*Total `protobuf:"bytes,4,rep,name=totals,proto3" json:"totals,omitempty"`
+	// Methods with ids, destinations, groups with options and their
+	// totals, selections, and the available methods; unset when there is
+	// nothing (or the extension is not negotiated).
+	Fulfillment *Fulfillment `protobuf:"bytes,5,opt,name=fulfillment,proto3" json:"fulfillment,omitempty"`
+	// Codes echoed and discounts applied with their allocations; unset
+	// when none.
+	Discounts *Discounts `protobuf:"bytes,6,opt,name=discounts,proto3" json:"discounts,omitempty"`
+	// Pricing's messages (fulfillment's, then discounts'), to append to the
+	// checkout's.
+	Messages      []*Message `protobuf:"bytes,7,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *QuoteResponse) Reset() {
 	*x = QuoteResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[3]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -269,7 +397,7 @@ func (x *QuoteResponse) String() string {
 func (*QuoteResponse) ProtoMessage() {}
 
 func (x *QuoteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[3]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -282,14 +410,7 @@ func (x *QuoteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuoteResponse.ProtoReflect.Descriptor instead.
 func (*QuoteResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{3}
-}
-
-func (x *QuoteResponse) GetCheckoutJson() []byte {
-	if x != nil {
-		return x.CheckoutJson
-	}
-	return nil
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *QuoteResponse) GetAutomaticDiscountIds() []string {
@@ -297,6 +418,1000 @@ func (x *QuoteResponse) GetAutomaticDiscountIds() []string {
 		return x.AutomaticDiscountIds
 	}
 	return nil
+}
+
+func (x *QuoteResponse) GetLineTotals() []*LineTotals {
+	if x != nil {
+		return x.LineTotals
+	}
+	return nil
+}
+
+func (x *QuoteResponse) GetTotals() []*Total {
+	if x != nil {
+		return x.Totals
+	}
+	return nil
+}
+
+func (x *QuoteResponse) GetFulfillment() *Fulfillment {
+	if x != nil {
+		return x.Fulfillment
+	}
+	return nil
+}
+
+func (x *QuoteResponse) GetDiscounts() *Discounts {
+	if x != nil {
+		return x.Discounts
+	}
+	return nil
+}
+
+func (x *QuoteResponse) GetMessages() []*Message {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+// Total is one cost entry of a checkout, a line or an option (amount in
+// centavos, negative for discounts).
+type Total struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	DisplayText   string                 `protobuf:"bytes,2,opt,name=display_text,json=displayText,proto3" json:"display_text,omitempty"`
+	Amount        int64                  `protobuf:"varint,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Total) Reset() {
+	*x = Total{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Total) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Total) ProtoMessage() {}
+
+func (x *Total) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Total.ProtoReflect.Descriptor instead.
+func (*Total) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Total) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *Total) GetDisplayText() string {
+	if x != nil {
+		return x.DisplayText
+	}
+	return ""
+}
+
+func (x *Total) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+type LineTotals struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Totals        []*Total               `protobuf:"bytes,1,rep,name=totals,proto3" json:"totals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LineTotals) Reset() {
+	*x = LineTotals{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LineTotals) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LineTotals) ProtoMessage() {}
+
+func (x *LineTotals) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LineTotals.ProtoReflect.Descriptor instead.
+func (*LineTotals) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *LineTotals) GetTotals() []*Total {
+	if x != nil {
+		return x.Totals
+	}
+	return nil
+}
+
+// PostalAddress is a postal address (the checkout's fields).
+type PostalAddress struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ExtendedAddress string                 `protobuf:"bytes,1,opt,name=extended_address,json=extendedAddress,proto3" json:"extended_address,omitempty"`
+	StreetAddress   string                 `protobuf:"bytes,2,opt,name=street_address,json=streetAddress,proto3" json:"street_address,omitempty"`
+	AddressLocality string                 `protobuf:"bytes,3,opt,name=address_locality,json=addressLocality,proto3" json:"address_locality,omitempty"`
+	AddressRegion   string                 `protobuf:"bytes,4,opt,name=address_region,json=addressRegion,proto3" json:"address_region,omitempty"`
+	AddressCountry  string                 `protobuf:"bytes,5,opt,name=address_country,json=addressCountry,proto3" json:"address_country,omitempty"`
+	PostalCode      string                 `protobuf:"bytes,6,opt,name=postal_code,json=postalCode,proto3" json:"postal_code,omitempty"`
+	FirstName       string                 `protobuf:"bytes,7,opt,name=first_name,json=firstName,proto3" json:"first_name,omitempty"`
+	LastName        string                 `protobuf:"bytes,8,opt,name=last_name,json=lastName,proto3" json:"last_name,omitempty"`
+	PhoneNumber     string                 `protobuf:"bytes,9,opt,name=phone_number,json=phoneNumber,proto3" json:"phone_number,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *PostalAddress) Reset() {
+	*x = PostalAddress{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PostalAddress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PostalAddress) ProtoMessage() {}
+
+func (x *PostalAddress) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PostalAddress.ProtoReflect.Descriptor instead.
+func (*PostalAddress) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PostalAddress) GetExtendedAddress() string {
+	if x != nil {
+		return x.ExtendedAddress
+	}
+	return ""
+}
+
+func (x *PostalAddress) GetStreetAddress() string {
+	if x != nil {
+		return x.StreetAddress
+	}
+	return ""
+}
+
+func (x *PostalAddress) GetAddressLocality() string {
+	if x != nil {
+		return x.AddressLocality
+	}
+	return ""
+}
+
+func (x *PostalAddress) GetAddressRegion() string {
+	if x != nil {
+		return x.AddressRegion
+	}
+	return ""
+}
+
+func (x *PostalAddress) GetAddressCountry() string {
+	if x != nil {
+		return x.AddressCountry
+	}
+	return ""
+}
+
+func (x *PostalAddress) GetPostalCode() string {
+	if x != nil {
+		return x.PostalCode
+	}
+	return ""
+}
+
+func (x *PostalAddress) GetFirstName() string {
+	if x != nil {
+		return x.FirstName
+	}
+	return ""
+}
+
+func (x *PostalAddress) GetLastName() string {
+	if x != nil {
+		return x.LastName
+	}
+	return ""
+}
+
+func (x *PostalAddress) GetPhoneNumber() string {
+	if x != nil {
+		return x.PhoneNumber
+	}
+	return ""
+}
+
+// Destination is a shipping address (postal_address) or a pickup location
+// (name and address).
+type Destination struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	PostalAddress *PostalAddress         `protobuf:"bytes,2,opt,name=postal_address,json=postalAddress,proto3" json:"postal_address,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Address       *PostalAddress         `protobuf:"bytes,4,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Destination) Reset() {
+	*x = Destination{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Destination) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Destination) ProtoMessage() {}
+
+func (x *Destination) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Destination.ProtoReflect.Descriptor instead.
+func (*Destination) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Destination) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Destination) GetPostalAddress() *PostalAddress {
+	if x != nil {
+		return x.PostalAddress
+	}
+	return nil
+}
+
+func (x *Destination) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Destination) GetAddress() *PostalAddress {
+	if x != nil {
+		return x.Address
+	}
+	return nil
+}
+
+type FulfillmentOption struct {
+	state                   protoimpl.MessageState `protogen:"open.v1"`
+	Id                      string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Title                   string                 `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	Description             string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	Carrier                 string                 `protobuf:"bytes,4,opt,name=carrier,proto3" json:"carrier,omitempty"`
+	EarliestFulfillmentTime string                 `protobuf:"bytes,5,opt,name=earliest_fulfillment_time,json=earliestFulfillmentTime,proto3" json:"earliest_fulfillment_time,omitempty"`
+	LatestFulfillmentTime   string                 `protobuf:"bytes,6,opt,name=latest_fulfillment_time,json=latestFulfillmentTime,proto3" json:"latest_fulfillment_time,omitempty"`
+	Totals                  []*Total               `protobuf:"bytes,7,rep,name=totals,proto3" json:"totals,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
+}
+
+func (x *FulfillmentOption) Reset() {
+	*x = FulfillmentOption{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FulfillmentOption) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FulfillmentOption) ProtoMessage() {}
+
+func (x *FulfillmentOption) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FulfillmentOption.ProtoReflect.Descriptor instead.
+func (*FulfillmentOption) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *FulfillmentOption) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *FulfillmentOption) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *FulfillmentOption) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *FulfillmentOption) GetCarrier() string {
+	if x != nil {
+		return x.Carrier
+	}
+	return ""
+}
+
+func (x *FulfillmentOption) GetEarliestFulfillmentTime() string {
+	if x != nil {
+		return x.EarliestFulfillmentTime
+	}
+	return ""
+}
+
+func (x *FulfillmentOption) GetLatestFulfillmentTime() string {
+	if x != nil {
+		return x.LatestFulfillmentTime
+	}
+	return ""
+}
+
+func (x *FulfillmentOption) GetTotals() []*Total {
+	if x != nil {
+		return x.Totals
+	}
+	return nil
+}
+
+type FulfillmentGroup struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Id               string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	LineItemIds      []string               `protobuf:"bytes,2,rep,name=line_item_ids,json=lineItemIds,proto3" json:"line_item_ids,omitempty"`
+	Options          []*FulfillmentOption   `protobuf:"bytes,3,rep,name=options,proto3" json:"options,omitempty"`
+	SelectedOptionId *string                `protobuf:"bytes,4,opt,name=selected_option_id,json=selectedOptionId,proto3,oneof" json:"selected_option_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *FulfillmentGroup) Reset() {
+	*x = FulfillmentGroup{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FulfillmentGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FulfillmentGroup) ProtoMessage() {}
+
+func (x *FulfillmentGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FulfillmentGroup.ProtoReflect.Descriptor instead.
+func (*FulfillmentGroup) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *FulfillmentGroup) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *FulfillmentGroup) GetLineItemIds() []string {
+	if x != nil {
+		return x.LineItemIds
+	}
+	return nil
+}
+
+func (x *FulfillmentGroup) GetOptions() []*FulfillmentOption {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *FulfillmentGroup) GetSelectedOptionId() string {
+	if x != nil && x.SelectedOptionId != nil {
+		return *x.SelectedOptionId
+	}
+	return ""
+}
+
+type FulfillmentMethod struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// shipping or pickup.
+	Type        string   `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	LineItemIds []string `protobuf:"bytes,3,rep,name=line_item_ids,json=lineItemIds,proto3" json:"line_item_ids,omitempty"`
+	// None (an empty array included): a method an update continues keeps
+	// its previous destinations.
+	Destinations          []*Destination      `protobuf:"bytes,4,rep,name=destinations,proto3" json:"destinations,omitempty"`
+	SelectedDestinationId *string             `protobuf:"bytes,6,opt,name=selected_destination_id,json=selectedDestinationId,proto3,oneof" json:"selected_destination_id,omitempty"`
+	Groups                []*FulfillmentGroup `protobuf:"bytes,7,rep,name=groups,proto3" json:"groups,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *FulfillmentMethod) Reset() {
+	*x = FulfillmentMethod{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FulfillmentMethod) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FulfillmentMethod) ProtoMessage() {}
+
+func (x *FulfillmentMethod) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FulfillmentMethod.ProtoReflect.Descriptor instead.
+func (*FulfillmentMethod) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *FulfillmentMethod) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *FulfillmentMethod) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *FulfillmentMethod) GetLineItemIds() []string {
+	if x != nil {
+		return x.LineItemIds
+	}
+	return nil
+}
+
+func (x *FulfillmentMethod) GetDestinations() []*Destination {
+	if x != nil {
+		return x.Destinations
+	}
+	return nil
+}
+
+func (x *FulfillmentMethod) GetSelectedDestinationId() string {
+	if x != nil && x.SelectedDestinationId != nil {
+		return *x.SelectedDestinationId
+	}
+	return ""
+}
+
+func (x *FulfillmentMethod) GetGroups() []*FulfillmentGroup {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+type AvailableMethod struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	LineItemIds   []string               `protobuf:"bytes,2,rep,name=line_item_ids,json=lineItemIds,proto3" json:"line_item_ids,omitempty"`
+	FulfillableOn string                 `protobuf:"bytes,3,opt,name=fulfillable_on,json=fulfillableOn,proto3" json:"fulfillable_on,omitempty"`
+	Description   string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AvailableMethod) Reset() {
+	*x = AvailableMethod{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AvailableMethod) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AvailableMethod) ProtoMessage() {}
+
+func (x *AvailableMethod) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AvailableMethod.ProtoReflect.Descriptor instead.
+func (*AvailableMethod) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *AvailableMethod) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *AvailableMethod) GetLineItemIds() []string {
+	if x != nil {
+		return x.LineItemIds
+	}
+	return nil
+}
+
+func (x *AvailableMethod) GetFulfillableOn() string {
+	if x != nil {
+		return x.FulfillableOn
+	}
+	return ""
+}
+
+func (x *AvailableMethod) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+type Fulfillment struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Methods          []*FulfillmentMethod   `protobuf:"bytes,1,rep,name=methods,proto3" json:"methods,omitempty"`
+	AvailableMethods []*AvailableMethod     `protobuf:"bytes,2,rep,name=available_methods,json=availableMethods,proto3" json:"available_methods,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *Fulfillment) Reset() {
+	*x = Fulfillment{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Fulfillment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Fulfillment) ProtoMessage() {}
+
+func (x *Fulfillment) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Fulfillment.ProtoReflect.Descriptor instead.
+func (*Fulfillment) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Fulfillment) GetMethods() []*FulfillmentMethod {
+	if x != nil {
+		return x.Methods
+	}
+	return nil
+}
+
+func (x *Fulfillment) GetAvailableMethods() []*AvailableMethod {
+	if x != nil {
+		return x.AvailableMethods
+	}
+	return nil
+}
+
+type Allocation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// JSONPath of the target ("$.line_items[0]").
+	Path          string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Amount        int64  `protobuf:"varint,2,opt,name=amount,proto3" json:"amount,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Allocation) Reset() {
+	*x = Allocation{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Allocation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Allocation) ProtoMessage() {}
+
+func (x *Allocation) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
+func (*Allocation) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Allocation) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *Allocation) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+type AppliedDiscount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Code          string                 `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	Title         string                 `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	Amount        int64                  `protobuf:"varint,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	Automatic     bool                   `protobuf:"varint,4,opt,name=automatic,proto3" json:"automatic,omitempty"`
+	Method        string                 `protobuf:"bytes,5,opt,name=method,proto3" json:"method,omitempty"`
+	Priority      int32                  `protobuf:"varint,6,opt,name=priority,proto3" json:"priority,omitempty"`
+	Provisional   bool                   `protobuf:"varint,7,opt,name=provisional,proto3" json:"provisional,omitempty"`
+	Eligibility   string                 `protobuf:"bytes,8,opt,name=eligibility,proto3" json:"eligibility,omitempty"`
+	Allocations   []*Allocation          `protobuf:"bytes,9,rep,name=allocations,proto3" json:"allocations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppliedDiscount) Reset() {
+	*x = AppliedDiscount{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppliedDiscount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppliedDiscount) ProtoMessage() {}
+
+func (x *AppliedDiscount) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppliedDiscount.ProtoReflect.Descriptor instead.
+func (*AppliedDiscount) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *AppliedDiscount) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *AppliedDiscount) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *AppliedDiscount) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+func (x *AppliedDiscount) GetAutomatic() bool {
+	if x != nil {
+		return x.Automatic
+	}
+	return false
+}
+
+func (x *AppliedDiscount) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *AppliedDiscount) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *AppliedDiscount) GetProvisional() bool {
+	if x != nil {
+		return x.Provisional
+	}
+	return false
+}
+
+func (x *AppliedDiscount) GetEligibility() string {
+	if x != nil {
+		return x.Eligibility
+	}
+	return ""
+}
+
+func (x *AppliedDiscount) GetAllocations() []*Allocation {
+	if x != nil {
+		return x.Allocations
+	}
+	return nil
+}
+
+type Discounts struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Codes         []string               `protobuf:"bytes,1,rep,name=codes,proto3" json:"codes,omitempty"`
+	Applied       []*AppliedDiscount     `protobuf:"bytes,2,rep,name=applied,proto3" json:"applied,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Discounts) Reset() {
+	*x = Discounts{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Discounts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Discounts) ProtoMessage() {}
+
+func (x *Discounts) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Discounts.ProtoReflect.Descriptor instead.
+func (*Discounts) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Discounts) GetCodes() []string {
+	if x != nil {
+		return x.Codes
+	}
+	return nil
+}
+
+func (x *Discounts) GetApplied() []*AppliedDiscount {
+	if x != nil {
+		return x.Applied
+	}
+	return nil
+}
+
+// Message is a checkout message (error, warning or info) with its
+// JSONPath into the checkout.
+type Message struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Code          string                 `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	Path          string                 `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	ContentType   string                 `protobuf:"bytes,4,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
+	Content       string                 `protobuf:"bytes,5,opt,name=content,proto3" json:"content,omitempty"`
+	Severity      string                 `protobuf:"bytes,6,opt,name=severity,proto3" json:"severity,omitempty"`
+	Presentation  string                 `protobuf:"bytes,7,opt,name=presentation,proto3" json:"presentation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Message) Reset() {
+	*x = Message{}
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Message) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Message) ProtoMessage() {}
+
+func (x *Message) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Message.ProtoReflect.Descriptor instead.
+func (*Message) Descriptor() ([]byte, []int) {
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Message) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *Message) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *Message) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *Message) GetContentType() string {
+	if x != nil {
+		return x.ContentType
+	}
+	return ""
+}
+
+func (x *Message) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *Message) GetSeverity() string {
+	if x != nil {
+		return x.Severity
+	}
+	return ""
+}
+
+func (x *Message) GetPresentation() string {
+	if x != nil {
+		return x.Presentation
+	}
+	return ""
 }
 
 // ShippingRate is a merchant shipping option offered where it matches.
@@ -330,7 +1445,7 @@ type ShippingRate struct {
 
 func (x *ShippingRate) Reset() {
 	*x = ShippingRate{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[4]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -342,7 +1457,7 @@ func (x *ShippingRate) String() string {
 func (*ShippingRate) ProtoMessage() {}
 
 func (x *ShippingRate) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[4]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -355,7 +1470,7 @@ func (x *ShippingRate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShippingRate.ProtoReflect.Descriptor instead.
 func (*ShippingRate) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{4}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ShippingRate) GetId() string {
@@ -470,7 +1585,7 @@ type Violation struct {
 
 func (x *Violation) Reset() {
 	*x = Violation{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[5]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -482,7 +1597,7 @@ func (x *Violation) String() string {
 func (*Violation) ProtoMessage() {}
 
 func (x *Violation) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[5]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -495,7 +1610,7 @@ func (x *Violation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Violation.ProtoReflect.Descriptor instead.
 func (*Violation) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{5}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Violation) GetField() string {
@@ -529,7 +1644,7 @@ type CepRange struct {
 
 func (x *CepRange) Reset() {
 	*x = CepRange{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[6]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -541,7 +1656,7 @@ func (x *CepRange) String() string {
 func (*CepRange) ProtoMessage() {}
 
 func (x *CepRange) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[6]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -554,7 +1669,7 @@ func (x *CepRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CepRange.ProtoReflect.Descriptor instead.
 func (*CepRange) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{6}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CepRange) GetFrom() string {
@@ -583,7 +1698,7 @@ type SetShippingRateRequest struct {
 
 func (x *SetShippingRateRequest) Reset() {
 	*x = SetShippingRateRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[7]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -595,7 +1710,7 @@ func (x *SetShippingRateRequest) String() string {
 func (*SetShippingRateRequest) ProtoMessage() {}
 
 func (x *SetShippingRateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[7]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -608,7 +1723,7 @@ func (x *SetShippingRateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetShippingRateRequest.ProtoReflect.Descriptor instead.
 func (*SetShippingRateRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{7}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetShippingRateRequest) GetRate() *ShippingRate {
@@ -638,7 +1753,7 @@ type SetShippingRateResponse struct {
 
 func (x *SetShippingRateResponse) Reset() {
 	*x = SetShippingRateResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[8]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -650,7 +1765,7 @@ func (x *SetShippingRateResponse) String() string {
 func (*SetShippingRateResponse) ProtoMessage() {}
 
 func (x *SetShippingRateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[8]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -663,7 +1778,7 @@ func (x *SetShippingRateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetShippingRateResponse.ProtoReflect.Descriptor instead.
 func (*SetShippingRateResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{8}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetShippingRateResponse) GetRate() *ShippingRate {
@@ -688,7 +1803,7 @@ type ListShippingRatesRequest struct {
 
 func (x *ListShippingRatesRequest) Reset() {
 	*x = ListShippingRatesRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[9]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +1815,7 @@ func (x *ListShippingRatesRequest) String() string {
 func (*ListShippingRatesRequest) ProtoMessage() {}
 
 func (x *ListShippingRatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[9]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -713,7 +1828,7 @@ func (x *ListShippingRatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShippingRatesRequest.ProtoReflect.Descriptor instead.
 func (*ListShippingRatesRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{9}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{23}
 }
 
 type ListShippingRatesResponse struct {
@@ -725,7 +1840,7 @@ type ListShippingRatesResponse struct {
 
 func (x *ListShippingRatesResponse) Reset() {
 	*x = ListShippingRatesResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[10]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -737,7 +1852,7 @@ func (x *ListShippingRatesResponse) String() string {
 func (*ListShippingRatesResponse) ProtoMessage() {}
 
 func (x *ListShippingRatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[10]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -750,7 +1865,7 @@ func (x *ListShippingRatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShippingRatesResponse.ProtoReflect.Descriptor instead.
 func (*ListShippingRatesResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{10}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListShippingRatesResponse) GetRates() []*ShippingRate {
@@ -769,7 +1884,7 @@ type DeleteShippingRateRequest struct {
 
 func (x *DeleteShippingRateRequest) Reset() {
 	*x = DeleteShippingRateRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[11]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -781,7 +1896,7 @@ func (x *DeleteShippingRateRequest) String() string {
 func (*DeleteShippingRateRequest) ProtoMessage() {}
 
 func (x *DeleteShippingRateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[11]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -794,7 +1909,7 @@ func (x *DeleteShippingRateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteShippingRateRequest.ProtoReflect.Descriptor instead.
 func (*DeleteShippingRateRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{11}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteShippingRateRequest) GetId() string {
@@ -812,7 +1927,7 @@ type DeleteShippingRateResponse struct {
 
 func (x *DeleteShippingRateResponse) Reset() {
 	*x = DeleteShippingRateResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[12]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -824,7 +1939,7 @@ func (x *DeleteShippingRateResponse) String() string {
 func (*DeleteShippingRateResponse) ProtoMessage() {}
 
 func (x *DeleteShippingRateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[12]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -837,7 +1952,7 @@ func (x *DeleteShippingRateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteShippingRateResponse.ProtoReflect.Descriptor instead.
 func (*DeleteShippingRateResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{12}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{26}
 }
 
 type PickupLocation struct {
@@ -862,7 +1977,7 @@ type PickupLocation struct {
 
 func (x *PickupLocation) Reset() {
 	*x = PickupLocation{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[13]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -874,7 +1989,7 @@ func (x *PickupLocation) String() string {
 func (*PickupLocation) ProtoMessage() {}
 
 func (x *PickupLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[13]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -887,7 +2002,7 @@ func (x *PickupLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PickupLocation.ProtoReflect.Descriptor instead.
 func (*PickupLocation) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{13}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PickupLocation) GetId() string {
@@ -986,7 +2101,7 @@ type SetPickupLocationRequest struct {
 
 func (x *SetPickupLocationRequest) Reset() {
 	*x = SetPickupLocationRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[14]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +2113,7 @@ func (x *SetPickupLocationRequest) String() string {
 func (*SetPickupLocationRequest) ProtoMessage() {}
 
 func (x *SetPickupLocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[14]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +2126,7 @@ func (x *SetPickupLocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPickupLocationRequest.ProtoReflect.Descriptor instead.
 func (*SetPickupLocationRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{14}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SetPickupLocationRequest) GetLocation() *PickupLocation {
@@ -1041,7 +2156,7 @@ type SetPickupLocationResponse struct {
 
 func (x *SetPickupLocationResponse) Reset() {
 	*x = SetPickupLocationResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[15]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1053,7 +2168,7 @@ func (x *SetPickupLocationResponse) String() string {
 func (*SetPickupLocationResponse) ProtoMessage() {}
 
 func (x *SetPickupLocationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[15]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1066,7 +2181,7 @@ func (x *SetPickupLocationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPickupLocationResponse.ProtoReflect.Descriptor instead.
 func (*SetPickupLocationResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{15}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SetPickupLocationResponse) GetLocation() *PickupLocation {
@@ -1091,7 +2206,7 @@ type ListPickupLocationsRequest struct {
 
 func (x *ListPickupLocationsRequest) Reset() {
 	*x = ListPickupLocationsRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[16]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1103,7 +2218,7 @@ func (x *ListPickupLocationsRequest) String() string {
 func (*ListPickupLocationsRequest) ProtoMessage() {}
 
 func (x *ListPickupLocationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[16]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1116,7 +2231,7 @@ func (x *ListPickupLocationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPickupLocationsRequest.ProtoReflect.Descriptor instead.
 func (*ListPickupLocationsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{16}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{30}
 }
 
 type ListPickupLocationsResponse struct {
@@ -1128,7 +2243,7 @@ type ListPickupLocationsResponse struct {
 
 func (x *ListPickupLocationsResponse) Reset() {
 	*x = ListPickupLocationsResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[17]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +2255,7 @@ func (x *ListPickupLocationsResponse) String() string {
 func (*ListPickupLocationsResponse) ProtoMessage() {}
 
 func (x *ListPickupLocationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[17]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +2268,7 @@ func (x *ListPickupLocationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPickupLocationsResponse.ProtoReflect.Descriptor instead.
 func (*ListPickupLocationsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{17}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListPickupLocationsResponse) GetLocations() []*PickupLocation {
@@ -1172,7 +2287,7 @@ type DeletePickupLocationRequest struct {
 
 func (x *DeletePickupLocationRequest) Reset() {
 	*x = DeletePickupLocationRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[18]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1184,7 +2299,7 @@ func (x *DeletePickupLocationRequest) String() string {
 func (*DeletePickupLocationRequest) ProtoMessage() {}
 
 func (x *DeletePickupLocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[18]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1197,7 +2312,7 @@ func (x *DeletePickupLocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePickupLocationRequest.ProtoReflect.Descriptor instead.
 func (*DeletePickupLocationRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{18}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DeletePickupLocationRequest) GetId() string {
@@ -1215,7 +2330,7 @@ type DeletePickupLocationResponse struct {
 
 func (x *DeletePickupLocationResponse) Reset() {
 	*x = DeletePickupLocationResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[19]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1227,7 +2342,7 @@ func (x *DeletePickupLocationResponse) String() string {
 func (*DeletePickupLocationResponse) ProtoMessage() {}
 
 func (x *DeletePickupLocationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[19]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1240,7 +2355,7 @@ func (x *DeletePickupLocationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePickupLocationResponse.ProtoReflect.Descriptor instead.
 func (*DeletePickupLocationResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{19}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{33}
 }
 
 type Discount struct {
@@ -1274,7 +2389,7 @@ type Discount struct {
 
 func (x *Discount) Reset() {
 	*x = Discount{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[20]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +2401,7 @@ func (x *Discount) String() string {
 func (*Discount) ProtoMessage() {}
 
 func (x *Discount) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[20]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +2414,7 @@ func (x *Discount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Discount.ProtoReflect.Descriptor instead.
 func (*Discount) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{20}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Discount) GetId() string {
@@ -1419,7 +2534,7 @@ type SetDiscountRequest struct {
 
 func (x *SetDiscountRequest) Reset() {
 	*x = SetDiscountRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[21]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1431,7 +2546,7 @@ func (x *SetDiscountRequest) String() string {
 func (*SetDiscountRequest) ProtoMessage() {}
 
 func (x *SetDiscountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[21]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1444,7 +2559,7 @@ func (x *SetDiscountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetDiscountRequest.ProtoReflect.Descriptor instead.
 func (*SetDiscountRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{21}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SetDiscountRequest) GetDiscount() *Discount {
@@ -1474,7 +2589,7 @@ type SetDiscountResponse struct {
 
 func (x *SetDiscountResponse) Reset() {
 	*x = SetDiscountResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[22]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1486,7 +2601,7 @@ func (x *SetDiscountResponse) String() string {
 func (*SetDiscountResponse) ProtoMessage() {}
 
 func (x *SetDiscountResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[22]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1499,7 +2614,7 @@ func (x *SetDiscountResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetDiscountResponse.ProtoReflect.Descriptor instead.
 func (*SetDiscountResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{22}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SetDiscountResponse) GetDiscount() *Discount {
@@ -1524,7 +2639,7 @@ type ListDiscountsRequest struct {
 
 func (x *ListDiscountsRequest) Reset() {
 	*x = ListDiscountsRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[23]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +2651,7 @@ func (x *ListDiscountsRequest) String() string {
 func (*ListDiscountsRequest) ProtoMessage() {}
 
 func (x *ListDiscountsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[23]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +2664,7 @@ func (x *ListDiscountsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDiscountsRequest.ProtoReflect.Descriptor instead.
 func (*ListDiscountsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{23}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{37}
 }
 
 type ListDiscountsResponse struct {
@@ -1561,7 +2676,7 @@ type ListDiscountsResponse struct {
 
 func (x *ListDiscountsResponse) Reset() {
 	*x = ListDiscountsResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[24]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1573,7 +2688,7 @@ func (x *ListDiscountsResponse) String() string {
 func (*ListDiscountsResponse) ProtoMessage() {}
 
 func (x *ListDiscountsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[24]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1586,7 +2701,7 @@ func (x *ListDiscountsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDiscountsResponse.ProtoReflect.Descriptor instead.
 func (*ListDiscountsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{24}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListDiscountsResponse) GetDiscounts() []*Discount {
@@ -1605,7 +2720,7 @@ type DeleteDiscountRequest struct {
 
 func (x *DeleteDiscountRequest) Reset() {
 	*x = DeleteDiscountRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[25]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1617,7 +2732,7 @@ func (x *DeleteDiscountRequest) String() string {
 func (*DeleteDiscountRequest) ProtoMessage() {}
 
 func (x *DeleteDiscountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[25]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1630,7 +2745,7 @@ func (x *DeleteDiscountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDiscountRequest.ProtoReflect.Descriptor instead.
 func (*DeleteDiscountRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{25}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DeleteDiscountRequest) GetId() string {
@@ -1648,7 +2763,7 @@ type DeleteDiscountResponse struct {
 
 func (x *DeleteDiscountResponse) Reset() {
 	*x = DeleteDiscountResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[26]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +2775,7 @@ func (x *DeleteDiscountResponse) String() string {
 func (*DeleteDiscountResponse) ProtoMessage() {}
 
 func (x *DeleteDiscountResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[26]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +2788,7 @@ func (x *DeleteDiscountResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDiscountResponse.ProtoReflect.Descriptor instead.
 func (*DeleteDiscountResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{26}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{40}
 }
 
 type RedeemDiscountsRequest struct {
@@ -1688,7 +2803,7 @@ type RedeemDiscountsRequest struct {
 
 func (x *RedeemDiscountsRequest) Reset() {
 	*x = RedeemDiscountsRequest{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[27]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1700,7 +2815,7 @@ func (x *RedeemDiscountsRequest) String() string {
 func (*RedeemDiscountsRequest) ProtoMessage() {}
 
 func (x *RedeemDiscountsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[27]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1713,7 +2828,7 @@ func (x *RedeemDiscountsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedeemDiscountsRequest.ProtoReflect.Descriptor instead.
 func (*RedeemDiscountsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{27}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RedeemDiscountsRequest) GetCheckoutId() string {
@@ -1745,7 +2860,7 @@ type RedeemDiscountsResponse struct {
 
 func (x *RedeemDiscountsResponse) Reset() {
 	*x = RedeemDiscountsResponse{}
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[28]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1757,7 +2872,7 @@ func (x *RedeemDiscountsResponse) String() string {
 func (*RedeemDiscountsResponse) ProtoMessage() {}
 
 func (x *RedeemDiscountsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[28]
+	mi := &file_bcp_pricing_v1_pricing_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1770,7 +2885,7 @@ func (x *RedeemDiscountsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedeemDiscountsResponse.ProtoReflect.Descriptor instead.
 func (*RedeemDiscountsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{28}
+	return file_bcp_pricing_v1_pricing_proto_rawDescGZIP(), []int{42}
 }
 
 var File_bcp_pricing_v1_pricing_proto protoreflect.FileDescriptor
@@ -1782,15 +2897,114 @@ const file_bcp_pricing_v1_pricing_proto_rawDesc = "" +
 	"\fPingResponse\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x1f\n" +
 	"\vdatabase_ok\x18\x02 \x01(\bR\n" +
-	"databaseOk\"\xa8\x01\n" +
-	"\fQuoteRequest\x12#\n" +
-	"\rcheckout_json\x18\x01 \x01(\fR\fcheckoutJson\x12\"\n" +
-	"\fcapabilities\x18\x02 \x03(\tR\fcapabilities\x12#\n" +
-	"\rprevious_json\x18\x03 \x01(\fR\fpreviousJson\x12*\n" +
-	"\x02at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"j\n" +
-	"\rQuoteResponse\x12#\n" +
-	"\rcheckout_json\x18\x01 \x01(\fR\fcheckoutJson\x124\n" +
-	"\x16automatic_discount_ids\x18\x02 \x03(\tR\x14automaticDiscountIds\"\xa8\x03\n" +
+	"databaseOk\"\xc9\x03\n" +
+	"\fQuoteRequest\x12\"\n" +
+	"\fcapabilities\x18\x02 \x03(\tR\fcapabilities\x12*\n" +
+	"\x02at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12/\n" +
+	"\x05lines\x18\x05 \x03(\v2\x19.bcp.pricing.v1.QuoteLineR\x05lines\x12\x1a\n" +
+	"\bcurrency\x18\x06 \x01(\tR\bcurrency\x12\x1f\n" +
+	"\vbuyer_email\x18\a \x01(\tR\n" +
+	"buyerEmail\x12;\n" +
+	"\amethods\x18\b \x03(\v2!.bcp.pricing.v1.FulfillmentMethodR\amethods\x12%\n" +
+	"\x0ediscount_codes\x18\t \x03(\tR\rdiscountCodes\x12L\n" +
+	"\x10previous_methods\x18\n" +
+	" \x03(\v2!.bcp.pricing.v1.FulfillmentMethodR\x0fpreviousMethods\x12\x1f\n" +
+	"\vcheckout_id\x18\v \x01(\tR\n" +
+	"checkoutIdJ\x04\b\x01\x10\x02J\x04\b\x03\x10\x04R\rcheckout_jsonR\rprevious_json\"u\n" +
+	"\tQuoteLine\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
+	"\n" +
+	"variant_id\x18\x02 \x01(\tR\tvariantId\x12\x1a\n" +
+	"\bquantity\x18\x03 \x01(\x03R\bquantity\x12\x1d\n" +
+	"\n" +
+	"unit_price\x18\x04 \x01(\x03R\tunitPrice\"\xf3\x02\n" +
+	"\rQuoteResponse\x124\n" +
+	"\x16automatic_discount_ids\x18\x02 \x03(\tR\x14automaticDiscountIds\x12;\n" +
+	"\vline_totals\x18\x03 \x03(\v2\x1a.bcp.pricing.v1.LineTotalsR\n" +
+	"lineTotals\x12-\n" +
+	"\x06totals\x18\x04 \x03(\v2\x15.bcp.pricing.v1.TotalR\x06totals\x12=\n" +
+	"\vfulfillment\x18\x05 \x01(\v2\x1b.bcp.pricing.v1.FulfillmentR\vfulfillment\x127\n" +
+	"\tdiscounts\x18\x06 \x01(\v2\x19.bcp.pricing.v1.DiscountsR\tdiscounts\x123\n" +
+	"\bmessages\x18\a \x03(\v2\x17.bcp.pricing.v1.MessageR\bmessagesJ\x04\b\x01\x10\x02R\rcheckout_json\"V\n" +
+	"\x05Total\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12!\n" +
+	"\fdisplay_text\x18\x02 \x01(\tR\vdisplayText\x12\x16\n" +
+	"\x06amount\x18\x03 \x01(\x03R\x06amount\";\n" +
+	"\n" +
+	"LineTotals\x12-\n" +
+	"\x06totals\x18\x01 \x03(\v2\x15.bcp.pricing.v1.TotalR\x06totals\"\xdc\x02\n" +
+	"\rPostalAddress\x12)\n" +
+	"\x10extended_address\x18\x01 \x01(\tR\x0fextendedAddress\x12%\n" +
+	"\x0estreet_address\x18\x02 \x01(\tR\rstreetAddress\x12)\n" +
+	"\x10address_locality\x18\x03 \x01(\tR\x0faddressLocality\x12%\n" +
+	"\x0eaddress_region\x18\x04 \x01(\tR\raddressRegion\x12'\n" +
+	"\x0faddress_country\x18\x05 \x01(\tR\x0eaddressCountry\x12\x1f\n" +
+	"\vpostal_code\x18\x06 \x01(\tR\n" +
+	"postalCode\x12\x1d\n" +
+	"\n" +
+	"first_name\x18\a \x01(\tR\tfirstName\x12\x1b\n" +
+	"\tlast_name\x18\b \x01(\tR\blastName\x12!\n" +
+	"\fphone_number\x18\t \x01(\tR\vphoneNumber\"\xb0\x01\n" +
+	"\vDestination\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12D\n" +
+	"\x0epostal_address\x18\x02 \x01(\v2\x1d.bcp.pricing.v1.PostalAddressR\rpostalAddress\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x127\n" +
+	"\aaddress\x18\x04 \x01(\v2\x1d.bcp.pricing.v1.PostalAddressR\aaddress\"\x98\x02\n" +
+	"\x11FulfillmentOption\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x18\n" +
+	"\acarrier\x18\x04 \x01(\tR\acarrier\x12:\n" +
+	"\x19earliest_fulfillment_time\x18\x05 \x01(\tR\x17earliestFulfillmentTime\x126\n" +
+	"\x17latest_fulfillment_time\x18\x06 \x01(\tR\x15latestFulfillmentTime\x12-\n" +
+	"\x06totals\x18\a \x03(\v2\x15.bcp.pricing.v1.TotalR\x06totals\"\xcd\x01\n" +
+	"\x10FulfillmentGroup\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
+	"\rline_item_ids\x18\x02 \x03(\tR\vlineItemIds\x12;\n" +
+	"\aoptions\x18\x03 \x03(\v2!.bcp.pricing.v1.FulfillmentOptionR\aoptions\x121\n" +
+	"\x12selected_option_id\x18\x04 \x01(\tH\x00R\x10selectedOptionId\x88\x01\x01B\x15\n" +
+	"\x13_selected_option_id\"\xb5\x02\n" +
+	"\x11FulfillmentMethod\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\"\n" +
+	"\rline_item_ids\x18\x03 \x03(\tR\vlineItemIds\x12?\n" +
+	"\fdestinations\x18\x04 \x03(\v2\x1b.bcp.pricing.v1.DestinationR\fdestinations\x12;\n" +
+	"\x17selected_destination_id\x18\x06 \x01(\tH\x00R\x15selectedDestinationId\x88\x01\x01\x128\n" +
+	"\x06groups\x18\a \x03(\v2 .bcp.pricing.v1.FulfillmentGroupR\x06groupsB\x1a\n" +
+	"\x18_selected_destination_idJ\x04\b\x05\x10\x06\"\x92\x01\n" +
+	"\x0fAvailableMethod\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\"\n" +
+	"\rline_item_ids\x18\x02 \x03(\tR\vlineItemIds\x12%\n" +
+	"\x0efulfillable_on\x18\x03 \x01(\tR\rfulfillableOn\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\"\x98\x01\n" +
+	"\vFulfillment\x12;\n" +
+	"\amethods\x18\x01 \x03(\v2!.bcp.pricing.v1.FulfillmentMethodR\amethods\x12L\n" +
+	"\x11available_methods\x18\x02 \x03(\v2\x1f.bcp.pricing.v1.AvailableMethodR\x10availableMethods\"8\n" +
+	"\n" +
+	"Allocation\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06amount\x18\x02 \x01(\x03R\x06amount\"\xa7\x02\n" +
+	"\x0fAppliedDiscount\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\x12\x14\n" +
+	"\x05title\x18\x02 \x01(\tR\x05title\x12\x16\n" +
+	"\x06amount\x18\x03 \x01(\x03R\x06amount\x12\x1c\n" +
+	"\tautomatic\x18\x04 \x01(\bR\tautomatic\x12\x16\n" +
+	"\x06method\x18\x05 \x01(\tR\x06method\x12\x1a\n" +
+	"\bpriority\x18\x06 \x01(\x05R\bpriority\x12 \n" +
+	"\vprovisional\x18\a \x01(\bR\vprovisional\x12 \n" +
+	"\veligibility\x18\b \x01(\tR\veligibility\x12<\n" +
+	"\vallocations\x18\t \x03(\v2\x1a.bcp.pricing.v1.AllocationR\vallocations\"\\\n" +
+	"\tDiscounts\x12\x14\n" +
+	"\x05codes\x18\x01 \x03(\tR\x05codes\x129\n" +
+	"\aapplied\x18\x02 \x03(\v2\x1f.bcp.pricing.v1.AppliedDiscountR\aapplied\"\xc2\x01\n" +
+	"\aMessage\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\x12\x12\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\x12!\n" +
+	"\fcontent_type\x18\x04 \x01(\tR\vcontentType\x12\x18\n" +
+	"\acontent\x18\x05 \x01(\tR\acontent\x12\x1a\n" +
+	"\bseverity\x18\x06 \x01(\tR\bseverity\x12\"\n" +
+	"\fpresentation\x18\a \x01(\tR\fpresentation\"\xa8\x03\n" +
 	"\fShippingRate\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
@@ -1935,87 +3149,120 @@ func file_bcp_pricing_v1_pricing_proto_rawDescGZIP() []byte {
 }
 
 var file_bcp_pricing_v1_pricing_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_bcp_pricing_v1_pricing_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_bcp_pricing_v1_pricing_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_bcp_pricing_v1_pricing_proto_goTypes = []any{
 	(Discount_Kind)(0),                   // 0: bcp.pricing.v1.Discount.Kind
 	(*PingRequest)(nil),                  // 1: bcp.pricing.v1.PingRequest
 	(*PingResponse)(nil),                 // 2: bcp.pricing.v1.PingResponse
 	(*QuoteRequest)(nil),                 // 3: bcp.pricing.v1.QuoteRequest
-	(*QuoteResponse)(nil),                // 4: bcp.pricing.v1.QuoteResponse
-	(*ShippingRate)(nil),                 // 5: bcp.pricing.v1.ShippingRate
-	(*Violation)(nil),                    // 6: bcp.pricing.v1.Violation
-	(*CepRange)(nil),                     // 7: bcp.pricing.v1.CepRange
-	(*SetShippingRateRequest)(nil),       // 8: bcp.pricing.v1.SetShippingRateRequest
-	(*SetShippingRateResponse)(nil),      // 9: bcp.pricing.v1.SetShippingRateResponse
-	(*ListShippingRatesRequest)(nil),     // 10: bcp.pricing.v1.ListShippingRatesRequest
-	(*ListShippingRatesResponse)(nil),    // 11: bcp.pricing.v1.ListShippingRatesResponse
-	(*DeleteShippingRateRequest)(nil),    // 12: bcp.pricing.v1.DeleteShippingRateRequest
-	(*DeleteShippingRateResponse)(nil),   // 13: bcp.pricing.v1.DeleteShippingRateResponse
-	(*PickupLocation)(nil),               // 14: bcp.pricing.v1.PickupLocation
-	(*SetPickupLocationRequest)(nil),     // 15: bcp.pricing.v1.SetPickupLocationRequest
-	(*SetPickupLocationResponse)(nil),    // 16: bcp.pricing.v1.SetPickupLocationResponse
-	(*ListPickupLocationsRequest)(nil),   // 17: bcp.pricing.v1.ListPickupLocationsRequest
-	(*ListPickupLocationsResponse)(nil),  // 18: bcp.pricing.v1.ListPickupLocationsResponse
-	(*DeletePickupLocationRequest)(nil),  // 19: bcp.pricing.v1.DeletePickupLocationRequest
-	(*DeletePickupLocationResponse)(nil), // 20: bcp.pricing.v1.DeletePickupLocationResponse
-	(*Discount)(nil),                     // 21: bcp.pricing.v1.Discount
-	(*SetDiscountRequest)(nil),           // 22: bcp.pricing.v1.SetDiscountRequest
-	(*SetDiscountResponse)(nil),          // 23: bcp.pricing.v1.SetDiscountResponse
-	(*ListDiscountsRequest)(nil),         // 24: bcp.pricing.v1.ListDiscountsRequest
-	(*ListDiscountsResponse)(nil),        // 25: bcp.pricing.v1.ListDiscountsResponse
-	(*DeleteDiscountRequest)(nil),        // 26: bcp.pricing.v1.DeleteDiscountRequest
-	(*DeleteDiscountResponse)(nil),       // 27: bcp.pricing.v1.DeleteDiscountResponse
-	(*RedeemDiscountsRequest)(nil),       // 28: bcp.pricing.v1.RedeemDiscountsRequest
-	(*RedeemDiscountsResponse)(nil),      // 29: bcp.pricing.v1.RedeemDiscountsResponse
-	(*timestamppb.Timestamp)(nil),        // 30: google.protobuf.Timestamp
+	(*QuoteLine)(nil),                    // 4: bcp.pricing.v1.QuoteLine
+	(*QuoteResponse)(nil),                // 5: bcp.pricing.v1.QuoteResponse
+	(*Total)(nil),                        // 6: bcp.pricing.v1.Total
+	(*LineTotals)(nil),                   // 7: bcp.pricing.v1.LineTotals
+	(*PostalAddress)(nil),                // 8: bcp.pricing.v1.PostalAddress
+	(*Destination)(nil),                  // 9: bcp.pricing.v1.Destination
+	(*FulfillmentOption)(nil),            // 10: bcp.pricing.v1.FulfillmentOption
+	(*FulfillmentGroup)(nil),             // 11: bcp.pricing.v1.FulfillmentGroup
+	(*FulfillmentMethod)(nil),            // 12: bcp.pricing.v1.FulfillmentMethod
+	(*AvailableMethod)(nil),              // 13: bcp.pricing.v1.AvailableMethod
+	(*Fulfillment)(nil),                  // 14: bcp.pricing.v1.Fulfillment
+	(*Allocation)(nil),                   // 15: bcp.pricing.v1.Allocation
+	(*AppliedDiscount)(nil),              // 16: bcp.pricing.v1.AppliedDiscount
+	(*Discounts)(nil),                    // 17: bcp.pricing.v1.Discounts
+	(*Message)(nil),                      // 18: bcp.pricing.v1.Message
+	(*ShippingRate)(nil),                 // 19: bcp.pricing.v1.ShippingRate
+	(*Violation)(nil),                    // 20: bcp.pricing.v1.Violation
+	(*CepRange)(nil),                     // 21: bcp.pricing.v1.CepRange
+	(*SetShippingRateRequest)(nil),       // 22: bcp.pricing.v1.SetShippingRateRequest
+	(*SetShippingRateResponse)(nil),      // 23: bcp.pricing.v1.SetShippingRateResponse
+	(*ListShippingRatesRequest)(nil),     // 24: bcp.pricing.v1.ListShippingRatesRequest
+	(*ListShippingRatesResponse)(nil),    // 25: bcp.pricing.v1.ListShippingRatesResponse
+	(*DeleteShippingRateRequest)(nil),    // 26: bcp.pricing.v1.DeleteShippingRateRequest
+	(*DeleteShippingRateResponse)(nil),   // 27: bcp.pricing.v1.DeleteShippingRateResponse
+	(*PickupLocation)(nil),               // 28: bcp.pricing.v1.PickupLocation
+	(*SetPickupLocationRequest)(nil),     // 29: bcp.pricing.v1.SetPickupLocationRequest
+	(*SetPickupLocationResponse)(nil),    // 30: bcp.pricing.v1.SetPickupLocationResponse
+	(*ListPickupLocationsRequest)(nil),   // 31: bcp.pricing.v1.ListPickupLocationsRequest
+	(*ListPickupLocationsResponse)(nil),  // 32: bcp.pricing.v1.ListPickupLocationsResponse
+	(*DeletePickupLocationRequest)(nil),  // 33: bcp.pricing.v1.DeletePickupLocationRequest
+	(*DeletePickupLocationResponse)(nil), // 34: bcp.pricing.v1.DeletePickupLocationResponse
+	(*Discount)(nil),                     // 35: bcp.pricing.v1.Discount
+	(*SetDiscountRequest)(nil),           // 36: bcp.pricing.v1.SetDiscountRequest
+	(*SetDiscountResponse)(nil),          // 37: bcp.pricing.v1.SetDiscountResponse
+	(*ListDiscountsRequest)(nil),         // 38: bcp.pricing.v1.ListDiscountsRequest
+	(*ListDiscountsResponse)(nil),        // 39: bcp.pricing.v1.ListDiscountsResponse
+	(*DeleteDiscountRequest)(nil),        // 40: bcp.pricing.v1.DeleteDiscountRequest
+	(*DeleteDiscountResponse)(nil),       // 41: bcp.pricing.v1.DeleteDiscountResponse
+	(*RedeemDiscountsRequest)(nil),       // 42: bcp.pricing.v1.RedeemDiscountsRequest
+	(*RedeemDiscountsResponse)(nil),      // 43: bcp.pricing.v1.RedeemDiscountsResponse
+	(*timestamppb.Timestamp)(nil),        // 44: google.protobuf.Timestamp
 }
 var file_bcp_pricing_v1_pricing_proto_depIdxs = []int32{
-	30, // 0: bcp.pricing.v1.QuoteRequest.at:type_name -> google.protobuf.Timestamp
-	7,  // 1: bcp.pricing.v1.ShippingRate.cep_ranges:type_name -> bcp.pricing.v1.CepRange
-	5,  // 2: bcp.pricing.v1.SetShippingRateRequest.rate:type_name -> bcp.pricing.v1.ShippingRate
-	5,  // 3: bcp.pricing.v1.SetShippingRateResponse.rate:type_name -> bcp.pricing.v1.ShippingRate
-	6,  // 4: bcp.pricing.v1.SetShippingRateResponse.violations:type_name -> bcp.pricing.v1.Violation
-	5,  // 5: bcp.pricing.v1.ListShippingRatesResponse.rates:type_name -> bcp.pricing.v1.ShippingRate
-	14, // 6: bcp.pricing.v1.SetPickupLocationRequest.location:type_name -> bcp.pricing.v1.PickupLocation
-	14, // 7: bcp.pricing.v1.SetPickupLocationResponse.location:type_name -> bcp.pricing.v1.PickupLocation
-	6,  // 8: bcp.pricing.v1.SetPickupLocationResponse.violations:type_name -> bcp.pricing.v1.Violation
-	14, // 9: bcp.pricing.v1.ListPickupLocationsResponse.locations:type_name -> bcp.pricing.v1.PickupLocation
-	0,  // 10: bcp.pricing.v1.Discount.kind:type_name -> bcp.pricing.v1.Discount.Kind
-	30, // 11: bcp.pricing.v1.Discount.starts_at:type_name -> google.protobuf.Timestamp
-	30, // 12: bcp.pricing.v1.Discount.ends_at:type_name -> google.protobuf.Timestamp
-	21, // 13: bcp.pricing.v1.SetDiscountRequest.discount:type_name -> bcp.pricing.v1.Discount
-	21, // 14: bcp.pricing.v1.SetDiscountResponse.discount:type_name -> bcp.pricing.v1.Discount
-	6,  // 15: bcp.pricing.v1.SetDiscountResponse.violations:type_name -> bcp.pricing.v1.Violation
-	21, // 16: bcp.pricing.v1.ListDiscountsResponse.discounts:type_name -> bcp.pricing.v1.Discount
-	1,  // 17: bcp.pricing.v1.PricingService.Ping:input_type -> bcp.pricing.v1.PingRequest
-	3,  // 18: bcp.pricing.v1.PricingService.Quote:input_type -> bcp.pricing.v1.QuoteRequest
-	8,  // 19: bcp.pricing.v1.PricingService.SetShippingRate:input_type -> bcp.pricing.v1.SetShippingRateRequest
-	10, // 20: bcp.pricing.v1.PricingService.ListShippingRates:input_type -> bcp.pricing.v1.ListShippingRatesRequest
-	12, // 21: bcp.pricing.v1.PricingService.DeleteShippingRate:input_type -> bcp.pricing.v1.DeleteShippingRateRequest
-	15, // 22: bcp.pricing.v1.PricingService.SetPickupLocation:input_type -> bcp.pricing.v1.SetPickupLocationRequest
-	17, // 23: bcp.pricing.v1.PricingService.ListPickupLocations:input_type -> bcp.pricing.v1.ListPickupLocationsRequest
-	19, // 24: bcp.pricing.v1.PricingService.DeletePickupLocation:input_type -> bcp.pricing.v1.DeletePickupLocationRequest
-	22, // 25: bcp.pricing.v1.PricingService.SetDiscount:input_type -> bcp.pricing.v1.SetDiscountRequest
-	24, // 26: bcp.pricing.v1.PricingService.ListDiscounts:input_type -> bcp.pricing.v1.ListDiscountsRequest
-	26, // 27: bcp.pricing.v1.PricingService.DeleteDiscount:input_type -> bcp.pricing.v1.DeleteDiscountRequest
-	28, // 28: bcp.pricing.v1.PricingService.RedeemDiscounts:input_type -> bcp.pricing.v1.RedeemDiscountsRequest
-	2,  // 29: bcp.pricing.v1.PricingService.Ping:output_type -> bcp.pricing.v1.PingResponse
-	4,  // 30: bcp.pricing.v1.PricingService.Quote:output_type -> bcp.pricing.v1.QuoteResponse
-	9,  // 31: bcp.pricing.v1.PricingService.SetShippingRate:output_type -> bcp.pricing.v1.SetShippingRateResponse
-	11, // 32: bcp.pricing.v1.PricingService.ListShippingRates:output_type -> bcp.pricing.v1.ListShippingRatesResponse
-	13, // 33: bcp.pricing.v1.PricingService.DeleteShippingRate:output_type -> bcp.pricing.v1.DeleteShippingRateResponse
-	16, // 34: bcp.pricing.v1.PricingService.SetPickupLocation:output_type -> bcp.pricing.v1.SetPickupLocationResponse
-	18, // 35: bcp.pricing.v1.PricingService.ListPickupLocations:output_type -> bcp.pricing.v1.ListPickupLocationsResponse
-	20, // 36: bcp.pricing.v1.PricingService.DeletePickupLocation:output_type -> bcp.pricing.v1.DeletePickupLocationResponse
-	23, // 37: bcp.pricing.v1.PricingService.SetDiscount:output_type -> bcp.pricing.v1.SetDiscountResponse
-	25, // 38: bcp.pricing.v1.PricingService.ListDiscounts:output_type -> bcp.pricing.v1.ListDiscountsResponse
-	27, // 39: bcp.pricing.v1.PricingService.DeleteDiscount:output_type -> bcp.pricing.v1.DeleteDiscountResponse
-	29, // 40: bcp.pricing.v1.PricingService.RedeemDiscounts:output_type -> bcp.pricing.v1.RedeemDiscountsResponse
-	29, // [29:41] is the sub-list for method output_type
-	17, // [17:29] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	44, // 0: bcp.pricing.v1.QuoteRequest.at:type_name -> google.protobuf.Timestamp
+	4,  // 1: bcp.pricing.v1.QuoteRequest.lines:type_name -> bcp.pricing.v1.QuoteLine
+	12, // 2: bcp.pricing.v1.QuoteRequest.methods:type_name -> bcp.pricing.v1.FulfillmentMethod
+	12, // 3: bcp.pricing.v1.QuoteRequest.previous_methods:type_name -> bcp.pricing.v1.FulfillmentMethod
+	7,  // 4: bcp.pricing.v1.QuoteResponse.line_totals:type_name -> bcp.pricing.v1.LineTotals
+	6,  // 5: bcp.pricing.v1.QuoteResponse.totals:type_name -> bcp.pricing.v1.Total
+	14, // 6: bcp.pricing.v1.QuoteResponse.fulfillment:type_name -> bcp.pricing.v1.Fulfillment
+	17, // 7: bcp.pricing.v1.QuoteResponse.discounts:type_name -> bcp.pricing.v1.Discounts
+	18, // 8: bcp.pricing.v1.QuoteResponse.messages:type_name -> bcp.pricing.v1.Message
+	6,  // 9: bcp.pricing.v1.LineTotals.totals:type_name -> bcp.pricing.v1.Total
+	8,  // 10: bcp.pricing.v1.Destination.postal_address:type_name -> bcp.pricing.v1.PostalAddress
+	8,  // 11: bcp.pricing.v1.Destination.address:type_name -> bcp.pricing.v1.PostalAddress
+	6,  // 12: bcp.pricing.v1.FulfillmentOption.totals:type_name -> bcp.pricing.v1.Total
+	10, // 13: bcp.pricing.v1.FulfillmentGroup.options:type_name -> bcp.pricing.v1.FulfillmentOption
+	9,  // 14: bcp.pricing.v1.FulfillmentMethod.destinations:type_name -> bcp.pricing.v1.Destination
+	11, // 15: bcp.pricing.v1.FulfillmentMethod.groups:type_name -> bcp.pricing.v1.FulfillmentGroup
+	12, // 16: bcp.pricing.v1.Fulfillment.methods:type_name -> bcp.pricing.v1.FulfillmentMethod
+	13, // 17: bcp.pricing.v1.Fulfillment.available_methods:type_name -> bcp.pricing.v1.AvailableMethod
+	15, // 18: bcp.pricing.v1.AppliedDiscount.allocations:type_name -> bcp.pricing.v1.Allocation
+	16, // 19: bcp.pricing.v1.Discounts.applied:type_name -> bcp.pricing.v1.AppliedDiscount
+	21, // 20: bcp.pricing.v1.ShippingRate.cep_ranges:type_name -> bcp.pricing.v1.CepRange
+	19, // 21: bcp.pricing.v1.SetShippingRateRequest.rate:type_name -> bcp.pricing.v1.ShippingRate
+	19, // 22: bcp.pricing.v1.SetShippingRateResponse.rate:type_name -> bcp.pricing.v1.ShippingRate
+	20, // 23: bcp.pricing.v1.SetShippingRateResponse.violations:type_name -> bcp.pricing.v1.Violation
+	19, // 24: bcp.pricing.v1.ListShippingRatesResponse.rates:type_name -> bcp.pricing.v1.ShippingRate
+	28, // 25: bcp.pricing.v1.SetPickupLocationRequest.location:type_name -> bcp.pricing.v1.PickupLocation
+	28, // 26: bcp.pricing.v1.SetPickupLocationResponse.location:type_name -> bcp.pricing.v1.PickupLocation
+	20, // 27: bcp.pricing.v1.SetPickupLocationResponse.violations:type_name -> bcp.pricing.v1.Violation
+	28, // 28: bcp.pricing.v1.ListPickupLocationsResponse.locations:type_name -> bcp.pricing.v1.PickupLocation
+	0,  // 29: bcp.pricing.v1.Discount.kind:type_name -> bcp.pricing.v1.Discount.Kind
+	44, // 30: bcp.pricing.v1.Discount.starts_at:type_name -> google.protobuf.Timestamp
+	44, // 31: bcp.pricing.v1.Discount.ends_at:type_name -> google.protobuf.Timestamp
+	35, // 32: bcp.pricing.v1.SetDiscountRequest.discount:type_name -> bcp.pricing.v1.Discount
+	35, // 33: bcp.pricing.v1.SetDiscountResponse.discount:type_name -> bcp.pricing.v1.Discount
+	20, // 34: bcp.pricing.v1.SetDiscountResponse.violations:type_name -> bcp.pricing.v1.Violation
+	35, // 35: bcp.pricing.v1.ListDiscountsResponse.discounts:type_name -> bcp.pricing.v1.Discount
+	1,  // 36: bcp.pricing.v1.PricingService.Ping:input_type -> bcp.pricing.v1.PingRequest
+	3,  // 37: bcp.pricing.v1.PricingService.Quote:input_type -> bcp.pricing.v1.QuoteRequest
+	22, // 38: bcp.pricing.v1.PricingService.SetShippingRate:input_type -> bcp.pricing.v1.SetShippingRateRequest
+	24, // 39: bcp.pricing.v1.PricingService.ListShippingRates:input_type -> bcp.pricing.v1.ListShippingRatesRequest
+	26, // 40: bcp.pricing.v1.PricingService.DeleteShippingRate:input_type -> bcp.pricing.v1.DeleteShippingRateRequest
+	29, // 41: bcp.pricing.v1.PricingService.SetPickupLocation:input_type -> bcp.pricing.v1.SetPickupLocationRequest
+	31, // 42: bcp.pricing.v1.PricingService.ListPickupLocations:input_type -> bcp.pricing.v1.ListPickupLocationsRequest
+	33, // 43: bcp.pricing.v1.PricingService.DeletePickupLocation:input_type -> bcp.pricing.v1.DeletePickupLocationRequest
+	36, // 44: bcp.pricing.v1.PricingService.SetDiscount:input_type -> bcp.pricing.v1.SetDiscountRequest
+	38, // 45: bcp.pricing.v1.PricingService.ListDiscounts:input_type -> bcp.pricing.v1.ListDiscountsRequest
+	40, // 46: bcp.pricing.v1.PricingService.DeleteDiscount:input_type -> bcp.pricing.v1.DeleteDiscountRequest
+	42, // 47: bcp.pricing.v1.PricingService.RedeemDiscounts:input_type -> bcp.pricing.v1.RedeemDiscountsRequest
+	2,  // 48: bcp.pricing.v1.PricingService.Ping:output_type -> bcp.pricing.v1.PingResponse
+	5,  // 49: bcp.pricing.v1.PricingService.Quote:output_type -> bcp.pricing.v1.QuoteResponse
+	23, // 50: bcp.pricing.v1.PricingService.SetShippingRate:output_type -> bcp.pricing.v1.SetShippingRateResponse
+	25, // 51: bcp.pricing.v1.PricingService.ListShippingRates:output_type -> bcp.pricing.v1.ListShippingRatesResponse
+	27, // 52: bcp.pricing.v1.PricingService.DeleteShippingRate:output_type -> bcp.pricing.v1.DeleteShippingRateResponse
+	30, // 53: bcp.pricing.v1.PricingService.SetPickupLocation:output_type -> bcp.pricing.v1.SetPickupLocationResponse
+	32, // 54: bcp.pricing.v1.PricingService.ListPickupLocations:output_type -> bcp.pricing.v1.ListPickupLocationsResponse
+	34, // 55: bcp.pricing.v1.PricingService.DeletePickupLocation:output_type -> bcp.pricing.v1.DeletePickupLocationResponse
+	37, // 56: bcp.pricing.v1.PricingService.SetDiscount:output_type -> bcp.pricing.v1.SetDiscountResponse
+	39, // 57: bcp.pricing.v1.PricingService.ListDiscounts:output_type -> bcp.pricing.v1.ListDiscountsResponse
+	41, // 58: bcp.pricing.v1.PricingService.DeleteDiscount:output_type -> bcp.pricing.v1.DeleteDiscountResponse
+	43, // 59: bcp.pricing.v1.PricingService.RedeemDiscounts:output_type -> bcp.pricing.v1.RedeemDiscountsResponse
+	48, // [48:60] is the sub-list for method output_type
+	36, // [36:48] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_bcp_pricing_v1_pricing_proto_init() }
@@ -2023,13 +3270,15 @@ func file_bcp_pricing_v1_pricing_proto_init() {
 	if File_bcp_pricing_v1_pricing_proto != nil {
 		return
 	}
+	file_bcp_pricing_v1_pricing_proto_msgTypes[10].OneofWrappers = []any{}
+	file_bcp_pricing_v1_pricing_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_pricing_v1_pricing_proto_rawDesc), len(file_bcp_pricing_v1_pricing_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

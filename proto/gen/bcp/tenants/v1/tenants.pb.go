@@ -244,6 +244,64 @@ func (SigningKeyStatus) EnumDescriptor() ([]byte, []int) {
 	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{3}
 }
 
+type ChecklistState int32
+
+const (
+	ChecklistState_CHECKLIST_STATE_UNSPECIFIED ChecklistState = 0
+	ChecklistState_CHECKLIST_STATE_DONE        ChecklistState = 1
+	ChecklistState_CHECKLIST_STATE_MISSING     ChecklistState = 2
+	// The item does not apply to this merchant (AP2 while it is off).
+	ChecklistState_CHECKLIST_STATE_NOT_REQUIRED ChecklistState = 3
+	// The service that knows could not be asked (detail says which); not
+	// counted as done.
+	ChecklistState_CHECKLIST_STATE_UNKNOWN ChecklistState = 4
+)
+
+// Enum value maps for ChecklistState.
+var (
+	ChecklistState_name = map[int32]string{
+		0: "CHECKLIST_STATE_UNSPECIFIED",
+		1: "CHECKLIST_STATE_DONE",
+		2: "CHECKLIST_STATE_MISSING",
+		3: "CHECKLIST_STATE_NOT_REQUIRED",
+		4: "CHECKLIST_STATE_UNKNOWN",
+	}
+	ChecklistState_value = map[string]int32{
+		"CHECKLIST_STATE_UNSPECIFIED":  0,
+		"CHECKLIST_STATE_DONE":         1,
+		"CHECKLIST_STATE_MISSING":      2,
+		"CHECKLIST_STATE_NOT_REQUIRED": 3,
+		"CHECKLIST_STATE_UNKNOWN":      4,
+	}
+)
+
+func (x ChecklistState) Enum() *ChecklistState {
+	p := new(ChecklistState)
+	*p = x
+	return p
+}
+
+func (x ChecklistState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ChecklistState) Descriptor() protoreflect.EnumDescriptor {
+	return file_bcp_tenants_v1_tenants_proto_enumTypes[4].Descriptor()
+}
+
+func (ChecklistState) Type() protoreflect.EnumType {
+	return &file_bcp_tenants_v1_tenants_proto_enumTypes[4]
+}
+
+func (x ChecklistState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ChecklistState.Descriptor instead.
+func (ChecklistState) EnumDescriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{4}
+}
+
 type WatchChangesResponse_Kind int32
 
 const (
@@ -277,11 +335,11 @@ func (x WatchChangesResponse_Kind) String() string {
 }
 
 func (WatchChangesResponse_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_bcp_tenants_v1_tenants_proto_enumTypes[4].Descriptor()
+	return file_bcp_tenants_v1_tenants_proto_enumTypes[5].Descriptor()
 }
 
 func (WatchChangesResponse_Kind) Type() protoreflect.EnumType {
-	return &file_bcp_tenants_v1_tenants_proto_enumTypes[4]
+	return &file_bcp_tenants_v1_tenants_proto_enumTypes[5]
 }
 
 func (x WatchChangesResponse_Kind) Number() protoreflect.EnumNumber {
@@ -4079,8 +4137,14 @@ type MerchantUser struct {
 	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	LastLoginTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=last_login_time,json=lastLoginTime,proto3" json:"last_login_time,omitempty"`
 	LockedUntil   *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=locked_until,json=lockedUntil,proto3" json:"locked_until,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// An invitation by link not used yet: the user has not chosen a
+	// password and cannot sign in. Inviting the user again gives a new link.
+	InvitationPending bool `protobuf:"varint,8,opt,name=invitation_pending,json=invitationPending,proto3" json:"invitation_pending,omitempty"`
+	// invitation_pending: when the user's link stops working (unset when no
+	// link works any more; may be in the past: the link expired).
+	InvitationExpireTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=invitation_expire_time,json=invitationExpireTime,proto3" json:"invitation_expire_time,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *MerchantUser) Reset() {
@@ -4162,13 +4226,32 @@ func (x *MerchantUser) GetLockedUntil() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *MerchantUser) GetInvitationPending() bool {
+	if x != nil {
+		return x.InvitationPending
+	}
+	return false
+}
+
+func (x *MerchantUser) GetInvitationExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.InvitationExpireTime
+	}
+	return nil
+}
+
 type InviteMerchantUserRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Tenant id or slug.
 	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	Email  string `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
 	// admin (default) | staff
-	Role          string `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	Role string `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	// Instead of an initial password, a one-time link token the user sets
+	// the password with (the admin's /admin/senha?token=…), valid 72 h: the
+	// user cannot sign in until then. For an existing user who never signed
+	// in, a new link (the old ones stop working) instead of duplicate_user.
+	PasswordLink  bool `protobuf:"varint,4,opt,name=password_link,json=passwordLink,proto3" json:"password_link,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4224,13 +4307,25 @@ func (x *InviteMerchantUserRequest) GetRole() string {
 	return ""
 }
 
+func (x *InviteMerchantUserRequest) GetPasswordLink() bool {
+	if x != nil {
+		return x.PasswordLink
+	}
+	return false
+}
+
 type InviteMerchantUserResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	User  *MerchantUser          `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
-	// The initial password, returned once and stored only as argon2id.
+	// The initial password, returned once and stored only as argon2id
+	// (empty with password_link).
 	InitialPassword string `protobuf:"bytes,2,opt,name=initial_password,json=initialPassword,proto3" json:"initial_password,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// password_link: the link's token, returned once and stored only as its
+	// SHA-256, and when it expires.
+	PasswordToken           string                 `protobuf:"bytes,3,opt,name=password_token,json=passwordToken,proto3" json:"password_token,omitempty"`
+	PasswordTokenExpireTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=password_token_expire_time,json=passwordTokenExpireTime,proto3" json:"password_token_expire_time,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *InviteMerchantUserResponse) Reset() {
@@ -4275,6 +4370,20 @@ func (x *InviteMerchantUserResponse) GetInitialPassword() string {
 		return x.InitialPassword
 	}
 	return ""
+}
+
+func (x *InviteMerchantUserResponse) GetPasswordToken() string {
+	if x != nil {
+		return x.PasswordToken
+	}
+	return ""
+}
+
+func (x *InviteMerchantUserResponse) GetPasswordTokenExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PasswordTokenExpireTime
+	}
+	return nil
 }
 
 type ListMerchantUsersRequest struct {
@@ -5053,6 +5162,809 @@ func (x *GetUsageResponse) GetErrors() int64 {
 	return 0
 }
 
+type GetGoLiveChecklistRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant id, slug or domain.
+	Tenant        string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetGoLiveChecklistRequest) Reset() {
+	*x = GetGoLiveChecklistRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetGoLiveChecklistRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetGoLiveChecklistRequest) ProtoMessage() {}
+
+func (x *GetGoLiveChecklistRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetGoLiveChecklistRequest.ProtoReflect.Descriptor instead.
+func (*GetGoLiveChecklistRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *GetGoLiveChecklistRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+type GetGoLiveChecklistResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Checklist     *GoLiveChecklist       `protobuf:"bytes,1,opt,name=checklist,proto3" json:"checklist,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetGoLiveChecklistResponse) Reset() {
+	*x = GetGoLiveChecklistResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetGoLiveChecklistResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetGoLiveChecklistResponse) ProtoMessage() {}
+
+func (x *GetGoLiveChecklistResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetGoLiveChecklistResponse.ProtoReflect.Descriptor instead.
+func (*GetGoLiveChecklistResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *GetGoLiveChecklistResponse) GetChecklist() *GoLiveChecklist {
+	if x != nil {
+		return x.Checklist
+	}
+	return nil
+}
+
+type ListGoLiveChecklistsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant ids (at most 100).
+	TenantIds     []string `protobuf:"bytes,1,rep,name=tenant_ids,json=tenantIds,proto3" json:"tenant_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGoLiveChecklistsRequest) Reset() {
+	*x = ListGoLiveChecklistsRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGoLiveChecklistsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGoLiveChecklistsRequest) ProtoMessage() {}
+
+func (x *ListGoLiveChecklistsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGoLiveChecklistsRequest.ProtoReflect.Descriptor instead.
+func (*ListGoLiveChecklistsRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *ListGoLiveChecklistsRequest) GetTenantIds() []string {
+	if x != nil {
+		return x.TenantIds
+	}
+	return nil
+}
+
+type ListGoLiveChecklistsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// In request order; unknown ids are left out.
+	Checklists    []*GoLiveChecklist `protobuf:"bytes,1,rep,name=checklists,proto3" json:"checklists,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGoLiveChecklistsResponse) Reset() {
+	*x = ListGoLiveChecklistsResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGoLiveChecklistsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGoLiveChecklistsResponse) ProtoMessage() {}
+
+func (x *ListGoLiveChecklistsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGoLiveChecklistsResponse.ProtoReflect.Descriptor instead.
+func (*ListGoLiveChecklistsResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *ListGoLiveChecklistsResponse) GetChecklists() []*GoLiveChecklist {
+	if x != nil {
+		return x.Checklists
+	}
+	return nil
+}
+
+// ChecklistItem is one thing an agent's purchase needs.
+type ChecklistItem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// domain | payment_handler | product | shipping | agent_access | ap2;
+	// active first, only while the operator has the store suspended.
+	Key   string         `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	State ChecklistState `protobuf:"varint,2,opt,name=state,proto3,enum=bcp.tenants.v1.ChecklistState" json:"state,omitempty"`
+	// For the merchant's admin (Portuguese) and for bcpctl (English).
+	Label   string `protobuf:"bytes,3,opt,name=label,proto3" json:"label,omitempty"`
+	LabelEn string `protobuf:"bytes,4,opt,name=label_en,json=labelEn,proto3" json:"label_en,omitempty"`
+	// What is there, or what is missing (Portuguese / English).
+	Detail   string `protobuf:"bytes,5,opt,name=detail,proto3" json:"detail,omitempty"`
+	DetailEn string `protobuf:"bytes,6,opt,name=detail_en,json=detailEn,proto3" json:"detail_en,omitempty"`
+	// The admin page that fixes it ("" when only the operator can).
+	AdminPath string `protobuf:"bytes,7,opt,name=admin_path,json=adminPath,proto3" json:"admin_path,omitempty"`
+	// The bcpctl command that fixes it, with the tenant filled in.
+	Command string `protobuf:"bytes,8,opt,name=command,proto3" json:"command,omitempty"`
+	// When it was last confirmed (payment_handler: when the connection test
+	// passed); unset otherwise.
+	DoneTime      *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=done_time,json=doneTime,proto3" json:"done_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChecklistItem) Reset() {
+	*x = ChecklistItem{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChecklistItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChecklistItem) ProtoMessage() {}
+
+func (x *ChecklistItem) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChecklistItem.ProtoReflect.Descriptor instead.
+func (*ChecklistItem) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *ChecklistItem) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ChecklistItem) GetState() ChecklistState {
+	if x != nil {
+		return x.State
+	}
+	return ChecklistState_CHECKLIST_STATE_UNSPECIFIED
+}
+
+func (x *ChecklistItem) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *ChecklistItem) GetLabelEn() string {
+	if x != nil {
+		return x.LabelEn
+	}
+	return ""
+}
+
+func (x *ChecklistItem) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+func (x *ChecklistItem) GetDetailEn() string {
+	if x != nil {
+		return x.DetailEn
+	}
+	return ""
+}
+
+func (x *ChecklistItem) GetAdminPath() string {
+	if x != nil {
+		return x.AdminPath
+	}
+	return ""
+}
+
+func (x *ChecklistItem) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *ChecklistItem) GetDoneTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DoneTime
+	}
+	return nil
+}
+
+type GoLiveChecklist struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TenantId string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	Items    []*ChecklistItem       `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	// Items done, and items that apply (NOT_REQUIRED ones are left out).
+	Done     int32 `protobuf:"varint,3,opt,name=done,proto3" json:"done,omitempty"`
+	Required int32 `protobuf:"varint,4,opt,name=required,proto3" json:"required,omitempty"`
+	// Every item that applies is done: an agent can buy.
+	Ready         bool `protobuf:"varint,5,opt,name=ready,proto3" json:"ready,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GoLiveChecklist) Reset() {
+	*x = GoLiveChecklist{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GoLiveChecklist) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GoLiveChecklist) ProtoMessage() {}
+
+func (x *GoLiveChecklist) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GoLiveChecklist.ProtoReflect.Descriptor instead.
+func (*GoLiveChecklist) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *GoLiveChecklist) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *GoLiveChecklist) GetItems() []*ChecklistItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *GoLiveChecklist) GetDone() int32 {
+	if x != nil {
+		return x.Done
+	}
+	return 0
+}
+
+func (x *GoLiveChecklist) GetRequired() int32 {
+	if x != nil {
+		return x.Required
+	}
+	return 0
+}
+
+func (x *GoLiveChecklist) GetReady() bool {
+	if x != nil {
+		return x.Ready
+	}
+	return false
+}
+
+type RecordPaymentHandlerTestRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	TenantId  string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	HandlerId string                 `protobuf:"bytes,2,opt,name=handler_id,json=handlerId,proto3" json:"handler_id,omitempty"`
+	Ok        bool                   `protobuf:"varint,3,opt,name=ok,proto3" json:"ok,omitempty"`
+	// TestHandlerResponse's code and message.
+	Code          string `protobuf:"bytes,4,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordPaymentHandlerTestRequest) Reset() {
+	*x = RecordPaymentHandlerTestRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordPaymentHandlerTestRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordPaymentHandlerTestRequest) ProtoMessage() {}
+
+func (x *RecordPaymentHandlerTestRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordPaymentHandlerTestRequest.ProtoReflect.Descriptor instead.
+func (*RecordPaymentHandlerTestRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *RecordPaymentHandlerTestRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *RecordPaymentHandlerTestRequest) GetHandlerId() string {
+	if x != nil {
+		return x.HandlerId
+	}
+	return ""
+}
+
+func (x *RecordPaymentHandlerTestRequest) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *RecordPaymentHandlerTestRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *RecordPaymentHandlerTestRequest) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type RecordPaymentHandlerTestResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordPaymentHandlerTestResponse) Reset() {
+	*x = RecordPaymentHandlerTestResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordPaymentHandlerTestResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordPaymentHandlerTestResponse) ProtoMessage() {}
+
+func (x *RecordPaymentHandlerTestResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordPaymentHandlerTestResponse.ProtoReflect.Descriptor instead.
+func (*RecordPaymentHandlerTestResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{91}
+}
+
+type SetTenantEnvironmentRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Environment   Environment            `protobuf:"varint,2,opt,name=environment,proto3,enum=bcp.tenants.v1.Environment" json:"environment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetTenantEnvironmentRequest) Reset() {
+	*x = SetTenantEnvironmentRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetTenantEnvironmentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetTenantEnvironmentRequest) ProtoMessage() {}
+
+func (x *SetTenantEnvironmentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetTenantEnvironmentRequest.ProtoReflect.Descriptor instead.
+func (*SetTenantEnvironmentRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *SetTenantEnvironmentRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SetTenantEnvironmentRequest) GetEnvironment() Environment {
+	if x != nil {
+		return x.Environment
+	}
+	return Environment_ENVIRONMENT_UNSPECIFIED
+}
+
+type SetTenantEnvironmentResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant *Tenant                `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// What the change means for this merchant, for the operator (English):
+	// the rules of the new environment and what of the merchant's set-up
+	// they now refuse (API keys bound to http agent profiles, ...).
+	Consequences  []string `protobuf:"bytes,2,rep,name=consequences,proto3" json:"consequences,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetTenantEnvironmentResponse) Reset() {
+	*x = SetTenantEnvironmentResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetTenantEnvironmentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetTenantEnvironmentResponse) ProtoMessage() {}
+
+func (x *SetTenantEnvironmentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetTenantEnvironmentResponse.ProtoReflect.Descriptor instead.
+func (*SetTenantEnvironmentResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *SetTenantEnvironmentResponse) GetTenant() *Tenant {
+	if x != nil {
+		return x.Tenant
+	}
+	return nil
+}
+
+func (x *SetTenantEnvironmentResponse) GetConsequences() []string {
+	if x != nil {
+		return x.Consequences
+	}
+	return nil
+}
+
+type CheckPasswordLinkRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TenantId      string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	Token         string                 `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckPasswordLinkRequest) Reset() {
+	*x = CheckPasswordLinkRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckPasswordLinkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckPasswordLinkRequest) ProtoMessage() {}
+
+func (x *CheckPasswordLinkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckPasswordLinkRequest.ProtoReflect.Descriptor instead.
+func (*CheckPasswordLinkRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *CheckPasswordLinkRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *CheckPasswordLinkRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+type CheckPasswordLinkResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Email         string                 `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	ExpireTime    *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckPasswordLinkResponse) Reset() {
+	*x = CheckPasswordLinkResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckPasswordLinkResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckPasswordLinkResponse) ProtoMessage() {}
+
+func (x *CheckPasswordLinkResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckPasswordLinkResponse.ProtoReflect.Descriptor instead.
+func (*CheckPasswordLinkResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *CheckPasswordLinkResponse) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *CheckPasswordLinkResponse) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
+type SetPasswordWithLinkRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TenantId string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	Token    string                 `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	// At least 10 characters.
+	Password      string `protobuf:"bytes,3,opt,name=password,proto3" json:"password,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPasswordWithLinkRequest) Reset() {
+	*x = SetPasswordWithLinkRequest{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPasswordWithLinkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPasswordWithLinkRequest) ProtoMessage() {}
+
+func (x *SetPasswordWithLinkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPasswordWithLinkRequest.ProtoReflect.Descriptor instead.
+func (*SetPasswordWithLinkRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{96}
+}
+
+func (x *SetPasswordWithLinkRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *SetPasswordWithLinkRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *SetPasswordWithLinkRequest) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+type SetPasswordWithLinkResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          *MerchantUser          `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPasswordWithLinkResponse) Reset() {
+	*x = SetPasswordWithLinkResponse{}
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPasswordWithLinkResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPasswordWithLinkResponse) ProtoMessage() {}
+
+func (x *SetPasswordWithLinkResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_tenants_v1_tenants_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPasswordWithLinkResponse.ProtoReflect.Descriptor instead.
+func (*SetPasswordWithLinkResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_tenants_v1_tenants_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *SetPasswordWithLinkResponse) GetUser() *MerchantUser {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
 var File_bcp_tenants_v1_tenants_proto protoreflect.FileDescriptor
 
 const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
@@ -5319,7 +6231,7 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x18\n" +
 	"\aenabled\x18\x02 \x01(\bR\aenabled\"H\n" +
 	"\x16SetAP2MandatesResponse\x12.\n" +
-	"\x06tenant\x18\x01 \x01(\v2\x16.bcp.tenants.v1.TenantR\x06tenant\"\xa5\x02\n" +
+	"\x06tenant\x18\x01 \x01(\v2\x16.bcp.tenants.v1.TenantR\x06tenant\"\xa6\x03\n" +
 	"\fMerchantUser\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x14\n" +
@@ -5328,14 +6240,19 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\vcreate_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12B\n" +
 	"\x0flast_login_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rlastLoginTime\x12=\n" +
-	"\flocked_until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vlockedUntil\"]\n" +
+	"\flocked_until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vlockedUntil\x12-\n" +
+	"\x12invitation_pending\x18\b \x01(\bR\x11invitationPending\x12P\n" +
+	"\x16invitation_expire_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x14invitationExpireTime\"\x82\x01\n" +
 	"\x19InviteMerchantUserRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05email\x18\x02 \x01(\tR\x05email\x12\x12\n" +
-	"\x04role\x18\x03 \x01(\tR\x04role\"y\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\x12#\n" +
+	"\rpassword_link\x18\x04 \x01(\bR\fpasswordLink\"\xf9\x01\n" +
 	"\x1aInviteMerchantUserResponse\x120\n" +
 	"\x04user\x18\x01 \x01(\v2\x1c.bcp.tenants.v1.MerchantUserR\x04user\x12)\n" +
-	"\x10initial_password\x18\x02 \x01(\tR\x0finitialPassword\"2\n" +
+	"\x10initial_password\x18\x02 \x01(\tR\x0finitialPassword\x12%\n" +
+	"\x0epassword_token\x18\x03 \x01(\tR\rpasswordToken\x12W\n" +
+	"\x1apassword_token_expire_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x17passwordTokenExpireTime\"2\n" +
 	"\x18ListMerchantUsersRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"O\n" +
 	"\x19ListMerchantUsersResponse\x122\n" +
@@ -5383,7 +6300,62 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x10GetUsageResponse\x12.\n" +
 	"\x04days\x18\x01 \x03(\v2\x1a.bcp.tenants.v1.UsageCountR\x04days\x12\x1a\n" +
 	"\brequests\x18\x02 \x01(\x03R\brequests\x12\x16\n" +
-	"\x06errors\x18\x03 \x01(\x03R\x06errors*d\n" +
+	"\x06errors\x18\x03 \x01(\x03R\x06errors\"3\n" +
+	"\x19GetGoLiveChecklistRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"[\n" +
+	"\x1aGetGoLiveChecklistResponse\x12=\n" +
+	"\tchecklist\x18\x01 \x01(\v2\x1f.bcp.tenants.v1.GoLiveChecklistR\tchecklist\"<\n" +
+	"\x1bListGoLiveChecklistsRequest\x12\x1d\n" +
+	"\n" +
+	"tenant_ids\x18\x01 \x03(\tR\ttenantIds\"_\n" +
+	"\x1cListGoLiveChecklistsResponse\x12?\n" +
+	"\n" +
+	"checklists\x18\x01 \x03(\v2\x1f.bcp.tenants.v1.GoLiveChecklistR\n" +
+	"checklists\"\xaf\x02\n" +
+	"\rChecklistItem\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x124\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x1e.bcp.tenants.v1.ChecklistStateR\x05state\x12\x14\n" +
+	"\x05label\x18\x03 \x01(\tR\x05label\x12\x19\n" +
+	"\blabel_en\x18\x04 \x01(\tR\alabelEn\x12\x16\n" +
+	"\x06detail\x18\x05 \x01(\tR\x06detail\x12\x1b\n" +
+	"\tdetail_en\x18\x06 \x01(\tR\bdetailEn\x12\x1d\n" +
+	"\n" +
+	"admin_path\x18\a \x01(\tR\tadminPath\x12\x18\n" +
+	"\acommand\x18\b \x01(\tR\acommand\x127\n" +
+	"\tdone_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\bdoneTime\"\xa9\x01\n" +
+	"\x0fGoLiveChecklist\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x123\n" +
+	"\x05items\x18\x02 \x03(\v2\x1d.bcp.tenants.v1.ChecklistItemR\x05items\x12\x12\n" +
+	"\x04done\x18\x03 \x01(\x05R\x04done\x12\x1a\n" +
+	"\brequired\x18\x04 \x01(\x05R\brequired\x12\x14\n" +
+	"\x05ready\x18\x05 \x01(\bR\x05ready\"\x9b\x01\n" +
+	"\x1fRecordPaymentHandlerTestRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
+	"\n" +
+	"handler_id\x18\x02 \x01(\tR\thandlerId\x12\x0e\n" +
+	"\x02ok\x18\x03 \x01(\bR\x02ok\x12\x12\n" +
+	"\x04code\x18\x04 \x01(\tR\x04code\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\"\n" +
+	" RecordPaymentHandlerTestResponse\"t\n" +
+	"\x1bSetTenantEnvironmentRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12=\n" +
+	"\venvironment\x18\x02 \x01(\x0e2\x1b.bcp.tenants.v1.EnvironmentR\venvironment\"r\n" +
+	"\x1cSetTenantEnvironmentResponse\x12.\n" +
+	"\x06tenant\x18\x01 \x01(\v2\x16.bcp.tenants.v1.TenantR\x06tenant\x12\"\n" +
+	"\fconsequences\x18\x02 \x03(\tR\fconsequences\"M\n" +
+	"\x18CheckPasswordLinkRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\"n\n" +
+	"\x19CheckPasswordLinkResponse\x12\x14\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\x12;\n" +
+	"\vexpire_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\"k\n" +
+	"\x1aSetPasswordWithLinkRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\x12\x1a\n" +
+	"\bpassword\x18\x03 \x01(\tR\bpassword\"O\n" +
+	"\x1bSetPasswordWithLinkResponse\x120\n" +
+	"\x04user\x18\x01 \x01(\v2\x1c.bcp.tenants.v1.MerchantUserR\x04user*d\n" +
 	"\fTenantStatus\x12\x1d\n" +
 	"\x19TENANT_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14TENANT_STATUS_ACTIVE\x10\x01\x12\x1b\n" +
@@ -5404,7 +6376,13 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\x1aSIGNING_KEY_STATUS_CURRENT\x10\x02\x12\x1f\n" +
 	"\x1bSIGNING_KEY_STATUS_RETIRING\x10\x03\x12\x1e\n" +
 	"\x1aSIGNING_KEY_STATUS_RETIRED\x10\x04\x12\x1e\n" +
-	"\x1aSIGNING_KEY_STATUS_REVOKED\x10\x052\x95\x1d\n" +
+	"\x1aSIGNING_KEY_STATUS_REVOKED\x10\x05*\xa7\x01\n" +
+	"\x0eChecklistState\x12\x1f\n" +
+	"\x1bCHECKLIST_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14CHECKLIST_STATE_DONE\x10\x01\x12\x1b\n" +
+	"\x17CHECKLIST_STATE_MISSING\x10\x02\x12 \n" +
+	"\x1cCHECKLIST_STATE_NOT_REQUIRED\x10\x03\x12\x1b\n" +
+	"\x17CHECKLIST_STATE_UNKNOWN\x10\x042\xd0\"\n" +
 	"\rTenantService\x12F\n" +
 	"\x04Ping\x12\x1b.bcp.tenants.v1.PingRequest\x1a\x1c.bcp.tenants.v1.PingResponse\"\x03\x90\x02\x01\x12Y\n" +
 	"\fCreateTenant\x12#.bcp.tenants.v1.CreateTenantRequest\x1a$.bcp.tenants.v1.CreateTenantResponse\x12U\n" +
@@ -5442,7 +6420,13 @@ const file_bcp_tenants_v1_tenants_proto_rawDesc = "" +
 	"\vRecordUsage\x12\".bcp.tenants.v1.RecordUsageRequest\x1a#.bcp.tenants.v1.RecordUsageResponse\x12R\n" +
 	"\bGetUsage\x12\x1f.bcp.tenants.v1.GetUsageRequest\x1a .bcp.tenants.v1.GetUsageResponse\"\x03\x90\x02\x01\x12b\n" +
 	"\x0fLeaseRateTokens\x12&.bcp.tenants.v1.LeaseRateTokensRequest\x1a'.bcp.tenants.v1.LeaseRateTokensResponse\x12n\n" +
-	"\x13ClaimSignatureNonce\x12*.bcp.tenants.v1.ClaimSignatureNonceRequest\x1a+.bcp.tenants.v1.ClaimSignatureNonceResponseB\xb6\x01\n" +
+	"\x13ClaimSignatureNonce\x12*.bcp.tenants.v1.ClaimSignatureNonceRequest\x1a+.bcp.tenants.v1.ClaimSignatureNonceResponse\x12p\n" +
+	"\x12GetGoLiveChecklist\x12).bcp.tenants.v1.GetGoLiveChecklistRequest\x1a*.bcp.tenants.v1.GetGoLiveChecklistResponse\"\x03\x90\x02\x01\x12v\n" +
+	"\x14ListGoLiveChecklists\x12+.bcp.tenants.v1.ListGoLiveChecklistsRequest\x1a,.bcp.tenants.v1.ListGoLiveChecklistsResponse\"\x03\x90\x02\x01\x12}\n" +
+	"\x18RecordPaymentHandlerTest\x12/.bcp.tenants.v1.RecordPaymentHandlerTestRequest\x1a0.bcp.tenants.v1.RecordPaymentHandlerTestResponse\x12q\n" +
+	"\x14SetTenantEnvironment\x12+.bcp.tenants.v1.SetTenantEnvironmentRequest\x1a,.bcp.tenants.v1.SetTenantEnvironmentResponse\x12m\n" +
+	"\x11CheckPasswordLink\x12(.bcp.tenants.v1.CheckPasswordLinkRequest\x1a).bcp.tenants.v1.CheckPasswordLinkResponse\"\x03\x90\x02\x01\x12n\n" +
+	"\x13SetPasswordWithLink\x12*.bcp.tenants.v1.SetPasswordWithLinkRequest\x1a+.bcp.tenants.v1.SetPasswordWithLinkResponseB\xb6\x01\n" +
 	"\x12com.bcp.tenants.v1B\fTenantsProtoP\x01Z8github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1;tenantsv1\xa2\x02\x03BTX\xaa\x02\x0eBcp.Tenants.V1\xca\x02\x0eBcp\\Tenants\\V1\xe2\x02\x1aBcp\\Tenants\\V1\\GPBMetadata\xea\x02\x10Bcp::Tenants::V1b\x06proto3"
 
 var (
@@ -5457,242 +6441,280 @@ func file_bcp_tenants_v1_tenants_proto_rawDescGZIP() []byte {
 	return file_bcp_tenants_v1_tenants_proto_rawDescData
 }
 
-var file_bcp_tenants_v1_tenants_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
+var file_bcp_tenants_v1_tenants_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_bcp_tenants_v1_tenants_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
 var file_bcp_tenants_v1_tenants_proto_goTypes = []any{
 	(TenantStatus)(0),                         // 0: bcp.tenants.v1.TenantStatus
 	(Environment)(0),                          // 1: bcp.tenants.v1.Environment
 	(AgentAuthPolicy)(0),                      // 2: bcp.tenants.v1.AgentAuthPolicy
 	(SigningKeyStatus)(0),                     // 3: bcp.tenants.v1.SigningKeyStatus
-	(WatchChangesResponse_Kind)(0),            // 4: bcp.tenants.v1.WatchChangesResponse.Kind
-	(*PingRequest)(nil),                       // 5: bcp.tenants.v1.PingRequest
-	(*PingResponse)(nil),                      // 6: bcp.tenants.v1.PingResponse
-	(*Tenant)(nil),                            // 7: bcp.tenants.v1.Tenant
-	(*CreateTenantRequest)(nil),               // 8: bcp.tenants.v1.CreateTenantRequest
-	(*CreateTenantResponse)(nil),              // 9: bcp.tenants.v1.CreateTenantResponse
-	(*GetTenantRequest)(nil),                  // 10: bcp.tenants.v1.GetTenantRequest
-	(*GetTenantResponse)(nil),                 // 11: bcp.tenants.v1.GetTenantResponse
-	(*ListTenantsRequest)(nil),                // 12: bcp.tenants.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),               // 13: bcp.tenants.v1.ListTenantsResponse
-	(*SetTenantStatusRequest)(nil),            // 14: bcp.tenants.v1.SetTenantStatusRequest
-	(*SetTenantStatusResponse)(nil),           // 15: bcp.tenants.v1.SetTenantStatusResponse
-	(*AddDomainRequest)(nil),                  // 16: bcp.tenants.v1.AddDomainRequest
-	(*AddDomainResponse)(nil),                 // 17: bcp.tenants.v1.AddDomainResponse
-	(*RemoveDomainRequest)(nil),               // 18: bcp.tenants.v1.RemoveDomainRequest
-	(*RemoveDomainResponse)(nil),              // 19: bcp.tenants.v1.RemoveDomainResponse
-	(*APIKey)(nil),                            // 20: bcp.tenants.v1.APIKey
-	(*CreateAPIKeyRequest)(nil),               // 21: bcp.tenants.v1.CreateAPIKeyRequest
-	(*CreateAPIKeyResponse)(nil),              // 22: bcp.tenants.v1.CreateAPIKeyResponse
-	(*RevokeAPIKeyRequest)(nil),               // 23: bcp.tenants.v1.RevokeAPIKeyRequest
-	(*RevokeAPIKeyResponse)(nil),              // 24: bcp.tenants.v1.RevokeAPIKeyResponse
-	(*ListAPIKeysRequest)(nil),                // 25: bcp.tenants.v1.ListAPIKeysRequest
-	(*ListAPIKeysResponse)(nil),               // 26: bcp.tenants.v1.ListAPIKeysResponse
-	(*PaymentHandler)(nil),                    // 27: bcp.tenants.v1.PaymentHandler
-	(*SetPaymentHandlerRequest)(nil),          // 28: bcp.tenants.v1.SetPaymentHandlerRequest
-	(*SetPaymentHandlerResponse)(nil),         // 29: bcp.tenants.v1.SetPaymentHandlerResponse
-	(*Violation)(nil),                         // 30: bcp.tenants.v1.Violation
-	(*RemovePaymentHandlerRequest)(nil),       // 31: bcp.tenants.v1.RemovePaymentHandlerRequest
-	(*RemovePaymentHandlerResponse)(nil),      // 32: bcp.tenants.v1.RemovePaymentHandlerResponse
-	(*GetPaymentHandlerSecretsRequest)(nil),   // 33: bcp.tenants.v1.GetPaymentHandlerSecretsRequest
-	(*GetPaymentHandlerSecretsResponse)(nil),  // 34: bcp.tenants.v1.GetPaymentHandlerSecretsResponse
-	(*ResolveHostRequest)(nil),                // 35: bcp.tenants.v1.ResolveHostRequest
-	(*ResolveHostResponse)(nil),               // 36: bcp.tenants.v1.ResolveHostResponse
-	(*GetDiscoveryRequest)(nil),               // 37: bcp.tenants.v1.GetDiscoveryRequest
-	(*GetDiscoveryResponse)(nil),              // 38: bcp.tenants.v1.GetDiscoveryResponse
-	(*WatchChangesRequest)(nil),               // 39: bcp.tenants.v1.WatchChangesRequest
-	(*WatchChangesResponse)(nil),              // 40: bcp.tenants.v1.WatchChangesResponse
-	(*Settings)(nil),                          // 41: bcp.tenants.v1.Settings
-	(*RateLimits)(nil),                        // 42: bcp.tenants.v1.RateLimits
-	(*LeaseRateTokensRequest)(nil),            // 43: bcp.tenants.v1.LeaseRateTokensRequest
-	(*ClaimSignatureNonceRequest)(nil),        // 44: bcp.tenants.v1.ClaimSignatureNonceRequest
-	(*ClaimSignatureNonceResponse)(nil),       // 45: bcp.tenants.v1.ClaimSignatureNonceResponse
-	(*LeaseRateTokensResponse)(nil),           // 46: bcp.tenants.v1.LeaseRateTokensResponse
-	(*Link)(nil),                              // 47: bcp.tenants.v1.Link
-	(*GetSettingsRequest)(nil),                // 48: bcp.tenants.v1.GetSettingsRequest
-	(*GetSettingsResponse)(nil),               // 49: bcp.tenants.v1.GetSettingsResponse
-	(*SetSettingsRequest)(nil),                // 50: bcp.tenants.v1.SetSettingsRequest
-	(*SetSettingsResponse)(nil),               // 51: bcp.tenants.v1.SetSettingsResponse
-	(*SetAgentAuthPolicyRequest)(nil),         // 52: bcp.tenants.v1.SetAgentAuthPolicyRequest
-	(*SetAgentAuthPolicyResponse)(nil),        // 53: bcp.tenants.v1.SetAgentAuthPolicyResponse
-	(*GetAgentAuthPolicyRequest)(nil),         // 54: bcp.tenants.v1.GetAgentAuthPolicyRequest
-	(*GetAgentAuthPolicyResponse)(nil),        // 55: bcp.tenants.v1.GetAgentAuthPolicyResponse
-	(*AuthenticateAPIKeyRequest)(nil),         // 56: bcp.tenants.v1.AuthenticateAPIKeyRequest
-	(*AuthenticateAPIKeyResponse)(nil),        // 57: bcp.tenants.v1.AuthenticateAPIKeyResponse
-	(*SigningKey)(nil),                        // 58: bcp.tenants.v1.SigningKey
-	(*ListSigningKeysRequest)(nil),            // 59: bcp.tenants.v1.ListSigningKeysRequest
-	(*ListSigningKeysResponse)(nil),           // 60: bcp.tenants.v1.ListSigningKeysResponse
-	(*RotateSigningKeyRequest)(nil),           // 61: bcp.tenants.v1.RotateSigningKeyRequest
-	(*RotateSigningKeyResponse)(nil),          // 62: bcp.tenants.v1.RotateSigningKeyResponse
-	(*RevokeSigningKeyRequest)(nil),           // 63: bcp.tenants.v1.RevokeSigningKeyRequest
-	(*RevokeSigningKeyResponse)(nil),          // 64: bcp.tenants.v1.RevokeSigningKeyResponse
-	(*SignWithCurrentKeyRequest)(nil),         // 65: bcp.tenants.v1.SignWithCurrentKeyRequest
-	(*SignWithCurrentKeyResponse)(nil),        // 66: bcp.tenants.v1.SignWithCurrentKeyResponse
-	(*SignCheckoutAuthorizationRequest)(nil),  // 67: bcp.tenants.v1.SignCheckoutAuthorizationRequest
-	(*SignCheckoutAuthorizationResponse)(nil), // 68: bcp.tenants.v1.SignCheckoutAuthorizationResponse
-	(*SetAP2MandatesRequest)(nil),             // 69: bcp.tenants.v1.SetAP2MandatesRequest
-	(*SetAP2MandatesResponse)(nil),            // 70: bcp.tenants.v1.SetAP2MandatesResponse
-	(*MerchantUser)(nil),                      // 71: bcp.tenants.v1.MerchantUser
-	(*InviteMerchantUserRequest)(nil),         // 72: bcp.tenants.v1.InviteMerchantUserRequest
-	(*InviteMerchantUserResponse)(nil),        // 73: bcp.tenants.v1.InviteMerchantUserResponse
-	(*ListMerchantUsersRequest)(nil),          // 74: bcp.tenants.v1.ListMerchantUsersRequest
-	(*ListMerchantUsersResponse)(nil),         // 75: bcp.tenants.v1.ListMerchantUsersResponse
-	(*SignInMerchantUserRequest)(nil),         // 76: bcp.tenants.v1.SignInMerchantUserRequest
-	(*SignInMerchantUserResponse)(nil),        // 77: bcp.tenants.v1.SignInMerchantUserResponse
-	(*GetMerchantSessionRequest)(nil),         // 78: bcp.tenants.v1.GetMerchantSessionRequest
-	(*GetMerchantSessionResponse)(nil),        // 79: bcp.tenants.v1.GetMerchantSessionResponse
-	(*EndMerchantSessionRequest)(nil),         // 80: bcp.tenants.v1.EndMerchantSessionRequest
-	(*EndMerchantSessionResponse)(nil),        // 81: bcp.tenants.v1.EndMerchantSessionResponse
-	(*SetTenantNameRequest)(nil),              // 82: bcp.tenants.v1.SetTenantNameRequest
-	(*SetTenantNameResponse)(nil),             // 83: bcp.tenants.v1.SetTenantNameResponse
-	(*UsageCount)(nil),                        // 84: bcp.tenants.v1.UsageCount
-	(*RecordUsageRequest)(nil),                // 85: bcp.tenants.v1.RecordUsageRequest
-	(*RecordUsageResponse)(nil),               // 86: bcp.tenants.v1.RecordUsageResponse
-	(*GetUsageRequest)(nil),                   // 87: bcp.tenants.v1.GetUsageRequest
-	(*GetUsageResponse)(nil),                  // 88: bcp.tenants.v1.GetUsageResponse
-	nil,                                       // 89: bcp.tenants.v1.GetPaymentHandlerSecretsResponse.SecretsJsonEntry
-	(*timestamppb.Timestamp)(nil),             // 90: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),               // 91: google.protobuf.Duration
+	(ChecklistState)(0),                       // 4: bcp.tenants.v1.ChecklistState
+	(WatchChangesResponse_Kind)(0),            // 5: bcp.tenants.v1.WatchChangesResponse.Kind
+	(*PingRequest)(nil),                       // 6: bcp.tenants.v1.PingRequest
+	(*PingResponse)(nil),                      // 7: bcp.tenants.v1.PingResponse
+	(*Tenant)(nil),                            // 8: bcp.tenants.v1.Tenant
+	(*CreateTenantRequest)(nil),               // 9: bcp.tenants.v1.CreateTenantRequest
+	(*CreateTenantResponse)(nil),              // 10: bcp.tenants.v1.CreateTenantResponse
+	(*GetTenantRequest)(nil),                  // 11: bcp.tenants.v1.GetTenantRequest
+	(*GetTenantResponse)(nil),                 // 12: bcp.tenants.v1.GetTenantResponse
+	(*ListTenantsRequest)(nil),                // 13: bcp.tenants.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),               // 14: bcp.tenants.v1.ListTenantsResponse
+	(*SetTenantStatusRequest)(nil),            // 15: bcp.tenants.v1.SetTenantStatusRequest
+	(*SetTenantStatusResponse)(nil),           // 16: bcp.tenants.v1.SetTenantStatusResponse
+	(*AddDomainRequest)(nil),                  // 17: bcp.tenants.v1.AddDomainRequest
+	(*AddDomainResponse)(nil),                 // 18: bcp.tenants.v1.AddDomainResponse
+	(*RemoveDomainRequest)(nil),               // 19: bcp.tenants.v1.RemoveDomainRequest
+	(*RemoveDomainResponse)(nil),              // 20: bcp.tenants.v1.RemoveDomainResponse
+	(*APIKey)(nil),                            // 21: bcp.tenants.v1.APIKey
+	(*CreateAPIKeyRequest)(nil),               // 22: bcp.tenants.v1.CreateAPIKeyRequest
+	(*CreateAPIKeyResponse)(nil),              // 23: bcp.tenants.v1.CreateAPIKeyResponse
+	(*RevokeAPIKeyRequest)(nil),               // 24: bcp.tenants.v1.RevokeAPIKeyRequest
+	(*RevokeAPIKeyResponse)(nil),              // 25: bcp.tenants.v1.RevokeAPIKeyResponse
+	(*ListAPIKeysRequest)(nil),                // 26: bcp.tenants.v1.ListAPIKeysRequest
+	(*ListAPIKeysResponse)(nil),               // 27: bcp.tenants.v1.ListAPIKeysResponse
+	(*PaymentHandler)(nil),                    // 28: bcp.tenants.v1.PaymentHandler
+	(*SetPaymentHandlerRequest)(nil),          // 29: bcp.tenants.v1.SetPaymentHandlerRequest
+	(*SetPaymentHandlerResponse)(nil),         // 30: bcp.tenants.v1.SetPaymentHandlerResponse
+	(*Violation)(nil),                         // 31: bcp.tenants.v1.Violation
+	(*RemovePaymentHandlerRequest)(nil),       // 32: bcp.tenants.v1.RemovePaymentHandlerRequest
+	(*RemovePaymentHandlerResponse)(nil),      // 33: bcp.tenants.v1.RemovePaymentHandlerResponse
+	(*GetPaymentHandlerSecretsRequest)(nil),   // 34: bcp.tenants.v1.GetPaymentHandlerSecretsRequest
+	(*GetPaymentHandlerSecretsResponse)(nil),  // 35: bcp.tenants.v1.GetPaymentHandlerSecretsResponse
+	(*ResolveHostRequest)(nil),                // 36: bcp.tenants.v1.ResolveHostRequest
+	(*ResolveHostResponse)(nil),               // 37: bcp.tenants.v1.ResolveHostResponse
+	(*GetDiscoveryRequest)(nil),               // 38: bcp.tenants.v1.GetDiscoveryRequest
+	(*GetDiscoveryResponse)(nil),              // 39: bcp.tenants.v1.GetDiscoveryResponse
+	(*WatchChangesRequest)(nil),               // 40: bcp.tenants.v1.WatchChangesRequest
+	(*WatchChangesResponse)(nil),              // 41: bcp.tenants.v1.WatchChangesResponse
+	(*Settings)(nil),                          // 42: bcp.tenants.v1.Settings
+	(*RateLimits)(nil),                        // 43: bcp.tenants.v1.RateLimits
+	(*LeaseRateTokensRequest)(nil),            // 44: bcp.tenants.v1.LeaseRateTokensRequest
+	(*ClaimSignatureNonceRequest)(nil),        // 45: bcp.tenants.v1.ClaimSignatureNonceRequest
+	(*ClaimSignatureNonceResponse)(nil),       // 46: bcp.tenants.v1.ClaimSignatureNonceResponse
+	(*LeaseRateTokensResponse)(nil),           // 47: bcp.tenants.v1.LeaseRateTokensResponse
+	(*Link)(nil),                              // 48: bcp.tenants.v1.Link
+	(*GetSettingsRequest)(nil),                // 49: bcp.tenants.v1.GetSettingsRequest
+	(*GetSettingsResponse)(nil),               // 50: bcp.tenants.v1.GetSettingsResponse
+	(*SetSettingsRequest)(nil),                // 51: bcp.tenants.v1.SetSettingsRequest
+	(*SetSettingsResponse)(nil),               // 52: bcp.tenants.v1.SetSettingsResponse
+	(*SetAgentAuthPolicyRequest)(nil),         // 53: bcp.tenants.v1.SetAgentAuthPolicyRequest
+	(*SetAgentAuthPolicyResponse)(nil),        // 54: bcp.tenants.v1.SetAgentAuthPolicyResponse
+	(*GetAgentAuthPolicyRequest)(nil),         // 55: bcp.tenants.v1.GetAgentAuthPolicyRequest
+	(*GetAgentAuthPolicyResponse)(nil),        // 56: bcp.tenants.v1.GetAgentAuthPolicyResponse
+	(*AuthenticateAPIKeyRequest)(nil),         // 57: bcp.tenants.v1.AuthenticateAPIKeyRequest
+	(*AuthenticateAPIKeyResponse)(nil),        // 58: bcp.tenants.v1.AuthenticateAPIKeyResponse
+	(*SigningKey)(nil),                        // 59: bcp.tenants.v1.SigningKey
+	(*ListSigningKeysRequest)(nil),            // 60: bcp.tenants.v1.ListSigningKeysRequest
+	(*ListSigningKeysResponse)(nil),           // 61: bcp.tenants.v1.ListSigningKeysResponse
+	(*RotateSigningKeyRequest)(nil),           // 62: bcp.tenants.v1.RotateSigningKeyRequest
+	(*RotateSigningKeyResponse)(nil),          // 63: bcp.tenants.v1.RotateSigningKeyResponse
+	(*RevokeSigningKeyRequest)(nil),           // 64: bcp.tenants.v1.RevokeSigningKeyRequest
+	(*RevokeSigningKeyResponse)(nil),          // 65: bcp.tenants.v1.RevokeSigningKeyResponse
+	(*SignWithCurrentKeyRequest)(nil),         // 66: bcp.tenants.v1.SignWithCurrentKeyRequest
+	(*SignWithCurrentKeyResponse)(nil),        // 67: bcp.tenants.v1.SignWithCurrentKeyResponse
+	(*SignCheckoutAuthorizationRequest)(nil),  // 68: bcp.tenants.v1.SignCheckoutAuthorizationRequest
+	(*SignCheckoutAuthorizationResponse)(nil), // 69: bcp.tenants.v1.SignCheckoutAuthorizationResponse
+	(*SetAP2MandatesRequest)(nil),             // 70: bcp.tenants.v1.SetAP2MandatesRequest
+	(*SetAP2MandatesResponse)(nil),            // 71: bcp.tenants.v1.SetAP2MandatesResponse
+	(*MerchantUser)(nil),                      // 72: bcp.tenants.v1.MerchantUser
+	(*InviteMerchantUserRequest)(nil),         // 73: bcp.tenants.v1.InviteMerchantUserRequest
+	(*InviteMerchantUserResponse)(nil),        // 74: bcp.tenants.v1.InviteMerchantUserResponse
+	(*ListMerchantUsersRequest)(nil),          // 75: bcp.tenants.v1.ListMerchantUsersRequest
+	(*ListMerchantUsersResponse)(nil),         // 76: bcp.tenants.v1.ListMerchantUsersResponse
+	(*SignInMerchantUserRequest)(nil),         // 77: bcp.tenants.v1.SignInMerchantUserRequest
+	(*SignInMerchantUserResponse)(nil),        // 78: bcp.tenants.v1.SignInMerchantUserResponse
+	(*GetMerchantSessionRequest)(nil),         // 79: bcp.tenants.v1.GetMerchantSessionRequest
+	(*GetMerchantSessionResponse)(nil),        // 80: bcp.tenants.v1.GetMerchantSessionResponse
+	(*EndMerchantSessionRequest)(nil),         // 81: bcp.tenants.v1.EndMerchantSessionRequest
+	(*EndMerchantSessionResponse)(nil),        // 82: bcp.tenants.v1.EndMerchantSessionResponse
+	(*SetTenantNameRequest)(nil),              // 83: bcp.tenants.v1.SetTenantNameRequest
+	(*SetTenantNameResponse)(nil),             // 84: bcp.tenants.v1.SetTenantNameResponse
+	(*UsageCount)(nil),                        // 85: bcp.tenants.v1.UsageCount
+	(*RecordUsageRequest)(nil),                // 86: bcp.tenants.v1.RecordUsageRequest
+	(*RecordUsageResponse)(nil),               // 87: bcp.tenants.v1.RecordUsageResponse
+	(*GetUsageRequest)(nil),                   // 88: bcp.tenants.v1.GetUsageRequest
+	(*GetUsageResponse)(nil),                  // 89: bcp.tenants.v1.GetUsageResponse
+	(*GetGoLiveChecklistRequest)(nil),         // 90: bcp.tenants.v1.GetGoLiveChecklistRequest
+	(*GetGoLiveChecklistResponse)(nil),        // 91: bcp.tenants.v1.GetGoLiveChecklistResponse
+	(*ListGoLiveChecklistsRequest)(nil),       // 92: bcp.tenants.v1.ListGoLiveChecklistsRequest
+	(*ListGoLiveChecklistsResponse)(nil),      // 93: bcp.tenants.v1.ListGoLiveChecklistsResponse
+	(*ChecklistItem)(nil),                     // 94: bcp.tenants.v1.ChecklistItem
+	(*GoLiveChecklist)(nil),                   // 95: bcp.tenants.v1.GoLiveChecklist
+	(*RecordPaymentHandlerTestRequest)(nil),   // 96: bcp.tenants.v1.RecordPaymentHandlerTestRequest
+	(*RecordPaymentHandlerTestResponse)(nil),  // 97: bcp.tenants.v1.RecordPaymentHandlerTestResponse
+	(*SetTenantEnvironmentRequest)(nil),       // 98: bcp.tenants.v1.SetTenantEnvironmentRequest
+	(*SetTenantEnvironmentResponse)(nil),      // 99: bcp.tenants.v1.SetTenantEnvironmentResponse
+	(*CheckPasswordLinkRequest)(nil),          // 100: bcp.tenants.v1.CheckPasswordLinkRequest
+	(*CheckPasswordLinkResponse)(nil),         // 101: bcp.tenants.v1.CheckPasswordLinkResponse
+	(*SetPasswordWithLinkRequest)(nil),        // 102: bcp.tenants.v1.SetPasswordWithLinkRequest
+	(*SetPasswordWithLinkResponse)(nil),       // 103: bcp.tenants.v1.SetPasswordWithLinkResponse
+	nil,                                       // 104: bcp.tenants.v1.GetPaymentHandlerSecretsResponse.SecretsJsonEntry
+	(*timestamppb.Timestamp)(nil),             // 105: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),               // 106: google.protobuf.Duration
 }
 var file_bcp_tenants_v1_tenants_proto_depIdxs = []int32{
-	0,  // 0: bcp.tenants.v1.Tenant.status:type_name -> bcp.tenants.v1.TenantStatus
-	1,  // 1: bcp.tenants.v1.Tenant.environment:type_name -> bcp.tenants.v1.Environment
-	90, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
-	2,  // 3: bcp.tenants.v1.Tenant.agent_auth_policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
-	1,  // 4: bcp.tenants.v1.CreateTenantRequest.environment:type_name -> bcp.tenants.v1.Environment
-	7,  // 5: bcp.tenants.v1.CreateTenantResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	7,  // 6: bcp.tenants.v1.GetTenantResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	7,  // 7: bcp.tenants.v1.ListTenantsResponse.tenants:type_name -> bcp.tenants.v1.Tenant
-	0,  // 8: bcp.tenants.v1.SetTenantStatusRequest.status:type_name -> bcp.tenants.v1.TenantStatus
-	7,  // 9: bcp.tenants.v1.SetTenantStatusResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	7,  // 10: bcp.tenants.v1.AddDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	7,  // 11: bcp.tenants.v1.RemoveDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	90, // 12: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
-	90, // 13: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
-	20, // 14: bcp.tenants.v1.CreateAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
-	20, // 15: bcp.tenants.v1.RevokeAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
-	20, // 16: bcp.tenants.v1.ListAPIKeysResponse.api_keys:type_name -> bcp.tenants.v1.APIKey
-	27, // 17: bcp.tenants.v1.SetPaymentHandlerRequest.handler:type_name -> bcp.tenants.v1.PaymentHandler
-	27, // 18: bcp.tenants.v1.SetPaymentHandlerResponse.handler:type_name -> bcp.tenants.v1.PaymentHandler
-	30, // 19: bcp.tenants.v1.SetPaymentHandlerResponse.violations:type_name -> bcp.tenants.v1.Violation
-	89, // 20: bcp.tenants.v1.GetPaymentHandlerSecretsResponse.secrets_json:type_name -> bcp.tenants.v1.GetPaymentHandlerSecretsResponse.SecretsJsonEntry
-	7,  // 21: bcp.tenants.v1.ResolveHostResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	7,  // 22: bcp.tenants.v1.GetDiscoveryResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	27, // 23: bcp.tenants.v1.GetDiscoveryResponse.payment_handlers:type_name -> bcp.tenants.v1.PaymentHandler
-	4,  // 24: bcp.tenants.v1.WatchChangesResponse.kind:type_name -> bcp.tenants.v1.WatchChangesResponse.Kind
-	47, // 25: bcp.tenants.v1.Settings.links:type_name -> bcp.tenants.v1.Link
-	42, // 26: bcp.tenants.v1.Settings.rate_limits:type_name -> bcp.tenants.v1.RateLimits
-	91, // 27: bcp.tenants.v1.ClaimSignatureNonceRequest.valid_for:type_name -> google.protobuf.Duration
-	41, // 28: bcp.tenants.v1.GetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
-	41, // 29: bcp.tenants.v1.SetSettingsRequest.settings:type_name -> bcp.tenants.v1.Settings
-	41, // 30: bcp.tenants.v1.SetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
-	30, // 31: bcp.tenants.v1.SetSettingsResponse.violations:type_name -> bcp.tenants.v1.Violation
-	2,  // 32: bcp.tenants.v1.SetAgentAuthPolicyRequest.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
-	7,  // 33: bcp.tenants.v1.SetAgentAuthPolicyResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	2,  // 34: bcp.tenants.v1.GetAgentAuthPolicyResponse.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
-	1,  // 35: bcp.tenants.v1.GetAgentAuthPolicyResponse.environment:type_name -> bcp.tenants.v1.Environment
-	90, // 36: bcp.tenants.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
-	90, // 37: bcp.tenants.v1.SigningKey.sign_from_time:type_name -> google.protobuf.Timestamp
-	90, // 38: bcp.tenants.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
-	90, // 39: bcp.tenants.v1.SigningKey.revoke_time:type_name -> google.protobuf.Timestamp
-	3,  // 40: bcp.tenants.v1.SigningKey.status:type_name -> bcp.tenants.v1.SigningKeyStatus
-	58, // 41: bcp.tenants.v1.ListSigningKeysResponse.keys:type_name -> bcp.tenants.v1.SigningKey
-	91, // 42: bcp.tenants.v1.RotateSigningKeyRequest.delay:type_name -> google.protobuf.Duration
-	91, // 43: bcp.tenants.v1.RotateSigningKeyRequest.retention:type_name -> google.protobuf.Duration
-	58, // 44: bcp.tenants.v1.RotateSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
-	58, // 45: bcp.tenants.v1.RotateSigningKeyResponse.keys:type_name -> bcp.tenants.v1.SigningKey
-	58, // 46: bcp.tenants.v1.RevokeSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
-	7,  // 47: bcp.tenants.v1.SetAP2MandatesResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	90, // 48: bcp.tenants.v1.MerchantUser.create_time:type_name -> google.protobuf.Timestamp
-	90, // 49: bcp.tenants.v1.MerchantUser.last_login_time:type_name -> google.protobuf.Timestamp
-	90, // 50: bcp.tenants.v1.MerchantUser.locked_until:type_name -> google.protobuf.Timestamp
-	71, // 51: bcp.tenants.v1.InviteMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	71, // 52: bcp.tenants.v1.ListMerchantUsersResponse.users:type_name -> bcp.tenants.v1.MerchantUser
-	71, // 53: bcp.tenants.v1.SignInMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	90, // 54: bcp.tenants.v1.SignInMerchantUserResponse.expire_time:type_name -> google.protobuf.Timestamp
-	71, // 55: bcp.tenants.v1.GetMerchantSessionResponse.user:type_name -> bcp.tenants.v1.MerchantUser
-	90, // 56: bcp.tenants.v1.GetMerchantSessionResponse.expire_time:type_name -> google.protobuf.Timestamp
-	7,  // 57: bcp.tenants.v1.SetTenantNameResponse.tenant:type_name -> bcp.tenants.v1.Tenant
-	84, // 58: bcp.tenants.v1.RecordUsageRequest.counts:type_name -> bcp.tenants.v1.UsageCount
-	84, // 59: bcp.tenants.v1.GetUsageResponse.days:type_name -> bcp.tenants.v1.UsageCount
-	5,  // 60: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
-	8,  // 61: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
-	10, // 62: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
-	12, // 63: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
-	14, // 64: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
-	16, // 65: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
-	18, // 66: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
-	21, // 67: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
-	23, // 68: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
-	25, // 69: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
-	28, // 70: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
-	31, // 71: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
-	33, // 72: bcp.tenants.v1.TenantService.GetPaymentHandlerSecrets:input_type -> bcp.tenants.v1.GetPaymentHandlerSecretsRequest
-	48, // 73: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
-	50, // 74: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
-	35, // 75: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
-	37, // 76: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
-	39, // 77: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
-	52, // 78: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:input_type -> bcp.tenants.v1.SetAgentAuthPolicyRequest
-	54, // 79: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:input_type -> bcp.tenants.v1.GetAgentAuthPolicyRequest
-	56, // 80: bcp.tenants.v1.TenantService.AuthenticateAPIKey:input_type -> bcp.tenants.v1.AuthenticateAPIKeyRequest
-	59, // 81: bcp.tenants.v1.TenantService.ListSigningKeys:input_type -> bcp.tenants.v1.ListSigningKeysRequest
-	61, // 82: bcp.tenants.v1.TenantService.RotateSigningKey:input_type -> bcp.tenants.v1.RotateSigningKeyRequest
-	63, // 83: bcp.tenants.v1.TenantService.RevokeSigningKey:input_type -> bcp.tenants.v1.RevokeSigningKeyRequest
-	65, // 84: bcp.tenants.v1.TenantService.SignWithCurrentKey:input_type -> bcp.tenants.v1.SignWithCurrentKeyRequest
-	67, // 85: bcp.tenants.v1.TenantService.SignCheckoutAuthorization:input_type -> bcp.tenants.v1.SignCheckoutAuthorizationRequest
-	69, // 86: bcp.tenants.v1.TenantService.SetAP2Mandates:input_type -> bcp.tenants.v1.SetAP2MandatesRequest
-	72, // 87: bcp.tenants.v1.TenantService.InviteMerchantUser:input_type -> bcp.tenants.v1.InviteMerchantUserRequest
-	74, // 88: bcp.tenants.v1.TenantService.ListMerchantUsers:input_type -> bcp.tenants.v1.ListMerchantUsersRequest
-	76, // 89: bcp.tenants.v1.TenantService.SignInMerchantUser:input_type -> bcp.tenants.v1.SignInMerchantUserRequest
-	78, // 90: bcp.tenants.v1.TenantService.GetMerchantSession:input_type -> bcp.tenants.v1.GetMerchantSessionRequest
-	80, // 91: bcp.tenants.v1.TenantService.EndMerchantSession:input_type -> bcp.tenants.v1.EndMerchantSessionRequest
-	82, // 92: bcp.tenants.v1.TenantService.SetTenantName:input_type -> bcp.tenants.v1.SetTenantNameRequest
-	85, // 93: bcp.tenants.v1.TenantService.RecordUsage:input_type -> bcp.tenants.v1.RecordUsageRequest
-	87, // 94: bcp.tenants.v1.TenantService.GetUsage:input_type -> bcp.tenants.v1.GetUsageRequest
-	43, // 95: bcp.tenants.v1.TenantService.LeaseRateTokens:input_type -> bcp.tenants.v1.LeaseRateTokensRequest
-	44, // 96: bcp.tenants.v1.TenantService.ClaimSignatureNonce:input_type -> bcp.tenants.v1.ClaimSignatureNonceRequest
-	6,  // 97: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
-	9,  // 98: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
-	11, // 99: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
-	13, // 100: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
-	15, // 101: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
-	17, // 102: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
-	19, // 103: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
-	22, // 104: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
-	24, // 105: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
-	26, // 106: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
-	29, // 107: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
-	32, // 108: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
-	34, // 109: bcp.tenants.v1.TenantService.GetPaymentHandlerSecrets:output_type -> bcp.tenants.v1.GetPaymentHandlerSecretsResponse
-	49, // 110: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
-	51, // 111: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
-	36, // 112: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
-	38, // 113: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
-	40, // 114: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
-	53, // 115: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:output_type -> bcp.tenants.v1.SetAgentAuthPolicyResponse
-	55, // 116: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:output_type -> bcp.tenants.v1.GetAgentAuthPolicyResponse
-	57, // 117: bcp.tenants.v1.TenantService.AuthenticateAPIKey:output_type -> bcp.tenants.v1.AuthenticateAPIKeyResponse
-	60, // 118: bcp.tenants.v1.TenantService.ListSigningKeys:output_type -> bcp.tenants.v1.ListSigningKeysResponse
-	62, // 119: bcp.tenants.v1.TenantService.RotateSigningKey:output_type -> bcp.tenants.v1.RotateSigningKeyResponse
-	64, // 120: bcp.tenants.v1.TenantService.RevokeSigningKey:output_type -> bcp.tenants.v1.RevokeSigningKeyResponse
-	66, // 121: bcp.tenants.v1.TenantService.SignWithCurrentKey:output_type -> bcp.tenants.v1.SignWithCurrentKeyResponse
-	68, // 122: bcp.tenants.v1.TenantService.SignCheckoutAuthorization:output_type -> bcp.tenants.v1.SignCheckoutAuthorizationResponse
-	70, // 123: bcp.tenants.v1.TenantService.SetAP2Mandates:output_type -> bcp.tenants.v1.SetAP2MandatesResponse
-	73, // 124: bcp.tenants.v1.TenantService.InviteMerchantUser:output_type -> bcp.tenants.v1.InviteMerchantUserResponse
-	75, // 125: bcp.tenants.v1.TenantService.ListMerchantUsers:output_type -> bcp.tenants.v1.ListMerchantUsersResponse
-	77, // 126: bcp.tenants.v1.TenantService.SignInMerchantUser:output_type -> bcp.tenants.v1.SignInMerchantUserResponse
-	79, // 127: bcp.tenants.v1.TenantService.GetMerchantSession:output_type -> bcp.tenants.v1.GetMerchantSessionResponse
-	81, // 128: bcp.tenants.v1.TenantService.EndMerchantSession:output_type -> bcp.tenants.v1.EndMerchantSessionResponse
-	83, // 129: bcp.tenants.v1.TenantService.SetTenantName:output_type -> bcp.tenants.v1.SetTenantNameResponse
-	86, // 130: bcp.tenants.v1.TenantService.RecordUsage:output_type -> bcp.tenants.v1.RecordUsageResponse
-	88, // 131: bcp.tenants.v1.TenantService.GetUsage:output_type -> bcp.tenants.v1.GetUsageResponse
-	46, // 132: bcp.tenants.v1.TenantService.LeaseRateTokens:output_type -> bcp.tenants.v1.LeaseRateTokensResponse
-	45, // 133: bcp.tenants.v1.TenantService.ClaimSignatureNonce:output_type -> bcp.tenants.v1.ClaimSignatureNonceResponse
-	97, // [97:134] is the sub-list for method output_type
-	60, // [60:97] is the sub-list for method input_type
-	60, // [60:60] is the sub-list for extension type_name
-	60, // [60:60] is the sub-list for extension extendee
-	0,  // [0:60] is the sub-list for field type_name
+	0,   // 0: bcp.tenants.v1.Tenant.status:type_name -> bcp.tenants.v1.TenantStatus
+	1,   // 1: bcp.tenants.v1.Tenant.environment:type_name -> bcp.tenants.v1.Environment
+	105, // 2: bcp.tenants.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	2,   // 3: bcp.tenants.v1.Tenant.agent_auth_policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
+	1,   // 4: bcp.tenants.v1.CreateTenantRequest.environment:type_name -> bcp.tenants.v1.Environment
+	8,   // 5: bcp.tenants.v1.CreateTenantResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	8,   // 6: bcp.tenants.v1.GetTenantResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	8,   // 7: bcp.tenants.v1.ListTenantsResponse.tenants:type_name -> bcp.tenants.v1.Tenant
+	0,   // 8: bcp.tenants.v1.SetTenantStatusRequest.status:type_name -> bcp.tenants.v1.TenantStatus
+	8,   // 9: bcp.tenants.v1.SetTenantStatusResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	8,   // 10: bcp.tenants.v1.AddDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	8,   // 11: bcp.tenants.v1.RemoveDomainResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	105, // 12: bcp.tenants.v1.APIKey.create_time:type_name -> google.protobuf.Timestamp
+	105, // 13: bcp.tenants.v1.APIKey.revoke_time:type_name -> google.protobuf.Timestamp
+	21,  // 14: bcp.tenants.v1.CreateAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
+	21,  // 15: bcp.tenants.v1.RevokeAPIKeyResponse.api_key:type_name -> bcp.tenants.v1.APIKey
+	21,  // 16: bcp.tenants.v1.ListAPIKeysResponse.api_keys:type_name -> bcp.tenants.v1.APIKey
+	28,  // 17: bcp.tenants.v1.SetPaymentHandlerRequest.handler:type_name -> bcp.tenants.v1.PaymentHandler
+	28,  // 18: bcp.tenants.v1.SetPaymentHandlerResponse.handler:type_name -> bcp.tenants.v1.PaymentHandler
+	31,  // 19: bcp.tenants.v1.SetPaymentHandlerResponse.violations:type_name -> bcp.tenants.v1.Violation
+	104, // 20: bcp.tenants.v1.GetPaymentHandlerSecretsResponse.secrets_json:type_name -> bcp.tenants.v1.GetPaymentHandlerSecretsResponse.SecretsJsonEntry
+	8,   // 21: bcp.tenants.v1.ResolveHostResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	8,   // 22: bcp.tenants.v1.GetDiscoveryResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	28,  // 23: bcp.tenants.v1.GetDiscoveryResponse.payment_handlers:type_name -> bcp.tenants.v1.PaymentHandler
+	5,   // 24: bcp.tenants.v1.WatchChangesResponse.kind:type_name -> bcp.tenants.v1.WatchChangesResponse.Kind
+	48,  // 25: bcp.tenants.v1.Settings.links:type_name -> bcp.tenants.v1.Link
+	43,  // 26: bcp.tenants.v1.Settings.rate_limits:type_name -> bcp.tenants.v1.RateLimits
+	106, // 27: bcp.tenants.v1.ClaimSignatureNonceRequest.valid_for:type_name -> google.protobuf.Duration
+	42,  // 28: bcp.tenants.v1.GetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
+	42,  // 29: bcp.tenants.v1.SetSettingsRequest.settings:type_name -> bcp.tenants.v1.Settings
+	42,  // 30: bcp.tenants.v1.SetSettingsResponse.settings:type_name -> bcp.tenants.v1.Settings
+	31,  // 31: bcp.tenants.v1.SetSettingsResponse.violations:type_name -> bcp.tenants.v1.Violation
+	2,   // 32: bcp.tenants.v1.SetAgentAuthPolicyRequest.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
+	8,   // 33: bcp.tenants.v1.SetAgentAuthPolicyResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	2,   // 34: bcp.tenants.v1.GetAgentAuthPolicyResponse.policy:type_name -> bcp.tenants.v1.AgentAuthPolicy
+	1,   // 35: bcp.tenants.v1.GetAgentAuthPolicyResponse.environment:type_name -> bcp.tenants.v1.Environment
+	105, // 36: bcp.tenants.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
+	105, // 37: bcp.tenants.v1.SigningKey.sign_from_time:type_name -> google.protobuf.Timestamp
+	105, // 38: bcp.tenants.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
+	105, // 39: bcp.tenants.v1.SigningKey.revoke_time:type_name -> google.protobuf.Timestamp
+	3,   // 40: bcp.tenants.v1.SigningKey.status:type_name -> bcp.tenants.v1.SigningKeyStatus
+	59,  // 41: bcp.tenants.v1.ListSigningKeysResponse.keys:type_name -> bcp.tenants.v1.SigningKey
+	106, // 42: bcp.tenants.v1.RotateSigningKeyRequest.delay:type_name -> google.protobuf.Duration
+	106, // 43: bcp.tenants.v1.RotateSigningKeyRequest.retention:type_name -> google.protobuf.Duration
+	59,  // 44: bcp.tenants.v1.RotateSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
+	59,  // 45: bcp.tenants.v1.RotateSigningKeyResponse.keys:type_name -> bcp.tenants.v1.SigningKey
+	59,  // 46: bcp.tenants.v1.RevokeSigningKeyResponse.key:type_name -> bcp.tenants.v1.SigningKey
+	8,   // 47: bcp.tenants.v1.SetAP2MandatesResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	105, // 48: bcp.tenants.v1.MerchantUser.create_time:type_name -> google.protobuf.Timestamp
+	105, // 49: bcp.tenants.v1.MerchantUser.last_login_time:type_name -> google.protobuf.Timestamp
+	105, // 50: bcp.tenants.v1.MerchantUser.locked_until:type_name -> google.protobuf.Timestamp
+	105, // 51: bcp.tenants.v1.MerchantUser.invitation_expire_time:type_name -> google.protobuf.Timestamp
+	72,  // 52: bcp.tenants.v1.InviteMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	105, // 53: bcp.tenants.v1.InviteMerchantUserResponse.password_token_expire_time:type_name -> google.protobuf.Timestamp
+	72,  // 54: bcp.tenants.v1.ListMerchantUsersResponse.users:type_name -> bcp.tenants.v1.MerchantUser
+	72,  // 55: bcp.tenants.v1.SignInMerchantUserResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	105, // 56: bcp.tenants.v1.SignInMerchantUserResponse.expire_time:type_name -> google.protobuf.Timestamp
+	72,  // 57: bcp.tenants.v1.GetMerchantSessionResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	105, // 58: bcp.tenants.v1.GetMerchantSessionResponse.expire_time:type_name -> google.protobuf.Timestamp
+	8,   // 59: bcp.tenants.v1.SetTenantNameResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	85,  // 60: bcp.tenants.v1.RecordUsageRequest.counts:type_name -> bcp.tenants.v1.UsageCount
+	85,  // 61: bcp.tenants.v1.GetUsageResponse.days:type_name -> bcp.tenants.v1.UsageCount
+	95,  // 62: bcp.tenants.v1.GetGoLiveChecklistResponse.checklist:type_name -> bcp.tenants.v1.GoLiveChecklist
+	95,  // 63: bcp.tenants.v1.ListGoLiveChecklistsResponse.checklists:type_name -> bcp.tenants.v1.GoLiveChecklist
+	4,   // 64: bcp.tenants.v1.ChecklistItem.state:type_name -> bcp.tenants.v1.ChecklistState
+	105, // 65: bcp.tenants.v1.ChecklistItem.done_time:type_name -> google.protobuf.Timestamp
+	94,  // 66: bcp.tenants.v1.GoLiveChecklist.items:type_name -> bcp.tenants.v1.ChecklistItem
+	1,   // 67: bcp.tenants.v1.SetTenantEnvironmentRequest.environment:type_name -> bcp.tenants.v1.Environment
+	8,   // 68: bcp.tenants.v1.SetTenantEnvironmentResponse.tenant:type_name -> bcp.tenants.v1.Tenant
+	105, // 69: bcp.tenants.v1.CheckPasswordLinkResponse.expire_time:type_name -> google.protobuf.Timestamp
+	72,  // 70: bcp.tenants.v1.SetPasswordWithLinkResponse.user:type_name -> bcp.tenants.v1.MerchantUser
+	6,   // 71: bcp.tenants.v1.TenantService.Ping:input_type -> bcp.tenants.v1.PingRequest
+	9,   // 72: bcp.tenants.v1.TenantService.CreateTenant:input_type -> bcp.tenants.v1.CreateTenantRequest
+	11,  // 73: bcp.tenants.v1.TenantService.GetTenant:input_type -> bcp.tenants.v1.GetTenantRequest
+	13,  // 74: bcp.tenants.v1.TenantService.ListTenants:input_type -> bcp.tenants.v1.ListTenantsRequest
+	15,  // 75: bcp.tenants.v1.TenantService.SetTenantStatus:input_type -> bcp.tenants.v1.SetTenantStatusRequest
+	17,  // 76: bcp.tenants.v1.TenantService.AddDomain:input_type -> bcp.tenants.v1.AddDomainRequest
+	19,  // 77: bcp.tenants.v1.TenantService.RemoveDomain:input_type -> bcp.tenants.v1.RemoveDomainRequest
+	22,  // 78: bcp.tenants.v1.TenantService.CreateAPIKey:input_type -> bcp.tenants.v1.CreateAPIKeyRequest
+	24,  // 79: bcp.tenants.v1.TenantService.RevokeAPIKey:input_type -> bcp.tenants.v1.RevokeAPIKeyRequest
+	26,  // 80: bcp.tenants.v1.TenantService.ListAPIKeys:input_type -> bcp.tenants.v1.ListAPIKeysRequest
+	29,  // 81: bcp.tenants.v1.TenantService.SetPaymentHandler:input_type -> bcp.tenants.v1.SetPaymentHandlerRequest
+	32,  // 82: bcp.tenants.v1.TenantService.RemovePaymentHandler:input_type -> bcp.tenants.v1.RemovePaymentHandlerRequest
+	34,  // 83: bcp.tenants.v1.TenantService.GetPaymentHandlerSecrets:input_type -> bcp.tenants.v1.GetPaymentHandlerSecretsRequest
+	49,  // 84: bcp.tenants.v1.TenantService.GetSettings:input_type -> bcp.tenants.v1.GetSettingsRequest
+	51,  // 85: bcp.tenants.v1.TenantService.SetSettings:input_type -> bcp.tenants.v1.SetSettingsRequest
+	36,  // 86: bcp.tenants.v1.TenantService.ResolveHost:input_type -> bcp.tenants.v1.ResolveHostRequest
+	38,  // 87: bcp.tenants.v1.TenantService.GetDiscovery:input_type -> bcp.tenants.v1.GetDiscoveryRequest
+	40,  // 88: bcp.tenants.v1.TenantService.WatchChanges:input_type -> bcp.tenants.v1.WatchChangesRequest
+	53,  // 89: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:input_type -> bcp.tenants.v1.SetAgentAuthPolicyRequest
+	55,  // 90: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:input_type -> bcp.tenants.v1.GetAgentAuthPolicyRequest
+	57,  // 91: bcp.tenants.v1.TenantService.AuthenticateAPIKey:input_type -> bcp.tenants.v1.AuthenticateAPIKeyRequest
+	60,  // 92: bcp.tenants.v1.TenantService.ListSigningKeys:input_type -> bcp.tenants.v1.ListSigningKeysRequest
+	62,  // 93: bcp.tenants.v1.TenantService.RotateSigningKey:input_type -> bcp.tenants.v1.RotateSigningKeyRequest
+	64,  // 94: bcp.tenants.v1.TenantService.RevokeSigningKey:input_type -> bcp.tenants.v1.RevokeSigningKeyRequest
+	66,  // 95: bcp.tenants.v1.TenantService.SignWithCurrentKey:input_type -> bcp.tenants.v1.SignWithCurrentKeyRequest
+	68,  // 96: bcp.tenants.v1.TenantService.SignCheckoutAuthorization:input_type -> bcp.tenants.v1.SignCheckoutAuthorizationRequest
+	70,  // 97: bcp.tenants.v1.TenantService.SetAP2Mandates:input_type -> bcp.tenants.v1.SetAP2MandatesRequest
+	73,  // 98: bcp.tenants.v1.TenantService.InviteMerchantUser:input_type -> bcp.tenants.v1.InviteMerchantUserRequest
+	75,  // 99: bcp.tenants.v1.TenantService.ListMerchantUsers:input_type -> bcp.tenants.v1.ListMerchantUsersRequest
+	77,  // 100: bcp.tenants.v1.TenantService.SignInMerchantUser:input_type -> bcp.tenants.v1.SignInMerchantUserRequest
+	79,  // 101: bcp.tenants.v1.TenantService.GetMerchantSession:input_type -> bcp.tenants.v1.GetMerchantSessionRequest
+	81,  // 102: bcp.tenants.v1.TenantService.EndMerchantSession:input_type -> bcp.tenants.v1.EndMerchantSessionRequest
+	83,  // 103: bcp.tenants.v1.TenantService.SetTenantName:input_type -> bcp.tenants.v1.SetTenantNameRequest
+	86,  // 104: bcp.tenants.v1.TenantService.RecordUsage:input_type -> bcp.tenants.v1.RecordUsageRequest
+	88,  // 105: bcp.tenants.v1.TenantService.GetUsage:input_type -> bcp.tenants.v1.GetUsageRequest
+	44,  // 106: bcp.tenants.v1.TenantService.LeaseRateTokens:input_type -> bcp.tenants.v1.LeaseRateTokensRequest
+	45,  // 107: bcp.tenants.v1.TenantService.ClaimSignatureNonce:input_type -> bcp.tenants.v1.ClaimSignatureNonceRequest
+	90,  // 108: bcp.tenants.v1.TenantService.GetGoLiveChecklist:input_type -> bcp.tenants.v1.GetGoLiveChecklistRequest
+	92,  // 109: bcp.tenants.v1.TenantService.ListGoLiveChecklists:input_type -> bcp.tenants.v1.ListGoLiveChecklistsRequest
+	96,  // 110: bcp.tenants.v1.TenantService.RecordPaymentHandlerTest:input_type -> bcp.tenants.v1.RecordPaymentHandlerTestRequest
+	98,  // 111: bcp.tenants.v1.TenantService.SetTenantEnvironment:input_type -> bcp.tenants.v1.SetTenantEnvironmentRequest
+	100, // 112: bcp.tenants.v1.TenantService.CheckPasswordLink:input_type -> bcp.tenants.v1.CheckPasswordLinkRequest
+	102, // 113: bcp.tenants.v1.TenantService.SetPasswordWithLink:input_type -> bcp.tenants.v1.SetPasswordWithLinkRequest
+	7,   // 114: bcp.tenants.v1.TenantService.Ping:output_type -> bcp.tenants.v1.PingResponse
+	10,  // 115: bcp.tenants.v1.TenantService.CreateTenant:output_type -> bcp.tenants.v1.CreateTenantResponse
+	12,  // 116: bcp.tenants.v1.TenantService.GetTenant:output_type -> bcp.tenants.v1.GetTenantResponse
+	14,  // 117: bcp.tenants.v1.TenantService.ListTenants:output_type -> bcp.tenants.v1.ListTenantsResponse
+	16,  // 118: bcp.tenants.v1.TenantService.SetTenantStatus:output_type -> bcp.tenants.v1.SetTenantStatusResponse
+	18,  // 119: bcp.tenants.v1.TenantService.AddDomain:output_type -> bcp.tenants.v1.AddDomainResponse
+	20,  // 120: bcp.tenants.v1.TenantService.RemoveDomain:output_type -> bcp.tenants.v1.RemoveDomainResponse
+	23,  // 121: bcp.tenants.v1.TenantService.CreateAPIKey:output_type -> bcp.tenants.v1.CreateAPIKeyResponse
+	25,  // 122: bcp.tenants.v1.TenantService.RevokeAPIKey:output_type -> bcp.tenants.v1.RevokeAPIKeyResponse
+	27,  // 123: bcp.tenants.v1.TenantService.ListAPIKeys:output_type -> bcp.tenants.v1.ListAPIKeysResponse
+	30,  // 124: bcp.tenants.v1.TenantService.SetPaymentHandler:output_type -> bcp.tenants.v1.SetPaymentHandlerResponse
+	33,  // 125: bcp.tenants.v1.TenantService.RemovePaymentHandler:output_type -> bcp.tenants.v1.RemovePaymentHandlerResponse
+	35,  // 126: bcp.tenants.v1.TenantService.GetPaymentHandlerSecrets:output_type -> bcp.tenants.v1.GetPaymentHandlerSecretsResponse
+	50,  // 127: bcp.tenants.v1.TenantService.GetSettings:output_type -> bcp.tenants.v1.GetSettingsResponse
+	52,  // 128: bcp.tenants.v1.TenantService.SetSettings:output_type -> bcp.tenants.v1.SetSettingsResponse
+	37,  // 129: bcp.tenants.v1.TenantService.ResolveHost:output_type -> bcp.tenants.v1.ResolveHostResponse
+	39,  // 130: bcp.tenants.v1.TenantService.GetDiscovery:output_type -> bcp.tenants.v1.GetDiscoveryResponse
+	41,  // 131: bcp.tenants.v1.TenantService.WatchChanges:output_type -> bcp.tenants.v1.WatchChangesResponse
+	54,  // 132: bcp.tenants.v1.TenantService.SetAgentAuthPolicy:output_type -> bcp.tenants.v1.SetAgentAuthPolicyResponse
+	56,  // 133: bcp.tenants.v1.TenantService.GetAgentAuthPolicy:output_type -> bcp.tenants.v1.GetAgentAuthPolicyResponse
+	58,  // 134: bcp.tenants.v1.TenantService.AuthenticateAPIKey:output_type -> bcp.tenants.v1.AuthenticateAPIKeyResponse
+	61,  // 135: bcp.tenants.v1.TenantService.ListSigningKeys:output_type -> bcp.tenants.v1.ListSigningKeysResponse
+	63,  // 136: bcp.tenants.v1.TenantService.RotateSigningKey:output_type -> bcp.tenants.v1.RotateSigningKeyResponse
+	65,  // 137: bcp.tenants.v1.TenantService.RevokeSigningKey:output_type -> bcp.tenants.v1.RevokeSigningKeyResponse
+	67,  // 138: bcp.tenants.v1.TenantService.SignWithCurrentKey:output_type -> bcp.tenants.v1.SignWithCurrentKeyResponse
+	69,  // 139: bcp.tenants.v1.TenantService.SignCheckoutAuthorization:output_type -> bcp.tenants.v1.SignCheckoutAuthorizationResponse
+	71,  // 140: bcp.tenants.v1.TenantService.SetAP2Mandates:output_type -> bcp.tenants.v1.SetAP2MandatesResponse
+	74,  // 141: bcp.tenants.v1.TenantService.InviteMerchantUser:output_type -> bcp.tenants.v1.InviteMerchantUserResponse
+	76,  // 142: bcp.tenants.v1.TenantService.ListMerchantUsers:output_type -> bcp.tenants.v1.ListMerchantUsersResponse
+	78,  // 143: bcp.tenants.v1.TenantService.SignInMerchantUser:output_type -> bcp.tenants.v1.SignInMerchantUserResponse
+	80,  // 144: bcp.tenants.v1.TenantService.GetMerchantSession:output_type -> bcp.tenants.v1.GetMerchantSessionResponse
+	82,  // 145: bcp.tenants.v1.TenantService.EndMerchantSession:output_type -> bcp.tenants.v1.EndMerchantSessionResponse
+	84,  // 146: bcp.tenants.v1.TenantService.SetTenantName:output_type -> bcp.tenants.v1.SetTenantNameResponse
+	87,  // 147: bcp.tenants.v1.TenantService.RecordUsage:output_type -> bcp.tenants.v1.RecordUsageResponse
+	89,  // 148: bcp.tenants.v1.TenantService.GetUsage:output_type -> bcp.tenants.v1.GetUsageResponse
+	47,  // 149: bcp.tenants.v1.TenantService.LeaseRateTokens:output_type -> bcp.tenants.v1.LeaseRateTokensResponse
+	46,  // 150: bcp.tenants.v1.TenantService.ClaimSignatureNonce:output_type -> bcp.tenants.v1.ClaimSignatureNonceResponse
+	91,  // 151: bcp.tenants.v1.TenantService.GetGoLiveChecklist:output_type -> bcp.tenants.v1.GetGoLiveChecklistResponse
+	93,  // 152: bcp.tenants.v1.TenantService.ListGoLiveChecklists:output_type -> bcp.tenants.v1.ListGoLiveChecklistsResponse
+	97,  // 153: bcp.tenants.v1.TenantService.RecordPaymentHandlerTest:output_type -> bcp.tenants.v1.RecordPaymentHandlerTestResponse
+	99,  // 154: bcp.tenants.v1.TenantService.SetTenantEnvironment:output_type -> bcp.tenants.v1.SetTenantEnvironmentResponse
+	101, // 155: bcp.tenants.v1.TenantService.CheckPasswordLink:output_type -> bcp.tenants.v1.CheckPasswordLinkResponse
+	103, // 156: bcp.tenants.v1.TenantService.SetPasswordWithLink:output_type -> bcp.tenants.v1.SetPasswordWithLinkResponse
+	114, // [114:157] is the sub-list for method output_type
+	71,  // [71:114] is the sub-list for method input_type
+	71,  // [71:71] is the sub-list for extension type_name
+	71,  // [71:71] is the sub-list for extension extendee
+	0,   // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_bcp_tenants_v1_tenants_proto_init() }
@@ -5706,8 +6728,8 @@ func file_bcp_tenants_v1_tenants_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_tenants_v1_tenants_proto_rawDesc), len(file_bcp_tenants_v1_tenants_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   85,
+			NumEnums:      6,
+			NumMessages:   99,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

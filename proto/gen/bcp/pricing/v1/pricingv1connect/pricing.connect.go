@@ -72,8 +72,9 @@ const (
 // PricingServiceClient is a client for the bcp.pricing.v1.PricingService service.
 type PricingServiceClient interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
-	// Quote prices a checkout. It is deterministic for the same input and
-	// configuration, and writes nothing.
+	// Quote prices a checkout's lines, fulfillment and discount codes. It is
+	// deterministic for the same input and configuration, and writes
+	// nothing.
 	Quote(context.Context, *connect.Request[v1.QuoteRequest]) (*connect.Response[v1.QuoteResponse], error)
 	SetShippingRate(context.Context, *connect.Request[v1.SetShippingRateRequest]) (*connect.Response[v1.SetShippingRateResponse], error)
 	ListShippingRates(context.Context, *connect.Request[v1.ListShippingRatesRequest]) (*connect.Response[v1.ListShippingRatesResponse], error)
@@ -259,8 +260,9 @@ func (c *pricingServiceClient) RedeemDiscounts(ctx context.Context, req *connect
 // PricingServiceHandler is an implementation of the bcp.pricing.v1.PricingService service.
 type PricingServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
-	// Quote prices a checkout. It is deterministic for the same input and
-	// configuration, and writes nothing.
+	// Quote prices a checkout's lines, fulfillment and discount codes. It is
+	// deterministic for the same input and configuration, and writes
+	// nothing.
 	Quote(context.Context, *connect.Request[v1.QuoteRequest]) (*connect.Response[v1.QuoteResponse], error)
 	SetShippingRate(context.Context, *connect.Request[v1.SetShippingRateRequest]) (*connect.Response[v1.SetShippingRateResponse], error)
 	ListShippingRates(context.Context, *connect.Request[v1.ListShippingRatesRequest]) (*connect.Response[v1.ListShippingRatesResponse], error)

@@ -140,6 +140,24 @@ const (
 	// TenantServiceClaimSignatureNonceProcedure is the fully-qualified name of the TenantService's
 	// ClaimSignatureNonce RPC.
 	TenantServiceClaimSignatureNonceProcedure = "/bcp.tenants.v1.TenantService/ClaimSignatureNonce"
+	// TenantServiceGetGoLiveChecklistProcedure is the fully-qualified name of the TenantService's
+	// GetGoLiveChecklist RPC.
+	TenantServiceGetGoLiveChecklistProcedure = "/bcp.tenants.v1.TenantService/GetGoLiveChecklist"
+	// TenantServiceListGoLiveChecklistsProcedure is the fully-qualified name of the TenantService's
+	// ListGoLiveChecklists RPC.
+	TenantServiceListGoLiveChecklistsProcedure = "/bcp.tenants.v1.TenantService/ListGoLiveChecklists"
+	// TenantServiceRecordPaymentHandlerTestProcedure is the fully-qualified name of the TenantService's
+	// RecordPaymentHandlerTest RPC.
+	TenantServiceRecordPaymentHandlerTestProcedure = "/bcp.tenants.v1.TenantService/RecordPaymentHandlerTest"
+	// TenantServiceSetTenantEnvironmentProcedure is the fully-qualified name of the TenantService's
+	// SetTenantEnvironment RPC.
+	TenantServiceSetTenantEnvironmentProcedure = "/bcp.tenants.v1.TenantService/SetTenantEnvironment"
+	// TenantServiceCheckPasswordLinkProcedure is the fully-qualified name of the TenantService's
+	// CheckPasswordLink RPC.
+	TenantServiceCheckPasswordLinkProcedure = "/bcp.tenants.v1.TenantService/CheckPasswordLink"
+	// TenantServiceSetPasswordWithLinkProcedure is the fully-qualified name of the TenantService's
+	// SetPasswordWithLink RPC.
+	TenantServiceSetPasswordWithLinkProcedure = "/bcp.tenants.v1.TenantService/SetPasswordWithLink"
 )
 
 // TenantServiceClient is a client for the bcp.tenants.v1.TenantService service.
@@ -244,6 +262,36 @@ type TenantServiceClient interface {
 	// a nonce). fresh is false when the nonce was already used and its
 	// signature could still be accepted: a replay.
 	ClaimSignatureNonce(context.Context, *connect.Request[v1.ClaimSignatureNonceRequest]) (*connect.Response[v1.ClaimSignatureNonceResponse], error)
+	// GetGoLiveChecklist says what the merchant still lacks before an agent
+	// can buy, item by item, with the admin page or bcpctl command that
+	// fixes each: a domain, a payment handler whose connection test passed,
+	// an active product in stock (asked of the catalog service), shipping
+	// rates or a pickup point (the pricing service), an agent API key (or
+	// the signature policy) and, when the merchant turned AP2 on, a signing
+	// key for its merchant authorizations. Internal: the operator (bcpctl
+	// tenant status), or the admin web for the tenant of the request's Host.
+	GetGoLiveChecklist(context.Context, *connect.Request[v1.GetGoLiveChecklistRequest]) (*connect.Response[v1.GetGoLiveChecklistResponse], error)
+	// ListGoLiveChecklists is GetGoLiveChecklist for up to 100 merchants at
+	// once (the operator console's list). Operator only.
+	ListGoLiveChecklists(context.Context, *connect.Request[v1.ListGoLiveChecklistsRequest]) (*connect.Response[v1.ListGoLiveChecklistsResponse], error)
+	// RecordPaymentHandlerTest keeps the outcome of a handler's connection
+	// test (payments' TestHandler) for the checklist. The internal token
+	// only: the operator token is refused. A change to the handler forgets
+	// it.
+	RecordPaymentHandlerTest(context.Context, *connect.Request[v1.RecordPaymentHandlerTestRequest]) (*connect.Response[v1.RecordPaymentHandlerTestResponse], error)
+	// SetTenantEnvironment moves a merchant to another environment
+	// (operator only; bcpctl tenant update). What changes is in
+	// SetTenantEnvironmentResponse.consequences.
+	SetTenantEnvironment(context.Context, *connect.Request[v1.SetTenantEnvironmentRequest]) (*connect.Response[v1.SetTenantEnvironmentResponse], error)
+	// CheckPasswordLink says whether a password link still works and for
+	// whom (internal: the admin's set-password page).
+	CheckPasswordLink(context.Context, *connect.Request[v1.CheckPasswordLinkRequest]) (*connect.Response[v1.CheckPasswordLinkResponse], error)
+	// SetPasswordWithLink sets the user's password through a link, which it
+	// uses up (with every other link of the user). An unknown, used or
+	// expired link is NOT_FOUND "password_link_not_found"; a password too
+	// short or too long is INVALID_ARGUMENT "weak_password" (internal: the
+	// admin's set-password page).
+	SetPasswordWithLink(context.Context, *connect.Request[v1.SetPasswordWithLinkRequest]) (*connect.Response[v1.SetPasswordWithLinkResponse], error)
 }
 
 // NewTenantServiceClient constructs a client for the bcp.tenants.v1.TenantService service. By
@@ -492,6 +540,45 @@ func NewTenantServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(tenantServiceMethods.ByName("ClaimSignatureNonce")),
 			connect.WithClientOptions(opts...),
 		),
+		getGoLiveChecklist: connect.NewClient[v1.GetGoLiveChecklistRequest, v1.GetGoLiveChecklistResponse](
+			httpClient,
+			baseURL+TenantServiceGetGoLiveChecklistProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("GetGoLiveChecklist")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		listGoLiveChecklists: connect.NewClient[v1.ListGoLiveChecklistsRequest, v1.ListGoLiveChecklistsResponse](
+			httpClient,
+			baseURL+TenantServiceListGoLiveChecklistsProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("ListGoLiveChecklists")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		recordPaymentHandlerTest: connect.NewClient[v1.RecordPaymentHandlerTestRequest, v1.RecordPaymentHandlerTestResponse](
+			httpClient,
+			baseURL+TenantServiceRecordPaymentHandlerTestProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("RecordPaymentHandlerTest")),
+			connect.WithClientOptions(opts...),
+		),
+		setTenantEnvironment: connect.NewClient[v1.SetTenantEnvironmentRequest, v1.SetTenantEnvironmentResponse](
+			httpClient,
+			baseURL+TenantServiceSetTenantEnvironmentProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("SetTenantEnvironment")),
+			connect.WithClientOptions(opts...),
+		),
+		checkPasswordLink: connect.NewClient[v1.CheckPasswordLinkRequest, v1.CheckPasswordLinkResponse](
+			httpClient,
+			baseURL+TenantServiceCheckPasswordLinkProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("CheckPasswordLink")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		setPasswordWithLink: connect.NewClient[v1.SetPasswordWithLinkRequest, v1.SetPasswordWithLinkResponse](
+			httpClient,
+			baseURL+TenantServiceSetPasswordWithLinkProcedure,
+			connect.WithSchema(tenantServiceMethods.ByName("SetPasswordWithLink")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -534,6 +621,12 @@ type tenantServiceClient struct {
 	getUsage                  *connect.Client[v1.GetUsageRequest, v1.GetUsageResponse]
 	leaseRateTokens           *connect.Client[v1.LeaseRateTokensRequest, v1.LeaseRateTokensResponse]
 	claimSignatureNonce       *connect.Client[v1.ClaimSignatureNonceRequest, v1.ClaimSignatureNonceResponse]
+	getGoLiveChecklist        *connect.Client[v1.GetGoLiveChecklistRequest, v1.GetGoLiveChecklistResponse]
+	listGoLiveChecklists      *connect.Client[v1.ListGoLiveChecklistsRequest, v1.ListGoLiveChecklistsResponse]
+	recordPaymentHandlerTest  *connect.Client[v1.RecordPaymentHandlerTestRequest, v1.RecordPaymentHandlerTestResponse]
+	setTenantEnvironment      *connect.Client[v1.SetTenantEnvironmentRequest, v1.SetTenantEnvironmentResponse]
+	checkPasswordLink         *connect.Client[v1.CheckPasswordLinkRequest, v1.CheckPasswordLinkResponse]
+	setPasswordWithLink       *connect.Client[v1.SetPasswordWithLinkRequest, v1.SetPasswordWithLinkResponse]
 }
 
 // Ping calls bcp.tenants.v1.TenantService.Ping.
@@ -721,6 +814,36 @@ func (c *tenantServiceClient) ClaimSignatureNonce(ctx context.Context, req *conn
 	return c.claimSignatureNonce.CallUnary(ctx, req)
 }
 
+// GetGoLiveChecklist calls bcp.tenants.v1.TenantService.GetGoLiveChecklist.
+func (c *tenantServiceClient) GetGoLiveChecklist(ctx context.Context, req *connect.Request[v1.GetGoLiveChecklistRequest]) (*connect.Response[v1.GetGoLiveChecklistResponse], error) {
+	return c.getGoLiveChecklist.CallUnary(ctx, req)
+}
+
+// ListGoLiveChecklists calls bcp.tenants.v1.TenantService.ListGoLiveChecklists.
+func (c *tenantServiceClient) ListGoLiveChecklists(ctx context.Context, req *connect.Request[v1.ListGoLiveChecklistsRequest]) (*connect.Response[v1.ListGoLiveChecklistsResponse], error) {
+	return c.listGoLiveChecklists.CallUnary(ctx, req)
+}
+
+// RecordPaymentHandlerTest calls bcp.tenants.v1.TenantService.RecordPaymentHandlerTest.
+func (c *tenantServiceClient) RecordPaymentHandlerTest(ctx context.Context, req *connect.Request[v1.RecordPaymentHandlerTestRequest]) (*connect.Response[v1.RecordPaymentHandlerTestResponse], error) {
+	return c.recordPaymentHandlerTest.CallUnary(ctx, req)
+}
+
+// SetTenantEnvironment calls bcp.tenants.v1.TenantService.SetTenantEnvironment.
+func (c *tenantServiceClient) SetTenantEnvironment(ctx context.Context, req *connect.Request[v1.SetTenantEnvironmentRequest]) (*connect.Response[v1.SetTenantEnvironmentResponse], error) {
+	return c.setTenantEnvironment.CallUnary(ctx, req)
+}
+
+// CheckPasswordLink calls bcp.tenants.v1.TenantService.CheckPasswordLink.
+func (c *tenantServiceClient) CheckPasswordLink(ctx context.Context, req *connect.Request[v1.CheckPasswordLinkRequest]) (*connect.Response[v1.CheckPasswordLinkResponse], error) {
+	return c.checkPasswordLink.CallUnary(ctx, req)
+}
+
+// SetPasswordWithLink calls bcp.tenants.v1.TenantService.SetPasswordWithLink.
+func (c *tenantServiceClient) SetPasswordWithLink(ctx context.Context, req *connect.Request[v1.SetPasswordWithLinkRequest]) (*connect.Response[v1.SetPasswordWithLinkResponse], error) {
+	return c.setPasswordWithLink.CallUnary(ctx, req)
+}
+
 // TenantServiceHandler is an implementation of the bcp.tenants.v1.TenantService service.
 type TenantServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
@@ -823,6 +946,36 @@ type TenantServiceHandler interface {
 	// a nonce). fresh is false when the nonce was already used and its
 	// signature could still be accepted: a replay.
 	ClaimSignatureNonce(context.Context, *connect.Request[v1.ClaimSignatureNonceRequest]) (*connect.Response[v1.ClaimSignatureNonceResponse], error)
+	// GetGoLiveChecklist says what the merchant still lacks before an agent
+	// can buy, item by item, with the admin page or bcpctl command that
+	// fixes each: a domain, a payment handler whose connection test passed,
+	// an active product in stock (asked of the catalog service), shipping
+	// rates or a pickup point (the pricing service), an agent API key (or
+	// the signature policy) and, when the merchant turned AP2 on, a signing
+	// key for its merchant authorizations. Internal: the operator (bcpctl
+	// tenant status), or the admin web for the tenant of the request's Host.
+	GetGoLiveChecklist(context.Context, *connect.Request[v1.GetGoLiveChecklistRequest]) (*connect.Response[v1.GetGoLiveChecklistResponse], error)
+	// ListGoLiveChecklists is GetGoLiveChecklist for up to 100 merchants at
+	// once (the operator console's list). Operator only.
+	ListGoLiveChecklists(context.Context, *connect.Request[v1.ListGoLiveChecklistsRequest]) (*connect.Response[v1.ListGoLiveChecklistsResponse], error)
+	// RecordPaymentHandlerTest keeps the outcome of a handler's connection
+	// test (payments' TestHandler) for the checklist. The internal token
+	// only: the operator token is refused. A change to the handler forgets
+	// it.
+	RecordPaymentHandlerTest(context.Context, *connect.Request[v1.RecordPaymentHandlerTestRequest]) (*connect.Response[v1.RecordPaymentHandlerTestResponse], error)
+	// SetTenantEnvironment moves a merchant to another environment
+	// (operator only; bcpctl tenant update). What changes is in
+	// SetTenantEnvironmentResponse.consequences.
+	SetTenantEnvironment(context.Context, *connect.Request[v1.SetTenantEnvironmentRequest]) (*connect.Response[v1.SetTenantEnvironmentResponse], error)
+	// CheckPasswordLink says whether a password link still works and for
+	// whom (internal: the admin's set-password page).
+	CheckPasswordLink(context.Context, *connect.Request[v1.CheckPasswordLinkRequest]) (*connect.Response[v1.CheckPasswordLinkResponse], error)
+	// SetPasswordWithLink sets the user's password through a link, which it
+	// uses up (with every other link of the user). An unknown, used or
+	// expired link is NOT_FOUND "password_link_not_found"; a password too
+	// short or too long is INVALID_ARGUMENT "weak_password" (internal: the
+	// admin's set-password page).
+	SetPasswordWithLink(context.Context, *connect.Request[v1.SetPasswordWithLinkRequest]) (*connect.Response[v1.SetPasswordWithLinkResponse], error)
 }
 
 // NewTenantServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -1067,6 +1220,45 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(tenantServiceMethods.ByName("ClaimSignatureNonce")),
 		connect.WithHandlerOptions(opts...),
 	)
+	tenantServiceGetGoLiveChecklistHandler := connect.NewUnaryHandler(
+		TenantServiceGetGoLiveChecklistProcedure,
+		svc.GetGoLiveChecklist,
+		connect.WithSchema(tenantServiceMethods.ByName("GetGoLiveChecklist")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceListGoLiveChecklistsHandler := connect.NewUnaryHandler(
+		TenantServiceListGoLiveChecklistsProcedure,
+		svc.ListGoLiveChecklists,
+		connect.WithSchema(tenantServiceMethods.ByName("ListGoLiveChecklists")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceRecordPaymentHandlerTestHandler := connect.NewUnaryHandler(
+		TenantServiceRecordPaymentHandlerTestProcedure,
+		svc.RecordPaymentHandlerTest,
+		connect.WithSchema(tenantServiceMethods.ByName("RecordPaymentHandlerTest")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceSetTenantEnvironmentHandler := connect.NewUnaryHandler(
+		TenantServiceSetTenantEnvironmentProcedure,
+		svc.SetTenantEnvironment,
+		connect.WithSchema(tenantServiceMethods.ByName("SetTenantEnvironment")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceCheckPasswordLinkHandler := connect.NewUnaryHandler(
+		TenantServiceCheckPasswordLinkProcedure,
+		svc.CheckPasswordLink,
+		connect.WithSchema(tenantServiceMethods.ByName("CheckPasswordLink")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	tenantServiceSetPasswordWithLinkHandler := connect.NewUnaryHandler(
+		TenantServiceSetPasswordWithLinkProcedure,
+		svc.SetPasswordWithLink,
+		connect.WithSchema(tenantServiceMethods.ByName("SetPasswordWithLink")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.tenants.v1.TenantService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TenantServicePingProcedure:
@@ -1143,6 +1335,18 @@ func NewTenantServiceHandler(svc TenantServiceHandler, opts ...connect.HandlerOp
 			tenantServiceLeaseRateTokensHandler.ServeHTTP(w, r)
 		case TenantServiceClaimSignatureNonceProcedure:
 			tenantServiceClaimSignatureNonceHandler.ServeHTTP(w, r)
+		case TenantServiceGetGoLiveChecklistProcedure:
+			tenantServiceGetGoLiveChecklistHandler.ServeHTTP(w, r)
+		case TenantServiceListGoLiveChecklistsProcedure:
+			tenantServiceListGoLiveChecklistsHandler.ServeHTTP(w, r)
+		case TenantServiceRecordPaymentHandlerTestProcedure:
+			tenantServiceRecordPaymentHandlerTestHandler.ServeHTTP(w, r)
+		case TenantServiceSetTenantEnvironmentProcedure:
+			tenantServiceSetTenantEnvironmentHandler.ServeHTTP(w, r)
+		case TenantServiceCheckPasswordLinkProcedure:
+			tenantServiceCheckPasswordLinkHandler.ServeHTTP(w, r)
+		case TenantServiceSetPasswordWithLinkProcedure:
+			tenantServiceSetPasswordWithLinkHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1298,4 +1502,28 @@ func (UnimplementedTenantServiceHandler) LeaseRateTokens(context.Context, *conne
 
 func (UnimplementedTenantServiceHandler) ClaimSignatureNonce(context.Context, *connect.Request[v1.ClaimSignatureNonceRequest]) (*connect.Response[v1.ClaimSignatureNonceResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.ClaimSignatureNonce is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) GetGoLiveChecklist(context.Context, *connect.Request[v1.GetGoLiveChecklistRequest]) (*connect.Response[v1.GetGoLiveChecklistResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.GetGoLiveChecklist is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) ListGoLiveChecklists(context.Context, *connect.Request[v1.ListGoLiveChecklistsRequest]) (*connect.Response[v1.ListGoLiveChecklistsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.ListGoLiveChecklists is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) RecordPaymentHandlerTest(context.Context, *connect.Request[v1.RecordPaymentHandlerTestRequest]) (*connect.Response[v1.RecordPaymentHandlerTestResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.RecordPaymentHandlerTest is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) SetTenantEnvironment(context.Context, *connect.Request[v1.SetTenantEnvironmentRequest]) (*connect.Response[v1.SetTenantEnvironmentResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.SetTenantEnvironment is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) CheckPasswordLink(context.Context, *connect.Request[v1.CheckPasswordLinkRequest]) (*connect.Response[v1.CheckPasswordLinkResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.CheckPasswordLink is not implemented"))
+}
+
+func (UnimplementedTenantServiceHandler) SetPasswordWithLink(context.Context, *connect.Request[v1.SetPasswordWithLinkRequest]) (*connect.Response[v1.SetPasswordWithLinkResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.tenants.v1.TenantService.SetPasswordWithLink is not implemented"))
 }

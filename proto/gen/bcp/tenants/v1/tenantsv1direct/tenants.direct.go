@@ -313,3 +313,51 @@ func (c *tenantServiceClient) ClaimSignatureNonce(ctx context.Context, req *conn
 	}
 	return direct.Unary(ctx, c.chain, tenantsv1connect.TenantServiceClaimSignatureNonceProcedure, req, h.ClaimSignatureNonce)
 }
+
+func (c *tenantServiceClient) GetGoLiveChecklist(ctx context.Context, req *connect.Request[v1.GetGoLiveChecklistRequest]) (*connect.Response[v1.GetGoLiveChecklistResponse], error) {
+	h, ok := c.h.Get()
+	if !ok {
+		return nil, direct.NotMounted(tenantsv1connect.TenantServiceGetGoLiveChecklistProcedure)
+	}
+	return direct.Unary(ctx, c.chain, tenantsv1connect.TenantServiceGetGoLiveChecklistProcedure, req, h.GetGoLiveChecklist)
+}
+
+func (c *tenantServiceClient) ListGoLiveChecklists(ctx context.Context, req *connect.Request[v1.ListGoLiveChecklistsRequest]) (*connect.Response[v1.ListGoLiveChecklistsResponse], error) {
+	h, ok := c.h.Get()
+	if !ok {
+		return nil, direct.NotMounted(tenantsv1connect.TenantServiceListGoLiveChecklistsProcedure)
+	}
+	return direct.Unary(ctx, c.chain, tenantsv1connect.TenantServiceListGoLiveChecklistsProcedure, req, h.ListGoLiveChecklists)
+}
+
+func (c *tenantServiceClient) RecordPaymentHandlerTest(ctx context.Context, req *connect.Request[v1.RecordPaymentHandlerTestRequest]) (*connect.Response[v1.RecordPaymentHandlerTestResponse], error) {
+	h, ok := c.h.Get()
+	if !ok {
+		return nil, direct.NotMounted(tenantsv1connect.TenantServiceRecordPaymentHandlerTestProcedure)
+	}
+	return direct.Unary(ctx, c.chain, tenantsv1connect.TenantServiceRecordPaymentHandlerTestProcedure, req, h.RecordPaymentHandlerTest)
+}
+
+func (c *tenantServiceClient) SetTenantEnvironment(ctx context.Context, req *connect.Request[v1.SetTenantEnvironmentRequest]) (*connect.Response[v1.SetTenantEnvironmentResponse], error) {
+	h, ok := c.h.Get()
+	if !ok {
+		return nil, direct.NotMounted(tenantsv1connect.TenantServiceSetTenantEnvironmentProcedure)
+	}
+	return direct.Unary(ctx, c.chain, tenantsv1connect.TenantServiceSetTenantEnvironmentProcedure, req, h.SetTenantEnvironment)
+}
+
+func (c *tenantServiceClient) CheckPasswordLink(ctx context.Context, req *connect.Request[v1.CheckPasswordLinkRequest]) (*connect.Response[v1.CheckPasswordLinkResponse], error) {
+	h, ok := c.h.Get()
+	if !ok {
+		return nil, direct.NotMounted(tenantsv1connect.TenantServiceCheckPasswordLinkProcedure)
+	}
+	return direct.Unary(ctx, c.chain, tenantsv1connect.TenantServiceCheckPasswordLinkProcedure, req, h.CheckPasswordLink)
+}
+
+func (c *tenantServiceClient) SetPasswordWithLink(ctx context.Context, req *connect.Request[v1.SetPasswordWithLinkRequest]) (*connect.Response[v1.SetPasswordWithLinkResponse], error) {
+	h, ok := c.h.Get()
+	if !ok {
+		return nil, direct.NotMounted(tenantsv1connect.TenantServiceSetPasswordWithLinkProcedure)
+	}
+	return direct.Unary(ctx, c.chain, tenantsv1connect.TenantServiceSetPasswordWithLinkProcedure, req, h.SetPasswordWithLink)
+}

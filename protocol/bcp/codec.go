@@ -1,0 +1,35 @@
+package bcp
+
+import (
+	"encoding/json"
+	"sync/atomic"
+
+	segjson "github.com/segmentio/encoding/json"
+)
+
+// The checkout document is JSON where agents send and receive it and where
+// the session stores it; between services it travels as typed protobuf
+// messages. Every service decodes and encodes it through DecodeCheckout
+// and EncodeCheckout, which count, so a test can hold the number of
+// parses per request down (services/checkout TestCompleteDecodesTheCheckout).
+var checkoutDecodes, checkoutEncodes atomic.Int64
+
+// DecodeCheckout parses a checkout document (or a request or cart in the
+// checkout's shape) into c.
+func DecodeCheckout(data []byte, c *Checkout) error {
+	checkoutDecodes.Add(1)
+	return segjson.Unmarshal(data, c)
+}
+
+// EncodeCheckout is c's JSON (encoding/json: invalid UTF-8 replaced, HTML
+// characters escaped, raw members compacted).
+func EncodeCheckout(c *Checkout) ([]byte, error) {
+	checkoutEncodes.Add(1)
+	return json.Marshal(c)
+}
+
+// CheckoutCodecCounts says how many checkout documents this process has
+// decoded and encoded so far.
+func CheckoutCodecCounts() (decodes, encodes int64) {
+	return checkoutDecodes.Load(), checkoutEncodes.Load()
+}
