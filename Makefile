@@ -8,6 +8,7 @@ GO       ?= go
 DATA_DIR ?= .bcp
 SQLC     := $(GO) tool -modfile=tools/sqlc/go.mod sqlc
 BUF      := $(GO) tool -modfile=tools/buf/go.mod buf
+LINT     := $(GO) tool -modfile=tools/golangci-lint/go.mod golangci-lint
 
 .PHONY: ha run test generate check-generate build vet lint fuzz fuzz-short bench bench-long bench-ab bench-peer bench-search scale chaos chaos-short chaos-ha chaos-ha-short
 .DEFAULT_GOAL := test
@@ -40,11 +41,11 @@ ha:
 	@scripts/ensure-postgres.sh
 	scripts/ha.sh
 
-## test: generated-code check, vet, every test (each package starts its own PostgreSQL, the e2e
+## test: generated-code check, vet, lint, every test (each package starts its own PostgreSQL, the e2e
 ## package includes the short fault-injection run and platform/chaos the short failover run, which
 ## needs pg_autoctl; BCP_CHAOS=0 skips both), a short fuzz run
 BCP_CHAOS ?= 1
-test: check-generate vet
+test: check-generate vet lint
 	@scripts/ensure-postgres.sh
 	BCP_CHAOS=$(BCP_CHAOS) $(GO) test -count=1 -timeout 20m ./...
 	@$(MAKE) --no-print-directory fuzz-short
@@ -82,6 +83,11 @@ build:
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed: $$out" >&2; exit 1; fi
 	$(GO) vet ./...
+
+## lint: golangci-lint at its pinned version, the linters and why in .golangci.yml (a few minutes
+## the first time, its cache makes later runs quick)
+lint:
+	$(LINT) run ./...
 
 ## generate: protobuf/connect (buf, local plugins) and sqlc, all through `go tool` at pinned versions
 generate:

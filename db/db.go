@@ -59,7 +59,7 @@ func MigrateUp(ctx context.Context, url string, logger *slog.Logger) (int, error
 	if err != nil {
 		return 0, err
 	}
-	defer closeFn()
+	defer func() { _ = closeFn() }()
 	res, err := p.Up(ctx)
 	if err != nil {
 		return len(res), fmt.Errorf("migrate up: %w", err)

@@ -30,11 +30,10 @@ func TestDirectCallsMatchHTTP(t *testing.T) {
 	tctx := tenancy.With(ctx, m.tenantID)
 
 	type outcome struct {
-		code        connect.Code
-		domain      string // apperr code
-		field       string
-		msg         proto.Message
-		errMsgEmpty bool
+		code   connect.Code
+		domain string // apperr code
+		field  string
+		msg    proto.Message
 	}
 	call := func(r *platform.Running, token string, f func(*platform.Clients) (proto.Message, error)) outcome {
 		msg, err := f(r.ClientsWithToken(token))

@@ -29,19 +29,6 @@ func NewPublicKey(keyID string, pub crypto.PublicKey) (PublicKey, error) {
 	return PublicKey{KeyID: keyID, Algorithm: alg, Key: pub}, nil
 }
 
-// check validates a resolver-supplied key: its Algorithm must agree with the
-// key material so a resolver bug cannot downgrade or confuse algorithms.
-func (k PublicKey) check() error {
-	alg, err := algorithmOf(k.Key)
-	if err != nil {
-		return err
-	}
-	if k.Algorithm != "" && k.Algorithm != alg {
-		return errorf(ErrAlgorithmUnsupported, "key algorithm %q does not match %s key material", k.Algorithm, alg)
-	}
-	return nil
-}
-
 // KeyResolver finds the verification key for a keyid. It should return an
 // error wrapping ErrKeyNotFound for an unknown keyid and ErrAlgorithmUnsupported
 // for a known key of an unsupported type. Any other error (for example a

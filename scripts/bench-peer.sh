@@ -13,23 +13,29 @@
 #   scripts/bench-peer.sh [ROUNDS] [bcpbench flags...]
 #   make bench-peer [PEER_ROUNDS=3] [PEER_FLAGS="--concurrency 1"]
 #
-# Each round drives the two in turn (alternating which goes first), so
-# each has the machine to itself while it is measured, and prints each
-# one's closed-loop rates (create_checkout alone, whole purchases), its
-# CPU per purchase from /proc (bcpd + its PostgreSQL; the Node process,
-# its worker threads included; the load generator is not counted), its
-# complete_checkout p50, and node/bcpd of the CPU per purchase (above 1:
-# the platform spends less) and bcpd/node of the purchases per second.
+# After a warm-up round that is not counted, each round drives the two
+# in turn (alternating which goes first), so each has the machine to
+# itself while it is measured, and prints each one's closed-loop rates
+# (create_checkout alone, whole purchases), its CPU per purchase from
+# /proc (bcpd + its PostgreSQL; the Node process, its worker threads
+# included; the load generator is not counted), its complete_checkout
+# p50, node/bcpd of the CPU per purchase (above 1: the platform spends
+# less) and bcpd/node of the purchases per second, then the medians.
 # Absolute figures do not travel between machines; these ratios, taken
-# minutes apart on one machine, do. Default flags: 20 merchants (bcpd),
-# 8 agents, 10 s phases, no open-loop sweep; add "--concurrency 1" for
-# one agent, "--duration 5s --warmup 2s" for a short run.
+# minutes apart on one machine, do. The sample writes SQLite in one
+# thread, an fsync per statement, so its rate follows the disk's fsync
+# latency (it leaves CPU idle); CPU per purchase is the figure that
+# compares. Default flags: 20 merchants (bcpd), 8 agents, 10 s phases,
+# no open-loop sweep; add "--concurrency 1" for one agent,
+# "--duration 5s --warmup 2s" for a short run (short phases end with
+# purchases half done, a few % of CPU without a purchase counted).
 #
 # Ports: bcpd dev at BENCH_PORT_BASE (default 28000; public +80), the
 # sample at BENCH_PORT_BASE+300. UCP_NODE_DIR, UCP_SAMPLES_SRC,
 # UCP_SAMPLES_COMMIT and UCP_NODE_AS_SHIPPED as for ucp-node-sample.sh.
 # The bcpbench reports of the last round are kept in BENCH_OUT (default
-# .bcp/bench), with the sample's log.
+# .bcp/bench), with the sample's log; PEER_PAUSE (default 3) seconds
+# separate two runs.
 set -euo pipefail
 rounds=${1:-3}
 shift $(( $# < 1 ? $# : 1 ))
@@ -70,20 +76,33 @@ p50() { # complete_checkout's p50 (ms) in the purchase phase
   sed -E 's/ +/ /g' "$1" | grep -oE ' complete_checkout [0-9]+ [0-9.]+ [0-9.]+' | tail -1 | awk '{print $4}'
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if (a > 0 && b != "") printf "%.2f", b/a; else printf "-"}'; }
-drive() { # drive SIDE: one bcpbench run against bcpd or node, its report in $work/SIDE.txt
+drive() { # drive SIDE [FLAGS...]: one bcpbench run against bcpd or node, its report in $work/SIDE.txt
   local side=$1 t
+  shift
   t=target_$side[@]
-  "$work/bcpbench" "${!t}" "${flags[@]}" >"$work/$side.txt" 2>&1 || { cat "$work/$side.txt" >&2; exit 1; }
+  "$work/bcpbench" "${!t}" "${flags[@]}" "$@" >"$work/$side.txt" 2>&1 || { cat "$work/$side.txt" >&2; exit 1; }
   cp "$work/$side.txt" "$out/bench-peer-$side.txt"
+  sleep "${PEER_PAUSE:-3}" # what a run leaves behind (bcpd's jobs, the sample's log writes) settles before the next
 }
 
-echo "bench-peer: $(date -u +%FT%TZ), loadavg $(cut -d' ' -f1-3 /proc/loadavg), flags: ${flags[*]}" >&2
-printf '%-6s %-22s %-22s %-26s %-24s %s\n' round "bcpd: create purch./s" "node: create purch./s" "CPU/purchase ms bcpd|node" "node/bcpd CPU, bcpd/node purch./s" "complete p50 ms bcpd|node"
+echo "bench-peer: $(date -u +%FT%TZ), loadavg $(cut -d' ' -f1-3 /proc/loadavg), flags:$(printf ' %q' "${flags[@]}")" >&2
+# A round that is not counted: the first run of a freshly started server
+# (connections, caches, Node's JIT) costs up to three times the next.
+echo "bench-peer: an uncounted warm-up round ..." >&2
+drive bcpd --duration 2s --warmup 1s
+drive node --duration 2s --warmup 1s
+fmt='%-5s  %-21s  %-21s  %-24s  %-13s  %-18s  %s\n'
+printf "$fmt" round "bcpd create|purch./s" "node create|purch./s" "CPU ms/purchase bcpd|node" "CPU node/bcpd" "purch./s bcpd/node" "complete p50 ms bcpd|node"
+cpu_ratios=() rate_ratios=()
 for r in $(seq 1 "$rounds"); do
   if (( r % 2 == 1 )); then drive bcpd; drive node; else drive node; drive bcpd; fi
   rb=($(rates "$work/bcpd.txt")) rn=($(rates "$work/node.txt"))
   cb=$(cpu "$work/bcpd.txt") cn=$(cpu "$work/node.txt")
-  printf '%-6s %-22s %-22s %-26s %-24s %s\n' "$r" "${rb[*]}" "${rn[*]}" "${cb:--} | ${cn:--}" \
-    "$(ratio "$cb" "$cn")  $(ratio "${rn[1]:-}" "${rb[1]:-}")" "$(p50 "$work/bcpd.txt") | $(p50 "$work/node.txt")"
+  rc=$(ratio "$cb" "$cn") rr=$(ratio "${rn[1]:-}" "${rb[1]:-}")
+  cpu_ratios+=("$rc") rate_ratios+=("$rr")
+  printf "$fmt" "$r" "${rb[0]:--} | ${rb[1]:--}" "${rn[0]:--} | ${rn[1]:--}" "${cb:--} | ${cn:--}" "$rc" "$rr" \
+    "$(p50 "$work/bcpd.txt") | $(p50 "$work/node.txt")"
 done
+median() { printf '%s\n' "$@" | grep -v '^-$' | sort -g | awk '{v[NR] = $1} END {if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+echo "median of $rounds rounds: CPU per purchase node/bcpd $(median "${cpu_ratios[@]}"), purchases/s bcpd/node $(median "${rate_ratios[@]}")"
 echo "bench-peer: done $(date -u +%FT%TZ), loadavg $(cut -d' ' -f1-3 /proc/loadavg); the last round's reports: $out/bench-peer-bcpd.txt, $out/bench-peer-node.txt" >&2

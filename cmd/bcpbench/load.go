@@ -29,7 +29,6 @@ type recorder struct {
 	lat  map[string][]int64
 	errs map[string]int
 	done atomic.Int64 // whole operations that succeeded
-	fail atomic.Int64
 }
 
 func newRecorder() *recorder {

@@ -32,7 +32,10 @@ import (
 //
 // Each call is timed and counted under its operation's MCP tool name
 // (create_checkout, update_checkout, complete_checkout, get_order), and a
-// whole purchase under purchase_card, as over MCP. The bodies differ only
+// whole purchase under purchase_card, as over MCP (whose purchase reads
+// no order, and sends the address in an update of its own unless
+// --updates 1: per purchase, the two bindings' figures differ by those
+// calls). The bodies differ only
 // where the two servers do: the sample's catalogue (its product
 // bouquet_roses, its shipping option exp-ship-intl for an address outside
 // the US, its code 10OFF), its required members (currency, payment) and

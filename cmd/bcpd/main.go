@@ -401,7 +401,7 @@ func runMigrate(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer closeFn()
+	defer func() { _ = closeFn() }()
 	st, err := p.Status(ctx)
 	if err != nil {
 		return err

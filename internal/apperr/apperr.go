@@ -233,7 +233,7 @@ func MapError(ctx context.Context, logger *slog.Logger, procedure string, err er
 	// and one received over HTTP (a wire error) is rebuilt: connect never
 	// sends a wire error's metadata on, so passing it through would drop
 	// its code and field.
-	if ce, ok := err.(*connect.Error); ok && ce.Meta().Get(headerCode) != "" && !connect.IsWireError(ce) {
+	if ce, ok := err.(*connect.Error); ok && ce.Meta().Get(headerCode) != "" && !connect.IsWireError(ce) { //nolint:errorlint // only an unwrapped one passes as it is (above)
 		return ce
 	}
 	e := As(err)

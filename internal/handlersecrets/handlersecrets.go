@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -149,7 +150,7 @@ func Check(s Secrets, now time.Time) (Summary, apperr.Violations) {
 			field := "psp.certificate_pem"
 			if p.PKCS12Base64 != "" {
 				field = "psp.pkcs12_base64"
-			} else if err == pki.ErrKeyMismatch || err == pki.ErrNoKey {
+			} else if errors.Is(err, pki.ErrKeyMismatch) || errors.Is(err, pki.ErrNoKey) {
 				field = "psp.private_key_pem"
 			}
 			bad(field, "invalid_certificate", "client certificate: %v", err)

@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"math/big"
 	"testing"
@@ -19,9 +20,12 @@ import (
 // RFC 7638 §3.1 gives an RSA example; for EC we check against the member
 // order and encoding directly with a fixed key.
 func TestPublicJWKThumbprint(t *testing.T) {
-	x, _ := new(big.Int).SetString("60fed4ba255a9d31c961eb74c6356d68c049b8923b61fa6ce669622e60f29fb6", 16)
-	y, _ := new(big.Int).SetString("7903fe1008b8bc99a41ae9e95628bc64f2f1b20c2d7e9f5177a3c294d4462299", 16)
-	pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: x, Y: y}
+	point, _ := hex.DecodeString("04" + "60fed4ba255a9d31c961eb74c6356d68c049b8923b61fa6ce669622e60f29fb6" +
+		"7903fe1008b8bc99a41ae9e95628bc64f2f1b20c2d7e9f5177a3c294d4462299")
+	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), point)
+	if err != nil {
+		t.Fatal(err)
+	}
 	j, err := PublicJWK(pub)
 	if err != nil {
 		t.Fatal(err)

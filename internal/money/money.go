@@ -72,7 +72,7 @@ func ParseBRL(raw string) (int64, string) {
 	if strings.HasPrefix(s, "-") {
 		return 0, "O preço não pode ser negativo."
 	}
-	intPart, frac := s, ""
+	var intPart, frac string
 	if i := strings.LastIndexByte(s, ','); i >= 0 {
 		intPart, frac = s[:i], s[i+1:]
 		if strings.Contains(frac, ".") {

@@ -50,7 +50,7 @@ func Main(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "testdb: start PostgreSQL:", startErr)
 		return 1
 	}
-	defer server.Stop()
+	defer func() { _ = server.Stop() }()
 	urls, err := db.Bootstrap(ctx, server.URL("postgres"), template)
 	roleURLs = urls
 	if err != nil {

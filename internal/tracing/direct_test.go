@@ -59,7 +59,7 @@ func TestDirectCallsAreSpans(t *testing.T) {
 		sp := spans[i]
 		attrs := map[string]string{}
 		for _, a := range sp.Attributes() {
-			attrs[string(a.Key)] = a.Value.Emit()
+			attrs[string(a.Key)] = a.Value.String()
 		}
 		if sp.Name() != want.name || sp.Parent().SpanID() != parent.SpanContext().SpanID() || attrs["bcp.outcome"] != want.outcome || attrs["bcp.tenant_id"] != tid.String() {
 			t.Errorf("span %q parent %v attributes %v", sp.Name(), sp.Parent().SpanID(), attrs)

@@ -6,11 +6,14 @@ import (
 	"crypto/ecdsa"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -177,6 +180,62 @@ func TestDevNoDemoHistory(t *testing.T) {
 		connect.NewRequest(&tenantsv1.GetGoLiveChecklistRequest{Tenant: DemoSlug}))
 	if err != nil || !cl.Msg.GetChecklist().GetReady() || cl.Msg.GetChecklist().GetDone() != 5 {
 		t.Errorf("demo checklist: %v %v", cl, err)
+	}
+	demoAdminSignsIn(t, e, out.String())
+}
+
+// demoAdminSignsIn: the demo admin keeps a password (not an invitation
+// link, issue 34) so a developer signs in at once: the one the banner
+// prints, kept in demo-admin-password, works at the admin's sign-in page,
+// and the user is not listed as a pending invitation.
+func demoAdminSignsIn(t *testing.T, e *Env, banner string) {
+	t.Helper()
+	pw := mustRead(t, e, "demo-admin-password")
+	if !strings.Contains(banner, "(e-mail "+DemoAdminEmail+", password "+pw+")") {
+		t.Fatalf("the banner does not print the demo admin's password:\n%s", banner)
+	}
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	do := func(method, path string, form url.Values) (*http.Response, string) {
+		t.Helper()
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req, err := http.NewRequest(method, "http://"+e.Platform.PublicAddr+path, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = DemoDomain
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	// The jar keys cookies by the URL's host (127.0.0.1): one host only here.
+	_, login := do("GET", "/admin/entrar", nil)
+	m := regexp.MustCompile(`name="_csrf" value="([^"]+)"`).FindStringSubmatch(login)
+	if m == nil {
+		t.Fatalf("sign-in page:\n%s", login)
+	}
+	resp, _ := do("POST", "/admin/entrar", url.Values{"_csrf": {html.UnescapeString(m[1])}, "email": {DemoAdminEmail}, "password": {pw}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/admin/" {
+		t.Fatalf("demo admin sign-in: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	opToken, err := os.ReadFile(e.dataDir + "/operator-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := e.Platform.ClientsWithToken(strings.TrimSpace(string(opToken))).Tenants.ListMerchantUsers(context.Background(),
+		connect.NewRequest(&tenantsv1.ListMerchantUsersRequest{Tenant: DemoSlug}))
+	if err != nil || len(l.Msg.GetUsers()) != 1 || l.Msg.GetUsers()[0].GetEmail() != DemoAdminEmail || l.Msg.GetUsers()[0].GetInvitationPending() || l.Msg.GetUsers()[0].GetLastLoginTime() == nil {
+		t.Fatalf("demo users: %v %v", l, err)
 	}
 }
 

@@ -337,14 +337,16 @@ func demoVariant(id, sku, title string, price, stock int64) *catalogv1.Variant {
 	return &catalogv1.Variant{Id: id, Sku: sku, Title: title, Price: price, Stock: stock, Active: true}
 }
 
-var errNoData = errors.New("devenv: no data")
-
 // DemoAdminEmail is the demo merchant's admin user.
 const DemoAdminEmail = "admin@" + DemoDomain
 
 // SeedDemoAdmin invites the demo merchant's admin user once and returns
 // its e-mail and initial password (kept in dataDir/demo-admin-password so
 // every run can print it; the database holds only its argon2id hash).
+// Unlike the invitations of real merchants' users (bcpctl user invite,
+// the admin's Equipe: a one-time link to choose the password), the demo
+// admin gets a password, so a developer signs in as soon as make run is
+// up.
 func SeedDemoAdmin(ctx context.Context, c *platform.Clients, tenantID, dataDir string) (string, string, error) {
 	file := filepath.Join(dataDir, "demo-admin-password")
 	if b, err := os.ReadFile(file); err == nil && len(strings.TrimSpace(string(b))) > 0 {

@@ -1,7 +1,6 @@
 package bcp
 
 import (
-	"encoding/json"
 	"sync/atomic"
 
 	segjson "github.com/segmentio/encoding/json"
@@ -21,12 +20,16 @@ func DecodeCheckout(data []byte, c *Checkout) error {
 	return segjson.Unmarshal(data, c)
 }
 
-// EncodeCheckout is c's JSON (encoding/json: invalid UTF-8 replaced, HTML
-// characters escaped, raw members compacted).
+// EncodeCheckout is c's JSON, byte for byte what encoding/json writes
+// (invalid UTF-8 replaced, HTML characters escaped, raw members compacted)
+// but with segmentio's encoder, about twice as fast on a checkout
+// (encode_test.go holds the bytes equal and measures it).
 func EncodeCheckout(c *Checkout) ([]byte, error) {
 	checkoutEncodes.Add(1)
-	return json.Marshal(c)
+	return encodeCheckout(c)
 }
+
+func encodeCheckout(c *Checkout) ([]byte, error) { return segjson.Marshal(c) }
 
 // CheckoutCodecCounts says how many checkout documents this process has
 // decoded and encoded so far.

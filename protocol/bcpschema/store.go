@@ -132,6 +132,9 @@ func (st *store) lookup(docURL, ptr string) (any, error) {
 // validator needs exact integers: amounts go up to 2^53-1) and rejects
 // trailing data.
 func decodeJSON(data []byte) (any, error) {
+	if v, ok := decodeFast(data); ok {
+		return v, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any

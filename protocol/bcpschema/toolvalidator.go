@@ -98,6 +98,25 @@ func (v *ToolValidator) ValidateToolInput(tool string, args json.RawMessage) err
 	return validate(t.in, inst)
 }
 
+// ValidateCheckedToolInput is ValidateToolInput for arguments the input
+// guard has already accepted (CheckInput returned nil for them, as the
+// edge's executor does for every operation before the tool's own
+// validation): the same answers without a second guard walk.
+func (v *ToolValidator) ValidateCheckedToolInput(tool string, args json.RawMessage) error {
+	t, err := v.tool(tool)
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		return validate(t.in, map[string]any{})
+	}
+	inst, err := decodeJSON(args)
+	if err != nil {
+		return jsonError(err)
+	}
+	return validate(t.in, inst)
+}
+
 // ValidateToolInputValue is ValidateToolInput for arguments already decoded
 // into map[string]any/[]any/string/bool/nil and float64 or json.Number
 // (json.Number keeps integers above 2^53 exact).

@@ -10,11 +10,16 @@ import (
 
 // maxDecodesPerComplete is how many times one card complete_checkout may
 // parse a checkout document in the whole process (every service's
-// bcp.DecodeCheckout): the agent's payment, the session's stored request
-// and the completed checkout the orders service receives. The session's
-// checkout itself comes from the one this process wrote at the update,
-// and travels decoded from there (issue 35: about nine before).
-const maxDecodesPerComplete = 3
+// bcp.DecodeCheckout): the agent's payment and the session's stored
+// request. The session's checkout itself comes from the one this process
+// wrote at the update, and travels decoded from there; pricing, payments
+// and orders take typed messages (issue 35: about nine before).
+const maxDecodesPerComplete = 2
+
+// maxEncodesPerComplete is how many checkout documents it may write: the
+// session as claimed (complete_in_progress) and as settled (completed),
+// each once (issue 35: about seven before).
+const maxEncodesPerComplete = 2
 
 // TestCompleteDecodesTheCheckout counts the checkout documents a card
 // completion decodes and encodes, everything in one process (catalog,
@@ -50,6 +55,9 @@ func TestCompleteDecodesTheCheckout(t *testing.T) {
 	t.Logf("one complete_checkout: %d checkout decodes, %d encodes", decodes, encodes)
 	if decodes > maxDecodesPerComplete {
 		t.Errorf("one complete_checkout decoded the checkout %d times, want at most %d", decodes, maxDecodesPerComplete)
+	}
+	if encodes > maxEncodesPerComplete {
+		t.Errorf("one complete_checkout encoded the checkout %d times, want at most %d", encodes, maxEncodesPerComplete)
 	}
 	if decodes < 1 || encodes < 1 {
 		t.Errorf("counted %d decodes and %d encodes: the counters are not reached", decodes, encodes)

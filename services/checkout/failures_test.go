@@ -366,6 +366,12 @@ func TestDependencyFailures(t *testing.T) {
 func TestSettleOfAClaimThePaymentsServiceNeverSaw(t *testing.T) {
 	e := quietEnv(t)
 	c := e.ready()
+	// The request dies but this process lives on: its recovery would
+	// settle the claim as the sweep does on its next pass (every 500 ms),
+	// before or between the steps below. Kept away here, the settle and
+	// the sweeps this test runs are the only ones to act (the recovery's
+	// own outcome: TestRecoveryOfAClaimThePaymentsServiceNeverSaw).
+	e.g.HoldRecovery(c.ID)
 	e.g.Crash(c.ID, checkout.StepClaimed)
 	if _, err := e.complete(c.ID, card(tok("4242"))); err == nil {
 		t.Fatal("the crash did not end the request")
@@ -408,6 +414,66 @@ func TestSettleOfAClaimThePaymentsServiceNeverSaw(t *testing.T) {
 	}
 	if st := e.str(`SELECT status FROM payments.attempts WHERE id = $1`, a); st != "canceled" {
 		t.Errorf("the given-up attempt is %s, want canceled", st)
+	}
+	if got := e.mustComplete(c.ID, card(tok("4242"))); got.Status != bcp.StatusCompleted {
+		t.Fatalf("paid again: %s %v", got.Status, msgs(got))
+	}
+	e.settledMoney(c.ID)
+}
+
+// The same claim left by a request that died in a process that lives on:
+// the process's own recovery finishes it (the request is no longer
+// working on it) as the settle sweep would: the attempt is stopped for
+// good at the payments service (a late StartPayment charges nothing), the
+// checkout opens again with nothing charged or held, and a retry under
+// the completion's key is answered with that outcome.
+func TestRecoveryOfAClaimThePaymentsServiceNeverSaw(t *testing.T) {
+	e := quietEnv(t)
+	c := e.ready()
+	e.g.HoldRecovery(c.ID)
+	e.g.Crash(c.ID, checkout.StepClaimed)
+	inst := card(tok("4242"))
+	if _, err := e.keyedComplete(c.ID, "k-claimed", inst); err == nil {
+		t.Fatal("the crash did not end the request")
+	}
+	a := e.attemptOf(c.ID)
+	if a == "" {
+		t.Fatal("no attempt claimed")
+	}
+	// Held: the claim is the process's, unsettled, unknown to the payments
+	// service; a retry under the key is told the completion is in flight.
+	if n := e.sql(`SELECT count(*) FROM checkout.sessions WHERE id = $1 AND status = 'complete_in_progress' AND settle_owner IS NOT NULL`, c.ID); n != 1 {
+		t.Fatal("the claim is not left owned by the process")
+	}
+	if n := e.sql(`SELECT count(*) FROM payments.attempts WHERE id = $1`, a); n != 0 {
+		t.Fatalf("the payments service has %d records of the attempt", n)
+	}
+	_, err := e.keyedComplete(c.ID, "k-claimed", inst)
+	wantCode(t, err, connect.CodeAborted, "request_in_flight")
+
+	e.g.ReleaseRecovery(c.ID)
+	// The recovery's next pass (asynchronous: polled, not timed).
+	e.eventually("the recovery finishes the claim", func() bool {
+		return e.sql(`SELECT count(*) FROM checkout.sessions WHERE id = $1 AND settle_owner IS NULL`, c.ID) == 1
+	})
+	if m := e.money(c.ID); m.status != bcp.StatusReadyForComplete || m.sessionAttmpt != "" || m.reserved != 0 || m.orders != 0 || e.charges(c.ID) != 0 {
+		t.Fatalf("after the recovery: %+v, %d charges", m, e.charges(c.ID))
+	}
+	if st := e.str(`SELECT status FROM payments.attempts WHERE id = $1`, a); st != "canceled" {
+		t.Errorf("the given-up attempt is %s, want canceled", st)
+	}
+	if got := e.keyRow("k-claimed"); got != "done" {
+		t.Errorf("key after the recovery: %q, want done", got)
+	}
+	again, err := e.keyedComplete(c.ID, "k-claimed", inst)
+	if err != nil {
+		t.Fatalf("same-key retry after the recovery: %v, want its outcome", err)
+	}
+	if got := decode(t, again); got.Status != bcp.StatusReadyForComplete || total(got) != 13480 {
+		t.Errorf("same-key retry answered %s %v (%d)", got.Status, msgs(got), total(got))
+	}
+	if e.charges(c.ID) != 0 {
+		t.Error("the retry charged")
 	}
 	if got := e.mustComplete(c.ID, card(tok("4242"))); got.Status != bcp.StatusCompleted {
 		t.Fatalf("paid again: %s %v", got.Status, msgs(got))

@@ -41,6 +41,11 @@ type Hooks struct {
 	// write that forgot to mirror what it wrote, answered as an internal
 	// error.
 	CheckSeen bool
+	// Recover, when set, is asked before this process's recovery
+	// (recover.go) finishes a session's abandoned work: false leaves the
+	// session to the settle sweep (or a later pass), so a test decides
+	// whether the recovery acts instead of racing its loop.
+	Recover func(checkoutID string) bool
 }
 
 // UseHooks installs test hooks (nil: none). Production never sets them.
@@ -51,4 +56,9 @@ func (s *Service) at(ctx context.Context, step Step, checkoutID string) error {
 		return nil
 	}
 	return s.hooks.At(ctx, step, checkoutID)
+}
+
+// mayRecover says whether the recovery may finish session id's work now.
+func (s *Service) mayRecover(checkoutID string) bool {
+	return s.hooks == nil || s.hooks.Recover == nil || s.hooks.Recover(checkoutID)
 }

@@ -101,7 +101,7 @@ func (s *Service) Recover(ctx context.Context) (int, error) {
 	sem := make(chan struct{}, recoverParallel)
 	for _, o := range owned {
 		mine := s.holder.Owns(o.Owner)
-		if (!mine && !gone[o.Owner]) || (mine && s.working.has(o.TenantID, o.ID)) || !s.retry.due(o.ID) {
+		if (!mine && !gone[o.Owner]) || (mine && s.working.has(o.TenantID, o.ID)) || !s.retry.due(o.ID) || !s.mayRecover(o.ID) {
 			continue
 		}
 		sem <- struct{}{}

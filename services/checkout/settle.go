@@ -10,6 +10,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/growstack"
+	"github.com/bcpdev/bcp/internal/wire"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
@@ -201,10 +202,6 @@ func (s *Service) apply(ctx context.Context, sess session, c *bcp.Checkout, a *p
 // to the order: their redemption (bookkeeping, idempotent per checkout)
 // runs beside it.
 func (s *Service) order(ctx context.Context, sess session, next *bcp.Checkout, a *paymentsv1.Attempt) (*bcp.OrderRef, error) {
-	snapshot, err := bcp.EncodeCheckout(next)
-	if err != nil {
-		return nil, err
-	}
 	redeemed := make(chan struct{})
 	go func() {
 		growstack.Grow()
@@ -212,7 +209,7 @@ func (s *Service) order(ctx context.Context, sess session, next *bcp.Checkout, a
 		s.redeemDiscounts(ctx, sess, next)
 	}()
 	o, err := s.orders.CreateOrder(ctx, connect.NewRequest(&ordersv1.CreateOrderRequest{
-		CheckoutId: sess.ID, CheckoutJson: snapshot, PaymentAttemptId: a.GetId(), AgentProfileUrl: sess.AgentProfileUrl,
+		CheckoutId: sess.ID, Checkout: wire.PaidCheckout(next), PaymentAttemptId: a.GetId(), AgentProfileUrl: sess.AgentProfileUrl,
 		WebhookUrl: sess.OrderWebhookUrl, BaseUrl: sess.BaseUrl, Ap2MandateJson: sess.Ap2Mandate, Payment: orderPayment(a),
 	}))
 	<-redeemed

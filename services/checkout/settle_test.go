@@ -374,16 +374,22 @@ func TestSweepsByHand(t *testing.T) {
 	}
 	clock := func() int { return e.sql(`SELECT floor(extract(epoch FROM now()))::int`) }
 
+	// The process's recovery (a pass every 500 ms) would finish what the
+	// crashes below leave before this test's sweep: kept away, the sweep
+	// run by hand is what finishes them.
 	pix := e.ready()
+	e.g.HoldRecovery(pix.ID)
 	pixShown := e.mustComplete(pix.ID, e.pix())
 	due(pix.ID)
 	charged := e.ready()
+	e.g.HoldRecovery(charged.ID)
 	e.g.Crash(charged.ID, checkout.StepCharged)
 	if _, err := e.complete(charged.ID, card("tok_"+uuid.NewString()[:8]+"_4242")); err == nil {
 		t.Fatal("the crash did not end the request")
 	}
 	due(charged.ID)
 	closed := e.ready()
+	e.g.HoldRecovery(closed.ID)
 	a := pixAttempt(t, e.mustComplete(closed.ID, e.pix()))
 	e.g.Crash(closed.ID, checkout.StepClosed)
 	if _, err := e.cancel(closed.ID); err == nil {

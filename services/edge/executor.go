@@ -58,6 +58,10 @@ type toolArgs struct {
 	} `json:"meta"`
 	ID       string          `json:"id"`
 	Checkout json.RawMessage `json:"checkout"`
+
+	// decoded: these are the arguments already decoded (json.Unmarshal
+	// into a zero toolArgs) by the binding; admit does not decode again.
+	decoded bool
 }
 
 // protoError is a protocol error (ucp-digest §9): the request was not
@@ -181,6 +185,9 @@ type opRequest struct {
 	op      *operation
 	// args are the tool arguments {meta, id, checkout}.
 	args json.RawMessage
+	// decoded is args decoded into toolArgs when the binding had to
+	// (MCP with an Idempotency-Key header), else nil.
+	decoded *toolArgs
 }
 
 // run executes one operation for any binding. The payload is a business
@@ -235,24 +242,24 @@ func (m *mcpEdge) admit(ctx context.Context, op *operation, raw json.RawMessage,
 	if err != nil {
 		return nil, err
 	}
-	if err := v.ValidateToolInput(op.name, raw); err != nil {
+	// run has passed raw through the input guard (CheckInput) already.
+	if err := v.ValidateCheckedToolInput(op.name, raw); err != nil {
 		return nil, invalidParams(err)
 	}
-	if err := json.Unmarshal(raw, args); err != nil {
-		return nil, invalidParams(err)
+	if d, ok := args.(*toolArgs); !ok || !d.decoded {
+		if err := json.Unmarshal(raw, args); err != nil {
+			return nil, invalidParams(err)
+		}
 	}
 	dev := t.GetEnvironment() == tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT
 	profile, err := m.profiles.Get(ctx, profileURL(), dev)
 	if err != nil {
 		return nil, discoveryError(err)
 	}
-	offer, err := m.offer(ctx, t.GetId())
+	// The merchant's offer negotiated with the profile, kept (negcache.go).
+	neg, err := m.negotiate(ctx, t.GetId(), profile)
 	if err != nil {
 		return nil, err
-	}
-	neg, err := agentprofile.Negotiate(offer, profile)
-	if err != nil {
-		return nil, discoveryError(err)
 	}
 	return &admission{raw: raw, profile: profile, neg: neg, baseURL: m.e.BaseURL(hostFrom(ctx))}, nil
 }
@@ -266,6 +273,9 @@ func (m *mcpEdge) runCheckout(ctx context.Context, req opRequest) (json.RawMessa
 	// and for an agent that does not speak AP2 there is nothing to require.
 	op := req.op
 	var args toolArgs
+	if req.decoded != nil {
+		args = *req.decoded
+	}
 	a, err := m.admit(ctx, op, req.args, withoutAP2(checkoutCapabilities(tenantFrom(ctx).GetCapabilities())), &args, func() string { return args.Meta.Agent.Profile })
 	if err != nil {
 		return nil, err

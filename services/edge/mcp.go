@@ -69,6 +69,10 @@ type mcpEdge struct {
 
 	smu     sync.Mutex
 	schemas map[string]json.RawMessage // tool + capability set → advertised input schema
+
+	nmu  sync.Mutex
+	negs map[negKey]negEntry // (merchant, agent profile) → negotiation (negcache.go)
+	envs map[envKey][]byte   // (negotiation, root capability) → "ucp" envelope
 }
 
 func newMCPEdge(e *Edge, c Clients, profiles *agentprofile.Fetcher, log *slog.Logger) *mcpEdge {
@@ -247,18 +251,11 @@ func (m *mcpEdge) execute(ctx context.Context, op *operation, call *opCall, neg 
 	if res.errorResponse {
 		return m.wrap(res.body, envelope{Version: bcpnames.Version, Status: "error"})
 	}
-	var handlers any = map[string]any{}
-	switch {
-	case op.capability == bcpnames.Order:
-		handlers = nil // order responses carry no payment handlers
-	case len(neg.PaymentHandlers) > 0:
-		handlers = neg.PaymentHandlers
+	env, err := m.responseEnvelope(neg, op.capability) // negcache.go
+	if err != nil {
+		return nil, err
 	}
-	out, err := m.wrap(res.body, envelope{
-		Version:         bcpnames.Version,
-		Capabilities:    neg.ResponseCapabilities(op.capability),
-		PaymentHandlers: handlers,
-	})
+	out, err := m.wrapEncoded(res.body, env)
 	if err != nil || op.capability != bcpnames.Checkout || !neg.Has(bcpnames.AP2Mandate) {
 		return out, err
 	}
@@ -292,6 +289,11 @@ func (m *mcpEdge) wrap(body []byte, u envelope) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	return m.wrapEncoded(body, env)
+}
+
+// wrapEncoded is wrap with the envelope already marshalled.
+func (m *mcpEdge) wrapEncoded(body, env []byte) (json.RawMessage, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) < 2 || body[0] != '{' {
 		return nil, errors.New("edge: service returned a non-object")
@@ -317,13 +319,19 @@ func toolResult(out json.RawMessage) *mcp.CallToolResult {
 // MCP-specific rule: an Idempotency-Key header, when sent, must equal
 // meta["idempotency-key"].
 func (m *mcpEdge) call(ctx context.Context, op *operation, raw json.RawMessage, header http.Header) (*mcp.CallToolResult, error) {
+	var decoded *toolArgs
 	if hk := header.Get("Idempotency-Key"); hk != "" {
 		var args toolArgs
-		if json.Unmarshal(raw, &args) == nil && args.Meta.IdempotencyKey != "" && args.Meta.IdempotencyKey != hk {
-			return nil, newProtoError(http.StatusBadRequest, codeProtocol, "idempotency_key_mismatch", "the Idempotency-Key header and meta[\"idempotency-key\"] differ")
+		if json.Unmarshal(raw, &args) == nil {
+			if args.Meta.IdempotencyKey != "" && args.Meta.IdempotencyKey != hk {
+				return nil, newProtoError(http.StatusBadRequest, codeProtocol, "idempotency_key_mismatch", "the Idempotency-Key header and meta[\"idempotency-key\"] differ")
+			}
+			// The executor uses them rather than decoding them again.
+			args.decoded = true
+			decoded = &args
 		}
 	}
-	out, err := m.run(ctx, opRequest{binding: bindingMCP, op: op, args: raw})
+	out, err := m.run(ctx, opRequest{binding: bindingMCP, op: op, args: raw, decoded: decoded})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package edge
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -148,9 +149,21 @@ func checkTransport(r *http.Request) (id json.RawMessage, _ *transportError) {
 // checkMessage checks that body is one JSON-RPC 2.0 request (or a
 // response) the server serves.
 func checkMessage(body []byte) (json.RawMessage, *transportError) {
+	var msg struct {
+		JSONRPC *string         `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  *string         `json:"method"`
+		Params  presence        `json:"params"`
+		Result  presence        `json:"result"`
+		Error   presence        `json:"error"`
+	}
 	// JSON first, even for what turns out to be a batch: "[1," is a parse
 	// error. encoding/json refuses nesting beyond 10 000 levels as invalid.
-	if !json.Valid(body) {
+	// Unmarshal checks the whole body as json.Valid does before it decodes
+	// anything, and a *json.SyntaxError is exactly its "not valid" (one
+	// scan of the body instead of two).
+	err := json.Unmarshal(body, &msg)
+	if _, invalid := errors.AsType[*json.SyntaxError](err); invalid {
 		content := "the body is not JSON"
 		if len(bytes.TrimSpace(body)) == 0 {
 			content = "the body is empty; send one JSON-RPC request"
@@ -165,15 +178,7 @@ func checkMessage(body []byte) (json.RawMessage, *transportError) {
 	default:
 		return nil, invalidRequest(http.StatusBadRequest, "invalid_request", "the body must be a JSON-RPC request object")
 	}
-	var msg struct {
-		JSONRPC *string         `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  *string         `json:"method"`
-		Params  presence        `json:"params"`
-		Result  presence        `json:"result"`
-		Error   presence        `json:"error"`
-	}
-	if err := json.Unmarshal(trimmed, &msg); err != nil {
+	if err != nil {
 		// A member of the wrong type (a numeric method, a string jsonrpc).
 		return nil, invalidRequest(http.StatusBadRequest, "invalid_request", "the body is not a JSON-RPC 2.0 request")
 	}

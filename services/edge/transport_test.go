@@ -104,6 +104,10 @@ func TestMCPTransportErrors(t *testing.T) {
 	}{
 		{"invalid JSON", "POST", `{"jsonrpc":"2.0","id":1,"method":`, nil, 400, -32700, "parse_error", "null"},
 		{"empty body", "POST", ``, nil, 400, -32700, "parse_error", "null"},
+		// Form feed and NBSP are spaces to bytes.TrimSpace, not to JSON.
+		{"form feed before the request", "POST", "\f" + one, nil, 400, -32700, "parse_error", "null"},
+		{"NBSP after the request", "POST", one + "\u00a0", nil, 400, -32700, "parse_error", "null"},
+		{"unfinished batch", "POST", `[` + one + `,`, nil, 400, -32700, "parse_error", "null"},
 		{"100 000-deep array", "POST", deep, nil, 400, -32700, "parse_error", "null"},
 		{"100 000-deep object", "POST", deepObject, nil, 400, -32700, "parse_error", "null"},
 		{"unknown method", "POST", `{"jsonrpc":"2.0","id":"u1","method":"checkout/steal"}`, nil, 404, -32601, "method_not_found", `"u1"`},

@@ -39,6 +39,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -332,11 +333,7 @@ func Decode(data []byte) (*Document, []Problem) {
 }
 
 func asType(err error, target **json.UnmarshalTypeError) bool {
-	te, ok := err.(*json.UnmarshalTypeError)
-	if ok {
-		*target = te
-	}
-	return ok
+	return errors.As(err, target)
 }
 
 // Report counts what an import did per section.

@@ -19,6 +19,7 @@ import (
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
+	"github.com/bcpdev/bcp/internal/wire"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/services/orders/ordersdb"
@@ -58,13 +59,7 @@ func (s *Service) CreateOrder(ctx context.Context, r *connect.Request[ordersv1.C
 	if err != nil {
 		return nil, err
 	}
-	c := &bcp.Checkout{}
-	if err := bcp.DecodeCheckout(m.GetCheckoutJson(), c); err != nil {
-		return nil, apperr.Invalid("checkout_json", "invalid_checkout", "checkout_json is not a BCP checkout: %v", err)
-	}
-	if c.ID != "" && c.ID != checkoutID {
-		return nil, apperr.Invalid("checkout_json.id", "checkout_mismatch", "checkout_json is checkout %q, not %q", c.ID, checkoutID)
-	}
+	c := m.GetCheckout()
 	// The AP2 mandate record (digest and claims) is the checkout service's,
 	// kept as it came; it must be a JSON object.
 	var ap2Mandate []byte
@@ -179,60 +174,62 @@ func baseURL(raw string) (string, error) {
 // created: every line processing with nothing fulfilled, expectations
 // from the selected fulfillment, no events, no adjustments, the
 // checkout's currency and totals. It returns the grand total too.
-func buildOrder(id, checkoutID, base string, c *bcp.Checkout) (*bcp.Order, int64, error) {
-	if !currencyRE.MatchString(c.Currency) {
-		return nil, 0, apperr.Invalid("checkout_json.currency", "invalid_checkout", "the checkout has no valid currency")
+func buildOrder(id, checkoutID, base string, c *ordersv1.PaidCheckout) (*bcp.Order, int64, error) {
+	if !currencyRE.MatchString(c.GetCurrency()) {
+		return nil, 0, apperr.Invalid("checkout.currency", "invalid_checkout", "the checkout has no valid currency")
 	}
-	if len(c.LineItems) == 0 {
-		return nil, 0, apperr.Invalid("checkout_json.line_items", "invalid_checkout", "the checkout has no line items")
+	if len(c.GetLines()) == 0 {
+		return nil, 0, apperr.Invalid("checkout.lines", "invalid_checkout", "the checkout has no line items")
 	}
 	o := &bcp.Order{
-		ID: id, CheckoutID: checkoutID, PermalinkURL: base + "/orders/" + id, Currency: c.Currency,
-		LineItems: make([]bcp.OrderLineItem, 0, len(c.LineItems)), Adjustments: []bcp.Adjustment{},
+		ID: id, CheckoutID: checkoutID, PermalinkURL: base + "/orders/" + id, Currency: c.GetCurrency(),
+		LineItems: make([]bcp.OrderLineItem, 0, len(c.GetLines())), Adjustments: []bcp.Adjustment{},
 		Fulfillment: bcp.OrderFulfillment{Expectations: []bcp.Expectation{}, Events: []bcp.FulfillmentEvent{}},
-		Attribution: c.Attribution,
+		Attribution: c.GetAttribution(),
 	}
 	qty := map[string]int64{}
-	for i, l := range c.LineItems {
-		path := fmt.Sprintf("checkout_json.line_items[%d]", i)
-		if l.ID == "" || l.Item.ID == "" || l.Item.Title == "" || l.Item.Price < 0 || l.Quantity < 1 {
+	for i, l := range c.GetLines() {
+		path := fmt.Sprintf("checkout.lines[%d]", i)
+		item := bcp.Item{ID: l.GetItemId(), Title: l.GetTitle(), Price: l.GetPrice(), ImageURL: l.GetImageUrl()}
+		quantity := l.GetQuantity()
+		if l.GetId() == "" || item.ID == "" || item.Title == "" || item.Price < 0 || quantity < 1 {
 			return nil, 0, apperr.Invalid(path, "invalid_checkout", "each line needs id, item id, title, a price and a quantity of at least 1")
 		}
-		if _, dup := qty[l.ID]; dup {
-			return nil, 0, apperr.Invalid(path+".id", "invalid_checkout", "line id %q appears twice", l.ID)
+		if _, dup := qty[l.GetId()]; dup {
+			return nil, 0, apperr.Invalid(path+".id", "invalid_checkout", "line id %q appears twice", l.GetId())
 		}
-		qty[l.ID] = l.Quantity
-		totals := l.Totals
+		qty[l.GetId()] = quantity
+		totals := wire.Totals(l.GetTotals())
 		if len(totals) == 0 {
-			if l.Item.Price > 0 && l.Quantity > math.MaxInt64/l.Item.Price {
+			if item.Price > 0 && quantity > math.MaxInt64/item.Price {
 				return nil, 0, apperr.Invalid(path, "invalid_checkout", "line amount overflows")
 			}
-			amount := l.Item.Price * l.Quantity
+			amount := item.Price * quantity
 			totals = []bcp.Total{{Type: bcp.TotalSubtotal, Amount: amount}, {Type: bcp.TotalTotal, Amount: amount}}
 		}
-		original := l.Quantity
+		original := quantity
 		line := bcp.OrderLineItem{
-			ID: l.ID, Item: l.Item, Totals: totals, ParentID: l.ParentID,
-			Quantity: bcp.OrderQuantity{Original: &original, Total: l.Quantity},
+			ID: l.GetId(), Item: item, Totals: totals, ParentID: l.GetParentId(),
+			Quantity: bcp.OrderQuantity{Original: &original, Total: quantity},
 		}
 		line.Status = bcp.LineStatus(line.Quantity)
 		o.LineItems = append(o.LineItems, line)
 	}
 	subtotals, grand, total := 0, 0, int64(0)
-	for _, t := range c.Totals {
-		switch t.Type {
+	for _, t := range c.GetTotals() {
+		switch t.GetType() {
 		case bcp.TotalSubtotal:
 			subtotals++
 		case bcp.TotalTotal:
 			grand++
-			total = t.Amount
+			total = t.GetAmount()
 		}
 	}
 	if subtotals != 1 || grand != 1 || total < 0 {
-		return nil, 0, apperr.Invalid("checkout_json.totals", "invalid_checkout", "the checkout totals need exactly one subtotal and one non-negative total")
+		return nil, 0, apperr.Invalid("checkout.totals", "invalid_checkout", "the checkout totals need exactly one subtotal and one non-negative total")
 	}
-	o.Totals = c.Totals
-	o.Fulfillment.Expectations = expectations(c.Fulfillment, qty)
+	o.Totals = wire.Totals(c.GetTotals())
+	o.Fulfillment.Expectations = expectations(c.GetMethods(), qty)
 	return o, total, nil
 }
 
@@ -240,30 +237,19 @@ func buildOrder(id, checkoutID, base string, c *bcp.Checkout) (*bcp.Order, int64
 // method the checkout settled: where (the selected destination: the
 // shipping address, or the pickup location's address), how (the selected
 // option) and which units.
-func expectations(f *bcp.Fulfillment, qty map[string]int64) []bcp.Expectation {
+func expectations(methods []*ordersv1.PaidMethod, qty map[string]int64) []bcp.Expectation {
 	out := []bcp.Expectation{}
-	if f == nil {
-		return out
-	}
-	for _, m := range f.Methods {
-		if m.Type != bcp.MethodShipping && m.Type != bcp.MethodPickup {
+	for _, m := range methods {
+		if !settled(m) {
 			continue
 		}
-		dest, ok := selectedDestination(m)
-		if !ok {
-			continue
-		}
-		addr := dest.PostalAddress
-		if dest.Address != nil {
-			addr = *dest.Address
-		}
-		groups := m.Groups
+		groups := m.GetGroups()
 		if len(groups) == 0 {
-			groups = []bcp.FulfillmentGroup{{LineItemIDs: m.LineItemIDs}}
+			groups = []*ordersv1.PaidGroup{{LineItemIds: m.GetLineItemIds()}}
 		}
 		for _, g := range groups {
 			lines := []bcp.LineItemRef{}
-			for _, lid := range g.LineItemIDs {
+			for _, lid := range g.GetLineItemIds() {
 				if n := qty[lid]; n > 0 {
 					lines = append(lines, bcp.LineItemRef{ID: lid, Quantity: n})
 				}
@@ -272,45 +258,32 @@ func expectations(f *bcp.Fulfillment, qty map[string]int64) []bcp.Expectation {
 				continue
 			}
 			out = append(out, bcp.Expectation{
-				ID: fmt.Sprintf("exp_%d", len(out)+1), LineItems: lines, MethodType: m.Type,
-				Destination: addr, Description: describe(m.Type, dest, g),
+				ID: fmt.Sprintf("exp_%d", len(out)+1), LineItems: lines, MethodType: m.GetType(),
+				Destination: wire.PostalAddress(m.GetAddress()), Description: describe(m, g),
 			})
 		}
 	}
 	return out
 }
 
-func selectedDestination(m bcp.FulfillmentMethod) (bcp.Destination, bool) {
-	if m.SelectedDestinationID != nil {
-		for _, d := range m.Destinations {
-			if d.ID == *m.SelectedDestinationID {
-				return d, true
-			}
-		}
-		return bcp.Destination{}, false
-	}
-	if len(m.Destinations) == 1 {
-		return m.Destinations[0], true
-	}
-	return bcp.Destination{}, false
+// settled reports whether m is a method orders know (shipping or pickup)
+// with its destination's address.
+func settled(m *ordersv1.PaidMethod) bool {
+	return (m.GetType() == bcp.MethodShipping || m.GetType() == bcp.MethodPickup) && m.GetAddress() != nil
 }
 
 // describe is the buyer-facing line of an expectation: the selected
 // option's title and description, and for pickup the location's name.
-func describe(method string, d bcp.Destination, g bcp.FulfillmentGroup) string {
+func describe(m *ordersv1.PaidMethod, g *ordersv1.PaidGroup) string {
 	var parts []string
-	if g.SelectedOptionID != nil {
-		for _, opt := range g.Options {
-			if opt.ID == *g.SelectedOptionID {
-				parts = append(parts, opt.Title)
-				if opt.Description != "" {
-					parts = append(parts, opt.Description)
-				}
-			}
+	if opt := g.GetOption(); opt != nil {
+		parts = append(parts, opt.GetTitle())
+		if opt.GetDescription() != "" {
+			parts = append(parts, opt.GetDescription())
 		}
 	}
-	if method == bcp.MethodPickup && d.Name != "" {
-		parts = append(parts, d.Name)
+	if m.GetType() == bcp.MethodPickup && m.GetLocationName() != "" {
+		parts = append(parts, m.GetLocationName())
 	}
 	return strings.Join(parts, " — ")
 }

@@ -1,7 +1,6 @@
 package orders
 
 import (
-	"encoding/json"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -16,55 +15,41 @@ import (
 // completed checkout; the payment from the caller (the checkout service
 // has the payments service's attempt), or else from the checkout's
 // instrument.
-func details(c *bcp.Checkout, pay *ordersv1.OrderPayment) *ordersv1.OrderDetails {
+func details(c *ordersv1.PaidCheckout, pay *ordersv1.OrderPayment) *ordersv1.OrderDetails {
 	d := &ordersv1.OrderDetails{Buyer: &ordersv1.OrderBuyer{}}
-	if b := c.Buyer; b != nil {
-		d.Buyer = &ordersv1.OrderBuyer{FirstName: clip(b.FirstName), LastName: clip(b.LastName), Email: clip(b.Email), PhoneNumber: clip(b.PhoneNumber)}
+	if b := c.GetBuyer(); b != nil {
+		d.Buyer = &ordersv1.OrderBuyer{FirstName: clip(b.GetFirstName()), LastName: clip(b.GetLastName()), Email: clip(b.GetEmail()), PhoneNumber: clip(b.GetPhoneNumber())}
 	}
-	if f := c.Fulfillment; f != nil {
-		for _, m := range f.Methods {
-			if m.Type != bcp.MethodShipping && m.Type != bcp.MethodPickup {
-				continue
-			}
-			dest, ok := selectedDestination(m)
-			if !ok {
-				continue
-			}
-			del := &ordersv1.OrderDelivery{MethodType: m.Type, LineItemIds: m.LineItemIDs}
-			addr := dest.PostalAddress
-			if dest.Address != nil {
-				addr = *dest.Address
-			}
-			del.Address = address(addr)
-			if m.Type == bcp.MethodPickup {
-				del.LocationName = clip(dest.Name)
-			}
-			for _, g := range m.Groups {
-				if g.SelectedOptionID == nil {
-					continue
-				}
-				for _, opt := range g.Options {
-					if opt.ID != *g.SelectedOptionID {
-						continue
-					}
-					del.OptionTitle, del.OptionDescription, del.Carrier = clip(opt.Title), clip(opt.Description), clip(opt.Carrier)
-					for _, t := range opt.Totals {
-						if t.Type == bcp.TotalTotal {
-							del.OptionAmount = t.Amount
-						}
-					}
-					if del.OptionAmount == 0 && len(opt.Totals) > 0 {
-						del.OptionAmount = opt.Totals[0].Amount
-					}
-				}
-				if len(m.LineItemIDs) == 0 {
-					del.LineItemIds = append(del.LineItemIds, g.LineItemIDs...)
-				}
-			}
-			d.Deliveries = append(d.Deliveries, del)
+	for _, m := range c.GetMethods() {
+		if !settled(m) {
+			continue
 		}
+		del := &ordersv1.OrderDelivery{MethodType: m.GetType(), LineItemIds: m.GetLineItemIds(), Address: address(m.GetAddress())}
+		if m.GetType() == bcp.MethodPickup {
+			del.LocationName = clip(m.GetLocationName())
+		}
+		for _, g := range m.GetGroups() {
+			if !g.GetSelected() {
+				continue
+			}
+			if opt := g.GetOption(); opt != nil {
+				del.OptionTitle, del.OptionDescription, del.Carrier = clip(opt.GetTitle()), clip(opt.GetDescription()), clip(opt.GetCarrier())
+				for _, t := range opt.GetTotals() {
+					if t.GetType() == bcp.TotalTotal {
+						del.OptionAmount = t.GetAmount()
+					}
+				}
+				if del.OptionAmount == 0 && len(opt.GetTotals()) > 0 {
+					del.OptionAmount = opt.GetTotals()[0].GetAmount()
+				}
+			}
+			if len(m.GetLineItemIds()) == 0 {
+				del.LineItemIds = append(del.LineItemIds, g.GetLineItemIds()...)
+			}
+		}
+		d.Deliveries = append(d.Deliveries, del)
 	}
-	d.Payment = instrumentPayment(c)
+	d.Payment = instrumentPayment(c.GetInstrument())
 	if pay != nil {
 		// The caller's record wins; what it left empty comes from the
 		// checkout's instrument.
@@ -85,37 +70,18 @@ func details(c *bcp.Checkout, pay *ordersv1.OrderPayment) *ordersv1.OrderDetails
 	return d
 }
 
-func address(a bcp.PostalAddress) *ordersv1.OrderAddress {
-	return &ordersv1.OrderAddress{FirstName: clip(a.FirstName), LastName: clip(a.LastName), PhoneNumber: clip(a.PhoneNumber),
-		StreetAddress: clip(a.StreetAddress), ExtendedAddress: clip(a.ExtendedAddress), AddressLocality: clip(a.AddressLocality),
-		AddressRegion: clip(a.AddressRegion), PostalCode: clip(a.PostalCode), AddressCountry: clip(a.AddressCountry)}
+func address(a *ordersv1.OrderAddress) *ordersv1.OrderAddress {
+	return &ordersv1.OrderAddress{FirstName: clip(a.GetFirstName()), LastName: clip(a.GetLastName()), PhoneNumber: clip(a.GetPhoneNumber()),
+		StreetAddress: clip(a.GetStreetAddress()), ExtendedAddress: clip(a.GetExtendedAddress()), AddressLocality: clip(a.GetAddressLocality()),
+		AddressRegion: clip(a.GetAddressRegion()), PostalCode: clip(a.GetPostalCode()), AddressCountry: clip(a.GetAddressCountry())}
 }
 
-// instrumentPayment reads the completed checkout's instrument: its type,
-// handler and display (card brand and last digits, or the Pix txid).
-func instrumentPayment(c *bcp.Checkout) *ordersv1.OrderPayment {
-	p := &ordersv1.OrderPayment{}
-	if c.Payment == nil || len(c.Payment.Instruments) == 0 {
-		return p
-	}
-	in := c.Payment.Instruments[0]
-	for _, x := range c.Payment.Instruments {
-		if x.Selected != nil && *x.Selected {
-			in = x
-		}
-	}
-	p.Method, p.HandlerId = clip(in.Type), clip(in.HandlerID)
-	var disp struct {
-		Brand      string `json:"brand"`
-		LastDigits string `json:"last_digits"`
-		Pix        struct {
-			Txid string `json:"txid"`
-		} `json:"pix"`
-	}
-	if len(in.Display) > 0 && json.Unmarshal(in.Display, &disp) == nil {
-		p.CardBrand, p.CardLastDigits, p.Txid = clip(disp.Brand), clip(disp.LastDigits), clip(disp.Pix.Txid)
-	}
-	return p
+// instrumentPayment is the completed checkout's instrument as recorded:
+// its type, handler and display (card brand and last digits, or the Pix
+// txid), bounded.
+func instrumentPayment(in *ordersv1.OrderPayment) *ordersv1.OrderPayment {
+	return &ordersv1.OrderPayment{Method: clip(in.GetMethod()), HandlerId: clip(in.GetHandlerId()), Txid: clip(in.GetTxid()),
+		CardBrand: clip(in.GetCardBrand()), CardLastDigits: clip(in.GetCardLastDigits())}
 }
 
 // clip bounds what an agent typed before it is stored.

@@ -9,6 +9,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/bcpdev/bcp/internal/wire"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
@@ -22,7 +23,9 @@ func TestOrderDetailsAndListFilters(t *testing.T) {
 	ctx, _ := e.tenant("Loja Detalhes", tenantsv1.Environment_ENVIRONMENT_PRODUCTION)
 
 	pixReq := createRequest("chk_pix", "")
-	pixReq.CheckoutJson = withBuyerPhone(t, pixReq.CheckoutJson, "+5511987654321")
+	pixCheckout := completedCheckout("chk_pix")
+	pixCheckout.Buyer.PhoneNumber = "+5511987654321"
+	pixReq.Checkout = wire.PaidCheckout(pixCheckout)
 	pixReq.Payment = &ordersv1.OrderPayment{Method: "pix", HandlerId: "pix_loja", EndToEndId: "E12345678202612021623abcdefghijk", Txid: "tx0123456789abcdef0123456789abcd"}
 	pix, err := e.client.CreateOrder(ctx, connect.NewRequest(pixReq))
 	if err != nil {
@@ -32,7 +35,9 @@ func TestOrderDetailsAndListFilters(t *testing.T) {
 		t.Fatalf("label %q", pix.Msg.GetLabel())
 	}
 	cardReq := createRequest("chk_card", "")
-	cardReq.CheckoutJson = withBuyer(t, cardReq.CheckoutJson, &bcp.Buyer{FirstName: "Bruno", LastName: "Lima", Email: "bruno_100%@example.com"})
+	cardCheckout := completedCheckout("chk_card")
+	cardCheckout.Buyer = &bcp.Buyer{FirstName: "Bruno", LastName: "Lima", Email: "bruno_100%@example.com"}
+	cardReq.Checkout = wire.PaidCheckout(cardCheckout)
 	cardReq.Payment = &ordersv1.OrderPayment{Method: "card", HandlerId: "card", CardBrand: "visa", CardLastDigits: "4242"}
 	card, err := e.client.CreateOrder(ctx, connect.NewRequest(cardReq))
 	if err != nil {
@@ -122,7 +127,7 @@ func TestOrderDetailsAndListFilters(t *testing.T) {
 	// A pickup: the location's name and address, the option chosen; no
 	// payment recorded by the caller comes from the checkout's instrument.
 	pick := createRequest("chk_pickup", "")
-	pick.CheckoutJson = withPickup(t, pick.CheckoutJson)
+	pick.Checkout = wire.PaidCheckout(withPickup(completedCheckout("chk_pickup")))
 	po, err := e.client.CreateOrder(ctx, connect.NewRequest(pick))
 	if err != nil {
 		t.Fatal(err)
@@ -148,42 +153,9 @@ func TestOrderDetailsAndListFilters(t *testing.T) {
 	}
 }
 
-func withBuyer(t *testing.T, raw []byte, b *bcp.Buyer) []byte {
-	t.Helper()
-	var c bcp.Checkout
-	if err := json.Unmarshal(raw, &c); err != nil {
-		t.Fatal(err)
-	}
-	c.Buyer = b
-	out, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func withBuyerPhone(t *testing.T, raw []byte, phone string) []byte {
-	t.Helper()
-	var c bcp.Checkout
-	if err := json.Unmarshal(raw, &c); err != nil {
-		t.Fatal(err)
-	}
-	c.Buyer.PhoneNumber = phone
-	out, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // withPickup makes the checkout a pickup at a store, paid by a card whose
 // display the checkout carries.
-func withPickup(t *testing.T, raw []byte) []byte {
-	t.Helper()
-	var c bcp.Checkout
-	if err := json.Unmarshal(raw, &c); err != nil {
-		t.Fatal(err)
-	}
+func withPickup(c *bcp.Checkout) *bcp.Checkout {
 	dest, opt := "loc_centro", "retirada"
 	c.Fulfillment = &bcp.Fulfillment{Methods: []bcp.FulfillmentMethod{{
 		ID: "fm_p", Type: bcp.MethodPickup, LineItemIDs: []string{"li_1", "li_2"}, SelectedDestinationID: &dest,
@@ -194,9 +166,5 @@ func withPickup(t *testing.T, raw []byte) []byte {
 	}}}
 	c.Payment = &bcp.Payment{Instruments: []bcp.PaymentInstrument{{ID: "pi_1", HandlerID: "card", Type: "card",
 		Display: json.RawMessage(`{"brand":"mastercard","last_digits":"5454"}`)}}}
-	out, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return c
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/internal/wire"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
@@ -145,7 +146,7 @@ func (e *env) create(ctx context.Context, checkoutID, webhook string) *ordersv1.
 
 func createRequest(checkoutID, webhook string) *ordersv1.CreateOrderRequest {
 	return &ordersv1.CreateOrderRequest{
-		CheckoutId: checkoutID, CheckoutJson: completedCheckout(checkoutID), PaymentAttemptId: "pay_" + checkoutID,
+		CheckoutId: checkoutID, Checkout: wire.PaidCheckout(completedCheckout(checkoutID)), PaymentAttemptId: "pay_" + checkoutID,
 		AgentProfileUrl: "https://agent.example/profile.json", WebhookUrl: webhook, BaseUrl: "https://loja.example.com.br",
 	}
 }
@@ -228,10 +229,10 @@ func validateOrderDoc(t *testing.T, doc []byte) {
 
 // completedCheckout is a completed BCP checkout: two lines (2 + 1 units),
 // shipping to a selected address with a selected option, discount, buyer.
-func completedCheckout(id string) []byte {
+func completedCheckout(id string) *bcp.Checkout {
 	dest := "dest_1"
 	opt := "sedex"
-	c := bcp.Checkout{
+	return &bcp.Checkout{
 		ID:     id,
 		Status: bcp.StatusCompleted, Currency: "BRL",
 		LineItems: []bcp.LineItem{
@@ -262,11 +263,6 @@ func completedCheckout(id string) []byte {
 			}},
 		}}},
 	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }
 
 // fakePayments stands for the payments service's RefundPayment.

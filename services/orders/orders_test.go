@@ -3,7 +3,6 @@ package orders_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/wire"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
@@ -91,10 +91,7 @@ func TestCreateOrderBuildsTheBCPOrder(t *testing.T) {
 func TestCreateOrderPickupExpectation(t *testing.T) {
 	e := start(t)
 	ctx, _ := e.tenant("Loja A", tenantsv1.Environment_ENVIRONMENT_PRODUCTION)
-	var c bcp.Checkout
-	if err := json.Unmarshal(completedCheckout("chk_p"), &c); err != nil {
-		t.Fatal(err)
-	}
+	c := completedCheckout("chk_p")
 	loc, opt := "loc_centro", "pickup"
 	c.Fulfillment.Methods[0] = bcp.FulfillmentMethod{
 		ID: "fm_1", Type: bcp.MethodPickup, LineItemIDs: []string{"li_1", "li_2"},
@@ -105,9 +102,8 @@ func TestCreateOrderPickupExpectation(t *testing.T) {
 		Groups: []bcp.FulfillmentGroup{{ID: "fg_1", LineItemIDs: []string{"li_1", "li_2"}, SelectedOptionID: &opt,
 			Options: []bcp.FulfillmentOption{{ID: opt, Title: "Retirada na loja", Totals: []bcp.Total{{Type: bcp.TotalTotal, Amount: 0}}}}}},
 	}
-	raw, _ := json.Marshal(c)
 	req := createRequest("chk_p", "")
-	req.CheckoutJson = raw
+	req.Checkout = wire.PaidCheckout(c)
 	r, err := e.client.CreateOrder(ctx, connect.NewRequest(req))
 	if err != nil {
 		t.Fatal(err)
@@ -126,10 +122,13 @@ func TestCreateOrderRefusesBadInput(t *testing.T) {
 		"no checkout id": func(r *ordersv1.CreateOrderRequest) { r.CheckoutId = "" },
 		"no base url":    func(r *ordersv1.CreateOrderRequest) { r.BaseUrl = "" },
 		"ftp base url":   func(r *ordersv1.CreateOrderRequest) { r.BaseUrl = "ftp://loja.example" },
-		"not json":       func(r *ordersv1.CreateOrderRequest) { r.CheckoutJson = []byte("{") },
-		"other checkout": func(r *ordersv1.CreateOrderRequest) { r.CheckoutId = "chk_other" },
-		"no lines": func(r *ordersv1.CreateOrderRequest) {
-			r.CheckoutJson = []byte(`{"id":"chk_bad","currency":"BRL","line_items":[],"totals":[]}`)
+		"no checkout":    func(r *ordersv1.CreateOrderRequest) { r.Checkout = nil },
+		"no currency":    func(r *ordersv1.CreateOrderRequest) { r.Checkout.Currency = "" },
+		"no lines":       func(r *ordersv1.CreateOrderRequest) { r.Checkout.Lines = nil },
+		"no title":       func(r *ordersv1.CreateOrderRequest) { r.Checkout.Lines[1].Title = "" },
+		"line twice":     func(r *ordersv1.CreateOrderRequest) { r.Checkout.Lines[1].Id = r.Checkout.Lines[0].GetId() },
+		"two totals": func(r *ordersv1.CreateOrderRequest) {
+			r.Checkout.Totals = append(r.Checkout.Totals, &ordersv1.OrderTotal{Type: bcp.TotalTotal, Amount: 1})
 		},
 	} {
 		req := createRequest("chk_bad", "")

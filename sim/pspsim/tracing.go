@@ -54,6 +54,6 @@ func (d *deliveryTraces) start(ctx context.Context, p *tracing.Provider, id int6
 	if ok {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
-	return p.Tracer().Start(ctx, "pspsim webhook delivery", trace.WithSpanKind(trace.SpanKindProducer),
+	return p.Tracer().Start(ctx, "pspsim webhook delivery", trace.WithSpanKind(trace.SpanKindProducer), //nolint:spancheck // the caller ends the span
 		trace.WithAttributes(attribute.Int64("bcp.pspsim.delivery_id", id)))
 }

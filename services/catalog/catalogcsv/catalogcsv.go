@@ -134,7 +134,7 @@ func Parse(b []byte) *File {
 	byID := map[string]int{} // product_id -> index in f.Products
 	for {
 		rec, err := rd.Read()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

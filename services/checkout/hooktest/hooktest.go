@@ -24,11 +24,43 @@ type Gate struct {
 	crash   bool
 	reached chan struct{}
 	release chan struct{}
+	// unrecovered are the checkouts the process's recovery leaves alone.
+	unrecovered map[string]bool
 }
 
 // Hooks are the checkout hooks that consult the gate.
 // They also check every remembered session against its row.
-func (g *Gate) Hooks() *checkout.Hooks { return &checkout.Hooks{At: g.at, CheckSeen: true} }
+func (g *Gate) Hooks() *checkout.Hooks {
+	return &checkout.Hooks{At: g.at, CheckSeen: true, Recover: g.mayRecover}
+}
+
+// HoldRecovery keeps the process's recovery (its loop of RecoverEvery)
+// away from checkout id until ReleaseRecovery: what a crash leaves is
+// then finished by whatever the test runs (the settle sweep by hand, a
+// settle on the payments service's news), not by whichever gets there
+// first.
+func (g *Gate) HoldRecovery(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.unrecovered == nil {
+		g.unrecovered = map[string]bool{}
+	}
+	g.unrecovered[id] = true
+}
+
+// ReleaseRecovery lets the recovery finish checkout id's work again (on
+// its next pass).
+func (g *Gate) ReleaseRecovery(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.unrecovered, id)
+}
+
+func (g *Gate) mayRecover(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.unrecovered[id]
+}
 
 // Hold makes the first request reaching step for checkout id wait there
 // until Release; Reached is closed when it arrives.

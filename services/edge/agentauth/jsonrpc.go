@@ -57,7 +57,7 @@ func parseRPC(body []byte) (rpcRequest, error) {
 	if body[0] == '[' {
 		var items []json.RawMessage
 		if json.Unmarshal(body, &items) != nil || len(items) == 0 {
-			return rpcRequest{batch: true}, nil
+			return rpcRequest{batch: true}, nil //nolint:nilerr // unreadable: valid == false, the transport answers it
 		}
 		out := rpcRequest{batch: true, valid: true}
 		for _, it := range items {
@@ -87,7 +87,7 @@ func parseMessage(raw json.RawMessage) (rpcMessage, bool, error) {
 		m.id = id
 	}
 	if json.Unmarshal(obj["method"], &m.method) != nil || m.method == "" {
-		return m, false, nil
+		return m, false, nil //nolint:nilerr // unreadable: not ok, the transport answers it
 	}
 	if m.method != "tools/call" {
 		return m, true, nil
@@ -97,7 +97,7 @@ func parseMessage(raw json.RawMessage) (rpcMessage, bool, error) {
 		return m, false, dupOnly(err)
 	}
 	if json.Unmarshal(params["name"], &m.tool) != nil {
-		return m, false, nil
+		return m, false, nil //nolint:nilerr // unreadable: not ok, the SDK answers it
 	}
 	args, err := jsonmembers.OfChecked(params["arguments"])
 	if err != nil {

@@ -227,8 +227,9 @@ func newClient(base *http.Transport, allowPrivate bool, connect, timeout time.Du
 	t.GetProxyConnectHeader = nil
 	t.DialContext = d.DialContext
 	t.DialTLSContext = nil
-	t.Dial = nil // deprecated hooks a cloned base may carry; they would win
-	t.DialTLS = nil
+	// The deprecated hooks a cloned base may carry: they would win.
+	t.Dial = nil    //nolint:staticcheck // SA1019: cleared, not used
+	t.DialTLS = nil //nolint:staticcheck // SA1019: cleared, not used
 	t.TLSHandshakeTimeout = timeout
 	t.ResponseHeaderTimeout = timeout
 	t.MaxResponseHeaderBytes = 64 << 10

@@ -1,6 +1,7 @@
 package brcode
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -115,7 +116,10 @@ func Parse(s string) (*Payload, error) {
 		case "54":
 			a, err := ParseAmount(it.v)
 			if err != nil {
-				e := err.(*Error)
+				var e *Error
+				if !errors.As(err, &e) {
+					return nil, err
+				}
 				e.Offset = it.off
 				return nil, e
 			}
@@ -246,13 +250,13 @@ var errStop = &Error{}
 func locate(s, field string) int {
 	top, sub, _ := strings.Cut(field, "-")
 	off := -1
-	walkTLV(s, 0, "", func(id, v string, o int) *Error {
+	_ = walkTLV(s, 0, "", func(id, v string, o int) *Error {
 		if id != top {
 			return nil
 		}
 		off = o
 		if sub != "" {
-			walkTLV(v, o+4, top, func(id, _ string, o int) *Error {
+			_ = walkTLV(v, o+4, top, func(id, _ string, o int) *Error {
 				if id == sub {
 					off = o
 					return errStop

@@ -195,7 +195,7 @@ func flatten(err error, where string, out *[]string) {
 		}
 		*out = append(*out, msg)
 	}
-	switch e := err.(type) {
+	switch e := err.(type) { //nolint:errorlint // walks the validator's error tree level by level; flattenWrapped recurses into causes
 	case openapi3.MultiError:
 		for _, x := range e {
 			flatten(x, where, out)
@@ -552,7 +552,7 @@ func (c *Contract) Middleware(basePath string, next http.Handler, report func(er
 			w.Header()[k] = v
 		}
 		w.WriteHeader(rec.status)
-		w.Write(rec.body.Bytes())
+		_, _ = w.Write(rec.body.Bytes())
 	})
 }
 

@@ -110,12 +110,10 @@ func (x *PingResponse) GetDatabaseOk() bool {
 }
 
 type CreateOrderRequest struct {
-	state      protoimpl.MessageState `protogen:"open.v1"`
-	CheckoutId string                 `protobuf:"bytes,1,opt,name=checkout_id,json=checkoutId,proto3" json:"checkout_id,omitempty"`
-	// The completed checkout (BCP JSON without "ucp").
-	CheckoutJson     []byte `protobuf:"bytes,2,opt,name=checkout_json,json=checkoutJson,proto3" json:"checkout_json,omitempty"`
-	PaymentAttemptId string `protobuf:"bytes,3,opt,name=payment_attempt_id,json=paymentAttemptId,proto3" json:"payment_attempt_id,omitempty"`
-	AgentProfileUrl  string `protobuf:"bytes,4,opt,name=agent_profile_url,json=agentProfileUrl,proto3" json:"agent_profile_url,omitempty"`
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	CheckoutId       string                 `protobuf:"bytes,1,opt,name=checkout_id,json=checkoutId,proto3" json:"checkout_id,omitempty"`
+	PaymentAttemptId string                 `protobuf:"bytes,3,opt,name=payment_attempt_id,json=paymentAttemptId,proto3" json:"payment_attempt_id,omitempty"`
+	AgentProfileUrl  string                 `protobuf:"bytes,4,opt,name=agent_profile_url,json=agentProfileUrl,proto3" json:"agent_profile_url,omitempty"`
 	// From the agent profile's order capability config; empty = no webhooks.
 	WebhookUrl string `protobuf:"bytes,5,opt,name=webhook_url,json=webhookUrl,proto3" json:"webhook_url,omitempty"`
 	// Merchant origin, for permalink_url and the BCP-Agent header of webhooks.
@@ -125,8 +123,10 @@ type CreateOrderRequest struct {
 	Ap2MandateJson []byte `protobuf:"bytes,7,opt,name=ap2_mandate_json,json=ap2MandateJson,proto3" json:"ap2_mandate_json,omitempty"`
 	// How the order was paid, for the merchant (order page, packing slip,
 	// export); never in the agent's order. Buyer and delivery details are
-	// read from checkout_json.
-	Payment       *OrderPayment `protobuf:"bytes,8,opt,name=payment,proto3" json:"payment,omitempty"`
+	// read from checkout.
+	Payment *OrderPayment `protobuf:"bytes,8,opt,name=payment,proto3" json:"payment,omitempty"`
+	// What the order is made of, read from the completed checkout.
+	Checkout      *PaidCheckout `protobuf:"bytes,9,opt,name=checkout,proto3" json:"checkout,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -166,13 +166,6 @@ func (x *CreateOrderRequest) GetCheckoutId() string {
 		return x.CheckoutId
 	}
 	return ""
-}
-
-func (x *CreateOrderRequest) GetCheckoutJson() []byte {
-	if x != nil {
-		return x.CheckoutJson
-	}
-	return nil
 }
 
 func (x *CreateOrderRequest) GetPaymentAttemptId() string {
@@ -217,6 +210,550 @@ func (x *CreateOrderRequest) GetPayment() *OrderPayment {
 	return nil
 }
 
+func (x *CreateOrderRequest) GetCheckout() *PaidCheckout {
+	if x != nil {
+		return x.Checkout
+	}
+	return nil
+}
+
+// PaidCheckout is what an order is made of, read from the completed
+// checkout (internal/wire.PaidCheckout): lines, totals and currency for
+// the order; the settled fulfillment for its expectations and the
+// merchant's deliveries; buyer and instrument for the merchant's details.
+// Strings are as the checkout holds them; the orders service bounds what
+// it records for the merchant.
+type PaidCheckout struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Currency    string                 `protobuf:"bytes,1,opt,name=currency,proto3" json:"currency,omitempty"`
+	Lines       []*PaidLine            `protobuf:"bytes,2,rep,name=lines,proto3" json:"lines,omitempty"`
+	Totals      []*OrderTotal          `protobuf:"bytes,3,rep,name=totals,proto3" json:"totals,omitempty"`
+	Attribution map[string]string      `protobuf:"bytes,4,rep,name=attribution,proto3" json:"attribution,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Absent when the checkout has no buyer.
+	Buyer *OrderBuyer `protobuf:"bytes,5,opt,name=buyer,proto3" json:"buyer,omitempty"`
+	// The shipping and pickup methods with a selected destination, in the
+	// checkout's order.
+	Methods []*PaidMethod `protobuf:"bytes,6,rep,name=methods,proto3" json:"methods,omitempty"`
+	// The selected instrument (or the first): its type, handler and display
+	// (card brand and last digits, Pix txid). Absent without instruments.
+	Instrument    *OrderPayment `protobuf:"bytes,7,opt,name=instrument,proto3" json:"instrument,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaidCheckout) Reset() {
+	*x = PaidCheckout{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaidCheckout) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaidCheckout) ProtoMessage() {}
+
+func (x *PaidCheckout) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaidCheckout.ProtoReflect.Descriptor instead.
+func (*PaidCheckout) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PaidCheckout) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *PaidCheckout) GetLines() []*PaidLine {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+func (x *PaidCheckout) GetTotals() []*OrderTotal {
+	if x != nil {
+		return x.Totals
+	}
+	return nil
+}
+
+func (x *PaidCheckout) GetAttribution() map[string]string {
+	if x != nil {
+		return x.Attribution
+	}
+	return nil
+}
+
+func (x *PaidCheckout) GetBuyer() *OrderBuyer {
+	if x != nil {
+		return x.Buyer
+	}
+	return nil
+}
+
+func (x *PaidCheckout) GetMethods() []*PaidMethod {
+	if x != nil {
+		return x.Methods
+	}
+	return nil
+}
+
+func (x *PaidCheckout) GetInstrument() *OrderPayment {
+	if x != nil {
+		return x.Instrument
+	}
+	return nil
+}
+
+type PaidLine struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ItemId string                 `protobuf:"bytes,2,opt,name=item_id,json=itemId,proto3" json:"item_id,omitempty"`
+	Title  string                 `protobuf:"bytes,3,opt,name=title,proto3" json:"title,omitempty"`
+	// Unit price in centavos.
+	Price         int64         `protobuf:"varint,4,opt,name=price,proto3" json:"price,omitempty"`
+	ImageUrl      string        `protobuf:"bytes,5,opt,name=image_url,json=imageUrl,proto3" json:"image_url,omitempty"`
+	Quantity      int64         `protobuf:"varint,6,opt,name=quantity,proto3" json:"quantity,omitempty"`
+	Totals        []*OrderTotal `protobuf:"bytes,7,rep,name=totals,proto3" json:"totals,omitempty"`
+	ParentId      string        `protobuf:"bytes,8,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaidLine) Reset() {
+	*x = PaidLine{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaidLine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaidLine) ProtoMessage() {}
+
+func (x *PaidLine) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaidLine.ProtoReflect.Descriptor instead.
+func (*PaidLine) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PaidLine) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PaidLine) GetItemId() string {
+	if x != nil {
+		return x.ItemId
+	}
+	return ""
+}
+
+func (x *PaidLine) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *PaidLine) GetPrice() int64 {
+	if x != nil {
+		return x.Price
+	}
+	return 0
+}
+
+func (x *PaidLine) GetImageUrl() string {
+	if x != nil {
+		return x.ImageUrl
+	}
+	return ""
+}
+
+func (x *PaidLine) GetQuantity() int64 {
+	if x != nil {
+		return x.Quantity
+	}
+	return 0
+}
+
+func (x *PaidLine) GetTotals() []*OrderTotal {
+	if x != nil {
+		return x.Totals
+	}
+	return nil
+}
+
+func (x *PaidLine) GetParentId() string {
+	if x != nil {
+		return x.ParentId
+	}
+	return ""
+}
+
+// OrderTotal is a BCP total (the checkout's; the order's are the same).
+type OrderTotal struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	DisplayText   string                 `protobuf:"bytes,2,opt,name=display_text,json=displayText,proto3" json:"display_text,omitempty"`
+	Amount        int64                  `protobuf:"varint,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	Lines         []*OrderTotalLine      `protobuf:"bytes,4,rep,name=lines,proto3" json:"lines,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OrderTotal) Reset() {
+	*x = OrderTotal{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrderTotal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrderTotal) ProtoMessage() {}
+
+func (x *OrderTotal) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrderTotal.ProtoReflect.Descriptor instead.
+func (*OrderTotal) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *OrderTotal) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *OrderTotal) GetDisplayText() string {
+	if x != nil {
+		return x.DisplayText
+	}
+	return ""
+}
+
+func (x *OrderTotal) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+func (x *OrderTotal) GetLines() []*OrderTotalLine {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+type OrderTotalLine struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DisplayText   string                 `protobuf:"bytes,1,opt,name=display_text,json=displayText,proto3" json:"display_text,omitempty"`
+	Amount        int64                  `protobuf:"varint,2,opt,name=amount,proto3" json:"amount,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OrderTotalLine) Reset() {
+	*x = OrderTotalLine{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrderTotalLine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrderTotalLine) ProtoMessage() {}
+
+func (x *OrderTotalLine) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrderTotalLine.ProtoReflect.Descriptor instead.
+func (*OrderTotalLine) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *OrderTotalLine) GetDisplayText() string {
+	if x != nil {
+		return x.DisplayText
+	}
+	return ""
+}
+
+func (x *OrderTotalLine) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+// PaidMethod is a fulfillment method the checkout settled, with its
+// selected destination.
+type PaidMethod struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// shipping | pickup
+	Type        string   `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	LineItemIds []string `protobuf:"bytes,2,rep,name=line_item_ids,json=lineItemIds,proto3" json:"line_item_ids,omitempty"`
+	// The destination's address: the shipping address, or the pickup
+	// location's.
+	Address *OrderAddress `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`
+	// The pickup location's (destination's) name.
+	LocationName  string       `protobuf:"bytes,4,opt,name=location_name,json=locationName,proto3" json:"location_name,omitempty"`
+	Groups        []*PaidGroup `protobuf:"bytes,5,rep,name=groups,proto3" json:"groups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaidMethod) Reset() {
+	*x = PaidMethod{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaidMethod) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaidMethod) ProtoMessage() {}
+
+func (x *PaidMethod) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaidMethod.ProtoReflect.Descriptor instead.
+func (*PaidMethod) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PaidMethod) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *PaidMethod) GetLineItemIds() []string {
+	if x != nil {
+		return x.LineItemIds
+	}
+	return nil
+}
+
+func (x *PaidMethod) GetAddress() *OrderAddress {
+	if x != nil {
+		return x.Address
+	}
+	return nil
+}
+
+func (x *PaidMethod) GetLocationName() string {
+	if x != nil {
+		return x.LocationName
+	}
+	return ""
+}
+
+func (x *PaidMethod) GetGroups() []*PaidGroup {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+type PaidGroup struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	LineItemIds []string               `protobuf:"bytes,1,rep,name=line_item_ids,json=lineItemIds,proto3" json:"line_item_ids,omitempty"`
+	// The group has a selected option (selected_option_id set) ...
+	Selected bool `protobuf:"varint,2,opt,name=selected,proto3" json:"selected,omitempty"`
+	// ... and this is it (absent when that id names none of the options).
+	Option        *PaidOption `protobuf:"bytes,3,opt,name=option,proto3" json:"option,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaidGroup) Reset() {
+	*x = PaidGroup{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaidGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaidGroup) ProtoMessage() {}
+
+func (x *PaidGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaidGroup.ProtoReflect.Descriptor instead.
+func (*PaidGroup) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PaidGroup) GetLineItemIds() []string {
+	if x != nil {
+		return x.LineItemIds
+	}
+	return nil
+}
+
+func (x *PaidGroup) GetSelected() bool {
+	if x != nil {
+		return x.Selected
+	}
+	return false
+}
+
+func (x *PaidGroup) GetOption() *PaidOption {
+	if x != nil {
+		return x.Option
+	}
+	return nil
+}
+
+type PaidOption struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Title         string                 `protobuf:"bytes,1,opt,name=title,proto3" json:"title,omitempty"`
+	Description   string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	Carrier       string                 `protobuf:"bytes,3,opt,name=carrier,proto3" json:"carrier,omitempty"`
+	Totals        []*OrderTotal          `protobuf:"bytes,4,rep,name=totals,proto3" json:"totals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaidOption) Reset() {
+	*x = PaidOption{}
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaidOption) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaidOption) ProtoMessage() {}
+
+func (x *PaidOption) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaidOption.ProtoReflect.Descriptor instead.
+func (*PaidOption) Descriptor() ([]byte, []int) {
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PaidOption) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *PaidOption) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *PaidOption) GetCarrier() string {
+	if x != nil {
+		return x.Carrier
+	}
+	return ""
+}
+
+func (x *PaidOption) GetTotals() []*OrderTotal {
+	if x != nil {
+		return x.Totals
+	}
+	return nil
+}
+
 // OrderDetails is what the merchant needs to ship and account for an
 // order and the BCP order does not carry: who bought, how to reach them,
 // where it goes and how it was paid. Recorded at creation from the
@@ -234,7 +771,7 @@ type OrderDetails struct {
 
 func (x *OrderDetails) Reset() {
 	*x = OrderDetails{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[3]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -246,7 +783,7 @@ func (x *OrderDetails) String() string {
 func (*OrderDetails) ProtoMessage() {}
 
 func (x *OrderDetails) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[3]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -259,7 +796,7 @@ func (x *OrderDetails) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderDetails.ProtoReflect.Descriptor instead.
 func (*OrderDetails) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{3}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OrderDetails) GetBuyer() *OrderBuyer {
@@ -295,7 +832,7 @@ type OrderBuyer struct {
 
 func (x *OrderBuyer) Reset() {
 	*x = OrderBuyer{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[4]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -307,7 +844,7 @@ func (x *OrderBuyer) String() string {
 func (*OrderBuyer) ProtoMessage() {}
 
 func (x *OrderBuyer) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[4]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -320,7 +857,7 @@ func (x *OrderBuyer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderBuyer.ProtoReflect.Descriptor instead.
 func (*OrderBuyer) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{4}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *OrderBuyer) GetFirstName() string {
@@ -369,7 +906,7 @@ type OrderAddress struct {
 
 func (x *OrderAddress) Reset() {
 	*x = OrderAddress{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[5]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -381,7 +918,7 @@ func (x *OrderAddress) String() string {
 func (*OrderAddress) ProtoMessage() {}
 
 func (x *OrderAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[5]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -394,7 +931,7 @@ func (x *OrderAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderAddress.ProtoReflect.Descriptor instead.
 func (*OrderAddress) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{5}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *OrderAddress) GetFirstName() string {
@@ -481,7 +1018,7 @@ type OrderDelivery struct {
 
 func (x *OrderDelivery) Reset() {
 	*x = OrderDelivery{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[6]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -493,7 +1030,7 @@ func (x *OrderDelivery) String() string {
 func (*OrderDelivery) ProtoMessage() {}
 
 func (x *OrderDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[6]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -506,7 +1043,7 @@ func (x *OrderDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderDelivery.ProtoReflect.Descriptor instead.
 func (*OrderDelivery) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{6}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *OrderDelivery) GetMethodType() string {
@@ -582,7 +1119,7 @@ type OrderPayment struct {
 
 func (x *OrderPayment) Reset() {
 	*x = OrderPayment{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[7]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -594,7 +1131,7 @@ func (x *OrderPayment) String() string {
 func (*OrderPayment) ProtoMessage() {}
 
 func (x *OrderPayment) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[7]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -607,7 +1144,7 @@ func (x *OrderPayment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderPayment.ProtoReflect.Descriptor instead.
 func (*OrderPayment) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{7}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *OrderPayment) GetMethod() string {
@@ -667,7 +1204,7 @@ type CreateOrderResponse struct {
 
 func (x *CreateOrderResponse) Reset() {
 	*x = CreateOrderResponse{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[8]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -679,7 +1216,7 @@ func (x *CreateOrderResponse) String() string {
 func (*CreateOrderResponse) ProtoMessage() {}
 
 func (x *CreateOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[8]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -692,7 +1229,7 @@ func (x *CreateOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrderResponse.ProtoReflect.Descriptor instead.
 func (*CreateOrderResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{8}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateOrderResponse) GetOrderJson() []byte {
@@ -744,7 +1281,7 @@ type GetOrderRequest struct {
 
 func (x *GetOrderRequest) Reset() {
 	*x = GetOrderRequest{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[9]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -756,7 +1293,7 @@ func (x *GetOrderRequest) String() string {
 func (*GetOrderRequest) ProtoMessage() {}
 
 func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[9]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -769,7 +1306,7 @@ func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderRequest.ProtoReflect.Descriptor instead.
 func (*GetOrderRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{9}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetOrderRequest) GetId() string {
@@ -803,7 +1340,7 @@ type GetOrderResponse struct {
 
 func (x *GetOrderResponse) Reset() {
 	*x = GetOrderResponse{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[10]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -815,7 +1352,7 @@ func (x *GetOrderResponse) String() string {
 func (*GetOrderResponse) ProtoMessage() {}
 
 func (x *GetOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[10]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -828,7 +1365,7 @@ func (x *GetOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderResponse.ProtoReflect.Descriptor instead.
 func (*GetOrderResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{10}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetOrderResponse) GetOrderJson() []byte {
@@ -884,7 +1421,7 @@ type OrderSummary struct {
 
 func (x *OrderSummary) Reset() {
 	*x = OrderSummary{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[11]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +1433,7 @@ func (x *OrderSummary) String() string {
 func (*OrderSummary) ProtoMessage() {}
 
 func (x *OrderSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[11]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +1446,7 @@ func (x *OrderSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderSummary.ProtoReflect.Descriptor instead.
 func (*OrderSummary) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{11}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *OrderSummary) GetId() string {
@@ -1017,7 +1554,7 @@ type ListOrdersRequest struct {
 
 func (x *ListOrdersRequest) Reset() {
 	*x = ListOrdersRequest{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[12]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1029,7 +1566,7 @@ func (x *ListOrdersRequest) String() string {
 func (*ListOrdersRequest) ProtoMessage() {}
 
 func (x *ListOrdersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[12]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1042,7 +1579,7 @@ func (x *ListOrdersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrdersRequest.ProtoReflect.Descriptor instead.
 func (*ListOrdersRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{12}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListOrdersRequest) GetPageSize() int32 {
@@ -1104,7 +1641,7 @@ type ListOrdersResponse struct {
 
 func (x *ListOrdersResponse) Reset() {
 	*x = ListOrdersResponse{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[13]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1116,7 +1653,7 @@ func (x *ListOrdersResponse) String() string {
 func (*ListOrdersResponse) ProtoMessage() {}
 
 func (x *ListOrdersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[13]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1129,7 +1666,7 @@ func (x *ListOrdersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrdersResponse.ProtoReflect.Descriptor instead.
 func (*ListOrdersResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{13}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListOrdersResponse) GetOrders() []*OrderSummary {
@@ -1183,7 +1720,7 @@ type AddFulfillmentEventRequest struct {
 
 func (x *AddFulfillmentEventRequest) Reset() {
 	*x = AddFulfillmentEventRequest{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[14]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1195,7 +1732,7 @@ func (x *AddFulfillmentEventRequest) String() string {
 func (*AddFulfillmentEventRequest) ProtoMessage() {}
 
 func (x *AddFulfillmentEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[14]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1208,7 +1745,7 @@ func (x *AddFulfillmentEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddFulfillmentEventRequest.ProtoReflect.Descriptor instead.
 func (*AddFulfillmentEventRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{14}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *AddFulfillmentEventRequest) GetOrderId() string {
@@ -1277,7 +1814,7 @@ type LineQuantity struct {
 
 func (x *LineQuantity) Reset() {
 	*x = LineQuantity{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[15]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1289,7 +1826,7 @@ func (x *LineQuantity) String() string {
 func (*LineQuantity) ProtoMessage() {}
 
 func (x *LineQuantity) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[15]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1302,7 +1839,7 @@ func (x *LineQuantity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LineQuantity.ProtoReflect.Descriptor instead.
 func (*LineQuantity) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{15}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LineQuantity) GetId() string {
@@ -1329,7 +1866,7 @@ type AddFulfillmentEventResponse struct {
 
 func (x *AddFulfillmentEventResponse) Reset() {
 	*x = AddFulfillmentEventResponse{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[16]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1341,7 +1878,7 @@ func (x *AddFulfillmentEventResponse) String() string {
 func (*AddFulfillmentEventResponse) ProtoMessage() {}
 
 func (x *AddFulfillmentEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[16]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1354,7 +1891,7 @@ func (x *AddFulfillmentEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddFulfillmentEventResponse.ProtoReflect.Descriptor instead.
 func (*AddFulfillmentEventResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{16}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AddFulfillmentEventResponse) GetOrderJson() []byte {
@@ -1392,7 +1929,7 @@ type RefundOrderRequest struct {
 
 func (x *RefundOrderRequest) Reset() {
 	*x = RefundOrderRequest{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[17]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1941,7 @@ func (x *RefundOrderRequest) String() string {
 func (*RefundOrderRequest) ProtoMessage() {}
 
 func (x *RefundOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[17]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1954,7 @@ func (x *RefundOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundOrderRequest.ProtoReflect.Descriptor instead.
 func (*RefundOrderRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{17}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RefundOrderRequest) GetOrderId() string {
@@ -1472,7 +2009,7 @@ type RefundOrderResponse struct {
 
 func (x *RefundOrderResponse) Reset() {
 	*x = RefundOrderResponse{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[18]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +2021,7 @@ func (x *RefundOrderResponse) String() string {
 func (*RefundOrderResponse) ProtoMessage() {}
 
 func (x *RefundOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[18]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +2034,7 @@ func (x *RefundOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundOrderResponse.ProtoReflect.Descriptor instead.
 func (*RefundOrderResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{18}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RefundOrderResponse) GetOrderJson() []byte {
@@ -1544,7 +2081,7 @@ type ListWebhookDeliveriesRequest struct {
 
 func (x *ListWebhookDeliveriesRequest) Reset() {
 	*x = ListWebhookDeliveriesRequest{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[19]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1556,7 +2093,7 @@ func (x *ListWebhookDeliveriesRequest) String() string {
 func (*ListWebhookDeliveriesRequest) ProtoMessage() {}
 
 func (x *ListWebhookDeliveriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[19]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1569,7 +2106,7 @@ func (x *ListWebhookDeliveriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookDeliveriesRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhookDeliveriesRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{19}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListWebhookDeliveriesRequest) GetOrderId() string {
@@ -1600,7 +2137,7 @@ type WebhookDelivery struct {
 
 func (x *WebhookDelivery) Reset() {
 	*x = WebhookDelivery{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[20]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1612,7 +2149,7 @@ func (x *WebhookDelivery) String() string {
 func (*WebhookDelivery) ProtoMessage() {}
 
 func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[20]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1625,7 +2162,7 @@ func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
 func (*WebhookDelivery) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{20}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WebhookDelivery) GetId() string {
@@ -1693,7 +2230,7 @@ type ListWebhookDeliveriesResponse struct {
 
 func (x *ListWebhookDeliveriesResponse) Reset() {
 	*x = ListWebhookDeliveriesResponse{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[21]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1705,7 +2242,7 @@ func (x *ListWebhookDeliveriesResponse) String() string {
 func (*ListWebhookDeliveriesResponse) ProtoMessage() {}
 
 func (x *ListWebhookDeliveriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[21]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1718,7 +2255,7 @@ func (x *ListWebhookDeliveriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookDeliveriesResponse.ProtoReflect.Descriptor instead.
 func (*ListWebhookDeliveriesResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{21}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListWebhookDeliveriesResponse) GetDeliveries() []*WebhookDelivery {
@@ -1739,7 +2276,7 @@ type GetOrderStatsRequest struct {
 
 func (x *GetOrderStatsRequest) Reset() {
 	*x = GetOrderStatsRequest{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[22]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1751,7 +2288,7 @@ func (x *GetOrderStatsRequest) String() string {
 func (*GetOrderStatsRequest) ProtoMessage() {}
 
 func (x *GetOrderStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[22]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1764,7 +2301,7 @@ func (x *GetOrderStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetOrderStatsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{22}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetOrderStatsRequest) GetSinceUnix() int64 {
@@ -1798,7 +2335,7 @@ type GetOrderStatsResponse struct {
 
 func (x *GetOrderStatsResponse) Reset() {
 	*x = GetOrderStatsResponse{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[23]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1810,7 +2347,7 @@ func (x *GetOrderStatsResponse) String() string {
 func (*GetOrderStatsResponse) ProtoMessage() {}
 
 func (x *GetOrderStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[23]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1823,7 +2360,7 @@ func (x *GetOrderStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderStatsResponse.ProtoReflect.Descriptor instead.
 func (*GetOrderStatsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{23}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetOrderStatsResponse) GetOrders() int64 {
@@ -1873,7 +2410,7 @@ type OrderDay struct {
 
 func (x *OrderDay) Reset() {
 	*x = OrderDay{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[24]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1885,7 +2422,7 @@ func (x *OrderDay) String() string {
 func (*OrderDay) ProtoMessage() {}
 
 func (x *OrderDay) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[24]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1898,7 +2435,7 @@ func (x *OrderDay) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrderDay.ProtoReflect.Descriptor instead.
 func (*OrderDay) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{24}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *OrderDay) GetDay() string {
@@ -1934,7 +2471,7 @@ type AgentOrders struct {
 
 func (x *AgentOrders) Reset() {
 	*x = AgentOrders{}
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[25]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1946,7 +2483,7 @@ func (x *AgentOrders) String() string {
 func (*AgentOrders) ProtoMessage() {}
 
 func (x *AgentOrders) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_orders_v1_orders_proto_msgTypes[25]
+	mi := &file_bcp_orders_v1_orders_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1959,7 +2496,7 @@ func (x *AgentOrders) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentOrders.ProtoReflect.Descriptor instead.
 func (*AgentOrders) Descriptor() ([]byte, []int) {
-	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{25}
+	return file_bcp_orders_v1_orders_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AgentOrders) GetAgent() string {
@@ -1992,18 +2529,66 @@ const file_bcp_orders_v1_orders_proto_rawDesc = "" +
 	"\fPingResponse\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x1f\n" +
 	"\vdatabase_ok\x18\x02 \x01(\bR\n" +
-	"databaseOk\"\xd1\x02\n" +
+	"databaseOk\"\xfa\x02\n" +
 	"\x12CreateOrderRequest\x12\x1f\n" +
 	"\vcheckout_id\x18\x01 \x01(\tR\n" +
-	"checkoutId\x12#\n" +
-	"\rcheckout_json\x18\x02 \x01(\fR\fcheckoutJson\x12,\n" +
+	"checkoutId\x12,\n" +
 	"\x12payment_attempt_id\x18\x03 \x01(\tR\x10paymentAttemptId\x12*\n" +
 	"\x11agent_profile_url\x18\x04 \x01(\tR\x0fagentProfileUrl\x12\x1f\n" +
 	"\vwebhook_url\x18\x05 \x01(\tR\n" +
 	"webhookUrl\x12\x19\n" +
 	"\bbase_url\x18\x06 \x01(\tR\abaseUrl\x12(\n" +
 	"\x10ap2_mandate_json\x18\a \x01(\fR\x0eap2MandateJson\x125\n" +
-	"\apayment\x18\b \x01(\v2\x1b.bcp.orders.v1.OrderPaymentR\apayment\"\xb4\x01\n" +
+	"\apayment\x18\b \x01(\v2\x1b.bcp.orders.v1.OrderPaymentR\apayment\x127\n" +
+	"\bcheckout\x18\t \x01(\v2\x1b.bcp.orders.v1.PaidCheckoutR\bcheckoutJ\x04\b\x02\x10\x03R\rcheckout_json\"\xbf\x03\n" +
+	"\fPaidCheckout\x12\x1a\n" +
+	"\bcurrency\x18\x01 \x01(\tR\bcurrency\x12-\n" +
+	"\x05lines\x18\x02 \x03(\v2\x17.bcp.orders.v1.PaidLineR\x05lines\x121\n" +
+	"\x06totals\x18\x03 \x03(\v2\x19.bcp.orders.v1.OrderTotalR\x06totals\x12N\n" +
+	"\vattribution\x18\x04 \x03(\v2,.bcp.orders.v1.PaidCheckout.AttributionEntryR\vattribution\x12/\n" +
+	"\x05buyer\x18\x05 \x01(\v2\x19.bcp.orders.v1.OrderBuyerR\x05buyer\x123\n" +
+	"\amethods\x18\x06 \x03(\v2\x19.bcp.orders.v1.PaidMethodR\amethods\x12;\n" +
+	"\n" +
+	"instrument\x18\a \x01(\v2\x1b.bcp.orders.v1.OrderPaymentR\n" +
+	"instrument\x1a>\n" +
+	"\x10AttributionEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe8\x01\n" +
+	"\bPaidLine\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
+	"\aitem_id\x18\x02 \x01(\tR\x06itemId\x12\x14\n" +
+	"\x05title\x18\x03 \x01(\tR\x05title\x12\x14\n" +
+	"\x05price\x18\x04 \x01(\x03R\x05price\x12\x1b\n" +
+	"\timage_url\x18\x05 \x01(\tR\bimageUrl\x12\x1a\n" +
+	"\bquantity\x18\x06 \x01(\x03R\bquantity\x121\n" +
+	"\x06totals\x18\a \x03(\v2\x19.bcp.orders.v1.OrderTotalR\x06totals\x12\x1b\n" +
+	"\tparent_id\x18\b \x01(\tR\bparentId\"\x90\x01\n" +
+	"\n" +
+	"OrderTotal\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12!\n" +
+	"\fdisplay_text\x18\x02 \x01(\tR\vdisplayText\x12\x16\n" +
+	"\x06amount\x18\x03 \x01(\x03R\x06amount\x123\n" +
+	"\x05lines\x18\x04 \x03(\v2\x1d.bcp.orders.v1.OrderTotalLineR\x05lines\"K\n" +
+	"\x0eOrderTotalLine\x12!\n" +
+	"\fdisplay_text\x18\x01 \x01(\tR\vdisplayText\x12\x16\n" +
+	"\x06amount\x18\x02 \x01(\x03R\x06amount\"\xd2\x01\n" +
+	"\n" +
+	"PaidMethod\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\"\n" +
+	"\rline_item_ids\x18\x02 \x03(\tR\vlineItemIds\x125\n" +
+	"\aaddress\x18\x03 \x01(\v2\x1b.bcp.orders.v1.OrderAddressR\aaddress\x12#\n" +
+	"\rlocation_name\x18\x04 \x01(\tR\flocationName\x120\n" +
+	"\x06groups\x18\x05 \x03(\v2\x18.bcp.orders.v1.PaidGroupR\x06groups\"~\n" +
+	"\tPaidGroup\x12\"\n" +
+	"\rline_item_ids\x18\x01 \x03(\tR\vlineItemIds\x12\x1a\n" +
+	"\bselected\x18\x02 \x01(\bR\bselected\x121\n" +
+	"\x06option\x18\x03 \x01(\v2\x19.bcp.orders.v1.PaidOptionR\x06option\"\x91\x01\n" +
+	"\n" +
+	"PaidOption\x12\x14\n" +
+	"\x05title\x18\x01 \x01(\tR\x05title\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x18\n" +
+	"\acarrier\x18\x03 \x01(\tR\acarrier\x121\n" +
+	"\x06totals\x18\x04 \x03(\v2\x19.bcp.orders.v1.OrderTotalR\x06totals\"\xb4\x01\n" +
 	"\fOrderDetails\x12/\n" +
 	"\x05buyer\x18\x01 \x01(\v2\x19.bcp.orders.v1.OrderBuyerR\x05buyer\x12<\n" +
 	"\n" +
@@ -2187,69 +2772,90 @@ func file_bcp_orders_v1_orders_proto_rawDescGZIP() []byte {
 	return file_bcp_orders_v1_orders_proto_rawDescData
 }
 
-var file_bcp_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_bcp_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_bcp_orders_v1_orders_proto_goTypes = []any{
 	(*PingRequest)(nil),                   // 0: bcp.orders.v1.PingRequest
 	(*PingResponse)(nil),                  // 1: bcp.orders.v1.PingResponse
 	(*CreateOrderRequest)(nil),            // 2: bcp.orders.v1.CreateOrderRequest
-	(*OrderDetails)(nil),                  // 3: bcp.orders.v1.OrderDetails
-	(*OrderBuyer)(nil),                    // 4: bcp.orders.v1.OrderBuyer
-	(*OrderAddress)(nil),                  // 5: bcp.orders.v1.OrderAddress
-	(*OrderDelivery)(nil),                 // 6: bcp.orders.v1.OrderDelivery
-	(*OrderPayment)(nil),                  // 7: bcp.orders.v1.OrderPayment
-	(*CreateOrderResponse)(nil),           // 8: bcp.orders.v1.CreateOrderResponse
-	(*GetOrderRequest)(nil),               // 9: bcp.orders.v1.GetOrderRequest
-	(*GetOrderResponse)(nil),              // 10: bcp.orders.v1.GetOrderResponse
-	(*OrderSummary)(nil),                  // 11: bcp.orders.v1.OrderSummary
-	(*ListOrdersRequest)(nil),             // 12: bcp.orders.v1.ListOrdersRequest
-	(*ListOrdersResponse)(nil),            // 13: bcp.orders.v1.ListOrdersResponse
-	(*AddFulfillmentEventRequest)(nil),    // 14: bcp.orders.v1.AddFulfillmentEventRequest
-	(*LineQuantity)(nil),                  // 15: bcp.orders.v1.LineQuantity
-	(*AddFulfillmentEventResponse)(nil),   // 16: bcp.orders.v1.AddFulfillmentEventResponse
-	(*RefundOrderRequest)(nil),            // 17: bcp.orders.v1.RefundOrderRequest
-	(*RefundOrderResponse)(nil),           // 18: bcp.orders.v1.RefundOrderResponse
-	(*ListWebhookDeliveriesRequest)(nil),  // 19: bcp.orders.v1.ListWebhookDeliveriesRequest
-	(*WebhookDelivery)(nil),               // 20: bcp.orders.v1.WebhookDelivery
-	(*ListWebhookDeliveriesResponse)(nil), // 21: bcp.orders.v1.ListWebhookDeliveriesResponse
-	(*GetOrderStatsRequest)(nil),          // 22: bcp.orders.v1.GetOrderStatsRequest
-	(*GetOrderStatsResponse)(nil),         // 23: bcp.orders.v1.GetOrderStatsResponse
-	(*OrderDay)(nil),                      // 24: bcp.orders.v1.OrderDay
-	(*AgentOrders)(nil),                   // 25: bcp.orders.v1.AgentOrders
+	(*PaidCheckout)(nil),                  // 3: bcp.orders.v1.PaidCheckout
+	(*PaidLine)(nil),                      // 4: bcp.orders.v1.PaidLine
+	(*OrderTotal)(nil),                    // 5: bcp.orders.v1.OrderTotal
+	(*OrderTotalLine)(nil),                // 6: bcp.orders.v1.OrderTotalLine
+	(*PaidMethod)(nil),                    // 7: bcp.orders.v1.PaidMethod
+	(*PaidGroup)(nil),                     // 8: bcp.orders.v1.PaidGroup
+	(*PaidOption)(nil),                    // 9: bcp.orders.v1.PaidOption
+	(*OrderDetails)(nil),                  // 10: bcp.orders.v1.OrderDetails
+	(*OrderBuyer)(nil),                    // 11: bcp.orders.v1.OrderBuyer
+	(*OrderAddress)(nil),                  // 12: bcp.orders.v1.OrderAddress
+	(*OrderDelivery)(nil),                 // 13: bcp.orders.v1.OrderDelivery
+	(*OrderPayment)(nil),                  // 14: bcp.orders.v1.OrderPayment
+	(*CreateOrderResponse)(nil),           // 15: bcp.orders.v1.CreateOrderResponse
+	(*GetOrderRequest)(nil),               // 16: bcp.orders.v1.GetOrderRequest
+	(*GetOrderResponse)(nil),              // 17: bcp.orders.v1.GetOrderResponse
+	(*OrderSummary)(nil),                  // 18: bcp.orders.v1.OrderSummary
+	(*ListOrdersRequest)(nil),             // 19: bcp.orders.v1.ListOrdersRequest
+	(*ListOrdersResponse)(nil),            // 20: bcp.orders.v1.ListOrdersResponse
+	(*AddFulfillmentEventRequest)(nil),    // 21: bcp.orders.v1.AddFulfillmentEventRequest
+	(*LineQuantity)(nil),                  // 22: bcp.orders.v1.LineQuantity
+	(*AddFulfillmentEventResponse)(nil),   // 23: bcp.orders.v1.AddFulfillmentEventResponse
+	(*RefundOrderRequest)(nil),            // 24: bcp.orders.v1.RefundOrderRequest
+	(*RefundOrderResponse)(nil),           // 25: bcp.orders.v1.RefundOrderResponse
+	(*ListWebhookDeliveriesRequest)(nil),  // 26: bcp.orders.v1.ListWebhookDeliveriesRequest
+	(*WebhookDelivery)(nil),               // 27: bcp.orders.v1.WebhookDelivery
+	(*ListWebhookDeliveriesResponse)(nil), // 28: bcp.orders.v1.ListWebhookDeliveriesResponse
+	(*GetOrderStatsRequest)(nil),          // 29: bcp.orders.v1.GetOrderStatsRequest
+	(*GetOrderStatsResponse)(nil),         // 30: bcp.orders.v1.GetOrderStatsResponse
+	(*OrderDay)(nil),                      // 31: bcp.orders.v1.OrderDay
+	(*AgentOrders)(nil),                   // 32: bcp.orders.v1.AgentOrders
+	nil,                                   // 33: bcp.orders.v1.PaidCheckout.AttributionEntry
 }
 var file_bcp_orders_v1_orders_proto_depIdxs = []int32{
-	7,  // 0: bcp.orders.v1.CreateOrderRequest.payment:type_name -> bcp.orders.v1.OrderPayment
-	4,  // 1: bcp.orders.v1.OrderDetails.buyer:type_name -> bcp.orders.v1.OrderBuyer
-	6,  // 2: bcp.orders.v1.OrderDetails.deliveries:type_name -> bcp.orders.v1.OrderDelivery
-	7,  // 3: bcp.orders.v1.OrderDetails.payment:type_name -> bcp.orders.v1.OrderPayment
-	5,  // 4: bcp.orders.v1.OrderDelivery.address:type_name -> bcp.orders.v1.OrderAddress
-	3,  // 5: bcp.orders.v1.GetOrderResponse.details:type_name -> bcp.orders.v1.OrderDetails
-	11, // 6: bcp.orders.v1.ListOrdersResponse.orders:type_name -> bcp.orders.v1.OrderSummary
-	15, // 7: bcp.orders.v1.AddFulfillmentEventRequest.line_items:type_name -> bcp.orders.v1.LineQuantity
-	15, // 8: bcp.orders.v1.RefundOrderRequest.line_items:type_name -> bcp.orders.v1.LineQuantity
-	20, // 9: bcp.orders.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> bcp.orders.v1.WebhookDelivery
-	24, // 10: bcp.orders.v1.GetOrderStatsResponse.per_day:type_name -> bcp.orders.v1.OrderDay
-	25, // 11: bcp.orders.v1.GetOrderStatsResponse.by_agent:type_name -> bcp.orders.v1.AgentOrders
-	0,  // 12: bcp.orders.v1.OrdersService.Ping:input_type -> bcp.orders.v1.PingRequest
-	2,  // 13: bcp.orders.v1.OrdersService.CreateOrder:input_type -> bcp.orders.v1.CreateOrderRequest
-	9,  // 14: bcp.orders.v1.OrdersService.GetOrder:input_type -> bcp.orders.v1.GetOrderRequest
-	12, // 15: bcp.orders.v1.OrdersService.ListOrders:input_type -> bcp.orders.v1.ListOrdersRequest
-	14, // 16: bcp.orders.v1.OrdersService.AddFulfillmentEvent:input_type -> bcp.orders.v1.AddFulfillmentEventRequest
-	17, // 17: bcp.orders.v1.OrdersService.RefundOrder:input_type -> bcp.orders.v1.RefundOrderRequest
-	19, // 18: bcp.orders.v1.OrdersService.ListWebhookDeliveries:input_type -> bcp.orders.v1.ListWebhookDeliveriesRequest
-	22, // 19: bcp.orders.v1.OrdersService.GetOrderStats:input_type -> bcp.orders.v1.GetOrderStatsRequest
-	1,  // 20: bcp.orders.v1.OrdersService.Ping:output_type -> bcp.orders.v1.PingResponse
-	8,  // 21: bcp.orders.v1.OrdersService.CreateOrder:output_type -> bcp.orders.v1.CreateOrderResponse
-	10, // 22: bcp.orders.v1.OrdersService.GetOrder:output_type -> bcp.orders.v1.GetOrderResponse
-	13, // 23: bcp.orders.v1.OrdersService.ListOrders:output_type -> bcp.orders.v1.ListOrdersResponse
-	16, // 24: bcp.orders.v1.OrdersService.AddFulfillmentEvent:output_type -> bcp.orders.v1.AddFulfillmentEventResponse
-	18, // 25: bcp.orders.v1.OrdersService.RefundOrder:output_type -> bcp.orders.v1.RefundOrderResponse
-	21, // 26: bcp.orders.v1.OrdersService.ListWebhookDeliveries:output_type -> bcp.orders.v1.ListWebhookDeliveriesResponse
-	23, // 27: bcp.orders.v1.OrdersService.GetOrderStats:output_type -> bcp.orders.v1.GetOrderStatsResponse
-	20, // [20:28] is the sub-list for method output_type
-	12, // [12:20] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	14, // 0: bcp.orders.v1.CreateOrderRequest.payment:type_name -> bcp.orders.v1.OrderPayment
+	3,  // 1: bcp.orders.v1.CreateOrderRequest.checkout:type_name -> bcp.orders.v1.PaidCheckout
+	4,  // 2: bcp.orders.v1.PaidCheckout.lines:type_name -> bcp.orders.v1.PaidLine
+	5,  // 3: bcp.orders.v1.PaidCheckout.totals:type_name -> bcp.orders.v1.OrderTotal
+	33, // 4: bcp.orders.v1.PaidCheckout.attribution:type_name -> bcp.orders.v1.PaidCheckout.AttributionEntry
+	11, // 5: bcp.orders.v1.PaidCheckout.buyer:type_name -> bcp.orders.v1.OrderBuyer
+	7,  // 6: bcp.orders.v1.PaidCheckout.methods:type_name -> bcp.orders.v1.PaidMethod
+	14, // 7: bcp.orders.v1.PaidCheckout.instrument:type_name -> bcp.orders.v1.OrderPayment
+	5,  // 8: bcp.orders.v1.PaidLine.totals:type_name -> bcp.orders.v1.OrderTotal
+	6,  // 9: bcp.orders.v1.OrderTotal.lines:type_name -> bcp.orders.v1.OrderTotalLine
+	12, // 10: bcp.orders.v1.PaidMethod.address:type_name -> bcp.orders.v1.OrderAddress
+	8,  // 11: bcp.orders.v1.PaidMethod.groups:type_name -> bcp.orders.v1.PaidGroup
+	9,  // 12: bcp.orders.v1.PaidGroup.option:type_name -> bcp.orders.v1.PaidOption
+	5,  // 13: bcp.orders.v1.PaidOption.totals:type_name -> bcp.orders.v1.OrderTotal
+	11, // 14: bcp.orders.v1.OrderDetails.buyer:type_name -> bcp.orders.v1.OrderBuyer
+	13, // 15: bcp.orders.v1.OrderDetails.deliveries:type_name -> bcp.orders.v1.OrderDelivery
+	14, // 16: bcp.orders.v1.OrderDetails.payment:type_name -> bcp.orders.v1.OrderPayment
+	12, // 17: bcp.orders.v1.OrderDelivery.address:type_name -> bcp.orders.v1.OrderAddress
+	10, // 18: bcp.orders.v1.GetOrderResponse.details:type_name -> bcp.orders.v1.OrderDetails
+	18, // 19: bcp.orders.v1.ListOrdersResponse.orders:type_name -> bcp.orders.v1.OrderSummary
+	22, // 20: bcp.orders.v1.AddFulfillmentEventRequest.line_items:type_name -> bcp.orders.v1.LineQuantity
+	22, // 21: bcp.orders.v1.RefundOrderRequest.line_items:type_name -> bcp.orders.v1.LineQuantity
+	27, // 22: bcp.orders.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> bcp.orders.v1.WebhookDelivery
+	31, // 23: bcp.orders.v1.GetOrderStatsResponse.per_day:type_name -> bcp.orders.v1.OrderDay
+	32, // 24: bcp.orders.v1.GetOrderStatsResponse.by_agent:type_name -> bcp.orders.v1.AgentOrders
+	0,  // 25: bcp.orders.v1.OrdersService.Ping:input_type -> bcp.orders.v1.PingRequest
+	2,  // 26: bcp.orders.v1.OrdersService.CreateOrder:input_type -> bcp.orders.v1.CreateOrderRequest
+	16, // 27: bcp.orders.v1.OrdersService.GetOrder:input_type -> bcp.orders.v1.GetOrderRequest
+	19, // 28: bcp.orders.v1.OrdersService.ListOrders:input_type -> bcp.orders.v1.ListOrdersRequest
+	21, // 29: bcp.orders.v1.OrdersService.AddFulfillmentEvent:input_type -> bcp.orders.v1.AddFulfillmentEventRequest
+	24, // 30: bcp.orders.v1.OrdersService.RefundOrder:input_type -> bcp.orders.v1.RefundOrderRequest
+	26, // 31: bcp.orders.v1.OrdersService.ListWebhookDeliveries:input_type -> bcp.orders.v1.ListWebhookDeliveriesRequest
+	29, // 32: bcp.orders.v1.OrdersService.GetOrderStats:input_type -> bcp.orders.v1.GetOrderStatsRequest
+	1,  // 33: bcp.orders.v1.OrdersService.Ping:output_type -> bcp.orders.v1.PingResponse
+	15, // 34: bcp.orders.v1.OrdersService.CreateOrder:output_type -> bcp.orders.v1.CreateOrderResponse
+	17, // 35: bcp.orders.v1.OrdersService.GetOrder:output_type -> bcp.orders.v1.GetOrderResponse
+	20, // 36: bcp.orders.v1.OrdersService.ListOrders:output_type -> bcp.orders.v1.ListOrdersResponse
+	23, // 37: bcp.orders.v1.OrdersService.AddFulfillmentEvent:output_type -> bcp.orders.v1.AddFulfillmentEventResponse
+	25, // 38: bcp.orders.v1.OrdersService.RefundOrder:output_type -> bcp.orders.v1.RefundOrderResponse
+	28, // 39: bcp.orders.v1.OrdersService.ListWebhookDeliveries:output_type -> bcp.orders.v1.ListWebhookDeliveriesResponse
+	30, // 40: bcp.orders.v1.OrdersService.GetOrderStats:output_type -> bcp.orders.v1.GetOrderStatsResponse
+	33, // [33:41] is the sub-list for method output_type
+	25, // [25:33] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_bcp_orders_v1_orders_proto_init() }
@@ -2263,7 +2869,7 @@ func file_bcp_orders_v1_orders_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_orders_v1_orders_proto_rawDesc), len(file_bcp_orders_v1_orders_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
