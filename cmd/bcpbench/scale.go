@@ -21,6 +21,7 @@ import (
 
 	"github.com/bcpdev/bcp/agentclient"
 	"github.com/bcpdev/bcp/platform/loadkit"
+	"github.com/bcpdev/bcp/protocol/bcp"
 )
 
 // The scale check (issue 7, part 5): how memory and latency change when a
@@ -250,7 +251,7 @@ func (s *scaler) create(ctx context.Context, i int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	if resp.Status != http.StatusOK || resp.Error != nil || !strings.Contains(string(resp.Result), `"ready_for_complete"`) && !strings.Contains(string(resp.Result), `"incomplete"`) {
+	if resp.Status != http.StatusOK || resp.Error != nil || !strings.Contains(string(resp.Result), strconv.Quote(bcp.StatusReadyForComplete)) && !strings.Contains(string(resp.Result), strconv.Quote(bcp.StatusIncomplete)) {
 		return 0, fmt.Errorf("create_checkout at %s: HTTP %d %s", s.e.merchants[i].Host, resp.Status, resp.Body)
 	}
 	return d, nil
