@@ -102,7 +102,8 @@ check-generate:
 ## bench: a short load run (about 2 minutes) as a user runs the platform: a separate `bcpd dev` (its own
 ## durable PostgreSQL, listeners at BENCH_PORT_BASE=28000+) driven over loopback HTTP by `bcpbench` in
 ## another process: create_checkout, whole purchases (closed loop), then an open-loop sweep; CPU of bcpd and
-## its PostgreSQL from /proc (the load generator's apart); prints the table, writes JSON and SVG to $(BENCH_OUT).
+## its PostgreSQL from /proc (the load generator's apart; the PSP simulator runs in a process of its own,
+## `bcpbench pspsim`, and is not counted); prints the table, writes JSON and SVG to $(BENCH_OUT).
 ## Agents speak MCP; over the REST binding: make bench BENCH_FLAGS="--tenants 20 --duration 5s --concurrency 16 --protocol rest".
 ## The platform in the load generator's process: go run ./cmd/bcpbench. Go micro-benchmarks: scripts/gobench.sh.
 ## Figures: docs/performance.md.

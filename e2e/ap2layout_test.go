@@ -40,11 +40,10 @@ type (
 )
 
 type ap2Wallet struct {
-	t     *testing.T
-	key   *ecdsa.PrivateKey // the agent profile's key (issuer and holder)
-	kid   string
-	alg   string // _sd_alg; "" leaves it out (sha-256)
-	salts int
+	t   *testing.T
+	key *ecdsa.PrivateKey // the agent profile's key (issuer and holder)
+	kid string
+	alg string // _sd_alg; "" leaves it out (sha-256)
 }
 
 func (w *ap2Wallet) hash(s string) string {

@@ -18,6 +18,15 @@
 # 8 agents, card purchases, 10 s phases, no open-loop sweep; add
 # "--concurrency 1" for one agent, where group commit hides nothing.
 #
+# The PSP simulator runs in a process of its own, outside the figures
+# (scripts/lib/bcpd-dev.sh), on every side whose bcpd dev can pay at one
+# there. An older revision (such as 6de9e8d, before issue 31) cannot: its
+# simulators were Go calls inside the platform writing to its own
+# cluster, and they stay in its figure. That is each revision as a
+# merchant runs it — the newer one pays a PSP elsewhere over the wire,
+# whose client side it counts — so it is the default;
+# BENCH_PSPSIM=inprocess makes every side host its simulator in process.
+#
 # AB_ENV_A / AB_ENV_B: environment for one side's bcpd ("VAR=value ..."),
 # e.g. tracing at 1 % on B against the same build without:
 #   AB_ENV_B="OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:27318 OTEL_TRACES_SAMPLER_ARG=0.01"
@@ -41,6 +50,11 @@ for side in a b; do
   rev=${!side}
   git -C "$root" worktree add --detach "$work/wt-$side" "$rev" >/dev/null 2>&1
   (cd "$work/wt-$side" && go build -o "$work/bcpd-$side" ./cmd/bcpd)
+done
+for side in a b; do
+  if ! pspsim_separate "$work/bcpd-$side"; then
+    echo "bench-ab: side $side (${!side}) hosts its simulators in process: its figure includes them" >&2
+  fi
 done
 base_a=28000 base_b=29000
 sink=
@@ -85,3 +99,10 @@ for r in $(seq 1 "$rounds"); do
     "$(ratio "${ra[0]}" "${rb[0]}") $(ratio "${ra[1]}" "${rb[1]}")" \
     "${ca:--} | ${cb:--} ($(ratio "$sa" "$sb"))" "${la:--} | ${lb:--} ($(ratio "$la" "$lb"))"
 done
+if [ -n "$sink" ]; then
+  # What the traced side exported, as evidence that tracing was on.
+  kill -INT "$sink" 2>/dev/null || true
+  wait "$sink" 2>/dev/null || true
+  sink=
+  cat "$work/sink.log" >&2
+fi

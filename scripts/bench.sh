@@ -5,8 +5,11 @@
 # scripts/lib/bcpd-dev.sh), drives it over loopback HTTP from another
 # process (`bcpbench --target`), and counts the CPU of bcpd and of its
 # PostgreSQL cluster from /proc; the load generator's own CPU is printed
-# apart and left out. The PSP and card simulators run inside bcpd dev, so
-# their CPU is counted with it (a card charge is one HTTP call to them).
+# apart and left out. The PSP and card simulators are the outside world:
+# they run in a process of their own (`bcpbench pspsim`, on a PostgreSQL of
+# their own) and are not counted; a bcpd too old to pay at a separate
+# simulator hosts it in process, and its figures include it (see
+# scripts/lib/bcpd-dev.sh).
 #
 #   scripts/bench.sh OUT_DIR [bcpbench flags...]
 #

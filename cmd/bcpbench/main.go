@@ -174,7 +174,7 @@ type Target struct {
 func main() {
 	// The platform runs in this process: tuned as bcpd tunes itself.
 	gctune.Apply()
-	if len(os.Args) > 1 && (os.Args[1] == "scale" || os.Args[1] == "search" || os.Args[1] == "otlp-sink") {
+	if len(os.Args) > 1 && (os.Args[1] == "scale" || os.Args[1] == "search" || os.Args[1] == "otlp-sink" || os.Args[1] == "pspsim") {
 		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer cancel()
 		sub := runScale
@@ -183,6 +183,8 @@ func main() {
 			sub = runSearchBench
 		case "otlp-sink":
 			sub = runSink
+		case "pspsim":
+			sub = runPSPSim
 		}
 		if err := sub(ctx, os.Args[2:]); err != nil {
 			fatal(err)

@@ -115,6 +115,10 @@ func (e *env) statements(ctx context.Context) stmtSnapshot {
 			s[id] = c
 		}
 	}
+	if err := rows.Err(); err != nil {
+		logf("pg_stat_statements: %v", err)
+		return nil
+	}
 	return s
 }
 

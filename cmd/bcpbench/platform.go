@@ -50,7 +50,8 @@ type env struct {
 	r          *platform.Running // nil with --target
 	// sim hosts the PSP simulator (the pspsim role) beside r, on simPG,
 	// a cluster of its own: see startSimulator. nil when the workload
-	// buys nothing, and with --target (the target's bcpd dev hosts one).
+	// buys nothing, and with --target (the target's bcpd dev pays at its
+	// own: a `bcpbench pspsim` process, or an older bcpd's in process).
 	sim   *platform.Running
 	simPG *pgserver.Server
 	// publicAddr is the edge's host:port; ops are operator clients (seeding,

@@ -4,6 +4,7 @@
 //	bcpd <service>  one of edge|tenants|catalog|pricing|checkout|payments|orders
 //	bcpd pspsim     the PSP simulator sandbox handlers pay through
 //	bcpd dev        private PostgreSQL + migrations + demo merchant + all + pspsim
+//	                (--pspsim-url: a simulator elsewhere, none in process)
 //	bcpd migrate up|status
 //	bcpd demo       the demo merchant, seeded through services elsewhere (make ha)
 //
@@ -60,6 +61,7 @@ roles:
   pspsim                   the PSP simulator: an API Pix (OAuth2 + mTLS) and a Stripe-compatible
                            card API that sandbox handlers pay through (payments: --pspsim-url)
   dev                      private PostgreSQL, migrations, demo merchant, then all and pspsim
+                           (with --pspsim-url: all, paying at a simulator hosted elsewhere)
   migrate up|status        apply or show database migrations
   demo                     seed the demo merchant through the services at --<service>-url and
                            serve the demo agent's profile on --internal-addr (make ha)
@@ -130,7 +132,7 @@ func newFlags(role string) *flags {
 	for _, s := range platform.AllServices {
 		f.serviceURLs[s] = fs.String(s+"-url", env("BCP_"+strings.ToUpper(s)+"_URL", ""), "base URL of the "+s+" service when hosted elsewhere [BCP_"+strings.ToUpper(s)+"_URL]")
 	}
-	f.serviceURLs[platform.PSPSim] = fs.String("pspsim-url", env("BCP_PSPSIM_URL", ""), "payments: the PSP simulator's control URL (https://host:port) for sandbox handlers without settings of their own; needs --dev-pki-dir [BCP_PSPSIM_URL]")
+	f.serviceURLs[platform.PSPSim] = fs.String("pspsim-url", env("BCP_PSPSIM_URL", ""), "payments: the PSP simulator's control URL (https://host:port) for sandbox handlers without settings of their own; needs --dev-pki-dir; dev: a simulator hosted elsewhere (bcpbench pspsim), dev then hosts none [BCP_PSPSIM_URL]")
 	f.devPKIDir = fs.String("dev-pki-dir", env("BCP_DEV_PKI_DIR", ""), "development PKI: the CA of the simulator's and the webhook listener's certificates and the simulator's own CA, created there on first use (dev: <data-dir>/pki) [BCP_DEV_PKI_DIR]")
 	f.simPixAddr = fs.String("pspsim-pix-addr", env("BCP_PSPSIM_PIX_ADDR", "127.0.0.1:9443"), "pspsim: the API Pix listener (mTLS) [BCP_PSPSIM_PIX_ADDR]")
 	f.simControlAddr = fs.String("pspsim-control-addr", env("BCP_PSPSIM_CONTROL_ADDR", "127.0.0.1:9444"), "pspsim: the control and card API listener [BCP_PSPSIM_CONTROL_ADDR]")
@@ -312,6 +314,7 @@ func runDev(ctx context.Context, args []string) error {
 		PublicAddr: *f.publicAddr, InternalAddr: *f.internalAddr, OperatorHost: *f.operatorHost, Logger: f.logger(), Out: os.Stdout,
 		NoDemoHistory: *f.noDemoHistory, PSPSimPixAddr: *f.simPixAddr, PSPSimControlAddr: *f.simControlAddr, PSPSimFaults: *f.simFaults,
 		WebhookAddr: cmp.Or(*f.webhookAddr, "127.0.0.1:8443"),
+		PSPSimURL:   *f.serviceURLs[platform.PSPSim], PSPSimToken: *f.simToken, DevPKIDir: *f.devPKIDir,
 	})
 	if err != nil {
 		return err

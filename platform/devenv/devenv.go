@@ -47,6 +47,17 @@ type Options struct {
 	// (platform.Config; "" for any free port).
 	PSPSimPixAddr, PSPSimControlAddr, PSPSimFaults string
 	WebhookAddr                                    string
+	// PSPSimURL is a PSP simulator hosted elsewhere (its control URL, as
+	// `bcpd all --pspsim-url`): dev then hosts none, and the sandbox
+	// handlers (the demo's too) pay there, so a measurement of this
+	// process and its PostgreSQL leaves the outside world's work out.
+	// It must trust the same dev PKI (DevPKIDir) to call the webhooks.
+	PSPSimURL string
+	// PSPSimToken is the simulator's control token ("": the one kept in
+	// <data-dir>/pspsim-token, created on first use).
+	PSPSimToken string
+	// DevPKIDir is the development PKI ("": <data-dir>/pki).
+	DevPKIDir string
 }
 
 // OperatorHost is where `bcpd dev` serves the operator console.
@@ -119,10 +130,26 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	}
 	// The PSP simulator's control token, kept like the operator's: the
 	// README's "going live" opens a bank account there by hand.
-	simToken, err := loadOrCreateToken(filepath.Join(dataDir, "pspsim-token"), "bcp_psp_")
-	if err != nil {
-		env.Stop()
-		return nil, err
+	simToken := o.PSPSimToken
+	if simToken == "" {
+		if simToken, err = loadOrCreateToken(filepath.Join(dataDir, "pspsim-token"), "bcp_psp_"); err != nil {
+			env.Stop()
+			return nil, err
+		}
+	}
+	pkiDir := o.DevPKIDir
+	if pkiDir == "" {
+		pkiDir = filepath.Join(dataDir, "pki")
+	}
+	// The PSP simulator too: the demo's sandbox handlers pay through it
+	// with the same clients production handlers use. With PSPSimURL it
+	// is someone else's, and its webhooks need a listener here.
+	services, serviceURLs, webhookAddr := platform.DevServices, map[string]string{}, o.WebhookAddr
+	if o.PSPSimURL != "" {
+		services, serviceURLs[platform.PSPSim] = platform.AllServices, o.PSPSimURL
+		if webhookAddr == "" {
+			webhookAddr = "127.0.0.1:0"
+		}
 	}
 	if o.OperatorHost == "" {
 		o.OperatorHost = OperatorHost
@@ -134,16 +161,15 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		return nil, err
 	}
 	env.Platform, err = platform.Start(ctx, platform.Config{
-		InternalRoutes: map[string]http.Handler{agentPattern: agentHandler},
-		// The PSP simulator too: the demo's sandbox handlers pay through it
-		// with the same clients production handlers use.
-		Services:          platform.DevServices,
-		DevPKIDir:         filepath.Join(dataDir, "pki"),
+		InternalRoutes:    map[string]http.Handler{agentPattern: agentHandler},
+		Services:          services,
+		ServiceURLs:       serviceURLs,
+		DevPKIDir:         pkiDir,
 		PSPSimPixAddr:     o.PSPSimPixAddr,
 		PSPSimControlAddr: o.PSPSimControlAddr,
 		PSPSimFaults:      o.PSPSimFaults,
 		PSPSimToken:       simToken,
-		WebhookAddr:       o.WebhookAddr,
+		WebhookAddr:       webhookAddr,
 		DatabaseURL:       appURL,
 		PublicAddr:        o.PublicAddr,
 		InternalAddr:      o.InternalAddr,
@@ -158,7 +184,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		env.Stop()
 		return nil, err
 	}
-	if err := writeDevFile(dataDir, env.Platform); err != nil {
+	if err := writeDevFile(dataDir, env.Platform, o.PSPSimURL); err != nil {
 		env.Stop()
 		return nil, err
 	}
@@ -197,7 +223,7 @@ BCP platform running (bcpd all on a private PostgreSQL).
   operator API      http://%s   (token in %s; bcpctl finds both through %s,
                     from another directory with --data-dir %s or BCP_DATA_DIR)
   operator console  http://%s:%s/   (sign in with the operator token)
-  PSP simulator     API Pix %s (mTLS + OAuth2), control and card API %s
+  PSP simulator     %s
                     (the sandbox's bank; CA in %s)
   Pix webhooks      https://<merchant host>:%s/webhooks/pix/… (mTLS)
 %s
@@ -207,9 +233,18 @@ BCP platform running (bcpd all on a private PostgreSQL).
 Ctrl-C stops the platform and PostgreSQL; data stays in %s.
 `, tenant.GetName(), DemoDomain, tenant.GetId(), base, base, base, adminEmail, adminPassword, agentProfile, apiKey, filepath.Join(dataDir, DemoWalletFile),
 		env.Platform.InternalAddr, filepath.Join(dataDir, "operator-token"), DevFile, dataDir, o.OperatorHost, port,
-		env.Platform.PSPSim.PixURL(), env.Platform.PSPSim.ControlURL(), filepath.Join(dataDir, "pki", "dev-ca", "ca.pem"), portOf(env.Platform.WebhookAddr),
+		simLine(env.Platform, o.PSPSimURL), filepath.Join(pkiDir, "dev-ca", "ca.pem"), portOf(env.Platform.WebhookAddr),
 		history, DemoDomain, port, dataDir)
 	return env, nil
+}
+
+// simLine is the banner's line about the PSP simulator: hosted here, or
+// elsewhere (PSPSimURL).
+func simLine(p *platform.Running, external string) string {
+	if p.PSPSim == nil {
+		return "control and card API " + external + " (hosted elsewhere: --pspsim-url)"
+	}
+	return fmt.Sprintf("API Pix %s (mTLS + OAuth2), control and card API %s", p.PSPSim.PixURL(), p.PSPSim.ControlURL())
 }
 
 func portOf(addr string) string {
@@ -280,8 +315,8 @@ type DevInfo struct {
 	PID              int    `json:"pid"`
 }
 
-func writeDevFile(dataDir string, p *platform.Running) error {
-	info := DevInfo{InternalURL: "http://" + p.InternalAddr, PublicURL: "http://" + p.PublicAddr, PID: os.Getpid()}
+func writeDevFile(dataDir string, p *platform.Running, externalSim string) error {
+	info := DevInfo{InternalURL: "http://" + p.InternalAddr, PublicURL: "http://" + p.PublicAddr, PID: os.Getpid(), PSPSimControlURL: externalSim}
 	if p.PSPSim != nil {
 		info.PSPSimControlURL, info.PSPSimPixURL = p.PSPSim.ControlURL(), p.PSPSim.PixURL()
 	}
