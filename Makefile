@@ -55,7 +55,7 @@ FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzValidateToolInput$$' -fuzztime=$(FUZZTIME) ./protocol/bcpschema/
 	$(GO) test -run='^$$' -fuzz='^FuzzValidateCatalogToolInput$$' -fuzztime=$(FUZZTIME) ./protocol/bcpschema/
-	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./services/payments/pix/brcode/
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./protocol/brcode/
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSignatureInput$$' -fuzztime=$(FUZZTIME) ./httpsig/
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=$(FUZZTIME) ./internal/jsonmembers/
 	$(GO) test -run='^$$' -fuzz='^FuzzMandate$$' -fuzztime=$(FUZZTIME) ./protocol/ap2/
@@ -68,7 +68,7 @@ fuzz:
 fuzz-short:
 	$(GO) test -run='^$$' -fuzz='^FuzzValidateToolInput$$' -fuzztime=5000x ./protocol/bcpschema/
 	$(GO) test -run='^$$' -fuzz='^FuzzValidateCatalogToolInput$$' -fuzztime=5000x ./protocol/bcpschema/
-	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=40000x ./services/payments/pix/brcode/
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=40000x ./protocol/brcode/
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSignatureInput$$' -fuzztime=40000x ./httpsig/
 	$(GO) test -run='^$$' -fuzz='^FuzzMembers$$' -fuzztime=40000x ./internal/jsonmembers/
 	$(GO) test -run='^$$' -fuzz='^FuzzMandate$$' -fuzztime=5000x ./protocol/ap2/

@@ -11,4 +11,4 @@ cd "$(dirname "$0")/.."
 scripts/ensure-postgres.sh
 exec go test -run '^$' -benchmem "${@:--benchtime=1s}" \
 	-bench 'BenchmarkValidateCreateCheckout|BenchmarkQuote|BenchmarkGetCached|BenchmarkNegotiate|BenchmarkVerify|BenchmarkSignES256|BenchmarkEncode|BenchmarkParse|BenchmarkWrap|BenchmarkToolResultMarshal|BenchmarkStartPayment|BenchmarkConnectUnary|BenchmarkGetHit' \
-	./protocol/bcpschema ./services/pricing ./services/edge/agentprofile ./httpsig ./services/payments/pix/brcode ./services/edge ./services/payments ./internal/inproc ./internal/tenantcache
+	./protocol/bcpschema ./services/pricing ./services/edge/agentprofile ./httpsig ./protocol/brcode ./services/edge ./services/payments ./internal/inproc ./internal/tenantcache

@@ -10,17 +10,17 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
 
+	"github.com/bcpdev/bcp/internal/catalogcsv"
+	"github.com/bcpdev/bcp/internal/money"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
-	"github.com/bcpdev/bcp/services/catalog/catalogcsv"
 )
 
 // inputError lists what is wrong with an input file; it exits with status 2
@@ -145,28 +145,10 @@ func (c *cli) catalogList(ctx context.Context, args []string) error {
 			case !pr.GetActive():
 				active = "no (product)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", pr.GetId(), pr.GetTitle(), v.GetId(), v.GetSku(), formatBRL(v.GetPrice()), v.GetStock(), active)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", pr.GetId(), pr.GetTitle(), v.GetId(), v.GetSku(), money.FormatBRL(v.GetPrice()), v.GetStock(), active)
 		}
 	}
 	return tw.Flush()
-}
-
-// formatBRL renders centavos the Brazilian way: R$ 1.234,56.
-func formatBRL(c int64) string {
-	sign := ""
-	u := uint64(c)
-	if c < 0 {
-		sign, u = "-", uint64(-(c+1))+1 // no overflow at math.MinInt64
-	}
-	reais := strconv.FormatUint(u/100, 10)
-	var b strings.Builder
-	for i, d := range reais {
-		if i > 0 && (len(reais)-i)%3 == 0 {
-			b.WriteByte('.')
-		}
-		b.WriteRune(d)
-	}
-	return fmt.Sprintf("%sR$ %s,%02d", sign, b.String(), u%100)
 }
 
 // parsePrice reads a CSV price into centavos (catalogcsv.ParsePrice),

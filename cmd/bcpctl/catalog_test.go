@@ -62,17 +62,6 @@ func TestParsePrice(t *testing.T) {
 	}
 }
 
-func TestFormatBRL(t *testing.T) {
-	for in, want := range map[int64]string{
-		5990: "R$ 59,90", 5: "R$ 0,05", 0: "R$ 0,00", 123456: "R$ 1.234,56", 100000000: "R$ 1.000.000,00", -150: "-R$ 1,50",
-		math.MinInt64: "-R$ 92.233.720.368.547.758,08",
-	} {
-		if got := formatBRL(in); got != want {
-			t.Errorf("formatBRL(%d) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestParseCatalogCSV(t *testing.T) {
 	// ';' separated with a BOM, as spreadsheets export; a quoted
 	// description spanning two lines shifts the line numbers after it.

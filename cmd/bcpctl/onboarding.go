@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,10 +16,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/bcpdev/bcp/internal/bcpnames"
+	"github.com/bcpdev/bcp/internal/catalogcsv"
+	"github.com/bcpdev/bcp/internal/money"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
-	"github.com/bcpdev/bcp/services/catalog/catalogcsv"
 )
 
 // Onboarding (issue 34): the go-live checklist, tenant update, shipping
@@ -272,7 +272,7 @@ func (c *cli) shippingRate(ctx context.Context, verb string, args []string) erro
 		tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tTITLE\tPRICE\tFREE ABOVE\tDAYS\tWHERE\tACTIVE")
 		for _, rt := range r.Msg.GetRates() {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rt.GetId(), rt.GetTitle(), brl(rt.GetPrice()), orDash(rt.GetFreeAbove()), days(rt.GetMinDays(), rt.GetMaxDays()), where(rt), yesNo(rt.GetActive()))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rt.GetId(), rt.GetTitle(), money.FormatBRL(rt.GetPrice()), orDash(rt.GetFreeAbove()), days(rt.GetMinDays(), rt.GetMaxDays()), where(rt), yesNo(rt.GetActive()))
 		}
 		return tw.Flush()
 	case "remove":
@@ -346,7 +346,7 @@ func (c *cli) shippingRateAdd(ctx context.Context, args []string) error {
 		return c.printJSON(r.Msg.GetRate())
 	}
 	s := r.Msg.GetRate()
-	fmt.Fprintf(c.out, "shipping rate %s added: %s, %s, %s, %s%s\n", s.GetId(), s.GetTitle(), brl(s.GetPrice()), where(s), days(s.GetMinDays(), s.GetMaxDays()), freeText(s.GetFreeAbove()))
+	fmt.Fprintf(c.out, "shipping rate %s added: %s, %s, %s, %s%s\n", s.GetId(), s.GetTitle(), money.FormatBRL(s.GetPrice()), where(s), days(s.GetMinDays(), s.GetMaxDays()), freeText(s.GetFreeAbove()))
 	return nil
 }
 
@@ -389,7 +389,7 @@ func (c *cli) pickup(ctx context.Context, verb string, args []string) error {
 			return c.printJSON(r.Msg.GetLocation())
 		}
 		s := r.Msg.GetLocation()
-		fmt.Fprintf(c.out, "pickup point %s added: %s, %s, %s/%s, CEP %s, %s\n", s.GetId(), s.GetName(), s.GetStreetAddress(), s.GetAddressLocality(), s.GetAddressRegion(), s.GetPostalCode(), brl(s.GetPrice()))
+		fmt.Fprintf(c.out, "pickup point %s added: %s, %s, %s/%s, CEP %s, %s\n", s.GetId(), s.GetName(), s.GetStreetAddress(), s.GetAddressLocality(), s.GetAddressRegion(), s.GetPostalCode(), money.FormatBRL(s.GetPrice()))
 		return nil
 	case "list":
 		p, err := parse(newFS("pickup list"), args, 1, "<tenant>")
@@ -410,7 +410,7 @@ func (c *cli) pickup(ctx context.Context, verb string, args []string) error {
 		tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tNAME\tADDRESS\tPRICE\tHOURS\tACTIVE")
 		for _, l := range r.Msg.GetLocations() {
-			fmt.Fprintf(tw, "%s\t%s\t%s, %s/%s %s\t%s\t%s\t%s\n", l.GetId(), l.GetName(), l.GetStreetAddress(), l.GetAddressLocality(), l.GetAddressRegion(), l.GetPostalCode(), brl(l.GetPrice()), l.GetDescription(), yesNo(l.GetActive()))
+			fmt.Fprintf(tw, "%s\t%s\t%s, %s/%s %s\t%s\t%s\t%s\n", l.GetId(), l.GetName(), l.GetStreetAddress(), l.GetAddressLocality(), l.GetAddressRegion(), l.GetPostalCode(), money.FormatBRL(l.GetPrice()), l.GetDescription(), yesNo(l.GetActive()))
 		}
 		return tw.Flush()
 	case "remove":
@@ -431,35 +431,18 @@ func (c *cli) pickup(ctx context.Context, verb string, args []string) error {
 	return usageError{"unknown command pickup " + verb + " (add, list, remove)"}
 }
 
-// brl is R$ 1.234,56.
-func brl(cents int64) string {
-	neg := cents < 0
-	if neg {
-		cents = -cents
-	}
-	s := strconv.FormatInt(cents/100, 10)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "." + s[i:]
-	}
-	out := fmt.Sprintf("R$ %s,%02d", s, cents%100)
-	if neg {
-		out = "-" + out
-	}
-	return out
-}
-
 func orDash(cents int64) string {
 	if cents == 0 {
 		return "-"
 	}
-	return brl(cents)
+	return money.FormatBRL(cents)
 }
 
 func freeText(cents int64) string {
 	if cents == 0 {
 		return ""
 	}
-	return ", free from " + brl(cents)
+	return ", free from " + money.FormatBRL(cents)
 }
 
 func days(lo, hi int32) string {

@@ -4,7 +4,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"encoding/json"
-	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +14,10 @@ import (
 // accepts must be a mandate of the fuzz key for this checkout.
 func FuzzMandate(f *testing.F) {
 	// A fixed key keeps the corpus valid across runs.
-	d := new(big.Int).SetBytes([]byte("bcp-ap2-fuzz-issuer-key-0123456"))
-	key := &ecdsa.PrivateKey{D: d}
-	key.PublicKey.Curve = elliptic.P256()
-	key.PublicKey.X, key.PublicKey.Y = elliptic.P256().ScalarBaseMult(d.Bytes())
+	key, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), append([]byte{0}, "bcp-ap2-fuzz-issuer-key-0123456"...))
+	if err != nil {
+		f.Fatal(err)
+	}
 	pub, err := PublicJWK(key, "fuzz")
 	if err != nil {
 		f.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -126,7 +127,7 @@ func ValidateClaims(vct string, claims []byte) error {
 // which keyword failed (the message may quote the value; it is the
 // agent's own claim, never a secret, but kept short).
 func firstViolation(err error) string {
-	ve, ok := err.(*jsonschema.ValidationError)
+	ve, ok := errors.AsType[*jsonschema.ValidationError](err)
 	if !ok {
 		return "invalid"
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -275,7 +276,7 @@ func sameTerms(currency string, lineItems, totals json.RawMessage, cur *bcp.Chec
 		}
 		gc, err := ap2.Canonical(p.got)
 		if err != nil || !bytes.Equal(gc, wc) {
-			return false, nil
+			return false, nil //nolint:nilerr // a presented value that does not canonicalize is not the one asked for
 		}
 	}
 	return true, nil
@@ -284,7 +285,7 @@ func sameTerms(currency string, lineItems, totals json.RawMessage, cur *bcp.Chec
 // reason is an ap2 error's reason, in English as the library words it:
 // it names what failed without echoing the mandate.
 func reason(err error) string {
-	if e, ok := err.(*ap2.Error); ok {
+	if e, ok := errors.AsType[*ap2.Error](err); ok {
 		return "Mandato AP2 recusado: " + e.Reason
 	}
 	return "Mandato AP2 recusado."
@@ -292,7 +293,7 @@ func reason(err error) string {
 
 // apReason is an ap2 error's bare reason.
 func apReason(err error) string {
-	if e, ok := err.(*ap2.Error); ok {
+	if e, ok := errors.AsType[*ap2.Error](err); ok {
 		return e.Reason
 	}
 	return "invalid"

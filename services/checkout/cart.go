@@ -375,7 +375,7 @@ func (s *Service) convertCart(ctx context.Context, tid uuid.UUID, agent agentInf
 			if err != nil {
 				return nil, err
 			}
-			if terminal(sess.Status) {
+			if bcp.Terminal(sess.Status) {
 				// The checkout it became was completed or canceled: the cart is gone.
 				return nil, errCartNotFound(cartID)
 			}

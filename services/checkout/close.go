@@ -8,6 +8,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/payattempt"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
@@ -56,7 +57,7 @@ func (s *Service) end(ctx context.Context, id string, why endReason, owner strin
 			return result(c) // canceling twice changes nothing
 		case sess.Status == bcp.StatusCompleted && why == endCancel:
 			return unchanged(c, notModifiable(sess.Status))
-		case terminal(sess.Status):
+		case bcp.Terminal(sess.Status):
 			return result(c)
 		case why == endExpire && (s.now().Before(sess.ExpiresAt) || sess.Status == bcp.StatusCompleteInProgress):
 			// Not due, or a completion in flight: its payment decides.
@@ -78,7 +79,7 @@ func (s *Service) end(ctx context.Context, id string, why endReason, owner strin
 					return nil, apperr.New(apperr.KindUnavailable, "payment_not_stopped", "the payment of checkout %s was not stopped; retry", id)
 				}
 				return unchanged(c, notStopped())
-			case movedMoney(a.GetStatus()):
+			case payattempt.MovedMoneyProto(a.GetStatus()):
 				// The money moved first: completion wins.
 				res, err := s.settle(ctx, id, *sess.PaymentAttemptID, false, nil)
 				if err != nil || why != endCancel {

@@ -2,6 +2,7 @@ package checkout
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -93,7 +94,7 @@ func (s *Service) completeOnce(ctx context.Context, r completion) (*checkoutv1.C
 	if err != nil {
 		return nil, err
 	}
-	if !terminal(sess.Status) && sess.Status != bcp.StatusCompleteInProgress && !s.now().Before(sess.ExpiresAt) {
+	if !bcp.Terminal(sess.Status) && sess.Status != bcp.StatusCompleteInProgress && !s.now().Before(sess.ExpiresAt) {
 		return s.end(ctx, r.id, endExpire, "", nil)
 	}
 	switch {
@@ -168,10 +169,10 @@ func (s *Service) completeFrom(ctx context.Context, r completion, sess session, 
 		return nil, err
 	}
 	attemptID, state, err := s.claim(ctx, r, sess, seen, cur, inst, mandate, b.automaticDiscounts)
-	if err == errRaced && seen != nil {
+	if errors.Is(err, errRaced) && seen != nil {
 		return nil, errReread
 	}
-	if err == errRaced {
+	if errors.Is(err, errRaced) {
 		// Someone else completed, canceled or changed it first: show what
 		// won, and say so without contradicting it.
 		_, latest, lerr := s.store.getState(ctx, r.id)

@@ -7,18 +7,6 @@ import (
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 )
 
-// brl formats centavos the Brazilian way with integer arithmetic.
-func TestBRL(t *testing.T) {
-	for c, want := range map[int64]string{
-		0: "R$ 0,00", 5: "R$ 0,05", 5990: "R$ 59,90", 100000: "R$ 1.000,00", 123456789: "R$ 1.234.567,89",
-		-1500: "-R$ 15,00", -123456: "-R$ 1.234,56", 9007199254740991: "R$ 90.071.992.547.409,91",
-	} {
-		if got := brl(c); got != want {
-			t.Errorf("brl(%d) = %q, want %q", c, got, want)
-		}
-	}
-}
-
 // What the buyer reads for each attempt that did not pay.
 func TestFailureMessage(t *testing.T) {
 	for _, tc := range []struct {

@@ -72,11 +72,7 @@ var machine = map[string]struct{ from, to []string }{
 }
 
 // openStatuses are the ones an agent can still change with an update.
-var openStatuses = []string{bcp.StatusIncomplete, bcp.StatusRequiresEscalation, bcp.StatusReadyForComplete}
-
-// statuses are every checkout status (ListCheckouts filters by them).
-var statuses = []string{bcp.StatusIncomplete, bcp.StatusRequiresEscalation, bcp.StatusReadyForComplete, bcp.StatusCompleteInProgress,
-	bcp.StatusCompleted, bcp.StatusCanceled}
+var openStatuses = bcp.OpenStatuses()
 
 // outcomes is what a completion's attempt status makes of its checkout.
 var outcomes = map[paymentsv1.AttemptStatus]string{
@@ -98,19 +94,6 @@ func move(name, from, to string) error {
 	}
 	return apperr.New(apperr.KindInternal, "internal", "illegal checkout transition %s: %s → %s", name, from, to)
 }
-
-// movedMoney reports whether an attempt in this status took the buyer's
-// money (some of it may have been refunded since).
-func movedMoney(s paymentsv1.AttemptStatus) bool { return outcomes[s] == "pay" }
-
-// terminal statuses accept no further change.
-func terminal(status string) bool {
-	return status == bcp.StatusCompleted || status == bcp.StatusCanceled
-}
-
-// modifiable reports whether update may change a session in this status:
-// never while a payment is in flight, never after the end.
-func modifiable(status string) bool { return slices.Contains(openStatuses, status) }
 
 // statusFor derives the status of a priced, open checkout from its
 // messages: errors needing the buyer escalate, any other error keeps it

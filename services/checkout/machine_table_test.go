@@ -3,6 +3,7 @@ package checkout
 import (
 	"testing"
 
+	"github.com/bcpdev/bcp/internal/payattempt"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 )
@@ -53,11 +54,11 @@ func TestMachineTable(t *testing.T) {
 		t.Error("an unknown transition is allowed")
 	}
 	for _, s := range all[1:] {
-		if terminal(s) != (s == C || s == X) {
-			t.Errorf("terminal(%s) wrong", s)
+		if bcp.Terminal(s) != (s == C || s == X) {
+			t.Errorf("bcp.Terminal(%s) wrong", s)
 		}
-		if modifiable(s) != (s == I || s == E || s == R) {
-			t.Errorf("modifiable(%s) wrong", s)
+		if bcp.Open(s) != (s == I || s == E || s == R) {
+			t.Errorf("bcp.Open(%s) wrong", s)
 		}
 	}
 }
@@ -78,8 +79,10 @@ func TestOutcomes(t *testing.T) {
 		}
 		want := st == paymentsv1.AttemptStatus_ATTEMPT_STATUS_SUCCEEDED || st == paymentsv1.AttemptStatus_ATTEMPT_STATUS_REFUNDED ||
 			st == paymentsv1.AttemptStatus_ATTEMPT_STATUS_PARTIALLY_REFUNDED
-		if movedMoney(st) != want {
-			t.Errorf("movedMoney(%s) = %v", name, !want)
+		// Only the statuses that moved money by the one rule (settle and
+		// close decide by it too) complete the checkout.
+		if payattempt.MovedMoneyProto(st) != want || (o == "pay") != want {
+			t.Errorf("%s: MovedMoneyProto = %v, outcome %q; want moved money %v", name, payattempt.MovedMoneyProto(st), o, want)
 		}
 	}
 }

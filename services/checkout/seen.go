@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -139,7 +140,7 @@ func (s *Service) fromSeen(ctx context.Context, tid uuid.UUID, id string, usable
 			return nil, true, err
 		}
 	}
-	if res, err = fn(sess, c, &xmin); err == errReread {
+	if res, err = fn(sess, c, &xmin); errors.Is(err, errReread) {
 		s.seen.rereads.Add(1)
 		return nil, false, nil
 	}

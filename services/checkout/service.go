@@ -45,6 +45,7 @@ import (
 	"github.com/bcpdev/bcp/internal/bcpnames"
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/internal/lease"
+	"github.com/bcpdev/bcp/internal/money"
 	"github.com/bcpdev/bcp/internal/saopaulo"
 	"github.com/bcpdev/bcp/internal/svcauth"
 	"github.com/bcpdev/bcp/internal/tenancy"
@@ -241,7 +242,7 @@ func (s *Service) GetCheckout(ctx context.Context, r *connect.Request[checkoutv1
 	if err != nil {
 		return nil, err
 	}
-	if !terminal(sess.Status) && !s.now().Before(sess.ExpiresAt) {
+	if !bcp.Terminal(sess.Status) && !s.now().Before(sess.ExpiresAt) {
 		c, err := s.end(ctx, r.Msg.GetId(), endExpire, "", nil)
 		if err != nil {
 			return nil, err
@@ -286,7 +287,7 @@ func (s *Service) update(ctx context.Context, tid uuid.UUID, agent agentInfo, id
 	// The session as this process last wrote it, if it is one this update
 	// rewrites (seen.go); anything else is answered from a fresh read.
 	if res, done, err := s.fromSeen(ctx, tid, id, func(sess session) bool {
-		return sess.AgentProfileUrl == agent.profileURL && modifiable(sess.Status) && sess.PaymentAttemptID == nil
+		return sess.AgentProfileUrl == agent.profileURL && bcp.Open(sess.Status) && sess.PaymentAttemptID == nil
 	}, func(sess session, prev *bcp.Checkout, xmin *int64) (*checkoutv1.CheckoutResult, error) {
 		return s.rewrite(ctx, tid, agent, sess, prev, xmin, req, k)
 	}); done {
@@ -299,7 +300,7 @@ func (s *Service) update(ctx context.Context, tid uuid.UUID, agent agentInfo, id
 	if err != nil {
 		return nil, err
 	}
-	if !terminal(sess.Status) && !s.now().Before(sess.ExpiresAt) {
+	if !bcp.Terminal(sess.Status) && !s.now().Before(sess.ExpiresAt) {
 		if _, err := s.end(ctx, id, endExpire, "", nil); err != nil {
 			return nil, err
 		}
@@ -311,11 +312,11 @@ func (s *Service) update(ctx context.Context, tid uuid.UUID, agent agentInfo, id
 	if err != nil {
 		return nil, err
 	}
-	if !modifiable(sess.Status) || sess.PaymentAttemptID != nil {
+	if !bcp.Open(sess.Status) || sess.PaymentAttemptID != nil {
 		// A payment waiting for the buyer (3-D Secure) holds the checkout
 		// as it was charged for: cancel it to change anything.
 		status := sess.Status
-		if modifiable(status) {
+		if bcp.Open(status) {
 			status = bcp.StatusCompleteInProgress
 		}
 		return unchanged(prev, notModifiable(status))
@@ -451,7 +452,7 @@ func (s *Service) ListCheckouts(ctx context.Context, r *connect.Request[checkout
 	}
 	var status, before *string
 	if st := r.Msg.GetStatus(); st != "" {
-		if !slices.Contains(statuses, st) {
+		if !slices.Contains(bcp.Statuses(), st) {
 			return nil, apperr.Invalid("status", "invalid_status", "unknown status %q", st)
 		}
 		status = &st
@@ -566,25 +567,7 @@ func result(c *bcp.Checkout) (*checkoutv1.CheckoutResult, error) {
 // time with the zone named ("02/12 13:23 (horário de Brasília, UTC-3)");
 // the instrument's expires_at stays UTC.
 func pixMessage(amount int64, expires time.Time) string {
-	return fmt.Sprintf("Pague %s via Pix até %s (%s); acompanhe com get_checkout.", brl(amount), expires.In(saopaulo.Location).Format("02/01 15:04"), saopaulo.Zone(expires))
-}
-
-// brl formats centavos as "R$ 1.234,56" with integer arithmetic.
-func brl(c int64) string {
-	neg := c < 0
-	if neg {
-		c = -c
-	}
-	reais, cents := c/100, c%100
-	s := strconv.FormatInt(reais, 10)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "." + s[i:]
-	}
-	out := fmt.Sprintf("R$ %s,%02d", s, cents)
-	if neg {
-		out = "-" + out
-	}
-	return out
+	return fmt.Sprintf("Pague %s via Pix até %s (%s); acompanhe com get_checkout.", money.FormatBRL(amount), expires.In(saopaulo.Location).Format("02/01 15:04"), saopaulo.Zone(expires))
 }
 
 // nothingToSell is the error_response message of a create whose every item

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/growstack"
+	"github.com/bcpdev/bcp/internal/payattempt"
 	"github.com/bcpdev/bcp/internal/wire"
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
@@ -52,7 +53,7 @@ func (s *Service) settle(ctx context.Context, id, attemptID string, giveUpUnknow
 		if err != nil {
 			return nil, err
 		}
-		if sess.PaymentAttemptID == nil || *sess.PaymentAttemptID != attemptID || terminal(sess.Status) {
+		if sess.PaymentAttemptID == nil || *sess.PaymentAttemptID != attemptID || bcp.Terminal(sess.Status) {
 			return s.stale(ctx, sess, c, attemptID)
 		}
 		var a *paymentsv1.Attempt
@@ -255,7 +256,7 @@ func (s *Service) stale(ctx context.Context, sess session, c *bcp.Checkout, atte
 		return nil, err
 	}
 	a := pr.Msg.GetAttempt()
-	if !movedMoney(a.GetStatus()) || a.GetRefundedAmount() >= a.GetAmount() {
+	if !payattempt.MovedMoneyProto(a.GetStatus()) || a.GetRefundedAmount() >= a.GetAmount() {
 		return result(c)
 	}
 	slog.ErrorContext(ctx, "checkout: a payment took money for a checkout that did not keep it; refunding it automatically",

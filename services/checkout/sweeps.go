@@ -10,10 +10,10 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bcpdev/bcp/internal/jobs"
+	"github.com/bcpdev/bcp/internal/paymentevents"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/services/checkout/checkoutdb"
-	"github.com/bcpdev/bcp/services/payments/paymentevents"
 )
 
 // Background work, none of it a job per checkout:

@@ -65,7 +65,10 @@ type toolArgs struct {
 }
 
 // protoError is a protocol error (ucp-digest §9): the request was not
-// processed. It carries both renderings: status for REST, rpcCode for MCP.
+// processed. It is the edge's one error type, with its renderings: status
+// and the flat body for REST (writeREST), rpcCode for MCP tool calls
+// through the SDK (rpc) and for the MCP transport's own refusals
+// (writeTransport, transport.go).
 type protoError struct {
 	status     int
 	rpcCode    int64
@@ -74,6 +77,8 @@ type protoError struct {
 	violations []violation // schema violations (invalid_params)
 	// retryAfter is the Retry-After in seconds on 429 (0: the default 1).
 	retryAfter int
+	// id is the JSON-RPC id a transport refusal answers (writeTransport).
+	id json.RawMessage
 }
 
 type violation struct {

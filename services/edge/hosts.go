@@ -154,12 +154,6 @@ func (c *hostCache) reset() {
 	clear(c.entries)
 }
 
-func (c *hostCache) size() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.entries)
-}
-
 // changeFeed follows the registry's WatchChanges stream and tells the
 // caches what to drop. It reconnects forever; while disconnected, caches
 // fall back to short lifetimes.

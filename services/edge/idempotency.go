@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"time"
 
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
@@ -72,7 +73,7 @@ func awaitKey(ctx context.Context, exec func() (json.RawMessage, error)) (json.R
 	poll := inFlightPoll
 	for {
 		out, err := exec()
-		pe, ok := err.(*protoError)
+		pe, ok := errors.AsType[*protoError](err)
 		if !ok || pe.code != codeRequestInFlight || !time.Now().Add(poll).Before(deadline) {
 			return out, err
 		}

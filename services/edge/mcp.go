@@ -94,7 +94,7 @@ func (m *mcpEdge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Transport errors are JSON-RPC errors, from one place (transport.go).
 	id, te := checkTransport(r)
 	if te != nil {
-		te.write(w)
+		te.writeTransport(w)
 		return
 	}
 	tw := &transportWriter{ResponseWriter: w, id: id}

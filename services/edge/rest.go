@@ -202,7 +202,7 @@ func dropBodyID(body []byte, pathID, member string) ([]byte, *protoError) {
 	}
 	members, err := jsonmembers.Of(body)
 	if err != nil {
-		return body, nil // not an object, or repeats a member: the schema reports it
+		return body, nil //nolint:nilerr // not an object, or repeats a member: the schema reports it
 	}
 	raw, ok := members["id"]
 	if !ok {

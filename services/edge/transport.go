@@ -74,25 +74,21 @@ const (
 	codeMethodNotFound = apperr.RPCMethodNotFound
 )
 
-// transportError is one refusal: HTTP status, JSON-RPC code, data.code,
-// and the id it answers (null when the request has none to answer).
-type transportError struct {
-	status  int
-	rpcCode int
-	code    string
-	content string
-	id      json.RawMessage
-}
+// The transport's refusals are protoErrors (executor.go) answering id
+// (null when the request has none to answer), written by writeTransport.
 
-func (e *transportError) write(w http.ResponseWriter) {
+// writeTransport writes a refusal of the transport as the JSON-RPC error
+// response every edge layer writes (agentauth.WriteFailure), with the
+// JSON-RPC 2.0 wording of its code as error.message.
+func (e *protoError) writeTransport(w http.ResponseWriter) {
 	if e.status == http.StatusMethodNotAllowed {
 		w.Header().Set("Allow", http.MethodPost)
 	}
-	agentauth.WriteFailure(w, e.id, &agentauth.Failure{Status: e.status, RPCCode: e.rpcCode, Code: e.code, Message: rpcMessage(e.rpcCode), Content: e.content})
+	agentauth.WriteFailure(w, e.id, &agentauth.Failure{Status: e.status, RPCCode: int(e.rpcCode), Code: e.code, Message: rpcMessage(e.rpcCode), Content: e.content})
 }
 
 // rpcMessage is error.message for a code: the JSON-RPC 2.0 wording.
-func rpcMessage(code int) string {
+func rpcMessage(code int64) string {
 	switch code {
 	case codeParseError:
 		return "Parse error"
@@ -106,14 +102,14 @@ func rpcMessage(code int) string {
 	return "Internal error"
 }
 
-func invalidRequest(status int, code, content string) *transportError {
-	return &transportError{status: status, rpcCode: codeInvalidRequest, code: code, content: content}
+func invalidRequest(status int, code, content string) *protoError {
+	return &protoError{status: status, rpcCode: codeInvalidRequest, code: code, content: content}
 }
 
 // checkTransport reads the request and refuses what the transport cannot
 // serve. On success the body is restored for the SDK and id is the
 // request's id (null for a notification).
-func checkTransport(r *http.Request) (id json.RawMessage, _ *transportError) {
+func checkTransport(r *http.Request) (id json.RawMessage, _ *protoError) {
 	if r.Method != http.MethodPost {
 		return nil, invalidRequest(http.StatusMethodNotAllowed, "method_not_allowed", "/bcp/mcp serves POST only (stateless streamable HTTP, no SSE stream to GET)")
 	}
@@ -148,7 +144,7 @@ func checkTransport(r *http.Request) (id json.RawMessage, _ *transportError) {
 
 // checkMessage checks that body is one JSON-RPC 2.0 request (or a
 // response) the server serves.
-func checkMessage(body []byte) (json.RawMessage, *transportError) {
+func checkMessage(body []byte) (json.RawMessage, *protoError) {
 	var msg struct {
 		JSONRPC *string         `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
@@ -168,7 +164,7 @@ func checkMessage(body []byte) (json.RawMessage, *transportError) {
 		if len(bytes.TrimSpace(body)) == 0 {
 			content = "the body is empty; send one JSON-RPC request"
 		}
-		return nil, &transportError{status: http.StatusBadRequest, rpcCode: codeParseError, code: "parse_error", content: content}
+		return nil, &protoError{status: http.StatusBadRequest, rpcCode: codeParseError, code: "parse_error", content: content}
 	}
 	trimmed := bytes.TrimSpace(body)
 	switch trimmed[0] {
@@ -184,7 +180,7 @@ func checkMessage(body []byte) (json.RawMessage, *transportError) {
 	}
 	id := answerableID(msg.ID)
 	if msg.JSONRPC == nil || *msg.JSONRPC != "2.0" {
-		return nil, &transportError{status: http.StatusBadRequest, rpcCode: codeInvalidRequest, code: "invalid_request", content: `"jsonrpc" must be "2.0"`, id: id}
+		return nil, &protoError{status: http.StatusBadRequest, rpcCode: codeInvalidRequest, code: "invalid_request", content: `"jsonrpc" must be "2.0"`, id: id}
 	}
 	if msg.ID != nil && id == nil {
 		return nil, invalidRequest(http.StatusBadRequest, "invalid_request", "id must be a string or a number")
@@ -193,18 +189,18 @@ func checkMessage(body []byte) (json.RawMessage, *transportError) {
 		if id != nil && bool(msg.Result || msg.Error) {
 			return id, nil // a response: the SDK takes it
 		}
-		return nil, &transportError{status: http.StatusBadRequest, rpcCode: codeInvalidRequest, code: "invalid_request", content: `a request needs a "method"`, id: id}
+		return nil, &protoError{status: http.StatusBadRequest, rpcCode: codeInvalidRequest, code: "invalid_request", content: `a request needs a "method"`, id: id}
 	}
 	method, ok := mcpMethods[*msg.Method]
 	switch {
 	case !ok:
-		return nil, &transportError{status: http.StatusNotFound, rpcCode: codeMethodNotFound, code: "method_not_found", content: "/bcp/mcp does not serve the method " + strconv.Quote(*msg.Method), id: id}
+		return nil, &protoError{status: http.StatusNotFound, rpcCode: codeMethodNotFound, code: "method_not_found", content: "/bcp/mcp does not serve the method " + strconv.Quote(*msg.Method), id: id}
 	case method.notification && id != nil:
-		return nil, &transportError{status: http.StatusBadRequest, rpcCode: codeInvalidRequest, code: "invalid_request", content: *msg.Method + " is a notification: send it without an id", id: id}
+		return nil, &protoError{status: http.StatusBadRequest, rpcCode: codeInvalidRequest, code: "invalid_request", content: *msg.Method + " is a notification: send it without an id", id: id}
 	case !method.notification && id == nil:
 		return nil, invalidRequest(http.StatusBadRequest, "invalid_request", *msg.Method+" is a request: send it with an id")
 	case method.params && !bool(msg.Params):
-		return nil, &transportError{status: http.StatusBadRequest, rpcCode: codeInvalidParams, code: "invalid_params", content: *msg.Method + " needs params", id: id}
+		return nil, &protoError{status: http.StatusBadRequest, rpcCode: codeInvalidParams, code: "invalid_params", content: *msg.Method + " needs params", id: id}
 	}
 	return id, nil
 }
@@ -296,7 +292,7 @@ func (w *transportWriter) finish() {
 	}
 	h := w.Header()
 	h.Del("X-Content-Type-Options")
-	e := &transportError{status: w.captured, rpcCode: codeInvalidRequest, code: "invalid_request", content: strings.TrimSpace(w.text.String()), id: w.id}
+	e := &protoError{status: w.captured, rpcCode: codeInvalidRequest, code: "invalid_request", content: strings.TrimSpace(w.text.String()), id: w.id}
 	switch {
 	case w.captured == http.StatusNotFound:
 		e.rpcCode, e.code = codeMethodNotFound, "method_not_found"
@@ -305,5 +301,5 @@ func (w *transportWriter) finish() {
 	case w.captured >= 500:
 		e.rpcCode, e.code, e.content = codeInternal, apperr.InternalCode, "internal error"
 	}
-	e.write(w.ResponseWriter)
+	e.writeTransport(w.ResponseWriter)
 }

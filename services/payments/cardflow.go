@@ -18,6 +18,8 @@ import (
 	"github.com/bcpdev/bcp/httpsig"
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/money"
+	"github.com/bcpdev/bcp/internal/payattempt"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/protocol/ap2"
@@ -165,7 +167,7 @@ func (s *Service) verifyJWS(token string, h handler, m *paymentsv1.StartPaymentR
 	case c.MaxAmount == nil:
 		return c, failed("O token de pagamento não tem valor máximo (max_amount).")
 	case *c.MaxAmount < m.GetAmount():
-		return c, failed("O valor máximo do token de pagamento (%s) é menor que o total (%s).", brl(*c.MaxAmount), brl(m.GetAmount()))
+		return c, failed("O valor máximo do token de pagamento (%s) é menor que o total (%s).", money.FormatBRL(*c.MaxAmount), money.FormatBRL(m.GetAmount()))
 	case !strings.EqualFold(c.Currency, "BRL") || !strings.EqualFold(c.Currency, m.GetCurrency()):
 		return c, failed("O token de pagamento é para a moeda %q, mas o pedido é em %s.", c.Currency, m.GetCurrency())
 	case c.Jti == "" || len(c.Jti) > 256:
@@ -506,7 +508,7 @@ func (s *Service) applyCardCharge(ctx context.Context, proc card.Processor, know
 	orphan := false
 	a, err := s.transitionKnown(ctx, known, id, notify, func(a *attempt) bool {
 		if a.Status != stPending && (a.Status != stRequiresAction || ch.Status == card.StatusRequiresAction) {
-			orphan = ch.Status == card.StatusApproved && (a.ChargeID == nil || *a.ChargeID != ch.ID || !movedMoney(a.Status))
+			orphan = ch.Status == card.StatusApproved && (a.ChargeID == nil || *a.ChargeID != ch.ID || !payattempt.MovedMoney(a.Status))
 			return false
 		}
 		a.ChargeID = &ch.ID
@@ -549,7 +551,7 @@ func (s *Service) applyCardCharge(ctx context.Context, proc card.Processor, know
 // metric, then executed at once (its job retries it otherwise).
 func (s *Service) refundStrayCharge(ctx context.Context, a attempt, ch card.Charge) {
 	id := "stray_" + ch.ID
-	msg := "Cobrança de cartão " + ch.ID + " (" + brl(ch.Amount) + ") aprovada depois que o pagamento " + a.ID + " foi encerrado (" + statusPT[a.Status] + "); estornada automaticamente."
+	msg := "Cobrança de cartão " + ch.ID + " (" + money.FormatBRL(ch.Amount) + ") aprovada depois que o pagamento " + a.ID + " foi encerrado (" + statusPT[a.Status] + "); estornada automaticamente."
 	err := s.inTenant(ctx, func(q *paymentsdb.Queries, tid uuid.UUID, tx pgx.Tx) error {
 		n, err := q.InsertRefundIfAbsent(ctx, paymentsdb.InsertRefundIfAbsentParams{TenantID: tid, ID: id, AttemptID: &a.ID, Kind: "automatic",
 			HandlerID: a.HandlerID, ChargeID: &ch.ID, PspRefundID: id, Amount: ch.Amount, Reason: "Devolução automática: card_stray_charge"})

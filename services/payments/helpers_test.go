@@ -533,19 +533,6 @@ func (e *env) hook(m merchant, handlerID string) (id string) {
 	return id
 }
 
-// runJobNow makes a scheduled job of kind for attemptID available now.
-func (e *env) runJobNow(kind, attemptID string) {
-	e.t.Helper()
-	var id int64
-	if err := e.db.Pool.QueryRow(context.Background(),
-		`SELECT id FROM river.river_job WHERE kind = $1 AND args->>'attempt_id' = $2 ORDER BY id DESC LIMIT 1`, kind, attemptID).Scan(&id); err != nil {
-		e.t.Fatalf("find %s job: %v", kind, err)
-	}
-	if _, err := e.jobs.JobRetry(context.Background(), id); err != nil {
-		e.t.Fatal(err)
-	}
-}
-
 // pixDisplayOf decodes an attempt's Pix display.
 func pixDisplayOf(t testing.TB, a *paymentsv1.Attempt) pixDisplayBody {
 	t.Helper()

@@ -11,8 +11,8 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/jobs"
+	"github.com/bcpdev/bcp/internal/paymentevents"
 	"github.com/bcpdev/bcp/internal/tenancy"
-	"github.com/bcpdev/bcp/services/payments/paymentevents"
 )
 
 // Durable jobs. Each carries its tenant; workers run in its scope. Every

@@ -54,12 +54,6 @@ func canMove(from, to string) bool {
 	return false
 }
 
-// movedMoney reports whether an attempt in this status took the buyer's
-// money (some of it may have been refunded since).
-func movedMoney(status string) bool {
-	return status == stSucceeded || status == stPartRefunded || status == stRefunded
-}
-
 // finalStatus reports whether no money can move for an attempt any more.
 func finalStatus(status string) bool {
 	return len(attemptTransitions[status]) == 0

@@ -23,10 +23,10 @@ import (
 	"github.com/bcpdev/bcp/internal/tenancy"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
+	"github.com/bcpdev/bcp/protocol/brcode"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
 	"github.com/bcpdev/bcp/services/payments/paymentshttp"
 	"github.com/bcpdev/bcp/services/payments/pix"
-	"github.com/bcpdev/bcp/services/payments/pix/brcode"
 	"github.com/bcpdev/bcp/sim/pspsim"
 )
 

@@ -17,13 +17,14 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/money"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	"github.com/bcpdev/bcp/protocol/brcode"
 	"github.com/bcpdev/bcp/services/payments/card"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
 	"github.com/bcpdev/bcp/services/payments/pix"
 	"github.com/bcpdev/bcp/services/payments/pix/apipix"
-	"github.com/bcpdev/bcp/services/payments/pix/brcode"
 	"github.com/bcpdev/bcp/sim/pspsim/simcontrol"
 )
 
@@ -223,7 +224,7 @@ func (s *Service) createCharge(ctx context.Context, a attempt, psp pix.PSP, chav
 	txid := *a.Txid
 	valor, err := pix.FormatValor(a.Amount)
 	if err != nil {
-		return s.failPending(ctx, a.ID, failed("O valor %s está acima do limite de um Pix.", brl(a.Amount)), false)
+		return s.failPending(ctx, a.ID, failed("O valor %s está acima do limite de um Pix.", money.FormatBRL(a.Amount)), false)
 	}
 	var req pix.CobSolicitada
 	// The charge lives exactly as long as the attempt (at least 1 s).
@@ -478,7 +479,7 @@ func (s *Service) unconfirmed(ctx context.Context, rec paymentsdb.PaymentsPixRec
 			return err
 		}
 		return q.InsertAlert(ctx, paymentsdb.InsertAlertParams{TenantID: tid, ID: ids.New("alr"), Kind: "pix_unconfirmed",
-			Message: fmt.Sprintf("Notificação de Pix %s (%s) não confirmada: %s. Nada foi alterado.", rec.E2eID, brl(rec.Amount), why), E2eID: rec.E2eID})
+			Message: fmt.Sprintf("Notificação de Pix %s (%s) não confirmada: %s. Nada foi alterado.", rec.E2eID, money.FormatBRL(rec.Amount), why), E2eID: rec.E2eID})
 	})
 }
 
@@ -545,19 +546,19 @@ func (s *Service) decidePix(ctx context.Context, handlerID, hookID string, p pix
 		switch {
 		case paid != a.Amount:
 			kind = "pix_wrong_amount"
-			msg = fmt.Sprintf("Pix de %s recebido para o pagamento %s, que cobrava %s: valor diferente do cobrado; devolvido automaticamente.", brl(paid), a.ID, brl(a.Amount))
+			msg = fmt.Sprintf("Pix de %s recebido para o pagamento %s, que cobrava %s: valor diferente do cobrado; devolvido automaticamente.", money.FormatBRL(paid), a.ID, money.FormatBRL(a.Amount))
 		case late:
 			kind = "pix_paid_after_expiry"
 			msg = fmt.Sprintf("Pix de %s recebido em %s para o pagamento %s, que venceu em %s; devolvido automaticamente.",
-				brl(paid), p.Horario.In(brt).Format("02/01/2006 15:04:05"), a.ID, a.ExpiresAt.In(brt).Format("02/01/2006 15:04:05"))
+				money.FormatBRL(paid), p.Horario.In(brt).Format("02/01/2006 15:04:05"), a.ID, a.ExpiresAt.In(brt).Format("02/01/2006 15:04:05"))
 		default:
 			kind = "pix_attempt_not_pending"
-			msg = fmt.Sprintf("Pix de %s recebido para o pagamento %s, que já estava %s; devolvido automaticamente.", brl(paid), a.ID, statusPT[a.Status])
+			msg = fmt.Sprintf("Pix de %s recebido para o pagamento %s, que já estava %s; devolvido automaticamente.", money.FormatBRL(paid), a.ID, statusPT[a.Status])
 		}
 		if a.Status == stPending {
 			if kind == "pix_wrong_amount" {
 				a.Status, a.FailureCode = stFailed, codePaymentFailed
-				a.FailureMessage = fmt.Sprintf("O Pix recebido (%s) não corresponde ao valor cobrado (%s) e será devolvido.", brl(paid), brl(a.Amount))
+				a.FailureMessage = fmt.Sprintf("O Pix recebido (%s) não corresponde ao valor cobrado (%s) e será devolvido.", money.FormatBRL(paid), money.FormatBRL(a.Amount))
 			} else {
 				a.Status = stExpired
 			}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/lease"
+	"github.com/bcpdev/bcp/internal/paymentevents"
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
-	"github.com/bcpdev/bcp/services/payments/paymentevents"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
 )
 

@@ -12,6 +12,8 @@ import (
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/money"
+	"github.com/bcpdev/bcp/internal/payattempt"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
 	"github.com/bcpdev/bcp/services/payments/card"
 	"github.com/bcpdev/bcp/services/payments/paymentsdb"
@@ -95,7 +97,7 @@ func (s *Service) refund(ctx context.Context, m *paymentsv1.RefundPaymentRequest
 		if kind == "automatic" {
 			why := m.GetAutomaticReason()
 			if err := q.InsertAlert(ctx, paymentsdb.InsertAlertParams{TenantID: tid, ID: ids.New("alr"), Kind: why, AttemptID: a.ID,
-				Message: fmt.Sprintf("Pagamento %s de %s devolvido automaticamente (%s): %s", a.ID, brl(m.GetAmount()), why, reason)}); err != nil {
+				Message: fmt.Sprintf("Pagamento %s de %s devolvido automaticamente (%s): %s", a.ID, money.FormatBRL(m.GetAmount()), why, reason)}); err != nil {
 				return err
 			}
 			s.metrics.alerts.WithLabelValues(why).Inc()
@@ -231,7 +233,7 @@ func (s *Service) finishRefund(ctx context.Context, id, status, failure string) 
 		// Only a refund of the attempt's own money changes the attempt.
 		own := r.Kind == "requested" || (r.E2eID != nil && a.E2eID != nil && *r.E2eID == *a.E2eID) ||
 			(r.ChargeID != nil && a.ChargeID != nil && *r.ChargeID == *a.ChargeID)
-		if !own || r.AttemptID == nil || status != "succeeded" || !movedMoney(a.Status) {
+		if !own || r.AttemptID == nil || status != "succeeded" || !payattempt.MovedMoney(a.Status) {
 			return nil
 		}
 		sum, err := q.SumSucceededRefunds(ctx, paymentsdb.SumSucceededRefundsParams{TenantID: tid, AttemptID: r.AttemptID, OwnE2eID: a.E2eID, OwnChargeID: a.ChargeID})

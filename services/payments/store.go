@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -171,28 +170,6 @@ func newDevolucaoID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return "R" + hex.EncodeToString(b[:])
-}
-
-// brl formats centavos for people: "R$ 1.234,56".
-func brl(cents int64) string {
-	neg := cents < 0
-	if neg {
-		cents = -cents
-	}
-	whole := strconv.FormatInt(cents/100, 10)
-	var b strings.Builder
-	for i, r := range whole {
-		if i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteByte('.')
-		}
-		b.WriteRune(r)
-	}
-	c := cents % 100
-	s := "R$ " + b.String() + "," + string(rune('0'+c/10)) + string(rune('0'+c%10))
-	if neg {
-		s = "-" + s
-	}
-	return s
 }
 
 // brt is Brasília time, for messages people read.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bcpdev/bcp/internal/money"
 	"github.com/bcpdev/bcp/protocol/bcp"
 )
 
@@ -164,7 +165,7 @@ func (q *quote) discountCandidates() ([]candidate, map[int]bcp.Message) {
 		case "expired":
 			warn(bcp.CodeDiscountCodeExpired, "O cupom %s expirou.", code)
 		case "min_subtotal":
-			warn(bcp.CodeDiscountCodeUserIneligible, "O cupom %s vale para compras a partir de %s.", code, formatBRL(d.MinSubtotal))
+			warn(bcp.CodeDiscountCodeUserIneligible, "O cupom %s vale para compras a partir de %s.", code, money.FormatBRL(d.MinSubtotal))
 		case "usage_limit":
 			warn(bcp.CodeDiscountCodeUserIneligible, "O cupom %s atingiu o limite de usos.", code)
 		case "no_buyer":

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/money"
 	"github.com/bcpdev/bcp/protocol/bcp"
 )
 
@@ -552,7 +553,7 @@ func (p *fulfillmentPlan) price(merch int64) (int64, bool, error) {
 				}
 				if x.amount == 0 && x.r.Price > 0 {
 					mp.msgs = append(mp.msgs, bcp.Info(bcp.CodeFreeShipping, fmt.Sprintf("%s.options[%d]", gpath, k),
-						fmt.Sprintf("Frete grátis em %s para compras a partir de %s.", x.r.Title, formatBRL(x.r.FreeAbove))))
+						fmt.Sprintf("Frete grátis em %s para compras a partir de %s.", x.r.Title, money.FormatBRL(x.r.FreeAbove))))
 				}
 			}
 		case mp.out.Type == bcp.MethodPickup && mp.pickup != nil:
@@ -598,7 +599,7 @@ func (m *methodPlan) priceChanged(gpath string) {
 		for _, t := range o.Totals {
 			if t.Type == bcp.TotalTotal && t.Amount != m.selAmount {
 				m.warnf(bcp.CodeFulfillmentChanged, gpath+".selected_option_id", "O valor de %s mudou de %s para %s.",
-					o.Title, formatBRL(t.Amount), formatBRL(m.selAmount))
+					o.Title, money.FormatBRL(t.Amount), money.FormatBRL(m.selAmount))
 			}
 		}
 	}

@@ -2,8 +2,6 @@ package pricing
 
 import (
 	"math/bits"
-	"strconv"
-	"strings"
 )
 
 // MaxAmount is the largest amount the protocol carries (amount.json:
@@ -92,29 +90,4 @@ func allocate(total int64, weights []int64) []int64 {
 		rem[best] = 0
 	}
 	return out
-}
-
-// formatBRL renders centavos the Brazilian way: "R$ 1.234,56".
-func formatBRL(c int64) string {
-	neg := c < 0
-	if neg {
-		c = -c
-	}
-	reais := strconv.FormatInt(c/100, 10)
-	var b strings.Builder
-	if neg {
-		b.WriteString("-")
-	}
-	b.WriteString("R$ ")
-	for i, d := range reais {
-		if i > 0 && (len(reais)-i)%3 == 0 {
-			b.WriteByte('.')
-		}
-		b.WriteRune(d)
-	}
-	cents := c % 100
-	b.WriteByte(',')
-	b.WriteByte(byte('0' + cents/10))
-	b.WriteByte(byte('0' + cents%10))
-	return b.String()
 }

@@ -100,11 +100,3 @@ func TestCheckedArithmetic(t *testing.T) {
 		}
 	}
 }
-
-func TestFormatBRL(t *testing.T) {
-	for c, want := range map[int64]string{0: "R$ 0,00", 5: "R$ 0,05", 1500: "R$ 15,00", 123456: "R$ 1.234,56", 100000000: "R$ 1.000.000,00", -990: "-R$ 9,90"} {
-		if got := formatBRL(c); got != want {
-			t.Errorf("formatBRL(%d) = %q, want %q", c, got, want)
-		}
-	}
-}

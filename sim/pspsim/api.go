@@ -19,7 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/bcpdev/bcp/services/payments/pix/brcode"
+	"github.com/bcpdev/bcp/protocol/brcode"
 	"github.com/bcpdev/bcp/sim/pspsim/pspsimdb"
 )
 

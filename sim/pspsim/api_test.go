@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bcpdev/bcp/services/payments/pix/brcode"
+	"github.com/bcpdev/bcp/protocol/brcode"
 )
 
 var (

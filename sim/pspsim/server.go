@@ -46,7 +46,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/pki"
 	"github.com/bcpdev/bcp/internal/tracing"
-	"github.com/bcpdev/bcp/services/payments/pix/brcode"
+	"github.com/bcpdev/bcp/protocol/brcode"
 )
 
 // Config configures a simulator.

@@ -27,6 +27,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/bcpdev/bcp/internal/apperr"
+	"github.com/bcpdev/bcp/internal/money"
 	"github.com/bcpdev/bcp/internal/saopaulo"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
@@ -36,7 +37,7 @@ import (
 	"github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1/pricingv1connect"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
-	"github.com/bcpdev/bcp/web/internal/money"
+	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/web/internal/pages"
 	"github.com/bcpdev/bcp/web/internal/pagesec"
 )
@@ -302,8 +303,8 @@ func statusPT(s string) string {
 }
 
 var statusText = map[string]string{
-	"incomplete": "Incompleto", "requires_escalation": "Requer comprador", "ready_for_complete": "Pronto para concluir",
-	"complete_in_progress": "Concluindo", "completed": "Concluído", "canceled": "Cancelado",
+	bcp.StatusIncomplete: "Incompleto", bcp.StatusRequiresEscalation: "Requer comprador", bcp.StatusReadyForComplete: "Pronto para concluir",
+	bcp.StatusCompleteInProgress: "Concluindo", bcp.StatusCompleted: "Concluído", bcp.StatusCanceled: "Cancelado",
 	"processing": "Em processamento", "partial": "Parcial", "fulfilled": "Entregue", "removed": "Removido",
 	"pending": "Pendente", "failed": "Falhou", "refund": "Reembolso",
 	"shipped": "Enviado", "in_transit": "Em trânsito", "delivered": "Entregue", "failed_attempt": "Tentativa falhou",

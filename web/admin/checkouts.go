@@ -17,7 +17,7 @@ type checkoutsData struct {
 	Next      string
 }
 
-var checkoutStatuses = []string{"incomplete", "requires_escalation", "ready_for_complete", "complete_in_progress", "completed", "canceled"}
+var checkoutStatuses = bcp.Statuses()
 
 func (a *Admin) checkouts(rw http.ResponseWriter, r *http.Request) {
 	status := r.URL.Query().Get("status")

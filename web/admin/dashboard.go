@@ -12,6 +12,7 @@ import (
 	checkoutv1 "github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	paymentsv1 "github.com/bcpdev/bcp/proto/gen/bcp/payments/v1"
+	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/web/internal/svgchart"
 )
 
@@ -20,7 +21,7 @@ import (
 var dashboardPeriods = []int{7, 30, 90}
 
 // funnelOrder is the checkout status machine from start to end.
-var funnelOrder = []string{"incomplete", "requires_escalation", "ready_for_complete", "complete_in_progress", "completed", "canceled"}
+var funnelOrder = bcp.Statuses()
 
 const (
 	colorPaid    = "#0a6b4f"

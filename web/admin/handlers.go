@@ -17,7 +17,7 @@ import (
 	"github.com/bcpdev/bcp/internal/bcpnames"
 	"github.com/bcpdev/bcp/internal/handlersecrets"
 	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
-	"github.com/bcpdev/bcp/services/payments/pix/brcode"
+	"github.com/bcpdev/bcp/protocol/brcode"
 )
 
 // Payment handlers: the built-in Pix handler and delegated card handlers.

@@ -12,8 +12,8 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/bcpdev/bcp/internal/catalogcsv"
 	catalogv1 "github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1"
-	"github.com/bcpdev/bcp/services/catalog/catalogcsv"
 )
 
 // Catalog import from a CSV file: the format of `bcpctl catalog import`

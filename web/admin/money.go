@@ -1,8 +1,8 @@
 package admin
 
-import "github.com/bcpdev/bcp/web/internal/money"
+import "github.com/bcpdev/bcp/internal/money"
 
-// The admin's money helpers are the shared ones (web/internal/money),
+// The admin's money helpers are the shared ones (internal/money),
 // under the names its pages use.
 var (
 	FormatBRL   = money.FormatBRL

@@ -166,14 +166,6 @@ func (a *Admin) loadSettings(r *http.Request) (*tenantsv1.Settings, error) {
 	return resp.Msg.GetSettings(), nil
 }
 
-// storeName is the tenant's name as agents and buyers see it (the
-// registry serves it with the discovery data), and whether AP2 mandates
-// are on.
-func (a *Admin) storeName(r *http.Request) (string, error) {
-	name, _, err := a.storeState(r)
-	return name, err
-}
-
 func (a *Admin) storeState(r *http.Request) (string, bool, error) {
 	resp, err := a.opts.Tenants.GetDiscovery(r.Context(), connect.NewRequest(&tenantsv1.GetDiscoveryRequest{TenantId: sessionFrom(r.Context()).tenant.String()}))
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bcpdev/bcp/services/payments/pix/brcode"
+	"github.com/bcpdev/bcp/protocol/brcode"
 )
 
 // PSP is the API Pix subset the payments service uses, for one receiver

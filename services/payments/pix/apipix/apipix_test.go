@@ -14,9 +14,9 @@ import (
 
 	"github.com/bcpdev/bcp/internal/pki"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/protocol/brcode"
 	"github.com/bcpdev/bcp/services/payments/pix"
 	"github.com/bcpdev/bcp/services/payments/pix/apipix"
-	"github.com/bcpdev/bcp/services/payments/pix/brcode"
 	"github.com/bcpdev/bcp/services/payments/pix/pixcontract"
 	"github.com/bcpdev/bcp/sim/pspsim"
 	"github.com/bcpdev/bcp/sim/pspsim/psptest"

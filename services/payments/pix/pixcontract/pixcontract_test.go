@@ -16,8 +16,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/bcpdev/bcp/protocol/brcode"
 	"github.com/bcpdev/bcp/services/payments/pix"
-	"github.com/bcpdev/bcp/services/payments/pix/brcode"
 )
 
 const (

@@ -14,7 +14,7 @@ import (
 
 	goqr "github.com/piglig/go-qr"
 
-	"github.com/bcpdev/bcp/services/payments/pix/brcode"
+	"github.com/bcpdev/bcp/protocol/brcode"
 )
 
 const (

@@ -1,0 +1,3 @@
+// Package layout holds no code: its test checks the repository's import
+// rules, the ones the service boundaries rest on.
+package layout
