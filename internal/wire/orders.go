@@ -88,6 +88,17 @@ func instrument(ins []bcp.PaymentInstrument) *ordersv1.OrderPayment {
 		}
 	}
 	p := &ordersv1.OrderPayment{Method: in.Type, HandlerId: in.HandlerID}
+	PaymentDisplay(p, in.Display)
+	return p
+}
+
+// PaymentDisplay fills p's card brand and last digits and Pix txid from an
+// instrument's display object (the agent's, or the attempt's as payments
+// recorded it); a display that is not that object leaves them empty.
+func PaymentDisplay(p *ordersv1.OrderPayment, display []byte) {
+	if len(display) == 0 {
+		return
+	}
 	var d struct {
 		Brand      string `json:"brand"`
 		LastDigits string `json:"last_digits"`
@@ -95,10 +106,9 @@ func instrument(ins []bcp.PaymentInstrument) *ordersv1.OrderPayment {
 			Txid string `json:"txid"`
 		} `json:"pix"`
 	}
-	if len(in.Display) > 0 && json.Unmarshal(in.Display, &d) == nil {
+	if json.Unmarshal(display, &d) == nil {
 		p.CardBrand, p.CardLastDigits, p.Txid = d.Brand, d.LastDigits, d.Pix.Txid
 	}
-	return p
 }
 
 // OrderAddress is a as the orders messages carry it.

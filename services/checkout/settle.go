@@ -225,16 +225,7 @@ func (s *Service) order(ctx context.Context, sess session, next *bcp.Checkout, a
 // brand and last digits (from the attempt's display).
 func orderPayment(a *paymentsv1.Attempt) *ordersv1.OrderPayment {
 	p := &ordersv1.OrderPayment{Method: a.GetInstrumentType(), HandlerId: a.GetHandlerId(), EndToEndId: a.GetEndToEndId()}
-	var d struct {
-		Brand      string `json:"brand"`
-		LastDigits string `json:"last_digits"`
-		Pix        struct {
-			Txid string `json:"txid"`
-		} `json:"pix"`
-	}
-	if raw := a.GetDisplayJson(); raw != "" && json.Unmarshal([]byte(raw), &d) == nil {
-		p.CardBrand, p.CardLastDigits, p.Txid = d.Brand, d.LastDigits, d.Pix.Txid
-	}
+	wire.PaymentDisplay(p, []byte(a.GetDisplayJson()))
 	return p
 }
 
