@@ -58,11 +58,6 @@ const (
 	ItemAP2            = "ap2"
 )
 
-// checklistPages bounds the catalog pages read looking for a product in
-// stock (50 products a page): a catalog whose first 1000 active products
-// are all sold out is reported as such.
-const checklistPages = 20
-
 var brasilia = func() *time.Location {
 	if l, err := time.LoadLocation("America/Sao_Paulo"); err == nil {
 		return l
@@ -290,29 +285,19 @@ func (s *Service) productItem(ctx context.Context, ref string) *tenantsv1.Checkl
 		it.State, it.Detail, it.DetailEn = stateUnknown, "Catálogo indisponível.", "The catalog service is not reachable from the tenant registry."
 		return it
 	}
-	active, cursor := 0, ""
-	for range checklistPages {
-		resp, err := s.clients.Catalog.SearchCatalog(ctx, connect.NewRequest(&catalogv1.SearchCatalogRequest{Limit: 50, Cursor: cursor}))
-		if err != nil {
-			s.log.WarnContext(ctx, "go-live checklist: catalog", "err", err)
-			it.State, it.Detail, it.DetailEn = stateUnknown, "Catálogo indisponível.", "The catalog service did not answer: "+apperr.As(err).Message
-			return it
-		}
-		for _, p := range resp.Msg.GetProducts() {
-			active++
-			for _, v := range p.GetVariants() {
-				if v.GetAvailable() {
-					it.State, it.Command = stateDone, ""
-					it.Detail = "“" + p.GetTitle() + "” está à venda com estoque."
-					it.DetailEn = "“" + p.GetTitle() + "” is active and in stock."
-					return it
-				}
-			}
-		}
-		if cursor = resp.Msg.GetNextCursor(); cursor == "" {
-			break
-		}
+	resp, err := s.clients.Catalog.SalesReadiness(ctx, connect.NewRequest(&catalogv1.SalesReadinessRequest{}))
+	if err != nil {
+		s.log.WarnContext(ctx, "go-live checklist: catalog", "err", err)
+		it.State, it.Detail, it.DetailEn = stateUnknown, "Catálogo indisponível.", "The catalog service did not answer: "+apperr.As(err).Message
+		return it
 	}
+	if title := resp.Msg.GetInStockTitle(); title != "" {
+		it.State, it.Command = stateDone, ""
+		it.Detail = "“" + title + "” está à venda com estoque."
+		it.DetailEn = "“" + title + "” is active and in stock."
+		return it
+	}
+	active := resp.Msg.GetActiveProducts()
 	it.State = stateMissing
 	if active == 0 {
 		it.Detail, it.DetailEn = "Nenhum produto ativo no catálogo.", "No active product in the catalog."

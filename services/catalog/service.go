@@ -402,3 +402,21 @@ func variantToProto(v catalogdb.CatalogVariant) *catalogv1.Variant {
 		Active: v.Active, ImageUrl: v.ImageUrl,
 	}
 }
+
+// SalesReadiness answers the go-live checklist's product item in one
+// statement, instead of the checklist paging through SearchCatalog.
+func (s *Service) SalesReadiness(ctx context.Context, _ *connect.Request[catalogv1.SalesReadinessRequest]) (*connect.Response[catalogv1.SalesReadinessResponse], error) {
+	tid, err := tenancy.From(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var row catalogdb.SalesReadinessRow
+	err = pgstore.Single(ctx, s.pool, func(q *pgstore.SingleQuerier) error {
+		row, err = catalogdb.New(q).SalesReadiness(ctx, tid)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&catalogv1.SalesReadinessResponse{ActiveProducts: row.ActiveProducts, InStockTitle: row.InStockTitle}), nil
+}

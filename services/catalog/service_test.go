@@ -578,3 +578,37 @@ func TestLookupVariantsPlansOnce(t *testing.T) {
 		t.Fatalf("LookupVariants: %d custom and %d generic plans in 8 calls, want 0 and 8", custom, generic)
 	}
 }
+
+// The checklist's question: an inactive product, a sold-out variant and an
+// inactive variant in stock do not count; another merchant's stock is not
+// seen.
+func TestSalesReadiness(t *testing.T) {
+	e := start(t)
+	ctx, other := tenant(), tenant()
+	readiness := func(ctx context.Context) string {
+		t.Helper()
+		r, err := e.client.SalesReadiness(ctx, connect.NewRequest(&catalogv1.SalesReadinessRequest{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%d %q", r.Msg.GetActiveProducts(), r.Msg.GetInStockTitle())
+	}
+	if got := readiness(ctx); got != `0 ""` {
+		t.Fatalf("empty catalog: %s", got)
+	}
+	e.create(other, &catalogv1.Product{Id: "prd_x", Title: "Alheio", Active: true, Variants: []*catalogv1.Variant{
+		{Id: "var_x", Sku: "X", Title: "X", Price: 100, Stock: 9, Active: true}}})
+	e.create(ctx, &catalogv1.Product{Id: "prd_off", Title: "Fora de linha", Active: false, Variants: []*catalogv1.Variant{
+		{Id: "var_off", Sku: "OFF", Title: "Off", Price: 100, Stock: 5, Active: true}}})
+	e.create(ctx, &catalogv1.Product{Id: "prd_cam", Title: "Camiseta", Active: true, Variants: []*catalogv1.Variant{
+		{Id: "var_p", Sku: "CAM-P", Title: "P", Price: 5990, Stock: 0, Active: true},
+		{Id: "var_m", Sku: "CAM-M", Title: "M", Price: 5990, Stock: 3, Active: false}}})
+	if got := readiness(ctx); got != `1 ""` {
+		t.Fatalf("sold out: %s", got)
+	}
+	e.create(ctx, &catalogv1.Product{Id: "prd_caneca", Title: "Caneca", Active: true, Variants: []*catalogv1.Variant{
+		{Id: "var_c", Sku: "CAN", Title: "Única", Price: 3990, Stock: 2, Active: true}}})
+	if got := readiness(ctx); got != `2 "Caneca"` {
+		t.Fatalf("in stock: %s", got)
+	}
+}

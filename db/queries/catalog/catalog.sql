@@ -74,3 +74,16 @@ VALUES (@tenant_id, @id, @title, @description, @image_url, @active, @category, @
 -- name: InsertVariants :batchexec
 INSERT INTO catalog.variants (tenant_id, id, product_id, sku, title, price, currency, stock, active, image_url)
 VALUES (@tenant_id, @id, @product_id, @sku, @title, @price, @currency, @stock, @active, @image_url);
+
+-- name: SalesReadiness :one
+-- The go-live checklist's product item: active products, and one of them
+-- with an active variant in stock (its title, '' when none).
+SELECT
+    (SELECT count(*) FROM catalog.products p WHERE p.tenant_id = @tenant_id AND p.active)::bigint AS active_products,
+    coalesce((
+        SELECT p.title FROM catalog.products p
+        JOIN catalog.variants v ON v.tenant_id = p.tenant_id AND v.product_id = p.id
+        WHERE p.tenant_id = @tenant_id AND p.active AND v.active AND v.stock > 0
+        ORDER BY p.created_at, p.id
+        LIMIT 1
+    ), '')::text AS in_stock_title;

@@ -350,6 +350,32 @@ func (q *Queries) LookupVariants(ctx context.Context, arg LookupVariantsParams) 
 	return items, nil
 }
 
+const salesReadiness = `-- name: SalesReadiness :one
+SELECT
+    (SELECT count(*) FROM catalog.products p WHERE p.tenant_id = $1 AND p.active)::bigint AS active_products,
+    coalesce((
+        SELECT p.title FROM catalog.products p
+        JOIN catalog.variants v ON v.tenant_id = p.tenant_id AND v.product_id = p.id
+        WHERE p.tenant_id = $1 AND p.active AND v.active AND v.stock > 0
+        ORDER BY p.created_at, p.id
+        LIMIT 1
+    ), '')::text AS in_stock_title
+`
+
+type SalesReadinessRow struct {
+	ActiveProducts int64
+	InStockTitle   string
+}
+
+// The go-live checklist's product item: active products, and one of them
+// with an active variant in stock (its title, ” when none).
+func (q *Queries) SalesReadiness(ctx context.Context, tenantID uuid.UUID) (SalesReadinessRow, error) {
+	row := q.db.QueryRow(ctx, salesReadiness, tenantID)
+	var i SalesReadinessRow
+	err := row.Scan(&i.ActiveProducts, &i.InStockTitle)
+	return i, err
+}
+
 const setVariantSKU = `-- name: SetVariantSKU :execrows
 UPDATE catalog.variants SET sku = $1 WHERE tenant_id = $2 AND id = $3
 `

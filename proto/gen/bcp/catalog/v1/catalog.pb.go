@@ -21,6 +21,95 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type SalesReadinessRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SalesReadinessRequest) Reset() {
+	*x = SalesReadinessRequest{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SalesReadinessRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SalesReadinessRequest) ProtoMessage() {}
+
+func (x *SalesReadinessRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SalesReadinessRequest.ProtoReflect.Descriptor instead.
+func (*SalesReadinessRequest) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{0}
+}
+
+type SalesReadinessResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ActiveProducts int64                  `protobuf:"varint,1,opt,name=active_products,json=activeProducts,proto3" json:"active_products,omitempty"`
+	// "" when no active product has an active variant in stock.
+	InStockTitle  string `protobuf:"bytes,2,opt,name=in_stock_title,json=inStockTitle,proto3" json:"in_stock_title,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SalesReadinessResponse) Reset() {
+	*x = SalesReadinessResponse{}
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SalesReadinessResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SalesReadinessResponse) ProtoMessage() {}
+
+func (x *SalesReadinessResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SalesReadinessResponse.ProtoReflect.Descriptor instead.
+func (*SalesReadinessResponse) Descriptor() ([]byte, []int) {
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SalesReadinessResponse) GetActiveProducts() int64 {
+	if x != nil {
+		return x.ActiveProducts
+	}
+	return 0
+}
+
+func (x *SalesReadinessResponse) GetInStockTitle() string {
+	if x != nil {
+		return x.InStockTitle
+	}
+	return ""
+}
+
 type PingRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -29,7 +118,7 @@ type PingRequest struct {
 
 func (x *PingRequest) Reset() {
 	*x = PingRequest{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[0]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -41,7 +130,7 @@ func (x *PingRequest) String() string {
 func (*PingRequest) ProtoMessage() {}
 
 func (x *PingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[0]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -54,7 +143,7 @@ func (x *PingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PingRequest.ProtoReflect.Descriptor instead.
 func (*PingRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{0}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{2}
 }
 
 type PingResponse struct {
@@ -67,7 +156,7 @@ type PingResponse struct {
 
 func (x *PingResponse) Reset() {
 	*x = PingResponse{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[1]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -79,7 +168,7 @@ func (x *PingResponse) String() string {
 func (*PingResponse) ProtoMessage() {}
 
 func (x *PingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[1]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -92,7 +181,7 @@ func (x *PingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PingResponse.ProtoReflect.Descriptor instead.
 func (*PingResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{1}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PingResponse) GetService() string {
@@ -127,7 +216,7 @@ type Variant struct {
 
 func (x *Variant) Reset() {
 	*x = Variant{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[2]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -139,7 +228,7 @@ func (x *Variant) String() string {
 func (*Variant) ProtoMessage() {}
 
 func (x *Variant) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[2]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -152,7 +241,7 @@ func (x *Variant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Variant.ProtoReflect.Descriptor instead.
 func (*Variant) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{2}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Variant) GetId() string {
@@ -230,7 +319,7 @@ type Product struct {
 
 func (x *Product) Reset() {
 	*x = Product{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[3]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -242,7 +331,7 @@ func (x *Product) String() string {
 func (*Product) ProtoMessage() {}
 
 func (x *Product) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[3]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -255,7 +344,7 @@ func (x *Product) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Product.ProtoReflect.Descriptor instead.
 func (*Product) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{3}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Product) GetId() string {
@@ -316,7 +405,7 @@ type CreateProductRequest struct {
 
 func (x *CreateProductRequest) Reset() {
 	*x = CreateProductRequest{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[4]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -328,7 +417,7 @@ func (x *CreateProductRequest) String() string {
 func (*CreateProductRequest) ProtoMessage() {}
 
 func (x *CreateProductRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[4]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -341,7 +430,7 @@ func (x *CreateProductRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateProductRequest.ProtoReflect.Descriptor instead.
 func (*CreateProductRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{4}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateProductRequest) GetProduct() *Product {
@@ -360,7 +449,7 @@ type CreateProductResponse struct {
 
 func (x *CreateProductResponse) Reset() {
 	*x = CreateProductResponse{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[5]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -372,7 +461,7 @@ func (x *CreateProductResponse) String() string {
 func (*CreateProductResponse) ProtoMessage() {}
 
 func (x *CreateProductResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[5]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -385,7 +474,7 @@ func (x *CreateProductResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateProductResponse.ProtoReflect.Descriptor instead.
 func (*CreateProductResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{5}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateProductResponse) GetProduct() *Product {
@@ -405,7 +494,7 @@ type ListProductsRequest struct {
 
 func (x *ListProductsRequest) Reset() {
 	*x = ListProductsRequest{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[6]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -417,7 +506,7 @@ func (x *ListProductsRequest) String() string {
 func (*ListProductsRequest) ProtoMessage() {}
 
 func (x *ListProductsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[6]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -430,7 +519,7 @@ func (x *ListProductsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProductsRequest.ProtoReflect.Descriptor instead.
 func (*ListProductsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{6}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListProductsRequest) GetPageSize() int32 {
@@ -457,7 +546,7 @@ type ListProductsResponse struct {
 
 func (x *ListProductsResponse) Reset() {
 	*x = ListProductsResponse{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[7]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -469,7 +558,7 @@ func (x *ListProductsResponse) String() string {
 func (*ListProductsResponse) ProtoMessage() {}
 
 func (x *ListProductsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[7]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -482,7 +571,7 @@ func (x *ListProductsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProductsResponse.ProtoReflect.Descriptor instead.
 func (*ListProductsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{7}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListProductsResponse) GetProducts() []*Product {
@@ -508,7 +597,7 @@ type GetProductRequest struct {
 
 func (x *GetProductRequest) Reset() {
 	*x = GetProductRequest{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[8]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -520,7 +609,7 @@ func (x *GetProductRequest) String() string {
 func (*GetProductRequest) ProtoMessage() {}
 
 func (x *GetProductRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[8]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -533,7 +622,7 @@ func (x *GetProductRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProductRequest.ProtoReflect.Descriptor instead.
 func (*GetProductRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{8}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetProductRequest) GetId() string {
@@ -552,7 +641,7 @@ type GetProductResponse struct {
 
 func (x *GetProductResponse) Reset() {
 	*x = GetProductResponse{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[9]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -564,7 +653,7 @@ func (x *GetProductResponse) String() string {
 func (*GetProductResponse) ProtoMessage() {}
 
 func (x *GetProductResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[9]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -577,7 +666,7 @@ func (x *GetProductResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProductResponse.ProtoReflect.Descriptor instead.
 func (*GetProductResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{9}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetProductResponse) GetProduct() *Product {
@@ -596,7 +685,7 @@ type UpdateProductRequest struct {
 
 func (x *UpdateProductRequest) Reset() {
 	*x = UpdateProductRequest{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[10]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -608,7 +697,7 @@ func (x *UpdateProductRequest) String() string {
 func (*UpdateProductRequest) ProtoMessage() {}
 
 func (x *UpdateProductRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[10]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -621,7 +710,7 @@ func (x *UpdateProductRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateProductRequest.ProtoReflect.Descriptor instead.
 func (*UpdateProductRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{10}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *UpdateProductRequest) GetProduct() *Product {
@@ -640,7 +729,7 @@ type UpdateProductResponse struct {
 
 func (x *UpdateProductResponse) Reset() {
 	*x = UpdateProductResponse{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[11]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -652,7 +741,7 @@ func (x *UpdateProductResponse) String() string {
 func (*UpdateProductResponse) ProtoMessage() {}
 
 func (x *UpdateProductResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[11]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -665,7 +754,7 @@ func (x *UpdateProductResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateProductResponse.ProtoReflect.Descriptor instead.
 func (*UpdateProductResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{11}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UpdateProductResponse) GetProduct() *Product {
@@ -686,7 +775,7 @@ type ImportProductsRequest struct {
 
 func (x *ImportProductsRequest) Reset() {
 	*x = ImportProductsRequest{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[12]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -698,7 +787,7 @@ func (x *ImportProductsRequest) String() string {
 func (*ImportProductsRequest) ProtoMessage() {}
 
 func (x *ImportProductsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[12]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -711,7 +800,7 @@ func (x *ImportProductsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportProductsRequest.ProtoReflect.Descriptor instead.
 func (*ImportProductsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{12}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ImportProductsRequest) GetProducts() []*Product {
@@ -740,7 +829,7 @@ type ImportError struct {
 
 func (x *ImportError) Reset() {
 	*x = ImportError{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[13]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -752,7 +841,7 @@ func (x *ImportError) String() string {
 func (*ImportError) ProtoMessage() {}
 
 func (x *ImportError) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[13]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -765,7 +854,7 @@ func (x *ImportError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportError.ProtoReflect.Descriptor instead.
 func (*ImportError) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{13}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ImportError) GetPath() string {
@@ -801,7 +890,7 @@ type ImportProductsResponse struct {
 
 func (x *ImportProductsResponse) Reset() {
 	*x = ImportProductsResponse{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[14]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -813,7 +902,7 @@ func (x *ImportProductsResponse) String() string {
 func (*ImportProductsResponse) ProtoMessage() {}
 
 func (x *ImportProductsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[14]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -826,7 +915,7 @@ func (x *ImportProductsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportProductsResponse.ProtoReflect.Descriptor instead.
 func (*ImportProductsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{14}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ImportProductsResponse) GetCreated() int32 {
@@ -866,7 +955,7 @@ type GetVariantsRequest struct {
 
 func (x *GetVariantsRequest) Reset() {
 	*x = GetVariantsRequest{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[15]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -878,7 +967,7 @@ func (x *GetVariantsRequest) String() string {
 func (*GetVariantsRequest) ProtoMessage() {}
 
 func (x *GetVariantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[15]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -891,7 +980,7 @@ func (x *GetVariantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetVariantsRequest.ProtoReflect.Descriptor instead.
 func (*GetVariantsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{15}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetVariantsRequest) GetIds() []string {
@@ -914,7 +1003,7 @@ type VariantInfo struct {
 
 func (x *VariantInfo) Reset() {
 	*x = VariantInfo{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[16]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -926,7 +1015,7 @@ func (x *VariantInfo) String() string {
 func (*VariantInfo) ProtoMessage() {}
 
 func (x *VariantInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[16]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +1028,7 @@ func (x *VariantInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VariantInfo.ProtoReflect.Descriptor instead.
 func (*VariantInfo) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{16}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *VariantInfo) GetVariant() *Variant {
@@ -979,7 +1068,7 @@ type GetVariantsResponse struct {
 
 func (x *GetVariantsResponse) Reset() {
 	*x = GetVariantsResponse{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[17]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1080,7 @@ func (x *GetVariantsResponse) String() string {
 func (*GetVariantsResponse) ProtoMessage() {}
 
 func (x *GetVariantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[17]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1004,7 +1093,7 @@ func (x *GetVariantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetVariantsResponse.ProtoReflect.Descriptor instead.
 func (*GetVariantsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{17}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetVariantsResponse) GetVariants() []*VariantInfo {
@@ -1026,7 +1115,7 @@ type StockLine struct {
 
 func (x *StockLine) Reset() {
 	*x = StockLine{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[18]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1038,7 +1127,7 @@ func (x *StockLine) String() string {
 func (*StockLine) ProtoMessage() {}
 
 func (x *StockLine) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[18]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1051,7 +1140,7 @@ func (x *StockLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StockLine.ProtoReflect.Descriptor instead.
 func (*StockLine) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{18}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StockLine) GetVariantId() string {
@@ -1086,7 +1175,7 @@ type ReserveStockRequest struct {
 
 func (x *ReserveStockRequest) Reset() {
 	*x = ReserveStockRequest{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[19]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1098,7 +1187,7 @@ func (x *ReserveStockRequest) String() string {
 func (*ReserveStockRequest) ProtoMessage() {}
 
 func (x *ReserveStockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[19]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1111,7 +1200,7 @@ func (x *ReserveStockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveStockRequest.ProtoReflect.Descriptor instead.
 func (*ReserveStockRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{19}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReserveStockRequest) GetCheckoutId() string {
@@ -1145,7 +1234,7 @@ type ReserveStockResponse struct {
 
 func (x *ReserveStockResponse) Reset() {
 	*x = ReserveStockResponse{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[20]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1157,7 +1246,7 @@ func (x *ReserveStockResponse) String() string {
 func (*ReserveStockResponse) ProtoMessage() {}
 
 func (x *ReserveStockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[20]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1170,7 +1259,7 @@ func (x *ReserveStockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveStockResponse.ProtoReflect.Descriptor instead.
 func (*ReserveStockResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{20}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ReserveStockResponse) GetReserved() bool {
@@ -1190,7 +1279,7 @@ type ReleaseStockRequest struct {
 
 func (x *ReleaseStockRequest) Reset() {
 	*x = ReleaseStockRequest{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[21]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1202,7 +1291,7 @@ func (x *ReleaseStockRequest) String() string {
 func (*ReleaseStockRequest) ProtoMessage() {}
 
 func (x *ReleaseStockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[21]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1215,7 +1304,7 @@ func (x *ReleaseStockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseStockRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseStockRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{21}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReleaseStockRequest) GetCheckoutId() string {
@@ -1241,7 +1330,7 @@ type ReleaseStockResponse struct {
 
 func (x *ReleaseStockResponse) Reset() {
 	*x = ReleaseStockResponse{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[22]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1342,7 @@ func (x *ReleaseStockResponse) String() string {
 func (*ReleaseStockResponse) ProtoMessage() {}
 
 func (x *ReleaseStockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[22]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1355,7 @@ func (x *ReleaseStockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseStockResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseStockResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{22}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReleaseStockResponse) GetReleasedLines() int32 {
@@ -1296,7 +1385,7 @@ type SearchCatalogRequest struct {
 
 func (x *SearchCatalogRequest) Reset() {
 	*x = SearchCatalogRequest{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[23]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1308,7 +1397,7 @@ func (x *SearchCatalogRequest) String() string {
 func (*SearchCatalogRequest) ProtoMessage() {}
 
 func (x *SearchCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[23]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1321,7 +1410,7 @@ func (x *SearchCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchCatalogRequest.ProtoReflect.Descriptor instead.
 func (*SearchCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{23}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SearchCatalogRequest) GetQuery() string {
@@ -1377,7 +1466,7 @@ type SearchCatalogResponse struct {
 
 func (x *SearchCatalogResponse) Reset() {
 	*x = SearchCatalogResponse{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[24]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1478,7 @@ func (x *SearchCatalogResponse) String() string {
 func (*SearchCatalogResponse) ProtoMessage() {}
 
 func (x *SearchCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[24]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1491,7 @@ func (x *SearchCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchCatalogResponse.ProtoReflect.Descriptor instead.
 func (*SearchCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{24}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SearchCatalogResponse) GetProducts() []*CatalogProduct {
@@ -1434,7 +1523,7 @@ type LookupCatalogRequest struct {
 
 func (x *LookupCatalogRequest) Reset() {
 	*x = LookupCatalogRequest{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[25]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +1535,7 @@ func (x *LookupCatalogRequest) String() string {
 func (*LookupCatalogRequest) ProtoMessage() {}
 
 func (x *LookupCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[25]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +1548,7 @@ func (x *LookupCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupCatalogRequest.ProtoReflect.Descriptor instead.
 func (*LookupCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{25}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LookupCatalogRequest) GetIds() []string {
@@ -1488,7 +1577,7 @@ type LookupCatalogResponse struct {
 
 func (x *LookupCatalogResponse) Reset() {
 	*x = LookupCatalogResponse{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[26]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1589,7 @@ func (x *LookupCatalogResponse) String() string {
 func (*LookupCatalogResponse) ProtoMessage() {}
 
 func (x *LookupCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[26]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1513,7 +1602,7 @@ func (x *LookupCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupCatalogResponse.ProtoReflect.Descriptor instead.
 func (*LookupCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{26}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LookupCatalogResponse) GetProducts() []*CatalogProduct {
@@ -1547,7 +1636,7 @@ type CatalogProduct struct {
 
 func (x *CatalogProduct) Reset() {
 	*x = CatalogProduct{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[27]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1559,7 +1648,7 @@ func (x *CatalogProduct) String() string {
 func (*CatalogProduct) ProtoMessage() {}
 
 func (x *CatalogProduct) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[27]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1572,7 +1661,7 @@ func (x *CatalogProduct) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogProduct.ProtoReflect.Descriptor instead.
 func (*CatalogProduct) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{27}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CatalogProduct) GetId() string {
@@ -1637,7 +1726,7 @@ type CatalogVariant struct {
 
 func (x *CatalogVariant) Reset() {
 	*x = CatalogVariant{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[28]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1649,7 +1738,7 @@ func (x *CatalogVariant) String() string {
 func (*CatalogVariant) ProtoMessage() {}
 
 func (x *CatalogVariant) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[28]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1662,7 +1751,7 @@ func (x *CatalogVariant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogVariant.ProtoReflect.Descriptor instead.
 func (*CatalogVariant) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{28}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CatalogVariant) GetId() string {
@@ -1732,7 +1821,7 @@ type CatalogInput struct {
 
 func (x *CatalogInput) Reset() {
 	*x = CatalogInput{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[29]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1744,7 +1833,7 @@ func (x *CatalogInput) String() string {
 func (*CatalogInput) ProtoMessage() {}
 
 func (x *CatalogInput) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[29]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1757,7 +1846,7 @@ func (x *CatalogInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogInput.ProtoReflect.Descriptor instead.
 func (*CatalogInput) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{29}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CatalogInput) GetId() string {
@@ -1786,7 +1875,7 @@ type SearchTermsRequest struct {
 
 func (x *SearchTermsRequest) Reset() {
 	*x = SearchTermsRequest{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[30]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1798,7 +1887,7 @@ func (x *SearchTermsRequest) String() string {
 func (*SearchTermsRequest) ProtoMessage() {}
 
 func (x *SearchTermsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[30]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1811,7 +1900,7 @@ func (x *SearchTermsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchTermsRequest.ProtoReflect.Descriptor instead.
 func (*SearchTermsRequest) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{30}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SearchTermsRequest) GetDays() int32 {
@@ -1841,7 +1930,7 @@ type SearchTerm struct {
 
 func (x *SearchTerm) Reset() {
 	*x = SearchTerm{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[31]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1853,7 +1942,7 @@ func (x *SearchTerm) String() string {
 func (*SearchTerm) ProtoMessage() {}
 
 func (x *SearchTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[31]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1866,7 +1955,7 @@ func (x *SearchTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchTerm.ProtoReflect.Descriptor instead.
 func (*SearchTerm) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{31}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SearchTerm) GetTerm() string {
@@ -1900,7 +1989,7 @@ type SearchTermsResponse struct {
 
 func (x *SearchTermsResponse) Reset() {
 	*x = SearchTermsResponse{}
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[32]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1912,7 +2001,7 @@ func (x *SearchTermsResponse) String() string {
 func (*SearchTermsResponse) ProtoMessage() {}
 
 func (x *SearchTermsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[32]
+	mi := &file_bcp_catalog_v1_catalog_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1925,7 +2014,7 @@ func (x *SearchTermsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchTermsResponse.ProtoReflect.Descriptor instead.
 func (*SearchTermsResponse) Descriptor() ([]byte, []int) {
-	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{32}
+	return file_bcp_catalog_v1_catalog_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SearchTermsResponse) GetTop() []*SearchTerm {
@@ -1946,7 +2035,11 @@ var File_bcp_catalog_v1_catalog_proto protoreflect.FileDescriptor
 
 const file_bcp_catalog_v1_catalog_proto_rawDesc = "" +
 	"\n" +
-	"\x1cbcp/catalog/v1/catalog.proto\x12\x0ebcp.catalog.v1\"\r\n" +
+	"\x1cbcp/catalog/v1/catalog.proto\x12\x0ebcp.catalog.v1\"\x17\n" +
+	"\x15SalesReadinessRequest\"g\n" +
+	"\x16SalesReadinessResponse\x12'\n" +
+	"\x0factive_products\x18\x01 \x01(\x03R\x0eactiveProducts\x12$\n" +
+	"\x0ein_stock_title\x18\x02 \x01(\tR\finStockTitle\"\r\n" +
 	"\vPingRequest\"I\n" +
 	"\fPingResponse\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x1f\n" +
@@ -2083,7 +2176,7 @@ const file_bcp_catalog_v1_catalog_proto_rawDesc = "" +
 	"\x13SearchTermsResponse\x12,\n" +
 	"\x03top\x18\x01 \x03(\v2\x1a.bcp.catalog.v1.SearchTermR\x03top\x129\n" +
 	"\n" +
-	"no_results\x18\x02 \x03(\v2\x1a.bcp.catalog.v1.SearchTermR\tnoResults2\xe5\b\n" +
+	"no_results\x18\x02 \x03(\v2\x1a.bcp.catalog.v1.SearchTermR\tnoResults2\xcb\t\n" +
 	"\x0eCatalogService\x12F\n" +
 	"\x04Ping\x12\x1b.bcp.catalog.v1.PingRequest\x1a\x1c.bcp.catalog.v1.PingResponse\"\x03\x90\x02\x01\x12\\\n" +
 	"\rCreateProduct\x12$.bcp.catalog.v1.CreateProductRequest\x1a%.bcp.catalog.v1.CreateProductResponse\x12^\n" +
@@ -2097,7 +2190,8 @@ const file_bcp_catalog_v1_catalog_proto_rawDesc = "" +
 	"\vGetVariants\x12\".bcp.catalog.v1.GetVariantsRequest\x1a#.bcp.catalog.v1.GetVariantsResponse\"\x03\x90\x02\x01\x12a\n" +
 	"\rSearchCatalog\x12$.bcp.catalog.v1.SearchCatalogRequest\x1a%.bcp.catalog.v1.SearchCatalogResponse\"\x03\x90\x02\x01\x12a\n" +
 	"\rLookupCatalog\x12$.bcp.catalog.v1.LookupCatalogRequest\x1a%.bcp.catalog.v1.LookupCatalogResponse\"\x03\x90\x02\x01\x12[\n" +
-	"\vSearchTerms\x12\".bcp.catalog.v1.SearchTermsRequest\x1a#.bcp.catalog.v1.SearchTermsResponse\"\x03\x90\x02\x01B\xb6\x01\n" +
+	"\vSearchTerms\x12\".bcp.catalog.v1.SearchTermsRequest\x1a#.bcp.catalog.v1.SearchTermsResponse\"\x03\x90\x02\x01\x12d\n" +
+	"\x0eSalesReadiness\x12%.bcp.catalog.v1.SalesReadinessRequest\x1a&.bcp.catalog.v1.SalesReadinessResponse\"\x03\x90\x02\x01B\xb6\x01\n" +
 	"\x12com.bcp.catalog.v1B\fCatalogProtoP\x01Z8github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1;catalogv1\xa2\x02\x03BCX\xaa\x02\x0eBcp.Catalog.V1\xca\x02\x0eBcp\\Catalog\\V1\xe2\x02\x1aBcp\\Catalog\\V1\\GPBMetadata\xea\x02\x10Bcp::Catalog::V1b\x06proto3"
 
 var (
@@ -2112,87 +2206,91 @@ func file_bcp_catalog_v1_catalog_proto_rawDescGZIP() []byte {
 	return file_bcp_catalog_v1_catalog_proto_rawDescData
 }
 
-var file_bcp_catalog_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_bcp_catalog_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_bcp_catalog_v1_catalog_proto_goTypes = []any{
-	(*PingRequest)(nil),            // 0: bcp.catalog.v1.PingRequest
-	(*PingResponse)(nil),           // 1: bcp.catalog.v1.PingResponse
-	(*Variant)(nil),                // 2: bcp.catalog.v1.Variant
-	(*Product)(nil),                // 3: bcp.catalog.v1.Product
-	(*CreateProductRequest)(nil),   // 4: bcp.catalog.v1.CreateProductRequest
-	(*CreateProductResponse)(nil),  // 5: bcp.catalog.v1.CreateProductResponse
-	(*ListProductsRequest)(nil),    // 6: bcp.catalog.v1.ListProductsRequest
-	(*ListProductsResponse)(nil),   // 7: bcp.catalog.v1.ListProductsResponse
-	(*GetProductRequest)(nil),      // 8: bcp.catalog.v1.GetProductRequest
-	(*GetProductResponse)(nil),     // 9: bcp.catalog.v1.GetProductResponse
-	(*UpdateProductRequest)(nil),   // 10: bcp.catalog.v1.UpdateProductRequest
-	(*UpdateProductResponse)(nil),  // 11: bcp.catalog.v1.UpdateProductResponse
-	(*ImportProductsRequest)(nil),  // 12: bcp.catalog.v1.ImportProductsRequest
-	(*ImportError)(nil),            // 13: bcp.catalog.v1.ImportError
-	(*ImportProductsResponse)(nil), // 14: bcp.catalog.v1.ImportProductsResponse
-	(*GetVariantsRequest)(nil),     // 15: bcp.catalog.v1.GetVariantsRequest
-	(*VariantInfo)(nil),            // 16: bcp.catalog.v1.VariantInfo
-	(*GetVariantsResponse)(nil),    // 17: bcp.catalog.v1.GetVariantsResponse
-	(*StockLine)(nil),              // 18: bcp.catalog.v1.StockLine
-	(*ReserveStockRequest)(nil),    // 19: bcp.catalog.v1.ReserveStockRequest
-	(*ReserveStockResponse)(nil),   // 20: bcp.catalog.v1.ReserveStockResponse
-	(*ReleaseStockRequest)(nil),    // 21: bcp.catalog.v1.ReleaseStockRequest
-	(*ReleaseStockResponse)(nil),   // 22: bcp.catalog.v1.ReleaseStockResponse
-	(*SearchCatalogRequest)(nil),   // 23: bcp.catalog.v1.SearchCatalogRequest
-	(*SearchCatalogResponse)(nil),  // 24: bcp.catalog.v1.SearchCatalogResponse
-	(*LookupCatalogRequest)(nil),   // 25: bcp.catalog.v1.LookupCatalogRequest
-	(*LookupCatalogResponse)(nil),  // 26: bcp.catalog.v1.LookupCatalogResponse
-	(*CatalogProduct)(nil),         // 27: bcp.catalog.v1.CatalogProduct
-	(*CatalogVariant)(nil),         // 28: bcp.catalog.v1.CatalogVariant
-	(*CatalogInput)(nil),           // 29: bcp.catalog.v1.CatalogInput
-	(*SearchTermsRequest)(nil),     // 30: bcp.catalog.v1.SearchTermsRequest
-	(*SearchTerm)(nil),             // 31: bcp.catalog.v1.SearchTerm
-	(*SearchTermsResponse)(nil),    // 32: bcp.catalog.v1.SearchTermsResponse
+	(*SalesReadinessRequest)(nil),  // 0: bcp.catalog.v1.SalesReadinessRequest
+	(*SalesReadinessResponse)(nil), // 1: bcp.catalog.v1.SalesReadinessResponse
+	(*PingRequest)(nil),            // 2: bcp.catalog.v1.PingRequest
+	(*PingResponse)(nil),           // 3: bcp.catalog.v1.PingResponse
+	(*Variant)(nil),                // 4: bcp.catalog.v1.Variant
+	(*Product)(nil),                // 5: bcp.catalog.v1.Product
+	(*CreateProductRequest)(nil),   // 6: bcp.catalog.v1.CreateProductRequest
+	(*CreateProductResponse)(nil),  // 7: bcp.catalog.v1.CreateProductResponse
+	(*ListProductsRequest)(nil),    // 8: bcp.catalog.v1.ListProductsRequest
+	(*ListProductsResponse)(nil),   // 9: bcp.catalog.v1.ListProductsResponse
+	(*GetProductRequest)(nil),      // 10: bcp.catalog.v1.GetProductRequest
+	(*GetProductResponse)(nil),     // 11: bcp.catalog.v1.GetProductResponse
+	(*UpdateProductRequest)(nil),   // 12: bcp.catalog.v1.UpdateProductRequest
+	(*UpdateProductResponse)(nil),  // 13: bcp.catalog.v1.UpdateProductResponse
+	(*ImportProductsRequest)(nil),  // 14: bcp.catalog.v1.ImportProductsRequest
+	(*ImportError)(nil),            // 15: bcp.catalog.v1.ImportError
+	(*ImportProductsResponse)(nil), // 16: bcp.catalog.v1.ImportProductsResponse
+	(*GetVariantsRequest)(nil),     // 17: bcp.catalog.v1.GetVariantsRequest
+	(*VariantInfo)(nil),            // 18: bcp.catalog.v1.VariantInfo
+	(*GetVariantsResponse)(nil),    // 19: bcp.catalog.v1.GetVariantsResponse
+	(*StockLine)(nil),              // 20: bcp.catalog.v1.StockLine
+	(*ReserveStockRequest)(nil),    // 21: bcp.catalog.v1.ReserveStockRequest
+	(*ReserveStockResponse)(nil),   // 22: bcp.catalog.v1.ReserveStockResponse
+	(*ReleaseStockRequest)(nil),    // 23: bcp.catalog.v1.ReleaseStockRequest
+	(*ReleaseStockResponse)(nil),   // 24: bcp.catalog.v1.ReleaseStockResponse
+	(*SearchCatalogRequest)(nil),   // 25: bcp.catalog.v1.SearchCatalogRequest
+	(*SearchCatalogResponse)(nil),  // 26: bcp.catalog.v1.SearchCatalogResponse
+	(*LookupCatalogRequest)(nil),   // 27: bcp.catalog.v1.LookupCatalogRequest
+	(*LookupCatalogResponse)(nil),  // 28: bcp.catalog.v1.LookupCatalogResponse
+	(*CatalogProduct)(nil),         // 29: bcp.catalog.v1.CatalogProduct
+	(*CatalogVariant)(nil),         // 30: bcp.catalog.v1.CatalogVariant
+	(*CatalogInput)(nil),           // 31: bcp.catalog.v1.CatalogInput
+	(*SearchTermsRequest)(nil),     // 32: bcp.catalog.v1.SearchTermsRequest
+	(*SearchTerm)(nil),             // 33: bcp.catalog.v1.SearchTerm
+	(*SearchTermsResponse)(nil),    // 34: bcp.catalog.v1.SearchTermsResponse
 }
 var file_bcp_catalog_v1_catalog_proto_depIdxs = []int32{
-	2,  // 0: bcp.catalog.v1.Product.variants:type_name -> bcp.catalog.v1.Variant
-	3,  // 1: bcp.catalog.v1.CreateProductRequest.product:type_name -> bcp.catalog.v1.Product
-	3,  // 2: bcp.catalog.v1.CreateProductResponse.product:type_name -> bcp.catalog.v1.Product
-	3,  // 3: bcp.catalog.v1.ListProductsResponse.products:type_name -> bcp.catalog.v1.Product
-	3,  // 4: bcp.catalog.v1.GetProductResponse.product:type_name -> bcp.catalog.v1.Product
-	3,  // 5: bcp.catalog.v1.UpdateProductRequest.product:type_name -> bcp.catalog.v1.Product
-	3,  // 6: bcp.catalog.v1.UpdateProductResponse.product:type_name -> bcp.catalog.v1.Product
-	3,  // 7: bcp.catalog.v1.ImportProductsRequest.products:type_name -> bcp.catalog.v1.Product
-	13, // 8: bcp.catalog.v1.ImportProductsResponse.errors:type_name -> bcp.catalog.v1.ImportError
-	2,  // 9: bcp.catalog.v1.VariantInfo.variant:type_name -> bcp.catalog.v1.Variant
-	16, // 10: bcp.catalog.v1.GetVariantsResponse.variants:type_name -> bcp.catalog.v1.VariantInfo
-	18, // 11: bcp.catalog.v1.ReserveStockRequest.lines:type_name -> bcp.catalog.v1.StockLine
-	27, // 12: bcp.catalog.v1.SearchCatalogResponse.products:type_name -> bcp.catalog.v1.CatalogProduct
-	27, // 13: bcp.catalog.v1.LookupCatalogResponse.products:type_name -> bcp.catalog.v1.CatalogProduct
-	28, // 14: bcp.catalog.v1.CatalogProduct.variants:type_name -> bcp.catalog.v1.CatalogVariant
-	29, // 15: bcp.catalog.v1.CatalogVariant.inputs:type_name -> bcp.catalog.v1.CatalogInput
-	31, // 16: bcp.catalog.v1.SearchTermsResponse.top:type_name -> bcp.catalog.v1.SearchTerm
-	31, // 17: bcp.catalog.v1.SearchTermsResponse.no_results:type_name -> bcp.catalog.v1.SearchTerm
-	0,  // 18: bcp.catalog.v1.CatalogService.Ping:input_type -> bcp.catalog.v1.PingRequest
-	4,  // 19: bcp.catalog.v1.CatalogService.CreateProduct:input_type -> bcp.catalog.v1.CreateProductRequest
-	6,  // 20: bcp.catalog.v1.CatalogService.ListProducts:input_type -> bcp.catalog.v1.ListProductsRequest
-	8,  // 21: bcp.catalog.v1.CatalogService.GetProduct:input_type -> bcp.catalog.v1.GetProductRequest
-	10, // 22: bcp.catalog.v1.CatalogService.UpdateProduct:input_type -> bcp.catalog.v1.UpdateProductRequest
-	12, // 23: bcp.catalog.v1.CatalogService.ImportProducts:input_type -> bcp.catalog.v1.ImportProductsRequest
-	19, // 24: bcp.catalog.v1.CatalogService.ReserveStock:input_type -> bcp.catalog.v1.ReserveStockRequest
-	21, // 25: bcp.catalog.v1.CatalogService.ReleaseStock:input_type -> bcp.catalog.v1.ReleaseStockRequest
-	15, // 26: bcp.catalog.v1.CatalogService.GetVariants:input_type -> bcp.catalog.v1.GetVariantsRequest
-	23, // 27: bcp.catalog.v1.CatalogService.SearchCatalog:input_type -> bcp.catalog.v1.SearchCatalogRequest
-	25, // 28: bcp.catalog.v1.CatalogService.LookupCatalog:input_type -> bcp.catalog.v1.LookupCatalogRequest
-	30, // 29: bcp.catalog.v1.CatalogService.SearchTerms:input_type -> bcp.catalog.v1.SearchTermsRequest
-	1,  // 30: bcp.catalog.v1.CatalogService.Ping:output_type -> bcp.catalog.v1.PingResponse
-	5,  // 31: bcp.catalog.v1.CatalogService.CreateProduct:output_type -> bcp.catalog.v1.CreateProductResponse
-	7,  // 32: bcp.catalog.v1.CatalogService.ListProducts:output_type -> bcp.catalog.v1.ListProductsResponse
-	9,  // 33: bcp.catalog.v1.CatalogService.GetProduct:output_type -> bcp.catalog.v1.GetProductResponse
-	11, // 34: bcp.catalog.v1.CatalogService.UpdateProduct:output_type -> bcp.catalog.v1.UpdateProductResponse
-	14, // 35: bcp.catalog.v1.CatalogService.ImportProducts:output_type -> bcp.catalog.v1.ImportProductsResponse
-	20, // 36: bcp.catalog.v1.CatalogService.ReserveStock:output_type -> bcp.catalog.v1.ReserveStockResponse
-	22, // 37: bcp.catalog.v1.CatalogService.ReleaseStock:output_type -> bcp.catalog.v1.ReleaseStockResponse
-	17, // 38: bcp.catalog.v1.CatalogService.GetVariants:output_type -> bcp.catalog.v1.GetVariantsResponse
-	24, // 39: bcp.catalog.v1.CatalogService.SearchCatalog:output_type -> bcp.catalog.v1.SearchCatalogResponse
-	26, // 40: bcp.catalog.v1.CatalogService.LookupCatalog:output_type -> bcp.catalog.v1.LookupCatalogResponse
-	32, // 41: bcp.catalog.v1.CatalogService.SearchTerms:output_type -> bcp.catalog.v1.SearchTermsResponse
-	30, // [30:42] is the sub-list for method output_type
-	18, // [18:30] is the sub-list for method input_type
+	4,  // 0: bcp.catalog.v1.Product.variants:type_name -> bcp.catalog.v1.Variant
+	5,  // 1: bcp.catalog.v1.CreateProductRequest.product:type_name -> bcp.catalog.v1.Product
+	5,  // 2: bcp.catalog.v1.CreateProductResponse.product:type_name -> bcp.catalog.v1.Product
+	5,  // 3: bcp.catalog.v1.ListProductsResponse.products:type_name -> bcp.catalog.v1.Product
+	5,  // 4: bcp.catalog.v1.GetProductResponse.product:type_name -> bcp.catalog.v1.Product
+	5,  // 5: bcp.catalog.v1.UpdateProductRequest.product:type_name -> bcp.catalog.v1.Product
+	5,  // 6: bcp.catalog.v1.UpdateProductResponse.product:type_name -> bcp.catalog.v1.Product
+	5,  // 7: bcp.catalog.v1.ImportProductsRequest.products:type_name -> bcp.catalog.v1.Product
+	15, // 8: bcp.catalog.v1.ImportProductsResponse.errors:type_name -> bcp.catalog.v1.ImportError
+	4,  // 9: bcp.catalog.v1.VariantInfo.variant:type_name -> bcp.catalog.v1.Variant
+	18, // 10: bcp.catalog.v1.GetVariantsResponse.variants:type_name -> bcp.catalog.v1.VariantInfo
+	20, // 11: bcp.catalog.v1.ReserveStockRequest.lines:type_name -> bcp.catalog.v1.StockLine
+	29, // 12: bcp.catalog.v1.SearchCatalogResponse.products:type_name -> bcp.catalog.v1.CatalogProduct
+	29, // 13: bcp.catalog.v1.LookupCatalogResponse.products:type_name -> bcp.catalog.v1.CatalogProduct
+	30, // 14: bcp.catalog.v1.CatalogProduct.variants:type_name -> bcp.catalog.v1.CatalogVariant
+	31, // 15: bcp.catalog.v1.CatalogVariant.inputs:type_name -> bcp.catalog.v1.CatalogInput
+	33, // 16: bcp.catalog.v1.SearchTermsResponse.top:type_name -> bcp.catalog.v1.SearchTerm
+	33, // 17: bcp.catalog.v1.SearchTermsResponse.no_results:type_name -> bcp.catalog.v1.SearchTerm
+	2,  // 18: bcp.catalog.v1.CatalogService.Ping:input_type -> bcp.catalog.v1.PingRequest
+	6,  // 19: bcp.catalog.v1.CatalogService.CreateProduct:input_type -> bcp.catalog.v1.CreateProductRequest
+	8,  // 20: bcp.catalog.v1.CatalogService.ListProducts:input_type -> bcp.catalog.v1.ListProductsRequest
+	10, // 21: bcp.catalog.v1.CatalogService.GetProduct:input_type -> bcp.catalog.v1.GetProductRequest
+	12, // 22: bcp.catalog.v1.CatalogService.UpdateProduct:input_type -> bcp.catalog.v1.UpdateProductRequest
+	14, // 23: bcp.catalog.v1.CatalogService.ImportProducts:input_type -> bcp.catalog.v1.ImportProductsRequest
+	21, // 24: bcp.catalog.v1.CatalogService.ReserveStock:input_type -> bcp.catalog.v1.ReserveStockRequest
+	23, // 25: bcp.catalog.v1.CatalogService.ReleaseStock:input_type -> bcp.catalog.v1.ReleaseStockRequest
+	17, // 26: bcp.catalog.v1.CatalogService.GetVariants:input_type -> bcp.catalog.v1.GetVariantsRequest
+	25, // 27: bcp.catalog.v1.CatalogService.SearchCatalog:input_type -> bcp.catalog.v1.SearchCatalogRequest
+	27, // 28: bcp.catalog.v1.CatalogService.LookupCatalog:input_type -> bcp.catalog.v1.LookupCatalogRequest
+	32, // 29: bcp.catalog.v1.CatalogService.SearchTerms:input_type -> bcp.catalog.v1.SearchTermsRequest
+	0,  // 30: bcp.catalog.v1.CatalogService.SalesReadiness:input_type -> bcp.catalog.v1.SalesReadinessRequest
+	3,  // 31: bcp.catalog.v1.CatalogService.Ping:output_type -> bcp.catalog.v1.PingResponse
+	7,  // 32: bcp.catalog.v1.CatalogService.CreateProduct:output_type -> bcp.catalog.v1.CreateProductResponse
+	9,  // 33: bcp.catalog.v1.CatalogService.ListProducts:output_type -> bcp.catalog.v1.ListProductsResponse
+	11, // 34: bcp.catalog.v1.CatalogService.GetProduct:output_type -> bcp.catalog.v1.GetProductResponse
+	13, // 35: bcp.catalog.v1.CatalogService.UpdateProduct:output_type -> bcp.catalog.v1.UpdateProductResponse
+	16, // 36: bcp.catalog.v1.CatalogService.ImportProducts:output_type -> bcp.catalog.v1.ImportProductsResponse
+	22, // 37: bcp.catalog.v1.CatalogService.ReserveStock:output_type -> bcp.catalog.v1.ReserveStockResponse
+	24, // 38: bcp.catalog.v1.CatalogService.ReleaseStock:output_type -> bcp.catalog.v1.ReleaseStockResponse
+	19, // 39: bcp.catalog.v1.CatalogService.GetVariants:output_type -> bcp.catalog.v1.GetVariantsResponse
+	26, // 40: bcp.catalog.v1.CatalogService.SearchCatalog:output_type -> bcp.catalog.v1.SearchCatalogResponse
+	28, // 41: bcp.catalog.v1.CatalogService.LookupCatalog:output_type -> bcp.catalog.v1.LookupCatalogResponse
+	34, // 42: bcp.catalog.v1.CatalogService.SearchTerms:output_type -> bcp.catalog.v1.SearchTermsResponse
+	1,  // 43: bcp.catalog.v1.CatalogService.SalesReadiness:output_type -> bcp.catalog.v1.SalesReadinessResponse
+	31, // [31:44] is the sub-list for method output_type
+	18, // [18:31] is the sub-list for method input_type
 	18, // [18:18] is the sub-list for extension type_name
 	18, // [18:18] is the sub-list for extension extendee
 	0,  // [0:18] is the sub-list for field type_name
@@ -2203,15 +2301,15 @@ func file_bcp_catalog_v1_catalog_proto_init() {
 	if File_bcp_catalog_v1_catalog_proto != nil {
 		return
 	}
-	file_bcp_catalog_v1_catalog_proto_msgTypes[3].OneofWrappers = []any{}
-	file_bcp_catalog_v1_catalog_proto_msgTypes[23].OneofWrappers = []any{}
+	file_bcp_catalog_v1_catalog_proto_msgTypes[5].OneofWrappers = []any{}
+	file_bcp_catalog_v1_catalog_proto_msgTypes[25].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bcp_catalog_v1_catalog_proto_rawDesc), len(file_bcp_catalog_v1_catalog_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

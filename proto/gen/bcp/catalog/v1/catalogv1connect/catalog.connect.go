@@ -68,6 +68,9 @@ const (
 	// CatalogServiceSearchTermsProcedure is the fully-qualified name of the CatalogService's
 	// SearchTerms RPC.
 	CatalogServiceSearchTermsProcedure = "/bcp.catalog.v1.CatalogService/SearchTerms"
+	// CatalogServiceSalesReadinessProcedure is the fully-qualified name of the CatalogService's
+	// SalesReadiness RPC.
+	CatalogServiceSalesReadinessProcedure = "/bcp.catalog.v1.CatalogService/SalesReadiness"
 )
 
 // CatalogServiceClient is a client for the bcp.catalog.v1.CatalogService service.
@@ -114,6 +117,10 @@ type CatalogServiceClient interface {
 	// SearchCatalog with a query): the most searched terms and the terms
 	// that found nothing, for the merchant.
 	SearchTerms(context.Context, *connect.Request[v1.SearchTermsRequest]) (*connect.Response[v1.SearchTermsResponse], error)
+	// SalesReadiness says whether the merchant has something an agent can
+	// buy now (the go-live checklist): how many products are active, and the
+	// title of one active product with an active variant in stock.
+	SalesReadiness(context.Context, *connect.Request[v1.SalesReadinessRequest]) (*connect.Response[v1.SalesReadinessResponse], error)
 }
 
 // NewCatalogServiceClient constructs a client for the bcp.catalog.v1.CatalogService service. By
@@ -206,6 +213,13 @@ func NewCatalogServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		salesReadiness: connect.NewClient[v1.SalesReadinessRequest, v1.SalesReadinessResponse](
+			httpClient,
+			baseURL+CatalogServiceSalesReadinessProcedure,
+			connect.WithSchema(catalogServiceMethods.ByName("SalesReadiness")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -223,6 +237,7 @@ type catalogServiceClient struct {
 	searchCatalog  *connect.Client[v1.SearchCatalogRequest, v1.SearchCatalogResponse]
 	lookupCatalog  *connect.Client[v1.LookupCatalogRequest, v1.LookupCatalogResponse]
 	searchTerms    *connect.Client[v1.SearchTermsRequest, v1.SearchTermsResponse]
+	salesReadiness *connect.Client[v1.SalesReadinessRequest, v1.SalesReadinessResponse]
 }
 
 // Ping calls bcp.catalog.v1.CatalogService.Ping.
@@ -285,6 +300,11 @@ func (c *catalogServiceClient) SearchTerms(ctx context.Context, req *connect.Req
 	return c.searchTerms.CallUnary(ctx, req)
 }
 
+// SalesReadiness calls bcp.catalog.v1.CatalogService.SalesReadiness.
+func (c *catalogServiceClient) SalesReadiness(ctx context.Context, req *connect.Request[v1.SalesReadinessRequest]) (*connect.Response[v1.SalesReadinessResponse], error) {
+	return c.salesReadiness.CallUnary(ctx, req)
+}
+
 // CatalogServiceHandler is an implementation of the bcp.catalog.v1.CatalogService service.
 type CatalogServiceHandler interface {
 	Ping(context.Context, *connect.Request[v1.PingRequest]) (*connect.Response[v1.PingResponse], error)
@@ -329,6 +349,10 @@ type CatalogServiceHandler interface {
 	// SearchCatalog with a query): the most searched terms and the terms
 	// that found nothing, for the merchant.
 	SearchTerms(context.Context, *connect.Request[v1.SearchTermsRequest]) (*connect.Response[v1.SearchTermsResponse], error)
+	// SalesReadiness says whether the merchant has something an agent can
+	// buy now (the go-live checklist): how many products are active, and the
+	// title of one active product with an active variant in stock.
+	SalesReadiness(context.Context, *connect.Request[v1.SalesReadinessRequest]) (*connect.Response[v1.SalesReadinessResponse], error)
 }
 
 // NewCatalogServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -417,6 +441,13 @@ func NewCatalogServiceHandler(svc CatalogServiceHandler, opts ...connect.Handler
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	catalogServiceSalesReadinessHandler := connect.NewUnaryHandler(
+		CatalogServiceSalesReadinessProcedure,
+		svc.SalesReadiness,
+		connect.WithSchema(catalogServiceMethods.ByName("SalesReadiness")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/bcp.catalog.v1.CatalogService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case CatalogServicePingProcedure:
@@ -443,6 +474,8 @@ func NewCatalogServiceHandler(svc CatalogServiceHandler, opts ...connect.Handler
 			catalogServiceLookupCatalogHandler.ServeHTTP(w, r)
 		case CatalogServiceSearchTermsProcedure:
 			catalogServiceSearchTermsHandler.ServeHTTP(w, r)
+		case CatalogServiceSalesReadinessProcedure:
+			catalogServiceSalesReadinessHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -498,4 +531,8 @@ func (UnimplementedCatalogServiceHandler) LookupCatalog(context.Context, *connec
 
 func (UnimplementedCatalogServiceHandler) SearchTerms(context.Context, *connect.Request[v1.SearchTermsRequest]) (*connect.Response[v1.SearchTermsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.catalog.v1.CatalogService.SearchTerms is not implemented"))
+}
+
+func (UnimplementedCatalogServiceHandler) SalesReadiness(context.Context, *connect.Request[v1.SalesReadinessRequest]) (*connect.Response[v1.SalesReadinessResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("bcp.catalog.v1.CatalogService.SalesReadiness is not implemented"))
 }

@@ -119,3 +119,11 @@ func (c *catalogServiceClient) SearchTerms(ctx context.Context, req *connect.Req
 	}
 	return direct.Unary(ctx, c.chain, catalogv1connect.CatalogServiceSearchTermsProcedure, req, h.SearchTerms)
 }
+
+func (c *catalogServiceClient) SalesReadiness(ctx context.Context, req *connect.Request[v1.SalesReadinessRequest]) (*connect.Response[v1.SalesReadinessResponse], error) {
+	h, ok := c.h.Get()
+	if !ok {
+		return nil, direct.NotMounted(catalogv1connect.CatalogServiceSalesReadinessProcedure)
+	}
+	return direct.Unary(ctx, c.chain, catalogv1connect.CatalogServiceSalesReadinessProcedure, req, h.SalesReadiness)
+}
