@@ -317,6 +317,10 @@ func run(ctx context.Context, cfg config) error {
 		}
 	} else {
 		e, err = startEnv(ctx, envOptions{tenants: cfg.tenants, statements: cfg.statements >= 0, pays: true}, logf)
+		if err == nil && cfg.cpuprofile != "" {
+			// --cpuprofile is diagnosis: planning is timed too.
+			err = e.trackPlanning(ctx)
+		}
 	}
 	if err != nil {
 		return err
@@ -715,7 +719,11 @@ func printReport(w io.Writer, res *Result) {
 				if len(q) > 110 {
 					q = q[:110] + "…"
 				}
-				fmt.Fprintf(w, "%-16s   %6.2f/op %7.3f ms  %s\n", "", l.CallsPerOp, l.MeanMs, q)
+				if l.MeanPlanMs > 0 {
+					fmt.Fprintf(w, "%-16s   %6.2f/op %7.3f ms %7.3f ms planning  %s\n", "", l.CallsPerOp, l.MeanMs, l.MeanPlanMs, q)
+				} else {
+					fmt.Fprintf(w, "%-16s   %6.2f/op %7.3f ms  %s\n", "", l.CallsPerOp, l.MeanMs, q)
+				}
 			}
 		}
 		if p.Sched != nil {
