@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -210,7 +211,8 @@ func Reads(ctx context.Context, pool *pgxpool.Pool, fn func(*SingleQuerier) erro
 	if err != nil {
 		return err
 	}
-	q := &SingleQuerier{pool: pool, setup: setTenantReadOnly, tenant: tid.String(), multi: true}
+	q := newSingleQuerier(pool, setTenantReadOnly, tid)
+	q.multi = true
 	err = fn(q)
 	if cerr := q.release(); err == nil {
 		err = cerr
@@ -232,7 +234,7 @@ func single(ctx context.Context, pool *pgxpool.Pool, setup string, fn func(*Sing
 	if err != nil {
 		return err
 	}
-	q := &SingleQuerier{pool: pool, setup: setup, tenant: tid.String()}
+	q := newSingleQuerier(pool, setup, tid)
 	err = fn(q)
 	if cerr := q.release(); err == nil {
 		err = cerr
@@ -242,35 +244,50 @@ func single(ctx context.Context, pool *pgxpool.Pool, setup string, fn func(*Sing
 
 // SingleQuerier is what Single's (and Reads') callback runs its
 // statements on; it has the methods of sqlc's DBTX. Each statement is sent
-// behind set_config in one batch. Single's connection goes back to the
-// pool once its statement's results are read, Reads' when its callback
-// returns.
+// behind set_config in one batch (prepared.go). Single's connection goes
+// back to the pool once its statement's results are read, Reads' when its
+// callback returns.
 type SingleQuerier struct {
 	pool   *pgxpool.Pool
 	setup  string // the set_config statement sent before each statement
-	tenant string
-	multi  bool // Reads: more than one statement, each in its own batch
+	multi  bool   // Reads: more than one statement, each in its own batch
 	used   bool
 	conn   *pgxpool.Conn
-	br     pgx.BatchResults
 	closed bool // no statement may follow (Single's one has been sent)
+
+	// A statement sent prepared (prepared.go): its batch, its SQL, its
+	// result, and set_config's one parameter, the tenant id in text.
+	stmts       *connStmts
+	batch       pgconn.Batch
+	mrr         *pgconn.MultiResultReader
+	rr          *pgconn.ResultReader
+	sql         string
+	tenantText  [36]byte
+	tenantParam [1][]byte
+	trace       *batchTrace // what the connection's tracer, if any, is shown of it
+
+	br pgx.BatchResults // a statement sent as a pgx.Batch
+}
+
+func newSingleQuerier(pool *pgxpool.Pool, setup string, tenant uuid.UUID) *SingleQuerier {
+	q := &SingleQuerier{pool: pool, setup: setup}
+	uuidText(&q.tenantText, tenant)
+	q.tenantParam[0] = q.tenantText[:]
+	return q
 }
 
 // send pipelines set_config and the statement and reads set_config's
-// result; the statement's results are left to the caller.
+// result; the statement's results are left to the caller (s.rr when sent
+// prepared, else s.br).
 func (s *SingleQuerier) send(ctx context.Context, sql string, args []any) error {
 	if s.closed || (s.used && !s.multi) {
 		return errSecondStatement
 	}
 	s.used = true
-	if s.br != nil {
-		// Reads: the previous statement's results were not all read
-		// (a QueryRow never scanned); its batch ends here.
-		err := s.br.Close()
-		s.br = nil
-		if err != nil {
-			return err
-		}
+	// Reads: the previous statement's results were not all read (a
+	// QueryRow never scanned); its batch ends here.
+	if err := s.endBatch(); err != nil {
+		return err
 	}
 	if s.conn == nil {
 		conn, err := s.pool.Acquire(ctx)
@@ -278,23 +295,33 @@ func (s *SingleQuerier) send(ctx context.Context, sql string, args []any) error 
 			return err
 		}
 		s.conn = conn
+		s.stmts = stmtsOf(conn)
+	}
+	if s.stmts.prepared(sql, args) {
+		return s.sendPrepared(ctx, sql, args)
 	}
 	b := &pgx.Batch{}
-	b.Queue(s.setup, s.tenant)
+	b.Queue(s.setup, string(s.tenantText[:]))
 	b.Queue(sql, args...)
 	s.br = s.conn.SendBatch(ctx, b)
 	_, err := s.br.Exec()
 	return err
 }
 
+// endBatch reads what is left of the last statement's batch.
+func (s *SingleQuerier) endBatch() error {
+	if s.br != nil {
+		err := s.br.Close()
+		s.br = nil
+		return err
+	}
+	return s.end()
+}
+
 // close ends the statement's batch once its results are read (its Sync);
 // for Single that is the end: the connection goes back to the pool.
 func (s *SingleQuerier) close() error {
-	var err error
-	if s.br != nil {
-		err = s.br.Close()
-		s.br = nil
-	}
+	err := s.endBatch()
 	if !s.multi {
 		if rerr := s.release(); err == nil {
 			err = rerr
@@ -311,11 +338,7 @@ func (s *SingleQuerier) release() error {
 		return nil
 	}
 	s.closed = true
-	var err error
-	if s.br != nil {
-		err = s.br.Close()
-		s.br = nil
-	}
+	err := s.endBatch()
 	if s.conn != nil {
 		s.conn.Release()
 		s.conn = nil
@@ -327,7 +350,14 @@ func (s *SingleQuerier) Exec(ctx context.Context, sql string, args ...any) (pgco
 	if err := s.send(ctx, sql, args); err != nil {
 		return pgconn.CommandTag{}, err
 	}
-	tag, err := s.br.Exec()
+	var tag pgconn.CommandTag
+	var err error
+	if s.rr != nil {
+		tag, err = s.rr.Close()
+		s.traceStmt(tag, err)
+	} else {
+		tag, err = s.br.Exec()
+	}
 	if cerr := s.close(); err == nil {
 		err = cerr
 	}
@@ -338,18 +368,24 @@ func (s *SingleQuerier) QueryRow(ctx context.Context, sql string, args ...any) p
 	if err := s.send(ctx, sql, args); err != nil {
 		return errRow{err}
 	}
-	return &closingRow{row: s.br.QueryRow(), close: s.close}
+	if s.rr != nil {
+		return &closingRow{prepared: true, q: s}
+	}
+	return &closingRow{row: s.br.QueryRow(), q: s}
 }
 
 func (s *SingleQuerier) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if err := s.send(ctx, sql, args); err != nil {
 		return nil, err
 	}
+	if s.rr != nil {
+		return &closingRows{Rows: s.rows(), q: s}, nil
+	}
 	rows, err := s.br.Query()
 	if err != nil {
 		return nil, err
 	}
-	return &closingRows{Rows: rows, close: s.close}, nil
+	return &closingRows{Rows: rows, q: s}, nil
 }
 
 // SendBatch is refused: a batch is more than one statement (and Reads
@@ -376,29 +412,47 @@ func (r errRow) Scan(...any) error { return r.err }
 
 // closingRow and closingRows run close once a statement's results are
 // read: Single releases its connection, Reads and a lazy transaction
-// close the batch the statement went in.
+// close the batch the statement went in (q's close, else close).
 type closingRow struct {
-	row   pgx.Row
-	close func() error
+	row      pgx.Row // a pgx batch's row
+	prepared bool    // or q's statement sent prepared (q.scanRow)
+	q        *SingleQuerier
+	close    func() error
 }
 
 func (r *closingRow) Scan(dest ...any) error {
-	err := r.row.Scan(dest...)
-	if cerr := r.close(); err == nil {
+	var err error
+	if r.prepared {
+		err = r.q.scanRow(dest)
+	} else {
+		err = r.row.Scan(dest...)
+	}
+	if cerr := closeOf(r.q, r.close); err == nil {
 		err = cerr
 	}
 	return err
 }
 
+func closeOf(q *SingleQuerier, close func() error) error {
+	if q != nil {
+		return q.close()
+	}
+	return close()
+}
+
 type closingRows struct {
 	pgx.Rows
+	q     *SingleQuerier
 	close func() error
 	err   error
 }
 
 func (r *closingRows) Close() {
 	r.Rows.Close()
-	if cerr := r.close(); cerr != nil && r.err == nil {
+	if r.q != nil {
+		r.q.traceStmt(r.Rows.CommandTag(), r.Rows.Err())
+	}
+	if cerr := closeOf(r.q, r.close); cerr != nil && r.err == nil {
 		r.err = cerr
 	}
 }
