@@ -169,7 +169,8 @@ func newEnv(t testing.TB) *env {
 
 	e.sim = psptest.Start(t, e.db.Pool, func(c *pspsim.Config) { c.Now = e.clock.Now })
 	e.svc, err = payments.New(e.db.Pool, plat.Clients.Tenants, masterKey, payments.Options{
-		Logger: log, Now: e.clock.Now, PSPDial: hostname.DialLocalhost(&net.Dialer{Timeout: 5 * time.Second}),
+		Logger: log, Now: e.clock.Now, PSPDial: countDials(hostname.DialLocalhost(&net.Dialer{Timeout: 5 * time.Second})),
+		PSPWrap: countRequests,
 		Sandbox: payments.SandboxPSP{ControlURL: e.sim.ControlURL(), AdminToken: psptest.AdminToken, RootCAsPEM: e.sim.DevCA.CertPEM},
 		// The PSP posts to the merchant's host on the webhook listener.
 		WebhookOrigin: func(origin string) string {

@@ -3,6 +3,7 @@ package payments
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -143,18 +144,14 @@ func (s *Service) cardProcessor(ctx context.Context, tenantID, handlerID string,
 
 // processorHTTP is the HTTP client of a card processor connection.
 func (s *Service) processorHTTP(st *handlersecrets.Stripe) (*http.Client, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if s.opts.PSPDial != nil {
-		tr.DialContext = s.opts.PSPDial
-	}
+	var pool *x509.CertPool
 	if st.CAPEM != "" {
-		pool, err := pki.ParseCertPool([]byte(st.CAPEM))
-		if err != nil {
+		var err error
+		if pool, err = pki.ParseCertPool([]byte(st.CAPEM)); err != nil {
 			return nil, errors.New("payments: the processor's CA is invalid")
 		}
-		tr.TLSClientConfig.RootCAs = pool
 	}
-	var rt http.RoundTripper = tr
+	var rt http.RoundTripper = stripecard.NewTransport(pool, s.opts.PSPDial)
 	if s.opts.PSPWrap != nil {
 		rt = s.opts.PSPWrap(rt)
 	}

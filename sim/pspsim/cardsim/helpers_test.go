@@ -37,7 +37,7 @@ const returnURL = "https://loja.example/checkout/chk_1"
 // one account (created as the account table's superuser would) and the
 // real Stripe adapter pointed at it.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	db      *testdb.DB
 	srv     *httptest.Server
 	key     string
@@ -46,7 +46,7 @@ type env struct {
 	rec     *recorder
 }
 
-func newEnv(t *testing.T, tweak ...func(*cardsim.Config)) *env {
+func newEnv(t testing.TB, tweak ...func(*cardsim.Config)) *env {
 	t.Helper()
 	d := testdb.New(t)
 	e := &env{t: t, db: d}

@@ -114,13 +114,18 @@
 package stripecard
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -143,10 +148,51 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
+// MaxIdleConnsPerHost is how many idle connections to Stripe a
+// Processor's transport (NewTransport) keeps when it speaks HTTP/1.1 (a
+// proxy that does not offer HTTP/2): as many as it runs requests at once,
+// so a burst of payments reuses its connections instead of closing all
+// but two (net/http's default) and handshaking again.
+const MaxIdleConnsPerHost = 32
+
+// NewTransport is the transport of a Processor's HTTP client: net/http's
+// default transport (HTTP/2 when the server offers it, one connection for
+// all requests; the proxy of the environment, HTTPS_PROXY; its timeouts)
+// with rootCAs (nil: the system's), dial (nil: a net.Dialer with a 30 s
+// timeout), up to MaxIdleConnsPerHost idle HTTP/1.1 connections, and TLS
+// session resumption for new connections (no certificate chain to verify
+// again).
+//
+// HTTP/1.1 only (Protocols) costs fewer connection reads and writes per
+// request but more allocations in Go's client (BenchmarkCharge in
+// sim/pspsim/cardsim), a connection per concurrent request, and net/http
+// then retries by itself a request with an Idempotency-Key that fails on
+// a reused connection after it was sent, which HTTP/2 does not: a change
+// in how charges are retried, so not made here.
+func NewTransport(rootCAs *x509.CertPool, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dial,
+		ForceAttemptHTTP2:     true,
+		TLSClientConfig:       &tls.Config{RootCAs: rootCAs, ClientSessionCache: tls.NewLRUClientSessionCache(0)},
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   MaxIdleConnsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
 // Processor charges, refunds and cancels card payments at one Stripe
 // account. It is safe for concurrent use.
 type Processor struct {
-	sc  *stripe.Client
+	sc *stripe.Client
+	// api is sc's backend: Charge sends its two requests through it with
+	// bodies it encodes itself (chargeForm, tokenForm).
+	api stripe.Backend
 	key string
 }
 
@@ -181,22 +227,110 @@ func New(cfg Config) (*Processor, error) {
 		return nil, errors.New("stripecard: SecretKey must be a Stripe secret or restricted key (sk_… or rk_…, test or live)")
 	}
 	bc := &stripe.BackendConfig{
-		HTTPClient:        cfg.HTTPClient,
 		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
 		MaxNetworkRetries: stripe.Int64(0),
 		EnableTelemetry:   stripe.Bool(false),
 	}
-	if bc.HTTPClient == nil {
-		bc.HTTPClient = &http.Client{Timeout: defaultTimeout, Transport: tracing.Transport(nil)}
+	hc := http.Client{Timeout: defaultTimeout, Transport: tracing.Transport(NewTransport(nil, nil))}
+	if cfg.HTTPClient != nil {
+		hc = *cfg.HTTPClient
 	}
+	// The timeout moves from the client to the transport (see transport).
+	hc.Transport, hc.Timeout = &transport{next: hc.Transport, timeout: hc.Timeout}, 0
+	bc.HTTPClient = &hc
 	if cfg.BaseURL != "" {
 		if err := checkBaseURL(cfg.BaseURL); err != nil {
 			return nil, err
 		}
 		bc.URL = stripe.String(cfg.BaseURL)
 	}
-	sc := stripe.NewClient(cfg.SecretKey, stripe.WithBackends(stripe.NewBackendsWithConfig(bc)))
-	return &Processor{sc: sc, key: cfg.SecretKey}, nil
+	backends := stripe.NewBackendsWithConfig(bc)
+	sc := stripe.NewClient(cfg.SecretKey, stripe.WithBackends(backends))
+	return &Processor{sc: sc, api: backends.API, key: cfg.SecretKey}, nil
+}
+
+// transport carries the Processor's requests on the configured client's
+// transport, with two things net/http does expensively for stripe-go
+// done cheaply:
+//
+//   - a request body stripe-go made goes with its length: stripe-go sets
+//     Body after http.NewRequest, without ContentLength, and net/http
+//     sends a body of unknown length chunked, in three writes to the
+//     connection (TLS records) where one does;
+//   - the client's Timeout bounds each request (until its answer's body
+//     is read and closed, as http.Client.Timeout does) by a context
+//     deadline: http.Client enforces its Timeout over a transport it does
+//     not know (any wrapper, such as tracing's) with a goroutine, a timer
+//     and channels per request.
+type transport struct {
+	next    http.RoundTripper
+	timeout time.Duration
+}
+
+func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	next := t.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	sized := r.ContentLength != 0 || r.Body == nil || r.Body == http.NoBody
+	// A RoundTripper does not change its request: r2 is a copy.
+	if t.timeout <= 0 {
+		if sized {
+			return next.RoundTrip(r)
+		}
+		r2 := *r
+		if err := withLength(&r2); err != nil {
+			return nil, err
+		}
+		return next.RoundTrip(&r2)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), t.timeout)
+	r2 := r.WithContext(ctx)
+	if !sized {
+		if err := withLength(r2); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
+	res, err := next.RoundTrip(r2)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	res.Body = &cancelBody{ReadCloser: res.Body, cancel: cancel}
+	return res, nil
+}
+
+// withLength reads a request's body and sends it with its length.
+func withLength(r *http.Request) error {
+	b, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	if err != nil {
+		return err
+	}
+	r.ContentLength = int64(len(b))
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	return nil
+}
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach the
+// transport.
+func (t *transport) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// cancelBody ends its request's deadline when it is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 func checkBaseURL(raw string) error {
@@ -216,8 +350,24 @@ func checkBaseURL(raw string) error {
 	return errors.New("stripecard: BaseURL must be an http(s) URL")
 }
 
+// keyShaped reports whether key matches idempotencyKeyShape, without the
+// regular expression (Charge checks every attempt's key).
+func keyShaped(key string) bool {
+	if len(key) < 1 || len(key) > 200 {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; {
+		case '0' <= c && c <= '9', 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', c == '_', c == '.', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 func checkKey(key string) error {
-	if !idempotencyKeyShape.MatchString(key) {
+	if !keyShaped(key) {
 		return errors.New("stripecard: the idempotency key must be 1-200 letters, digits or _ . : -")
 	}
 	return nil
@@ -263,23 +413,10 @@ func (p *Processor) Charge(ctx context.Context, req card.ChargeRequest) (card.Ch
 	default:
 		return invalid, nil
 	}
-	params := &stripe.PaymentIntentCreateParams{
-		Amount:             stripe.Int64(req.Amount),
-		Currency:           stripe.String(currency),
-		Confirm:            stripe.Bool(true),
-		CaptureMethod:      stripe.String(string(stripe.PaymentIntentCaptureMethodAutomatic)),
-		PaymentMethod:      stripe.String(pm),
-		PaymentMethodTypes: []*string{stripe.String("card")},
-	}
-	if req.ReturnURL != "" {
-		params.ReturnURL = stripe.String(req.ReturnURL)
-	}
-	params.AddMetadata(metaAttempt, req.IdempotencyKey)
-	if req.CheckoutID != "" {
-		params.AddMetadata(metaCheckout, req.CheckoutID)
-	}
-	params.SetIdempotencyKey(req.IdempotencyKey)
-	pi, err := p.sc.V1PaymentIntents.Create(ctx, params)
+	var reply intentReply
+	err = p.api.CallRaw(http.MethodPost, "/v1/payment_intents", p.key,
+		chargeForm(req.Amount, currency, pm, req.ReturnURL, req.IdempotencyKey, req.CheckoutID),
+		&stripe.Params{Context: ctx, IdempotencyKey: stripe.String(req.IdempotencyKey)}, &reply)
 	if err != nil {
 		var se *stripe.Error
 		if errors.As(err, &se) {
@@ -298,6 +435,7 @@ func (p *Processor) Charge(ctx context.Context, req card.ChargeRequest) (card.Ch
 		}
 		return card.Charge{}, p.fail("charge", err, req.Token)
 	}
+	pi := reply.intent()
 	if replayed(pi) && !final(pi.Status) {
 		if pi, err = p.retrieve(ctx, pi.ID); err != nil {
 			return card.Charge{}, err
@@ -309,13 +447,9 @@ func (p *Processor) Charge(ctx context.Context, req card.ChargeRequest) (card.Ch
 // tokenPaymentMethod turns a tok_… card token into a PaymentMethod, once
 // per attempt ("pm:" + its key): a retry gets the same pm_….
 func (p *Processor) tokenPaymentMethod(ctx context.Context, req card.ChargeRequest) (string, *card.Charge, error) {
-	params := &stripe.PaymentMethodCreateParams{
-		Type: stripe.String("card"),
-		Card: &stripe.PaymentMethodCreateCardParams{Token: stripe.String(req.Token)},
-	}
-	params.AddMetadata(metaAttempt, req.IdempotencyKey)
-	params.SetIdempotencyKey("pm:" + req.IdempotencyKey)
-	pm, err := p.sc.V1PaymentMethods.Create(ctx, params)
+	var pm idReply
+	err := p.api.CallRaw(http.MethodPost, "/v1/payment_methods", p.key, tokenForm(req.Token, req.IdempotencyKey),
+		&stripe.Params{Context: ctx, IdempotencyKey: stripe.String("pm:" + req.IdempotencyKey)}, &pm)
 	if err == nil {
 		return pm.ID, nil, nil
 	}
@@ -335,6 +469,78 @@ func (p *Processor) tokenPaymentMethod(ctx context.Context, req card.ChargeReque
 		}
 	}
 	return "", nil, p.fail("payment method from token", err, req.Token)
+}
+
+// chargeForm is the body of Charge's POST /v1/payment_intents: amount,
+// currency, confirm=true, capture_method=automatic,
+// payment_method_types[0]=card, payment_method, return_url (when there is
+// one) and metadata bcp_attempt_id (the key) and bcp_checkout_id (when
+// there is one), byte for byte what stripe-go's form encoder makes of the
+// same stripe.PaymentIntentCreateParams (keys in the order of its fields,
+// TestChargeFormIsStripeGos) without its reflection: Stripe's idempotency
+// compares a retry's parameters with the first request's.
+func chargeForm(amount int64, currency, pm, returnURL, key, checkoutID string) []byte {
+	b := make([]byte, 0, 192+len(pm)+len(returnURL)+len(key)+len(checkoutID))
+	b = append(b, "amount="...)
+	b = strconv.AppendInt(b, amount, 10)
+	b = append(b, "&capture_method=automatic&confirm=true&currency="...)
+	b = append(b, url.QueryEscape(currency)...)
+	b = append(b, "&metadata["+metaAttempt+"]="...)
+	b = append(b, url.QueryEscape(key)...)
+	if checkoutID != "" {
+		b = append(b, "&metadata["+metaCheckout+"]="...)
+		b = append(b, url.QueryEscape(checkoutID)...)
+	}
+	b = append(b, "&payment_method="...)
+	b = append(b, url.QueryEscape(pm)...)
+	b = append(b, "&payment_method_types[0]=card"...)
+	if returnURL != "" {
+		b = append(b, "&return_url="...)
+		b = append(b, url.QueryEscape(returnURL)...)
+	}
+	return b
+}
+
+// tokenForm is the body of the POST /v1/payment_methods that makes a card
+// token into a PaymentMethod: type=card, card[token] and metadata
+// bcp_attempt_id, as stripe-go encodes the same
+// stripe.PaymentMethodCreateParams (TestTokenFormIsStripeGos).
+func tokenForm(token, key string) []byte {
+	b := make([]byte, 0, 64+len(token)+len(key))
+	b = append(b, "card[token]="...)
+	b = append(b, url.QueryEscape(token)...)
+	b = append(b, "&metadata["+metaAttempt+"]="...)
+	b = append(b, url.QueryEscape(key)...)
+	b = append(b, "&type=card"...)
+	return b
+}
+
+// intentReply is what Charge reads of the PaymentIntent Stripe answers:
+// the fields outcome, replayed and final look at, typed as in
+// stripe.PaymentIntent, without decoding the rest of its hundreds of
+// fields (or parsing the answer again, as its UnmarshalJSON does).
+type intentReply struct {
+	stripe.APIResource
+	ID               string                          `json:"id"`
+	Amount           int64                           `json:"amount"`
+	Created          int64                           `json:"created"`
+	Status           stripe.PaymentIntentStatus      `json:"status"`
+	Metadata         map[string]string               `json:"metadata"`
+	NextAction       *stripe.PaymentIntentNextAction `json:"next_action"`
+	LastPaymentError *stripe.Error                   `json:"last_payment_error"`
+}
+
+func (r *intentReply) intent() *stripe.PaymentIntent {
+	return &stripe.PaymentIntent{
+		APIResource: r.APIResource, ID: r.ID, Amount: r.Amount, Created: r.Created, Status: r.Status,
+		Metadata: r.Metadata, NextAction: r.NextAction, LastPaymentError: r.LastPaymentError,
+	}
+}
+
+// idReply is an answer of which only the object's id is read.
+type idReply struct {
+	stripe.APIResource
+	ID string `json:"id"`
 }
 
 // claimParams is Cancel's claim on a key. Charge repeats it byte for byte
