@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -17,6 +18,7 @@ import (
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/services/checkout/checkoutdb"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
@@ -649,5 +651,168 @@ func TestSearchWordsCountedForExistingCatalogs(t *testing.T) {
 	wantA = "azul:1 can:1 caneca:1 cozinha:1 lisa:1 unidade:1 xicara:1"
 	if got := words(a); got != wantA {
 		t.Errorf("up again: %s, want %s", got, wantA)
+	}
+}
+
+// Migration 00052: checkout.sessions leaves a fifth of each page for the
+// new versions of its sessions (an update that changes no indexed column
+// is then heap-only, in place), and sessions_open_expiry is gone; down
+// puts both back.
+func TestSessionWritesInPlace(t *testing.T) {
+	ctx := context.Background()
+	conn, p := migrated(t)
+	shape := func() (opts []string, indexes []string) {
+		t.Helper()
+		if err := conn.QueryRow(ctx, `SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = 'checkout.sessions'::regclass`).Scan(&opts); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := conn.Query(ctx, `SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = 'checkout.sessions'::regclass ORDER BY 1`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if indexes, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			t.Fatal(err)
+		}
+		return opts, indexes
+	}
+	want := []string{"checkout.sessions_by_created", "checkout.sessions_by_status", "checkout.sessions_due_expiry",
+		"checkout.sessions_due_settle", "checkout.sessions_owned", "checkout.sessions_pkey"}
+	opts, indexes := shape()
+	if !slices.Equal(opts, []string{"fillfactor=80"}) || !slices.Equal(indexes, want) {
+		t.Fatalf("checkout.sessions options %v, indexes %v; want [fillfactor=80] and %v", opts, indexes, want)
+	}
+
+	// Four sessions of 1.8 KB each (below the 2 KB at which PostgreSQL
+	// compresses a row): three fill the first page up to its fillfactor,
+	// the fourth goes to the next. An update of the first that keeps its
+	// status then finds room on its page and is heap-only; at fillfactor
+	// 100 the page would hold all four and the update would move.
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	tenant := uuid.New()
+	if _, err := tx.Exec(ctx, `INSERT INTO checkout.sessions (tenant_id, id, status, currency, total, agent_profile_url, capabilities, request, state, expires_at)
+		SELECT $1, 'chk_' || g, 'incomplete', 'BRL', 100, 'https://agent.example/profile.json', '{}', '{}', to_json(repeat('s', 1700)), now() + interval '1 hour'
+		FROM generate_series(1, 4) g`, tenant); err != nil {
+		t.Fatal(err)
+	}
+	var pages []int32
+	rows, err := tx.Query(ctx, `SELECT (ctid::text::point)[0]::int FROM checkout.sessions WHERE tenant_id = $1 ORDER BY id`, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pages, err = pgx.CollectRows(rows, pgx.RowTo[int32]); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(pages, []int32{0, 0, 0, 1}) {
+		t.Fatalf("sessions on pages %v, want [0 0 0 1]", pages)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE checkout.sessions SET state = to_json(repeat('t', 1700)), version = version + 1, updated_at = now()
+		WHERE tenant_id = $1 AND id = 'chk_1'`, tenant); err != nil {
+		t.Fatal(err)
+	}
+	var updated, hot int64
+	if err := tx.QueryRow(ctx, `SELECT pg_stat_get_xact_tuples_updated('checkout.sessions'::regclass), pg_stat_get_xact_tuples_hot_updated('checkout.sessions'::regclass)`).Scan(&updated, &hot); err != nil {
+		t.Fatal(err)
+	}
+	if updated != 1 || hot != 1 {
+		t.Fatalf("%d updates, %d heap-only; want 1 and 1", updated, hot)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := p.DownTo(ctx, 51); err != nil {
+		t.Fatal(err)
+	}
+	opts, indexes = shape()
+	if len(opts) != 0 || !slices.Contains(indexes, "checkout.sessions_open_expiry") || len(indexes) != len(want)+1 {
+		t.Fatalf("after down, checkout.sessions options %v, indexes %v; want none and sessions_open_expiry back", opts, indexes)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// InsertSession and UpdateSession call keep_key only with an idempotency
+// key (without one it could only answer false): a keyless write makes no
+// PL/pgSQL call, a keyed one keeps its key in the same statement.
+func TestSessionWritesCallKeepKeyOnlyWithKey(t *testing.T) {
+	ctx := context.Background()
+	conn, _ := migrated(t)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SET LOCAL track_functions = 'pl'`); err != nil {
+		t.Fatal(err)
+	}
+	calls := func() int64 {
+		t.Helper()
+		var n int64
+		if err := tx.QueryRow(ctx, `SELECT coalesce(pg_stat_get_xact_function_calls('checkout.keep_key'::regproc), 0)`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	q := checkoutdb.New(tx)
+	tenant := uuid.New()
+	insert := func(id string, idem []byte) checkoutdb.InsertSessionRow {
+		t.Helper()
+		row, err := q.InsertSession(ctx, checkoutdb.InsertSessionParams{Idem: idem, TenantID: tenant, IdemResponse: []byte("answer"),
+			ID: id, Status: "incomplete", Currency: "BRL", Total: 100, AgentProfileUrl: "https://agent.example/profile.json",
+			Capabilities: []string{}, Request: []byte(`{}`), State: []byte(`{}`), ExpiresAt: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return row
+	}
+	update := func(id string, idem []byte) checkoutdb.UpdateSessionRow {
+		t.Helper()
+		row, err := q.UpdateSession(ctx, checkoutdb.UpdateSessionParams{Idem: idem, TenantID: tenant, IdemResponse: []byte("answer"),
+			Status: "incomplete", Total: 200, Capabilities: []string{}, Request: []byte(`{"n":2}`), State: []byte(`{}`), ID: id, Version: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return row
+	}
+	key := func(k string) []byte {
+		return []byte(`{"scope":"s","key":"` + k + `","hash":"` + strings.Repeat("ab", 32) + `","token":"t","now":"2026-12-03T10:00:00Z","held":false}`)
+	}
+
+	if row := insert("chk_a", nil); row.Kept || row.Seen == 0 {
+		t.Fatalf("keyless insert: %+v, want not kept and a seen xmin", row)
+	}
+	if row := update("chk_a", nil); row.Written != 1 || row.Kept || row.NowSeen == 0 {
+		t.Fatalf("keyless update: %+v, want written, not kept, a seen xmin", row)
+	}
+	if n := calls(); n != 0 {
+		t.Fatalf("keep_key called %d times by keyless writes, want 0", n)
+	}
+	if row := insert("chk_b", key("k1")); !row.Kept {
+		t.Fatalf("keyed insert: %+v, want kept", row)
+	}
+	if row := update("chk_b", key("k2")); row.Written != 1 || !row.Kept {
+		t.Fatalf("keyed update: %+v, want written and kept", row)
+	}
+	if row := update("chk_b", key("k3")); row.Written != 0 || row.Kept {
+		t.Fatalf("keyed update of a stale version: %+v, want neither written nor kept", row)
+	}
+	if n := calls(); n != 3 {
+		t.Fatalf("keep_key called %d times by keyed writes, want 3", n)
+	}
+	var keys []string
+	rows, err := tx.Query(ctx, `SELECT key || ':' || state FROM checkout.idempotency_keys WHERE tenant_id = $1 ORDER BY key`, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(keys, []string{"k1:done", "k2:done"}) {
+		t.Fatalf("keys %v, want [k1:done k2:done]", keys)
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/xml"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -86,6 +88,38 @@ func TestStmtDeltaCountsPipelinedSettings(t *testing.T) {
 	if st.TransactionsPerOp != 5 || st.StatementsPerOp != 10 || st.RoundTripsPerOp != 6 || st.ScopesPerOp != 4 || st.ExecMsPerOp != 2 {
 		t.Fatalf("got %.1f transactions, %.1f statements, %.1f round trips, %.1f scope settings, %.1f ms per op; want 5, 10, 6, 4, 2",
 			st.TransactionsPerOp, st.StatementsPerOp, st.RoundTripsPerOp, st.ScopesPerOp, st.ExecMsPerOp)
+	}
+}
+
+// A statement line carries its WAL bytes, blocks read and blocks dirtied
+// per call, over the phase only.
+func TestStmtDeltaPerCallWrites(t *testing.T) {
+	before := stmtSnapshot{"1": {query: "-- name: UpdateSession :one UPDATE t", calls: 3, wal: 300, hit: 30, dirtied: 3}}
+	after := stmtSnapshot{"1": {query: "-- name: UpdateSession :one UPDATE t", calls: 7, wal: 8300, hit: 70, dirtied: 5}}
+	st := stmtDelta(before, after, 2, 5)
+	if len(st.Top) != 1 {
+		t.Fatalf("lines %+v, want 1", st.Top)
+	}
+	if l := st.Top[0]; l.CallsPerOp != 2 || l.WALBytes != 2000 || l.Hit != 10 || l.Dirtied != 0.5 {
+		t.Fatalf("got %+v; want 2 calls/op, 2000 B WAL, 10 hit, 0.5 dirtied per call", l)
+	}
+}
+
+// Only the tables updated during the phase are listed, most updates first,
+// with their heap-only share.
+func TestTableDelta(t *testing.T) {
+	before := tableSnapshot{"checkout.sessions": {10, 20, 4}, "orders.orders": {5, 0, 0}}
+	after := tableSnapshot{"checkout.sessions": {12, 28, 6}, "orders.orders": {7, 0, 0}, "payments.attempts": {2, 2, 0}}
+	got := tableDelta(before, after, 2)
+	want := []TableWrites{
+		{Table: "checkout.sessions", InsertsPerOp: 1, UpdatesPerOp: 4, HOTPerOp: 1},
+		{Table: "payments.attempts", InsertsPerOp: 1, UpdatesPerOp: 1},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	if s := got[0].String(); !strings.Contains(s, "4.00 updates/op,  25% HOT") {
+		t.Fatalf("line %q", s)
 	}
 }
 

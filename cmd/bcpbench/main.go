@@ -116,6 +116,8 @@ type Phase struct {
 	// Autovacuum is what autovacuum finished during the phase ("VACUUM
 	// schema.table", "ANALYZE schema.table"); none with --target.
 	Autovacuum []string `json:"autovacuum,omitempty"`
+	// Tables are the tables updated during the phase (HOT or not).
+	Tables []TableWrites `json:"tables,omitempty"`
 }
 
 // PoolStats is pgxpool's Stat at the end of a phase (counters as deltas
@@ -545,6 +547,7 @@ func measurePhase(ctx context.Context, e *env, pool *pgxpool.Pool, a *agents, s 
 	cpu0 := e.cpu()
 	sched0 := readSched()
 	stmts0 := e.statements(ctx)
+	tables0 := e.tableWrites(ctx)
 	wal0 := e.walNow(ctx)
 	started := time.Now()
 	logf("phase %s (%s, concurrency %d, rate %.0f/s) for %s", s.name, s.mode, s.conc, s.rate, s.d)
@@ -564,6 +567,7 @@ func measurePhase(ctx context.Context, e *env, pool *pgxpool.Pool, a *agents, s 
 	p.SQL = stmtDelta(stmts0, e.statements(ctx), p.Completed, s.top)
 	p.Durable = walDelta(wal0, e.walNow(ctx), p.Completed)
 	p.Autovacuum = e.autovacuumSince(ctx, started)
+	p.Tables = tableDelta(tables0, e.tableWrites(ctx), p.Completed)
 	return p
 }
 
@@ -720,11 +724,14 @@ func printReport(w io.Writer, res *Result) {
 					q = q[:110] + "…"
 				}
 				if l.MeanPlanMs > 0 {
-					fmt.Fprintf(w, "%-16s   %6.2f/op %7.3f ms %7.3f ms planning  %s\n", "", l.CallsPerOp, l.MeanMs, l.MeanPlanMs, q)
+					fmt.Fprintf(w, "%-16s   %6.2f/op %7.3f ms %7.3f ms planning %6.0f B WAL %5.1f hit %4.1f dirtied  %s\n", "", l.CallsPerOp, l.MeanMs, l.MeanPlanMs, l.WALBytes, l.Hit, l.Dirtied, q)
 				} else {
-					fmt.Fprintf(w, "%-16s   %6.2f/op %7.3f ms  %s\n", "", l.CallsPerOp, l.MeanMs, q)
+					fmt.Fprintf(w, "%-16s   %6.2f/op %7.3f ms %6.0f B WAL %5.1f hit %4.1f dirtied  %s\n", "", l.CallsPerOp, l.MeanMs, l.WALBytes, l.Hit, l.Dirtied, q)
 				}
 			}
+		}
+		for _, t := range p.Tables {
+			fmt.Fprintf(w, "%-16s   %s\n", "", t)
 		}
 		if p.Sched != nil {
 			fmt.Fprintf(w, "%-16s %s\n", "", p.Sched)

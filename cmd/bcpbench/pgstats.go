@@ -50,6 +50,12 @@ type StmtLine struct {
 	// MeanPlanMs is planning per call; 0 unless track_planning is on
 	// (bcpbench scale --paired --cpuprofile turns it on).
 	MeanPlanMs float64 `json:"mean_plan_ms,omitempty"`
+	// WALBytes, Hit and Dirtied are per call: the WAL the statement
+	// wrote, the shared buffers it read and those it dirtied
+	// (machine-independent, unlike the ms).
+	WALBytes float64 `json:"wal_bytes,omitempty"`
+	Hit      float64 `json:"shared_blks_hit,omitempty"`
+	Dirtied  float64 `json:"shared_blks_dirtied,omitempty"`
 }
 
 type stmtSnapshot map[string]stmtCount
@@ -60,6 +66,9 @@ type stmtCount struct {
 	ms      float64
 	planMs  float64
 	walRecs int64
+	wal     float64
+	dirtied int64
+	hit     int64
 }
 
 // enableStatements restarts the fresh cluster with pg_stat_statements
@@ -100,7 +109,7 @@ func (e *env) statements(ctx context.Context) stmtSnapshot {
 	if e.stats == nil {
 		return nil
 	}
-	rows, err := e.stats.Query(ctx, `SELECT queryid::text, query, calls, total_exec_time, total_plan_time, wal_records FROM pg_stat_statements
+	rows, err := e.stats.Query(ctx, `SELECT queryid::text, query, calls, total_exec_time, total_plan_time, wal_records, wal_bytes::float8, shared_blks_dirtied, shared_blks_hit + shared_blks_read FROM pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`)
 	if err != nil {
 		logf("pg_stat_statements: %v", err)
@@ -111,7 +120,7 @@ func (e *env) statements(ctx context.Context) stmtSnapshot {
 	for rows.Next() {
 		var id string
 		var c stmtCount
-		if rows.Scan(&id, &c.query, &c.calls, &c.ms, &c.planMs, &c.walRecs) == nil {
+		if rows.Scan(&id, &c.query, &c.calls, &c.ms, &c.planMs, &c.walRecs, &c.wal, &c.dirtied, &c.hit) == nil {
 			s[id] = c
 		}
 	}
@@ -170,7 +179,8 @@ func stmtDelta(before, after stmtSnapshot, ops int64, top int) *StmtStats {
 			st.UnsyncedWritesPerOp += float64(calls) / n
 		}
 		lines = append(lines, StmtLine{Query: q, CallsPerOp: float64(calls) / n, MeanMs: ms / float64(calls),
-			MeanPlanMs: (a.planMs - b.planMs) / float64(calls)})
+			MeanPlanMs: (a.planMs - b.planMs) / float64(calls), WALBytes: (a.wal - b.wal) / float64(calls),
+			Hit: float64(a.hit-b.hit) / float64(calls), Dirtied: float64(a.dirtied-b.dirtied) / float64(calls)})
 	}
 	sort.Slice(lines, func(i, j int) bool { return lines[i].CallsPerOp > lines[j].CallsPerOp })
 	if len(lines) > top {
@@ -268,4 +278,69 @@ func autovacuumSummary(done []string) string {
 		list = strings.Join(names[:4], ", ") + fmt.Sprintf(" and %d more", len(names)-4)
 	}
 	return fmt.Sprintf("autovacuum during the phase: %d vacuums, %d analyzes (%s)", vacuums, analyzes, list)
+}
+
+// TableWrites are a table's row writes during a phase, per operation:
+// HOTPerOp of the UpdatesPerOp were heap-only (no index entries added).
+// Backends report them lazily (at most a second late while busy), so a
+// phase's last second may be missing: the ratio is what to read.
+type TableWrites struct {
+	Table        string  `json:"table"`
+	InsertsPerOp float64 `json:"inserts_per_op"`
+	UpdatesPerOp float64 `json:"updates_per_op"`
+	HOTPerOp     float64 `json:"hot_per_op"`
+}
+
+func (t TableWrites) String() string {
+	hot := 0.0
+	if t.UpdatesPerOp > 0 {
+		hot = 100 * t.HOTPerOp / t.UpdatesPerOp
+	}
+	return fmt.Sprintf("%-28s %5.2f inserts/op %5.2f updates/op, %3.0f%% HOT", t.Table, t.InsertsPerOp, t.UpdatesPerOp, hot)
+}
+
+type tableSnapshot map[string][3]int64
+
+// tableWrites reads every user table's inserts, updates and HOT updates.
+func (e *env) tableWrites(ctx context.Context) tableSnapshot {
+	if e.stats == nil {
+		return nil
+	}
+	rows, err := e.stats.Query(ctx, `SELECT schemaname || '.' || relname, n_tup_ins, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables`)
+	if err != nil {
+		logf("pg_stat_user_tables: %v", err)
+		return nil
+	}
+	defer rows.Close()
+	s := tableSnapshot{}
+	for rows.Next() {
+		var name string
+		var c [3]int64
+		if rows.Scan(&name, &c[0], &c[1], &c[2]) == nil {
+			s[name] = c
+		}
+	}
+	if rows.Err() != nil {
+		return nil
+	}
+	return s
+}
+
+// tableDelta is the tables updated during a phase, most updates first.
+func tableDelta(before, after tableSnapshot, ops int64) []TableWrites {
+	if before == nil || after == nil || ops <= 0 {
+		return nil
+	}
+	n := float64(ops)
+	var out []TableWrites
+	for name, a := range after {
+		b := before[name]
+		if a[1] == b[1] {
+			continue
+		}
+		out = append(out, TableWrites{Table: name, InsertsPerOp: float64(a[0]-b[0]) / n,
+			UpdatesPerOp: float64(a[1]-b[1]) / n, HOTPerOp: float64(a[2]-b[2]) / n})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].UpdatesPerOp > out[j].UpdatesPerOp })
+	return out
 }

@@ -1,13 +1,16 @@
 -- name: InsertSession :one
 -- With an idempotency key (idem), the key and its answer are kept by the
 -- same statement (keep_key, migration 00034): a key already used rolls the
--- insert back with it. seen is the new row's xmin (seen.go).
+-- insert back with it. seen is the new row's xmin (seen.go). Without a
+-- key keep_key would only answer false: it is not called (a PL/pgSQL call
+-- saved on most writes).
 WITH w AS (
   INSERT INTO checkout.sessions (tenant_id, id, status, currency, total, buyer_email, agent_profile_url, capabilities, request, state, expires_at)
   VALUES (@tenant_id, @id, @status, @currency, @total, @buyer_email, @agent_profile_url, @capabilities, @request, @state, @expires_at)
   RETURNING xmin::text::bigint AS x
 )
-SELECT checkout.keep_key(@tenant_id, sqlc.narg(idem)::jsonb, sqlc.narg(idem_response)::bytea, count(*) > 0)::boolean AS kept,
+SELECT (CASE WHEN sqlc.narg(idem)::jsonb IS NULL THEN false
+  ELSE checkout.keep_key(@tenant_id, sqlc.narg(idem)::jsonb, sqlc.narg(idem_response)::bytea, count(*) > 0) END)::boolean AS kept,
   coalesce(min(x), 0)::bigint AS seen FROM w;
 
 -- name: GetSession :one
@@ -17,7 +20,8 @@ SELECT * FROM checkout.sessions WHERE tenant_id = @tenant_id AND id = @id;
 -- Optimistic: only if nobody changed the session since it was read (and,
 -- for a session this process remembers rather than read, since it wrote
 -- it: the row's xmin is still seen); the idempotency key, if any, kept by
--- the same statement (keep_key). seen is the new row's xmin.
+-- the same statement (keep_key, not called without a key, as in
+-- InsertSession). seen is the new row's xmin.
 WITH w AS (
   UPDATE checkout.sessions SET
     status = @status, total = @total, buyer_email = @buyer_email, capabilities = @capabilities,
@@ -26,7 +30,9 @@ WITH w AS (
     AND (sqlc.narg(seen)::bigint IS NULL OR xmin::text::bigint = sqlc.narg(seen)::bigint)
   RETURNING xmin::text::bigint AS x
 )
-SELECT count(*)::bigint AS written, checkout.keep_key(@tenant_id, sqlc.narg(idem)::jsonb, sqlc.narg(idem_response)::bytea, count(*) > 0)::boolean AS kept,
+SELECT count(*)::bigint AS written,
+  (CASE WHEN sqlc.narg(idem)::jsonb IS NULL THEN false
+   ELSE checkout.keep_key(@tenant_id, sqlc.narg(idem)::jsonb, sqlc.narg(idem_response)::bytea, count(*) > 0) END)::boolean AS kept,
   coalesce(min(x), 0)::bigint AS now_seen FROM w;
 
 -- name: ListSessions :many
@@ -39,8 +45,10 @@ ORDER BY id DESC
 LIMIT @page_size;
 
 -- name: ListExpiredOpenSessions :many
+-- The tenant's sessions the expiry can close (a completion in flight is
+-- left to its payment), oldest first: sessions_due_expiry holds them.
 SELECT id FROM checkout.sessions
-WHERE tenant_id = @tenant_id AND status NOT IN ('completed', 'canceled') AND expires_at <= @now
+WHERE tenant_id = @tenant_id AND status IN ('incomplete', 'requires_escalation', 'ready_for_complete') AND expires_at <= @now
 ORDER BY expires_at
 LIMIT 500;
 

@@ -55,16 +55,17 @@ func (q *Queries) GetSession(ctx context.Context, arg GetSessionParams) (Checkou
 const insertSession = `-- name: InsertSession :one
 WITH w AS (
   INSERT INTO checkout.sessions (tenant_id, id, status, currency, total, buyer_email, agent_profile_url, capabilities, request, state, expires_at)
-  VALUES ($1, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+  VALUES ($2, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
   RETURNING xmin::text::bigint AS x
 )
-SELECT checkout.keep_key($1, $2::jsonb, $3::bytea, count(*) > 0)::boolean AS kept,
+SELECT (CASE WHEN $1::jsonb IS NULL THEN false
+  ELSE checkout.keep_key($2, $1::jsonb, $3::bytea, count(*) > 0) END)::boolean AS kept,
   coalesce(min(x), 0)::bigint AS seen FROM w
 `
 
 type InsertSessionParams struct {
-	TenantID        uuid.UUID
 	Idem            []byte
+	TenantID        uuid.UUID
 	IdemResponse    []byte
 	ID              string
 	Status          string
@@ -85,11 +86,13 @@ type InsertSessionRow struct {
 
 // With an idempotency key (idem), the key and its answer are kept by the
 // same statement (keep_key, migration 00034): a key already used rolls the
-// insert back with it. seen is the new row's xmin (seen.go).
+// insert back with it. seen is the new row's xmin (seen.go). Without a
+// key keep_key would only answer false: it is not called (a PL/pgSQL call
+// saved on most writes).
 func (q *Queries) InsertSession(ctx context.Context, arg InsertSessionParams) (InsertSessionRow, error) {
 	row := q.db.QueryRow(ctx, insertSession,
-		arg.TenantID,
 		arg.Idem,
+		arg.TenantID,
 		arg.IdemResponse,
 		arg.ID,
 		arg.Status,
@@ -149,7 +152,7 @@ func (q *Queries) ListDueSessions(ctx context.Context, arg ListDueSessionsParams
 
 const listExpiredOpenSessions = `-- name: ListExpiredOpenSessions :many
 SELECT id FROM checkout.sessions
-WHERE tenant_id = $1 AND status NOT IN ('completed', 'canceled') AND expires_at <= $2
+WHERE tenant_id = $1 AND status IN ('incomplete', 'requires_escalation', 'ready_for_complete') AND expires_at <= $2
 ORDER BY expires_at
 LIMIT 500
 `
@@ -159,6 +162,8 @@ type ListExpiredOpenSessionsParams struct {
 	Now      time.Time
 }
 
+// The tenant's sessions the expiry can close (a completion in flight is
+// left to its payment), oldest first: sessions_due_expiry holds them.
 func (q *Queries) ListExpiredOpenSessions(ctx context.Context, arg ListExpiredOpenSessionsParams) ([]string, error) {
 	rows, err := q.db.Query(ctx, listExpiredOpenSessions, arg.TenantID, arg.Now)
 	if err != nil {
@@ -246,17 +251,19 @@ WITH w AS (
   UPDATE checkout.sessions SET
     status = $4, total = $5, buyer_email = $6, capabilities = $7,
     request = $8, state = $9, version = version + 1, updated_at = now()
-  WHERE tenant_id = $1 AND id = $10 AND version = $11
+  WHERE tenant_id = $2 AND id = $10 AND version = $11
     AND ($12::bigint IS NULL OR xmin::text::bigint = $12::bigint)
   RETURNING xmin::text::bigint AS x
 )
-SELECT count(*)::bigint AS written, checkout.keep_key($1, $2::jsonb, $3::bytea, count(*) > 0)::boolean AS kept,
+SELECT count(*)::bigint AS written,
+  (CASE WHEN $1::jsonb IS NULL THEN false
+   ELSE checkout.keep_key($2, $1::jsonb, $3::bytea, count(*) > 0) END)::boolean AS kept,
   coalesce(min(x), 0)::bigint AS now_seen FROM w
 `
 
 type UpdateSessionParams struct {
-	TenantID     uuid.UUID
 	Idem         []byte
+	TenantID     uuid.UUID
 	IdemResponse []byte
 	Status       string
 	Total        int64
@@ -278,11 +285,12 @@ type UpdateSessionRow struct {
 // Optimistic: only if nobody changed the session since it was read (and,
 // for a session this process remembers rather than read, since it wrote
 // it: the row's xmin is still seen); the idempotency key, if any, kept by
-// the same statement (keep_key). seen is the new row's xmin.
+// the same statement (keep_key, not called without a key, as in
+// InsertSession). seen is the new row's xmin.
 func (q *Queries) UpdateSession(ctx context.Context, arg UpdateSessionParams) (UpdateSessionRow, error) {
 	row := q.db.QueryRow(ctx, updateSession,
-		arg.TenantID,
 		arg.Idem,
+		arg.TenantID,
 		arg.IdemResponse,
 		arg.Status,
 		arg.Total,
