@@ -8,6 +8,8 @@
 package wire
 
 import (
+	"slices"
+
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	pricingv1 "github.com/bcpdev/bcp/proto/gen/bcp/pricing/v1"
@@ -70,6 +72,9 @@ func QuoteResponse(in, priced *bcp.Checkout, automatic []string) *pricingv1.Quot
 	}
 	if f := priced.Fulfillment; f != nil {
 		r.Fulfillment = &pricingv1.Fulfillment{Methods: methodsToProto(f.Methods)}
+		if len(f.AvailableMethods) > 0 {
+			r.Fulfillment.AvailableMethods = make([]*pricingv1.AvailableMethod, 0, len(f.AvailableMethods))
+		}
 		for _, a := range f.AvailableMethods {
 			r.Fulfillment.AvailableMethods = append(r.Fulfillment.AvailableMethods, &pricingv1.AvailableMethod{
 				Type: a.Type, LineItemIds: a.LineItemIDs, FulfillableOn: a.FulfillableOn, Description: a.Description})
@@ -77,14 +82,23 @@ func QuoteResponse(in, priced *bcp.Checkout, automatic []string) *pricingv1.Quot
 	}
 	if d := priced.Discounts; d != nil {
 		r.Discounts = &pricingv1.Discounts{Codes: d.Codes}
+		if len(d.Applied) > 0 {
+			r.Discounts.Applied = make([]*pricingv1.AppliedDiscount, 0, len(d.Applied))
+		}
 		for _, a := range d.Applied {
 			p := &pricingv1.AppliedDiscount{Code: a.Code, Title: a.Title, Amount: a.Amount, Automatic: a.Automatic, Method: a.Method,
 				Priority: int32(a.Priority), Provisional: a.Provisional, Eligibility: a.Eligibility}
+			if len(a.Allocations) > 0 {
+				p.Allocations = make([]*pricingv1.Allocation, 0, len(a.Allocations))
+			}
 			for _, al := range a.Allocations {
 				p.Allocations = append(p.Allocations, &pricingv1.Allocation{Path: al.Path, Amount: al.Amount})
 			}
 			r.Discounts.Applied = append(r.Discounts.Applied, p)
 		}
+	}
+	if added := priced.Messages[min(len(in.Messages), len(priced.Messages)):]; len(added) > 0 {
+		r.Messages = make([]*pricingv1.Message, 0, len(added))
 	}
 	for _, m := range priced.Messages[min(len(in.Messages), len(priced.Messages)):] {
 		r.Messages = append(r.Messages, &pricingv1.Message{Type: m.Type, Code: m.Code, Path: m.Path, ContentType: m.ContentType,
@@ -107,6 +121,9 @@ func ApplyQuote(c *bcp.Checkout, r *pricingv1.QuoteResponse) {
 	c.Fulfillment = nil
 	if f := r.GetFulfillment(); f != nil {
 		c.Fulfillment = &bcp.Fulfillment{Methods: methodsFromProto(f.GetMethods())}
+		if len(f.GetAvailableMethods()) > 0 {
+			c.Fulfillment.AvailableMethods = make([]bcp.AvailableMethod, 0, len(f.GetAvailableMethods()))
+		}
 		for _, a := range f.GetAvailableMethods() {
 			c.Fulfillment.AvailableMethods = append(c.Fulfillment.AvailableMethods, bcp.AvailableMethod{
 				Type: a.GetType(), LineItemIDs: a.GetLineItemIds(), FulfillableOn: a.GetFulfillableOn(), Description: a.GetDescription()})
@@ -115,15 +132,22 @@ func ApplyQuote(c *bcp.Checkout, r *pricingv1.QuoteResponse) {
 	c.Discounts = nil
 	if d := r.GetDiscounts(); d != nil {
 		c.Discounts = &bcp.Discounts{Codes: d.GetCodes()}
+		if len(d.GetApplied()) > 0 {
+			c.Discounts.Applied = make([]bcp.AppliedDiscount, 0, len(d.GetApplied()))
+		}
 		for _, a := range d.GetApplied() {
 			out := bcp.AppliedDiscount{Code: a.GetCode(), Title: a.GetTitle(), Amount: a.GetAmount(), Automatic: a.GetAutomatic(),
 				Method: a.GetMethod(), Priority: int(a.GetPriority()), Provisional: a.GetProvisional(), Eligibility: a.GetEligibility()}
+			if len(a.GetAllocations()) > 0 {
+				out.Allocations = make([]bcp.Allocation, 0, len(a.GetAllocations()))
+			}
 			for _, al := range a.GetAllocations() {
 				out.Allocations = append(out.Allocations, bcp.Allocation{Path: al.GetPath(), Amount: al.GetAmount()})
 			}
 			c.Discounts.Applied = append(c.Discounts.Applied, out)
 		}
 	}
+	c.Messages = slices.Grow(c.Messages, len(r.GetMessages()))
 	for _, m := range r.GetMessages() {
 		c.Messages = append(c.Messages, bcp.Message{Type: m.GetType(), Code: m.GetCode(), Path: m.GetPath(), ContentType: m.GetContentType(),
 			Content: m.GetContent(), Severity: m.GetSeverity(), Presentation: m.GetPresentation()})
@@ -174,6 +198,12 @@ func methodsToProto(ms []bcp.FulfillmentMethod) []*pricingv1.FulfillmentMethod {
 	out := make([]*pricingv1.FulfillmentMethod, len(ms))
 	for i, m := range ms {
 		p := &pricingv1.FulfillmentMethod{Id: m.ID, Type: m.Type, LineItemIds: m.LineItemIDs, SelectedDestinationId: m.SelectedDestinationID}
+		if len(m.Destinations) > 0 {
+			p.Destinations = make([]*pricingv1.Destination, 0, len(m.Destinations))
+		}
+		if len(m.Groups) > 0 {
+			p.Groups = make([]*pricingv1.FulfillmentGroup, 0, len(m.Groups))
+		}
 		for _, d := range m.Destinations {
 			pd := &pricingv1.Destination{Id: d.ID, PostalAddress: addressToProto(d.PostalAddress), Name: d.Name}
 			if d.Address != nil {
@@ -186,6 +216,9 @@ func methodsToProto(ms []bcp.FulfillmentMethod) []*pricingv1.FulfillmentMethod {
 		}
 		for _, g := range m.Groups {
 			pg := &pricingv1.FulfillmentGroup{Id: g.ID, LineItemIds: g.LineItemIDs, SelectedOptionId: g.SelectedOptionID}
+			if len(g.Options) > 0 {
+				pg.Options = make([]*pricingv1.FulfillmentOption, 0, len(g.Options))
+			}
 			for _, o := range g.Options {
 				pg.Options = append(pg.Options, &pricingv1.FulfillmentOption{Id: o.ID, Title: o.Title, Description: o.Description, Carrier: o.Carrier,
 					EarliestFulfillmentTime: o.EarliestFulfillmentTime, LatestFulfillmentTime: o.LatestFulfillmentTime, Totals: totalsToProto(o.Totals)})
@@ -215,8 +248,14 @@ func methodsFromProto(ms []*pricingv1.FulfillmentMethod) []bcp.FulfillmentMethod
 			}
 			m.Destinations[j] = d
 		}
+		if len(p.GetGroups()) > 0 {
+			m.Groups = make([]bcp.FulfillmentGroup, 0, len(p.GetGroups()))
+		}
 		for _, pg := range p.GetGroups() {
 			g := bcp.FulfillmentGroup{ID: pg.GetId(), LineItemIDs: pg.GetLineItemIds(), SelectedOptionID: pg.SelectedOptionId}
+			if len(pg.GetOptions()) > 0 {
+				g.Options = make([]bcp.FulfillmentOption, 0, len(pg.GetOptions()))
+			}
 			for _, o := range pg.GetOptions() {
 				g.Options = append(g.Options, bcp.FulfillmentOption{ID: o.GetId(), Title: o.GetTitle(), Description: o.GetDescription(),
 					Carrier: o.GetCarrier(), EarliestFulfillmentTime: o.GetEarliestFulfillmentTime(), LatestFulfillmentTime: o.GetLatestFulfillmentTime(),

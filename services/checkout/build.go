@@ -57,10 +57,11 @@ func (s *Service) build(ctx context.Context, agent agentInfo, id string, req *bc
 	for _, l := range lines {
 		itemIDs = append(itemIDs, l.Item.ID)
 	}
-	variants := map[string]*catalogv1.VariantInfo{}
+	var variants map[string]*catalogv1.VariantInfo
 	if asShown {
 		variants = shownVariants(prev)
 	} else if len(itemIDs) > 0 {
+		variants = make(map[string]*catalogv1.VariantInfo, len(itemIDs))
 		resp, err := s.catalog.GetVariants(ctx, connect.NewRequest(&catalogv1.GetVariantsRequest{Ids: itemIDs}))
 		if err != nil {
 			return nil, err
@@ -346,8 +347,19 @@ func normalisedRequest(req, out *bcp.Checkout) *bcp.Checkout {
 // sortMessages orders errors, then warnings, then info, keeping the order
 // within each kind (stable), so responses are deterministic.
 func sortMessages(msgs []bcp.Message) {
-	rank := map[string]int{bcp.MessageError: 0, bcp.MessageWarning: 1, bcp.MessageInfo: 2}
-	slices.SortStableFunc(msgs, func(a, b bcp.Message) int { return rank[a.Type] - rank[b.Type] })
+	slices.SortStableFunc(msgs, func(a, b bcp.Message) int { return messageRank(a.Type) - messageRank(b.Type) })
+}
+
+// messageRank is sortMessages' order of a message type (any other type
+// with the errors, as a map's zero value had it).
+func messageRank(typ string) int {
+	switch typ {
+	case bcp.MessageWarning:
+		return 1
+	case bcp.MessageInfo:
+		return 2
+	}
+	return 0
 }
 
 func firstNonEmpty(s ...string) string {

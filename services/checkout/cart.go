@@ -1,6 +1,7 @@
 package checkout
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -307,7 +308,14 @@ func (s *Service) CancelCart(ctx context.Context, r *connect.Request[checkoutv1.
 }
 
 // cartIDOf reads cart_id from a create_checkout payload ("" when absent).
+// raw is a JSON object decodeRequest has read already: one that cannot
+// name cart_id (no "cart_id" in any case, no \u escape that could spell
+// it: the decoder matches member names case-insensitively) is not parsed
+// a second time.
 func cartIDOf(raw []byte) (string, error) {
+	if !bytes.Contains(raw, []byte(`\u`)) && !containsFoldASCII(raw, "cart_id") {
+		return "", nil
+	}
 	var p struct {
 		CartID *string `json:"cart_id"`
 	}
@@ -321,6 +329,17 @@ func cartIDOf(raw []byte) (string, error) {
 		return "", apperr.Invalid("checkout.cart_id", "invalid_cart_id", "cart_id must not be empty")
 	}
 	return *p.CartID, nil
+}
+
+// containsFoldASCII says whether b holds s, an ASCII string, in any ASCII
+// case.
+func containsFoldASCII(b []byte, s string) bool {
+	for i := 0; i+len(s) <= len(b); i++ {
+		if b[i]|0x20 == s[0]|0x20 && bytes.EqualFold(b[i:i+len(s)], []byte(s)) {
+			return true
+		}
+	}
+	return false
 }
 
 // fromCart is the checkout request of a conversion: the cart's line items,

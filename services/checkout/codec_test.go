@@ -10,11 +10,11 @@ import (
 
 // maxDecodesPerComplete is how many times one card complete_checkout may
 // parse a checkout document in the whole process (every service's
-// bcp.DecodeCheckout): the agent's payment and the session's stored
-// request. The session's checkout itself comes from the one this process
-// wrote at the update, and travels decoded from there; pricing, payments
-// and orders take typed messages (issue 35: about nine before).
-const maxDecodesPerComplete = 2
+// bcp.DecodeCheckout): the agent's payment. The session's checkout and its
+// stored request come from the ones this process wrote at the update, and
+// travel decoded from there; pricing, payments and orders take typed
+// messages (issue 35: about nine before, then two).
+const maxDecodesPerComplete = 1
 
 // maxEncodesPerComplete is how many checkout documents it may write: the
 // session as claimed (complete_in_progress) and as settled (completed),

@@ -82,8 +82,8 @@ func (s *Service) completeOnce(ctx context.Context, r completion) (*checkoutv1.C
 	if res, done, err := s.fromSeen(ctx, tid, r.id, func(sess session) bool {
 		return sess.AgentProfileUrl == r.agent.profileURL && sess.Status == bcp.StatusReadyForComplete && sess.PaymentAttemptID == nil &&
 			!ap2Locked(sess, r.agent) && r.req.Payment != nil && len(r.req.Payment.Instruments) == 1
-	}, func(sess session, cur *bcp.Checkout, xmin *int64) (*checkoutv1.CheckoutResult, error) {
-		return s.completeFrom(ctx, r, sess, cur, nil, xmin)
+	}, func(sess session, cur, stored *bcp.Checkout, xmin *int64) (*checkoutv1.CheckoutResult, error) {
+		return s.completeFrom(ctx, r, sess, cur, stored, nil, xmin)
 	}); done {
 		return res, err
 	}
@@ -122,14 +122,16 @@ func (s *Service) completeOnce(ctx context.Context, r completion) (*checkoutv1.C
 		}
 		mandate = rec
 	}
-	return s.completeFrom(ctx, r, sess, cur, mandate, nil)
+	return s.completeFrom(ctx, r, sess, cur, nil, mandate, nil)
 }
 
-// completeFrom completes the ready session sess (whose checkout is cur),
-// with the buyer's AP2 mandate if any. seen is sess's xmin when sess is
-// remembered rather than read (seen.go): the claim is fenced on it, and
-// any outcome but the claim is left to a fresh read (errReread).
-func (s *Service) completeFrom(ctx context.Context, r completion, sess session, cur *bcp.Checkout, mandate []byte, seen *int64) (*checkoutv1.CheckoutResult, error) {
+// completeFrom completes the ready session sess (whose checkout is cur,
+// and whose stored request is stored when remembered: nil, decoded from
+// sess.Request), with the buyer's AP2 mandate if any. seen is sess's xmin
+// when sess is remembered rather than read (seen.go): the claim is fenced
+// on it, and any outcome but the claim is left to a fresh read
+// (errReread).
+func (s *Service) completeFrom(ctx context.Context, r completion, sess session, cur, stored *bcp.Checkout, mandate []byte, seen *int64) (*checkoutv1.CheckoutResult, error) {
 	// While this request runs, the claim it may write is its own work
 	// (recover.go): this process's recovery leaves it alone.
 	defer s.working.add(sess.TenantID, r.id)()
@@ -150,9 +152,11 @@ func (s *Service) completeFrom(ctx context.Context, r completion, sess session, 
 	// discounts, settings) is checked here with the items as shown; the
 	// items' prices, availability and stock are checked by the stock
 	// reservation below, on the locked rows, in the same statement.
-	stored := &bcp.Checkout{}
-	if err := bcp.DecodeCheckout(sess.Request, stored); err != nil {
-		return nil, err
+	if stored == nil {
+		stored = &bcp.Checkout{}
+		if err := bcp.DecodeCheckout(sess.Request, stored); err != nil {
+			return nil, err
+		}
 	}
 	b, err := s.build(ctx, r.agent, r.id, stored, cur, sess.TenantID.String(), true)
 	if err != nil {

@@ -51,6 +51,9 @@ type opKey struct {
 	// raw is the key as keep_key reads it, when it is a completion's key
 	// read back from its session (storedKey) rather than a request's.
 	raw []byte
+	// args are arg's answers, unclaimed and held, once made (a completion
+	// writes its key four times: claim, the session's copy, settle).
+	args *[2][]byte
 }
 
 // errKeyTaken is a keyed write refused because another request holds or
@@ -90,18 +93,34 @@ func (k *opKey) arg() []byte {
 	if k == nil {
 		return nil
 	}
+	return k.encoded(k.claimed)
+}
+
+// encoded is the key as keep_key reads it, held or not, made once per
+// request: the same bytes every time (callers never change them).
+func (k *opKey) encoded(held bool) []byte {
 	if k.raw != nil {
 		return k.raw
 	}
-	b, _ := json.Marshal(struct {
-		Scope string    `json:"scope"`
-		Key   string    `json:"key"`
-		Hash  string    `json:"hash"`
-		Token string    `json:"token"`
-		Now   time.Time `json:"now"`
-		Held  bool      `json:"held"`
-	}{k.scope, k.key, hex.EncodeToString(k.hash), k.token, k.now, k.claimed})
-	return b
+	if k.args == nil {
+		k.args = new([2][]byte)
+	}
+	i := 0
+	if held {
+		i = 1
+	}
+	if k.args[i] == nil {
+		b, _ := json.Marshal(struct {
+			Scope string    `json:"scope"`
+			Key   string    `json:"key"`
+			Hash  string    `json:"hash"`
+			Token string    `json:"token"`
+			Now   time.Time `json:"now"`
+			Held  bool      `json:"held"`
+		}{k.scope, k.key, hex.EncodeToString(k.hash), k.token, k.now, held})
+		k.args[i] = b
+	}
+	return k.args[i]
 }
 
 // heldArg is the key as its holder stores the answer (arg once claimed):
@@ -111,9 +130,7 @@ func (k *opKey) heldArg() []byte {
 	if k == nil {
 		return nil
 	}
-	held := *k
-	held.claimed = true
-	return held.arg()
+	return k.encoded(true)
 }
 
 // storedKey is a completion's key as its session keeps it (complete_key):

@@ -57,8 +57,12 @@ type seenEntry struct {
 	// sess.State: whoever takes the entry owns it (and may change it),
 	// so the request starting from it does not decode the state again.
 	checkout *bcp.Checkout
-	xmin     int64 // the row's xmin when this process wrote sess
-	at       time.Time
+	// request is sess.Request as this process encoded it (the normalised
+	// request build returned), for the completion's re-check: whoever
+	// takes the entry may read it, never change it (nil: decode it).
+	request *bcp.Checkout
+	xmin    int64 // the row's xmin when this process wrote sess
+	at      time.Time
 }
 
 // Sizing: an agent's next call on a checkout comes within seconds; a
@@ -73,9 +77,9 @@ func newSeenSessions() *seenSessions {
 }
 
 // take returns and forgets the session as last written here, with its
-// checkout: a write that starts from it either replaces it (put) or shows
-// it stale.
-func (c *seenSessions) take(tenant uuid.UUID, id string, now time.Time) (session, *bcp.Checkout, int64, bool) {
+// checkout and request: a write that starts from it either replaces it
+// (put) or shows it stale.
+func (c *seenSessions) take(tenant uuid.UUID, id string, now time.Time) (seenEntry, bool) {
 	k := seenKey{tenant, id}
 	c.mu.Lock()
 	e, ok := c.m[k]
@@ -84,14 +88,15 @@ func (c *seenSessions) take(tenant uuid.UUID, id string, now time.Time) (session
 	}
 	c.mu.Unlock()
 	if !ok || now.Sub(e.at) > c.ttl {
-		return session{}, nil, 0, false
+		return seenEntry{}, false
 	}
-	return e.sess, e.checkout, e.xmin, true
+	return e, true
 }
 
-// put remembers sess as written with xmin, and checkout, the checkout
-// sess.State encodes (the caller no longer changes it).
-func (c *seenSessions) put(sess session, checkout *bcp.Checkout, xmin int64, now time.Time) {
+// put remembers sess as written with xmin, with checkout and request, the
+// checkout sess.State and the request sess.Request encode (the caller no
+// longer changes either).
+func (c *seenSessions) put(sess session, checkout, request *bcp.Checkout, xmin int64, now time.Time) {
 	if xmin == 0 {
 		return
 	}
@@ -100,7 +105,7 @@ func (c *seenSessions) put(sess session, checkout *bcp.Checkout, xmin int64, now
 	if len(c.m) >= c.max {
 		c.trim(now)
 	}
-	c.m[seenKey{sess.TenantID, sess.ID}] = seenEntry{sess: sess, checkout: checkout, xmin: xmin, at: now}
+	c.m[seenKey{sess.TenantID, sess.ID}] = seenEntry{sess: sess, checkout: checkout, request: request, xmin: xmin, at: now}
 }
 
 // trim drops expired entries, then arbitrary ones (map order) down to 3/4
@@ -120,19 +125,21 @@ func (c *seenSessions) trim(now time.Time) {
 }
 
 // fromSeen runs fn on the session as this process last wrote it (and its
-// checkout, decoded), when there is one, unexpired, that usable says this
-// request would end in a write fenced on its xmin. done is false when the
-// request is to be answered from a fresh read instead: nothing usable was
-// remembered, or fn answered errReread.
+// checkout, decoded, and its request when remembered: nil otherwise), when
+// there is one, unexpired, that usable says this request would end in a
+// write fenced on its xmin. done is false when the request is to be
+// answered from a fresh read instead: nothing usable was remembered, or fn
+// answered errReread.
 func (s *Service) fromSeen(ctx context.Context, tid uuid.UUID, id string, usable func(session) bool,
-	fn func(sess session, c *bcp.Checkout, xmin *int64) (*checkoutv1.CheckoutResult, error)) (res *checkoutv1.CheckoutResult, done bool, err error) {
-	sess, c, xmin, ok := s.seen.take(tid, id, s.now())
+	fn func(sess session, c, request *bcp.Checkout, xmin *int64) (*checkoutv1.CheckoutResult, error)) (res *checkoutv1.CheckoutResult, done bool, err error) {
+	e, ok := s.seen.take(tid, id, s.now())
+	sess, c, xmin := e.sess, e.checkout, e.xmin
 	if !ok || !s.now().Before(sess.ExpiresAt) || !usable(sess) {
 		s.seen.misses.Add(1)
 		return nil, false, nil
 	}
 	s.seen.hits.Add(1)
-	if err := s.checkSeen(ctx, sess, c, xmin); err != nil {
+	if err := s.checkSeen(ctx, sess, c, e.request, xmin); err != nil {
 		return nil, true, err
 	}
 	if c == nil {
@@ -140,7 +147,7 @@ func (s *Service) fromSeen(ctx context.Context, tid uuid.UUID, id string, usable
 			return nil, true, err
 		}
 	}
-	if res, err = fn(sess, c, &xmin); errors.Is(err, errReread) {
+	if res, err = fn(sess, c, e.request, &xmin); errors.Is(err, errReread) {
 		s.seen.rereads.Add(1)
 		return nil, false, nil
 	}
@@ -148,10 +155,10 @@ func (s *Service) fromSeen(ctx context.Context, tid uuid.UUID, id string, usable
 }
 
 // checkSeen (tests only: Hooks.CheckSeen) compares a remembered session
-// with its row, and its remembered checkout with the state it was written
-// as. A row changed since (another xmin) is the fence's business; the same
-// xmin with different columns is a bug here.
-func (s *Service) checkSeen(ctx context.Context, sess session, c *bcp.Checkout, xmin int64) error {
+// with its row, and its remembered checkout and request with the state
+// and request it was written as. A row changed since (another xmin) is the
+// fence's business; the same xmin with different columns is a bug here.
+func (s *Service) checkSeen(ctx context.Context, sess session, c, request *bcp.Checkout, xmin int64) error {
 	if s.hooks == nil || !s.hooks.CheckSeen {
 		return nil
 	}
@@ -159,6 +166,11 @@ func (s *Service) checkSeen(ctx context.Context, sess session, c *bcp.Checkout, 
 		// Not bcp.EncodeCheckout: a check, not the request's work.
 		if b, err := json.Marshal(c); err != nil || !bytes.Equal(b, sess.State) {
 			return apperr.New(apperr.KindInternal, "internal", "checkout %s: the remembered checkout is not the state it was written as (%v):\nremembered %s\nstate      %s", sess.ID, err, b, sess.State)
+		}
+	}
+	if request != nil {
+		if b, err := json.Marshal(request); err != nil || !bytes.Equal(b, sess.Request) {
+			return apperr.New(apperr.KindInternal, "internal", "checkout %s: the remembered request is not the one it was written as (%v):\nremembered %s\nrequest    %s", sess.ID, err, b, sess.Request)
 		}
 	}
 	var row session

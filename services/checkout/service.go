@@ -228,7 +228,7 @@ func (s *Service) open(ctx context.Context, tid uuid.UUID, agent agentInfo, id s
 		TenantID: tid, ID: id, Status: p.Status, Currency: p.Currency, Total: p.Total, BuyerEmail: p.BuyerEmail,
 		AgentProfileUrl: p.AgentProfileUrl, Capabilities: p.Capabilities, Request: reqJSON, State: state, Version: 1,
 		ExpiresAt: expires, CreatedAt: now, UpdatedAt: now, AutomaticDiscountIds: []string{},
-	}, c, xmin, s.now())
+	}, c, b.request, xmin, s.now())
 	return &checkoutv1.CheckoutResult{CheckoutJson: state, Status: c.Status}, nil
 }
 
@@ -288,7 +288,7 @@ func (s *Service) update(ctx context.Context, tid uuid.UUID, agent agentInfo, id
 	// rewrites (seen.go); anything else is answered from a fresh read.
 	if res, done, err := s.fromSeen(ctx, tid, id, func(sess session) bool {
 		return sess.AgentProfileUrl == agent.profileURL && bcp.Open(sess.Status) && sess.PaymentAttemptID == nil
-	}, func(sess session, prev *bcp.Checkout, xmin *int64) (*checkoutv1.CheckoutResult, error) {
+	}, func(sess session, prev, _ *bcp.Checkout, xmin *int64) (*checkoutv1.CheckoutResult, error) {
 		return s.rewrite(ctx, tid, agent, sess, prev, xmin, req, k)
 	}); done {
 		return res, err
@@ -363,7 +363,7 @@ func (s *Service) rewrite(ctx context.Context, tid uuid.UUID, agent agentInfo, s
 	next := sess
 	next.Status, next.Total, next.BuyerEmail, next.Capabilities = c.Status, grandTotal(c), buyerEmail(c), capabilities
 	next.Request, next.State, next.Version, next.UpdatedAt = reqJSON, state, sess.Version+1, s.now()
-	s.seen.put(next, c, xmin, s.now())
+	s.seen.put(next, c, b.request, xmin, s.now())
 	return &checkoutv1.CheckoutResult{CheckoutJson: state, Status: c.Status}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/bcpdev/bcp/internal/money"
@@ -87,7 +88,7 @@ func (q *quote) applyDiscounts() ([]bcp.AppliedDiscount, []int, error) {
 			if share == 0 {
 				continue
 			}
-			a.Allocations = append(a.Allocations, bcp.Allocation{Path: fmt.Sprintf("$.line_items[%d]", i), Amount: share})
+			a.Allocations = append(a.Allocations, bcp.Allocation{Path: "$.line_items[" + strconv.Itoa(i) + "]", Amount: share})
 			remaining[i] -= share
 			q.lineDisc[i] += share
 		}
@@ -110,7 +111,7 @@ func (q *quote) codes() []string {
 	return q.in.Discounts.Codes
 }
 
-func codePath(i int) string { return fmt.Sprintf("$.discounts.codes[%d]", i) }
+func codePath(i int) string { return "$.discounts.codes[" + strconv.Itoa(i) + "]" }
 
 func describeAccepted(cs []candidate) string {
 	for _, c := range cs {

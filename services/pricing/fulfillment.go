@@ -119,8 +119,8 @@ func (q *quote) planFulfillment() (*fulfillmentPlan, error) {
 	groupIDs := map[string]bool{}
 	for i := range reqMethods {
 		rm := &reqMethods[i]
-		mp := &methodPlan{index: i, path: fmt.Sprintf("$.fulfillment.methods[%d]", i)}
-		field := fmt.Sprintf("checkout_json.fulfillment.methods[%d]", i)
+		mp := &methodPlan{index: i, path: "$.fulfillment.methods[" + strconv.Itoa(i) + "]"}
+		field := "checkout_json.fulfillment.methods[" + strconv.Itoa(i) + "]"
 
 		// The previous method this one continues: same id, or else the
 		// first unclaimed previous method of the same type.
@@ -239,7 +239,7 @@ func (p *fulfillmentPlan) assignLines(mp *methodPlan, rm *bcp.FulfillmentMethod,
 		ok := true
 		here := map[string]bool{}
 		for k, id := range rm.LineItemIDs {
-			lp := fmt.Sprintf("%s.line_item_ids[%d]", mp.path, k)
+			lp := mp.path + ".line_item_ids[" + strconv.Itoa(k) + "]"
 			if _, known := p.q.lineIndex[id]; !known {
 				mp.errorf(bcp.CodeNotFound, lp, "O item %q não está no carrinho.", id)
 				ok = false
@@ -335,7 +335,7 @@ func (p *fulfillmentPlan) shipping(mp *methodPlan, rm, pm *bcp.FulfillmentMethod
 	here := map[string]bool{}
 	info := make([]shippingDest, len(dests))
 	for j, d := range dests {
-		dp := fmt.Sprintf("%s.destinations[%d]", mp.path, j)
+		dp := mp.path + ".destinations[" + strconv.Itoa(j) + "]"
 		out := bcp.Destination{ID: d.ID, PostalAddress: d.PostalAddress}
 		if out.ID != "" {
 			if out.PostalAddress == (bcp.PostalAddress{}) {
@@ -620,23 +620,24 @@ func (r *ShippingRate) describe() string {
 	if r.Description != "" {
 		return r.Description
 	}
+	// Concatenated, not fmt: every quote describes every rate offered.
 	day := func(n int32) string {
 		if n == 1 {
 			return "1 dia útil"
 		}
-		return fmt.Sprintf("%d dias úteis", n)
+		return strconv.Itoa(int(n)) + " dias úteis"
 	}
 	switch {
 	case r.MaxDays <= 0 && r.MinDays <= 0:
 		return ""
 	case r.MaxDays <= 0:
-		return fmt.Sprintf("Entrega a partir de %s", day(r.MinDays))
+		return "Entrega a partir de " + day(r.MinDays)
 	case r.MinDays <= 0:
-		return fmt.Sprintf("Entrega em até %s", day(r.MaxDays))
+		return "Entrega em até " + day(r.MaxDays)
 	case r.MinDays == r.MaxDays:
-		return fmt.Sprintf("Entrega em %s", day(r.MaxDays))
+		return "Entrega em " + day(r.MaxDays)
 	default:
-		return fmt.Sprintf("Entrega em %d a %s", r.MinDays, day(r.MaxDays))
+		return "Entrega em " + strconv.Itoa(int(r.MinDays)) + " a " + day(r.MaxDays)
 	}
 }
 

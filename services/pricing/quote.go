@@ -238,7 +238,14 @@ func (q *quote) totals(fulfillment int64, selected bool) error {
 // one subtotal and one total, signs by type, sum(non-total) == total, line
 // totals adding up, allocations summing to their discount.
 func verify(c *bcp.Checkout) error {
-	check := func(where string, ts []bcp.Total) (int64, error) {
+	check := func(line int, ts []bcp.Total) (int64, error) {
+		// Named only when wrong: every quote checks every line.
+		where := func() string {
+			if line < 0 {
+				return "checkout"
+			}
+			return "line " + strconv.Itoa(line)
+		}
 		var subs, tots int
 		var sum, total int64
 		for _, t := range ts {
@@ -252,24 +259,24 @@ func verify(c *bcp.Checkout) error {
 			}
 			neg := t.Type == bcp.TotalDiscount || t.Type == bcp.TotalItemsDiscount
 			if (neg && t.Amount >= 0) || (!neg && t.Amount < 0) {
-				return 0, fmt.Errorf("%s: %s has the wrong sign (%d)", where, t.Type, t.Amount)
+				return 0, fmt.Errorf("%s: %s has the wrong sign (%d)", where(), t.Type, t.Amount)
 			}
 			sum += t.Amount
 		}
 		if subs != 1 || tots != 1 {
-			return 0, fmt.Errorf("%s: %d subtotals and %d totals", where, subs, tots)
+			return 0, fmt.Errorf("%s: %d subtotals and %d totals", where(), subs, tots)
 		}
 		if sum != total || total < 0 || total > MaxAmount {
-			return 0, fmt.Errorf("%s: entries sum to %d, total is %d", where, sum, total)
+			return 0, fmt.Errorf("%s: entries sum to %d, total is %d", where(), sum, total)
 		}
 		return total, nil
 	}
 	for i, l := range c.LineItems {
-		if _, err := check(fmt.Sprintf("line %d", i), l.Totals); err != nil {
+		if _, err := check(i, l.Totals); err != nil {
 			return err
 		}
 	}
-	if _, err := check("checkout", c.Totals); err != nil {
+	if _, err := check(-1, c.Totals); err != nil {
 		return err
 	}
 	if c.Discounts != nil {
