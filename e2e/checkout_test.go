@@ -54,7 +54,7 @@ type merchant struct {
 
 // setupMerchant onboards a development merchant with a catalog, two
 // shipping rates and a discount code, through the services' APIs.
-func setupMerchant(t *testing.T, r *platform.Running, name, host string, priceOffset int64) merchant {
+func setupMerchant(t testing.TB, r *platform.Running, name, host string, priceOffset int64) merchant {
 	t.Helper()
 	ctx := context.Background()
 	ops := r.ClientsWithToken(operatorToken)

@@ -32,14 +32,14 @@ const (
 var masterKey = []byte("0123456789abcdef0123456789abcdef")
 
 // startPlatform runs a bcpd process in-process on real loopback listeners.
-func startPlatform(t *testing.T, services []string, dbURL string, urls map[string]string) *platform.Running {
+func startPlatform(t testing.TB, services []string, dbURL string, urls map[string]string) *platform.Running {
 	t.Helper()
 	return startPlatformWith(t, services, dbURL, urls, nil)
 }
 
 // startPlatformWith is startPlatform with the configuration adjusted by
 // adjust (nil: as is) before the start.
-func startPlatformWith(t *testing.T, services []string, dbURL string, urls map[string]string, adjust func(*platform.Config)) *platform.Running {
+func startPlatformWith(t testing.TB, services []string, dbURL string, urls map[string]string, adjust func(*platform.Config)) *platform.Running {
 	t.Helper()
 	cfg := platform.Config{
 		Services: services, DatabaseURL: dbURL, PublicAddr: "127.0.0.1:0", InternalAddr: "127.0.0.1:0",

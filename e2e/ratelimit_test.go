@@ -29,7 +29,7 @@ import (
 
 // setLimits sets a merchant's rate limits through the tenants API, keeping
 // its other settings.
-func setLimits(t *testing.T, r *platform.Running, host string, l *tenantsv1.RateLimits) {
+func setLimits(t testing.TB, r *platform.Running, host string, l *tenantsv1.RateLimits) {
 	t.Helper()
 	ctx := context.Background()
 	ops := r.ClientsWithToken(operatorToken).Tenants

@@ -67,6 +67,20 @@ func checkMembers(t *testing.T, in []byte) {
 	if werr == nil && !maps.EqualFunc(got, want, func(a, b json.RawMessage) bool { return bytes.Equal(a, b) }) {
 		t.Fatalf("Of(%q) = %q, token decoder %q", in, got, want)
 	}
+	// Pick agrees with Of on the members it is asked for, present or not.
+	names := []string{"a", "id", "method", "params", "", "b", "\ufffd", "missing"}
+	for _, checked := range []bool{false, json.Valid(in)} {
+		vals := make([]json.RawMessage, len(names))
+		perr := Pick(in, checked, names, vals)
+		if outcome(perr) != outcome(werr) {
+			t.Fatalf("Pick(%q, %v): %v, token decoder: %v", in, checked, perr, werr)
+		}
+		for k, n := range names {
+			if w, ok := want[n]; werr == nil && ok != (vals[k] != nil) || !bytes.Equal(vals[k], w) {
+				t.Fatalf("Pick(%q, %v)[%q] = %q, token decoder %q", in, checked, n, vals[k], w)
+			}
+		}
+	}
 	// OfChecked is only for valid JSON, where it must agree too.
 	if json.Valid(in) {
 		got, gerr := OfChecked(in)
@@ -86,6 +100,10 @@ var memberSeeds = []string{
 	`{"a":[1,2]]}`, `{"a":{"b":[}]}`, `{"a":"x"} trailing`, `{"a":"x"}}`, `[1]`, `"s"`, ``, `   `, `{`,
 	`{"a"`, `{"a":`, `{"a":1`, `{"a" 1}`, `{1:2}`, "{\"a\":\"\x01\"}", `{"a":"]}{[\""}`,
 	"{\"a\":1,\n\t\"b\" :\r [ ] }", `{"":1,"":2}`, `{"a":1,"b":{"a":1,"a":2}}`,
+	// More members than nameSet compares one by one; a repeat beyond them.
+	`{"m0":0,"m1":1,"m2":2,"m3":3,"m4":4,"m5":5,"m6":6,"m7":7,"m8":8,"m9":9,"m10":10,"m11":11,"m12":12,"m13":13,"m14":14,"m15":15,"m16":16,"m17":17,"a":1}`,
+	`{"m0":0,"m1":1,"m2":2,"m3":3,"m4":4,"m5":5,"m6":6,"m7":7,"m8":8,"m9":9,"m10":10,"m11":11,"m12":12,"m13":13,"m14":14,"m15":15,"m16":16,"m3":17}`,
+	`{"m0":0,"m1":1,"m2":2,"m3":3,"m4":4,"m5":5,"m6":6,"m7":7,"m8":8,"m9":9,"m10":10,"m11":11,"m12":12,"m13":13,"m14":14,"m15":15,"m17":16,"m17":17}`,
 }
 
 func TestMembersAgreesWithTokenDecoder(t *testing.T) {

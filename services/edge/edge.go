@@ -20,6 +20,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bcpdev/bcp/internal/apperr"
@@ -174,19 +175,40 @@ func (e *Edge) BaseURL(hostHeader string) string {
 	return u
 }
 
-// requestDeadlineKey carries the request deadline (Config.RequestTimeout)
-// from ServeHTTP to the executor as a value: the MCP SDK hands its tool
-// handlers the request context's values but neither its deadline nor its
+// withRequestDeadline gives ctx the request deadline (Config.RequestTimeout)
+// it carries as a value (edgeRequest.deadline), if any: ServeHTTP hands
+// it to the executor that way because the MCP SDK hands its tool handlers
+// the request context's values but neither its deadline nor its
 // cancellation (internal/jsonrpc2's notDone).
-type requestDeadlineKey struct{}
-
-// withRequestDeadline gives ctx the request deadline it carries as a
-// value, if any.
 func withRequestDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
-	if d, ok := ctx.Value(requestDeadlineKey{}).(time.Time); ok {
-		return context.WithDeadline(ctx, d)
+	if er := requestFrom(ctx); er != nil && !er.deadline.IsZero() {
+		return context.WithDeadline(ctx, er.deadline)
 	}
 	return ctx, func() {}
+}
+
+// edgeRequest is what the edge's own layers know about one request, in
+// one context value (Edge.ServeHTTP puts it there) instead of one value
+// and one request copy per layer: the merchant, the Host, the request
+// deadline, and for MCP the usage writer (httpHook) and the status slot
+// (withRPCStatus). The later fields are set before the MCP SDK starts the
+// tool call that reads them.
+type edgeRequest struct {
+	tenant   *tenantsv1.Tenant
+	host     string
+	deadline time.Time // zero: none
+	usage    *usageWriter
+	status   rpcStatus
+	statusOn bool // status is the request's slot (withRPCStatus)
+	// server is the MCP server serverFor found (the SDK asks twice).
+	server *mcp.Server
+}
+
+type edgeRequestKey struct{}
+
+func requestFrom(ctx context.Context) *edgeRequest {
+	er, _ := ctx.Value(edgeRequestKey{}).(*edgeRequest)
+	return er
 }
 
 // agentPath reports whether r is a request of the agents' API, which
@@ -205,8 +227,9 @@ func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// operation (withRequestDeadline): on the request's own context it
 	// would also cut off the MCP SDK writing the answer.
 	ctx := r.Context()
+	er := &edgeRequest{host: r.Host}
 	if d := e.cfg.RequestTimeout; d > 0 && agentPath(r) {
-		ctx = context.WithValue(ctx, requestDeadlineKey{}, time.Now().Add(d))
+		er.deadline = time.Now().Add(d)
 	}
 	host := normalizeHost(r.Host)
 	t, err := e.hosts.resolve(ctx, host)
@@ -240,8 +263,8 @@ func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeServiceErrorWith(w, r, err, writeErr)
 		return
 	}
-	ctx = context.WithValue(tenancy.With(ctx, id), tenantKey{}, t)
-	ctx = context.WithValue(ctx, hostKey{}, r.Host)
+	er.tenant = t
+	ctx = context.WithValue(tenancy.With(ctx, id), edgeRequestKey{}, er)
 	if p, ok := agentauth.PolicyFromTenant(t); ok {
 		ctx = agentauth.WithTenantPolicy(ctx, p)
 	}
@@ -250,13 +273,13 @@ func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Pattern = inner.Pattern // for the metrics middleware's route label
 }
 
-type tenantKey struct{}
-
 // tenantFrom returns the tenant resolved for this request. Handlers behind
 // ServeHTTP always have one.
 func tenantFrom(ctx context.Context) *tenantsv1.Tenant {
-	t, _ := ctx.Value(tenantKey{}).(*tenantsv1.Tenant)
-	return t
+	if er := requestFrom(ctx); er != nil {
+		return er.tenant
+	}
+	return nil
 }
 
 // Ping implements the edge's internal connect API.

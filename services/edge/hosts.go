@@ -26,6 +26,8 @@ const (
 	ttlNegWatched = 30 * time.Second
 	ttlUnwatched  = 2 * time.Second
 	maxHosts      = 100_000
+	// maxHot bounds the entries also kept decoded (hostCache.hot).
+	maxHot = 1024
 )
 
 // hostCache resolves Host → tenant through the tenant registry, caching
@@ -39,6 +41,19 @@ type hostCache struct {
 	mu      sync.RWMutex
 	entries map[string]hostEntry
 	gen     uint64 // bumped on every invalidation; stale fills are discarded
+	seq     uint64 // numbers the entries stored (hostEntry.seq)
+	// hot are entries requested since they were stored, decoded (at most
+	// maxHot: the busy merchants' hosts): a request to one of them
+	// decodes nothing (≈ 20 allocations). Dropped with their entry. The
+	// tenants in it are shared by the requests: read-only, as every
+	// tenant handed out is.
+	hot map[string]hotTenant
+}
+
+// hotTenant is entries[host] (the one numbered seq) decoded.
+type hotTenant struct {
+	seq    uint64
+	tenant *tenantsv1.Tenant
 }
 
 // hostEntry keeps the tenant encoded: up to maxHosts decoded tenants are
@@ -49,10 +64,11 @@ type hostEntry struct {
 	tenantID string // "": no merchant at this host
 	tenant   []byte // encoded tenantsv1.Tenant
 	expires  time.Time
+	seq      uint64 // set by store
 }
 
 func newHostCache(client tenantsv1connect.TenantServiceClient, watched *atomic.Bool) *hostCache {
-	return &hostCache{client: client, now: time.Now, watched: watched, entries: map[string]hostEntry{}}
+	return &hostCache{client: client, now: time.Now, watched: watched, entries: map[string]hostEntry{}, hot: map[string]hotTenant{}}
 }
 
 // errUnknownHost is returned for hosts no tenant owns.
@@ -62,9 +78,17 @@ var errUnknownHost = errors.New("unknown host")
 func (c *hostCache) resolve(ctx context.Context, host string) (*tenantsv1.Tenant, error) {
 	c.mu.RLock()
 	e, ok := c.entries[host]
+	h := c.hot[host]
 	c.mu.RUnlock()
 	if ok && c.now().Before(e.expires) {
-		return e.decode()
+		if h.tenant != nil && h.seq == e.seq {
+			return h.tenant, nil
+		}
+		t, err := e.decode()
+		if err == nil {
+			c.keepHot(host, e.seq, t)
+		}
+		return t, err
 	}
 	v, err, _ := c.sf.Do(host, func() (any, error) {
 		c.mu.RLock()
@@ -98,7 +122,25 @@ func (c *hostCache) resolve(ctx context.Context, host string) (*tenantsv1.Tenant
 	return v.(hostEntry).decode()
 }
 
-// decode returns a fresh copy of the entry's tenant (callers may keep it).
+// keepHot keeps t as the decoded entry seq of host, while that entry is
+// still the host's.
+func (c *hostCache) keepHot(host string, seq uint64, t *tenantsv1.Tenant) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[host]; !ok || e.seq != seq {
+		return
+	}
+	for k := range c.hot { // arbitrary eviction
+		if len(c.hot) < maxHot {
+			break
+		}
+		delete(c.hot, k)
+	}
+	c.hot[host] = hotTenant{seq: seq, tenant: t}
+}
+
+// decode returns a fresh copy of the entry's tenant (callers may keep it,
+// and must not modify it: hostCache.hot shares it).
 func (e hostEntry) decode() (*tenantsv1.Tenant, error) {
 	if e.tenantID == "" {
 		return nil, errUnknownHost
@@ -129,9 +171,12 @@ func (c *hostCache) store(host string, e hostEntry, gen uint64) {
 			break
 		}
 		delete(c.entries, k)
+		delete(c.hot, k)
 	}
-	e.expires = c.now().Add(ttl)
+	c.seq++
+	e.expires, e.seq = c.now().Add(ttl), c.seq
 	c.entries[host] = e
+	delete(c.hot, host)
 }
 
 // invalidate drops the tenant's hosts, and every negative entry (a new
@@ -143,6 +188,7 @@ func (c *hostCache) invalidate(tenantID string) {
 	for h, e := range c.entries {
 		if e.tenantID == "" || e.tenantID == tenantID {
 			delete(c.entries, h)
+			delete(c.hot, h)
 		}
 	}
 }
@@ -152,6 +198,7 @@ func (c *hostCache) reset() {
 	defer c.mu.Unlock()
 	c.gen++
 	clear(c.entries)
+	clear(c.hot)
 }
 
 // changeFeed follows the registry's WatchChanges stream and tells the

@@ -19,6 +19,7 @@ import (
 	"github.com/bcpdev/bcp/proto/gen/bcp/catalog/v1/catalogv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/checkout/v1/checkoutv1connect"
 	"github.com/bcpdev/bcp/proto/gen/bcp/orders/v1/ordersv1connect"
+	tenantsv1 "github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1"
 	"github.com/bcpdev/bcp/proto/gen/bcp/tenants/v1/tenantsv1connect"
 	"github.com/bcpdev/bcp/protocol/bcp"
 	"github.com/bcpdev/bcp/protocol/bcpschema"
@@ -117,13 +118,23 @@ func (m *mcpEdge) reset() {
 	m.mu.Unlock()
 }
 
-// serverFor returns the tenant's server (getServer runs twice per request:
-// keep it a map lookup).
+// serverFor returns the tenant's server. The SDK asks twice per request:
+// the second time gets the first answer (edgeRequest.server).
 func (m *mcpEdge) serverFor(r *http.Request) *mcp.Server {
-	t := tenantFrom(r.Context())
-	if t == nil {
+	er := requestFrom(r.Context())
+	if er == nil || er.tenant == nil {
 		return nil
 	}
+	if er.server != nil {
+		return er.server
+	}
+	s := m.serverOf(r.Context(), er.tenant)
+	er.server = s
+	return s
+}
+
+// serverOf returns the server of t's capability set, built on first use.
+func (m *mcpEdge) serverOf(ctx context.Context, t *tenantsv1.Tenant) *mcp.Server {
 	caps := checkoutCapabilities(t.GetCapabilities())
 	key := strings.Join(caps, ",")
 	m.mu.Lock()
@@ -134,7 +145,7 @@ func (m *mcpEdge) serverFor(r *http.Request) *mcp.Server {
 	}
 	s, err := m.buildServer(caps)
 	if err != nil {
-		m.log.ErrorContext(r.Context(), "edge: cannot build MCP server", "err", err)
+		m.log.ErrorContext(ctx, "edge: cannot build MCP server", "err", err)
 		return nil
 	}
 	m.mu.Lock()
@@ -433,8 +444,8 @@ func (m *mcpEdge) shareOffer(o agentprofile.BusinessOffer) agentprofile.Business
 const maxSharedParts = 4096
 
 func hostFrom(ctx context.Context) string {
-	h, _ := ctx.Value(hostKey{}).(string)
-	return h
+	if er := requestFrom(ctx); er != nil {
+		return er.host
+	}
+	return ""
 }
-
-type hostKey struct{}

@@ -39,7 +39,13 @@ func carriesHTTPStatus(status int) bool {
 // first request with the key is still running) but carries Retry-After,
 // as on REST.
 func noteRPCStatus(ctx context.Context, pe *protoError) {
-	s, ok := ctx.Value(rpcStatusKey{}).(*rpcStatus)
+	var s *rpcStatus
+	ok := false
+	if er := requestFrom(ctx); er != nil && er.statusOn {
+		s, ok = &er.status, true
+	} else {
+		s, ok = ctx.Value(rpcStatusKey{}).(*rpcStatus)
+	}
 	switch {
 	case !ok:
 	case carriesHTTPStatus(pe.status):
@@ -51,6 +57,10 @@ func noteRPCStatus(ctx context.Context, pe *protoError) {
 
 // withRPCStatus gives the request a status slot and a writer honouring it.
 func withRPCStatus(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
+	if er := requestFrom(r.Context()); er != nil && !er.statusOn {
+		er.statusOn = true // the slot in the request's edgeRequest: no new context
+		return &rpcStatusWriter{ResponseWriter: w, s: &er.status}, r
+	}
 	s := &rpcStatus{}
 	return &rpcStatusWriter{ResponseWriter: w, s: s}, r.WithContext(context.WithValue(r.Context(), rpcStatusKey{}, s))
 }

@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,7 +66,7 @@ type rateLimiter struct {
 	sf     singleflight.Group
 
 	mu      sync.Mutex
-	buckets map[string]*localBucket // tenant id + " " + key
+	buckets map[bucketKey]*localBucket
 
 	limited  *prometheus.CounterVec // requests refused, by tenant and scope
 	leases   *prometheus.CounterVec // lease calls by result
@@ -106,7 +105,7 @@ func (b *localBucket) want() int64 {
 }
 
 func newRateLimiter(c tenantsv1connect.TenantServiceClient, reg prometheus.Registerer, log *slog.Logger) *rateLimiter {
-	l := &rateLimiter{client: c, log: log, now: time.Now, buckets: map[string]*localBucket{},
+	l := &rateLimiter{client: c, log: log, now: time.Now, buckets: map[bucketKey]*localBucket{},
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bcp_rate_limited_total",
 			Help: "Agent requests refused with 429 rate_limited, by tenant id and limit (merchant, agent).",
@@ -165,11 +164,44 @@ type takeResult struct {
 }
 
 // agentBucketKey names an agent's bucket: the profile URL hashed, which
-// bounds the key's size whatever the URL.
+// bounds the key's size whatever the URL. An agent sends every request
+// with the same profile: the names of up to maxAgentKeys profiles (short
+// enough) are kept.
 func agentBucketKey(profileURL string) string {
+	if len(profileURL) > maxKeptProfileURL {
+		return hashAgentKey(profileURL)
+	}
+	agentKeys.RLock()
+	k, ok := agentKeys.m[profileURL]
+	agentKeys.RUnlock()
+	if ok {
+		return k
+	}
+	k = hashAgentKey(profileURL)
+	agentKeys.Lock()
+	if len(agentKeys.m) >= maxAgentKeys {
+		clear(agentKeys.m) // a flood of distinct profiles: start over, bounded
+	}
+	agentKeys.m[profileURL] = k
+	agentKeys.Unlock()
+	return k
+}
+
+func hashAgentKey(profileURL string) string {
 	h := sha256.Sum256([]byte(profileURL))
 	return "agent:" + hex.EncodeToString(h[:])
 }
+
+// agentKeys are agentBucketKey's kept answers (≈ 3 MB at most).
+var agentKeys = struct {
+	sync.RWMutex
+	m map[string]string
+}{m: map[string]string{}}
+
+const (
+	maxKeptProfileURL = 512
+	maxAgentKeys      = 4096
+)
 
 func rateLimited(wait time.Duration, who string) *protoError {
 	secs := max(1, int(math.Ceil(wait.Seconds())))
@@ -182,7 +214,7 @@ func rateLimited(wait time.Duration, who string) *protoError {
 // take spends one token of the bucket, leasing more when the allowance is
 // spent, or says how long to wait when the bucket is empty.
 func (l *rateLimiter) take(ctx context.Context, tenant, key string) takeResult {
-	bk := tenant + " " + key
+	bk := bucketKey{tenant: tenant, key: key}
 	for range leaseAttempts {
 		now := l.now()
 		l.mu.Lock()
@@ -203,8 +235,8 @@ func (l *rateLimiter) take(ctx context.Context, tenant, key string) takeResult {
 		b.waiting++
 		l.mu.Unlock()
 		// Concurrent requests for one bucket share one lease call.
-		_, _, _ = l.sf.Do(bk, func() (any, error) {
-			l.lease(ctx, bk, key)
+		_, _, _ = l.sf.Do(tenant+" "+key, func() (any, error) {
+			l.lease(ctx, bk)
 			return nil, nil
 		})
 		l.mu.Lock()
@@ -218,8 +250,12 @@ func (l *rateLimiter) take(ctx context.Context, tenant, key string) takeResult {
 	return takeResult{wait: time.Second}
 }
 
+// bucketKey names a local bucket: the tenant's id and the bucket's key
+// ("merchant" or agentBucketKey's).
+type bucketKey struct{ tenant, key string }
+
 // bucket returns bk's local bucket, creating it. Called with l.mu held.
-func (l *rateLimiter) bucket(bk string) *localBucket {
+func (l *rateLimiter) bucket(bk bucketKey) *localBucket {
 	b, ok := l.buckets[bk]
 	if !ok {
 		for k := range l.buckets {
@@ -237,13 +273,13 @@ func (l *rateLimiter) bucket(bk string) *localBucket {
 // lease asks the tenants service for a batch of bk's tokens and records
 // the answer. The call outlives the request that happens to make it (its
 // waiters share it) but not leaseTimeout; the tenant travels in ctx.
-func (l *rateLimiter) lease(ctx context.Context, bk, key string) {
+func (l *rateLimiter) lease(ctx context.Context, bk bucketKey) {
 	l.mu.Lock()
 	want := l.bucket(bk).want()
 	l.mu.Unlock()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseTimeout)
 	defer cancel()
-	resp, err := l.client.LeaseRateTokens(cctx, connect.NewRequest(&tenantsv1.LeaseRateTokensRequest{Key: key, Want: want}))
+	resp, err := l.client.LeaseRateTokens(cctx, connect.NewRequest(&tenantsv1.LeaseRateTokensRequest{Key: bk.key, Want: want}))
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -270,11 +306,10 @@ func (l *rateLimiter) lease(ctx context.Context, bk, key string) {
 // invalidate drops a tenant's allowances when its registry data changes
 // (its limits may have): the next request leases with the new limits.
 func (l *rateLimiter) invalidate(tenantID string) {
-	prefix := tenantID + " "
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for k := range l.buckets {
-		if strings.HasPrefix(k, prefix) {
+		if k.tenant == tenantID {
 			delete(l.buckets, k)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -169,7 +171,7 @@ func TestRateLimiterSharesLeases(t *testing.T) {
 	for {
 		l.mu.Lock()
 		w := int64(0)
-		if b := l.buckets["t merchant"]; b != nil {
+		if b := l.buckets[bucketKey{"t", "merchant"}]; b != nil {
 			w = b.waiting
 		}
 		l.mu.Unlock()
@@ -215,5 +217,26 @@ func TestRateLimiterFailsOpen(t *testing.T) {
 	}
 	if v := counterValue(l.failOpen); v != 6 {
 		t.Fatalf("bcp_rate_limit_fail_open_total = %g, want 6", v)
+	}
+}
+
+// agentBucketKey's kept names are the hashed ones, and their number is
+// bounded.
+func TestAgentBucketKeyKept(t *testing.T) {
+	for _, p := range []string{"https://a.example/p.json", "https://b.example/p.json", strings.Repeat("x", maxKeptProfileURL+1)} {
+		for range 2 {
+			if got, want := agentBucketKey(p), hashAgentKey(p); got != want || len(want) != len("agent:")+64 {
+				t.Fatalf("%.30q: %q, want %q", p, got, want)
+			}
+		}
+	}
+	for i := range maxAgentKeys + 10 {
+		agentBucketKey("https://a.example/" + strconv.Itoa(i))
+	}
+	agentKeys.RLock()
+	n := len(agentKeys.m)
+	agentKeys.RUnlock()
+	if n > maxAgentKeys {
+		t.Fatalf("%d names kept, want at most %d", n, maxAgentKeys)
 	}
 }

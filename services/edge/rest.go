@@ -228,8 +228,11 @@ func dropBodyID(body []byte, pathID, member string) ([]byte, *protoError) {
 // UCP-Agent (authentication already checked that they agree). REST
 // requires it: there is no other place to name the agent.
 func restProfile(h http.Header) (string, *protoError) {
-	for _, name := range []string{"BCP-Agent", "UCP-Agent"} {
-		if vals := h.Values(name); len(vals) > 0 {
+	// By canonical key (another spelling allocates the canonical one) and
+	// name.
+	for _, f := range [...]struct{ key, name string }{{"Bcp-Agent", "BCP-Agent"}, {"Ucp-Agent", "UCP-Agent"}} {
+		name := f.name
+		if vals := h[f.key]; len(vals) > 0 {
 			p, err := agentauth.ParseAgentHeader(vals)
 			if err != nil {
 				return "", newProtoError(http.StatusBadRequest, codeDiscovery, "invalid_profile_url", name+` must be a structured-field dictionary with profile="<url>"`)

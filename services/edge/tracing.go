@@ -20,10 +20,15 @@ import (
 // (ok, business_error, rejected, failed), and the checkout's status.
 // Nothing of the arguments or the answer but those ids and words.
 func startOperation(ctx context.Context, req opRequest) (context.Context, func(out json.RawMessage, err error)) {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		// tracing.Start would start nothing: skip building the name and
+		// attributes.
+		return ctx, endNothing
+	}
 	ctx, sp := tracing.Start(ctx, "tool "+req.op.name, trace.WithAttributes(
 		tracing.AttrTool.String(req.op.name), attribute.String("bcp.binding", string(req.binding))))
 	if !sp.IsRecording() {
-		return ctx, func(json.RawMessage, error) {}
+		return ctx, endNothing
 	}
 	if t := tenantFrom(ctx); t.GetId() != "" {
 		sp.SetAttributes(tracing.AttrTenant.String(t.GetId()))
@@ -64,3 +69,5 @@ func startOperation(ctx context.Context, req opRequest) (context.Context, func(o
 		sp.SetAttributes(tracing.AttrOutcome.String(outcome))
 	}
 }
+
+func endNothing(json.RawMessage, error) {}

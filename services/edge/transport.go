@@ -113,20 +113,27 @@ func checkTransport(r *http.Request) (id json.RawMessage, _ *protoError) {
 	if r.Method != http.MethodPost {
 		return nil, invalidRequest(http.StatusMethodNotAllowed, "method_not_allowed", "/bcp/mcp serves POST only (stateless streamable HTTP, no SSE stream to GET)")
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isMediaType(ct, "application/json") {
 		return nil, invalidRequest(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type must be application/json")
 	}
 	if jsonOK, streamOK := acceptsMCP(r.Header.Values("Accept")); !jsonOK || !streamOK {
 		return nil, invalidRequest(http.StatusNotAcceptable, "not_acceptable", "Accept must list both application/json and text/event-stream")
 	}
-	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v) && v < "2026-07-28" {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v) && v < "2026-07-28" {
 		return nil, invalidRequest(http.StatusBadRequest, "unsupported_protocol_version",
 			"MCP-Protocol-Version "+v+" is not supported (supported: "+strings.Join(mcp.SupportedProtocolVersions(), ", ")+")")
 	}
-	if len(r.Header.Values("Last-Event-ID")) > 0 {
+	if len(r.Header.Values("Last-Event-Id")) > 0 {
 		return nil, invalidRequest(http.StatusBadRequest, "invalid_request", "a POST cannot resume a stream (Last-Event-ID)")
 	}
 	var body []byte
+	if ab, ok := r.Body.(*agentauth.Body); ok {
+		// As authentication read it: the bytes, not a copy.
+		if body = ab.Unread(); len(body) > maxMCPBody {
+			return nil, invalidRequest(http.StatusRequestEntityTooLarge, "request_too_large", "the request body exceeds the limit")
+		}
+		return checkMessage(body)
+	}
 	if r.Body != nil {
 		var err error
 		body, err = io.ReadAll(io.LimitReader(r.Body, maxMCPBody+1))
@@ -225,6 +232,13 @@ func answerableID(id json.RawMessage) json.RawMessage {
 		return id
 	}
 	return nil
+}
+
+// isMediaType reports whether the Content-Type value ct names the media
+// type mt (lower case), whatever its parameters and spelling.
+func isMediaType(ct, mt string) bool {
+	got, _, err := mime.ParseMediaType(ct)
+	return err == nil && got == mt
 }
 
 // acceptsMCP reports whether an Accept header lists JSON and an event

@@ -39,9 +39,7 @@ func newTestEdge(t *testing.T) *testEdge {
 // withTenant is r as Host routing hands it over (the tenant in its
 // context; no tenancy id, so no rate limits apply).
 func (te *testEdge) withTenant(r *http.Request) *http.Request {
-	ctx := context.WithValue(r.Context(), tenantKey{}, te.t)
-	ctx = context.WithValue(ctx, hostKey{}, "loja.localhost")
-	return r.WithContext(ctx)
+	return r.WithContext(context.WithValue(r.Context(), edgeRequestKey{}, &edgeRequest{tenant: te.t, host: "loja.localhost"}))
 }
 
 // rpcReply is a JSON-RPC answer over HTTP.

@@ -175,8 +175,8 @@ func (u *usageCounter) mcpMiddleware() mcp.Middleware {
 			if method == "tools/call" {
 				// Counted here: the HTTP hook must not count it again when
 				// the SDK answers a JSON-RPC error with an HTTP 400/404.
-				if w, ok := ctx.Value(usageWriterKey{}).(*usageWriter); ok {
-					w.counted.Store(true)
+				if er := requestFrom(ctx); er != nil && er.usage != nil {
+					er.usage.counted.Store(true)
 				}
 			}
 			res, err := next(ctx, method, req)
@@ -201,7 +201,9 @@ func (u *usageCounter) httpHook(next http.Handler, all bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uw := &usageWriter{ResponseWriter: w}
 		if !all {
-			r = r.WithContext(context.WithValue(r.Context(), usageWriterKey{}, uw))
+			if er := requestFrom(r.Context()); er != nil {
+				er.usage = uw
+			}
 		}
 		next.ServeHTTP(uw, r)
 		status := uw.status
@@ -227,8 +229,6 @@ type usageWriter struct {
 	errBody bool
 	counted atomic.Bool // the MCP middleware counted this request
 }
-
-type usageWriterKey struct{}
 
 func (w *usageWriter) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {

@@ -108,13 +108,13 @@ const (
 	MethodAPIKey    = "api_key"
 )
 
-type principalKey struct{}
-
 // PrincipalFrom returns the agent authenticated by Middleware. Requests
 // that passed without credentials (public MCP methods) have none.
 func PrincipalFrom(ctx context.Context) (*Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(*Principal)
-	return p, ok
+	if ar, ok := ctx.Value(requestKey{}).(*authRequest); ok && ar.principal != nil {
+		return ar.principal, true
+	}
+	return nil, false
 }
 
 // DefaultPublicMethods are the MCP methods served without credentials:
@@ -290,6 +290,14 @@ func (a *Authenticator) Handler(next http.Handler) http.Handler {
 
 type requestKey struct{}
 
+// authRequest is what the middleware learned of a request, in one context
+// value (requestKey): its JSON-RPC messages (or REST operation), and the
+// agent authenticated (nil: none, a public method).
+type authRequest struct {
+	rpc       rpcRequest
+	principal *Principal
+}
+
 // Middleware authenticates every request before next sees it. The body is
 // read once (at most MaxBodyBytes) and restored for next. On failure it
 // answers with a JSON-RPC error itself and next is never called.
@@ -322,9 +330,10 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 			}
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = NewBody(body)
 		r.ContentLength = int64(len(body))
-		ctx := context.WithValue(r.Context(), requestKey{}, &rpc)
+		ar := &authRequest{rpc: rpc}
+		ctx := context.WithValue(r.Context(), requestKey{}, ar)
 		if r.Method == http.MethodPost && rpc.isPublic(a.opts.PublicMethods) {
 			next.ServeHTTP(w, r.WithContext(ctx))
 			return
@@ -335,9 +344,34 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 			WriteFailure(w, rpc.responseID(), f)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, principalKey{}, p)))
+		ar.principal = p
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
+
+// Body is a request body read whole, as Middleware hands it on: a reader
+// of the bytes that also gives them (Unread), so that a layer behind it
+// need not read and copy them again.
+type Body struct {
+	r bytes.Reader
+	b []byte
+}
+
+// NewBody returns a Body reading b.
+func NewBody(b []byte) *Body {
+	body := &Body{b: b}
+	body.r.Reset(b)
+	return body
+}
+
+func (b *Body) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+// Close does nothing: the bytes are in memory.
+func (b *Body) Close() error { return nil }
+
+// Unread returns the bytes not read yet (all of them unless someone read
+// from the body), without copying them: callers must not modify them.
+func (b *Body) Unread() []byte { return b.b[len(b.b)-b.r.Len():] }
 
 func readBody(r *http.Request, limit int64) ([]byte, *Failure) {
 	if r.Body == nil || r.Body == http.NoBody {
@@ -485,8 +519,11 @@ func requestProfile(h http.Header, rpc rpcRequest) (string, *Failure) {
 		}
 		return nil
 	}
-	for _, name := range []string{"BCP-Agent", "UCP-Agent"} {
-		vals := h.Values(name)
+	// The fields by their canonical keys (a lookup with another spelling
+	// allocates the canonical one) and their names in messages.
+	for _, f := range agentFields {
+		name := f.name
+		vals := h[f.key]
 		if len(vals) == 0 {
 			continue
 		}
@@ -495,8 +532,8 @@ func requestProfile(h http.Header, rpc rpcRequest) (string, *Failure) {
 			return "", fail(http.StatusBadRequest, CodeDiscovery, ErrCodeInvalidProfileURL, "invalid agent profile",
 				name+` must be a structured-field dictionary with profile="<url>"`)
 		}
-		if f := add(p, name); f != nil {
-			return "", f
+		if fl := add(p, name); fl != nil {
+			return "", fl
 		}
 	}
 	for _, m := range rpc.messages {
@@ -509,9 +546,51 @@ func requestProfile(h http.Header, rpc rpcRequest) (string, *Failure) {
 	return profile, nil
 }
 
+// agentFields are the agent header fields, BCP-Agent and its alias
+// UCP-Agent: their canonical keys in an http.Header and their names.
+var agentFields = []struct{ key, name string }{{"Bcp-Agent", "BCP-Agent"}, {"Ucp-Agent", "UCP-Agent"}}
+
 // parseAgentHeader reads profile="<url>" from a BCP-Agent/UCP-Agent field
-// (an RFC 8941 dictionary).
+// (an RFC 8941 dictionary). An agent sends the same field on every
+// request: the profiles of single-line fields are kept (agentHeaders).
 func parseAgentHeader(values []string) (string, error) {
+	if len(values) != 1 || len(values[0]) > maxKeptAgentHeader {
+		return parseAgentDictionary(values)
+	}
+	v := values[0]
+	agentHeaders.RLock()
+	p, ok := agentHeaders.m[v]
+	agentHeaders.RUnlock()
+	if ok {
+		return p, nil
+	}
+	p, err := parseAgentDictionary(values)
+	if err != nil {
+		return "", err
+	}
+	agentHeaders.Lock()
+	if len(agentHeaders.m) >= maxAgentHeaders {
+		clear(agentHeaders.m) // a flood of distinct fields: start over, bounded
+	}
+	agentHeaders.m[v] = p
+	agentHeaders.Unlock()
+	return p, nil
+}
+
+// agentHeaders maps BCP-Agent/UCP-Agent field values (one line, at most
+// maxKeptAgentHeader bytes) parseAgentDictionary accepted to their
+// profile: at most maxAgentHeaders of them (≈ 2 MB).
+var agentHeaders = struct {
+	sync.RWMutex
+	m map[string]string
+}{m: map[string]string{}}
+
+const (
+	maxKeptAgentHeader = 512
+	maxAgentHeaders    = 4096
+)
+
+func parseAgentDictionary(values []string) (string, error) {
 	d, err := httpsfv.UnmarshalDictionary(values)
 	if err != nil {
 		return "", err

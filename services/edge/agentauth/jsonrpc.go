@@ -77,50 +77,56 @@ func parseRPC(body []byte) (rpcRequest, error) {
 	return rpcRequest{messages: []rpcMessage{m}, valid: ok}, nil
 }
 
+// The members parseMessage reads at each level (jsonmembers.Pick: no map
+// per level).
+var (
+	messageMembers = []string{"id", "method", "params"}
+	paramsMembers  = []string{"name", "arguments"}
+	argsMembers    = []string{"meta"}
+	metaMembers    = []string{"ucp-agent"}
+	agentMembers   = []string{"profile"}
+)
+
 func parseMessage(raw json.RawMessage) (rpcMessage, bool, error) {
 	var m rpcMessage
-	obj, err := jsonmembers.Of(raw)
-	if err != nil {
+	var obj [3]json.RawMessage // id, method, params
+	if err := jsonmembers.Pick(raw, false, messageMembers, obj[:]); err != nil {
 		return m, false, dupOnly(err)
 	}
-	if id, ok := obj["id"]; ok {
-		m.id = id
-	}
-	if json.Unmarshal(obj["method"], &m.method) != nil || m.method == "" {
+	m.id = obj[0]
+	if json.Unmarshal(obj[1], &m.method) != nil || m.method == "" {
 		return m, false, nil //nolint:nilerr // unreadable: not ok, the transport answers it
 	}
 	if m.method != "tools/call" {
 		return m, true, nil
 	}
-	params, err := jsonmembers.OfChecked(obj["params"])
-	if err != nil {
+	var params [2]json.RawMessage // name, arguments
+	if err := jsonmembers.Pick(obj[2], true, paramsMembers, params[:]); err != nil {
 		return m, false, dupOnly(err)
 	}
-	if json.Unmarshal(params["name"], &m.tool) != nil {
+	if json.Unmarshal(params[0], &m.tool) != nil {
 		return m, false, nil //nolint:nilerr // unreadable: not ok, the SDK answers it
 	}
-	args, err := jsonmembers.OfChecked(params["arguments"])
-	if err != nil {
-		// Missing or non-object arguments: the SDK rejects the call; there
-		// is no meta to read.
+	var one [1]json.RawMessage
+	// Missing or non-object arguments: the SDK rejects the call; there is
+	// no meta to read.
+	if err := jsonmembers.Pick(params[1], true, argsMembers, one[:]); err != nil {
 		return m, true, dupOnly(err)
 	}
-	meta, err := jsonmembers.OfChecked(args["meta"])
-	if err != nil {
+	if err := jsonmembers.Pick(one[0], true, metaMembers, one[:]); err != nil {
 		return m, true, dupOnly(err)
 	}
-	agent, ok := meta["ucp-agent"]
-	if !ok {
+	agent := one[0]
+	if agent == nil {
 		return m, true, nil
 	}
-	ua, err := jsonmembers.OfChecked(agent)
-	if err != nil {
+	if err := jsonmembers.Pick(agent, true, agentMembers, one[:]); err != nil {
 		if errors.Is(err, errDuplicateMember) {
 			return m, false, err
 		}
 		return m, false, errBadProfile
 	}
-	if p, ok := ua["profile"]; ok {
+	if p := one[0]; p != nil {
 		if e := bcpschema.CheckInput(p); e != nil && len(e.Violations) > 0 {
 			if k := e.Violations[0].Keyword; k == bcpschema.KeywordNUL || k == bcpschema.KeywordUTF8 {
 				return m, false, errNULProfile

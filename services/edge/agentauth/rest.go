@@ -55,15 +55,16 @@ func (a *Authenticator) restMiddleware(next http.Handler) http.Handler {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
-		rpc := a.restRequest(r)
-		ctx := context.WithValue(r.Context(), requestKey{}, &rpc)
-		p, f := a.authenticate(ctx, r, body, rpc)
+		ar := &authRequest{rpc: a.restRequest(r)}
+		ctx := context.WithValue(r.Context(), requestKey{}, ar)
+		p, f := a.authenticate(ctx, r, body, ar.rpc)
 		if f != nil {
 			a.log.DebugContext(ctx, "agent authentication failed", "code", f.Code, "status", f.Status, "detail", f.Content, "binding", "rest")
 			WriteRESTFailure(w, f)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, principalKey{}, p)))
+		ar.principal = p
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -37,8 +37,10 @@ func FormatAgentHeader(profileURL string) (string, error) {
 // already parsed the request; alone it parses the body itself.
 func (a *Authenticator) SignResponses(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rpc, ok := r.Context().Value(requestKey{}).(*rpcRequest)
-		if !ok {
+		var rpc *rpcRequest
+		if ar, ok := r.Context().Value(requestKey{}).(*authRequest); ok {
+			rpc = &ar.rpc
+		} else {
 			body, f := readBody(r, a.opts.MaxBodyBytes)
 			if f != nil {
 				if isREST(r.Context()) {
@@ -100,6 +102,9 @@ func (a *Authenticator) wantsSignature(ctx context.Context, tid uuid.UUID, rpc *
 }
 
 func isJSON(contentType string) bool {
+	if contentType == "application/json" {
+		return true // what the MCP SDK and REST write: no parsing
+	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }

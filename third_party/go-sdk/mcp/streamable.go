@@ -439,6 +439,10 @@ func (h *StreamableHTTPHandler) serveStateless(w http.ResponseWriter, req *http.
 	}
 	defer session.Close()
 
+	// bcp patch 7 (PATCHES.md): the body ephemeralConnectOpts read and
+	// decoded is the one servePOST serves; it need not read and decode it
+	// again.
+	transport.connection.preread = &info.body
 	transport.ServeHTTP(w, req)
 }
 
@@ -459,6 +463,17 @@ type ephemeralConnectInfo struct {
 	opts                  *ServerSessionOptions
 	usesNewProtocol       bool
 	isSubscriptionsListen bool
+	// body is the request body as read and decoded (bcp patch 7).
+	body prereadBody
+}
+
+// prereadBody is a POST body read and decoded by readBatch before the
+// request reaches servePOST (bcp patch 7, see PATCHES.md).
+type prereadBody struct {
+	data    []byte
+	msgs    []jsonrpc.Message
+	isBatch bool
+	err     error // readBatch's
 }
 
 // ephemeralConnectOpts peeks at the request body to determine connection
@@ -482,7 +497,8 @@ func (h *StreamableHTTPHandler) ephemeralConnectOpts(req *http.Request) (*epheme
 	}
 	req.Body.Close()
 	req.Body = io.NopCloser(bytes.NewBuffer(body))
-	msgs, _, err := readBatch(body)
+	msgs, isBatch, err := readBatch(body)
+	pre := prereadBody{data: body, msgs: msgs, isBatch: isBatch, err: err}
 	if err == nil {
 		for _, msg := range msgs {
 			if r, ok := msg.(*jsonrpc.Request); ok {
@@ -521,6 +537,7 @@ func (h *StreamableHTTPHandler) ephemeralConnectOpts(req *http.Request) (*epheme
 		},
 		usesNewProtocol:       usesNewProtocol,
 		isSubscriptionsListen: isSubscriptionsListen,
+		body:                  pre,
 	}, nil
 }
 
@@ -892,6 +909,10 @@ type streamableServerConn struct {
 
 	server     *Server
 	toolLookup func(name string) (*serverTool, bool)
+
+	// preread is the body of the one POST a stateless connection serves,
+	// already read and decoded (bcp patch 7); nil otherwise.
+	preread *prereadBody
 
 	incoming chan jsonrpc.Message // messages from the client to the server
 
@@ -1418,25 +1439,42 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 		return
 	}
 
-	// Read incoming messages.
-	body, err := io.ReadAll(req.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+	// Read incoming messages: those serveStateless read already (bcp patch
+	// 7), or the request's.
+	var (
+		body     []byte
+		incoming []jsonrpc.Message
+		isBatch  bool
+		err      error
+	)
+	if pre := c.preread; pre != nil {
+		c.preread = nil
+		body = pre.data
+		if len(body) == 0 {
+			http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
 			return
 		}
-		http.Error(w, "failed to read body", http.StatusBadRequest)
-		return
+		incoming, isBatch, err = pre.msgs, pre.isBatch, pre.err
+	} else {
+		body, err = io.ReadAll(req.Body)
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "failed to read body", http.StatusBadRequest)
+			return
+		}
+		if len(body) == 0 {
+			http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
+			return
+		}
+		// TODO(#674): once we've documented the support matrix for 2025-03-26 and
+		// earlier, drop support for matching entirely; that will simplify this
+		// logic.
+		incoming, isBatch, err = readBatch(body)
 	}
-	if len(body) == 0 {
-		http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
-		return
-	}
-	// TODO(#674): once we've documented the support matrix for 2025-03-26 and
-	// earlier, drop support for matching entirely; that will simplify this
-	// logic.
-	incoming, isBatch, err := readBatch(body)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("malformed payload: %v", err), http.StatusBadRequest)
 		return

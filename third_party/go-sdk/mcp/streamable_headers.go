@@ -23,7 +23,7 @@ import (
 const (
 	protocolVersionHeader        = "Mcp-Protocol-Version"
 	sessionIDHeader              = "Mcp-Session-Id"
-	lastEventIDHeader            = "Last-Event-ID"
+	lastEventIDHeader            = "Last-Event-Id" // canonical (bcp patch 7): Get and Values need not canonicalize it
 	methodHeader                 = "Mcp-Method"
 	nameHeader                   = "Mcp-Name"
 	paramHeaderPrefix            = "Mcp-Param-"

@@ -284,6 +284,11 @@ func marshalToRaw(obj any) (json.RawMessage, error) {
 	// pointers, raw messages and failures take the general path, which
 	// handles them as before. Either way the result is one line of valid
 	// JSON, which encodeResult relies on.
+	if OneLineResult != nil { // bcp patch 6, see PATCHES.md
+		if data, ok := OneLineResult(obj); ok {
+			return data, nil
+		}
+	}
 	if m, ok := obj.(json.Marshaler); ok {
 		if _, raw := obj.(json.RawMessage); !raw {
 			if v := reflect.ValueOf(obj); v.Kind() != reflect.Pointer || !v.IsNil() {
@@ -299,6 +304,12 @@ func marshalToRaw(obj any) (json.RawMessage, error) {
 	}
 	return json.RawMessage(data), nil
 }
+
+// OneLineResult, when set, encodes the results it knows (ok) as valid
+// JSON on one line, which marshalToRaw then uses without checking it
+// again (bcp patch 6, see PATCHES.md). The mcp package sets it for the
+// tool results it writes directly.
+var OneLineResult func(result any) (data []byte, ok bool)
 
 // jsonMarshal marshals obj to JSON like json.Marshal but without HTML escaping.
 func jsonMarshal(obj any) ([]byte, error) {
