@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/bcpdev/bcp/httpsig"
+	"github.com/bcpdev/bcp/internal/httpdeadline"
 )
 
 // Client calls one merchant MCP endpoint as one agent.
@@ -126,7 +127,10 @@ func (c *Client) do(req *http.Request) (*Response, error) {
 	if c.Transport == nil {
 		rt = &Transport{}
 	}
-	hc := &http.Client{Transport: rt, Timeout: timeout,
+	// The timeout as a context deadline set by the transport: over a
+	// transport it does not know (Transport), http.Client enforces its
+	// Timeout with a goroutine, a timer and channels per request.
+	hc := &http.Client{Transport: &httpdeadline.Transport{Next: rt, Timeout: timeout},
 		// A redirect would change what the signature covers; never follow.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := hc.Do(req)

@@ -16,6 +16,7 @@ import (
 	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/bcpdev/bcp/agentclient"
+	"github.com/bcpdev/bcp/internal/httpdeadline"
 	"github.com/bcpdev/bcp/platform/loadkit"
 )
 
@@ -223,7 +224,9 @@ func newRESTAgents(t restTarget, e *env, signed bool, base http.RoundTripper) *a
 		} else {
 			tr.APIKey = m.APIKey
 		}
-		a.http = append(a.http, &http.Client{Transport: tr, Timeout: 30 * time.Second})
+		// The timeout as a context deadline (over a wrapped transport,
+		// http.Client's Timeout costs a goroutine and a timer per request).
+		a.http = append(a.http, &http.Client{Transport: &httpdeadline.Transport{Next: tr, Timeout: 30 * time.Second}})
 	}
 	return a
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bcpdev/bcp/internal/bcpnames"
+	"github.com/bcpdev/bcp/internal/httpdeadline"
 	"github.com/bcpdev/bcp/internal/jobs"
 	"github.com/bcpdev/bcp/internal/merchantsign"
 	"github.com/bcpdev/bcp/internal/netguard"
@@ -329,8 +330,10 @@ func newWebhookClient(allowPrivate bool, timeout time.Duration) *http.Client {
 		IdleConnTimeout:        90 * time.Second,
 	}
 	return &http.Client{
-		Transport: tracing.Transport(t), // traceparent, when the delivery is traced
-		Timeout:   timeout,
+		// traceparent, when the delivery is traced; the timeout as a
+		// context deadline (no goroutine and timer per request, see
+		// httpdeadline).
+		Transport: &httpdeadline.Transport{Next: tracing.Transport(t), Timeout: timeout},
 		// A redirect is not a delivery (and could point anywhere): the 3xx
 		// is answered as a failure and retried.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bcpdev/bcp/internal/handlersecrets"
+	"github.com/bcpdev/bcp/internal/httpdeadline"
 	"github.com/bcpdev/bcp/internal/pki"
 	"github.com/bcpdev/bcp/internal/tenancy"
 	"github.com/bcpdev/bcp/internal/tracing"
@@ -197,7 +198,10 @@ func newSimHTTP(sb SandboxPSP, dial func(ctx context.Context, network, addr stri
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: 5 * time.Second}).DialContext
 	}
-	return &http.Client{Timeout: 15 * time.Second, Transport: tracing.Transport(&http.Transport{DialContext: dial, TLSClientConfig: tlsCfg, MaxIdleConnsPerHost: 4})}, nil
+	// The timeout as a context deadline (no goroutine and timer per
+	// request, see httpdeadline).
+	return &http.Client{Transport: &httpdeadline.Transport{Timeout: 15 * time.Second,
+		Next: tracing.Transport(&http.Transport{DialContext: dial, TLSClientConfig: tlsCfg, MaxIdleConnsPerHost: 4})}}, nil
 }
 
 // simPay pays a sandbox charge as the payer's bank would (the simulator

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bcpdev/bcp/internal/hostname"
+	"github.com/bcpdev/bcp/internal/httpdeadline"
 	"github.com/bcpdev/bcp/internal/tracing"
 	"github.com/bcpdev/bcp/sim/pspsim/pspsimdb"
 )
@@ -66,8 +67,9 @@ func (s *Server) webhookClient() (*http.Client, error) {
 		IdleConnTimeout:     30 * time.Second,
 	}
 	return &http.Client{
-		Transport:     tracing.Transport(tr),
-		Timeout:       webhookTimeout,
+		// The timeout as a context deadline (no goroutine and timer per
+		// request, see httpdeadline).
+		Transport:     &httpdeadline.Transport{Next: tracing.Transport(tr), Timeout: webhookTimeout},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}, nil
 }

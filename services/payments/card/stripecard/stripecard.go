@@ -131,6 +131,7 @@ import (
 
 	"github.com/stripe/stripe-go/v85"
 
+	"github.com/bcpdev/bcp/internal/httpdeadline"
 	"github.com/bcpdev/bcp/internal/tracing"
 	"github.com/bcpdev/bcp/services/payments/card"
 )
@@ -235,8 +236,12 @@ func New(cfg Config) (*Processor, error) {
 	if cfg.HTTPClient != nil {
 		hc = *cfg.HTTPClient
 	}
-	// The timeout moves from the client to the transport (see transport).
-	hc.Transport, hc.Timeout = &transport{next: hc.Transport, timeout: hc.Timeout}, 0
+	// The timeout moves from the client to the transport: http.Client
+	// enforces it over a transport it does not know (any wrapper, such as
+	// tracing's) with a goroutine, a timer and channels per request; a
+	// context deadline bounds the same (until the answer's body is read
+	// and closed). Bodies go with their length (withLength).
+	hc.Transport, hc.Timeout = &httpdeadline.Transport{Next: hc.Transport, Timeout: hc.Timeout, Prepare: withLength}, 0
 	bc.HTTPClient = &hc
 	if cfg.BaseURL != "" {
 		if err := checkBaseURL(cfg.BaseURL); err != nil {
@@ -249,60 +254,15 @@ func New(cfg Config) (*Processor, error) {
 	return &Processor{sc: sc, api: backends.API, key: cfg.SecretKey}, nil
 }
 
-// transport carries the Processor's requests on the configured client's
-// transport, with two things net/http does expensively for stripe-go
-// done cheaply:
-//
-//   - a request body stripe-go made goes with its length: stripe-go sets
-//     Body after http.NewRequest, without ContentLength, and net/http
-//     sends a body of unknown length chunked, in three writes to the
-//     connection (TLS records) where one does;
-//   - the client's Timeout bounds each request (until its answer's body
-//     is read and closed, as http.Client.Timeout does) by a context
-//     deadline: http.Client enforces its Timeout over a transport it does
-//     not know (any wrapper, such as tracing's) with a goroutine, a timer
-//     and channels per request.
-type transport struct {
-	next    http.RoundTripper
-	timeout time.Duration
-}
-
-func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	next := t.next
-	if next == nil {
-		next = http.DefaultTransport
-	}
-	sized := r.ContentLength != 0 || r.Body == nil || r.Body == http.NoBody
-	// A RoundTripper does not change its request: r2 is a copy.
-	if t.timeout <= 0 {
-		if sized {
-			return next.RoundTrip(r)
-		}
-		r2 := *r
-		if err := withLength(&r2); err != nil {
-			return nil, err
-		}
-		return next.RoundTrip(&r2)
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), t.timeout)
-	r2 := r.WithContext(ctx)
-	if !sized {
-		if err := withLength(r2); err != nil {
-			cancel()
-			return nil, err
-		}
-	}
-	res, err := next.RoundTrip(r2)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	res.Body = &cancelBody{ReadCloser: res.Body, cancel: cancel}
-	return res, nil
-}
-
-// withLength reads a request's body and sends it with its length.
+// withLength gives a request's body its length when it has none (read
+// whole): stripe-go sets Body after http.NewRequest, without
+// ContentLength, and net/http sends a body of unknown length chunked, in
+// three writes to the connection (TLS records) where one does. r is the
+// transport's copy of the request (httpdeadline.Transport.Prepare).
 func withLength(r *http.Request) error {
+	if r.ContentLength != 0 || r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
 	b, err := io.ReadAll(r.Body)
 	_ = r.Body.Close()
 	if err != nil {
@@ -311,26 +271,6 @@ func withLength(r *http.Request) error {
 	r.ContentLength = int64(len(b))
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	return nil
-}
-
-// CloseIdleConnections lets http.Client.CloseIdleConnections reach the
-// transport.
-func (t *transport) CloseIdleConnections() {
-	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
-	}
-}
-
-// cancelBody ends its request's deadline when it is closed.
-type cancelBody struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (b *cancelBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
 }
 
 func checkBaseURL(raw string) error {

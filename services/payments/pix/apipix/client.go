@@ -33,6 +33,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/bcpdev/bcp/internal/httpdeadline"
 	"github.com/bcpdev/bcp/internal/tracing"
 	"github.com/bcpdev/bcp/services/payments/pix"
 )
@@ -144,7 +145,10 @@ func New(cfg Config) (*Client, error) {
 	}
 	return &Client{
 		cfg: cfg, base: base,
-		hc: &http.Client{Transport: tracing.Transport(rt), Timeout: cfg.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		// The Timeout as a context deadline set by the transport (no
+		// goroutine and timer per request, see httpdeadline).
+		hc: &http.Client{Transport: &httpdeadline.Transport{Next: tracing.Transport(rt), Timeout: cfg.Timeout},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		cc: clientcredentials.Config{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, TokenURL: cfg.TokenURL, Scopes: scopes, AuthStyle: style},
 	}, nil
 }
