@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -299,5 +300,29 @@ func TestSDKBodyKinds(t *testing.T) {
 		if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.answer) {
 			t.Errorf("body %.30q: %d %q, want %d containing %q", c.body, rec.Code, rec.Body.String(), c.status, c.answer)
 		}
+	}
+}
+
+// TestToolCallGoroutines pins the goroutines the SDK starts for a stateless
+// tools/call: the connection's reader and the one that takes the request off
+// the queue and runs the handler. third_party/go-sdk's patch 8 runs the
+// handler on the latter (it used to start a third goroutine and wait for it).
+func TestToolCallGoroutines(t *testing.T) {
+	h := sdkHandler()
+	serveToolCall(t, h)
+	const calls = 50
+	created := func() uint64 {
+		s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	before := created()
+	for range calls {
+		serveToolCall(t, h)
+	}
+	// Rounded: the runtime may start one of its own now and then.
+	got := float64(created()-before) / calls
+	if math.Round(got) != 2 {
+		t.Fatalf("a stateless tools/call starts %.2f goroutines, want 2 (is third_party/go-sdk's patch 8 in use?)", got)
 	}
 }

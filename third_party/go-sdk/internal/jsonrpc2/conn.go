@@ -381,11 +381,15 @@ var asyncKey = asyncKeyType{}
 // requests, via a call to [Async].)
 type releaser struct {
 	mu       sync.Mutex
-	ch       chan struct{}
 	released bool
+	// handoff is called on release: the request runs on the goroutine that
+	// took it off the queue, and releasing it hands the rest of the queue to
+	// another goroutine (bcp patch 8, see PATCHES.md; it used to close a
+	// channel the queue's goroutine waited on).
+	handoff func()
 }
 
-// release closes the associated channel. If soft is set, multiple calls to
+// release hands the queue over (bcp patch 8). If soft is set, multiple calls to
 // release are allowed.
 func (r *releaser) release(soft bool) {
 	r.mu.Lock()
@@ -396,9 +400,20 @@ func (r *releaser) release(soft bool) {
 			panic("jsonrpc2.Async called multiple times")
 		}
 	} else {
-		close(r.ch)
+		r.handoff()
 		r.released = true
 	}
+}
+
+// finish marks a request handled inline as done (bcp patch 8). It reports
+// whether the request had been released (by [Async]) before, in which case
+// the queue belongs to another goroutine now.
+func (r *releaser) finish() (released bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	released = r.released
+	r.released = true
+	return released
 }
 
 type AsyncCall struct {
@@ -679,16 +694,35 @@ func (c *Connection) handleAsync() {
 			continue
 		}
 
-		releaser := &releaser{ch: make(chan struct{})}
+		// bcp patch 8 (PATCHES.md): the handler runs on this goroutine
+		// instead of a new one that this one would wait for. If the handler
+		// releases the request ([Async], as the MCP server does for every call
+		// but initialize), the rest of the queue is handed to a new
+		// handleAsync goroutine, started only if there is something queued;
+		// otherwise the next request starts one, as when the queue empties.
+		// Once released, this goroutine ends with the request.
+		releaser := &releaser{handoff: c.handOffQueue}
 		ctx := context.WithValue(req.ctx, asyncKey, releaser)
-		go func() {
-			growStack() // bcp patch 3, see PATCHES.md
-			defer releaser.release(true)
-			result, err := c.handler.Handle(ctx, req.Request)
-			c.processResult(c.handler, req, result, err)
-		}()
-		<-releaser.ch
+		growStack() // bcp patch 3, see PATCHES.md
+		result, err := c.handler.Handle(ctx, req.Request)
+		c.processResult(c.handler, req, result, err)
+		if releaser.finish() {
+			return
+		}
 	}
+}
+
+// handOffQueue gives the handler queue up when the request the calling
+// goroutine handles is released (bcp patch 8): another handleAsync goroutine
+// takes the queue if it has work, or the next request starts one.
+func (c *Connection) handOffQueue() {
+	c.updateInFlight(func(s *inFlightState) {
+		if len(s.handlerQueue) > 0 {
+			go c.handleAsync()
+		} else {
+			s.handlerRunning = false
+		}
+	})
 }
 
 // processResult processes the result of a request and, if appropriate, sends a response.
