@@ -131,8 +131,11 @@ func OrderTotals(ts []bcp.Total) []*ordersv1.OrderTotal {
 		return nil
 	}
 	out := make([]*ordersv1.OrderTotal, len(ts))
+	back := make([]ordersv1.OrderTotal, len(ts)) // one allocation for the messages
 	for i, t := range ts {
-		out[i] = &ordersv1.OrderTotal{Type: t.Type, DisplayText: t.DisplayText, Amount: t.Amount}
+		o := &back[i]
+		o.Type, o.DisplayText, o.Amount = t.Type, t.DisplayText, t.Amount
+		out[i] = o
 		for _, l := range t.Lines {
 			out[i].Lines = append(out[i].Lines, &ordersv1.OrderTotalLine{DisplayText: l.DisplayText, Amount: l.Amount})
 		}

@@ -67,8 +67,10 @@ func QuoteInput(r *pricingv1.QuoteRequest) (c, prev *bcp.Checkout) {
 func QuoteResponse(in, priced *bcp.Checkout, automatic []string) *pricingv1.QuoteResponse {
 	r := &pricingv1.QuoteResponse{AutomaticDiscountIds: automatic, Totals: totalsToProto(priced.Totals),
 		LineTotals: make([]*pricingv1.LineTotals, len(priced.LineItems))}
+	lines := make([]pricingv1.LineTotals, len(priced.LineItems)) // one allocation for the messages
 	for i, l := range priced.LineItems {
-		r.LineTotals[i] = &pricingv1.LineTotals{Totals: totalsToProto(l.Totals)}
+		lines[i].Totals = totalsToProto(l.Totals)
+		r.LineTotals[i] = &lines[i]
 	}
 	if f := priced.Fulfillment; f != nil {
 		r.Fulfillment = &pricingv1.Fulfillment{Methods: methodsToProto(f.Methods)}
@@ -159,8 +161,11 @@ func totalsToProto(ts []bcp.Total) []*pricingv1.Total {
 		return nil
 	}
 	out := make([]*pricingv1.Total, len(ts))
+	back := make([]pricingv1.Total, len(ts)) // one allocation for the messages
 	for i, t := range ts {
-		out[i] = &pricingv1.Total{Type: t.Type, DisplayText: t.DisplayText, Amount: t.Amount}
+		p := &back[i]
+		p.Type, p.DisplayText, p.Amount = t.Type, t.DisplayText, t.Amount
+		out[i] = p
 	}
 	return out
 }
@@ -217,11 +222,14 @@ func methodsToProto(ms []bcp.FulfillmentMethod) []*pricingv1.FulfillmentMethod {
 		for _, g := range m.Groups {
 			pg := &pricingv1.FulfillmentGroup{Id: g.ID, LineItemIds: g.LineItemIDs, SelectedOptionId: g.SelectedOptionID}
 			if len(g.Options) > 0 {
-				pg.Options = make([]*pricingv1.FulfillmentOption, 0, len(g.Options))
-			}
-			for _, o := range g.Options {
-				pg.Options = append(pg.Options, &pricingv1.FulfillmentOption{Id: o.ID, Title: o.Title, Description: o.Description, Carrier: o.Carrier,
-					EarliestFulfillmentTime: o.EarliestFulfillmentTime, LatestFulfillmentTime: o.LatestFulfillmentTime, Totals: totalsToProto(o.Totals)})
+				pg.Options = make([]*pricingv1.FulfillmentOption, len(g.Options))
+				back := make([]pricingv1.FulfillmentOption, len(g.Options)) // one allocation for the messages
+				for i, o := range g.Options {
+					po := &back[i]
+					po.Id, po.Title, po.Description, po.Carrier = o.ID, o.Title, o.Description, o.Carrier
+					po.EarliestFulfillmentTime, po.LatestFulfillmentTime, po.Totals = o.EarliestFulfillmentTime, o.LatestFulfillmentTime, totalsToProto(o.Totals)
+					pg.Options[i] = po
+				}
 			}
 			p.Groups = append(p.Groups, pg)
 		}

@@ -80,7 +80,7 @@ func (s *Service) CreateOrder(ctx context.Context, r *connect.Request[ordersv1.C
 		return nil, err
 	}
 	det := details(c, m.GetPayment())
-	detJSON, err := detailsJSON.Marshal(det)
+	detJSON, err := marshalDetails(det)
 	if err != nil {
 		return nil, err
 	}

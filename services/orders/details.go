@@ -1,7 +1,9 @@
 package orders
 
 import (
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -111,4 +113,136 @@ func decodeDetails(raw []byte) *ordersv1.OrderDetails {
 		return nil
 	}
 	return d
+}
+
+// marshalDetails is detailsJSON.Marshal(d) written directly, without
+// protojson's reflection: the same JSON value (proto names, fields left
+// out when empty, int64 as a quoted decimal, messages that are set even
+// when empty), stored as jsonb and read by decodeDetails. A string that is
+// not valid UTF-8 takes protojson's path, which refuses it.
+func marshalDetails(d *ordersv1.OrderDetails) ([]byte, error) {
+	w := detailsWriter{b: make([]byte, 0, 512)}
+	w.b = append(w.b, '{')
+	if b := d.GetBuyer(); b != nil {
+		w.key("buyer")
+		w.b = append(w.b, '{')
+		w.str("first_name", b.GetFirstName())
+		w.str("last_name", b.GetLastName())
+		w.str("email", b.GetEmail())
+		w.str("phone_number", b.GetPhoneNumber())
+		w.end()
+	}
+	if ds := d.GetDeliveries(); len(ds) > 0 {
+		w.key("deliveries")
+		w.b = append(w.b, '[')
+		for i, del := range ds {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.b = append(w.b, '{')
+			w.str("method_type", del.GetMethodType())
+			w.str("option_title", del.GetOptionTitle())
+			w.str("option_description", del.GetOptionDescription())
+			w.str("carrier", del.GetCarrier())
+			if n := del.GetOptionAmount(); n != 0 {
+				w.key("option_amount")
+				w.b = append(w.b, '"')
+				w.b = strconv.AppendInt(w.b, n, 10)
+				w.b = append(w.b, '"')
+			}
+			w.str("location_name", del.GetLocationName())
+			if a := del.GetAddress(); a != nil {
+				w.key("address")
+				w.b = append(w.b, '{')
+				w.str("first_name", a.GetFirstName())
+				w.str("last_name", a.GetLastName())
+				w.str("phone_number", a.GetPhoneNumber())
+				w.str("street_address", a.GetStreetAddress())
+				w.str("extended_address", a.GetExtendedAddress())
+				w.str("address_locality", a.GetAddressLocality())
+				w.str("address_region", a.GetAddressRegion())
+				w.str("postal_code", a.GetPostalCode())
+				w.str("address_country", a.GetAddressCountry())
+				w.end()
+			}
+			if ids := del.GetLineItemIds(); len(ids) > 0 {
+				w.key("line_item_ids")
+				w.b = append(w.b, '[')
+				for j, id := range ids {
+					if j > 0 {
+						w.b = append(w.b, ',')
+					}
+					w.quote(id)
+				}
+				w.b = append(w.b, ']')
+			}
+			w.end()
+		}
+		w.b = append(w.b, ']')
+	}
+	if p := d.GetPayment(); p != nil {
+		w.key("payment")
+		w.b = append(w.b, '{')
+		w.str("method", p.GetMethod())
+		w.str("handler_id", p.GetHandlerId())
+		w.str("end_to_end_id", p.GetEndToEndId())
+		w.str("txid", p.GetTxid())
+		w.str("card_brand", p.GetCardBrand())
+		w.str("card_last_digits", p.GetCardLastDigits())
+		w.end()
+	}
+	w.b = append(w.b, '}')
+	if w.invalid {
+		return detailsJSON.Marshal(d)
+	}
+	return w.b, nil
+}
+
+// detailsWriter appends JSON to b.
+type detailsWriter struct {
+	b       []byte
+	invalid bool // a string was not valid UTF-8
+}
+
+// key starts an object's member: after a comma unless it is the first
+// (the object just opened).
+func (w *detailsWriter) key(k string) {
+	if w.b[len(w.b)-1] != '{' {
+		w.b = append(w.b, ',')
+	}
+	w.b = append(w.b, '"')
+	w.b = append(w.b, k...)
+	w.b = append(w.b, '"', ':')
+}
+
+// end closes an object.
+func (w *detailsWriter) end() { w.b = append(w.b, '}') }
+
+// str writes k: v unless v is empty (proto3: not emitted).
+func (w *detailsWriter) str(k, v string) {
+	if v == "" {
+		return
+	}
+	w.key(k)
+	w.quote(v)
+}
+
+// quote appends v as a JSON string.
+func (w *detailsWriter) quote(v string) {
+	if !utf8.ValidString(v) {
+		w.invalid = true
+	}
+	const hex = "0123456789abcdef"
+	w.b = append(w.b, '"')
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '"' || c == '\\':
+			w.b = append(w.b, '\\', c)
+		case c < 0x20:
+			w.b = append(w.b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			w.b = append(w.b, c)
+		}
+	}
+	w.b = append(w.b, '"')
 }

@@ -85,28 +85,68 @@ func pmFromRow(r pspsimdb.PspsimCardPaymentMethod) paymentMethod {
 	return paymentMethod{id: r.ID, card: testCard{r.Brand, r.Last4}, tokenHash: r.TokenHash, metadata: r.Metadata, created: r.CreatedAt}
 }
 
-// JSON is Stripe's PaymentMethod object.
+// JSON is Stripe's PaymentMethod object. Its fields are in the order of
+// their names (as a map's would be): the bytes are those of the object as
+// a map, with the constant parts marshaled once.
 func (pm paymentMethod) JSON() json.RawMessage {
 	fp := sha256.Sum256(append([]byte("cardsim fingerprint\x00"+pm.card.last4), pm.tokenHash...))
 	md := pm.metadata
 	if md == nil {
 		md = json.RawMessage(`{}`)
 	}
-	nullAddress := map[string]any{"city": nil, "country": nil, "line1": nil, "line2": nil, "postal_code": nil, "state": nil}
-	b, _ := json.Marshal(map[string]any{
-		"id": pm.id, "object": "payment_method", "allow_redisplay": "unspecified",
-		"billing_details": map[string]any{"address": nullAddress, "email": nil, "name": nil, "phone": nil, "tax_id": nil},
-		"card": map[string]any{
-			"brand": pm.card.brand, "display_brand": pm.card.brand, "country": "BR", "funding": "credit",
-			"checks":    map[string]any{"address_line1_check": nil, "address_postal_code_check": nil, "cvc_check": "pass"},
-			"exp_month": 12, "exp_year": pm.created.Year() + 5, "fingerprint": hex.EncodeToString(fp[:8]),
-			"generated_from": nil, "last4": pm.card.last4, "regulated_status": "unregulated",
-			"networks":             map[string]any{"available": []string{pm.card.brand}, "preferred": nil},
-			"three_d_secure_usage": map[string]any{"supported": true}, "wallet": nil,
+	b, _ := json.Marshal(pmObject{
+		AllowRedisplay: "unspecified", BillingDetails: pmBillingDetails,
+		Card: pmCard{
+			Brand: pm.card.brand, Checks: pmChecks, Country: "BR", DisplayBrand: pm.card.brand,
+			ExpMonth: 12, ExpYear: pm.created.Year() + 5, Fingerprint: hex.EncodeToString(fp[:8]), Funding: "credit",
+			Last4: pm.card.last4, Networks: pmNetworks{Available: []string{pm.card.brand}},
+			RegulatedStatus: "unregulated", ThreeDSecureUsage: pmThreeDSecureUsage,
 		},
-		"created": pm.created.Unix(), "customer": nil, "livemode": false, "metadata": md, "type": "card",
+		Created: pm.created.Unix(), ID: pm.id, Metadata: md, Object: "payment_method", Type: "card",
 	})
 	return b
+}
+
+// The constant parts of a PaymentMethod.
+var (
+	pmBillingDetails    = json.RawMessage(`{"address":{"city":null,"country":null,"line1":null,"line2":null,"postal_code":null,"state":null},"email":null,"name":null,"phone":null,"tax_id":null}`)
+	pmChecks            = json.RawMessage(`{"address_line1_check":null,"address_postal_code_check":null,"cvc_check":"pass"}`)
+	pmThreeDSecureUsage = json.RawMessage(`{"supported":true}`)
+)
+
+type pmObject struct {
+	AllowRedisplay string          `json:"allow_redisplay"`
+	BillingDetails json.RawMessage `json:"billing_details"`
+	Card           pmCard          `json:"card"`
+	Created        int64           `json:"created"`
+	Customer       *string         `json:"customer"`
+	ID             string          `json:"id"`
+	Livemode       bool            `json:"livemode"`
+	Metadata       json.RawMessage `json:"metadata"`
+	Object         string          `json:"object"`
+	Type           string          `json:"type"`
+}
+
+type pmCard struct {
+	Brand             string          `json:"brand"`
+	Checks            json.RawMessage `json:"checks"`
+	Country           string          `json:"country"`
+	DisplayBrand      string          `json:"display_brand"`
+	ExpMonth          int             `json:"exp_month"`
+	ExpYear           int             `json:"exp_year"`
+	Fingerprint       string          `json:"fingerprint"`
+	Funding           string          `json:"funding"`
+	GeneratedFrom     *string         `json:"generated_from"`
+	Last4             string          `json:"last4"`
+	Networks          pmNetworks      `json:"networks"`
+	RegulatedStatus   string          `json:"regulated_status"`
+	ThreeDSecureUsage json.RawMessage `json:"three_d_secure_usage"`
+	Wallet            *string         `json:"wallet"`
+}
+
+type pmNetworks struct {
+	Available []string `json:"available"`
+	Preferred *string  `json:"preferred"`
 }
 
 // nextAction is a PaymentIntent's next_action while it waits for 3-D
