@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/bcpdev/bcp/internal/jsonstr"
 	ordersv1 "github.com/bcpdev/bcp/proto/gen/bcp/orders/v1"
 	"github.com/bcpdev/bcp/protocol/bcp"
 )
@@ -232,17 +233,5 @@ func (w *detailsWriter) quote(v string) {
 	if !utf8.ValidString(v) {
 		w.invalid = true
 	}
-	const hex = "0123456789abcdef"
-	w.b = append(w.b, '"')
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case c == '"' || c == '\\':
-			w.b = append(w.b, '\\', c)
-		case c < 0x20:
-			w.b = append(w.b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			w.b = append(w.b, c)
-		}
-	}
-	w.b = append(w.b, '"')
+	w.b = jsonstr.Append(w.b, v)
 }
