@@ -2,14 +2,19 @@ package pgstore_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
@@ -307,5 +312,268 @@ func TestReadsScopeEachStatement(t *testing.T) {
 		return err
 	}); err != nil {
 		t.Fatalf("a write after Reads: %v", err)
+	}
+}
+
+// wire records the frontend messages a connection writes, one string of
+// message types per write (B Bind, D Describe, E Execute, S Sync, Q
+// Query, P Parse, C Close).
+type wire struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (w *wire) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	got := w.writes
+	w.writes = nil
+	return got
+}
+
+type wireConn struct {
+	net.Conn
+	w *wire
+}
+
+func (c *wireConn) Write(b []byte) (int, error) {
+	var types []byte
+	for p := b; len(p) >= 5; {
+		n := int(binary.BigEndian.Uint32(p[1:5]))
+		types = append(types, p[0])
+		if n < 4 || n+1 > len(p) {
+			break
+		}
+		p = p[n+1:]
+	}
+	c.w.mu.Lock()
+	c.w.writes = append(c.w.writes, string(types))
+	c.w.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+// wirePool is a pool of one connection (of pgstore.Open's kind) whose
+// writes w records.
+func wirePool(t *testing.T, d *testdb.DB, w *wire) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(d.AppURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &wireConn{Conn: c, w: w}, nil
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// A transaction's statements go out prepared, once prepared on the
+// connection: BEGIN, the scope and the first statement in one write (one
+// Sync), each later statement alone (Bind, Execute, Sync; a Describe only
+// for a statement without result columns, whose description has none),
+// COMMIT as one simple query. Nothing is parsed again.
+func TestInTenantMessages(t *testing.T) {
+	d := testdb.New(t)
+	ctx := context.Background()
+	w := &wire{}
+	pool := wirePool(t, d, w)
+	a := uuid.New()
+	inA := tenancy.With(ctx, a)
+	const insert = `INSERT INTO orders.label_counters (tenant_id, last) VALUES ($1, $2)`
+	const get = `SELECT last FROM orders.label_counters WHERE tenant_id = $1`
+	const bump = `UPDATE orders.label_counters SET last = last + 1 WHERE tenant_id = $1`
+	if err := pgstore.Single(inA, pool, func(q *pgstore.SingleQuerier) error {
+		_, err := q.Exec(inA, insert, a, 1)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	purchase := func() {
+		t.Helper()
+		err := pgstore.InTenant(inA, pool, func(tx pgx.Tx) error {
+			if err := tx.QueryRow(inA, get, a).Scan(&last); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(inA, bump, a); err != nil {
+				return err
+			}
+			rows, err := tx.Query(inA, get, a)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				if err := rows.Scan(&last); err != nil {
+					return err
+				}
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	purchase() // prepares
+	w.take()
+	purchase()
+	want := []string{"BDEBEBES", "BDES", "BES", "Q"}
+	if got := w.take(); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("a transaction of three statements wrote %q, want %q", got, want)
+	}
+	if last != 3 {
+		t.Errorf("last %d, want 3", last)
+	}
+	// Each statement is prepared once on the connection (not once more
+	// by pgx's statement cache).
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements WHERE statement = $1`, get).Scan(&n); err != nil || n != 1 {
+		t.Errorf("the statement is prepared %d times (%v), want once", n, err)
+	}
+}
+
+// A transaction's later statement is prepared again after a schema
+// change, as Single's: the first transaction after it fails (cached plan
+// must not change result type), the next one runs, and the stale
+// statement is deallocated. After COMMIT the transaction is closed.
+func TestInTenantPreparesAgainAfterASchemaChange(t *testing.T) {
+	d := testdb.New(t)
+	ctx := context.Background()
+	pool := d.OneConnPool(t, nil)
+	a := uuid.New()
+	inA := tenancy.With(ctx, a)
+	const all = `SELECT * FROM orders.label_counters WHERE tenant_id = $1`
+	var kept pgx.Tx
+	columns := func() (n int, err error) {
+		err = pgstore.InTenant(inA, pool, func(tx pgx.Tx) error {
+			kept = tx
+			if _, err := tx.Exec(inA, `INSERT INTO orders.label_counters (tenant_id, last) VALUES ($1, 1) ON CONFLICT DO NOTHING`, a); err != nil {
+				return err
+			}
+			rows, err := tx.Query(inA, all, a)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				n = len(rows.RawValues())
+			}
+			return rows.Err()
+		})
+		return n, err
+	}
+	before, err := columns()
+	if err != nil || before == 0 {
+		t.Fatalf("%d columns, %v", before, err)
+	}
+	if _, err := kept.Exec(ctx, `DELETE FROM orders.label_counters`); !errors.Is(err, pgx.ErrTxClosed) {
+		t.Fatalf("a statement after COMMIT: %v, want pgx.ErrTxClosed", err)
+	}
+	if err := kept.QueryRow(ctx, `SELECT 1`).Scan(new(int)); !errors.Is(err, pgx.ErrTxClosed) {
+		t.Fatalf("a row after COMMIT: %v, want pgx.ErrTxClosed", err)
+	}
+	owner, err := pgx.Connect(ctx, d.OwnerURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(ctx)
+	if _, err := owner.Exec(ctx, `ALTER TABLE orders.label_counters ADD COLUMN note text`); err != nil {
+		t.Fatal(err)
+	}
+	var pgErr *pgconn.PgError
+	if _, err := columns(); !errors.As(err, &pgErr) || pgErr.Code != "0A000" {
+		t.Fatalf("the first transaction after the change: %v, want cached plan must not change result type", err)
+	}
+	if n, err := columns(); err != nil || n != before+1 {
+		t.Fatalf("after the change: %d columns, %v; want %d", n, err, before+1)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements WHERE statement = $1`, all).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the statement is prepared %d times (%v), want once (the stale one deallocated)", n, err)
+	}
+}
+
+// What cannot go prepared goes as pgx sends it, in the same transaction
+// and scope: named arguments first (the transaction is then pgx's) or
+// later, an Exec of several statements without arguments, a row never
+// scanned before the next statement.
+func TestInTenantStatementsPgxSends(t *testing.T) {
+	d := testdb.New(t)
+	ctx := context.Background()
+	pool := d.OneConnPool(t, nil)
+	a := uuid.New()
+	inA := tenancy.With(ctx, a)
+	var got []string
+	read := func(tx pgx.Tx, sql string, args ...any) error {
+		var s string
+		if err := tx.QueryRow(ctx, sql, args...).Scan(&s); err != nil {
+			return err
+		}
+		got = append(got, s)
+		return nil
+	}
+	err := pgstore.InTenant(inA, pool, func(tx pgx.Tx) error {
+		if err := read(tx, `SELECT current_setting('app.tenant_id') || @x::text`, pgx.NamedArgs{"x": "/1"}); err != nil {
+			return err
+		}
+		return read(tx, `SELECT current_setting('app.tenant_id') || $1::text`, "/2")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = pgstore.InTenant(inA, pool, func(tx pgx.Tx) error {
+		_ = tx.QueryRow(ctx, `SELECT 1`) // never scanned
+		if err := read(tx, `SELECT current_setting('app.tenant_id') || @x::text`, pgx.NamedArgs{"x": "/3"}); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO orders.label_counters (tenant_id, last) VALUES ('`+a.String()+`', 1); UPDATE orders.label_counters SET last = 4`); err != nil {
+			return err
+		}
+		return read(tx, `SELECT current_setting('app.tenant_id') || '/' || last FROM orders.label_counters`)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Large objects need pgx's transaction: begun prepared, the
+	// transaction is still one (the object and the setting both in it).
+	err = pgstore.InTenant(inA, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE orders.label_counters SET last = 5 WHERE tenant_id = $1`, a); err != nil {
+			return err
+		}
+		lo := tx.LargeObjects()
+		oid, err := lo.Create(ctx, 0)
+		if err != nil {
+			return err
+		}
+		obj, err := lo.Open(ctx, oid, pgx.LargeObjectModeWrite)
+		if err != nil {
+			return err
+		}
+		if _, err := obj.Write([]byte("x")); err != nil {
+			return err
+		}
+		if err := obj.Close(); err != nil {
+			return err
+		}
+		if err := lo.Unlink(ctx, oid); err != nil {
+			return err
+		}
+		return read(tx, `SELECT current_setting('app.tenant_id') || '/' || last FROM orders.label_counters`)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{a.String() + "/1", a.String() + "/2", a.String() + "/3", a.String() + "/4", a.String() + "/5"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }
