@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -21,11 +22,14 @@ import (
 // PaymentMethod from the token, then the confirmed PaymentIntent) at the
 // simulator behind a real TLS listener that speaks HTTP/2 and HTTP/1.1,
 // through the transport production uses (stripecard.NewTransport,
-// "http2"), the same restricted to HTTP/1.1 ("http1") and net/http's
-// default one ("default", what the payments service used before). It
-// reports the connections, TLS handshakes (and those resumed), requests
-// and reads and writes on the connections per charge besides
-// allocations, one charge at a time and 8 at once.
+// HTTP/1.1: "http1"), the same offering HTTP/2 ("http2", what it used
+// before) and net/http's default one ("default", HTTP/2 too). The
+// counts are the client's and the simulator's together (one process, as
+// in bcpd's dev and all roles); BenchmarkClientCharge in stripecard
+// counts the client's alone. It reports the connections, TLS handshakes
+// (and those resumed), requests, reads and writes on the connections and
+// goroutines started per charge besides allocations, one charge at a
+// time and 8 at once.
 func BenchmarkCharge(b *testing.B) {
 	e := newEnv(b)
 	srv := httptest.NewUnstartedServer(e.srv.Config.Handler)
@@ -46,11 +50,13 @@ func BenchmarkCharge(b *testing.B) {
 		name string
 		tr   func() *http.Transport
 	}{
-		{"http2", func() *http.Transport { return stripecard.NewTransport(roots, dial) }},
-		{"http1", func() *http.Transport {
+		{"http1", func() *http.Transport { return stripecard.NewTransport(roots, dial) }},
+		{"http2", func() *http.Transport {
 			tr := stripecard.NewTransport(roots, dial)
 			tr.Protocols = new(http.Protocols)
 			tr.Protocols.SetHTTP1(true)
+			tr.Protocols.SetHTTP2(true)
+			tr.ForceAttemptHTTP2 = true
 			return tr
 		}},
 		{"default", func() *http.Transport {
@@ -87,7 +93,7 @@ func BenchmarkCharge(b *testing.B) {
 		}
 		charge(b) // the first connection
 		run := func(b *testing.B, loop func()) {
-			d, hs, rs, r, r2, rd, wr := dials.Load(), handshakes.Load(), resumed.Load(), requests.Load(), h2.Load(), reads.Load(), writes.Load()
+			d, hs, rs, r, r2, rd, wr, g := dials.Load(), handshakes.Load(), resumed.Load(), requests.Load(), h2.Load(), reads.Load(), writes.Load(), goroutinesCreated()
 			b.ReportAllocs()
 			loop()
 			n := float64(b.N)
@@ -98,6 +104,7 @@ func BenchmarkCharge(b *testing.B) {
 			b.ReportMetric(float64(h2.Load()-r2)/n, "h2requests/op")
 			b.ReportMetric(float64(reads.Load()-rd)/n, "reads/op")
 			b.ReportMetric(float64(writes.Load()-wr)/n, "writes/op")
+			b.ReportMetric(float64(goroutinesCreated()-g)/n, "goroutines/op")
 		}
 		b.Run(c.name+"/serial", func(b *testing.B) {
 			run(b, func() {
@@ -118,6 +125,16 @@ func BenchmarkCharge(b *testing.B) {
 		})
 		tr.CloseIdleConnections()
 	}
+}
+
+// goroutinesCreated is how many goroutines the process has started.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // countingConn counts the reads and writes (system calls) on a

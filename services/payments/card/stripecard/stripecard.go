@@ -3,7 +3,9 @@
 // PaymentIntents API through stripe-go v85 (API version 2026-03-25.dahlia),
 // with stripe-go's own retries off (MaxNetworkRetries 0; stripe-go retries
 // only requests that got no answer, and 429 lock_timeout): the payments
-// service retries, always with the same idempotency key.
+// service retries, always with the same idempotency key. Charge's two
+// POSTs skip stripe-go's per-request machinery (poster) and send the
+// same bytes; the transport is HTTP/1.1 with keep-alive (NewTransport).
 //
 // # Charge
 //
@@ -150,34 +152,49 @@ type Config struct {
 }
 
 // MaxIdleConnsPerHost is how many idle connections to Stripe a
-// Processor's transport (NewTransport) keeps when it speaks HTTP/1.1 (a
-// proxy that does not offer HTTP/2): as many as it runs requests at once,
-// so a burst of payments reuses its connections instead of closing all
-// but two (net/http's default) and handshaking again.
+// Processor's transport (NewTransport) keeps: as many as it runs requests
+// at once (HTTP/1.1 carries one request at a time per connection), so a
+// burst of payments reuses its connections instead of closing all but
+// two (net/http's default) and handshaking again.
 const MaxIdleConnsPerHost = 32
 
-// NewTransport is the transport of a Processor's HTTP client: net/http's
-// default transport (HTTP/2 when the server offers it, one connection for
-// all requests; the proxy of the environment, HTTPS_PROXY; its timeouts)
-// with rootCAs (nil: the system's), dial (nil: a net.Dialer with a 30 s
-// timeout), up to MaxIdleConnsPerHost idle HTTP/1.1 connections, and TLS
-// session resumption for new connections (no certificate chain to verify
-// again).
+// NewTransport is the transport of a Processor's HTTP client: HTTP/1.1
+// with keep-alive (Stripe's API, stripe-mock and the card simulator all
+// speak it), up to MaxIdleConnsPerHost idle connections, with rootCAs
+// (nil: the system's) verifying the server, dial (nil: a net.Dialer with
+// a 30 s timeout), the proxy of the environment (HTTPS_PROXY), net/http's
+// default transport's timeouts, and TLS session resumption for new
+// connections (no certificate chain to verify again).
 //
-// HTTP/1.1 only (Protocols) costs fewer connection reads and writes per
-// request but more allocations in Go's client (BenchmarkCharge in
-// sim/pspsim/cardsim), a connection per concurrent request, and net/http
-// then retries by itself a request with an Idempotency-Key that fails on
-// a reused connection after it was sent, which HTTP/2 does not: a change
-// in how charges are retried, so not made here.
+// Not HTTP/2: Go's HTTP/2 client costs more per request than an idle
+// HTTP/1.1 connection does (its frame writer, flow control, hpack, and a
+// goroutine and channels per stream): per charge (BenchmarkClientCharge,
+// the client alone) 4.25 writes and 0.5 to 2.7 reads on the connection,
+// 2.1 to 3.6 goroutines started and 16.5 KB in 165 allocations, against
+// 2 writes, 2 reads, no goroutine and 15.5 KB in 188 allocations over
+// HTTP/1.1 (its header parsing allocates more than hpack); with the card
+// simulator in the same process (BenchmarkCharge in sim/pspsim/cardsim)
+// 10.1 goroutines and 814 allocations against 2 and 796. The price is a
+// connection (one TLS handshake, resumed) per request running at once,
+// kept idle afterwards.
+//
+// Over HTTP/1.1, net/http sends a request again by itself, once, on a
+// new connection when a reused one was closed by the server before any
+// answer came (a keep-alive race): it does so for requests without a body
+// or with an Idempotency-Key, which every Stripe write carries (stripe-go
+// sets one, with the body to send again): the same key, so Stripe answers
+// the first request's answer if it was received after all, as a retry by
+// the payments service would (TestStaleConnectionRetrySameKey).
 func NewTransport(rootCAs *x509.CertPool, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           dial,
-		ForceAttemptHTTP2:     true,
+		Protocols:             &protocols,
 		TLSClientConfig:       &tls.Config{RootCAs: rootCAs, ClientSessionCache: tls.NewLRUClientSessionCache(0)},
 		MaxIdleConns:          100,
 		MaxIdleConnsPerHost:   MaxIdleConnsPerHost,
@@ -191,10 +208,10 @@ func NewTransport(rootCAs *x509.CertPool, dial func(ctx context.Context, network
 // account. It is safe for concurrent use.
 type Processor struct {
 	sc *stripe.Client
-	// api is sc's backend: Charge sends its two requests through it with
-	// bodies it encodes itself (chargeForm, tokenForm).
-	api stripe.Backend
-	key string
+	// charge sends Charge's two requests (bodies it encodes itself:
+	// chargeForm, tokenForm) as sc's backend would.
+	charge *poster
+	key    string
 }
 
 var (
@@ -251,7 +268,15 @@ func New(cfg Config) (*Processor, error) {
 	}
 	backends := stripe.NewBackendsWithConfig(bc)
 	sc := stripe.NewClient(cfg.SecretKey, stripe.WithBackends(backends))
-	return &Processor{sc: sc, api: backends.API, key: cfg.SecretKey}, nil
+	be, ok := backends.API.(*stripe.BackendImplementation)
+	if !ok {
+		return nil, fmt.Errorf("stripecard: stripe-go's API backend is a %T", backends.API)
+	}
+	charge, err := newPoster(be, cfg.SecretKey, &hc)
+	if err != nil {
+		return nil, err
+	}
+	return &Processor{sc: sc, charge: charge, key: cfg.SecretKey}, nil
 }
 
 // withLength gives a request's body its length when it has none (read
@@ -354,9 +379,8 @@ func (p *Processor) Charge(ctx context.Context, req card.ChargeRequest) (card.Ch
 		return invalid, nil
 	}
 	var reply intentReply
-	err = p.api.CallRaw(http.MethodPost, "/v1/payment_intents", p.key,
-		chargeForm(req.Amount, currency, pm, req.ReturnURL, req.IdempotencyKey, req.CheckoutID),
-		&stripe.Params{Context: ctx, IdempotencyKey: stripe.String(req.IdempotencyKey)}, &reply)
+	err = p.charge.post(ctx, p.charge.intents, req.IdempotencyKey,
+		chargeForm(req.Amount, currency, pm, req.ReturnURL, req.IdempotencyKey, req.CheckoutID), &reply)
 	if err != nil {
 		var se *stripe.Error
 		if errors.As(err, &se) {
@@ -388,8 +412,7 @@ func (p *Processor) Charge(ctx context.Context, req card.ChargeRequest) (card.Ch
 // per attempt ("pm:" + its key): a retry gets the same pm_….
 func (p *Processor) tokenPaymentMethod(ctx context.Context, req card.ChargeRequest) (string, *card.Charge, error) {
 	var pm idReply
-	err := p.api.CallRaw(http.MethodPost, "/v1/payment_methods", p.key, tokenForm(req.Token, req.IdempotencyKey),
-		&stripe.Params{Context: ctx, IdempotencyKey: stripe.String("pm:" + req.IdempotencyKey)}, &pm)
+	err := p.charge.post(ctx, p.charge.methods, "pm:"+req.IdempotencyKey, tokenForm(req.Token, req.IdempotencyKey), &pm)
 	if err == nil {
 		return pm.ID, nil, nil
 	}

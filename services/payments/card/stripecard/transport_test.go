@@ -2,6 +2,7 @@ package stripecard_test
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -11,10 +12,12 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/tracing"
 	"github.com/bcpdev/bcp/services/payments/card"
 	"github.com/bcpdev/bcp/services/payments/card/stripecard"
 )
@@ -76,9 +79,10 @@ func tlsStripe(t *testing.T) (srv *httptest.Server, roots *x509.CertPool, reques
 		func() int { mu.Lock(); defer mu.Unlock(); return n }
 }
 
-// TestTransport: NewTransport speaks HTTP/2 to a server offering it, over
-// one connection, and the Processor sends its bodies with their length
-// (Content-Length, not chunked or of unknown length), leaving the
+// TestTransport: NewTransport speaks HTTP/1.1 to a server offering HTTP/2
+// too, one charge after another over one connection, verifying the
+// server's certificate, and the Processor sends its bodies with their
+// length (Content-Length, not chunked or of unknown length), leaving the
 // caller's client as it was.
 func TestTransport(t *testing.T) {
 	srv, roots, requests, conns := tlsStripe(t)
@@ -98,7 +102,7 @@ func TestTransport(t *testing.T) {
 		t.Fatalf("%d requests, want 6", len(got))
 	}
 	for _, r := range got {
-		if r.proto != 2 || len(r.transferEncoding) != 0 || r.bodyLength == 0 || r.contentLength != int64(r.bodyLength) {
+		if r.proto != 1 || len(r.transferEncoding) != 0 || r.bodyLength == 0 || r.contentLength != int64(r.bodyLength) {
 			t.Errorf("%s: HTTP/%d, Transfer-Encoding %v, Content-Length %d for %d bytes", r.path, r.proto, r.transferEncoding, r.contentLength, r.bodyLength)
 		}
 	}
@@ -112,6 +116,141 @@ func TestTransport(t *testing.T) {
 		t.Errorf("the caller's client changed: %T %v", hc.Transport, hc.Timeout)
 	} else if tr.MaxIdleConnsPerHost != stripecard.MaxIdleConnsPerHost {
 		t.Errorf("MaxIdleConnsPerHost %d", tr.MaxIdleConnsPerHost)
+	}
+
+	// Without the server's CA the certificate is refused: no request.
+	untrusted, err := stripecard.New(stripecard.Config{SecretKey: fakeKey, BaseURL: srv.URL,
+		HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: stripecard.NewTransport(x509.NewCertPool(), nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := untrusted.Charge(context.Background(), chargeReq(ids.New("pay"), "tok_visa"))
+	var unknown x509.UnknownAuthorityError
+	if !errors.As(err, &unknown) || ch != (card.Charge{}) {
+		t.Errorf("charge with an untrusted certificate: %+v %v", ch, err)
+	}
+	if n := len(requests()); n != 6 {
+		t.Errorf("%d requests, want still 6", n)
+	}
+}
+
+// TestConnectionsDoNotGrowWithCharges: NewTransport keeps its connections
+// (and so makes no TLS handshake per charge): one for any number of
+// charges made one after another; and 8 at once, once the first 16
+// charges have opened what they needed (net/http dials for a request
+// that finds no idle connection, and keeps the connection when another
+// is freed first), 160 more open at most 16 (none once more than 16 are
+// open: 8 busy, 8 being freed), not one per charge.
+func TestConnectionsDoNotGrowWithCharges(t *testing.T) {
+	srv, roots, requests, conns := tlsStripe(t)
+	var dials, handshakes atomic.Int64
+	tr := stripecard.NewTransport(roots, func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1) // when net/http decides to dial: none after the charges returned
+		return (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, addr)
+	})
+	tr.TLSClientConfig.VerifyConnection = func(tls.ConnectionState) error { handshakes.Add(1); return nil }
+	p, err := stripecard.New(stripecard.Config{SecretKey: fakeKey, BaseURL: srv.URL,
+		HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: tracing.Transport(tr)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	charges := func(workers, each int) {
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for range each {
+					ch, err := p.Charge(context.Background(), chargeReq(ids.New("pay"), "tok_visa"))
+					if err != nil || ch.Status != card.StatusApproved {
+						t.Errorf("charge: %+v %v", ch, err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	charges(1, 2)
+	charges(1, 20)
+	if d, h, c := dials.Load(), handshakes.Load(), conns(); d != 1 || h != 1 || c != 1 {
+		t.Fatalf("22 charges one at a time: %d dials, %d handshakes, %d connections; want 1", d, h, c)
+	}
+	const workers = 8
+	charges(workers, 2)
+	before := dials.Load()
+	charges(workers, 20)
+	if d := dials.Load() - before; d > 2*workers {
+		t.Errorf("160 charges 8 at once dialed %d connections (%d before), want at most %d", d, before, 2*workers)
+	}
+	if h := handshakes.Load(); h > dials.Load() {
+		t.Errorf("%d handshakes for %d connections", h, dials.Load())
+	}
+	if n := len(requests()); n != 2*(2+20+workers*2+workers*20) {
+		t.Errorf("%d requests", n)
+	}
+}
+
+// TestStaleConnectionRetrySameKey: when the server closes a reused
+// connection after reading a charge, before answering (a keep-alive
+// race), net/http sends the charge again on a new connection, with the
+// same Idempotency-Key and the same body (Stripe then answers the first
+// request's answer if it had been received after all), and the charge
+// gets Stripe's answer.
+func TestStaleConnectionRetrySameKey(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		got    []seen
+		keys   []string
+		closed bool
+	)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		form, _ := url.ParseQuery(string(body))
+		mu.Lock()
+		got = append(got, seen{path: r.URL.Path, proto: r.ProtoMajor, bodyLength: len(body), form: form})
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		drop := r.URL.Path == "/v1/payment_intents" && !closed
+		closed = closed || drop
+		mu.Unlock()
+		if drop {
+			c, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_ = c.Close()
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/v1/payment_methods":
+			fmt.Fprint(w, `{"id":"pm_1FromToken","object":"payment_method","type":"card"}`)
+		case "/v1/payment_intents":
+			fmt.Fprint(w, intent("pi_1Fake", "succeeded", 1990, form.Get("metadata[bcp_attempt_id]"), nil))
+		}
+	}))
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	p, err := stripecard.New(stripecard.Config{SecretKey: fakeKey, BaseURL: srv.URL,
+		HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: stripecard.NewTransport(roots, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := ids.New("pay")
+	ch, err := p.Charge(context.Background(), chargeReq(key, "tok_visa"))
+	if err != nil || ch.Status != card.StatusApproved || ch.ID != "pi_1Fake" {
+		t.Fatalf("charge: %+v %v", ch, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 3 || got[0].path != "/v1/payment_methods" || got[1].path != "/v1/payment_intents" || got[2].path != "/v1/payment_intents" {
+		t.Fatalf("requests %+v", got)
+	}
+	if keys[0] != "pm:"+key || keys[1] != key || keys[2] != key {
+		t.Errorf("Idempotency-Keys %q, want pm:%s, then %s twice", keys, key, key)
+	}
+	if got[1].form.Encode() != got[2].form.Encode() || got[1].bodyLength != got[2].bodyLength || got[2].form.Get("amount") != "1990" {
+		t.Errorf("the charge sent again differs: %v\n%v", got[1].form, got[2].form)
 	}
 }
 
