@@ -3,6 +3,7 @@ package orders_test
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -211,6 +212,53 @@ func TestCreateOrderConcurrentlyMakesExactlyOne(t *testing.T) {
 	// A later checkout still gets the next number.
 	if o := decode(t, e.create(ctx, "chk_next", "").GetOrderJson()); o.Label != "#1003" {
 		t.Fatalf("next label %q", o.Label)
+	}
+}
+
+// A new tenant's first orders, created at once for different checkouts,
+// are numbered #1001 onward without a gap or a repeat: whichever inserts
+// the tenant's counter row first takes #1001, the others bump it.
+func TestConcurrentFirstOrdersAreNumberedWithoutGaps(t *testing.T) {
+	e := start(t)
+	ctx, _ := e.tenant("Loja Nova", tenantsv1.Environment_ENVIRONMENT_DEVELOPMENT)
+	const n = 20
+	raw := make([][]byte, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	begin := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-begin
+			r, err := e.client.CreateOrder(ctx, connect.NewRequest(createRequest("chk_first_"+strconv.Itoa(i), "")))
+			if err == nil {
+				raw[i] = r.Msg.GetOrderJson()
+			}
+			errs[i] = err
+		}()
+	}
+	close(begin)
+	wg.Wait()
+	labels := make([]string, n)
+	seen := map[string]bool{}
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("checkout %d: %v", i, errs[i])
+		}
+		labels[i] = decode(t, raw[i]).Label
+		seen[labels[i]] = true
+	}
+	for k := range n {
+		if want := "#" + strconv.Itoa(1001+k); !seen[want] {
+			t.Fatalf("labels %v: %s missing", labels, want)
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("labels %v: %d distinct, want %d", labels, len(seen), n)
+	}
+	if o := decode(t, e.create(ctx, "chk_first_after", "").GetOrderJson()); o.Label != "#"+strconv.Itoa(1001+n) {
+		t.Fatalf("next label %q, want #%d", o.Label, 1001+n)
 	}
 }
 

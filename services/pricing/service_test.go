@@ -457,6 +457,50 @@ func TestRedeemDiscounts(t *testing.T) {
 	}
 }
 
+// A ref is a discount's id before it is a code: when one discount's code
+// spells another's id, the id wins; the code matches in any case.
+func TestRedeemUnlimitedIDWinsOverCode(t *testing.T) {
+	c, ctx := rpc(t), tenant()
+	mk := func(d *pricingv1.Discount) string {
+		t.Helper()
+		r, err := c.SetDiscount(ctx, req(&pricingv1.SetDiscountRequest{Discount: d}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Msg.GetDiscount().GetId()
+	}
+	byID := mk(&pricingv1.Discount{Code: "PRIMEIRO", Title: "Pelo id", Kind: pricingv1.Discount_KIND_FIXED, Value: 100, Combinable: true, Active: true})
+	byCode := mk(&pricingv1.Discount{Code: byID, Title: "Pelo código", Kind: pricingv1.Discount_KIND_FIXED, Value: 200, Combinable: true, Active: true})
+	if strings.ToUpper(byID) == byID {
+		t.Fatalf("discount id %q has no lower-case letter to tell the code apart", byID)
+	}
+	used := func() map[string]int64 {
+		t.Helper()
+		l, err := c.ListDiscounts(ctx, req(&pricingv1.ListDiscountsRequest{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, d := range l.Msg.GetDiscounts() {
+			out[d.GetId()] = d.GetTimesUsed()
+		}
+		return out
+	}
+	if _, err := c.RedeemDiscounts(ctx, req(&pricingv1.RedeemDiscountsRequest{CheckoutId: "chk_id", DiscountIds: []string{byID}})); err != nil {
+		t.Fatal(err)
+	}
+	if u := used(); u[byID] != 1 || u[byCode] != 0 {
+		t.Fatalf("ref %q redeemed %v, want the discount with that id only", byID, u)
+	}
+	// Upper-cased, the ref is no id: it is the other discount's code.
+	if _, err := c.RedeemDiscounts(ctx, req(&pricingv1.RedeemDiscountsRequest{CheckoutId: "chk_code", DiscountIds: []string{strings.ToUpper(byID), "primeiro"}})); err != nil {
+		t.Fatal(err)
+	}
+	if u := used(); u[byID] != 2 || u[byCode] != 1 {
+		t.Fatalf("refs %q and primeiro redeemed %v, want each discount once more", strings.ToUpper(byID), u)
+	}
+}
+
 // Concurrent completions racing for the last use of a limited discount:
 // exactly one wins.
 func TestRedeemDiscountsConcurrentLimit(t *testing.T) {

@@ -5,10 +5,22 @@
 -- which keeps the numbers in order. There is no ON CONFLICT: when the
 -- checkout already has its order, the unique violation on (tenant_id,
 -- checkout_id) fails the statement and its number is rolled back with it.
-WITH n AS (
-    INSERT INTO orders.label_counters (tenant_id, last) VALUES (@tenant_id, 1001)
+-- The counter is bumped by a plain UPDATE (one WAL record, no speculative
+-- insertion nor separate row-lock record); only a tenant's first order
+-- inserts its row, and two first orders racing meet in ON CONFLICT, where
+-- the second takes the next number.
+WITH bumped AS (
+    UPDATE orders.label_counters SET last = last + 1 WHERE tenant_id = @tenant_id
+    RETURNING last
+), fresh AS (
+    INSERT INTO orders.label_counters (tenant_id, last)
+    SELECT @tenant_id, 1001 WHERE NOT EXISTS (SELECT 1 FROM bumped)
     ON CONFLICT (tenant_id) DO UPDATE SET last = orders.label_counters.last + 1
-    RETURNING ('#' || last)::text AS label
+    RETURNING last
+), n AS (
+    SELECT ('#' || last)::text AS label FROM bumped
+    UNION ALL
+    SELECT ('#' || last)::text AS label FROM fresh
 )
 INSERT INTO orders.orders (tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, status, snapshot, ap2_mandate,
                            buyer_name, buyer_email, payment_method, details)

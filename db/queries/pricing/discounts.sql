@@ -58,27 +58,24 @@ LIMIT 1;
 -- written when a ref names nothing or a named discount has a limit: the
 -- caller then fails, or redeems under the discount's lock.
 -- name: RedeemUnlimited :many
+-- Each ref is looked up once, by primary key first, then (only when no id
+-- matches) by the unique code index; the discount's row is carried along,
+-- so its limits are not read a second time.
 WITH r AS (
-  SELECT ref, n, (
-    SELECT d.id FROM pricing.discounts d
-    WHERE d.tenant_id = @tenant_id AND (d.id = ref OR (d.code <> '' AND lower(d.code) = lower(ref)))
-    ORDER BY (d.id = ref) DESC
-    LIMIT 1
-  ) AS discount_id
+  SELECT u.ref, u.n, coalesce(
+    (SELECT d FROM pricing.discounts d WHERE d.tenant_id = @tenant_id AND d.id = u.ref),
+    (SELECT d FROM pricing.discounts d WHERE d.tenant_id = @tenant_id AND d.code <> '' AND lower(d.code) = lower(u.ref))
+  ) AS d
   FROM unnest(@refs::text[]) WITH ORDINALITY AS u (ref, n)
-), named AS (
-  SELECT d.id, d.usage_limit, d.usage_limit_per_buyer FROM pricing.discounts d
-  WHERE d.tenant_id = @tenant_id AND d.id IN (SELECT r.discount_id FROM r)
 ), ins AS (
   INSERT INTO pricing.discount_redemptions (tenant_id, discount_id, checkout_id, buyer_email)
-  SELECT @tenant_id, named.id, @checkout_id, @buyer_email FROM named
-  WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.discount_id IS NULL)
-    AND NOT EXISTS (SELECT 1 FROM named l WHERE l.usage_limit > 0 OR l.usage_limit_per_buyer > 0)
+  SELECT @tenant_id, (r.d).id, @checkout_id, @buyer_email FROM r
+  WHERE NOT EXISTS (SELECT 1 FROM r l WHERE (l.d).id IS NULL OR (l.d).usage_limit > 0 OR (l.d).usage_limit_per_buyer > 0)
   ON CONFLICT (tenant_id, discount_id, checkout_id) DO NOTHING
 )
-SELECT r.ref::text AS ref, coalesce(r.discount_id, '')::text AS discount_id,
-       coalesce(n.usage_limit > 0 OR n.usage_limit_per_buyer > 0, false)::boolean AS limited
-FROM r LEFT JOIN named n ON n.id = r.discount_id
+SELECT r.ref::text AS ref, coalesce((r.d).id, '')::text AS discount_id,
+       coalesce((r.d).usage_limit > 0 OR (r.d).usage_limit_per_buyer > 0, false)::boolean AS limited
+FROM r
 ORDER BY r.n;
 
 -- LockDiscount locks a discount row so concurrent redemptions of a

@@ -233,10 +233,18 @@ func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) error 
 }
 
 const insertNumberedOrder = `-- name: InsertNumberedOrder :one
-WITH n AS (
-    INSERT INTO orders.label_counters (tenant_id, last) VALUES ($1, 1001)
+WITH bumped AS (
+    UPDATE orders.label_counters SET last = last + 1 WHERE tenant_id = $1
+    RETURNING last
+), fresh AS (
+    INSERT INTO orders.label_counters (tenant_id, last)
+    SELECT $1, 1001 WHERE NOT EXISTS (SELECT 1 FROM bumped)
     ON CONFLICT (tenant_id) DO UPDATE SET last = orders.label_counters.last + 1
-    RETURNING ('#' || last)::text AS label
+    RETURNING last
+), n AS (
+    SELECT ('#' || last)::text AS label FROM bumped
+    UNION ALL
+    SELECT ('#' || last)::text AS label FROM fresh
 )
 INSERT INTO orders.orders (tenant_id, id, checkout_id, label, payment_attempt_id, agent_profile_url, webhook_url, base_url, currency, total, status, snapshot, ap2_mandate,
                            buyer_name, buyer_email, payment_method, details)
@@ -272,6 +280,10 @@ type InsertNumberedOrderParams struct {
 // which keeps the numbers in order. There is no ON CONFLICT: when the
 // checkout already has its order, the unique violation on (tenant_id,
 // checkout_id) fails the statement and its number is rolled back with it.
+// The counter is bumped by a plain UPDATE (one WAL record, no speculative
+// insertion nor separate row-lock record); only a tenant's first order
+// inserts its row, and two first orders racing meet in ON CONFLICT, where
+// the second takes the next number.
 func (q *Queries) InsertNumberedOrder(ctx context.Context, arg InsertNumberedOrderParams) (string, error) {
 	row := q.db.QueryRow(ctx, insertNumberedOrder,
 		arg.TenantID,

@@ -318,26 +318,20 @@ func (q *Queries) QuoteDiscounts(ctx context.Context, arg QuoteDiscountsParams) 
 
 const redeemUnlimited = `-- name: RedeemUnlimited :many
 WITH r AS (
-  SELECT ref, n, (
-    SELECT d.id FROM pricing.discounts d
-    WHERE d.tenant_id = $1 AND (d.id = ref OR (d.code <> '' AND lower(d.code) = lower(ref)))
-    ORDER BY (d.id = ref) DESC
-    LIMIT 1
-  ) AS discount_id
+  SELECT u.ref, u.n, coalesce(
+    (SELECT d FROM pricing.discounts d WHERE d.tenant_id = $1 AND d.id = u.ref),
+    (SELECT d FROM pricing.discounts d WHERE d.tenant_id = $1 AND d.code <> '' AND lower(d.code) = lower(u.ref))
+  ) AS d
   FROM unnest($2::text[]) WITH ORDINALITY AS u (ref, n)
-), named AS (
-  SELECT d.id, d.usage_limit, d.usage_limit_per_buyer FROM pricing.discounts d
-  WHERE d.tenant_id = $1 AND d.id IN (SELECT r.discount_id FROM r)
 ), ins AS (
   INSERT INTO pricing.discount_redemptions (tenant_id, discount_id, checkout_id, buyer_email)
-  SELECT $1, named.id, $3, $4 FROM named
-  WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.discount_id IS NULL)
-    AND NOT EXISTS (SELECT 1 FROM named l WHERE l.usage_limit > 0 OR l.usage_limit_per_buyer > 0)
+  SELECT $1, (r.d).id, $3, $4 FROM r
+  WHERE NOT EXISTS (SELECT 1 FROM r l WHERE (l.d).id IS NULL OR (l.d).usage_limit > 0 OR (l.d).usage_limit_per_buyer > 0)
   ON CONFLICT (tenant_id, discount_id, checkout_id) DO NOTHING
 )
-SELECT r.ref::text AS ref, coalesce(r.discount_id, '')::text AS discount_id,
-       coalesce(n.usage_limit > 0 OR n.usage_limit_per_buyer > 0, false)::boolean AS limited
-FROM r LEFT JOIN named n ON n.id = r.discount_id
+SELECT r.ref::text AS ref, coalesce((r.d).id, '')::text AS discount_id,
+       coalesce((r.d).usage_limit > 0 OR (r.d).usage_limit_per_buyer > 0, false)::boolean AS limited
+FROM r
 ORDER BY r.n
 `
 
@@ -360,6 +354,9 @@ type RedeemUnlimitedRow struct {
 // row with the discount it names, an empty id when none. Nothing is
 // written when a ref names nothing or a named discount has a limit: the
 // caller then fails, or redeems under the discount's lock.
+// Each ref is looked up once, by primary key first, then (only when no id
+// matches) by the unique code index; the discount's row is carried along,
+// so its limits are not read a second time.
 func (q *Queries) RedeemUnlimited(ctx context.Context, arg RedeemUnlimitedParams) ([]RedeemUnlimitedRow, error) {
 	rows, err := q.db.Query(ctx, redeemUnlimited,
 		arg.TenantID,
