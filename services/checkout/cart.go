@@ -87,7 +87,7 @@ func (st store) cartWrite(ctx context.Context, fn func(q *checkoutdb.Queries, ti
 // updateCart rewrites an active cart, with k's key and answer; false: it
 // changed (or left active) since it was read.
 func (st store) updateCart(ctx context.Context, c cart, request, state []byte, k *opKey) (bool, error) {
-	return keyedWrite(ctx, st, k, cartResult(state), func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
+	return keyedWrite(ctx, st, k, true, cartResult(state), func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
 		row, err := q.UpdateCart(ctx, checkoutdb.UpdateCartParams{TenantID: tid, ID: c.ID, Version: c.Version, Request: request, State: state,
 			Idem: idem, IdemResponse: answer})
 		return row.Written, row.Kept, err
@@ -97,7 +97,7 @@ func (st store) updateCart(ctx context.Context, c cart, request, state []byte, k
 // cancelCart ends an active cart (answering it as it was), with k's key
 // and answer; false: it changed (or left active) since it was read.
 func (st store) cancelCart(ctx context.Context, c cart, k *opKey) (bool, error) {
-	return keyedWrite(ctx, st, k, cartResult(c.State), func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
+	return keyedWrite(ctx, st, k, true, cartResult(c.State), func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
 		row, err := q.CancelCart(ctx, checkoutdb.CancelCartParams{TenantID: tid, ID: c.ID, Version: c.Version, Idem: idem, IdemResponse: answer})
 		return row.Written, row.Kept, err
 	})

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/pgstore"
@@ -106,7 +107,7 @@ func decodeState(sess session) (*bcp.Checkout, error) {
 // process wrote it: seen.go). It returns the new row's xmin.
 func (st store) update(ctx context.Context, sess session, seen *int64, status string, total int64, email string, capabilities []string, request, state []byte, k *opKey) (bool, int64, error) {
 	var xmin int64
-	ok, err := keyedWrite(ctx, st, k, &checkoutv1.CheckoutResult{CheckoutJson: state, Status: status}, func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
+	ok, err := keyedWrite(ctx, st, k, true, &checkoutv1.CheckoutResult{CheckoutJson: state, Status: status}, func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
 		row, err := q.UpdateSession(ctx, checkoutdb.UpdateSessionParams{
 			TenantID: tid, ID: sess.ID, Version: sess.Version, Status: status, Total: total, BuyerEmail: email,
 			Capabilities: capabilities, Request: request, State: state, Idem: idem, IdemResponse: answer, Seen: seen,
@@ -126,7 +127,7 @@ func (st store) claim(ctx context.Context, sess session, seen *int64, attemptID,
 	if automaticDiscounts == nil {
 		automaticDiscounts = []string{}
 	}
-	return keyedWrite(ctx, st, k, nil, func(q *checkoutdb.Queries, tid uuid.UUID, idem, _ []byte) (int64, bool, error) {
+	return keyedWrite(ctx, st, k, false, nil, func(q *checkoutdb.Queries, tid uuid.UUID, idem, _ []byte) (int64, bool, error) {
 		row, err := q.SetSessionPayment(ctx, checkoutdb.SetSessionPaymentParams{
 			TenantID: tid, ID: sess.ID, Version: sess.Version, Status: bcp.StatusCompleteInProgress, PaymentAttemptID: &attemptID,
 			OrderWebhookUrl: webhookURL, BaseUrl: baseURL, State: state, SettleAfter: &settleAfter, Ap2Mandate: mandate, AutomaticDiscountIds: automaticDiscounts,
@@ -138,9 +139,15 @@ func (st store) claim(ctx context.Context, sess session, seen *int64, attemptID,
 
 // finish records where a completion ended: completed with its order, back
 // where the buyer can try again (attempt nil), or waiting (same attempt);
-// with the completion's key (k), its answer too.
+// with the completion's key (k), its answer too: for a completed session,
+// which never changes again, the session itself (FinishSession keeps its
+// id with the key instead of a copy of state and status).
 func (st store) finish(ctx context.Context, sess session, status string, attemptID, orderID *string, state []byte, k *opKey) (bool, error) {
-	return keyedWrite(ctx, st, k, &checkoutv1.CheckoutResult{CheckoutJson: state, Status: status}, func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
+	var res proto.Message
+	if status != bcp.StatusCompleted {
+		res = &checkoutv1.CheckoutResult{CheckoutJson: state, Status: status}
+	}
+	return keyedWrite(ctx, st, k, true, res, func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
 		row, err := q.FinishSession(ctx, checkoutdb.FinishSessionParams{
 			TenantID: tid, ID: sess.ID, Version: sess.Version, Status: status, PaymentAttemptID: attemptID, OrderID: orderID, State: state,
 			Idem: idem, IdemResponse: answer,
@@ -154,7 +161,7 @@ func (st store) finish(ctx context.Context, sess session, status string, attempt
 // process incarnation releasing it now. With a cancel's key (k), its key
 // and answer too.
 func (st store) close(ctx context.Context, sess session, state []byte, releaseBy *time.Time, owner string, k *opKey) (bool, error) {
-	return keyedWrite(ctx, st, k, &checkoutv1.CheckoutResult{CheckoutJson: state, Status: bcp.StatusCanceled}, func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
+	return keyedWrite(ctx, st, k, true, &checkoutv1.CheckoutResult{CheckoutJson: state, Status: bcp.StatusCanceled}, func(q *checkoutdb.Queries, tid uuid.UUID, idem, answer []byte) (int64, bool, error) {
 		row, err := q.CloseSession(ctx, checkoutdb.CloseSessionParams{TenantID: tid, ID: sess.ID, Version: sess.Version, State: state, SettleAfter: releaseBy,
 			SettleOwner: ownerArg(owner), Idem: idem, IdemResponse: answer})
 		return row.Written, row.Kept, err

@@ -25,7 +25,9 @@ SELECT count(*)::bigint AS written, checkout.keep_key(@tenant_id, sqlc.narg(idem
 -- with the completion's idempotency key, its answer is stored by the same
 -- statement (keep_key). The settle is written: nobody owns the session
 -- any more, and a session that left complete_in_progress forgets its
--- completion's key (answered by now, or never to be).
+-- completion's key (answered by now, or never to be). A completed
+-- session never changes again: its key's answer is the session itself
+-- (answer_checkout, migration 00053), not a copy of its state.
 WITH w AS (
   UPDATE checkout.sessions SET
     status = @status, payment_attempt_id = sqlc.narg(payment_attempt_id), order_id = sqlc.narg(order_id),
@@ -34,7 +36,9 @@ WITH w AS (
   WHERE tenant_id = @tenant_id AND id = @id AND version = @version
   RETURNING 1
 )
-SELECT count(*)::bigint AS written, checkout.keep_key(@tenant_id, sqlc.narg(idem)::jsonb, sqlc.narg(idem_response)::bytea, count(*) > 0)::boolean AS kept FROM w;
+SELECT count(*)::bigint AS written, checkout.keep_key(@tenant_id,
+  CASE WHEN @status::text = 'completed' THEN sqlc.narg(idem)::jsonb || jsonb_build_object('answer', @id::text) ELSE sqlc.narg(idem)::jsonb END,
+  sqlc.narg(idem_response)::bytea, count(*) > 0)::boolean AS kept FROM w;
 
 -- name: ListDueSettles :many
 -- Every tenant's sessions with money-path work due at settle_after,

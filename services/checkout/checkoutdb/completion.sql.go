@@ -83,24 +83,26 @@ func (q *Queries) CloseSession(ctx context.Context, arg CloseSessionParams) (Clo
 const finishSession = `-- name: FinishSession :one
 WITH w AS (
   UPDATE checkout.sessions SET
-    status = $4, payment_attempt_id = $5, order_id = $6,
-    state = $7, version = version + 1, updated_at = now(), settle_owner = NULL,
-    complete_key = CASE WHEN $4::text = 'complete_in_progress' THEN complete_key END
-  WHERE tenant_id = $1 AND id = $8 AND version = $9
+    status = $2, payment_attempt_id = $6, order_id = $7,
+    state = $8, version = version + 1, updated_at = now(), settle_owner = NULL,
+    complete_key = CASE WHEN $2::text = 'complete_in_progress' THEN complete_key END
+  WHERE tenant_id = $1 AND id = $4 AND version = $9
   RETURNING 1
 )
-SELECT count(*)::bigint AS written, checkout.keep_key($1, $2::jsonb, $3::bytea, count(*) > 0)::boolean AS kept FROM w
+SELECT count(*)::bigint AS written, checkout.keep_key($1,
+  CASE WHEN $2::text = 'completed' THEN $3::jsonb || jsonb_build_object('answer', $4::text) ELSE $3::jsonb END,
+  $5::bytea, count(*) > 0)::boolean AS kept FROM w
 `
 
 type FinishSessionParams struct {
 	TenantID         uuid.UUID
-	Idem             []byte
-	IdemResponse     []byte
 	Status           string
+	Idem             []byte
+	ID               string
+	IdemResponse     []byte
 	PaymentAttemptID *string
 	OrderID          *string
 	State            []byte
-	ID               string
 	Version          int32
 }
 
@@ -113,17 +115,19 @@ type FinishSessionRow struct {
 // with the completion's idempotency key, its answer is stored by the same
 // statement (keep_key). The settle is written: nobody owns the session
 // any more, and a session that left complete_in_progress forgets its
-// completion's key (answered by now, or never to be).
+// completion's key (answered by now, or never to be). A completed
+// session never changes again: its key's answer is the session itself
+// (answer_checkout, migration 00053), not a copy of its state.
 func (q *Queries) FinishSession(ctx context.Context, arg FinishSessionParams) (FinishSessionRow, error) {
 	row := q.db.QueryRow(ctx, finishSession,
 		arg.TenantID,
-		arg.Idem,
-		arg.IdemResponse,
 		arg.Status,
+		arg.Idem,
+		arg.ID,
+		arg.IdemResponse,
 		arg.PaymentAttemptID,
 		arg.OrderID,
 		arg.State,
-		arg.ID,
 		arg.Version,
 	)
 	var i FinishSessionRow

@@ -25,8 +25,10 @@ func (q *Queries) DeleteExpiredIdempotencyKeys(ctx context.Context, tenantID uui
 }
 
 const getIdempotencyKey = `-- name: GetIdempotencyKey :one
-SELECT request_hash, state, response FROM checkout.idempotency_keys
-WHERE tenant_id = $1 AND scope = $2 AND key = $3
+SELECT k.request_hash, k.state, k.response, k.answer_checkout, s.state AS answer_state, s.status AS answer_status
+FROM checkout.idempotency_keys k
+LEFT JOIN checkout.sessions s ON s.tenant_id = k.tenant_id AND s.id = k.answer_checkout
+WHERE k.tenant_id = $1 AND k.scope = $2 AND k.key = $3
 `
 
 type GetIdempotencyKeyParams struct {
@@ -36,15 +38,27 @@ type GetIdempotencyKeyParams struct {
 }
 
 type GetIdempotencyKeyRow struct {
-	RequestHash []byte
-	State       string
-	Response    []byte
+	RequestHash    []byte
+	State          string
+	Response       []byte
+	AnswerCheckout *string
+	AnswerState    []byte
+	AnswerStatus   *string
 }
 
+// An answer kept by reference (state 'answered', answer_checkout: a
+// completed session, migration 00053) is that session's state and status.
 func (q *Queries) GetIdempotencyKey(ctx context.Context, arg GetIdempotencyKeyParams) (GetIdempotencyKeyRow, error) {
 	row := q.db.QueryRow(ctx, getIdempotencyKey, arg.TenantID, arg.Scope, arg.Key)
 	var i GetIdempotencyKeyRow
-	err := row.Scan(&i.RequestHash, &i.State, &i.Response)
+	err := row.Scan(
+		&i.RequestHash,
+		&i.State,
+		&i.Response,
+		&i.AnswerCheckout,
+		&i.AnswerState,
+		&i.AnswerStatus,
+	)
 	return i, err
 }
 

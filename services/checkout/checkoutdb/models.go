@@ -26,15 +26,16 @@ type CheckoutCart struct {
 }
 
 type CheckoutIdempotencyKey struct {
-	TenantID    uuid.UUID
-	Scope       string
-	Key         string
-	RequestHash []byte
-	State       string
-	Response    []byte
-	CreatedAt   time.Time
-	ExpiresAt   time.Time
-	ClaimToken  string
+	TenantID       uuid.UUID
+	Scope          string
+	Key            string
+	RequestHash    []byte
+	State          string
+	Response       []byte
+	CreatedAt      time.Time
+	ExpiresAt      time.Time
+	ClaimToken     string
+	AnswerCheckout *string
 }
 
 type CheckoutSession struct {
