@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bcpdev/bcp/internal/pgstore"
@@ -120,24 +119,6 @@ func BenchmarkReads(b *testing.B) {
 				}
 			}
 			return rows.Err()
-		})
-	})
-}
-
-// An InTenant transaction of two statements, as the services' are: a
-// QueryRow of a write's RETURNING (sent with BEGIN and the tenant's
-// scope), an Exec, then COMMIT.
-func BenchmarkInTenant(b *testing.B) {
-	benchStatements(b, func(ctx context.Context, pool *pgxpool.Pool) error {
-		tid, _ := tenancy.From(ctx)
-		return pgstore.InTenant(ctx, pool, func(tx pgx.Tx) error {
-			var last int64
-			var got uuid.UUID
-			if err := tx.QueryRow(ctx, benchBump, tid, int64(1001)).Scan(&last, &got); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, `UPDATE orders.label_counters SET last = last + 1 WHERE tenant_id = $1`, tid)
-			return err
 		})
 	})
 }

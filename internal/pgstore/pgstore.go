@@ -91,7 +91,7 @@ func InTenant(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) er
 		return err
 	}
 	// BEGIN and set_config travel with fn's first statement (inTx).
-	return inTx(ctx, pool, "app.tenant_id", tid, "", fn)
+	return inTx(ctx, pool, "app.tenant_id", tid.String(), fn)
 }
 
 // connLost marks a connection cut mid-transaction (PostgreSQL restarting
@@ -150,7 +150,7 @@ func InPSPSim(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) er
 // inScope sets app.scope, transaction-local; scope is one of the constant
 // names above, never caller input.
 func inScope(ctx context.Context, pool *pgxpool.Pool, scope string, fn func(pgx.Tx) error) error {
-	return inTx(ctx, pool, "app.scope", uuid.Nil, scope, fn)
+	return inTx(ctx, pool, "app.scope", scope, fn)
 }
 
 // errSecondStatement is a programming error: Single's callback ran more
@@ -256,21 +256,15 @@ type SingleQuerier struct {
 	closed bool // no statement may follow (Single's one has been sent)
 
 	// A statement sent prepared (prepared.go): its batch, its SQL, its
-	// result, and set_config's parameters: Single's and Reads' one, the
-	// tenant id in text; a transaction's two, the setting and its value.
-	stmts      *connStmts
-	batch      pgconn.Batch
-	mrr        *pgconn.MultiResultReader
-	rr         *pgconn.ResultReader
-	sql        string
-	tenantText [36]byte
-	params     [2][]byte
-	nParams    int
-	trace      *batchTrace // what the connection's tracer, if any, is shown of it
-
-	// A transaction's statements (lazytx.go): BEGIN and set_config go
-	// with the first, nothing with the later ones.
-	tx *lazyTx
+	// result, and set_config's one parameter, the tenant id in text.
+	stmts       *connStmts
+	batch       pgconn.Batch
+	mrr         *pgconn.MultiResultReader
+	rr          *pgconn.ResultReader
+	sql         string
+	tenantText  [36]byte
+	tenantParam [1][]byte
+	trace       *batchTrace // what the connection's tracer, if any, is shown of it
 
 	br pgx.BatchResults // a statement sent as a pgx.Batch
 }
@@ -278,7 +272,7 @@ type SingleQuerier struct {
 func newSingleQuerier(pool *pgxpool.Pool, setup string, tenant uuid.UUID) *SingleQuerier {
 	q := &SingleQuerier{pool: pool, setup: setup}
 	uuidText(&q.tenantText, tenant)
-	q.params[0], q.nParams = q.tenantText[:], 1
+	q.tenantParam[0] = q.tenantText[:]
 	return q
 }
 
@@ -307,7 +301,7 @@ func (s *SingleQuerier) send(ctx context.Context, sql string, args []any) error 
 		return s.sendPrepared(ctx, sql, args)
 	}
 	b := &pgx.Batch{}
-	b.Queue(s.setup, s.setupArgs()...)
+	b.Queue(s.setup, string(s.tenantText[:]))
 	b.Queue(sql, args...)
 	s.br = s.conn.SendBatch(ctx, b)
 	_, err := s.br.Exec()

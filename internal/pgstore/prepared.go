@@ -26,19 +26,11 @@ import (
 // connection, forgetting a statement whose plan changed its result type)
 // connStmts does here; the results are read with pgx's own rows.
 //
-// A transaction's (InTenant's and the scopes', lazytx.go) go the same
-// way: its first statement behind the prepared BEGIN and set_config in
-// one batch, each later one alone (pgconn's ExecStatement: Bind, Execute,
-// Sync, written from pgconn's own buffer), prepared by the same connStmts
-// instead of pgx's statement cache (one prepared statement per SQL on the
-// connection, not one for Single and one more for transactions).
-//
 // A tracer that sees batches (internal/tracing, the tests' recorders)
-// sees each as it saw the pgx.Batch: its start with all its statements,
-// each statement's result, its end; a transaction's later statement as
-// the query pgx sent. A connection with a tracer that does not, or
-// configured for another query mode than pgx's default (prepared
-// statements, cached), keeps sending pgx batches (and pgx transactions).
+// sees each as it saw the pgx.Batch: its start with both statements, each
+// statement's result, its end. A connection with a tracer that does not,
+// or configured for another query mode than pgx's default (prepared
+// statements, cached), keeps sending pgx batches.
 
 // maxConnStmts bounds the statements prepared on one connection (pgx's
 // own statement cache holds 512); a statement beyond it goes as a
@@ -58,7 +50,6 @@ type connStmts struct {
 	eqb    pgx.ExtendedQueryBuilder
 	batch  bool            // the connection's statements go as pgx batches (query mode, tracer)
 	tracer pgx.BatchTracer // the connection's tracer, if any
-	query  pgx.QueryTracer // the same tracer, shown a transaction's later statements
 }
 
 func stmtsOf(conn *pgxpool.Conn) *connStmts {
@@ -73,7 +64,6 @@ func stmtsOf(conn *pgxpool.Conn) *connStmts {
 	}
 	if cfg.Tracer != nil {
 		c.tracer, _ = cfg.Tracer.(pgx.BatchTracer)
-		c.query = cfg.Tracer
 		c.batch = c.batch || c.tracer == nil
 	}
 	data[connStmtsKey] = c
@@ -154,90 +144,53 @@ func (c *connStmts) failed(sql string, err error) {
 	}
 }
 
-// sendPrepared sends the statement prepared, in one batch up to one
-// Sync: behind set_config for Single and Reads, behind BEGIN and
-// set_config for a transaction's first statement, alone for its later
-// ones. It reads the results of what went before it; the statement's is
-// s.rr, the rest of the batch is read by end. A transaction's BEGIN and
-// set_config can go without a statement (sql ""): they are all the batch.
+// sendPrepared sends set_config and the statement, both prepared, in one
+// batch up to one Sync, and reads set_config's result; the statement's
+// result is s.rr, the rest of the batch is read by end.
 func (s *SingleQuerier) sendPrepared(ctx context.Context, sql string, args []any) error {
 	c, pc := s.stmts, s.conn.Conn().PgConn()
 	if err := c.deallocateStale(ctx, pc); err != nil {
 		return err
 	}
 	s.sql = sql
-	begin := s.tx != nil && !s.tx.begun
-	scope := s.tx == nil || begin
 	if c.tracer != nil {
-		if scope { // shown as the pgx.Batch it was
-			b := &pgx.Batch{}
-			if begin {
-				b.BeginTx(pgx.TxOptions{})
-			}
-			b.Queue(s.setup, s.setupArgs()...)
-			if sql != "" {
-				b.Queue(sql, args...)
-			}
-			ctx = c.tracer.TraceBatchStart(ctx, s.conn.Conn(), pgx.TraceBatchStartData{Batch: b})
-			s.trace = &batchTrace{tracer: c.tracer, ctx: ctx, args: args, stmtTraced: sql == ""}
-		} else { // as the query pgx sent in the transaction
-			ctx = c.query.TraceQueryStart(ctx, s.conn.Conn(), pgx.TraceQueryStartData{SQL: sql, Args: args})
-			s.trace = &batchTrace{query: c.query, ctx: ctx, args: args}
-		}
+		b := &pgx.Batch{}
+		b.Queue(s.setup, string(s.tenantText[:]))
+		b.Queue(sql, args...)
+		ctx = c.tracer.TraceBatchStart(ctx, s.conn.Conn(), pgx.TraceBatchStartData{Batch: b})
+		s.trace = &batchTrace{tracer: c.tracer, ctx: ctx, args: args}
 	}
-	var beginSD, setupSD, sd *pgconn.StatementDescription
-	var err error
-	if begin {
-		if beginSD, err = c.prepare(ctx, pc, beginSQL); err != nil {
-			return s.traceEnd(err)
-		}
+	setup, err := c.prepare(ctx, pc, s.setup)
+	if err != nil {
+		return s.traceEnd(err)
 	}
-	if scope {
-		if setupSD, err = c.prepare(ctx, pc, s.setup); err != nil {
-			return s.traceEnd(err)
-		}
+	sd, err := c.prepare(ctx, pc, sql)
+	if err != nil {
+		return s.traceEnd(err)
 	}
-	if sql != "" {
-		if sd, err = c.prepare(ctx, pc, sql); err != nil {
-			return s.traceEnd(err)
-		}
-		if err := c.eqb.Build(s.conn.Conn().TypeMap(), sd, args); err != nil {
-			return s.traceEnd(err)
-		}
-	}
-	if !scope { // alone: no batch to build (pgconn's own buffer)
-		if s.trace != nil {
-			s.trace.readAt = time.Now()
-		}
-		s.rr = pc.ExecStatement(ctx, sd, c.eqb.ParamValues, c.eqb.ParamFormats, c.eqb.ResultFormats)
-		return nil
+	if err := c.eqb.Build(s.conn.Conn().TypeMap(), sd, args); err != nil {
+		return s.traceEnd(err)
 	}
 	s.batch = pgconn.Batch{}
-	if begin {
-		s.batch.ExecStatement(beginSD, nil, nil, nil)
-	}
-	// set_config's parameters in text, as pgx sent them
-	s.batch.ExecStatement(setupSD, s.params[:s.nParams], nil, nil)
-	if sd != nil {
-		s.batch.ExecStatement(sd, c.eqb.ParamValues, c.eqb.ParamFormats, c.eqb.ResultFormats)
-	}
+	s.batch.ExecStatement(setup, s.tenantParam[:], nil, nil) // the tenant id in text, as pgx sent it
+	s.batch.ExecStatement(sd, c.eqb.ParamValues, c.eqb.ParamFormats, c.eqb.ResultFormats)
 	s.mrr = pc.ExecBatch(ctx, &s.batch)
-	if begin {
-		s.tx.begun = true // from now on COMMIT or ROLLBACK ends it
-	}
 	if s.trace != nil {
 		s.trace.readAt = time.Now()
 	}
-	if begin {
-		if err := s.readBefore(beginSQL, nil); err != nil {
-			return err
-		}
+	if !s.mrr.NextResult() {
+		return s.endMissing()
 	}
-	if err := s.readBefore(s.setup, s.setupArgs); err != nil {
+	tag, err := s.mrr.ResultReader().Close()
+	if t := s.trace; t != nil {
+		t.tracer.TraceBatchQuery(t.ctx, s.conn.Conn(), pgx.TraceBatchQueryData{
+			SQL: s.setup, Args: []any{string(s.tenantText[:])}, CommandTag: tag, Err: err, ReadStartTime: t.readAt,
+		})
+		t.readAt = time.Now()
+	}
+	if err != nil {
+		_ = s.end()
 		return err
-	}
-	if sd == nil {
-		return s.end()
 	}
 	if !s.mrr.NextResult() { // the statement failed (or the connection)
 		return s.endMissing()
@@ -246,59 +199,15 @@ func (s *SingleQuerier) sendPrepared(ctx context.Context, sql string, args []any
 	return nil
 }
 
-// beginSQL is the BEGIN a transaction's first batch starts with (as
-// pgx.Batch.BeginTx queues it).
-const beginSQL = "begin"
-
-// readBefore reads the result of what went before the statement in its
-// batch (BEGIN, set_config) and shows it to the tracer; args gives the
-// arguments it is shown with.
-func (s *SingleQuerier) readBefore(sql string, args func() []any) error {
-	if !s.mrr.NextResult() {
-		return s.endMissing()
-	}
-	tag, err := s.mrr.ResultReader().Close()
-	if t := s.trace; t != nil {
-		var a []any
-		if args != nil {
-			a = args()
-		}
-		t.tracer.TraceBatchQuery(t.ctx, s.conn.Conn(), pgx.TraceBatchQueryData{
-			SQL: sql, Args: a, CommandTag: tag, Err: err, ReadStartTime: t.readAt,
-		})
-		t.readAt = time.Now()
-	}
-	if err != nil {
-		_ = s.end()
-		return err
-	}
-	return nil
-}
-
-// setupArgs are set_config's arguments as a tracer (or a pgx.Batch) is
-// shown them: the tenant id; a transaction's setting and value.
-func (s *SingleQuerier) setupArgs() []any {
-	if s.tx != nil {
-		return []any{s.tx.key, s.tx.valueString()}
-	}
-	return []any{string(s.tenantText[:])}
-}
-
 // end reads the rest of the statement's batch, up to its Sync (ending its
-// implicit transaction: a deferred constraint's error shows here), or of
-// the statement sent alone.
+// implicit transaction: a deferred constraint's error shows here).
 func (s *SingleQuerier) end() error {
-	mrr, rr := s.mrr, s.rr
-	if mrr == nil && rr == nil {
+	mrr := s.mrr
+	if mrr == nil {
 		return nil
 	}
 	s.mrr, s.rr = nil, nil
-	var err error
-	if mrr != nil {
-		err = mrr.Close()
-	} else {
-		_, err = rr.Close()
-	}
+	err := mrr.Close()
 	if err != nil {
 		s.stmts.failed(s.sql, err)
 	}
@@ -317,12 +226,10 @@ func (s *SingleQuerier) endMissing() error {
 
 // batchTrace is what a tracer is shown of a statement sent prepared, as
 // it was shown the pgx.Batch: its start (both statements), each
-// statement's result, its end; a transaction's later statement as the
-// query pgx sent (query set): its start and its end.
+// statement's result, its end.
 type batchTrace struct {
 	tracer     pgx.BatchTracer
-	query      pgx.QueryTracer
-	ctx        context.Context // TraceBatchStart's (TraceQueryStart's)
+	ctx        context.Context // TraceBatchStart's
 	args       []any
 	readAt     time.Time
 	stmtTraced bool
@@ -335,10 +242,6 @@ func (s *SingleQuerier) traceStmt(tag pgconn.CommandTag, err error) {
 		return
 	}
 	t.stmtTraced = true
-	if t.query != nil {
-		t.query.TraceQueryEnd(t.ctx, s.conn.Conn(), pgx.TraceQueryEndData{CommandTag: tag, Err: err})
-		return
-	}
 	t.tracer.TraceBatchQuery(t.ctx, s.conn.Conn(), pgx.TraceBatchQueryData{
 		SQL: s.sql, Args: t.args, CommandTag: tag, Err: err, ReadStartTime: t.readAt,
 	})
@@ -347,12 +250,8 @@ func (s *SingleQuerier) traceStmt(tag pgconn.CommandTag, err error) {
 // traceEnd shows the tracer the end of the batch; it returns err.
 func (s *SingleQuerier) traceEnd(err error) error {
 	if t := s.trace; t != nil {
-		if t.query != nil {
-			s.traceStmt(pgconn.CommandTag{}, err) // a query that failed before it was sent
-		} else {
-			t.tracer.TraceBatchEnd(t.ctx, s.conn.Conn(), pgx.TraceBatchEndData{Err: err})
-		}
 		s.trace = nil
+		t.tracer.TraceBatchEnd(t.ctx, s.conn.Conn(), pgx.TraceBatchEndData{Err: err})
 	}
 	return err
 }

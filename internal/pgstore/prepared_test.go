@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bcpdev/bcp/internal/pgstore"
 	"github.com/bcpdev/bcp/internal/tenancy"
@@ -96,12 +95,10 @@ func TestSinglePreparesAgainAfterASchemaChange(t *testing.T) {
 type batchLog struct{ events []string }
 
 func (l *batchLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	l.events = append(l.events, fmt.Sprintf("query %s %v", d.SQL, d.Args))
+	l.events = append(l.events, "query "+d.SQL)
 	return ctx
 }
-func (l *batchLog) TraceQueryEnd(_ context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
-	l.events = append(l.events, fmt.Sprintf("query end %q %v", d.CommandTag, d.Err != nil))
-}
+func (l *batchLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 func (l *batchLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
 	e := "start"
 	for _, q := range d.Batch.QueuedQueries {
@@ -230,125 +227,5 @@ func TestSingleQueryRowScansAsPgx(t *testing.T) {
 		if c.name == "values" && (s != "x" || n != 2) {
 			t.Errorf("values: %q %d", s, n)
 		}
-	}
-}
-
-// A transaction shows a tracer what pgx showed it: BEGIN, the scope's
-// set_config and the first statement as one batch (their arguments, each
-// one's result, the end), every later statement and the COMMIT (or
-// ROLLBACK) as a query, failed or not, whichever way each is read.
-func TestInTenantShowsTheTracerItsStatements(t *testing.T) {
-	d := testdb.New(t)
-	ctx := context.Background()
-	log := &batchLog{}
-	pool := d.OneConnPool(t, log)
-	a := uuid.New()
-	inA := tenancy.With(ctx, a)
-	const insert = `INSERT INTO orders.label_counters (tenant_id, last) VALUES ($1, $2)`
-	const get = `SELECT last FROM orders.label_counters WHERE tenant_id = $1`
-	const bump = `UPDATE orders.label_counters SET last = last + 1`
-	const setup = `SELECT set_config($1, $2, true)`
-	const scope = `SELECT current_setting('app.scope')`
-	var last int64
-	var setting string
-	for _, c := range []struct {
-		name    string
-		inTx    func(context.Context, *pgxpool.Pool, func(pgx.Tx) error) error
-		fn      func(tx pgx.Tx) error
-		wantErr string
-		want    []string
-	}{
-		{"statements", pgstore.InTenant, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(inA, insert, a, 41); err != nil {
-				return err
-			}
-			if err := tx.QueryRow(inA, get, a).Scan(&last); err != nil {
-				return err
-			}
-			rows, err := tx.Query(inA, get, a)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			_, err = tx.Exec(inA, bump)
-			return err
-		}, "", []string{
-			fmt.Sprintf("start [begin []] [%s [app.tenant_id %s]] [%s [%s 41]]", setup, a, insert, a),
-			fmt.Sprintf("result begin [] %q false", "BEGIN"),
-			fmt.Sprintf("result %s [app.tenant_id %s] %q false", setup, a, "SELECT 1"),
-			fmt.Sprintf("result %s [%s 41] %q false", insert, a, "INSERT 0 1"),
-			"end false",
-			fmt.Sprintf("query %s [%s]", get, a),
-			fmt.Sprintf("query end %q false", "SELECT 1"),
-			fmt.Sprintf("query %s [%s]", get, a),
-			fmt.Sprintf("query end %q false", "SELECT 1"),
-			fmt.Sprintf("query %s []", bump),
-			fmt.Sprintf("query end %q false", "UPDATE 1"),
-			"query commit []",
-			fmt.Sprintf("query end %q false", "COMMIT"),
-		}},
-		{"failed first statement", pgstore.InTenant, func(tx pgx.Tx) error {
-			_, err := tx.Exec(inA, insert, a, 42)
-			return err
-		}, "duplicate key", []string{
-			fmt.Sprintf("start [begin []] [%s [app.tenant_id %s]] [%s [%s 42]]", setup, a, insert, a),
-			fmt.Sprintf("result begin [] %q false", "BEGIN"),
-			fmt.Sprintf("result %s [app.tenant_id %s] %q false", setup, a, "SELECT 1"),
-			fmt.Sprintf("result %s [%s 42] %q true", insert, a, ""),
-			"end true",
-			"query rollback []",
-			fmt.Sprintf("query end %q false", "ROLLBACK"),
-		}},
-		// A failure the callback swallows: COMMIT answers ROLLBACK.
-		{"failed later statement", pgstore.InTenant, func(tx pgx.Tx) error {
-			if err := tx.QueryRow(inA, get, a).Scan(&last); err != nil {
-				return err
-			}
-			_, _ = tx.Exec(inA, insert, a, 43)
-			return nil
-		}, pgx.ErrTxCommitRollback.Error(), []string{
-			fmt.Sprintf("start [begin []] [%s [app.tenant_id %s]] [%s [%s]]", setup, a, get, a),
-			fmt.Sprintf("result begin [] %q false", "BEGIN"),
-			fmt.Sprintf("result %s [app.tenant_id %s] %q false", setup, a, "SELECT 1"),
-			fmt.Sprintf("result %s [%s] %q false", get, a, "SELECT 1"),
-			"end false",
-			fmt.Sprintf("query %s [%s 43]", insert, a),
-			fmt.Sprintf("query end %q true", ""),
-			"query commit []",
-			fmt.Sprintf("query end %q false", "ROLLBACK"),
-		}},
-		{"scope", pgstore.InCheckoutSweep, func(tx pgx.Tx) error {
-			return tx.QueryRow(inA, scope).Scan(&setting)
-		}, "", []string{
-			fmt.Sprintf("start [begin []] [%s [app.scope checkout_sweep]] [%s []]", setup, scope),
-			fmt.Sprintf("result begin [] %q false", "BEGIN"),
-			fmt.Sprintf("result %s [app.scope checkout_sweep] %q false", setup, "SELECT 1"),
-			fmt.Sprintf("result %s [] %q false", scope, "SELECT 1"),
-			"end false",
-			"query commit []",
-			fmt.Sprintf("query end %q false", "COMMIT"),
-		}},
-	} {
-		for i := range 2 { // preparing, then prepared
-			if c.name == "statements" && i == 1 {
-				break // once: the row exists now
-			}
-			log.events = nil
-			err := c.inTx(inA, pool, c.fn)
-			if (err == nil) != (c.wantErr == "") || (err != nil && !strings.Contains(err.Error(), c.wantErr)) {
-				t.Fatalf("%s: %v, want %q", c.name, err, c.wantErr)
-			}
-			if got := strings.Join(log.events, "\n"); got != strings.Join(c.want, "\n") {
-				t.Errorf("%s (%d): the tracer saw\n%s\nwant\n%s", c.name, i, got, strings.Join(c.want, "\n"))
-			}
-		}
-	}
-	if setting != "checkout_sweep" || last != 42 { // 41, then bumped
-		t.Errorf("app.scope %q, last %d", setting, last)
 	}
 }
