@@ -44,13 +44,6 @@ import (
 // webhook.read for PUT/GET /webhook.
 var DefaultScopes = []string{"cob.write", "cob.read", "pix.write", "pix.read", "webhook.write", "webhook.read"}
 
-// MaxIdleConnsPerHost is how many idle connections to the PSP a Client
-// keeps: as many as it runs requests at once (HTTP/1.1 carries one at a
-// time per connection), so a burst of payments reuses its connections
-// (each a TLS handshake with the client certificate) instead of closing
-// them.
-const MaxIdleConnsPerHost = 32
-
 // Config is one merchant's connection to one PSP.
 type Config struct {
 	// BaseURL is the API's root including the major version, e.g.
@@ -131,9 +124,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	// New connections resume an earlier TLS session (no certificate
-	// chains to send and verify again, the client's included).
-	tlsCfg := &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12, ClientSessionCache: tls.NewLRUClientSessionCache(0)}
+	tlsCfg := &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12}
 	if cfg.Certificate != nil {
 		tlsCfg.Certificates = []tls.Certificate{*cfg.Certificate}
 	}
@@ -141,15 +132,9 @@ func New(cfg Config) (*Client, error) {
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
-	// HTTP/1.1 with keep-alive (what the API Pix's servers speak; Go's
-	// HTTP/2 client costs more per request: its frame writer, flow
-	// control, hpack, a goroutine and channels per stream), keeping as
-	// many idle connections as requests run at once.
-	var protocols http.Protocols
-	protocols.SetHTTP1(true)
 	var rt http.RoundTripper = &http.Transport{
-		DialContext: dial, TLSClientConfig: tlsCfg, Protocols: &protocols,
-		TLSHandshakeTimeout: 5 * time.Second, MaxIdleConnsPerHost: MaxIdleConnsPerHost, IdleConnTimeout: 90 * time.Second,
+		DialContext: dial, TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true,
+		TLSHandshakeTimeout: 5 * time.Second, MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second,
 	}
 	if cfg.Wrap != nil {
 		rt = cfg.Wrap(rt)
