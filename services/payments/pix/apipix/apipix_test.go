@@ -466,7 +466,3 @@ func TestConnectionsDoNotGrowWithCalls(t *testing.T) {
 		t.Errorf("token %d, cob.put %d", n.get("token"), n.get("cob.put"))
 	}
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
