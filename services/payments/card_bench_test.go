@@ -30,6 +30,11 @@ func countDials(dial func(ctx context.Context, network, addr string) (net.Conn, 
 type requestCounter struct{ next http.RoundTripper }
 
 func (c requestCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if hook := pspBeforeSend.Load(); hook != nil {
+		if err := (*hook)(r); err != nil {
+			return nil, err
+		}
+	}
 	res, err := c.next.RoundTrip(r)
 	if err == nil {
 		pspRequests.Add(1)

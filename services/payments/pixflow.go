@@ -235,7 +235,11 @@ func (s *Service) createCharge(ctx context.Context, a attempt, psp pix.PSP, chav
 	if len(req.SolicitacaoPagador) > 140 {
 		req.SolicitacaoPagador = req.SolicitacaoPagador[:140]
 	}
-	cob, err := psp.CreateCharge(ctx, txid, req)
+	// Bounded, so that a cancel can tell when no creator can still be
+	// making this charge appear (stop, creationMayBeUnderway).
+	cctx, cancel := context.WithTimeout(ctx, pixCreateTimeout)
+	cob, err := psp.CreateCharge(cctx, txid, req)
+	cancel()
 	if err == nil {
 		// A PSP's code is outside input: check it before showing it.
 		if p, perr := brcode.Parse(cob.PixCopiaECola); perr != nil || (p.Amount != 0 && p.Amount != a.Amount) {
@@ -250,7 +254,7 @@ func (s *Service) createCharge(ctx context.Context, a attempt, psp pix.PSP, chav
 		}
 		out, ferr := s.failPending(ctx, a.ID, failed("%s", d.Buyer), false)
 		// The PSP may have created it before failing: make sure nobody can pay it.
-		_, _ = psp.RemoveCharge(context.WithoutCancel(ctx), txid)
+		s.removeCreated(ctx, a.ID, psp, txid)
 		return out, ferr
 	}
 	d := pixDisplay{Pix: pixDisplayBody{
@@ -272,9 +276,39 @@ func (s *Service) createCharge(ctx context.Context, a attempt, psp pix.PSP, chav
 	})
 	if err == nil && out.Status != stPending && out.Status != stSucceeded {
 		// Canceled while the charge was being created: remove it.
-		_, _ = psp.RemoveCharge(context.WithoutCancel(ctx), txid)
+		s.removeCreated(ctx, a.ID, psp, txid)
 	}
 	return out, err
+}
+
+// pixCreateTimeout bounds a creator's PUT /cob/{txid} with its retries
+// (createCharge); pixCreateWindow is how long after an attempt's insert
+// its first creator may still make the charge appear at the PSP: the
+// bound, and a margin for a request the PSP applies after its sender gave
+// up, and for the database's clock against this process's.
+const (
+	pixCreateTimeout = 30 * time.Second
+	pixCreateWindow  = pixCreateTimeout + 15*time.Second
+)
+
+// creationMayBeUnderway says a pending Pix attempt's charge may still be
+// on its way to the PSP: its creation is not recorded (display '{}') and
+// its first creator may still be working. A PSP that does not know the
+// charge then does not mean it was never created.
+func (s *Service) creationMayBeUnderway(a attempt) bool {
+	return a.Status == stPending && compactJSON(a.Display) == "{}" && s.now().Before(a.CreatedAt.Add(pixCreateWindow))
+}
+
+// removeCreated removes a charge created for an attempt that ended
+// meanwhile (or whose creation failed). If the PSP does not confirm, the
+// resolve sweep takes the attempt at once (an ended Pix attempt is taken
+// once more to end its charge, sweep.go) instead of at its next poll.
+func (s *Service) removeCreated(ctx context.Context, attemptID string, psp pix.PSP, txid string) {
+	ctx = context.WithoutCancel(ctx)
+	if _, err := psp.RemoveCharge(ctx, txid); err != nil && !errors.Is(err, pix.ErrCobNaoEncontrado) {
+		s.log.WarnContext(ctx, "payments: Pix charge of an ended attempt not removed; the resolve sweep removes it", "attempt_id", attemptID, "txid", txid, "err", err.Error())
+		s.resolveAt(ctx, attemptID, s.now())
+	}
 }
 
 // pixDue is the resolve sweep's turn at a pending Pix attempt (sweep.go),
@@ -383,12 +417,26 @@ func (s *Service) pollOnce(ctx context.Context, a attempt) (bool, error) {
 // reports it paid, in which case the Pix is applied (completion wins; to
 // an attempt that already ended, it is refunded).
 func (s *Service) removeCharge(ctx context.Context, a attempt, status string, notify bool) error {
+	return s.removeChargeOf(ctx, a, status, notify, false)
+}
+
+// errMayBeUnderway: the PSP does not know the charge, and its creator may
+// still be putting it there (creationMayBeUnderway); nothing was changed.
+var errMayBeUnderway = errors.New("payments: the Pix charge may still be being created")
+
+// removeChargeOf is removeCharge; with fenceCreation (a cancel), a charge
+// the PSP does not know while its creation may be underway is not taken
+// as never created: errMayBeUnderway, and the attempt stays as it was.
+func (s *Service) removeChargeOf(ctx context.Context, a attempt, status string, notify, fenceCreation bool) error {
 	psp, hook, err := s.pspForHandler(ctx, a.HandlerID, a.Environment)
 	if err != nil {
 		return err
 	}
 	cob, err := psp.RemoveCharge(ctx, *a.Txid)
 	if errors.Is(err, pix.ErrCobNaoEncontrado) {
+		if fenceCreation && s.creationMayBeUnderway(a) {
+			return errMayBeUnderway
+		}
 		cob.Status = pix.StatusRemovidaRecebedor // never created
 	} else if err != nil {
 		return err

@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"errors"
 
 	"github.com/bcpdev/bcp/internal/apperr"
 	"github.com/bcpdev/bcp/internal/tenancy"
@@ -28,7 +29,11 @@ const codeCanceledBeforeStart = "canceled_before_start"
 //     nothing. The insert and StartPayment's insert race on the primary
 //     key: one of them wins, and the loser acts on the winner's row.
 //   - pending Pix: the charge is removed at the PSP; a PSP that reports it
-//     paid wins (the Pix is applied: succeeded).
+//     paid wins (the Pix is applied: succeeded). A PSP that does not know
+//     the charge while its creation is not recorded and its creator may
+//     still be putting it there (pixCreateWindow after the insert) is
+//     not "never created": Unavailable, to retry, never canceled with a
+//     charge that may still appear payable.
 //   - pending card or waiting for 3-D Secure: the sale is canceled at the
 //     processor by its idempotency key (card.Processor.Cancel), so a charge
 //     call still in flight with that key charges nothing; an approved
@@ -53,7 +58,12 @@ func (s *Service) stop(ctx context.Context, m *paymentsv1.CancelPaymentRequest) 
 	}
 	switch {
 	case a.Status == stPending && a.Txid != nil:
-		if err := s.removeCharge(ctx, a, stCanceled, false); err != nil {
+		if err := s.removeChargeOf(ctx, a, stCanceled, false, true); errors.Is(err, errMayBeUnderway) {
+			// The PSP does not know the charge, but its creator may still
+			// be putting it there: canceled now, it could appear payable
+			// after this answer. Not stopped; the caller tries again.
+			return a, apperr.New(apperr.KindUnavailable, "psp_unavailable", "the Pix charge is still being created; the payment was not stopped")
+		} else if err != nil {
 			if apperr.As(err).Kind == apperr.KindInternal {
 				// The PSP did not answer (or failed): the charge may still
 				// be payable, so nothing is stopped; say so, to retry.
