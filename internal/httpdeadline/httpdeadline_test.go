@@ -9,13 +9,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
-	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bcpdev/bcp/internal/httpdeadline"
 	"github.com/bcpdev/bcp/internal/tracing"
+	"github.com/bcpdev/bcp/internal/wirecount"
 )
 
 // roundTripFunc is a transport net/http does not know (as any wrapper of
@@ -213,9 +213,7 @@ func BenchmarkClient(b *testing.B) {
 			if err := fetch(ctx, hc, srv.URL); err != nil {
 				b.Fatal(err)
 			}
-			created := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
-			metrics.Read(created)
-			before := created[0].Value.Uint64()
+			before := wirecount.GoroutinesCreated()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
@@ -224,8 +222,7 @@ func BenchmarkClient(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			metrics.Read(created)
-			b.ReportMetric(float64(created[0].Value.Uint64()-before)/float64(b.N), "goroutines/op")
+			b.ReportMetric(float64(wirecount.GoroutinesCreated()-before)/float64(b.N), "goroutines/op")
 		})
 	}
 }

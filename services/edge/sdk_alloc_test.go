@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bcpdev/bcp/internal/wirecount"
 )
 
 // toolCallBody is a create_checkout call as agents send it.
@@ -311,11 +313,7 @@ func TestToolCallGoroutines(t *testing.T) {
 	h := sdkHandler()
 	serveToolCall(t, h)
 	const calls = 50
-	created := func() uint64 {
-		s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
-		metrics.Read(s)
-		return s[0].Value.Uint64()
-	}
+	created := wirecount.GoroutinesCreated
 	before := created()
 	for range calls {
 		serveToolCall(t, h)

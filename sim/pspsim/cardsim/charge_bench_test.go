@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
-	"runtime/metrics"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bcpdev/bcp/internal/ids"
+	"github.com/bcpdev/bcp/internal/wirecount"
 	"github.com/bcpdev/bcp/services/payments/card"
 	"github.com/bcpdev/bcp/services/payments/card/stripecard"
 )
@@ -44,7 +44,7 @@ func BenchmarkCharge(b *testing.B) {
 		if err != nil {
 			return nil, err
 		}
-		return countingConn{c, &reads, &writes}, nil
+		return wirecount.Conn{Conn: c, Reads: &reads, Writes: &writes}, nil
 	}
 	transports := []struct {
 		name string
@@ -93,7 +93,7 @@ func BenchmarkCharge(b *testing.B) {
 		}
 		charge(b) // the first connection
 		run := func(b *testing.B, loop func()) {
-			d, hs, rs, r, r2, rd, wr, g := dials.Load(), handshakes.Load(), resumed.Load(), requests.Load(), h2.Load(), reads.Load(), writes.Load(), goroutinesCreated()
+			d, hs, rs, r, r2, rd, wr, g := dials.Load(), handshakes.Load(), resumed.Load(), requests.Load(), h2.Load(), reads.Load(), writes.Load(), wirecount.GoroutinesCreated()
 			b.ReportAllocs()
 			loop()
 			n := float64(b.N)
@@ -104,7 +104,7 @@ func BenchmarkCharge(b *testing.B) {
 			b.ReportMetric(float64(h2.Load()-r2)/n, "h2requests/op")
 			b.ReportMetric(float64(reads.Load()-rd)/n, "reads/op")
 			b.ReportMetric(float64(writes.Load()-wr)/n, "writes/op")
-			b.ReportMetric(float64(goroutinesCreated()-g)/n, "goroutines/op")
+			b.ReportMetric(float64(wirecount.GoroutinesCreated()-g)/n, "goroutines/op")
 		}
 		b.Run(c.name+"/serial", func(b *testing.B) {
 			run(b, func() {
@@ -125,33 +125,6 @@ func BenchmarkCharge(b *testing.B) {
 		})
 		tr.CloseIdleConnections()
 	}
-}
-
-// goroutinesCreated is how many goroutines the process has started.
-func goroutinesCreated() uint64 {
-	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64()
-}
-
-// countingConn counts the reads and writes (system calls) on a
-// connection.
-type countingConn struct {
-	net.Conn
-	reads, writes *atomic.Int64
-}
-
-func (c countingConn) Read(b []byte) (int, error) {
-	c.reads.Add(1)
-	return c.Conn.Read(b)
-}
-
-func (c countingConn) Write(b []byte) (int, error) {
-	c.writes.Add(1)
-	return c.Conn.Write(b)
 }
 
 // counter counts the requests a transport answered, and those in HTTP/2.

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/ids"
 	"github.com/bcpdev/bcp/internal/tracing"
+	"github.com/bcpdev/bcp/internal/wirecount"
 	"github.com/bcpdev/bcp/services/payments/card"
 	"github.com/bcpdev/bcp/services/payments/card/stripecard"
 )
@@ -124,7 +124,7 @@ func (c *clientCounts) dial(ctx context.Context, network, addr string) (net.Conn
 		return nil, err
 	}
 	c.dials.Add(1)
-	return countedConn{conn, c}, nil
+	return wirecount.Conn{Conn: conn, Reads: &c.reads, Writes: &c.writes}, nil
 }
 
 func (c *clientCounts) transport(tr *http.Transport) *http.Transport {
@@ -133,30 +133,6 @@ func (c *clientCounts) transport(tr *http.Transport) *http.Transport {
 		return nil
 	}
 	return tr
-}
-
-type countedConn struct {
-	net.Conn
-	c *clientCounts
-}
-
-func (c countedConn) Read(b []byte) (int, error) {
-	c.c.reads.Add(1)
-	return c.Conn.Read(b)
-}
-
-func (c countedConn) Write(b []byte) (int, error) {
-	c.c.writes.Add(1)
-	return c.Conn.Write(b)
-}
-
-func goroutinesCreated() uint64 {
-	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64()
 }
 
 // BenchmarkClientCharge is the client's side of a charge of a card token
@@ -212,7 +188,7 @@ func BenchmarkClientCharge(b *testing.B) {
 				wg.Go(func() { charge(b) })
 			}
 			wg.Wait()
-			d, hs, rd, wr, g := counts.dials.Load(), counts.handshakes.Load(), counts.reads.Load(), counts.writes.Load(), goroutinesCreated()
+			d, hs, rd, wr, g := counts.dials.Load(), counts.handshakes.Load(), counts.reads.Load(), counts.writes.Load(), wirecount.GoroutinesCreated()
 			b.ReportAllocs()
 			b.ResetTimer()
 			loop()
@@ -222,7 +198,7 @@ func BenchmarkClientCharge(b *testing.B) {
 			b.ReportMetric(float64(counts.handshakes.Load()-hs)/n, "handshakes/op")
 			b.ReportMetric(float64(counts.reads.Load()-rd)/n, "reads/op")
 			b.ReportMetric(float64(counts.writes.Load()-wr)/n, "writes/op")
-			b.ReportMetric(float64(goroutinesCreated()-g)/n, "goroutines/op")
+			b.ReportMetric(float64(wirecount.GoroutinesCreated()-g)/n, "goroutines/op")
 		}
 		b.Run(c.name+"/serial", func(b *testing.B) {
 			run(b, func() {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"runtime"
-	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/bcpdev/bcp/internal/pki"
 	"github.com/bcpdev/bcp/internal/testdb"
+	"github.com/bcpdev/bcp/internal/wirecount"
 	"github.com/bcpdev/bcp/services/payments/pix/apipix"
 	"github.com/bcpdev/bcp/sim/pspsim/psptest"
 )
@@ -43,7 +43,7 @@ func BenchmarkCreateCharge(b *testing.B) {
 				return nil, err
 			}
 			dials.Add(1)
-			return countedConn{c, &reads, &writes}, nil
+			return wirecount.Conn{Conn: c, Reads: &reads, Writes: &writes}, nil
 		},
 	})
 	if err != nil {
@@ -62,7 +62,7 @@ func BenchmarkCreateCharge(b *testing.B) {
 			wg.Go(func() { create(b) })
 		}
 		wg.Wait()
-		d, rd, wr, g := dials.Load(), reads.Load(), writes.Load(), goroutinesCreated()
+		d, rd, wr, g := dials.Load(), reads.Load(), writes.Load(), wirecount.GoroutinesCreated()
 		b.ReportAllocs()
 		b.ResetTimer()
 		loop()
@@ -71,7 +71,7 @@ func BenchmarkCreateCharge(b *testing.B) {
 		b.ReportMetric(float64(dials.Load()-d)/n, "dials/op")
 		b.ReportMetric(float64(reads.Load()-rd)/n, "reads/op")
 		b.ReportMetric(float64(writes.Load()-wr)/n, "writes/op")
-		b.ReportMetric(float64(goroutinesCreated()-g)/n, "goroutines/op")
+		b.ReportMetric(float64(wirecount.GoroutinesCreated()-g)/n, "goroutines/op")
 	}
 	b.Run("serial", func(b *testing.B) {
 		run(b, func() {
@@ -90,28 +90,4 @@ func BenchmarkCreateCharge(b *testing.B) {
 			})
 		})
 	})
-}
-
-type countedConn struct {
-	net.Conn
-	reads, writes *atomic.Int64
-}
-
-func (c countedConn) Read(p []byte) (int, error) {
-	c.reads.Add(1)
-	return c.Conn.Read(p)
-}
-
-func (c countedConn) Write(p []byte) (int, error) {
-	c.writes.Add(1)
-	return c.Conn.Write(p)
-}
-
-func goroutinesCreated() uint64 {
-	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64()
 }
