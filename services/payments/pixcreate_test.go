@@ -20,14 +20,21 @@ import (
 var pspBeforeSend atomic.Pointer[func(*http.Request) error]
 
 // holdChargeCreation holds the service's PUT /cob/{txid} requests until
-// release is closed; held is told of each one as it is held. The hook is
-// removed when the test ends.
-func holdChargeCreation(t *testing.T) (held <-chan string, release func()) {
+// release is closed; held is told of each one as it is held. While
+// failRemoval (if given) is true, a PATCH of a charge fails as an
+// unreachable PSP would. The hook is removed when the test ends.
+func holdChargeCreation(t *testing.T, failRemoval *atomic.Bool) (held <-chan string, release func()) {
 	t.Helper()
 	heldc := make(chan string, 4)
 	gate := make(chan struct{})
 	hook := func(r *http.Request) error {
-		if r.Method != http.MethodPut || !strings.Contains(r.URL.Path, "/cob/") {
+		if !strings.Contains(r.URL.Path, "/cob/") {
+			return nil
+		}
+		switch {
+		case r.Method == http.MethodPatch && failRemoval != nil && failRemoval.Load():
+			return errors.New("the PSP is unreachable")
+		case r.Method != http.MethodPut:
 			return nil
 		}
 		heldc <- r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
@@ -45,6 +52,21 @@ func holdChargeCreation(t *testing.T) (held <-chan string, release func()) {
 	return heldc, release
 }
 
+// startInBackground runs StartPayment(req) while the test goes on; wait
+// returns its answer.
+func startInBackground(e *env, req *paymentsv1.StartPaymentRequest) (wait func() (*paymentsv1.Attempt, error)) {
+	var started *paymentsv1.Attempt
+	var err error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var r *connect.Response[paymentsv1.StartPaymentResponse]
+		if r, err = e.client.StartPayment(e.a.ctx, connect.NewRequest(req)); err == nil {
+			started = r.Msg.GetAttempt()
+		}
+	})
+	return func() (*paymentsv1.Attempt, error) { wg.Wait(); return started, err }
+}
+
 // A cancel that reaches the PSP while the completion's PUT /cob/{txid} is
 // still on its way finds no charge; it must not answer canceled (the PUT
 // would then create a payable charge for a canceled attempt): it is
@@ -54,18 +76,9 @@ func TestCancelWhileChargeIsBeingCreatedIsRetryable(t *testing.T) {
 	e := newEnv(t)
 	e.start(e.a, startReq(e.a, "chk_warm", 1500, pixInstrument)) // the handler's sandbox account and hook
 
-	held, release := holdChargeCreation(t)
+	held, release := holdChargeCreation(t, nil)
 	req := startReq(e.a, "chk_creating", 2700, pixInstrument)
-	var started *paymentsv1.Attempt
-	var startErr error
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		r, err := e.client.StartPayment(e.a.ctx, connect.NewRequest(req))
-		startErr = err
-		if err == nil {
-			started = r.Msg.GetAttempt()
-		}
-	})
+	wait := startInBackground(e, req)
 	txid := <-held
 
 	_, err := e.client.CancelPayment(e.a.ctx, connect.NewRequest(&paymentsv1.CancelPaymentRequest{AttemptId: req.GetAttemptId()}))
@@ -77,7 +90,7 @@ func TestCancelWhileChargeIsBeingCreatedIsRetryable(t *testing.T) {
 	}
 
 	release()
-	wg.Wait()
+	started, startErr := wait()
 	if startErr != nil {
 		t.Fatalf("StartPayment: %v", startErr)
 	}
@@ -109,18 +122,9 @@ func TestCancelAfterTheCreationWindowIsFinal(t *testing.T) {
 	e := newEnv(t)
 	e.start(e.a, startReq(e.a, "chk_warm", 1500, pixInstrument))
 
-	held, release := holdChargeCreation(t)
+	held, release := holdChargeCreation(t, nil)
 	req := startReq(e.a, "chk_late", 2800, pixInstrument)
-	var started *paymentsv1.Attempt
-	var startErr error
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		r, err := e.client.StartPayment(e.a.ctx, connect.NewRequest(req))
-		startErr = err
-		if err == nil {
-			started = r.Msg.GetAttempt()
-		}
-	})
+	wait := startInBackground(e, req)
 	txid := <-held
 	e.clock.Add(46 * time.Second) // past pixCreateWindow (45 s)
 
@@ -132,7 +136,7 @@ func TestCancelAfterTheCreationWindowIsFinal(t *testing.T) {
 		t.Fatalf("cancel answered %v", got)
 	}
 	release()
-	wg.Wait()
+	started, startErr := wait()
 	if startErr != nil || started.GetStatus() != statusCanceled {
 		t.Fatalf("StartPayment: %v, %v", started.GetStatus(), startErr)
 	}
@@ -158,42 +162,11 @@ func TestChargeCreatedAfterCancelIsRemovedBySweepWhenRemovalFails(t *testing.T) 
 	e := newEnv(t)
 	e.start(e.a, startReq(e.a, "chk_warm", 1500, pixInstrument))
 
-	held := make(chan string, 4)
-	gate := make(chan struct{})
 	var failRemoval atomic.Bool
-	hook := func(r *http.Request) error {
-		if !strings.Contains(r.URL.Path, "/cob/") {
-			return nil
-		}
-		switch {
-		case r.Method == http.MethodPatch && failRemoval.Load():
-			return errors.New("the PSP is unreachable")
-		case r.Method == http.MethodPut:
-			held <- r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
-			select {
-			case <-gate:
-			case <-r.Context().Done():
-				return r.Context().Err()
-			}
-		}
-		return nil
-	}
-	pspBeforeSend.Store(&hook)
-	var once sync.Once
-	release := func() { once.Do(func() { close(gate) }) }
-	t.Cleanup(func() { release(); pspBeforeSend.Store(nil) })
+	held, release := holdChargeCreation(t, &failRemoval)
 
 	req := startReq(e.a, "chk_unremoved", 2900, pixInstrument)
-	var started *paymentsv1.Attempt
-	var startErr error
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		r, err := e.client.StartPayment(e.a.ctx, connect.NewRequest(req))
-		startErr = err
-		if err == nil {
-			started = r.Msg.GetAttempt()
-		}
-	})
+	wait := startInBackground(e, req)
 	txid := <-held
 	e.clock.Add(46 * time.Second) // past pixCreateWindow: the cancel takes "not found" as never created
 	r, err := e.client.CancelPayment(e.a.ctx, connect.NewRequest(&paymentsv1.CancelPaymentRequest{AttemptId: req.GetAttemptId()}))
@@ -202,7 +175,7 @@ func TestChargeCreatedAfterCancelIsRemovedBySweepWhenRemovalFails(t *testing.T) 
 	}
 	failRemoval.Store(true)
 	release()
-	wg.Wait()
+	started, startErr := wait()
 	if startErr != nil || started.GetStatus() != statusCanceled {
 		t.Fatalf("StartPayment: %v, %v", started.GetStatus(), startErr)
 	}
